@@ -1,0 +1,107 @@
+//! Version edits: the only way to change a version.
+
+use crate::state::PolicyState;
+use crate::table::{RunId, TableId, TableMeta};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// A table removed by an edit, named by where it is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeletedTable {
+    /// Level holding the table.
+    pub level: usize,
+    /// Run holding the table.
+    pub run: RunId,
+    /// The table.
+    pub table: TableId,
+}
+
+/// A run created by an edit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewRun {
+    /// Level the run is created in.
+    pub level: usize,
+    /// Id of the new run; must not exist yet.
+    pub run: RunId,
+}
+
+/// A table added by an edit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AddedTable {
+    /// Level to add to.
+    pub level: usize,
+    /// Run to add to (existing, or created by the same edit).
+    pub run: RunId,
+    /// The table.
+    pub table: Arc<TableMeta>,
+}
+
+/// A change to a [`crate::Version`]: tables deleted, runs created, tables added, and optionally a
+/// new policy state. Edits are policy-agnostic data, so a manifest of edits can be replayed without
+/// running any policy code.
+///
+/// Applying happens in this order: deletions, run creation, additions; then runs left without
+/// tables are removed. A new run is placed in its level just before the newest run that the same
+/// edit deletes tables from, or at the front (newest position) when the edit deletes nothing from
+/// that level. That rule keeps newest-first order for every merge whose inputs at the output level
+/// are the newest runs there, which is what a correct plan looks like. Moving a table is a deletion
+/// plus an addition of the same table in one edit.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VersionEdit {
+    /// Tables removed.
+    pub deleted: Vec<DeletedTable>,
+    /// Runs created.
+    pub new_runs: Vec<NewRun>,
+    /// Tables added.
+    pub added: Vec<AddedTable>,
+    /// The policy's new state, if it changed.
+    pub policy_state: Option<PolicyState>,
+}
+
+impl VersionEdit {
+    /// An edit that changes nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Removes `table` from run `run` of `level`.
+    pub fn delete_table(&mut self, level: usize, run: RunId, table: TableId) -> &mut Self {
+        self.deleted.push(DeletedTable { level, run, table });
+        self
+    }
+
+    /// Creates an empty run `run` in `level`; the same edit must add tables to it.
+    pub fn create_run(&mut self, level: usize, run: RunId) -> &mut Self {
+        self.new_runs.push(NewRun { level, run });
+        self
+    }
+
+    /// Adds `table` to run `run` of `level`.
+    pub fn add_table(
+        &mut self,
+        level: usize,
+        run: RunId,
+        table: impl Into<Arc<TableMeta>>,
+    ) -> &mut Self {
+        self.added.push(AddedTable {
+            level,
+            run,
+            table: table.into(),
+        });
+        self
+    }
+
+    /// Replaces the policy state.
+    pub fn set_policy_state(&mut self, state: PolicyState) -> &mut Self {
+        self.policy_state = Some(state);
+        self
+    }
+
+    /// Whether the edit changes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.deleted.is_empty()
+            && self.new_runs.is_empty()
+            && self.added.is_empty()
+            && self.policy_state.is_none()
+    }
+}

@@ -1,0 +1,740 @@
+//! Immutable versions of the LSM shape: levels of runs of tables.
+
+use crate::edit::VersionEdit;
+use crate::error::EditError;
+use crate::key::KeyRange;
+use crate::state::PolicyState;
+use crate::table::{RunId, TableId, TableMeta};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+
+/// A sorted run: tables ordered by key that do not overlap one another.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Run {
+    id: RunId,
+    tables: Vec<Arc<TableMeta>>,
+    size: u64,
+    entries: u64,
+}
+
+impl Run {
+    /// A run holding `tables`, which must be sorted by key and disjoint.
+    fn from_tables(id: RunId, tables: Vec<Arc<TableMeta>>) -> Self {
+        let size = tables.iter().map(|t| t.size).sum();
+        let entries = tables.iter().map(|t| t.entries).sum();
+        Run {
+            id,
+            tables,
+            size,
+            entries,
+        }
+    }
+
+    /// The run's id.
+    pub fn id(&self) -> RunId {
+        self.id
+    }
+
+    /// The run's tables in key order.
+    pub fn tables(&self) -> &[Arc<TableMeta>] {
+        &self.tables
+    }
+
+    /// Total bytes of the run's tables.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Total entries of the run's tables.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// The key range the run covers. Runs are never empty inside a version.
+    pub fn key_range(&self) -> KeyRange {
+        match (self.tables.first(), self.tables.last()) {
+            (Some(first), Some(last)) => KeyRange {
+                smallest: first.smallest.clone(),
+                largest: last.largest.clone(),
+            },
+            _ => KeyRange::new(bytes::Bytes::new(), bytes::Bytes::new()),
+        }
+    }
+
+    /// The contiguous slice of tables whose key ranges overlap `range` (binary search).
+    pub fn overlapping(&self, range: &KeyRange) -> &[Arc<TableMeta>] {
+        let start = self.tables.partition_point(|t| t.largest < range.smallest);
+        let end = self.tables.partition_point(|t| t.smallest <= range.largest);
+        if start >= end {
+            &[]
+        } else {
+            &self.tables[start..end]
+        }
+    }
+
+    /// Bytes of the tables overlapping `range`.
+    pub fn overlapping_size(&self, range: &KeyRange) -> u64 {
+        self.overlapping(range).iter().map(|t| t.size).sum()
+    }
+
+    /// Checks that tables are in key order and disjoint.
+    fn check_order(&self, level: usize) -> Result<(), EditError> {
+        for pair in self.tables.windows(2) {
+            if pair[0].largest >= pair[1].smallest {
+                return Err(EditError::Overlap {
+                    level,
+                    run: self.id,
+                    left: pair[0].id,
+                    right: pair[1].id,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A level: zero or more runs, newest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Level {
+    runs: Vec<Arc<Run>>,
+    size: u64,
+}
+
+static EMPTY_LEVEL: Level = Level {
+    runs: Vec::new(),
+    size: 0,
+};
+
+impl Level {
+    fn from_runs(runs: Vec<Arc<Run>>) -> Self {
+        let size = runs.iter().map(|r| r.size).sum();
+        Level { runs, size }
+    }
+
+    /// The runs, newest first.
+    pub fn runs(&self) -> &[Arc<Run>] {
+        &self.runs
+    }
+
+    /// Total bytes in the level.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Whether the level holds no runs.
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// Number of tables across the level's runs.
+    pub fn table_count(&self) -> usize {
+        self.runs.iter().map(|r| r.tables.len()).sum()
+    }
+
+    /// Position (0 = newest) of run `id` in this level.
+    pub fn position(&self, id: RunId) -> Option<usize> {
+        self.runs.iter().position(|r| r.id == id)
+    }
+
+    /// Iterates over every table in the level, newest run first.
+    pub fn tables(&self) -> impl Iterator<Item = &Arc<TableMeta>> {
+        self.runs.iter().flat_map(|r| r.tables.iter())
+    }
+}
+
+/// Where a table sits in a version.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TableLocation {
+    /// The level.
+    pub level: usize,
+    /// The run.
+    pub run: RunId,
+}
+
+/// An immutable snapshot of the LSM shape plus the policy's state.
+///
+/// Cheap to clone: runs and tables are shared. Change it only through [`Version::apply`].
+#[derive(Clone, Debug, Default)]
+pub struct Version {
+    levels: Vec<Level>,
+    policy_state: PolicyState,
+    next_table_id: u64,
+    next_run_id: u64,
+    locations: Arc<HashMap<TableId, TableLocation>>,
+}
+
+impl PartialEq for Version {
+    fn eq(&self, other: &Self) -> bool {
+        // `locations` is derived from `levels`.
+        self.levels == other.levels
+            && self.policy_state == other.policy_state
+            && self.next_table_id == other.next_table_id
+            && self.next_run_id == other.next_run_id
+    }
+}
+
+impl Eq for Version {}
+
+impl Version {
+    /// The deepest level number an edit may name, plus one.
+    pub const MAX_LEVELS: usize = 64;
+
+    /// An empty tree.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Levels from 0 to the deepest non-empty one (empty levels in between are present).
+    pub fn levels(&self) -> &[Level] {
+        &self.levels
+    }
+
+    /// Level `level`, or an empty level when it is beyond the deepest non-empty one.
+    pub fn level(&self, level: usize) -> &Level {
+        self.levels.get(level).unwrap_or(&EMPTY_LEVEL)
+    }
+
+    /// One more than the deepest non-empty level (0 for an empty tree).
+    pub fn num_levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// The deepest non-empty level, if any.
+    pub fn deepest_level(&self) -> Option<usize> {
+        self.levels.len().checked_sub(1)
+    }
+
+    /// Total bytes of all tables.
+    pub fn size(&self) -> u64 {
+        self.levels.iter().map(|l| l.size).sum()
+    }
+
+    /// Total number of sorted runs.
+    pub fn run_count(&self) -> usize {
+        self.levels.iter().map(|l| l.runs.len()).sum()
+    }
+
+    /// Total number of tables.
+    pub fn table_count(&self) -> usize {
+        self.locations.len()
+    }
+
+    /// The policy's persisted state.
+    pub fn policy_state(&self) -> &PolicyState {
+        &self.policy_state
+    }
+
+    /// One more than the largest table id ever added (a high-water mark for id allocation).
+    pub fn next_table_id(&self) -> u64 {
+        self.next_table_id
+    }
+
+    /// One more than the largest run id ever created.
+    pub fn next_run_id(&self) -> u64 {
+        self.next_run_id
+    }
+
+    /// Where table `id` is, if it is in this version.
+    pub fn table_location(&self, id: TableId) -> Option<TableLocation> {
+        self.locations.get(&id).copied()
+    }
+
+    /// The metadata of table `id`, if it is in this version.
+    pub fn table(&self, id: TableId) -> Option<&Arc<TableMeta>> {
+        let loc = self.table_location(id)?;
+        let run = self.run(loc.level, loc.run)?;
+        run.tables.iter().find(|t| t.id == id)
+    }
+
+    /// Run `id` of `level`, if present.
+    pub fn run(&self, level: usize, id: RunId) -> Option<&Arc<Run>> {
+        self.level(level).runs.iter().find(|r| r.id == id)
+    }
+
+    /// Finds run `id` anywhere: its level and position.
+    pub fn find_run(&self, id: RunId) -> Option<(usize, usize)> {
+        self.levels
+            .iter()
+            .enumerate()
+            .find_map(|(l, level)| level.position(id).map(|p| (l, p)))
+    }
+
+    /// Every table with its level, newest data first (level by level, run by run).
+    pub fn tables(&self) -> impl Iterator<Item = (usize, &Arc<Run>, &Arc<TableMeta>)> {
+        self.levels.iter().enumerate().flat_map(|(l, level)| {
+            level
+                .runs
+                .iter()
+                .flat_map(move |run| run.tables.iter().map(move |t| (l, run, t)))
+        })
+    }
+
+    /// Builds a version from explicit levels (runs newest first), checking every invariant.
+    pub fn from_parts(
+        levels: Vec<Vec<(RunId, Vec<TableMeta>)>>,
+        policy_state: PolicyState,
+        next_table_id: u64,
+        next_run_id: u64,
+    ) -> Result<Version, EditError> {
+        if levels.len() > Self::MAX_LEVELS {
+            return Err(EditError::LevelOutOfRange {
+                level: levels.len() - 1,
+                max: Self::MAX_LEVELS,
+            });
+        }
+        let mut built = Vec::with_capacity(levels.len());
+        for runs in levels {
+            let runs = runs
+                .into_iter()
+                .map(|(id, tables)| {
+                    Arc::new(Run::from_tables(
+                        id,
+                        tables.into_iter().map(Arc::new).collect(),
+                    ))
+                })
+                .collect();
+            built.push(Level::from_runs(runs));
+        }
+        while built.last().is_some_and(Level::is_empty) {
+            built.pop();
+        }
+        let mut version = Version {
+            levels: built,
+            policy_state,
+            next_table_id,
+            next_run_id,
+            locations: Arc::new(HashMap::new()),
+        };
+        version.locations = Arc::new(version.compute_locations()?);
+        version.check_invariants()?;
+        Ok(version)
+    }
+
+    fn compute_locations(&self) -> Result<HashMap<TableId, TableLocation>, EditError> {
+        let mut locations = HashMap::new();
+        for (level, l) in self.levels.iter().enumerate() {
+            for run in &l.runs {
+                for table in &run.tables {
+                    let loc = TableLocation { level, run: run.id };
+                    if locations.insert(table.id, loc).is_some() {
+                        return Err(EditError::DuplicateTable(table.id));
+                    }
+                }
+            }
+        }
+        Ok(locations)
+    }
+
+    /// Checks every structural invariant from scratch (O(tables)). [`Version::apply`] maintains them
+    /// incrementally; this is for versions built from outside data and for tests.
+    pub fn check_invariants(&self) -> Result<(), EditError> {
+        let mut run_ids = HashSet::new();
+        let mut table_ids = HashSet::new();
+        if self.levels.last().is_some_and(Level::is_empty) {
+            return Err(EditError::Inconsistent("trailing empty level".to_string()));
+        }
+        for (l, level) in self.levels.iter().enumerate() {
+            let mut size = 0;
+            for run in &level.runs {
+                if run.tables.is_empty() {
+                    return Err(EditError::Inconsistent(format!(
+                        "run {} in level {l} is empty",
+                        run.id
+                    )));
+                }
+                if !run_ids.insert(run.id) {
+                    return Err(EditError::RunExists(run.id));
+                }
+                if run.id.0 >= self.next_run_id {
+                    return Err(EditError::Inconsistent(format!(
+                        "run {} is not below next-run {}",
+                        run.id, self.next_run_id
+                    )));
+                }
+                run.check_order(l)?;
+                for t in &run.tables {
+                    t.validate().map_err(EditError::InvalidTable)?;
+                    if !table_ids.insert(t.id) {
+                        return Err(EditError::DuplicateTable(t.id));
+                    }
+                    if t.id.0 >= self.next_table_id {
+                        return Err(EditError::Inconsistent(format!(
+                            "table {} is not below next-table {}",
+                            t.id, self.next_table_id
+                        )));
+                    }
+                    if self.locations.get(&t.id)
+                        != Some(&TableLocation {
+                            level: l,
+                            run: run.id,
+                        })
+                    {
+                        return Err(EditError::Inconsistent(format!(
+                            "location index is wrong for table {}",
+                            t.id
+                        )));
+                    }
+                }
+                let sum: u64 = run.tables.iter().map(|t| t.size).sum();
+                if sum != run.size {
+                    return Err(EditError::Inconsistent(format!(
+                        "cached size of run {} is wrong",
+                        run.id
+                    )));
+                }
+                size += sum;
+            }
+            if size != level.size {
+                return Err(EditError::Inconsistent(format!(
+                    "cached size of level {l} is wrong"
+                )));
+            }
+        }
+        if table_ids.len() != self.locations.len() {
+            return Err(EditError::Inconsistent(
+                "location index has extra tables".to_string(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Applies `edit`, returning the new version; `self` is unchanged. Fails, changing nothing, if
+    /// the edit would break an invariant (see [`VersionEdit`] for the order and placement rules).
+    pub fn apply(&self, edit: &VersionEdit) -> Result<Version, EditError> {
+        let mut locations: HashMap<TableId, TableLocation> = (*self.locations).clone();
+        let max_level = edit
+            .deleted
+            .iter()
+            .map(|d| d.level)
+            .chain(edit.new_runs.iter().map(|n| n.level))
+            .chain(edit.added.iter().map(|a| a.level))
+            .max();
+        if let Some(level) = max_level.filter(|&l| l >= Self::MAX_LEVELS) {
+            return Err(EditError::LevelOutOfRange {
+                level,
+                max: Self::MAX_LEVELS,
+            });
+        }
+
+        // Deletions, grouped per run.
+        let mut deleted: HashMap<(usize, RunId), HashSet<TableId>> = HashMap::new();
+        for d in &edit.deleted {
+            let here = TableLocation {
+                level: d.level,
+                run: d.run,
+            };
+            match locations.get(&d.table) {
+                Some(loc) if *loc == here => {}
+                _ => {
+                    if deleted.values().any(|set| set.contains(&d.table)) {
+                        return Err(EditError::TableDeletedTwice(d.table));
+                    }
+                    return Err(EditError::TableNotFound {
+                        table: d.table,
+                        level: d.level,
+                        run: d.run,
+                    });
+                }
+            }
+            locations.remove(&d.table);
+            deleted.entry((d.level, d.run)).or_default().insert(d.table);
+        }
+
+        // New runs.
+        let existing_runs: HashSet<RunId> = self
+            .levels
+            .iter()
+            .flat_map(|l| l.runs.iter().map(|r| r.id))
+            .collect();
+        let mut created: BTreeMap<usize, Vec<RunId>> = BTreeMap::new();
+        let mut created_ids = HashSet::new();
+        for n in &edit.new_runs {
+            if existing_runs.contains(&n.run) || !created_ids.insert(n.run) {
+                return Err(EditError::RunExists(n.run));
+            }
+            created.entry(n.level).or_default().push(n.run);
+        }
+
+        // Additions, grouped per run.
+        let mut added: HashMap<(usize, RunId), Vec<Arc<TableMeta>>> = HashMap::new();
+        for a in &edit.added {
+            a.table.validate().map_err(EditError::InvalidTable)?;
+            let run_exists = created
+                .get(&a.level)
+                .is_some_and(|ids| ids.contains(&a.run))
+                || self.run(a.level, a.run).is_some();
+            if !run_exists {
+                return Err(EditError::RunNotFound {
+                    level: a.level,
+                    run: a.run,
+                });
+            }
+            let loc = TableLocation {
+                level: a.level,
+                run: a.run,
+            };
+            if locations.insert(a.table.id, loc).is_some() {
+                return Err(EditError::DuplicateTable(a.table.id));
+            }
+            added
+                .entry((a.level, a.run))
+                .or_default()
+                .push(a.table.clone());
+        }
+
+        // Rebuild the touched levels.
+        let mut levels = self.levels.clone();
+        let touched_levels: HashSet<usize> = deleted
+            .keys()
+            .chain(added.keys())
+            .map(|&(l, _)| l)
+            .chain(created.keys().copied())
+            .collect();
+        if let Some(&deepest) = touched_levels.iter().max() {
+            if deepest >= levels.len() {
+                levels.resize_with(deepest + 1, Level::default);
+            }
+        }
+        for &l in &touched_levels {
+            let old_runs = &levels[l].runs;
+            let mut runs: Vec<Option<Arc<Run>>> = old_runs.iter().cloned().map(Some).collect();
+            let mut ids: Vec<RunId> = old_runs.iter().map(|r| r.id).collect();
+            if let Some(new_ids) = created.get(&l) {
+                let position = ids
+                    .iter()
+                    .position(|id| deleted.contains_key(&(l, *id)))
+                    .unwrap_or(0);
+                for (offset, id) in new_ids.iter().enumerate() {
+                    ids.insert(position + offset, *id);
+                    runs.insert(position + offset, None);
+                }
+            }
+            let mut rebuilt = Vec::with_capacity(ids.len());
+            for (id, old) in ids.into_iter().zip(runs) {
+                let gone = deleted.get(&(l, id));
+                let mut extra = added.remove(&(l, id)).unwrap_or_default();
+                let is_new = old.is_none();
+                let run = match (old, gone, extra.is_empty()) {
+                    (Some(run), None, true) => run,
+                    (old, gone, _) => {
+                        let mut tables: Vec<Arc<TableMeta>> = old
+                            .map(|r| {
+                                r.tables
+                                    .iter()
+                                    .filter(|t| gone.is_none_or(|g| !g.contains(&t.id)))
+                                    .cloned()
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        extra.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+                        tables = merge_by_smallest(tables, extra);
+                        let run = Run::from_tables(id, tables);
+                        run.check_order(l)?;
+                        Arc::new(run)
+                    }
+                };
+                if run.tables.is_empty() {
+                    if is_new {
+                        return Err(EditError::EmptyNewRun { level: l, run: id });
+                    }
+                    continue;
+                }
+                rebuilt.push(run);
+            }
+            levels[l] = Level::from_runs(rebuilt);
+        }
+        while levels.last().is_some_and(Level::is_empty) {
+            levels.pop();
+        }
+
+        let next_table_id = edit
+            .added
+            .iter()
+            .map(|a| a.table.id.0 + 1)
+            .fold(self.next_table_id, u64::max);
+        let next_run_id = edit
+            .new_runs
+            .iter()
+            .map(|n| n.run.0 + 1)
+            .fold(self.next_run_id, u64::max);
+        Ok(Version {
+            levels,
+            policy_state: edit
+                .policy_state
+                .clone()
+                .unwrap_or_else(|| self.policy_state.clone()),
+            next_table_id,
+            next_run_id,
+            locations: Arc::new(locations),
+        })
+    }
+}
+
+/// Merges two lists sorted by smallest key into one.
+fn merge_by_smallest(a: Vec<Arc<TableMeta>>, b: Vec<Arc<TableMeta>>) -> Vec<Arc<TableMeta>> {
+    if b.is_empty() {
+        return a;
+    }
+    if a.is_empty() {
+        return b;
+    }
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let mut a = a.into_iter().peekable();
+    let mut b = b.into_iter().peekable();
+    loop {
+        let take_a = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => x.smallest <= y.smallest,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        let next = if take_a { a.next() } else { b.next() };
+        out.extend(next);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(id: u64, lo: &str, hi: &str, size: u64) -> TableMeta {
+        TableMeta::new(id, lo.to_string(), hi.to_string(), size)
+    }
+
+    fn two_level_version() -> Version {
+        let mut edit = VersionEdit::new();
+        edit.create_run(1, RunId(1))
+            .add_table(1, RunId(1), table(1, "a", "c", 10))
+            .add_table(1, RunId(1), table(2, "d", "f", 10));
+        edit.create_run(2, RunId(2))
+            .add_table(2, RunId(2), table(3, "a", "z", 100));
+        Version::new().apply(&edit).unwrap()
+    }
+
+    #[test]
+    fn apply_builds_levels_and_indexes() {
+        let v = two_level_version();
+        assert_eq!(v.num_levels(), 3);
+        assert!(v.level(0).is_empty());
+        assert_eq!(v.level(1).size(), 20);
+        assert_eq!(v.size(), 120);
+        assert_eq!(v.table_count(), 3);
+        assert_eq!(
+            v.table_location(TableId(2)),
+            Some(TableLocation {
+                level: 1,
+                run: RunId(1)
+            })
+        );
+        assert_eq!(v.next_table_id(), 4);
+        assert_eq!(v.next_run_id(), 3);
+        v.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn overlapping_tables_in_a_run_are_rejected() {
+        let v = two_level_version();
+        let mut edit = VersionEdit::new();
+        edit.add_table(1, RunId(1), table(9, "b", "b", 1));
+        assert!(matches!(v.apply(&edit), Err(EditError::Overlap { .. })));
+    }
+
+    #[test]
+    fn a_table_cannot_be_in_two_places() {
+        let v = two_level_version();
+        let mut edit = VersionEdit::new();
+        edit.create_run(0, RunId(7))
+            .add_table(0, RunId(7), table(1, "a", "c", 10));
+        assert_eq!(v.apply(&edit), Err(EditError::DuplicateTable(TableId(1))));
+        // A move is a delete plus an add in one edit.
+        let mut mv = VersionEdit::new();
+        mv.delete_table(1, RunId(1), TableId(1))
+            .create_run(0, RunId(7))
+            .add_table(0, RunId(7), table(1, "a", "c", 10));
+        let moved = v.apply(&mv).unwrap();
+        assert_eq!(
+            moved.table_location(TableId(1)),
+            Some(TableLocation {
+                level: 0,
+                run: RunId(7)
+            })
+        );
+        moved.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn deleting_a_missing_table_fails_and_changes_nothing() {
+        let v = two_level_version();
+        let mut edit = VersionEdit::new();
+        edit.delete_table(2, RunId(2), TableId(1));
+        assert!(matches!(
+            v.apply(&edit),
+            Err(EditError::TableNotFound { .. })
+        ));
+        let mut twice = VersionEdit::new();
+        twice
+            .delete_table(1, RunId(1), TableId(1))
+            .delete_table(1, RunId(1), TableId(1));
+        assert_eq!(
+            v.apply(&twice),
+            Err(EditError::TableDeletedTwice(TableId(1)))
+        );
+        assert_eq!(v, two_level_version());
+    }
+
+    #[test]
+    fn emptied_runs_disappear_and_new_runs_take_the_place_of_their_inputs() {
+        let v = two_level_version();
+        // Put two more runs in level 2, newest first: 5, then 4, then 2.
+        let mut edit = VersionEdit::new();
+        edit.create_run(2, RunId(4))
+            .add_table(2, RunId(4), table(4, "a", "b", 5));
+        let v = v.apply(&edit).unwrap();
+        let mut edit = VersionEdit::new();
+        edit.create_run(2, RunId(5))
+            .add_table(2, RunId(5), table(5, "a", "b", 5));
+        let v = v.apply(&edit).unwrap();
+        let order: Vec<u64> = v.level(2).runs().iter().map(|r| r.id().0).collect();
+        assert_eq!(order, vec![5, 4, 2]);
+        // Merge the two older runs (4 and 2) into a new run 6: it goes where run 4 was.
+        let mut edit = VersionEdit::new();
+        edit.delete_table(2, RunId(4), TableId(4))
+            .delete_table(2, RunId(2), TableId(3))
+            .create_run(2, RunId(6))
+            .add_table(2, RunId(6), table(6, "a", "z", 100));
+        let v = v.apply(&edit).unwrap();
+        let order: Vec<u64> = v.level(2).runs().iter().map(|r| r.id().0).collect();
+        assert_eq!(order, vec![5, 6]);
+        v.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn an_empty_new_run_is_rejected() {
+        let mut edit = VersionEdit::new();
+        edit.create_run(1, RunId(1));
+        assert_eq!(
+            Version::new().apply(&edit),
+            Err(EditError::EmptyNewRun {
+                level: 1,
+                run: RunId(1)
+            })
+        );
+    }
+
+    #[test]
+    fn overlapping_lookup_uses_key_order() {
+        let v = two_level_version();
+        let run = v.run(1, RunId(1)).unwrap();
+        let ids = |r: &KeyRange| {
+            run.overlapping(r)
+                .iter()
+                .map(|t| t.id.0)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&KeyRange::new("b", "d")), vec![1, 2]);
+        assert_eq!(ids(&KeyRange::new("c", "c")), vec![1]);
+        assert_eq!(ids(&KeyRange::new("g", "h")), Vec::<u64>::new());
+        assert_eq!(run.overlapping_size(&KeyRange::new("0", "b")), 10);
+    }
+}
