@@ -29,7 +29,7 @@ pub use error::{EditError, ParseError};
 pub use key::{format_key, parse_key, KeyRange};
 pub use state::PolicyState;
 pub use table::{BlockMeta, RunId, SeqNo, SeqRange, TableId, TableMeta};
-pub use text::parse_size;
+pub use text::{format_size, parse_size};
 pub use version::{Level, Run, TableLocation, Version};
 
 /// Key bytes; cheap to clone.

@@ -71,6 +71,23 @@ impl fmt::Display for Version {
     }
 }
 
+/// Formats a byte size compactly and exactly: `1MiB` for 1048576, `1536` for sizes that are not a
+/// whole number of KiB, MiB or GiB. [`parse_size`] reads it back.
+pub fn format_size(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 4] = [
+        (1 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+    ];
+    for (unit, name) in UNITS {
+        if bytes >= unit && bytes % unit == 0 {
+            return format!("{}{name}", bytes / unit);
+        }
+    }
+    bytes.to_string()
+}
+
 /// Parses a byte size such as `4096`, `64MiB`, `1M` or `2GiB` (binary units: K = KiB = 1024).
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim();
@@ -416,5 +433,9 @@ L2:
         assert_eq!(parse_size("1.5K").unwrap(), 1536);
         assert!(parse_size("3 parsecs").is_err());
         assert!(parse_size("99999999999999999999T").is_err());
+        for n in [0, 1, 1023, 1024, 1536, 1 << 20, 3 << 30, (1 << 40) + 1] {
+            assert_eq!(parse_size(&format_size(n)).unwrap(), n);
+        }
+        assert_eq!(format_size(64 << 20), "64MiB");
     }
 }

@@ -1,0 +1,511 @@
+//! The horizontal growth schemes of Vertiorizon: a fixed number ℓ of levels whose capacities grow
+//! over time, driven by per-level counters instead of size scores.
+//!
+//! - [`HorizontalLeveled`] is Algorithm 1 (Bentley–Saxe): each level holds one run; flushes merge
+//!   into L1; `C[i] > C[i+1]` (strict) merges level i into level i+1.
+//! - [`HorizontalTiered`] is Algorithm 2: each level holds several runs; flushes add a run to L1;
+//!   counters start at k and count down, and `C[i] == 0` merges all runs of level i into one new
+//!   run at level i+1, after which the counters of levels 1..i restart from `C[i+1]`.
+//!
+//! In both, the counter loop runs in ascending level order after every flush, so compactions
+//! cascade; a cascade from level 1 to level j is executed as one merge of levels 1..j into level
+//! j+1 (the paper's footnote 6), which saves one rewrite per skipped level. Levels are numbered
+//! 1..ℓ as in the paper; L0 is unused. The counters are the policy state, persisted in the version.
+
+use super::common::{
+    any_leased, check_bloom, check_positive, flush_to_new_run, load_state, merge_levels,
+    store_state,
+};
+use crate::context::PickContext;
+use crate::math::{horizontal_tiering_k, skew_delta};
+use crate::plan::{BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanOutput};
+use crate::policy::{CompactionPolicy, PolicyError};
+use serde::{Deserialize, Serialize};
+use strata_meta::{format_size, Version};
+
+/// Name of [`HorizontalLeveled`].
+pub const LEVELED_NAME: &str = "horizontal-leveled";
+/// Name of [`HorizontalTiered`].
+pub const TIERED_NAME: &str = "horizontal-tiered";
+
+/// How the level-1 threshold of horizontal leveling is raised under skew (Vertiorizon §5.3).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum SkewThreshold {
+    /// A fixed δ: level 1 merges when `C[1] > C[2] + δ`.
+    Fixed(u32),
+    /// δ from the skew estimate α in the context's statistics (eq. 6); 0 while no estimate exists.
+    Adaptive,
+}
+
+fn check_levels(levels: usize) -> Result<(), PolicyError> {
+    if (1..Version::MAX_LEVELS).contains(&levels) {
+        Ok(())
+    } else {
+        Err(PolicyError::InvalidOption {
+            option: "levels",
+            reason: format!("{levels} must be between 1 and {}", Version::MAX_LEVELS - 1),
+        })
+    }
+}
+
+fn check_counters(
+    policy: &'static str,
+    counters: &[i64],
+    levels: usize,
+) -> Result<(), PolicyError> {
+    if counters.len() == levels {
+        Ok(())
+    } else {
+        Err(PolicyError::BadState {
+            policy,
+            state: format!("{counters:?}"),
+            reason: format!(
+                "the state has {} counters but the policy has {levels} levels; the level count cannot change on an existing tree",
+                counters.len()
+            ),
+        })
+    }
+}
+
+fn format_counters(counters: &[i64]) -> String {
+    let parts: Vec<String> = counters.iter().map(|c| c.to_string()).collect();
+    format!("({})", parts.join(","))
+}
+
+/// Horizontal leveling, Vertiorizon Algorithm 1. See the module documentation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HorizontalLeveled {
+    levels: usize,
+    skew: SkewThreshold,
+    target_file_size: u64,
+    bloom_bits_per_key: f64,
+}
+
+/// Persisted state of [`HorizontalLeveled`]: `counters[i]` is C[i+1] of the paper.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HorizontalLeveledState {
+    /// Compactions into each level since it last compacted out (flushes, for level 1).
+    pub counters: Vec<i64>,
+}
+
+impl Default for HorizontalLeveled {
+    fn default() -> Self {
+        HorizontalLeveled {
+            levels: 3,
+            skew: SkewThreshold::Fixed(0),
+            target_file_size: 64 << 20,
+            bloom_bits_per_key: 10.0,
+        }
+    }
+}
+
+impl HorizontalLeveled {
+    /// The default configuration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of levels ℓ (fixed for the life of the tree). No RocksDB equivalent. Default: 3.
+    pub fn with_levels(mut self, levels: usize) -> Self {
+        self.levels = levels;
+        self
+    }
+
+    /// The skew threshold δ for level 1. Default: `Fixed(0)` (Algorithm 1 as printed).
+    pub fn with_skew_threshold(mut self, skew: SkewThreshold) -> Self {
+        self.skew = skew;
+        self
+    }
+
+    /// Output table size. RocksDB: `target_file_size_base`. Default: 64 MiB.
+    pub fn with_target_file_size(mut self, bytes: u64) -> Self {
+        self.target_file_size = bytes;
+        self
+    }
+
+    /// Bloom filter bits per key. Default: 10.
+    pub fn with_bloom_bits_per_key(mut self, bits: f64) -> Self {
+        self.bloom_bits_per_key = bits;
+        self
+    }
+
+    /// Checks every option.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        check_levels(self.levels)?;
+        check_bloom(self.bloom_bits_per_key)?;
+        check_positive("target_file_size", self.target_file_size)
+    }
+
+    fn state(&self, version: &Version) -> Result<HorizontalLeveledState, PolicyError> {
+        let state = load_state::<HorizontalLeveledState>(LEVELED_NAME, version)?.unwrap_or(
+            HorizontalLeveledState {
+                counters: vec![0; self.levels],
+            },
+        );
+        check_counters(LEVELED_NAME, &state.counters, self.levels)?;
+        Ok(state)
+    }
+
+    fn delta(&self, ctx: &PickContext<'_>) -> i64 {
+        match self.skew {
+            SkewThreshold::Fixed(d) => i64::from(d),
+            SkewThreshold::Adaptive => ctx.stats.skew.map_or(0, |a| i64::from(skew_delta(a))),
+        }
+    }
+
+    fn output(&self, level: usize, run: OutputRun) -> PlanOutput {
+        PlanOutput {
+            level,
+            run,
+            cut: CutRule::target_size(self.target_file_size),
+            bloom_bits_per_key: self.bloom_bits_per_key,
+        }
+    }
+}
+
+impl CompactionPolicy for HorizontalLeveled {
+    fn name(&self) -> &'static str {
+        LEVELED_NAME
+    }
+
+    /// Merges the buffer into level 1's run (only the tables overlapping the buffer are rewritten)
+    /// and counts the flush in C[1].
+    fn plan_flush(
+        &self,
+        version: &Version,
+        ctx: &PickContext<'_>,
+    ) -> Result<FlushPlan, PolicyError> {
+        let mut state = self.state(version)?;
+        state.counters[0] += 1;
+        let (run, merge_with) = match version.level(1).runs() {
+            [] => (OutputRun::New, Vec::new()),
+            runs => {
+                let run = &runs[0];
+                let tables = match ctx.buffer {
+                    Some(buffer) => run
+                        .overlapping(&buffer.key_range())
+                        .iter()
+                        .map(|t| t.id)
+                        .collect(),
+                    None => run.tables().iter().map(|t| t.id).collect(),
+                };
+                (OutputRun::Existing(run.id()), tables)
+            }
+        };
+        Ok(FlushPlan {
+            output: self.output(1, run),
+            merge_with,
+            selection: BufferSelection::All,
+            policy_state: Some(store_state(LEVELED_NAME, &state)?),
+            reason: format!(
+                "merge into L1; counters {}",
+                format_counters(&state.counters)
+            ),
+        })
+    }
+
+    fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError> {
+        let state = self.state(version)?;
+        if any_leased(version, 1..=self.levels, ctx.leases) {
+            return Ok(None);
+        }
+        let delta = self.delta(ctx);
+        let threshold = |c: &[i64], i: usize| c[i] + if i == 1 { delta } else { 0 };
+        let mut counters = state.counters.clone();
+        // counters[i - 1] is C[i]; level i merges into i + 1 when C[i] > C[i+1] (+ δ for i = 1).
+        let Some(first) = (1..self.levels).find(|&i| counters[i - 1] > threshold(&counters, i))
+        else {
+            return Ok(None);
+        };
+        let mut reasons = Vec::new();
+        let mut last = first;
+        for i in first..self.levels {
+            if counters[i - 1] <= threshold(&counters, i) {
+                break;
+            }
+            reasons.push(format!(
+                "C{i}={} > C{}={}",
+                counters[i - 1],
+                i + 1,
+                threshold(&counters, i)
+            ));
+            counters[i] += 1;
+            counters[i - 1] = 0;
+            last = i;
+        }
+        let new_state = store_state(
+            LEVELED_NAME,
+            &HorizontalLeveledState {
+                counters: counters.clone(),
+            },
+        )?;
+        let reason = format!(
+            "{}: L{first}..L{last} -> L{}; counters {}",
+            reasons.join(", "),
+            last + 1,
+            format_counters(&counters)
+        );
+        if (first..=last).all(|l| version.level(l).is_empty()) {
+            return Ok(Some(Plan {
+                action: PlanAction::UpdateState,
+                inputs: Vec::new(),
+                output: None,
+                policy_state: Some(new_state),
+                reason: format!("{reason} (no data to move)"),
+            }));
+        }
+        let mut plan = merge_levels(
+            version,
+            first..=last,
+            last + 1,
+            true,
+            CutRule::target_size(self.target_file_size),
+            self.bloom_bits_per_key,
+        );
+        plan.policy_state = Some(new_state);
+        plan.reason = reason;
+        Ok(Some(plan))
+    }
+
+    fn options(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("levels", self.levels.to_string()),
+            (
+                "skew_threshold",
+                match self.skew {
+                    SkewThreshold::Fixed(d) => d.to_string(),
+                    SkewThreshold::Adaptive => "adaptive".to_string(),
+                },
+            ),
+            ("target_file_size", format_size(self.target_file_size)),
+            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
+        ]
+    }
+}
+
+/// Horizontal tiering, Vertiorizon Algorithm 2. See the module documentation.
+///
+/// The schedule is built for an expected data size N: k is the smallest integer with
+/// C(k+ℓ−1, ℓ) ≥ N/B, and after exactly C(k+ℓ−1, ℓ) flushes every counter is 0 (Lemma 4.1) and
+/// level ℓ holds k runs. The paper stops there. This implementation starts a new phase at the next
+/// flush: it merges level ℓ's runs into one and restarts the counters at k, so the run count stays
+/// bounded when more data arrives than expected (the same re-initialization Vertiorizon applies to
+/// its horizontal part after moving it to the vertical levels).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HorizontalTiered {
+    levels: usize,
+    expected_data_size: u64,
+    write_buffer_size: u64,
+    target_file_size: u64,
+    bloom_bits_per_key: f64,
+}
+
+/// Persisted state of [`HorizontalTiered`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HorizontalTieredState {
+    /// The k this phase started with.
+    pub k: u64,
+    /// `counters[i]` is C[i+1] of the paper.
+    pub counters: Vec<i64>,
+    /// Set by the first flush of a new phase: level ℓ's runs are to be merged into one.
+    pub consolidate: bool,
+}
+
+impl Default for HorizontalTiered {
+    fn default() -> Self {
+        HorizontalTiered {
+            levels: 3,
+            expected_data_size: 64 << 30,
+            write_buffer_size: 64 << 20,
+            target_file_size: 64 << 20,
+            bloom_bits_per_key: 10.0,
+        }
+    }
+}
+
+impl HorizontalTiered {
+    /// The default configuration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of levels ℓ (fixed for the life of the tree). Default: 3.
+    pub fn with_levels(mut self, levels: usize) -> Self {
+        self.levels = levels;
+        self
+    }
+
+    /// Expected data size N in bytes, which sets k. A moderate error matters little (Vertiorizon
+    /// footnote 2). Default: 64 GiB.
+    pub fn with_expected_data_size(mut self, bytes: u64) -> Self {
+        self.expected_data_size = bytes;
+        self
+    }
+
+    /// Buffer size B. RocksDB: `write_buffer_size`. Default: 64 MiB.
+    pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
+        self.write_buffer_size = bytes;
+        self
+    }
+
+    /// Output table size. RocksDB: `target_file_size_base`. Default: 64 MiB.
+    pub fn with_target_file_size(mut self, bytes: u64) -> Self {
+        self.target_file_size = bytes;
+        self
+    }
+
+    /// Bloom filter bits per key. Default: 10.
+    pub fn with_bloom_bits_per_key(mut self, bits: f64) -> Self {
+        self.bloom_bits_per_key = bits;
+        self
+    }
+
+    /// Checks every option.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        check_levels(self.levels)?;
+        check_bloom(self.bloom_bits_per_key)?;
+        check_positive("write_buffer_size", self.write_buffer_size)?;
+        check_positive("expected_data_size", self.expected_data_size)?;
+        check_positive("target_file_size", self.target_file_size)
+    }
+
+    /// The k of a phase: the smallest k ≥ 1 with C(k+ℓ−1, ℓ) ≥ ⌈N/B⌉.
+    pub fn k(&self) -> u64 {
+        let flushes = self
+            .expected_data_size
+            .div_ceil(self.write_buffer_size.max(1));
+        horizontal_tiering_k(flushes, self.levels)
+    }
+
+    fn state(&self, version: &Version) -> Result<HorizontalTieredState, PolicyError> {
+        let k = self.k();
+        let state = load_state::<HorizontalTieredState>(TIERED_NAME, version)?.unwrap_or(
+            HorizontalTieredState {
+                k,
+                counters: vec![k as i64; self.levels],
+                consolidate: false,
+            },
+        );
+        check_counters(TIERED_NAME, &state.counters, self.levels)?;
+        Ok(state)
+    }
+
+    fn cut(&self) -> CutRule {
+        CutRule::target_size(self.target_file_size)
+    }
+}
+
+impl CompactionPolicy for HorizontalTiered {
+    fn name(&self) -> &'static str {
+        TIERED_NAME
+    }
+
+    /// Adds a run to level 1 and decrements C[1]; the first flush after a completed phase starts a
+    /// new one.
+    fn plan_flush(
+        &self,
+        version: &Version,
+        _ctx: &PickContext<'_>,
+    ) -> Result<FlushPlan, PolicyError> {
+        let mut state = self.state(version)?;
+        let mut reason = String::new();
+        if state.counters.iter().all(|&c| c <= 0) {
+            state.k = self.k();
+            state.counters = vec![state.k as i64; self.levels];
+            state.consolidate = true;
+            reason.push_str(&format!("new phase with k={}; ", state.k));
+        }
+        state.counters[0] -= 1;
+        let mut plan = flush_to_new_run(1, self.cut(), self.bloom_bits_per_key);
+        plan.reason = format!(
+            "{reason}new run in L1; counters {}",
+            format_counters(&state.counters)
+        );
+        plan.policy_state = Some(store_state(TIERED_NAME, &state)?);
+        Ok(plan)
+    }
+
+    fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError> {
+        let mut state = self.state(version)?;
+        if any_leased(version, 1..=self.levels, ctx.leases) {
+            return Ok(None);
+        }
+        let last_level = self.levels;
+        if state.consolidate {
+            state.consolidate = false;
+            let runs = version.level(last_level).runs().len();
+            let new_state = Some(store_state(TIERED_NAME, &state)?);
+            if runs <= 1 {
+                return Ok(Some(Plan {
+                    action: PlanAction::UpdateState,
+                    inputs: Vec::new(),
+                    output: None,
+                    policy_state: new_state,
+                    reason: format!("new phase: L{last_level} already holds {runs} run(s)"),
+                }));
+            }
+            let mut plan = merge_levels(
+                version,
+                last_level..=last_level,
+                last_level,
+                true,
+                self.cut(),
+                self.bloom_bits_per_key,
+            );
+            plan.policy_state = new_state;
+            plan.reason = format!("new phase: merge the {runs} runs of L{last_level} into one");
+            return Ok(Some(plan));
+        }
+        let c = &mut state.counters;
+        if self.levels < 2 || c[0] != 0 {
+            return Ok(None);
+        }
+        let mut last = 0;
+        for i in 1..self.levels {
+            if c[i - 1] != 0 {
+                break;
+            }
+            c[i] -= 1;
+            let reset = c[i];
+            c[..i].iter_mut().for_each(|x| *x = reset);
+            last = i;
+        }
+        let reason = format!(
+            "C1=0: L1..L{last} -> new run in L{}; counters {}",
+            last + 1,
+            format_counters(c)
+        );
+        let new_state = Some(store_state(TIERED_NAME, &state)?);
+        if (1..=last).all(|l| version.level(l).is_empty()) {
+            return Ok(Some(Plan {
+                action: PlanAction::UpdateState,
+                inputs: Vec::new(),
+                output: None,
+                policy_state: new_state,
+                reason: format!("{reason} (no data to move)"),
+            }));
+        }
+        let mut plan = merge_levels(
+            version,
+            1..=last,
+            last + 1,
+            false,
+            self.cut(),
+            self.bloom_bits_per_key,
+        );
+        plan.policy_state = new_state;
+        plan.reason = reason;
+        Ok(Some(plan))
+    }
+
+    fn options(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("levels", self.levels.to_string()),
+            ("expected_data_size", format_size(self.expected_data_size)),
+            ("write_buffer_size", format_size(self.write_buffer_size)),
+            ("k", self.k().to_string()),
+            ("target_file_size", format_size(self.target_file_size)),
+            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
+        ]
+    }
+}

@@ -1,0 +1,168 @@
+//! Lazy leveling (Dostoevsky): tiering on levels 1..L-1, leveling at the last level L.
+//!
+//! Flushes write a new run into L1. A level above the last that holds T runs merges them into one
+//! new run at the next level, or, when the next level is the last, into the last level's single
+//! run. The last level has capacity `B·T^L`; when it reaches it, its run moves down (without
+//! rewriting) to a new last level and the old last level becomes a tiered level. While L = 1, the
+//! only level is the last one, so every flush merges into it.
+//!
+//! Write amplification model: about (L − 1) for the tiered levels, (T + 1)/2 for the last level,
+//! and 1 for the flush.
+
+use super::common::{
+    any_leased, check_bloom, check_positive, check_size_ratio, flush_to_new_run, merge_levels,
+    move_run, runs_per_level,
+};
+use crate::context::PickContext;
+use crate::plan::{CutRule, FlushPlan, Plan};
+use crate::policy::{CompactionPolicy, PolicyError};
+use strata_meta::{format_size, Version};
+
+/// The policy's name.
+pub const NAME: &str = "lazy-leveled";
+
+/// Lazy leveling. See the module documentation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LazyLeveled {
+    size_ratio: f64,
+    write_buffer_size: u64,
+    target_file_size: u64,
+    bloom_bits_per_key: f64,
+}
+
+impl Default for LazyLeveled {
+    fn default() -> Self {
+        LazyLeveled {
+            size_ratio: 10.0,
+            write_buffer_size: 64 << 20,
+            target_file_size: 64 << 20,
+            bloom_bits_per_key: 10.0,
+        }
+    }
+}
+
+impl LazyLeveled {
+    /// The default configuration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Size ratio T: runs per tiered level, and the growth factor of the last level's capacity.
+    /// Default: 10.
+    pub fn with_size_ratio(mut self, ratio: f64) -> Self {
+        self.size_ratio = ratio;
+        self
+    }
+
+    /// Buffer size B; the last level L has capacity B·T^L. RocksDB: `write_buffer_size`.
+    /// Default: 64 MiB.
+    pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
+        self.write_buffer_size = bytes;
+        self
+    }
+
+    /// Output table size. RocksDB: `target_file_size_base`. Default: 64 MiB.
+    pub fn with_target_file_size(mut self, bytes: u64) -> Self {
+        self.target_file_size = bytes;
+        self
+    }
+
+    /// Bloom filter bits per key. Default: 10.
+    pub fn with_bloom_bits_per_key(mut self, bits: f64) -> Self {
+        self.bloom_bits_per_key = bits;
+        self
+    }
+
+    /// Checks every option.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        check_size_ratio(self.size_ratio)?;
+        check_bloom(self.bloom_bits_per_key)?;
+        check_positive("write_buffer_size", self.write_buffer_size)?;
+        check_positive("target_file_size", self.target_file_size)
+    }
+
+    fn cut(&self) -> CutRule {
+        CutRule::target_size(self.target_file_size)
+    }
+}
+
+impl CompactionPolicy for LazyLeveled {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn plan_flush(
+        &self,
+        _version: &Version,
+        _ctx: &PickContext<'_>,
+    ) -> Result<FlushPlan, PolicyError> {
+        Ok(flush_to_new_run(1, self.cut(), self.bloom_bits_per_key))
+    }
+
+    fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError> {
+        let Some(last) = version.deepest_level().filter(|&l| l >= 1) else {
+            return Ok(None);
+        };
+        let limit = runs_per_level(self.size_ratio);
+        let capacity = self.write_buffer_size as f64 * self.size_ratio.powi(last as i32);
+        let last_size = version.level(last).size();
+        if let [run] = version.level(last).runs() {
+            if last_size as f64 >= capacity
+                && last + 1 < Version::MAX_LEVELS
+                && !any_leased(version, last..=last, ctx.leases)
+            {
+                let mut plan = move_run(last, run, last + 1);
+                plan.reason = format!(
+                    "last level L{last} holds {} >= capacity {}: it becomes L{}",
+                    format_size(last_size),
+                    format_size(capacity as u64),
+                    last + 1
+                );
+                return Ok(Some(plan));
+            }
+        }
+        for level in 1..last {
+            let runs = version.level(level).runs().len();
+            if runs < limit || any_leased(version, level..=level, ctx.leases) {
+                continue;
+            }
+            let into_last = level + 1 == last;
+            if into_last && any_leased(version, last..=last, ctx.leases) {
+                continue;
+            }
+            let mut plan = merge_levels(
+                version,
+                level..=level,
+                level + 1,
+                into_last,
+                self.cut(),
+                self.bloom_bits_per_key,
+            );
+            plan.reason = format!("L{level} holds {runs} runs (limit {limit})");
+            return Ok(Some(plan));
+        }
+        let last_runs = version.level(last).runs().len();
+        if last_runs > 1 && !any_leased(version, last..=last, ctx.leases) {
+            let mut plan = merge_levels(
+                version,
+                last..=last,
+                last,
+                true,
+                self.cut(),
+                self.bloom_bits_per_key,
+            );
+            plan.reason = format!("last level L{last} holds {last_runs} runs; it is leveled");
+            return Ok(Some(plan));
+        }
+        Ok(None)
+    }
+
+    fn options(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("size_ratio", self.size_ratio.to_string()),
+            ("write_buffer_size", format_size(self.write_buffer_size)),
+            ("target_file_size", format_size(self.target_file_size)),
+            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
+        ]
+    }
+}

@@ -1,0 +1,400 @@
+//! RocksDB-style leveled compaction with partial (file-granularity) merges.
+//!
+//! - Flushes write a new run (one table) into L0.
+//! - L0 merges all its tables into the base level once it holds `level0_trigger` runs.
+//! - Level sizes are dynamic (RocksDB `level_compaction_dynamic_level_bytes`, Spooky's DCA): the
+//!   largest level's actual size fixes every other target, `target(i) = size(last) / T^(last-i)`.
+//!   Walking up from the last level, the first level whose target is at most
+//!   `max_bytes_for_level_base` is the base level, so the number of levels grows with the data.
+//! - Each level above the last gets a score `size / target`; the highest score ≥ 1 compacts.
+//! - From a level, the table whose overlap with the next level is smallest relative to its own
+//!   size is merged with the tables it overlaps (RocksDB `kMinOverlappingRatio`, the ChooseBest of
+//!   the partial-merge paper at file granularity). A table that overlaps nothing moves down
+//!   without being rewritten (trivial move).
+//!
+//! Simplifications against RocksDB, deliberately: no intra-L0 compaction, L0's score counts runs
+//! only, outputs are cut by size only (no grandparent-overlap cut), and the score is not adjusted
+//! for pending compaction bytes.
+
+use super::common::{check_bloom, check_positive, check_size_ratio, flush_to_new_run};
+use crate::context::PickContext;
+use crate::plan::{CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput};
+use crate::policy::{CompactionPolicy, PolicyError};
+use strata_meta::{format_size, KeyRange, Run, TableMeta, Version};
+
+/// The policy's name.
+pub const NAME: &str = "leveled";
+
+/// RocksDB-style leveled compaction. See the module documentation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Leveled {
+    size_ratio: f64,
+    level0_trigger: usize,
+    num_levels: usize,
+    max_bytes_for_level_base: Option<u64>,
+    write_buffer_size: u64,
+    target_file_size: u64,
+    bloom_bits_per_key: f64,
+}
+
+impl Default for Leveled {
+    fn default() -> Self {
+        Leveled {
+            size_ratio: 10.0,
+            level0_trigger: 4,
+            num_levels: 7,
+            max_bytes_for_level_base: None,
+            write_buffer_size: 64 << 20,
+            target_file_size: 64 << 20,
+            bloom_bits_per_key: 10.0,
+        }
+    }
+}
+
+/// Target sizes computed from a version.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LevelTargets {
+    /// The level L0 merges into.
+    pub base_level: usize,
+    /// Target bytes per level (index = level). L0 and levels above the base have target 0; the
+    /// last level's target is infinite.
+    pub targets: Vec<f64>,
+}
+
+impl Leveled {
+    /// The default configuration (RocksDB's defaults where one exists).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Size ratio T between adjacent levels. RocksDB: `max_bytes_for_level_multiplier`.
+    /// Default: 10.
+    pub fn with_size_ratio(mut self, ratio: f64) -> Self {
+        self.size_ratio = ratio;
+        self
+    }
+
+    /// Number of L0 runs that triggers an L0 merge. RocksDB:
+    /// `level0_file_num_compaction_trigger`. Default: 4.
+    pub fn with_level0_trigger(mut self, runs: usize) -> Self {
+        self.level0_trigger = runs;
+        self
+    }
+
+    /// Number of levels including L0; data settles in level `num_levels - 1`. RocksDB:
+    /// `num_levels`. Default: 7.
+    pub fn with_num_levels(mut self, levels: usize) -> Self {
+        self.num_levels = levels;
+        self
+    }
+
+    /// Upper bound of the base level's target size. RocksDB: `max_bytes_for_level_base`
+    /// (RocksDB's default is 256 MiB). Default here: `size_ratio × write_buffer_size`, the level-1
+    /// capacity T·B of the cost models in the papers.
+    pub fn with_max_bytes_for_level_base(mut self, bytes: u64) -> Self {
+        self.max_bytes_for_level_base = Some(bytes);
+        self
+    }
+
+    /// Buffer size B, used for the default base-level size. RocksDB: `write_buffer_size`.
+    /// Default: 64 MiB.
+    pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
+        self.write_buffer_size = bytes;
+        self
+    }
+
+    /// Size at which compaction output is cut into a new table. RocksDB:
+    /// `target_file_size_base` (with multiplier 1). Default: 64 MiB.
+    pub fn with_target_file_size(mut self, bytes: u64) -> Self {
+        self.target_file_size = bytes;
+        self
+    }
+
+    /// Bloom filter bits per key of every table. RocksDB: the `bits_per_key` of
+    /// `NewBloomFilterPolicy`. Default: 10.
+    pub fn with_bloom_bits_per_key(mut self, bits: f64) -> Self {
+        self.bloom_bits_per_key = bits;
+        self
+    }
+
+    /// Checks every option.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        check_size_ratio(self.size_ratio)?;
+        check_bloom(self.bloom_bits_per_key)?;
+        check_positive("write_buffer_size", self.write_buffer_size)?;
+        check_positive("target_file_size", self.target_file_size)?;
+        check_positive("level0_trigger", self.level0_trigger as u64)?;
+        if !(2..=Version::MAX_LEVELS).contains(&self.num_levels) {
+            return Err(PolicyError::InvalidOption {
+                option: "num_levels",
+                reason: format!(
+                    "{} must be between 2 and {}",
+                    self.num_levels,
+                    Version::MAX_LEVELS
+                ),
+            });
+        }
+        check_positive("max_bytes_for_level_base", self.base_bytes())
+    }
+
+    fn base_bytes(&self) -> u64 {
+        self.max_bytes_for_level_base
+            .unwrap_or((self.size_ratio * self.write_buffer_size as f64) as u64)
+    }
+
+    /// Computes the base level and per-level targets from the version (dynamic level sizes).
+    pub fn level_targets(&self, version: &Version) -> LevelTargets {
+        let last = self.num_levels - 1;
+        let mut targets = vec![0.0; self.num_levels];
+        targets[last] = f64::INFINITY;
+        let largest = (1..=last)
+            .map(|l| version.level(l).size())
+            .max()
+            .unwrap_or(0) as f64;
+        let base_bytes = self.base_bytes() as f64;
+        let mut base_level = last;
+        let mut size = largest;
+        while base_level > 1 && size > base_bytes {
+            size /= self.size_ratio;
+            base_level -= 1;
+            targets[base_level] = size;
+        }
+        // Data above the computed base (left there when the tree shrank) must not be overtaken by
+        // newer data from L0, so L0 merges into the first non-empty level; the levels from there to
+        // the computed base get the small targets that push their data down.
+        if let Some(first) = (1..base_level).find(|&l| !version.level(l).is_empty()) {
+            for l in (first..base_level).rev() {
+                targets[l] = targets[l + 1].min(largest) / self.size_ratio;
+            }
+            base_level = first;
+        }
+        LevelTargets {
+            base_level,
+            targets,
+        }
+    }
+
+    fn output_cut(&self) -> CutRule {
+        CutRule::target_size(self.target_file_size)
+    }
+
+    fn output(&self, level: usize, run: OutputRun) -> PlanOutput {
+        PlanOutput {
+            level,
+            run,
+            cut: self.output_cut(),
+            bloom_bits_per_key: self.bloom_bits_per_key,
+        }
+    }
+
+    fn pick_l0(&self, version: &Version, base: usize, ctx: &PickContext<'_>) -> Option<Plan> {
+        let l0 = version.level(0);
+        if l0.is_empty() || ctx.leases.any_leased(l0.tables().map(|t| &t.id)) {
+            return None;
+        }
+        let mut l0_tables: Vec<&TableMeta> = l0.tables().map(|t| t.as_ref()).collect();
+        let range = l0_tables
+            .iter()
+            .map(|t| t.key_range())
+            .reduce(|a, b| a.union(&b))?;
+        if ctx.leases.is_range_being_written(base, &range) {
+            return None;
+        }
+        let base_runs = version.level(base).runs();
+        let (overlap_inputs, output_run) = overlapping_inputs(base, base_runs, &range);
+        if overlap_inputs
+            .iter()
+            .any(|i| ctx.leases.any_leased(i.tables.iter()))
+        {
+            return None;
+        }
+        let mut inputs: Vec<PlanInput> = l0
+            .runs()
+            .iter()
+            .map(|r| super::common::run_input(0, r))
+            .collect();
+        l0_tables.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+        let l0_disjoint = l0_tables.windows(2).all(|w| w[0].largest < w[1].smallest);
+        let runs = l0.runs().len();
+        let (action, reason) = if overlap_inputs.is_empty() && l0_disjoint {
+            (
+                PlanAction::Move,
+                format!(
+                    "L0 has {runs} runs (trigger {}); they overlap nothing in L{base}",
+                    self.level0_trigger
+                ),
+            )
+        } else {
+            (
+                PlanAction::Merge,
+                format!(
+                    "L0 has {runs} runs (trigger {}), base level L{base}",
+                    self.level0_trigger
+                ),
+            )
+        };
+        inputs.extend(overlap_inputs);
+        Some(Plan {
+            action,
+            inputs,
+            output: Some(self.output(base, output_run)),
+            policy_state: None,
+            reason,
+        })
+    }
+
+    fn pick_level(
+        &self,
+        version: &Version,
+        level: usize,
+        score: f64,
+        ctx: &PickContext<'_>,
+    ) -> Option<Plan> {
+        let runs = version.level(level).runs();
+        let next_runs = version.level(level + 1).runs();
+        let mut best: Option<(f64, &TableMeta, Vec<PlanInput>, OutputRun, usize)> = None;
+        for (position, run) in runs.iter().enumerate() {
+            for table in run.tables() {
+                if ctx.leases.is_table_leased(table.id) {
+                    continue;
+                }
+                let range = table.key_range();
+                if ctx.leases.is_range_being_written(level + 1, &range) {
+                    continue;
+                }
+                let (overlap, output_run) = overlapping_inputs(level + 1, next_runs, &range);
+                if overlap
+                    .iter()
+                    .any(|i| ctx.leases.any_leased(i.tables.iter()))
+                {
+                    continue;
+                }
+                let overlap_bytes: u64 = next_runs.iter().map(|r| r.overlapping_size(&range)).sum();
+                let ratio = overlap_bytes as f64 / table.size.max(1) as f64;
+                if best.as_ref().is_none_or(|(b, ..)| ratio < *b) {
+                    best = Some((ratio, table, overlap, output_run, position));
+                }
+            }
+        }
+        let (ratio, table, overlap, output_run, position) = best?;
+        let action = if overlap.is_empty() {
+            PlanAction::Move
+        } else {
+            PlanAction::Merge
+        };
+        let mut inputs = vec![PlanInput {
+            level,
+            run: runs[position].id(),
+            tables: vec![table.id],
+        }];
+        inputs.extend(overlap);
+        Some(Plan {
+            action,
+            inputs,
+            output: Some(self.output(level + 1, output_run)),
+            policy_state: None,
+            reason: format!(
+                "L{level} score {score:.2}; table {} ({}) has the smallest overlap ratio {ratio:.2}",
+                table.id,
+                format_size(table.size)
+            ),
+        })
+    }
+}
+
+/// Tables of `runs` (the runs of `level`) overlapping `range`, as inputs, and the run that should
+/// receive the output: the level's run when it has exactly one, else a new run.
+fn overlapping_inputs(
+    level: usize,
+    runs: &[std::sync::Arc<Run>],
+    range: &KeyRange,
+) -> (Vec<PlanInput>, OutputRun) {
+    let inputs: Vec<PlanInput> = runs
+        .iter()
+        .map(|run| PlanInput {
+            level,
+            run: run.id(),
+            tables: run.overlapping(range).iter().map(|t| t.id).collect(),
+        })
+        .filter(|i| !i.tables.is_empty())
+        .collect();
+    let output = match runs {
+        [only] => OutputRun::Existing(only.id()),
+        _ => OutputRun::New,
+    };
+    (inputs, output)
+}
+
+impl CompactionPolicy for Leveled {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn plan_flush(
+        &self,
+        _version: &Version,
+        _ctx: &PickContext<'_>,
+    ) -> Result<FlushPlan, PolicyError> {
+        Ok(flush_to_new_run(
+            0,
+            CutRule::single_table(),
+            self.bloom_bits_per_key,
+        ))
+    }
+
+    fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError> {
+        let last = self.num_levels - 1;
+        let LevelTargets {
+            base_level,
+            targets,
+        } = self.level_targets(version);
+        let l0_runs = version
+            .level(0)
+            .runs()
+            .iter()
+            .filter(|r| !ctx.leases.any_leased(r.tables().iter().map(|t| &t.id)))
+            .count();
+        let mut candidates = vec![(l0_runs as f64 / self.level0_trigger as f64, 0)];
+        for (level, &target) in targets.iter().enumerate().take(last).skip(1) {
+            let free: u64 = version
+                .level(level)
+                .tables()
+                .filter(|t| !ctx.leases.is_table_leased(t.id))
+                .map(|t| t.size)
+                .sum();
+            let score = match (free, target > 0.0) {
+                (0, _) => 0.0,
+                (_, false) => f64::INFINITY,
+                (_, true) => free as f64 / target,
+            };
+            candidates.push((score, level));
+        }
+        // Highest score first; on ties the shallower level (L0 first), as RocksDB does.
+        candidates.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (score, level) in candidates {
+            if score < 1.0 {
+                break;
+            }
+            let plan = if level == 0 {
+                self.pick_l0(version, base_level, ctx)
+            } else {
+                self.pick_level(version, level, score, ctx)
+            };
+            if plan.is_some() {
+                return Ok(plan);
+            }
+        }
+        Ok(None)
+    }
+
+    fn options(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("size_ratio", self.size_ratio.to_string()),
+            ("level0_trigger", self.level0_trigger.to_string()),
+            ("num_levels", self.num_levels.to_string()),
+            ("max_bytes_for_level_base", format_size(self.base_bytes())),
+            ("target_file_size", format_size(self.target_file_size)),
+            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
+        ]
+    }
+}

@@ -1,0 +1,224 @@
+//! Full-merge leveling with preemption (Spooky's Full Merge baseline, Dostoevsky's preemptive
+//! merge).
+//!
+//! Levels 1..L each hold one run; flushes write a new run into L0, which acts as an extension of
+//! the buffer. Once L0 holds `level0_trigger` runs, the policy finds the smallest level q whose
+//! capacity would not be reached if everything in L0..Lq were merged into it, and merges all of
+//! L0..Lq into one run at Lq at once, so data from small levels is not rewritten once per level on
+//! its way down. When nothing fits, everything goes into the last level L. When the last level
+//! reaches its capacity, its run moves (without rewriting) to a new level L+1; when it falls below
+//! a T-th of it and the level above is empty, it moves up.
+//!
+//! Capacities are `C_i = B·T^i` (B = buffer size). With dynamic level sizes, every level above the
+//! last gets `C_i = N_L / T^(L-i)` instead (Spooky's DCA), which keeps durable space
+//! amplification low under updates but rewrites the last level about T times per doubling of the
+//! data during a fill; see `docs/write-amplification.md` for both measured.
+//!
+//! Write amplification model (Spooky eq. 4): `(T-1)/2 · L`, plus 1 for the flush into L0.
+
+use super::common::{
+    any_leased, check_bloom, check_positive, check_size_ratio, flush_to_new_run, merge_levels,
+    move_run,
+};
+use crate::context::PickContext;
+use crate::plan::{CutRule, FlushPlan, Plan};
+use crate::policy::{CompactionPolicy, PolicyError};
+use strata_meta::{format_size, Version};
+
+/// The policy's name.
+pub const NAME: &str = "leveled-full";
+
+/// Full-merge leveling with preemption. See the module documentation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeveledFull {
+    size_ratio: f64,
+    level0_trigger: usize,
+    write_buffer_size: u64,
+    target_file_size: u64,
+    bloom_bits_per_key: f64,
+    dynamic_level_bytes: bool,
+}
+
+impl Default for LeveledFull {
+    fn default() -> Self {
+        LeveledFull {
+            size_ratio: 10.0,
+            level0_trigger: 1,
+            write_buffer_size: 64 << 20,
+            target_file_size: 64 << 20,
+            bloom_bits_per_key: 10.0,
+            dynamic_level_bytes: false,
+        }
+    }
+}
+
+impl LeveledFull {
+    /// The default configuration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Size ratio T. RocksDB: `max_bytes_for_level_multiplier`. Default: 10.
+    pub fn with_size_ratio(mut self, ratio: f64) -> Self {
+        self.size_ratio = ratio;
+        self
+    }
+
+    /// L0 runs that trigger a merge. RocksDB: `level0_file_num_compaction_trigger`. Default: 1
+    /// (every flush is merged, as the cost model assumes).
+    pub fn with_level0_trigger(mut self, runs: usize) -> Self {
+        self.level0_trigger = runs;
+        self
+    }
+
+    /// Buffer size B; level i's capacity is B·T^i. RocksDB: `write_buffer_size`. Default: 64 MiB.
+    pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
+        self.write_buffer_size = bytes;
+        self
+    }
+
+    /// Output table size (a level is one run, cut into tables of this size). RocksDB:
+    /// `target_file_size_base`. Default: 64 MiB.
+    pub fn with_target_file_size(mut self, bytes: u64) -> Self {
+        self.target_file_size = bytes;
+        self
+    }
+
+    /// Bloom filter bits per key. Default: 10.
+    pub fn with_bloom_bits_per_key(mut self, bits: f64) -> Self {
+        self.bloom_bits_per_key = bits;
+        self
+    }
+
+    /// Size levels above the last from the last level's data (DCA). RocksDB:
+    /// `level_compaction_dynamic_level_bytes`. Default: false (static capacities B·T^i, the
+    /// assumption of the cost model).
+    pub fn with_dynamic_level_bytes(mut self, dynamic: bool) -> Self {
+        self.dynamic_level_bytes = dynamic;
+        self
+    }
+
+    /// Checks every option.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        check_size_ratio(self.size_ratio)?;
+        check_bloom(self.bloom_bits_per_key)?;
+        check_positive("write_buffer_size", self.write_buffer_size)?;
+        check_positive("target_file_size", self.target_file_size)?;
+        check_positive("level0_trigger", self.level0_trigger as u64)
+    }
+
+    /// The last level L (deepest non-empty level, at least 1) and capacities `C_0..=C_L` (C_0 unused).
+    pub fn capacities(&self, version: &Version) -> (usize, Vec<f64>) {
+        let last = version.deepest_level().unwrap_or(1).max(1);
+        let b = self.write_buffer_size as f64;
+        let mut caps: Vec<f64> = (0..=last)
+            .map(|i| b * self.size_ratio.powi(i as i32))
+            .collect();
+        let n_last = version.level(last).size() as f64;
+        if self.dynamic_level_bytes && n_last > 0.0 {
+            for (i, cap) in caps.iter_mut().enumerate().take(last).skip(1) {
+                *cap = n_last / self.size_ratio.powi((last - i) as i32);
+            }
+        }
+        (last, caps)
+    }
+}
+
+impl CompactionPolicy for LeveledFull {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn plan_flush(
+        &self,
+        _version: &Version,
+        _ctx: &PickContext<'_>,
+    ) -> Result<FlushPlan, PolicyError> {
+        Ok(flush_to_new_run(
+            0,
+            CutRule::target_size(self.target_file_size),
+            self.bloom_bits_per_key,
+        ))
+    }
+
+    fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError> {
+        // Full merges span whole levels, so one runs at a time.
+        if version.num_levels() == 0
+            || any_leased(version, 0..=version.num_levels() - 1, ctx.leases)
+        {
+            return Ok(None);
+        }
+        let (last, caps) = self.capacities(version);
+        let n_last = version.level(last).size();
+        if let [run] = version.level(last).runs() {
+            if n_last as f64 >= caps[last] && last + 1 < Version::MAX_LEVELS {
+                let mut plan = move_run(last, run, last + 1);
+                plan.reason = format!(
+                    "L{last} holds {} >= its capacity {}: it becomes L{}",
+                    format_size(n_last),
+                    format_size(caps[last] as u64),
+                    last + 1
+                );
+                return Ok(Some(plan));
+            }
+            if last > 1
+                && (n_last as f64) < caps[last] / self.size_ratio
+                && version.level(last - 1).is_empty()
+            {
+                let mut plan = move_run(last, run, last - 1);
+                plan.reason = format!(
+                    "L{last} holds {} < a T-th of its capacity: it becomes L{}",
+                    format_size(n_last),
+                    last - 1
+                );
+                return Ok(Some(plan));
+            }
+        }
+        let l0_runs = version.level(0).runs().len();
+        if l0_runs < self.level0_trigger {
+            return Ok(None);
+        }
+        let mut total = 0u64;
+        let mut target = last;
+        let mut fits = false;
+        total += version.level(0).size();
+        for (q, &cap) in caps.iter().enumerate().skip(1) {
+            total += version.level(q).size();
+            if (total as f64) < cap {
+                target = q;
+                fits = true;
+                break;
+            }
+        }
+        let total_into: u64 = (0..=target).map(|l| version.level(l).size()).sum();
+        let mut plan = merge_levels(
+            version,
+            0..=target,
+            target,
+            true,
+            CutRule::target_size(self.target_file_size),
+            self.bloom_bits_per_key,
+        );
+        plan.reason = if fits {
+            format!(
+                "L0 has {l0_runs} runs; L0..L{target} hold {} < capacity {} of L{target}",
+                format_size(total_into),
+                format_size(caps[target] as u64)
+            )
+        } else {
+            format!("L0 has {l0_runs} runs; no level fits, merge into the last level L{last}")
+        };
+        Ok(Some(plan))
+    }
+
+    fn options(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("size_ratio", self.size_ratio.to_string()),
+            ("level0_trigger", self.level0_trigger.to_string()),
+            ("write_buffer_size", format_size(self.write_buffer_size)),
+            ("target_file_size", format_size(self.target_file_size)),
+            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
+            ("dynamic_level_bytes", self.dynamic_level_bytes.to_string()),
+        ]
+    }
+}

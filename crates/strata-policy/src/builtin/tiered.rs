@@ -1,0 +1,118 @@
+//! Tiering: up to T runs per level; a full level merges into one new run at the next level.
+//!
+//! Flushes write a new run into L1. When level i holds T runs, all of them are merged into one new
+//! run placed in front of (as newer than) the runs of level i+1. Each entry is written once per
+//! level, so write amplification is about L + 1 (the flush plus one write per level), while point
+//! lookups may probe up to T runs per level. This is the size-tiered scheme of Cassandra and of
+//! the vertical-tiering baselines in the papers; the number of levels grows without bound.
+
+use super::common::{
+    any_leased, check_bloom, check_positive, check_size_ratio, flush_to_new_run, merge_levels,
+    runs_per_level,
+};
+use crate::context::PickContext;
+use crate::plan::{CutRule, FlushPlan, Plan};
+use crate::policy::{CompactionPolicy, PolicyError};
+use strata_meta::{format_size, Version};
+
+/// The policy's name.
+pub const NAME: &str = "tiered";
+
+/// Tiering. See the module documentation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tiered {
+    size_ratio: f64,
+    target_file_size: u64,
+    bloom_bits_per_key: f64,
+}
+
+impl Default for Tiered {
+    fn default() -> Self {
+        Tiered {
+            size_ratio: 10.0,
+            target_file_size: 64 << 20,
+            bloom_bits_per_key: 10.0,
+        }
+    }
+}
+
+impl Tiered {
+    /// The default configuration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Size ratio T: the number of runs a level holds before merging (rounded). RocksDB universal
+    /// compaction has no exact equivalent; `max_bytes_for_level_multiplier` is the closest name.
+    /// Default: 10.
+    pub fn with_size_ratio(mut self, ratio: f64) -> Self {
+        self.size_ratio = ratio;
+        self
+    }
+
+    /// Output table size. RocksDB: `target_file_size_base`. Default: 64 MiB.
+    pub fn with_target_file_size(mut self, bytes: u64) -> Self {
+        self.target_file_size = bytes;
+        self
+    }
+
+    /// Bloom filter bits per key. Default: 10.
+    pub fn with_bloom_bits_per_key(mut self, bits: f64) -> Self {
+        self.bloom_bits_per_key = bits;
+        self
+    }
+
+    /// Checks every option.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        check_size_ratio(self.size_ratio)?;
+        check_bloom(self.bloom_bits_per_key)?;
+        check_positive("target_file_size", self.target_file_size)
+    }
+}
+
+impl CompactionPolicy for Tiered {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn plan_flush(
+        &self,
+        _version: &Version,
+        _ctx: &PickContext<'_>,
+    ) -> Result<FlushPlan, PolicyError> {
+        Ok(flush_to_new_run(
+            1,
+            CutRule::target_size(self.target_file_size),
+            self.bloom_bits_per_key,
+        ))
+    }
+
+    fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError> {
+        let limit = runs_per_level(self.size_ratio);
+        for level in 1..version.num_levels() {
+            let runs = version.level(level).runs().len();
+            if runs < limit || any_leased(version, level..=level, ctx.leases) {
+                continue;
+            }
+            let mut plan = merge_levels(
+                version,
+                level..=level,
+                level + 1,
+                false,
+                CutRule::target_size(self.target_file_size),
+                self.bloom_bits_per_key,
+            );
+            plan.reason = format!("L{level} holds {runs} runs (limit {limit})");
+            return Ok(Some(plan));
+        }
+        Ok(None)
+    }
+
+    fn options(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("size_ratio", self.size_ratio.to_string()),
+            ("target_file_size", format_size(self.target_file_size)),
+            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
+        ]
+    }
+}

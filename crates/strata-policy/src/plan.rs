@@ -1,0 +1,365 @@
+//! Plans: what a policy asks the executor to do.
+
+use crate::context::Leases;
+use crate::policy::PolicyError;
+use std::collections::HashSet;
+use std::fmt;
+use strata_meta::{format_key, format_size, Bytes, KeyRange, PolicyState, RunId, TableId, Version};
+
+/// What a plan does with its input tables.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PlanAction {
+    /// Merge-sort the inputs (dropping shadowed versions, and tombstones where nothing older can
+    /// exist below) and write new tables into the output run.
+    Merge,
+    /// Re-link the input tables into the output run without rewriting them (a trivial move).
+    Move,
+    /// Delete the input tables without writing anything (e.g. expired data).
+    Drop,
+    /// Change only the policy state; no inputs.
+    UpdateState,
+}
+
+/// Tables taken from one run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanInput {
+    /// Level of the run.
+    pub level: usize,
+    /// The run.
+    pub run: RunId,
+    /// Tables of that run taken as input, in key order.
+    pub tables: Vec<TableId>,
+}
+
+/// Which run receives a plan's output.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum OutputRun {
+    /// A new run, placed in the output level before the newest run the plan takes input from
+    /// there, or at the front of the level (see [`strata_meta::VersionEdit`]).
+    New,
+    /// An existing run of the output level; the output tables join its remaining tables (those
+    /// not taken as input), which must not overlap them.
+    Existing(RunId),
+}
+
+/// How the executor cuts a merge's output into tables. Rules combine: a table ends when it reaches
+/// `target_table_size`, and always before a key in `boundaries`; then any piece between two
+/// boundaries larger than `split_above` is split into two halves instead (Spooky's seamless
+/// adaptation), which takes precedence over the target size for that piece.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CutRule {
+    /// Cut a table once it reaches this many bytes (`None`: no size limit).
+    pub target_table_size: Option<u64>,
+    /// Start a new table at each of these keys (sorted ascending).
+    pub boundaries: Vec<Bytes>,
+    /// Split a piece between boundaries into two equal tables when larger than this.
+    pub split_above: Option<u64>,
+}
+
+impl CutRule {
+    /// Cut only by size.
+    pub fn target_size(bytes: u64) -> Self {
+        CutRule {
+            target_table_size: Some(bytes),
+            ..CutRule::default()
+        }
+    }
+
+    /// Write one table, however large.
+    pub fn single_table() -> Self {
+        CutRule::default()
+    }
+}
+
+/// Where and how a plan's output is written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanOutput {
+    /// Output level.
+    pub level: usize,
+    /// Output run.
+    pub run: OutputRun,
+    /// Output cutting.
+    pub cut: CutRule,
+    /// Bloom filter bits per key for output tables (0 = no filter).
+    pub bloom_bits_per_key: f64,
+}
+
+/// A compaction decision: inputs, action, output placement, and the policy's next state.
+///
+/// Inputs are listed newest first: by level, and within a level by run position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// What to do.
+    pub action: PlanAction,
+    /// Input tables, grouped by run.
+    pub inputs: Vec<PlanInput>,
+    /// Where output goes (required for `Merge` and `Move`, absent for `Drop` and `UpdateState`).
+    pub output: Option<PlanOutput>,
+    /// The policy state to install with the result. It replaces the whole state, computed as if
+    /// this plan were installed on the version it was picked from, so an executor must not
+    /// interleave two state-changing plans.
+    pub policy_state: Option<PolicyState>,
+    /// Why the policy chose this plan (for traces and `explain`).
+    pub reason: String,
+}
+
+/// Which part of the write buffer a flush writes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BufferSelection {
+    /// The whole buffer.
+    All,
+    /// Only the window of `entries` consecutive keys (in key order) with the smallest key span;
+    /// the rest stays buffered (Min-Max bucket ingestion).
+    MostCompactWindow {
+        /// Entries in the window.
+        entries: u64,
+    },
+}
+
+/// How a buffer flush is written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlushPlan {
+    /// Where the flushed data goes. With [`OutputRun::Existing`] the buffer is merged into that
+    /// run: the tables in `merge_with` are rewritten together with the buffer.
+    pub output: PlanOutput,
+    /// Tables of the output run merged with the buffer (empty for a new run).
+    pub merge_with: Vec<TableId>,
+    /// Which part of the buffer to write.
+    pub selection: BufferSelection,
+    /// The policy state to install with the flush.
+    pub policy_state: Option<PolicyState>,
+    /// Why.
+    pub reason: String,
+}
+
+/// Position of a run in recency order: smaller is newer.
+#[derive(Copy, Clone, Debug, PartialEq, PartialOrd)]
+struct Recency {
+    level: usize,
+    position: f64,
+}
+
+impl Plan {
+    /// All input table ids.
+    pub fn input_tables(&self) -> impl Iterator<Item = TableId> + '_ {
+        self.inputs.iter().flat_map(|i| i.tables.iter().copied())
+    }
+
+    /// Number of input tables.
+    pub fn input_table_count(&self) -> usize {
+        self.inputs.iter().map(|i| i.tables.len()).sum()
+    }
+
+    /// Levels the inputs come from, ascending and deduplicated.
+    pub fn input_levels(&self) -> Vec<usize> {
+        let mut levels: Vec<usize> = self.inputs.iter().map(|i| i.level).collect();
+        levels.sort_unstable();
+        levels.dedup();
+        levels
+    }
+
+    /// The key range covered by the inputs, looked up in `version`.
+    pub fn input_range(&self, version: &Version) -> Option<KeyRange> {
+        self.input_tables()
+            .filter_map(|id| version.table(id))
+            .map(|t| t.key_range())
+            .reduce(|a, b| a.union(&b))
+    }
+
+    /// Total bytes of the inputs in `version`.
+    pub fn input_size(&self, version: &Version) -> u64 {
+        self.input_tables()
+            .filter_map(|id| version.table(id))
+            .map(|t| t.size)
+            .sum()
+    }
+
+    /// Checks that the plan can be executed against `version` while `leases` are held: inputs
+    /// exist where the plan says and are not leased, the output run exists, and the output's
+    /// position keeps newest-first order for every key (no run between the inputs and the output
+    /// in recency order overlaps the data being moved).
+    pub fn validate(&self, version: &Version, leases: &Leases) -> Result<(), PolicyError> {
+        let invalid = |msg: String| Err(PolicyError::InvalidPlan(msg));
+        match (self.action, &self.output) {
+            (PlanAction::Merge | PlanAction::Move, None) => {
+                return invalid("a merge or move needs an output".into())
+            }
+            (PlanAction::Drop | PlanAction::UpdateState, Some(_)) => {
+                return invalid("a drop or state update has no output".into())
+            }
+            _ => {}
+        }
+        if self.action == PlanAction::UpdateState {
+            if !self.inputs.is_empty() || self.policy_state.is_none() {
+                return invalid("a state update has a state and no inputs".into());
+            }
+            return Ok(());
+        }
+        if self.input_table_count() == 0 {
+            return invalid("the plan has no input tables".into());
+        }
+        let mut seen = HashSet::new();
+        for input in &self.inputs {
+            for &id in &input.tables {
+                if !seen.insert(id) {
+                    return invalid(format!("table {id} is an input twice"));
+                }
+                match version.table_location(id) {
+                    Some(loc) if loc.level == input.level && loc.run == input.run => {}
+                    _ => {
+                        return invalid(format!(
+                            "table {id} is not in run {} of level {}",
+                            input.run, input.level
+                        ))
+                    }
+                }
+                if leases.is_table_leased(id) {
+                    return Err(PolicyError::Leased(id));
+                }
+            }
+        }
+        let Some(output) = &self.output else {
+            return Ok(());
+        };
+        let out_level = version.level(output.level);
+        let out_position = match output.run {
+            OutputRun::Existing(run) => match out_level.position(run) {
+                Some(p) => p as f64,
+                None => {
+                    return invalid(format!("output run {run} is not in level {}", output.level))
+                }
+            },
+            OutputRun::New => self
+                .inputs
+                .iter()
+                .filter(|i| i.level == output.level)
+                .filter_map(|i| out_level.position(i.run))
+                .min()
+                .map_or(-0.5, |p| p as f64 - 0.5),
+        };
+        let out = Recency {
+            level: output.level,
+            position: out_position,
+        };
+        let mut newest = out;
+        let mut oldest = out;
+        for input in &self.inputs {
+            let position = version.level(input.level).position(input.run).unwrap_or(0) as f64;
+            let r = Recency {
+                level: input.level,
+                position,
+            };
+            if r < newest {
+                newest = r;
+            }
+            if r > oldest {
+                oldest = r;
+            }
+        }
+        let Some(range) = self.input_range(version) else {
+            return Ok(());
+        };
+        for (l, level) in version.levels().iter().enumerate() {
+            for (p, run) in level.runs().iter().enumerate() {
+                let r = Recency {
+                    level: l,
+                    position: p as f64,
+                };
+                let is_output_run = output.run == OutputRun::Existing(run.id());
+                if r <= newest || r >= oldest || is_output_run {
+                    continue;
+                }
+                if let Some(t) = run
+                    .overlapping(&range)
+                    .iter()
+                    .find(|t| !seen.contains(&t.id))
+                {
+                    return invalid(format!(
+                        "output to level {} would reorder table {} (run {} of level {l}), which lies between the inputs and the output in recency order",
+                        output.level,
+                        t.id,
+                        run.id()
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for PlanOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.run {
+            OutputRun::New => write!(f, "L{} new run", self.level)?,
+            OutputRun::Existing(run) => write!(f, "L{} run {run}", self.level)?,
+        }
+        let cut = &self.cut;
+        if let Some(size) = cut.target_table_size {
+            write!(f, " target={}", format_size(size))?;
+        }
+        if !cut.boundaries.is_empty() {
+            let keys: Vec<String> = cut.boundaries.iter().map(|k| format_key(k)).collect();
+            write!(f, " boundaries=[{}]", keys.join(" "))?;
+        }
+        if let Some(size) = cut.split_above {
+            write!(f, " split-above={}", format_size(size))?;
+        }
+        write!(f, " bloom={}", self.bloom_bits_per_key)
+    }
+}
+
+fn write_inputs(f: &mut fmt::Formatter<'_>, inputs: &[PlanInput]) -> fmt::Result {
+    for (i, input) in inputs.iter().enumerate() {
+        let ids: Vec<String> = input.tables.iter().map(|t| t.to_string()).collect();
+        let sep = if i == 0 { "" } else { " " };
+        write!(
+            f,
+            "{sep}L{}.run{}[{}]",
+            input.level,
+            input.run,
+            ids.join(" ")
+        )?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verb = match self.action {
+            PlanAction::Merge => "merge",
+            PlanAction::Move => "move",
+            PlanAction::Drop => "drop",
+            PlanAction::UpdateState => "update-state",
+        };
+        write!(f, "{verb} ")?;
+        write_inputs(f, &self.inputs)?;
+        if let Some(output) = &self.output {
+            write!(f, " -> {output}")?;
+        }
+        writeln!(f)?;
+        writeln!(f, "  reason: {}", self.reason)?;
+        if let Some(state) = &self.policy_state {
+            writeln!(f, "  state: {state}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for FlushPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "flush")?;
+        if let BufferSelection::MostCompactWindow { entries } = self.selection {
+            write!(f, " window={entries}")?;
+        }
+        if !self.merge_with.is_empty() {
+            let ids: Vec<String> = self.merge_with.iter().map(|t| t.to_string()).collect();
+            write!(f, " merging [{}]", ids.join(" "))?;
+        }
+        writeln!(f, " -> {}", self.output)?;
+        writeln!(f, "  reason: {}", self.reason)?;
+        if let Some(state) = &self.policy_state {
+            writeln!(f, "  state: {state}")?;
+        }
+        Ok(())
+    }
+}
