@@ -259,7 +259,11 @@ impl Leveled {
                     continue;
                 }
                 let range = table.key_range();
-                if ctx.leases.is_range_being_written(level + 1, &range) {
+                // A job writing into this level over the same range could need this table's run,
+                // and one writing into the next level over it would race this job's output.
+                if ctx.leases.is_range_being_written(level, &range)
+                    || ctx.leases.is_range_being_written(level + 1, &range)
+                {
                     continue;
                 }
                 let (overlap, output_run) = overlapping_inputs(level + 1, next_runs, &range);

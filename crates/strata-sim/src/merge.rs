@@ -1,0 +1,259 @@
+//! Merging simulated runs and cutting the result into tables.
+
+use crate::keys::{is_tombstone, key_of};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+/// A read cursor over one run's input: its tables' entry arrays in key order.
+pub struct RunCursor {
+    tables: Vec<Arc<[u64]>>,
+    table: usize,
+    index: usize,
+}
+
+impl RunCursor {
+    /// A cursor over `tables`, which must be in key order and disjoint.
+    pub fn new(tables: Vec<Arc<[u64]>>) -> Self {
+        let mut cursor = RunCursor {
+            tables,
+            table: 0,
+            index: 0,
+        };
+        cursor.skip_empty();
+        cursor
+    }
+
+    fn skip_empty(&mut self) {
+        while self.table < self.tables.len() && self.index >= self.tables[self.table].len() {
+            self.table += 1;
+            self.index = 0;
+        }
+    }
+
+    #[inline]
+    fn peek(&self) -> Option<u64> {
+        self.tables.get(self.table).map(|t| t[self.index])
+    }
+
+    #[inline]
+    fn advance(&mut self) {
+        self.index += 1;
+        if self.index >= self.tables[self.table].len() {
+            self.skip_empty();
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.tables.iter().map(|t| t.len()).sum()
+    }
+}
+
+/// Merges runs given newest first. For a key present in several runs only the newest entry
+/// survives; a surviving tombstone is kept only if `keep_tombstone(key)` says older data may
+/// exist below the output.
+pub fn merge_runs(
+    mut runs: Vec<RunCursor>,
+    mut keep_tombstone: impl FnMut(u64) -> bool,
+) -> Vec<u64> {
+    let capacity = runs.iter().map(RunCursor::len).sum();
+    let mut out = Vec::with_capacity(capacity);
+    let mut emit = |entry: u64, out: &mut Vec<u64>| {
+        if !is_tombstone(entry) || keep_tombstone(key_of(entry)) {
+            out.push(entry);
+        }
+    };
+    match runs.len() {
+        0 => {}
+        1 => {
+            let run = &mut runs[0];
+            while let Some(e) = run.peek() {
+                emit(e, &mut out);
+                run.advance();
+            }
+        }
+        2 => {
+            let (newer, older) = runs.split_at_mut(1);
+            let (a, b) = (&mut newer[0], &mut older[0]);
+            loop {
+                match (a.peek(), b.peek()) {
+                    (Some(x), Some(y)) => {
+                        let (kx, ky) = (key_of(x), key_of(y));
+                        if kx < ky {
+                            emit(x, &mut out);
+                            a.advance();
+                        } else if ky < kx {
+                            emit(y, &mut out);
+                            b.advance();
+                        } else {
+                            emit(x, &mut out);
+                            a.advance();
+                            b.advance();
+                        }
+                    }
+                    (Some(x), None) => {
+                        emit(x, &mut out);
+                        a.advance();
+                    }
+                    (None, Some(y)) => {
+                        emit(y, &mut out);
+                        b.advance();
+                    }
+                    (None, None) => break,
+                }
+            }
+        }
+        _ => {
+            // Min-heap on (key, run index): for equal keys the newest run pops first.
+            let mut heap: BinaryHeap<Reverse<(u64, usize)>> = runs
+                .iter()
+                .enumerate()
+                .filter_map(|(i, r)| r.peek().map(|e| Reverse((key_of(e), i))))
+                .collect();
+            let mut last_key = None;
+            while let Some(Reverse((key, i))) = heap.pop() {
+                if let Some(entry) = runs[i].peek() {
+                    if last_key != Some(key) {
+                        emit(entry, &mut out);
+                        last_key = Some(key);
+                    }
+                    runs[i].advance();
+                    if let Some(next) = runs[i].peek() {
+                        heap.push(Reverse((key_of(next), i)));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Sorts a buffer's entries (in arrival order, possibly with repeated keys) by key, keeping only
+/// the last arrival of each key.
+pub fn sort_buffer(mut entries: Vec<u64>) -> Vec<u64> {
+    // A stable sort by key keeps arrival order among equal keys; the last one wins.
+    entries.sort_by_key(|&e| key_of(e));
+    let mut out: Vec<u64> = Vec::with_capacity(entries.len());
+    for e in entries {
+        match out.last_mut() {
+            Some(last) if key_of(*last) == key_of(e) => *last = e,
+            _ => out.push(e),
+        }
+    }
+    out
+}
+
+/// Splits `entries` (sorted, unique keys) into table-sized pieces, returned as index ranges.
+///
+/// `bytes_of(entry)` gives an entry's size. Pieces start at each boundary key; a piece larger than
+/// `split_above` becomes two halves; otherwise a piece is cut whenever a table reaches `target`.
+pub fn cut_points(
+    entries: &[u64],
+    bytes_of: impl Fn(u64) -> u64,
+    target: Option<u64>,
+    boundaries: &[u64],
+    split_above: Option<u64>,
+) -> Vec<std::ops::Range<usize>> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    for &boundary in boundaries {
+        let end = start + entries[start..].partition_point(|&e| key_of(e) < boundary);
+        if end > start {
+            pieces.push(start..end);
+        }
+        start = end;
+    }
+    if start < entries.len() {
+        pieces.push(start..entries.len());
+    }
+    let mut out = Vec::new();
+    for piece in pieces {
+        let bytes: u64 = entries[piece.clone()].iter().map(|&e| bytes_of(e)).sum();
+        if split_above.is_some_and(|limit| bytes > limit) && piece.len() >= 2 {
+            let mid = piece.start + piece.len() / 2;
+            out.push(piece.start..mid);
+            out.push(mid..piece.end);
+            continue;
+        }
+        match target {
+            None => out.push(piece),
+            Some(target) => {
+                let mut table_start = piece.start;
+                let mut size = 0;
+                for i in piece.clone() {
+                    size += bytes_of(entries[i]);
+                    if size >= target {
+                        out.push(table_start..i + 1);
+                        table_start = i + 1;
+                        size = 0;
+                    }
+                }
+                if table_start < piece.end {
+                    out.push(table_start..piece.end);
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::{put, tombstone};
+
+    fn run(tables: &[&[u64]]) -> RunCursor {
+        RunCursor::new(tables.iter().map(|t| Arc::from(t.to_vec())).collect())
+    }
+
+    #[test]
+    fn newest_run_wins_for_two_and_many_runs() {
+        let newer: &[u64] = &[put(1), tombstone(3)];
+        let older: &[u64] = &[put(1), put(2), put(3), put(9)];
+        let merged = merge_runs(vec![run(&[newer]), run(&[older])], |_| true);
+        assert_eq!(merged, vec![put(1), put(2), tombstone(3), put(9)]);
+        let oldest: &[u64] = &[tombstone(2), put(4)];
+        let merged = merge_runs(
+            vec![
+                run(&[newer]),
+                run(&[&older[..2], &older[2..]]),
+                run(&[oldest]),
+            ],
+            |_| false,
+        );
+        assert_eq!(merged, vec![put(1), put(2), put(4), put(9)]);
+    }
+
+    #[test]
+    fn tombstones_drop_only_when_allowed() {
+        let only: &[u64] = &[tombstone(1), tombstone(2), put(3)];
+        let merged = merge_runs(vec![run(&[only])], |k| k == 2);
+        assert_eq!(merged, vec![tombstone(2), put(3)]);
+    }
+
+    #[test]
+    fn buffer_sort_keeps_the_last_write() {
+        let sorted = sort_buffer(vec![put(5), put(1), tombstone(5), put(3), put(1)]);
+        assert_eq!(sorted, vec![put(1), put(3), tombstone(5)]);
+    }
+
+    #[test]
+    fn cuts_follow_size_boundaries_and_split() {
+        let entries: Vec<u64> = (0..10).map(put).collect();
+        let size = |_| 10;
+        assert_eq!(
+            cut_points(&entries, size, Some(30), &[], None),
+            vec![0..3, 3..6, 6..9, 9..10]
+        );
+        assert_eq!(
+            cut_points(&entries, size, None, &[4, 8], None),
+            vec![0..4, 4..8, 8..10]
+        );
+        assert_eq!(
+            cut_points(&entries, size, None, &[4], Some(50)),
+            vec![0..4, 4..7, 7..10]
+        );
+        assert_eq!(cut_points(&entries, size, None, &[], None), vec![0..10]);
+        assert!(cut_points(&[], size, Some(5), &[3], None).is_empty());
+    }
+}

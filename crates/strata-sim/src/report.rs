@@ -1,0 +1,264 @@
+//! What a simulation measured.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use strata_meta::format_size;
+
+/// Running counters inside the simulator.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Metrics {
+    pub flush_bytes: u64,
+    pub flush_read_bytes: u64,
+    pub compaction_bytes: u64,
+    pub compaction_read_bytes: u64,
+    pub compactions: u64,
+    pub trivial_moves: u64,
+    pub drops: u64,
+    pub max_sorted_runs: u64,
+    pub max_tables: u64,
+    pub max_tables_written_concurrently: u64,
+    pub max_concurrent_jobs: u64,
+    pub stall_seconds: f64,
+    pub peak_space_amp: f64,
+    pub peak_durable_space_amp: f64,
+    pub peak_transient_space_amp: f64,
+    pub peak_space_bytes: u64,
+    pub bytes_written_per_level: Vec<u64>,
+    pub weighted_lookup_cost: f64,
+    pub weighted_range_runs: f64,
+    pub weight: f64,
+}
+
+/// Shape of one level at the end of a run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LevelReport {
+    /// Level number.
+    pub level: usize,
+    /// Sorted runs.
+    pub runs: usize,
+    /// Tables.
+    pub tables: usize,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// The tree's shape after one flush and the compactions it triggered.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct TimelineSample {
+    /// Flushes so far.
+    pub flush: u64,
+    /// Simulated seconds (0 in synchronous mode).
+    pub seconds: f64,
+    /// Sorted runs in each level, from L0.
+    pub runs_per_level: Vec<u32>,
+    /// Durable space amplification at this point.
+    pub space_amp: f64,
+    /// Modelled point-lookup cost at this point.
+    pub lookup_cost: f64,
+}
+
+/// The result of one simulation. Amplifications follow `DESIGN.md`: write amplification is
+/// bytes written by flushes and compactions over user bytes ingested; space amplification is
+/// table bytes over the bytes of the live unique key set, with durable (the tree's own tables) and
+/// transient (outputs of running compactions beside their inputs) reported apart.
+#[derive(Clone, Debug, Serialize)]
+pub struct SimReport {
+    /// Policy name.
+    pub policy: String,
+    /// Policy options.
+    pub policy_options: BTreeMap<String, String>,
+    /// Workload name.
+    pub workload: String,
+    /// Keys inserted by the workload's fill phase.
+    pub entries: u64,
+    /// Operations issued in total.
+    pub ops: u64,
+    /// Key bytes.
+    pub key_size: u64,
+    /// Value bytes.
+    pub value_size: u64,
+    /// Buffer bytes.
+    pub buffer_size: u64,
+    /// User key+value bytes ingested.
+    pub user_bytes: u64,
+    /// Bytes written by flushes.
+    pub flush_bytes: u64,
+    /// Bytes written by compactions.
+    pub compaction_bytes_written: u64,
+    /// Bytes read by compactions and by flushes that merge into a run.
+    pub compaction_bytes_read: u64,
+    /// (flush + compaction bytes written) / user bytes.
+    pub write_amp: f64,
+    /// Peak of (tables + in-flight compaction outputs) / live bytes.
+    pub peak_space_amp: f64,
+    /// Peak of tables / live bytes.
+    pub peak_durable_space_amp: f64,
+    /// Peak of in-flight compaction outputs / live bytes.
+    pub peak_transient_space_amp: f64,
+    /// Tables / live bytes at the end.
+    pub final_space_amp: f64,
+    /// Peak bytes of tables plus in-flight outputs over the whole run.
+    pub peak_space_bytes: u64,
+    /// `peak_space_bytes` / live bytes at the end: the Vertiorizon and Spooky way of measuring a
+    /// fill, where early ratios of small trees do not matter.
+    pub peak_space_over_final_live: f64,
+    /// Bytes written by flushes and compactions into each level (index = level).
+    pub bytes_written_per_level: Vec<u64>,
+    /// Buffer flushes.
+    pub flushes: u64,
+    /// Merges executed.
+    pub compactions: u64,
+    /// Tables moved without rewriting (counted per plan).
+    pub trivial_moves: u64,
+    /// Most sorted runs alive at once.
+    pub max_sorted_runs: u64,
+    /// Sorted runs at the end.
+    pub final_sorted_runs: u64,
+    /// Most tables alive at once.
+    pub max_tables: u64,
+    /// Tables at the end.
+    pub final_tables: u64,
+    /// Most tables being written at the same moment (flush plus one per running compaction; only
+    /// above 1 in timed mode, where compactions overlap).
+    pub max_tables_written_concurrently: u64,
+    /// Most compactions running at once.
+    pub max_concurrent_jobs: u64,
+    /// Simulated seconds the writer waited for compactions.
+    pub stall_seconds: f64,
+    /// Simulated seconds elapsed (0 in synchronous mode).
+    pub simulated_seconds: f64,
+    /// Modelled I/Os per point lookup at the end: Σ over runs of the run's Bloom false-positive
+    /// rate, plus 1.
+    pub lookup_cost: f64,
+    /// The same, averaged over the run (each flush interval weighted by the bytes ingested in it).
+    pub avg_lookup_cost: f64,
+    /// Sorted runs a range scan touches at the end (every run).
+    pub range_scan_runs: u64,
+    /// The same, averaged over the run.
+    pub avg_range_scan_runs: f64,
+    /// Per-level shape at the end.
+    pub levels: Vec<LevelReport>,
+    /// Shape after every flush.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<TimelineSample>,
+    /// Wall-clock seconds the simulation took (set by the caller).
+    pub wall_seconds: f64,
+}
+
+impl SimReport {
+    /// Keeps at most `points` timeline samples, evenly spaced, always including the last.
+    pub fn thin_timeline(&mut self, points: usize) {
+        let n = self.timeline.len();
+        if points == 0 {
+            self.timeline.clear();
+            return;
+        }
+        if n <= points {
+            return;
+        }
+        let step = n.div_ceil(points);
+        let last = self.timeline.last().cloned();
+        let mut kept: Vec<TimelineSample> = self.timeline.iter().step_by(step).cloned().collect();
+        if kept.last() != last.as_ref() {
+            kept.extend(last);
+        }
+        self.timeline = kept;
+    }
+
+    /// The run's shape at the end, one level per line.
+    pub fn shape(&self) -> String {
+        let mut out = String::new();
+        for l in &self.levels {
+            let _ = writeln!(
+                out,
+                "  L{}: {} runs, {} tables, {}",
+                l.level,
+                l.runs,
+                l.tables,
+                human_bytes(l.bytes)
+            );
+        }
+        out
+    }
+}
+
+/// Bytes in a compact human form (binary units, one decimal).
+pub fn human_bytes(bytes: u64) -> String {
+    let b = bytes as f64;
+    if bytes >= 1 << 30 {
+        format!("{:.1}GiB", b / (1u64 << 30) as f64)
+    } else if bytes >= 1 << 20 {
+        format!("{:.1}MiB", b / (1u64 << 20) as f64)
+    } else if bytes >= 1 << 10 {
+        format!("{:.1}KiB", b / 1024.0)
+    } else {
+        format_size(bytes)
+    }
+}
+
+/// A side-by-side table of reports, one row per policy.
+pub fn comparison_table(reports: &[SimReport]) -> String {
+    let header = [
+        "policy",
+        "WA",
+        "peak SA",
+        "durable",
+        "transient",
+        "flushes",
+        "merges",
+        "moves",
+        "max runs",
+        "lookup",
+        "avg lookup",
+        "wall s",
+    ];
+    let rows: Vec<Vec<String>> = reports
+        .iter()
+        .map(|r| {
+            vec![
+                r.policy.clone(),
+                format!("{:.2}", r.write_amp),
+                format!("{:.2}", r.peak_space_amp),
+                format!("{:.2}", r.peak_durable_space_amp),
+                format!("{:.2}", r.peak_transient_space_amp),
+                r.flushes.to_string(),
+                r.compactions.to_string(),
+                r.trivial_moves.to_string(),
+                r.max_sorted_runs.to_string(),
+                format!("{:.3}", r.lookup_cost),
+                format!("{:.3}", r.avg_lookup_cost),
+                format!("{:.1}", r.wall_seconds),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|c| {
+            rows.iter()
+                .map(|r| r[c].len())
+                .chain([header[c].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    let line = |cells: Vec<&str>, out: &mut String| {
+        let parts: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(c, s)| {
+                if c == 0 {
+                    format!("{s:<w$}", w = widths[c])
+                } else {
+                    format!("{s:>w$}", w = widths[c])
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "{}", parts.join("  ").trim_end());
+    };
+    line(header.to_vec(), &mut out);
+    for r in &rows {
+        line(r.iter().map(String::as_str).collect(), &mut out);
+    }
+    out
+}
