@@ -67,6 +67,15 @@ fn check_counters(
     }
 }
 
+/// "L1" or "L1..L3".
+fn level_span(first: usize, last: usize) -> String {
+    if first == last {
+        format!("L{first}")
+    } else {
+        format!("L{first}..L{last}")
+    }
+}
+
 fn format_counters(counters: &[i64]) -> String {
     let parts: Vec<String> = counters.iter().map(|c| c.to_string()).collect();
     format!("({})", parts.join(","))
@@ -240,8 +249,9 @@ impl CompactionPolicy for HorizontalLeveled {
             },
         )?;
         let reason = format!(
-            "{}: L{first}..L{last} -> L{}; counters {}",
+            "{}: {} -> L{}; counters {}",
             reasons.join(", "),
+            level_span(first, last),
             last + 1,
             format_counters(&counters)
         );
@@ -457,7 +467,9 @@ impl CompactionPolicy for HorizontalTiered {
             return Ok(Some(plan));
         }
         let c = &mut state.counters;
-        if self.levels < 2 || c[0] != 0 {
+        // Algorithm 2 runs its loop once per flush; asked again after a cascade, C1 is 0 only when
+        // every counter is, which means the phase is over and waits for the next flush.
+        if self.levels < 2 || c[0] != 0 || c.iter().all(|&x| x == 0) {
             return Ok(None);
         }
         let mut last = 0;
@@ -471,7 +483,8 @@ impl CompactionPolicy for HorizontalTiered {
             last = i;
         }
         let reason = format!(
-            "C1=0: L1..L{last} -> new run in L{}; counters {}",
+            "C1=0: {} -> new run in L{}; counters {}",
+            level_span(1, last),
             last + 1,
             format_counters(c)
         );

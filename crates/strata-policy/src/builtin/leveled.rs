@@ -215,25 +215,26 @@ impl Leveled {
             .collect();
         l0_tables.sort_by(|a, b| a.smallest.cmp(&b.smallest));
         let l0_disjoint = l0_tables.windows(2).all(|w| w[0].largest < w[1].smallest);
+        // Disjoint L0 tables that each fall in a gap of the base level join it as they are, even
+        // when base tables lie between them (sequential inserts).
+        let fits_in_gaps = l0_disjoint
+            && l0_tables.iter().all(|t| {
+                base_runs
+                    .iter()
+                    .all(|r| r.overlapping(&t.key_range()).is_empty())
+            });
         let runs = l0.runs().len();
-        let (action, reason) = if overlap_inputs.is_empty() && l0_disjoint {
-            (
-                PlanAction::Move,
-                format!(
-                    "L0 has {runs} runs (trigger {}); they overlap nothing in L{base}",
-                    self.level0_trigger
-                ),
-            )
+        let trigger = self.level0_trigger;
+        let (action, reason) = if fits_in_gaps {
+            let reason = format!(
+                "L0 has {runs} runs (trigger {trigger}); they fit between the tables of L{base}"
+            );
+            (PlanAction::Move, reason)
         } else {
-            (
-                PlanAction::Merge,
-                format!(
-                    "L0 has {runs} runs (trigger {}), base level L{base}",
-                    self.level0_trigger
-                ),
-            )
+            let reason = format!("L0 has {runs} runs (trigger {trigger}), base level L{base}");
+            inputs.extend(overlap_inputs);
+            (PlanAction::Merge, reason)
         };
-        inputs.extend(overlap_inputs);
         Some(Plan {
             action,
             inputs,

@@ -1,0 +1,339 @@
+//! Data-driven policy tests: a text LSM shape in, the policy's decision out.
+//!
+//! Files live in `testdata/<policy>/`. Directives:
+//!
+//! - `define policy=NAME [option=value ...]` with a version in the text form as input: sets the
+//!   policy and the current version. Options: size-ratio, l0-trigger, num-levels, buffer, target,
+//!   base, dynamic, levels, expected, bloom.
+//! - `flush smallest=K largest=K [size=S]`: prints the flush plan for a buffer with that range.
+//! - `pick [leased=ID,ID,...]`: prints the next plan (validated against the version) or `none`.
+//! - `targets`: prints the dynamic level targets (leveled only).
+//! - `apply-flush smallest=K largest=K size=S` and `apply [leased=...]`: execute the flush plan or
+//!   the picked plan on the shape only (a merge writes one table covering the inputs' combined key
+//!   range with their summed size) and print the plan and the new version.
+//! - `run flushes=N smallest=K largest=K size=S`: N times, flush and then pick and apply until the
+//!   policy returns none; prints one line per plan and the final version.
+//!
+//! Run with `REWRITE=1` to regenerate expectations (then read the diff).
+
+use std::sync::Arc;
+use strata_meta::{parse_key, parse_size, RunId, TableId, TableMeta, Version, VersionEdit};
+use strata_policy::{
+    build_policy, BufferSummary, CompactionPolicy, FlushPlan, Leases, Leveled, OutputRun,
+    PickContext, Plan, PlanAction, PolicyOptions, WorkloadStats,
+};
+
+struct State {
+    policy: Option<Arc<dyn CompactionPolicy>>,
+    options: PolicyOptions,
+    version: Version,
+}
+
+fn arg<T: std::str::FromStr>(tc: &mut datadriven::TestCase, name: &str) -> Option<T> {
+    tc.try_take_arg::<String>(name).ok().flatten().map(|v| {
+        v.parse::<T>()
+            .unwrap_or_else(|_| panic!("bad value {v:?} for {name}"))
+    })
+}
+
+fn size_arg(tc: &mut datadriven::TestCase, name: &str) -> Option<u64> {
+    tc.try_take_arg::<String>(name)
+        .ok()
+        .flatten()
+        .map(|v| parse_size(&v).unwrap_or_else(|e| panic!("{name}: {e}")))
+}
+
+fn buffer(tc: &mut datadriven::TestCase) -> BufferSummary {
+    let smallest = parse_key(&arg::<String>(tc, "smallest").expect("smallest=")).expect("key");
+    let largest = parse_key(&arg::<String>(tc, "largest").expect("largest=")).expect("key");
+    let bytes = size_arg(tc, "size").unwrap_or(1 << 20);
+    BufferSummary {
+        smallest,
+        largest,
+        entries: bytes / 100,
+        bytes,
+    }
+}
+
+fn leases_arg(tc: &mut datadriven::TestCase, version: &Version) -> Leases {
+    let mut leases = Leases::new();
+    if let Some(ids) = arg::<String>(tc, "leased") {
+        for id in ids.split(',') {
+            let id = TableId(id.parse().expect("table id"));
+            let loc = version.table_location(id).expect("leased table exists");
+            // Lease the table through a throwaway plan that only takes it as input.
+            let plan = Plan {
+                action: PlanAction::Drop,
+                inputs: vec![strata_policy::PlanInput {
+                    level: loc.level,
+                    run: loc.run,
+                    tables: vec![id],
+                }],
+                output: None,
+                policy_state: None,
+                reason: String::new(),
+            };
+            leases.acquire(&plan, version).expect("lease");
+        }
+    }
+    leases
+}
+
+/// Executes `plan` on the shape: merges become one table spanning the inputs.
+fn apply_plan(version: &Version, plan: &Plan) -> Version {
+    let mut edit = VersionEdit::new();
+    let mut metas = Vec::new();
+    for input in &plan.inputs {
+        for &t in &input.tables {
+            edit.delete_table(input.level, input.run, t);
+            metas.push(version.table(t).expect("input exists").clone());
+        }
+    }
+    if let Some(output) = &plan.output {
+        let run = match output.run {
+            OutputRun::New => {
+                let id = RunId(version.next_run_id());
+                edit.create_run(output.level, id);
+                id
+            }
+            OutputRun::Existing(id) => id,
+        };
+        match plan.action {
+            PlanAction::Move => {
+                for m in metas {
+                    edit.add_table(output.level, run, m);
+                }
+            }
+            PlanAction::Merge => {
+                let mut table = combined(version.next_table_id(), metas.iter().map(|m| m.as_ref()));
+                table.bloom_bits_per_key = output.bloom_bits_per_key;
+                edit.add_table(output.level, run, table);
+            }
+            PlanAction::Drop | PlanAction::UpdateState => {}
+        }
+    }
+    if let Some(state) = &plan.policy_state {
+        edit.set_policy_state(state.clone());
+    }
+    version
+        .apply(&edit)
+        .unwrap_or_else(|e| panic!("plan does not apply: {e}\n{plan}"))
+}
+
+fn combined<'a>(id: u64, tables: impl Iterator<Item = &'a TableMeta>) -> TableMeta {
+    let mut out: Option<TableMeta> = None;
+    for t in tables {
+        out = Some(match out {
+            None => TableMeta {
+                id: TableId(id),
+                ..t.clone()
+            },
+            Some(mut o) => {
+                o.smallest = o.smallest.min(t.smallest.clone());
+                o.largest = o.largest.max(t.largest.clone());
+                o.size += t.size;
+                o.entries += t.entries;
+                o.tombstones += t.tombstones;
+                o.seqnos = o.seqnos.union(t.seqnos);
+                o
+            }
+        });
+    }
+    out.expect("at least one table")
+}
+
+fn apply_flush(version: &Version, plan: &FlushPlan, buffer: &BufferSummary) -> Version {
+    let mut edit = VersionEdit::new();
+    let run = match plan.output.run {
+        OutputRun::New => {
+            let id = RunId(version.next_run_id());
+            edit.create_run(plan.output.level, id);
+            id
+        }
+        OutputRun::Existing(id) => id,
+    };
+    let mut flushed = TableMeta::new(
+        version.next_table_id(),
+        buffer.smallest.clone(),
+        buffer.largest.clone(),
+        buffer.bytes,
+    );
+    flushed.entries = buffer.entries;
+    flushed.bloom_bits_per_key = plan.output.bloom_bits_per_key;
+    let mut parts = vec![flushed];
+    for &t in &plan.merge_with {
+        edit.delete_table(plan.output.level, run, t);
+        parts.push(
+            version
+                .table(t)
+                .expect("merge_with table exists")
+                .as_ref()
+                .clone(),
+        );
+    }
+    let table = combined(version.next_table_id(), parts.iter());
+    edit.add_table(plan.output.level, run, table);
+    if let Some(state) = &plan.policy_state {
+        edit.set_policy_state(state.clone());
+    }
+    version
+        .apply(&edit)
+        .unwrap_or_else(|e| panic!("flush does not apply: {e}\n{plan}"))
+}
+
+fn pick(
+    policy: &dyn CompactionPolicy,
+    version: &Version,
+    leases: &Leases,
+) -> Result<Option<Plan>, String> {
+    let stats = WorkloadStats::default();
+    let ctx = PickContext::new(leases, &stats);
+    let plan = policy
+        .pick(version, &ctx)
+        .map_err(|e| format!("error: {e}\n"))?;
+    if let Some(p) = &plan {
+        p.validate(version, leases)
+            .map_err(|e| format!("{p}invalid: {e}\n"))?;
+    }
+    Ok(plan)
+}
+
+fn one_line(plan: &Plan) -> String {
+    let text = plan.to_string();
+    let first = text.lines().next().unwrap_or_default().to_string();
+    format!("{first}  # {}", plan.reason)
+}
+
+fn run_file(path: &str) {
+    datadriven::walk(path, |file| {
+        let mut state = State {
+            policy: None,
+            options: PolicyOptions::default(),
+            version: Version::new(),
+        };
+        file.run(|tc| -> String {
+            match tc.directive.as_str() {
+                "define" => {
+                    let name: String = arg(tc, "policy").expect("policy=");
+                    let mut o = PolicyOptions {
+                        write_buffer_size: 1 << 20,
+                        target_file_size: 1 << 20,
+                        ..PolicyOptions::default()
+                    };
+                    if let Some(v) = arg(tc, "size-ratio") {
+                        o.size_ratio = v;
+                    }
+                    o.level0_trigger = arg(tc, "l0-trigger");
+                    if let Some(v) = arg(tc, "num-levels") {
+                        o.num_levels = v;
+                    }
+                    if let Some(v) = size_arg(tc, "buffer") {
+                        o.write_buffer_size = v;
+                    }
+                    if let Some(v) = size_arg(tc, "target") {
+                        o.target_file_size = v;
+                    }
+                    o.max_bytes_for_level_base = size_arg(tc, "base");
+                    o.dynamic_level_bytes = arg(tc, "dynamic");
+                    if let Some(v) = arg(tc, "levels") {
+                        o.horizontal_levels = v;
+                    }
+                    if let Some(v) = size_arg(tc, "expected") {
+                        o.expected_data_size = v;
+                    }
+                    if let Some(v) = arg(tc, "bloom") {
+                        o.bloom_bits_per_key = v;
+                    }
+                    match (build_policy(&name, &o), Version::parse(&tc.input)) {
+                        (Ok(p), Ok(v)) => {
+                            state.policy = Some(p);
+                            state.options = o;
+                            state.version = v;
+                            "ok\n".to_string()
+                        }
+                        (Err(e), _) => format!("error: {e}\n"),
+                        (_, Err(e)) => format!("error: {e}\n"),
+                    }
+                }
+                "flush" | "apply-flush" => {
+                    let policy = state.policy.clone().expect("define first");
+                    let buf = buffer(tc);
+                    let leases = Leases::new();
+                    let stats = WorkloadStats::default();
+                    let ctx = PickContext::new(&leases, &stats).with_buffer(&buf);
+                    match policy.plan_flush(&state.version, &ctx) {
+                        Err(e) => format!("error: {e}\n"),
+                        Ok(plan) if tc.directive == "flush" => plan.to_string(),
+                        Ok(plan) => {
+                            state.version = apply_flush(&state.version, &plan, &buf);
+                            format!("{plan}{}", state.version)
+                        }
+                    }
+                }
+                "pick" | "apply" => {
+                    let policy = state.policy.clone().expect("define first");
+                    let leases = leases_arg(tc, &state.version);
+                    match pick(policy.as_ref(), &state.version, &leases) {
+                        Err(e) => e,
+                        Ok(None) => "none\n".to_string(),
+                        Ok(Some(plan)) if tc.directive == "pick" => plan.to_string(),
+                        Ok(Some(plan)) => {
+                            state.version = apply_plan(&state.version, &plan);
+                            format!("{plan}{}", state.version)
+                        }
+                    }
+                }
+                "targets" => {
+                    let o = &state.options;
+                    let mut leveled = Leveled::new()
+                        .with_size_ratio(o.size_ratio)
+                        .with_num_levels(o.num_levels)
+                        .with_write_buffer_size(o.write_buffer_size);
+                    if let Some(b) = o.max_bytes_for_level_base {
+                        leveled = leveled.with_max_bytes_for_level_base(b);
+                    }
+                    let t = leveled.level_targets(&state.version);
+                    let mut out = format!("base level: L{}\n", t.base_level);
+                    for (l, target) in t.targets.iter().enumerate().skip(1) {
+                        out.push_str(&format!("L{l}: {target:.0}\n"));
+                    }
+                    out
+                }
+                "run" => {
+                    let policy = state.policy.clone().expect("define first");
+                    let flushes: u64 = arg(tc, "flushes").expect("flushes=");
+                    let buf = buffer(tc);
+                    let mut out = String::new();
+                    let leases = Leases::new();
+                    let stats = WorkloadStats::default();
+                    for n in 1..=flushes {
+                        let ctx = PickContext::new(&leases, &stats).with_buffer(&buf);
+                        let plan = match policy.plan_flush(&state.version, &ctx) {
+                            Ok(p) => p,
+                            Err(e) => return format!("{out}flush {n}: error: {e}\n"),
+                        };
+                        state.version = apply_flush(&state.version, &plan, &buf);
+                        for _ in 0..1000 {
+                            match pick(policy.as_ref(), &state.version, &leases) {
+                                Err(e) => return format!("{out}flush {n}: {e}\n"),
+                                Ok(None) => break,
+                                Ok(Some(p)) => {
+                                    out.push_str(&format!("flush {n}: {}\n", one_line(&p)));
+                                    state.version = apply_plan(&state.version, &p);
+                                }
+                            }
+                        }
+                    }
+                    out.push_str(&state.version.to_string());
+                    out
+                }
+                other => panic!("unknown directive {other}"),
+            }
+        })
+    });
+}
+
+#[test]
+fn policies() {
+    run_file("testdata");
+}
