@@ -309,16 +309,9 @@ impl fmt::Display for PlanOutput {
 }
 
 fn write_inputs(f: &mut fmt::Formatter<'_>, inputs: &[PlanInput]) -> fmt::Result {
-    for (i, input) in inputs.iter().enumerate() {
+    for input in inputs {
         let ids: Vec<String> = input.tables.iter().map(|t| t.to_string()).collect();
-        let sep = if i == 0 { "" } else { " " };
-        write!(
-            f,
-            "{sep}L{}.run{}[{}]",
-            input.level,
-            input.run,
-            ids.join(" ")
-        )?;
+        write!(f, " L{}.run{}[{}]", input.level, input.run, ids.join(" "))?;
     }
     Ok(())
 }
@@ -331,7 +324,7 @@ impl fmt::Display for Plan {
             PlanAction::Drop => "drop",
             PlanAction::UpdateState => "update-state",
         };
-        write!(f, "{verb} ")?;
+        f.write_str(verb)?;
         write_inputs(f, &self.inputs)?;
         if let Some(output) = &self.output {
             write!(f, " -> {output}")?;
