@@ -237,6 +237,29 @@ impl Simulator {
         self.tables.get(&id)
     }
 
+    /// The keys a reader would find: for each key, the newest entry (buffer first, then runs in
+    /// recency order) decides, and a tombstone hides it. O(entries); for tests and checks.
+    pub fn live_keys(&self) -> std::collections::BTreeSet<u64> {
+        let mut decided: HashMap<u64, bool> = HashMap::new();
+        for &e in self.buffer.iter().rev() {
+            decided.entry(key_of(e)).or_insert(!is_tombstone(e));
+        }
+        for level in self.version.levels() {
+            for run in level.runs() {
+                for t in run.tables() {
+                    for &e in self.tables.get(&t.id).map_or(&[][..], |a| &a[..]) {
+                        decided.entry(key_of(e)).or_insert(!is_tombstone(e));
+                    }
+                }
+            }
+        }
+        decided
+            .into_iter()
+            .filter(|&(_, live)| live)
+            .map(|(k, _)| k)
+            .collect()
+    }
+
     /// Tells the simulator how many distinct keys are live, for space amplification.
     pub fn set_live_entries(&mut self, entries: u64) {
         self.live_entries = entries;
@@ -427,6 +450,7 @@ impl Simulator {
         if let Some(state) = &plan.policy_state {
             edit.set_policy_state(state.clone());
         }
+        drop_empty_new_runs(&mut edit);
         let applied = self.version.apply(&edit).map_err(|source| SimError::Edit {
             policy: self.policy.name(),
             source,
@@ -726,6 +750,7 @@ impl Simulator {
         if let Some(state) = &plan.policy_state {
             edit.set_policy_state(state.clone());
         }
+        drop_empty_new_runs(&mut edit);
         let duration = match self.cfg.timing {
             Timing::Synchronous => 0.0,
             Timing::Timed {
@@ -974,6 +999,14 @@ impl Simulator {
             wall_seconds: 0.0,
         })
     }
+}
+
+/// A merge whose output is empty (every entry was a tombstone that could be dropped) writes no
+/// table, so the run it would have created must not be created either.
+fn drop_empty_new_runs(edit: &mut VersionEdit) {
+    let added = &edit.added;
+    edit.new_runs
+        .retain(|n| added.iter().any(|a| a.level == n.level && a.run == n.run));
 }
 
 /// False-positive rate of a Bloom filter with `bits` bits per key and the optimal number of hash
