@@ -16,6 +16,8 @@
 //!
 //! Run with `REWRITE=1` to regenerate expectations (then read the diff).
 
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
 use std::sync::Arc;
 use strata_meta::{parse_key, parse_size, RunId, TableId, TableMeta, Version, VersionEdit};
 use strata_policy::{

@@ -1,6 +1,8 @@
 //! Every policy, on random workloads and shapes, converges and keeps the tree correct: after any
 //! sequence of flushes and compactions a reader sees exactly the keys a plain set model holds.
 
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 use strata_policy::{build_policy, PolicyOptions, BUILTIN_POLICIES};

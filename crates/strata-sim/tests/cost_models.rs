@@ -3,6 +3,8 @@
 //! `docs/write-amplification.md` has the same comparison at full scale, with the deviations
 //! explained.
 
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
 use strata_policy::{build_policy, PolicyOptions};
 use strata_sim::{SimConfig, Simulator, WorkloadKind, WorkloadSpec};
 

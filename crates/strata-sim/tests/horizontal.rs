@@ -1,5 +1,7 @@
 //! The horizontal schemes in the simulator against the Vertiorizon paper's traces and lemmas.
 
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
 use std::sync::Arc;
 use strata_meta::Version;
 use strata_policy::math::{binomial, tiering_read_cost};
