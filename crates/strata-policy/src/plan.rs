@@ -45,7 +45,9 @@ pub enum OutputRun {
 /// How the executor cuts a merge's output into tables. Rules combine: a table ends when it reaches
 /// `target_table_size`, and always before a key in `boundaries`; then any piece between two
 /// boundaries larger than `split_above` is split into two halves instead (Spooky's seamless
-/// adaptation), which takes precedence over the target size for that piece.
+/// adaptation), which takes precedence over the target size for that piece. Coalescing small
+/// neighbours needs no rule of its own: the policy takes the neighbours as inputs of one plan and
+/// leaves out the boundary between them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CutRule {
     /// Cut a table once it reaches this many bytes (`None`: no size limit).

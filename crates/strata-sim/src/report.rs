@@ -197,7 +197,9 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
-/// A side-by-side table of reports, one row per policy.
+/// A side-by-side table of reports, one row per policy. "peak SA", "durable" and "transient" are
+/// peaks of ratios over the run (which a fill reaches early, while the tree is small);
+/// "peak/final" is the peak of table bytes over the final live bytes.
 pub fn comparison_table(reports: &[SimReport]) -> String {
     let header = [
         "policy",
@@ -205,6 +207,7 @@ pub fn comparison_table(reports: &[SimReport]) -> String {
         "peak SA",
         "durable",
         "transient",
+        "peak/final",
         "flushes",
         "merges",
         "moves",
@@ -222,6 +225,7 @@ pub fn comparison_table(reports: &[SimReport]) -> String {
                 format!("{:.2}", r.peak_space_amp),
                 format!("{:.2}", r.peak_durable_space_amp),
                 format!("{:.2}", r.peak_transient_space_amp),
+                format!("{:.2}", r.peak_space_over_final_live),
                 r.flushes.to_string(),
                 r.compactions.to_string(),
                 r.trivial_moves.to_string(),
