@@ -175,3 +175,24 @@ pub(crate) fn check_bloom(value: f64) -> Result<(), PolicyError> {
 pub(crate) fn runs_per_level(size_ratio: f64) -> usize {
     (size_ratio.round() as usize).max(2)
 }
+
+/// The builders every built-in policy shares for how it writes output tables; expands inside an
+/// `impl` of a struct with `target_file_size: u64` and `bloom_bits_per_key: f64` fields.
+macro_rules! output_builders {
+    () => {
+        /// Size at which output is cut into a new table. RocksDB: `target_file_size_base` (with
+        /// `target_file_size_multiplier` 1). Default: 64 MiB.
+        pub fn with_target_file_size(mut self, bytes: u64) -> Self {
+            self.target_file_size = bytes;
+            self
+        }
+
+        /// Bloom filter bits per key of the tables the policy writes. RocksDB: the
+        /// `bits_per_key` of `NewBloomFilterPolicy`. Default: 10.
+        pub fn with_bloom_bits_per_key(mut self, bits: f64) -> Self {
+            self.bloom_bits_per_key = bits;
+            self
+        }
+    };
+}
+pub(crate) use output_builders;

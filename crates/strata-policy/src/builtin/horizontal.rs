@@ -114,6 +114,8 @@ impl HorizontalLeveled {
         Self::default()
     }
 
+    super::common::output_builders!();
+
     /// Number of levels ℓ (fixed for the life of the tree). No RocksDB equivalent. Default: 3.
     pub fn with_levels(mut self, levels: usize) -> Self {
         self.levels = levels;
@@ -123,18 +125,6 @@ impl HorizontalLeveled {
     /// The skew threshold δ for level 1. Default: `Fixed(0)` (Algorithm 1 as printed).
     pub fn with_skew_threshold(mut self, skew: SkewThreshold) -> Self {
         self.skew = skew;
-        self
-    }
-
-    /// Output table size. RocksDB: `target_file_size_base`. Default: 64 MiB.
-    pub fn with_target_file_size(mut self, bytes: u64) -> Self {
-        self.target_file_size = bytes;
-        self
-    }
-
-    /// Bloom filter bits per key. Default: 10.
-    pub fn with_bloom_bits_per_key(mut self, bits: f64) -> Self {
-        self.bloom_bits_per_key = bits;
         self
     }
 
@@ -339,6 +329,8 @@ impl HorizontalTiered {
         Self::default()
     }
 
+    super::common::output_builders!();
+
     /// Number of levels ℓ (fixed for the life of the tree). Default: 3.
     pub fn with_levels(mut self, levels: usize) -> Self {
         self.levels = levels;
@@ -355,18 +347,6 @@ impl HorizontalTiered {
     /// Buffer size B. RocksDB: `write_buffer_size`. Default: 64 MiB.
     pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
         self.write_buffer_size = bytes;
-        self
-    }
-
-    /// Output table size. RocksDB: `target_file_size_base`. Default: 64 MiB.
-    pub fn with_target_file_size(mut self, bytes: u64) -> Self {
-        self.target_file_size = bytes;
-        self
-    }
-
-    /// Bloom filter bits per key. Default: 10.
-    pub fn with_bloom_bits_per_key(mut self, bits: f64) -> Self {
-        self.bloom_bits_per_key = bits;
         self
     }
 

@@ -47,6 +47,8 @@ impl LazyLeveled {
         Self::default()
     }
 
+    super::common::output_builders!();
+
     /// Size ratio T: runs per tiered level, and the growth factor of the last level's capacity.
     /// Default: 10.
     pub fn with_size_ratio(mut self, ratio: f64) -> Self {
@@ -58,18 +60,6 @@ impl LazyLeveled {
     /// Default: 64 MiB.
     pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
         self.write_buffer_size = bytes;
-        self
-    }
-
-    /// Output table size. RocksDB: `target_file_size_base`. Default: 64 MiB.
-    pub fn with_target_file_size(mut self, bytes: u64) -> Self {
-        self.target_file_size = bytes;
-        self
-    }
-
-    /// Bloom filter bits per key. Default: 10.
-    pub fn with_bloom_bits_per_key(mut self, bits: f64) -> Self {
-        self.bloom_bits_per_key = bits;
         self
     }
 

@@ -67,6 +67,8 @@ impl Leveled {
         Self::default()
     }
 
+    super::common::output_builders!();
+
     /// Size ratio T between adjacent levels. RocksDB: `max_bytes_for_level_multiplier`.
     /// Default: 10.
     pub fn with_size_ratio(mut self, ratio: f64) -> Self {
@@ -100,20 +102,6 @@ impl Leveled {
     /// Default: 64 MiB.
     pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
         self.write_buffer_size = bytes;
-        self
-    }
-
-    /// Size at which compaction output is cut into a new table. RocksDB:
-    /// `target_file_size_base` (with multiplier 1). Default: 64 MiB.
-    pub fn with_target_file_size(mut self, bytes: u64) -> Self {
-        self.target_file_size = bytes;
-        self
-    }
-
-    /// Bloom filter bits per key of every table. RocksDB: the `bits_per_key` of
-    /// `NewBloomFilterPolicy`. Default: 10.
-    pub fn with_bloom_bits_per_key(mut self, bits: f64) -> Self {
-        self.bloom_bits_per_key = bits;
         self
     }
 

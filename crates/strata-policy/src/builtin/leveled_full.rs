@@ -58,6 +58,8 @@ impl LeveledFull {
         Self::default()
     }
 
+    super::common::output_builders!();
+
     /// Size ratio T. RocksDB: `max_bytes_for_level_multiplier`. Default: 10.
     pub fn with_size_ratio(mut self, ratio: f64) -> Self {
         self.size_ratio = ratio;
@@ -74,19 +76,6 @@ impl LeveledFull {
     /// Buffer size B; level i's capacity is B·T^i. RocksDB: `write_buffer_size`. Default: 64 MiB.
     pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
         self.write_buffer_size = bytes;
-        self
-    }
-
-    /// Output table size (a level is one run, cut into tables of this size). RocksDB:
-    /// `target_file_size_base`. Default: 64 MiB.
-    pub fn with_target_file_size(mut self, bytes: u64) -> Self {
-        self.target_file_size = bytes;
-        self
-    }
-
-    /// Bloom filter bits per key. Default: 10.
-    pub fn with_bloom_bits_per_key(mut self, bits: f64) -> Self {
-        self.bloom_bits_per_key = bits;
         self
     }
 

@@ -42,23 +42,13 @@ impl Tiered {
         Self::default()
     }
 
+    super::common::output_builders!();
+
     /// Size ratio T: the number of runs a level holds before merging (rounded). RocksDB universal
     /// compaction has no exact equivalent; `max_bytes_for_level_multiplier` is the closest name.
     /// Default: 10.
     pub fn with_size_ratio(mut self, ratio: f64) -> Self {
         self.size_ratio = ratio;
-        self
-    }
-
-    /// Output table size. RocksDB: `target_file_size_base`. Default: 64 MiB.
-    pub fn with_target_file_size(mut self, bytes: u64) -> Self {
-        self.target_file_size = bytes;
-        self
-    }
-
-    /// Bloom filter bits per key. Default: 10.
-    pub fn with_bloom_bits_per_key(mut self, bits: f64) -> Self {
-        self.bloom_bits_per_key = bits;
         self
     }
 
