@@ -64,6 +64,9 @@ pub enum EditError {
         /// The maximum number of levels.
         max: usize,
     },
+    /// A table or run id of u64::MAX, which is reserved so that "one past the largest id" exists.
+    #[error("id {0} is reserved (table and run ids must be below u64::MAX)")]
+    ReservedId(u64),
     /// A version read from text or storage breaks an invariant.
     #[error("inconsistent version: {0}")]
     Inconsistent(String),

@@ -90,7 +90,7 @@ pub fn parse_key(text: &str) -> Result<Bytes, String> {
         }
         let mut out = Vec::with_capacity(hex.len() / 2);
         for i in (0..hex.len()).step_by(2) {
-            let byte = u8::from_str_radix(&hex[i..i + 2], 16)
+            let byte = u8::from_str_radix(hex.get(i..i + 2).unwrap_or(""), 16)
                 .map_err(|_| format!("hex key {text:?} has a non-hex digit"))?;
             out.push(byte);
         }

@@ -44,8 +44,10 @@ impl PolicyState {
         &self.0
     }
 
-    /// Wraps raw JSON text, checking that it is one line of valid JSON.
+    /// Wraps raw JSON text, checking that it is one line of valid JSON; surrounding whitespace is
+    /// dropped, as the text form would drop it.
     pub fn from_json(text: &str) -> Result<Self, String> {
+        let text = text.trim();
         if text.is_empty() {
             return Ok(PolicyState::empty());
         }

@@ -148,6 +148,13 @@ impl TableMeta {
             ));
         }
         if let Some(blocks) = &self.blocks {
+            if blocks.is_empty() {
+                // An empty list would print like "no block metadata" and read back as `None`.
+                return Err(format!(
+                    "table {}: block metadata is present but empty",
+                    self.id
+                ));
+            }
             let mut previous: Option<&BlockMeta> = None;
             for block in blocks.iter() {
                 if block.smallest > block.largest {

@@ -350,9 +350,14 @@ impl Version {
             .levels
             .iter()
             .flatten()
-            .flat_map(|(_, ts)| ts.iter().map(|t| t.id.0 + 1))
+            .flat_map(|(_, ts)| ts.iter().map(|t| t.id.0.saturating_add(1)))
             .max();
-        let max_run = p.levels.iter().flatten().map(|(id, _)| id.0 + 1).max();
+        let max_run = p
+            .levels
+            .iter()
+            .flatten()
+            .map(|(id, _)| id.0.saturating_add(1))
+            .max();
         let next_table = p.next_table.unwrap_or(max_table.unwrap_or(0));
         let next_run = p.next_run.unwrap_or(max_run.unwrap_or(0));
         Version::from_parts(p.levels, p.policy_state, next_table, next_run)

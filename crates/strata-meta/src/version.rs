@@ -20,8 +20,11 @@ pub struct Run {
 impl Run {
     /// A run holding `tables`, which must be sorted by key and disjoint.
     fn from_tables(id: RunId, tables: Vec<Arc<TableMeta>>) -> Self {
-        let size = tables.iter().map(|t| t.size).sum();
-        let entries = tables.iter().map(|t| t.entries).sum();
+        let size = tables.iter().map(|t| t.size).fold(0, u64::saturating_add);
+        let entries = tables
+            .iter()
+            .map(|t| t.entries)
+            .fold(0, u64::saturating_add);
         Run {
             id,
             tables,
@@ -74,7 +77,10 @@ impl Run {
 
     /// Bytes of the tables overlapping `range`.
     pub fn overlapping_size(&self, range: &KeyRange) -> u64 {
-        self.overlapping(range).iter().map(|t| t.size).sum()
+        self.overlapping(range)
+            .iter()
+            .map(|t| t.size)
+            .fold(0, u64::saturating_add)
     }
 
     /// Checks that tables are in key order and disjoint.
@@ -107,7 +113,7 @@ static EMPTY_LEVEL: Level = Level {
 
 impl Level {
     fn from_runs(runs: Vec<Arc<Run>>) -> Self {
-        let size = runs.iter().map(|r| r.size).sum();
+        let size = runs.iter().map(|r| r.size).fold(0, u64::saturating_add);
         Level { runs, size }
     }
 
@@ -206,7 +212,10 @@ impl Version {
 
     /// Total bytes of all tables.
     pub fn size(&self) -> u64 {
-        self.levels.iter().map(|l| l.size).sum()
+        self.levels
+            .iter()
+            .map(|l| l.size)
+            .fold(0, u64::saturating_add)
     }
 
     /// Total number of sorted runs.
@@ -334,7 +343,7 @@ impl Version {
             return Err(EditError::Inconsistent("trailing empty level".to_string()));
         }
         for (l, level) in self.levels.iter().enumerate() {
-            let mut size = 0;
+            let mut size: u64 = 0;
             for run in &level.runs {
                 if run.tables.is_empty() {
                     return Err(EditError::Inconsistent(format!(
@@ -375,14 +384,18 @@ impl Version {
                         )));
                     }
                 }
-                let sum: u64 = run.tables.iter().map(|t| t.size).sum();
+                let sum = run
+                    .tables
+                    .iter()
+                    .map(|t| t.size)
+                    .fold(0, u64::saturating_add);
                 if sum != run.size {
                     return Err(EditError::Inconsistent(format!(
                         "cached size of run {} is wrong",
                         run.id
                     )));
                 }
-                size += sum;
+                size = size.saturating_add(sum);
             }
             if size != level.size {
                 return Err(EditError::Inconsistent(format!(
@@ -449,6 +462,9 @@ impl Version {
         let mut created: BTreeMap<usize, Vec<RunId>> = BTreeMap::new();
         let mut created_ids = HashSet::new();
         for n in &edit.new_runs {
+            if n.run.0 == u64::MAX {
+                return Err(EditError::ReservedId(n.run.0));
+            }
             if existing_runs.contains(&n.run) || !created_ids.insert(n.run) {
                 return Err(EditError::RunExists(n.run));
             }
@@ -459,6 +475,9 @@ impl Version {
         let mut added: HashMap<(usize, RunId), Vec<Arc<TableMeta>>> = HashMap::new();
         for a in &edit.added {
             a.table.validate().map_err(EditError::InvalidTable)?;
+            if a.table.id.0 == u64::MAX {
+                return Err(EditError::ReservedId(a.table.id.0));
+            }
             let run_exists = created
                 .get(&a.level)
                 .is_some_and(|ids| ids.contains(&a.run))
@@ -550,12 +569,12 @@ impl Version {
         let next_table_id = edit
             .added
             .iter()
-            .map(|a| a.table.id.0 + 1)
+            .map(|a| a.table.id.0.saturating_add(1))
             .fold(self.next_table_id, u64::max);
         let next_run_id = edit
             .new_runs
             .iter()
-            .map(|n| n.run.0 + 1)
+            .map(|n| n.run.0.saturating_add(1))
             .fold(self.next_run_id, u64::max);
         Ok(Version {
             levels,
@@ -706,6 +725,32 @@ mod tests {
         let v = v.apply(&edit).unwrap();
         let order: Vec<u64> = v.level(2).runs().iter().map(|r| r.id().0).collect();
         assert_eq!(order, vec![5, 6]);
+        v.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn extreme_ids_and_sizes_are_errors_not_panics() {
+        let mut edit = VersionEdit::new();
+        edit.create_run(0, RunId(0))
+            .add_table(0, RunId(0), TableMeta::new(u64::MAX, "a", "b", 1));
+        assert_eq!(
+            Version::new().apply(&edit),
+            Err(EditError::ReservedId(u64::MAX))
+        );
+        let mut edit = VersionEdit::new();
+        edit.create_run(0, RunId(u64::MAX))
+            .add_table(0, RunId(u64::MAX), table(1, "a", "b", 1));
+        assert_eq!(
+            Version::new().apply(&edit),
+            Err(EditError::ReservedId(u64::MAX))
+        );
+        // Sizes that overflow when summed saturate instead of panicking.
+        let mut edit = VersionEdit::new();
+        edit.create_run(0, RunId(0))
+            .add_table(0, RunId(0), table(1, "a", "b", u64::MAX))
+            .add_table(0, RunId(0), table(2, "c", "d", 1));
+        let v = Version::new().apply(&edit).unwrap();
+        assert_eq!(v.size(), u64::MAX);
         v.check_invariants().unwrap();
     }
 
