@@ -1,0 +1,76 @@
+//! The file-system seam: every byte the engine reads or writes goes through [`FileSystem`].
+//!
+//! [`StdFs`] is the real implementation; [`MemFs`] keeps files in memory (tests, and the
+//! fault-injecting file system of the reliability work builds on the same trait).
+
+mod mem;
+mod std_fs;
+
+use std::fmt::Debug;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A file being written sequentially. Dropping it closes it without syncing.
+pub trait WritableFile: Send + Sync {
+    /// Appends `data` (possibly buffered).
+    fn append(&mut self, data: &[u8]) -> io::Result<()>;
+    /// Hands buffered data to the operating system.
+    fn flush(&mut self) -> io::Result<()>;
+    /// Makes everything appended so far durable (flush, then fdatasync).
+    fn sync(&mut self) -> io::Result<()>;
+    /// Bytes appended so far.
+    fn len(&self) -> u64;
+    /// Whether nothing was appended yet.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file read at arbitrary offsets, shared between threads.
+pub trait RandomAccessFile: Send + Sync {
+    /// Reads exactly `buf.len()` bytes at `offset`; an `UnexpectedEof` error if the file is shorter.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// The file's size in bytes.
+    fn len(&self) -> u64;
+    /// Whether the file is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A held lock on a file; released when dropped.
+pub trait FileLock: Send + Sync + Debug {}
+
+/// The operations the engine needs from a file system. Paths are absolute or relative to the
+/// process; the engine always passes paths inside the database directory.
+pub trait FileSystem: Send + Sync + Debug + 'static {
+    /// Creates `path` and its parents if missing.
+    fn create_dir_all(&self, path: &Path) -> io::Result<()>;
+    /// Creates (or truncates) `path` for writing.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Opens `path` for random reads.
+    fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
+    /// Reads the whole file.
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Atomically replaces `to` with `from`.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Deletes a file.
+    fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Whether `path` exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// Names (not paths) of the entries of directory `path`.
+    fn list(&self, path: &Path) -> io::Result<Vec<String>>;
+    /// Size of the file at `path`.
+    fn file_size(&self, path: &Path) -> io::Result<u64>;
+    /// Makes the directory's entries (creations, renames, deletions) durable.
+    fn sync_dir(&self, path: &Path) -> io::Result<()>;
+    /// Takes an exclusive lock on `path` (creating it), failing with `WouldBlock` if another
+    /// process or handle holds it.
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>>;
+}
+
+/// `dir/name`.
+pub fn join(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}

@@ -1,0 +1,140 @@
+//! Internal keys: a user key followed by an 8-byte trailer packing the sequence number and the
+//! value kind, ordered by user key ascending, then sequence number descending (newest first).
+
+use std::cmp::Ordering;
+
+/// A sequence number: the position of a write in the global write order.
+pub type SeqNo = u64;
+
+/// The largest sequence number (56 bits; the low byte of the trailer holds the kind).
+pub const MAX_SEQNO: SeqNo = (1 << 56) - 1;
+
+/// Bytes of the trailer after the user key.
+pub const TRAILER_LEN: usize = 8;
+
+/// What an entry is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum ValueKind {
+    /// A tombstone.
+    Delete = 0,
+    /// A value.
+    Put = 1,
+}
+
+impl ValueKind {
+    /// The kind encoded by `byte`, if valid.
+    pub fn from_u8(byte: u8) -> Option<ValueKind> {
+        match byte {
+            0 => Some(ValueKind::Delete),
+            1 => Some(ValueKind::Put),
+            _ => None,
+        }
+    }
+}
+
+/// The kind used in seek keys: the largest, so a seek for (key, seq) lands on the newest entry
+/// of `key` with a sequence number ≤ seq.
+pub const SEEK_KIND: u8 = 0xff;
+
+/// Packs a sequence number and kind byte into a trailer value.
+#[inline]
+pub fn pack_trailer(seq: SeqNo, kind: u8) -> u64 {
+    (seq << 8) | u64::from(kind)
+}
+
+/// Appends the internal key for (`user_key`, `seq`, `kind`) to `buf`.
+#[inline]
+pub fn append_internal_key(buf: &mut Vec<u8>, user_key: &[u8], seq: SeqNo, kind: u8) {
+    buf.extend_from_slice(user_key);
+    buf.extend_from_slice(&pack_trailer(seq, kind).to_le_bytes());
+}
+
+/// The internal key for (`user_key`, `seq`, `kind`).
+pub fn internal_key(user_key: &[u8], seq: SeqNo, kind: ValueKind) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(user_key.len() + TRAILER_LEN);
+    append_internal_key(&mut buf, user_key, seq, kind as u8);
+    buf
+}
+
+/// The seek key that finds the newest entry of `user_key` visible at `seq`.
+pub fn seek_key(user_key: &[u8], seq: SeqNo) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(user_key.len() + TRAILER_LEN);
+    append_internal_key(&mut buf, user_key, seq, SEEK_KIND);
+    buf
+}
+
+/// The user-key part of an internal key.
+///
+/// REQUIRES: `ikey.len() >= TRAILER_LEN`.
+#[inline]
+pub fn user_key(ikey: &[u8]) -> &[u8] {
+    &ikey[..ikey.len() - TRAILER_LEN]
+}
+
+/// The trailer value of an internal key.
+///
+/// REQUIRES: `ikey.len() >= TRAILER_LEN`.
+#[inline]
+pub fn trailer(ikey: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&ikey[ikey.len() - TRAILER_LEN..]);
+    u64::from_le_bytes(b)
+}
+
+/// Splits an internal key into (user key, sequence number, kind); `None` if it is too short or
+/// the kind byte is invalid.
+pub fn parse_internal_key(ikey: &[u8]) -> Option<(&[u8], SeqNo, ValueKind)> {
+    if ikey.len() < TRAILER_LEN {
+        return None;
+    }
+    let t = trailer(ikey);
+    let kind = ValueKind::from_u8((t & 0xff) as u8)?;
+    Some((user_key(ikey), t >> 8, kind))
+}
+
+/// Orders internal keys: user key ascending, then trailer descending (newest first).
+///
+/// REQUIRES: both keys are at least `TRAILER_LEN` long.
+#[inline]
+pub fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
+    user_key(a)
+        .cmp(user_key(b))
+        .then_with(|| trailer(b).cmp(&trailer(a)))
+}
+
+/// An owned internal key ordered by [`compare_internal_keys`] (for ordered containers).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InternalKey(pub bytes::Bytes);
+
+impl Ord for InternalKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare_internal_keys(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for InternalKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ordering_is_user_key_then_newest_first() {
+        let a5 = internal_key(b"a", 5, ValueKind::Put);
+        let a9 = internal_key(b"a", 9, ValueKind::Delete);
+        let ab1 = internal_key(b"ab", 1, ValueKind::Put);
+        assert_eq!(compare_internal_keys(&a9, &a5), Ordering::Less);
+        assert_eq!(compare_internal_keys(&a5, &ab1), Ordering::Less);
+        assert_eq!(compare_internal_keys(&seek_key(b"a", 7), &a5), Ordering::Less);
+        assert_eq!(compare_internal_keys(&seek_key(b"a", 9), &a9), Ordering::Less);
+        assert_eq!(compare_internal_keys(&a9, &seek_key(b"a", 8)), Ordering::Less);
+        assert_eq!(parse_internal_key(&a9), Some((&b"a"[..], 9, ValueKind::Delete)));
+        assert_eq!(parse_internal_key(b"short"), None);
+        assert_eq!(parse_internal_key(&seek_key(b"x", 1)), None);
+    }
+}

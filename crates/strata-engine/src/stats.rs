@@ -1,0 +1,62 @@
+//! Engine statistics: the counters write, space and read amplification are computed from.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Counters updated by every part of the engine (relaxed atomics).
+#[derive(Debug, Default)]
+pub struct Statistics {
+    /// User key+value bytes accepted by writes (puts count key+value, deletes the key).
+    pub user_bytes: AtomicU64,
+    /// Bytes appended to write-ahead logs.
+    pub wal_bytes: AtomicU64,
+    /// WAL syncs.
+    pub wal_syncs: AtomicU64,
+    /// Write batches committed.
+    pub batches: AtomicU64,
+    /// Write groups committed (one WAL append each; batches / groups = group-commit factor).
+    pub write_groups: AtomicU64,
+    /// Bytes written to table files by flushes.
+    pub flush_bytes: AtomicU64,
+    /// Bytes written to table files by compactions.
+    pub compaction_bytes_written: AtomicU64,
+    /// Bytes read from table files by compactions (and by flushes that merge into a run).
+    pub compaction_bytes_read: AtomicU64,
+    /// Flushes completed.
+    pub flushes: AtomicU64,
+    /// Merges completed.
+    pub compactions: AtomicU64,
+    /// Trivial moves completed.
+    pub trivial_moves: AtomicU64,
+    /// Data blocks read from storage (block-cache misses included, hits excluded).
+    pub blocks_read: AtomicU64,
+    /// Bytes of data blocks read from storage.
+    pub block_bytes_read: AtomicU64,
+    /// Block-cache hits.
+    pub block_cache_hits: AtomicU64,
+    /// Block-cache misses.
+    pub block_cache_misses: AtomicU64,
+    /// Bloom-filter probes.
+    pub bloom_checks: AtomicU64,
+    /// Bloom-filter probes that ruled the table out.
+    pub bloom_negatives: AtomicU64,
+    /// Point lookups.
+    pub gets: AtomicU64,
+    /// Tables probed by point lookups (runs probed, counting each table looked into).
+    pub get_tables_probed: AtomicU64,
+    /// Microseconds writers spent slowed down or stopped by the write controller.
+    pub stall_micros: AtomicU64,
+}
+
+impl Statistics {
+    /// Adds `n` to `counter`.
+    #[inline]
+    pub fn add(counter: &AtomicU64, n: u64) {
+        counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Reads `counter`.
+    #[inline]
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Ordering::Relaxed)
+    }
+}

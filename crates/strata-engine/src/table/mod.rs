@@ -1,0 +1,1 @@
+//! Table files. (Implementation in progress.)
