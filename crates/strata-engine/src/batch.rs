@@ -1,0 +1,291 @@
+//! Write batches: several puts and deletes applied atomically.
+//!
+//! The encoding is also the write-ahead-log payload: a 12-byte header (first sequence number
+//! u64 LE, count u32 LE) followed by records `[kind u8][key len varint][key][value len varint]
+//! [value]` (deletes carry no value).
+
+use crate::error::{Error, Result};
+use crate::key::{SeqNo, ValueKind};
+
+/// The largest key the engine accepts, in bytes.
+pub const MAX_KEY_SIZE: usize = 64 << 10;
+/// The largest value the engine accepts, in bytes.
+pub const MAX_VALUE_SIZE: usize = 256 << 20;
+/// Bytes of the batch header.
+pub const HEADER_LEN: usize = 12;
+
+/// An atomic group of writes. Later writes to the same key in one batch win.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteBatch {
+    rep: Vec<u8>,
+    count: u32,
+    user_bytes: u64,
+}
+
+impl Default for WriteBatch {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn put_varint(buf: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        buf.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    buf.push(v as u8);
+}
+
+/// Decodes a varint at `*pos`, advancing it; `None` if truncated or longer than 10 bytes.
+pub(crate) fn get_varint(data: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut result = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *data.get(*pos)?;
+        *pos += 1;
+        result |= u64::from(byte & 0x7f) << shift;
+        if byte < 0x80 {
+            return Some(result);
+        }
+    }
+    None
+}
+
+fn check_key(key: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_SIZE {
+        return Err(Error::InvalidArgument(format!(
+            "key of {} bytes is larger than the maximum of {MAX_KEY_SIZE} bytes",
+            key.len()
+        )));
+    }
+    Ok(())
+}
+
+impl WriteBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        WriteBatch {
+            rep: vec![0; HEADER_LEN],
+            count: 0,
+            user_bytes: 0,
+        }
+    }
+
+    /// Adds a put. Fails, leaving the batch unchanged, if the key or value is too large
+    /// ([`MAX_KEY_SIZE`], [`MAX_VALUE_SIZE`]).
+    pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<&mut Self> {
+        let (key, value) = (key.as_ref(), value.as_ref());
+        check_key(key)?;
+        if value.len() > MAX_VALUE_SIZE {
+            return Err(Error::InvalidArgument(format!(
+                "value of {} bytes is larger than the maximum of {MAX_VALUE_SIZE} bytes",
+                value.len()
+            )));
+        }
+        self.rep.push(ValueKind::Put as u8);
+        put_varint(&mut self.rep, key.len() as u64);
+        self.rep.extend_from_slice(key);
+        put_varint(&mut self.rep, value.len() as u64);
+        self.rep.extend_from_slice(value);
+        self.count += 1;
+        self.user_bytes += (key.len() + value.len()) as u64;
+        Ok(self)
+    }
+
+    /// Adds a delete. Fails, leaving the batch unchanged, if the key is too large.
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<&mut Self> {
+        let key = key.as_ref();
+        check_key(key)?;
+        self.rep.push(ValueKind::Delete as u8);
+        put_varint(&mut self.rep, key.len() as u64);
+        self.rep.extend_from_slice(key);
+        self.count += 1;
+        self.user_bytes += key.len() as u64;
+        Ok(self)
+    }
+
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// Whether the batch holds no operation.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Removes every operation.
+    pub fn clear(&mut self) {
+        self.rep.truncate(HEADER_LEN);
+        self.count = 0;
+        self.user_bytes = 0;
+    }
+
+    /// User key+value bytes in the batch (the denominator of write amplification).
+    pub fn user_bytes(&self) -> u64 {
+        self.user_bytes
+    }
+
+    /// Encoded size in bytes.
+    pub fn encoded_len(&self) -> usize {
+        self.rep.len()
+    }
+
+    /// The records, without the header.
+    pub(crate) fn records(&self) -> &[u8] {
+        &self.rep[HEADER_LEN..]
+    }
+
+    /// The operations in order.
+    pub fn iter(&self) -> BatchIter<'_> {
+        BatchIter {
+            data: self.records(),
+            pos: 0,
+        }
+    }
+}
+
+/// Appends a WAL payload for a group of batches: header with the first sequence number and the
+/// total count, then every batch's records.
+pub(crate) fn encode_group(out: &mut Vec<u8>, first_seq: SeqNo, batches: &[&WriteBatch]) {
+    let count: u32 = batches.iter().map(|b| b.count).sum();
+    out.extend_from_slice(&first_seq.to_le_bytes());
+    out.extend_from_slice(&count.to_le_bytes());
+    for b in batches {
+        out.extend_from_slice(b.records());
+    }
+}
+
+/// A decoded WAL payload: the first sequence number and the operations.
+pub(crate) struct DecodedGroup<'a> {
+    pub first_seq: SeqNo,
+    pub count: u32,
+    pub records: &'a [u8],
+}
+
+/// Decodes a WAL payload's header; the records are checked while iterating.
+pub(crate) fn decode_group(payload: &[u8]) -> Option<DecodedGroup<'_>> {
+    let header = payload.get(..HEADER_LEN)?;
+    let mut seq = [0u8; 8];
+    seq.copy_from_slice(&header[..8]);
+    let mut count = [0u8; 4];
+    count.copy_from_slice(&header[8..12]);
+    Some(DecodedGroup {
+        first_seq: u64::from_le_bytes(seq),
+        count: u32::from_le_bytes(count),
+        records: &payload[HEADER_LEN..],
+    })
+}
+
+/// One operation of a batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchOp<'a> {
+    /// A put.
+    Put(&'a [u8], &'a [u8]),
+    /// A delete.
+    Delete(&'a [u8]),
+}
+
+/// Iterates over encoded batch records. Yields `Err(offset)` at the first malformed record.
+pub struct BatchIter<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> BatchIter<'a> {
+    /// Iterates over raw records (no header).
+    pub(crate) fn new(records: &'a [u8]) -> Self {
+        BatchIter {
+            data: records,
+            pos: 0,
+        }
+    }
+
+    fn slice(&mut self) -> Option<&'a [u8]> {
+        let len = usize::try_from(get_varint(self.data, &mut self.pos)?).ok()?;
+        let end = self.pos.checked_add(len)?;
+        let s = self.data.get(self.pos..end)?;
+        self.pos = end;
+        Some(s)
+    }
+}
+
+impl<'a> Iterator for BatchIter<'a> {
+    type Item = std::result::Result<BatchOp<'a>, usize>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.pos >= self.data.len() {
+            return None;
+        }
+        let start = self.pos;
+        let kind = self.data[self.pos];
+        self.pos += 1;
+        let op = match ValueKind::from_u8(kind) {
+            Some(ValueKind::Put) => self
+                .slice()
+                .and_then(|k| self.slice().map(|v| BatchOp::Put(k, v))),
+            Some(ValueKind::Delete) => self.slice().map(BatchOp::Delete),
+            None => None,
+        };
+        match op {
+            Some(op) => Some(Ok(op)),
+            None => {
+                // Stop after reporting: nothing after a malformed record can be trusted.
+                self.pos = self.data.len();
+                Some(Err(start))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_round_trip_through_the_group_encoding() {
+        let mut a = WriteBatch::new();
+        a.put("k1", "v1").unwrap().delete("k2").unwrap();
+        let mut b = WriteBatch::new();
+        b.put("", "")
+            .unwrap()
+            .put(vec![7u8; 300], vec![1u8; 70_000])
+            .unwrap();
+        assert_eq!(a.len(), 2);
+        assert_eq!(a.user_bytes(), 6);
+        let mut out = Vec::new();
+        encode_group(&mut out, 42, &[&a, &b]);
+        let g = decode_group(&out).unwrap();
+        assert_eq!((g.first_seq, g.count), (42, 4));
+        let ops: Vec<_> = BatchIter::new(g.records).map(|r| r.unwrap()).collect();
+        assert_eq!(ops[0], BatchOp::Put(b"k1", b"v1"));
+        assert_eq!(ops[1], BatchOp::Delete(b"k2"));
+        assert_eq!(ops[2], BatchOp::Put(b"", b""));
+        assert!(matches!(ops[3], BatchOp::Put(k, v) if k.len() == 300 && v.len() == 70_000));
+    }
+
+    #[test]
+    fn oversized_keys_and_values_are_rejected_without_changing_the_batch() {
+        let mut b = WriteBatch::new();
+        b.put("a", "b").unwrap();
+        let before = b.clone();
+        let e = b.put(vec![0u8; MAX_KEY_SIZE + 1], "v").unwrap_err();
+        assert!(e.to_string().contains("key of 65537 bytes"), "{e}");
+        assert!(b.delete(vec![0u8; MAX_KEY_SIZE + 1]).is_err());
+        assert_eq!(b, before);
+        b.clear();
+        assert!(b.is_empty());
+    }
+
+    #[test]
+    fn malformed_records_are_reported_with_their_offset() {
+        let mut b = WriteBatch::new();
+        b.put("key", "value").unwrap();
+        let records = b.records();
+        let truncated = &records[..records.len() - 2];
+        let results: Vec<_> = BatchIter::new(truncated).collect();
+        assert_eq!(results, vec![Err(0)]);
+        let results: Vec<_> = BatchIter::new(&[9, 1, 2]).collect();
+        assert_eq!(results, vec![Err(0)]);
+        assert!(decode_group(&[1, 2, 3]).is_none());
+    }
+}
