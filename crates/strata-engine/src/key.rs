@@ -130,10 +130,22 @@ mod tests {
         let ab1 = internal_key(b"ab", 1, ValueKind::Put);
         assert_eq!(compare_internal_keys(&a9, &a5), Ordering::Less);
         assert_eq!(compare_internal_keys(&a5, &ab1), Ordering::Less);
-        assert_eq!(compare_internal_keys(&seek_key(b"a", 7), &a5), Ordering::Less);
-        assert_eq!(compare_internal_keys(&seek_key(b"a", 9), &a9), Ordering::Less);
-        assert_eq!(compare_internal_keys(&a9, &seek_key(b"a", 8)), Ordering::Less);
-        assert_eq!(parse_internal_key(&a9), Some((&b"a"[..], 9, ValueKind::Delete)));
+        assert_eq!(
+            compare_internal_keys(&seek_key(b"a", 7), &a5),
+            Ordering::Less
+        );
+        assert_eq!(
+            compare_internal_keys(&seek_key(b"a", 9), &a9),
+            Ordering::Less
+        );
+        assert_eq!(
+            compare_internal_keys(&a9, &seek_key(b"a", 8)),
+            Ordering::Less
+        );
+        assert_eq!(
+            parse_internal_key(&a9),
+            Some((&b"a"[..], 9, ValueKind::Delete))
+        );
         assert_eq!(parse_internal_key(b"short"), None);
         assert_eq!(parse_internal_key(&seek_key(b"x", 1)), None);
     }
