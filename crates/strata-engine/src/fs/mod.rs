@@ -6,6 +6,9 @@
 mod mem;
 mod std_fs;
 
+pub use mem::MemFs;
+pub use std_fs::StdFs;
+
 use std::fmt::Debug;
 use std::io;
 use std::path::{Path, PathBuf};

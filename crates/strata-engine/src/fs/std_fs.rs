@@ -1,1 +1,483 @@
-//! (Implementation in progress.)
+//! [`StdFs`]: the real file system, through `std::fs`.
+//!
+//! Also home of [`BufferedFile`], the append buffer both file systems put in front of their files,
+//! so that [`MemFs`](super::MemFs) has exactly the buffering, flushing and error behaviour of
+//! [`StdFs`]: a test that forgets to flush before reading a file back fails on both.
+
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
+
+/// Size of a writable file's user-space append buffer. Appends that do not fit after the buffered
+/// bytes are written first, and appends at least this large bypass the buffer.
+pub(super) const WRITE_BUFFER_SIZE: usize = 64 << 10;
+
+/// The real file system (Unix only: reads are positional `pread`s).
+///
+/// Files from [`create`](FileSystem::create) buffer appends in user space (64 KiB; larger appends
+/// go straight to the file). Dropping one flushes its buffer best-effort and ignores errors, so
+/// callers that care about the data must [`flush`](WritableFile::flush) or
+/// [`sync`](WritableFile::sync) it and check the result. After any failed operation the file
+/// refuses every later one: a retried write or sync could report success for lost data.
+#[derive(Debug, Default, Clone)]
+pub struct StdFs;
+
+/// Returns a function that prefixes an error with what was being done and to which path, keeping
+/// its kind (callers match on `NotFound`, `WouldBlock`, ...): an OS error alone does not say which
+/// of the database's files is missing.
+fn context<'a>(what: &'a str, path: &'a Path) -> impl FnOnce(io::Error) -> io::Error + 'a {
+    move |e| io::Error::new(e.kind(), format!("{what} {}: {e}", path.display()))
+}
+
+impl FileSystem for StdFs {
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        fs::create_dir_all(path).map_err(context("creating directory", path))
+    }
+
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(context("creating", path))?;
+        Ok(Box::new(BufferedFile::new(StdSink {
+            file,
+            path: path.to_path_buf(),
+        })))
+    }
+
+    fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(context("opening", path))?;
+        let len = file
+            .metadata()
+            .map_err(context("reading metadata of", path))?
+            .len();
+        Ok(Arc::new(StdRandomAccessFile {
+            file,
+            len,
+            path: path.to_path_buf(),
+        }))
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        fs::read(path).map_err(context("reading", path))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::rename(from, to).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("renaming {} to {}: {e}", from.display(), to.display()),
+            )
+        })
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path).map_err(context("removing", path))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    /// Sorted, so that both file systems list a directory identically. Names that are not UTF-8
+    /// (never created by the engine) are converted lossily rather than failing the whole listing.
+    fn list(&self, path: &Path) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(path).map_err(context("listing", path))? {
+            let entry = entry.map_err(context("listing", path))?;
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+        names.sort_unstable();
+        Ok(names)
+    }
+
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        Ok(fs::metadata(path)
+            .map_err(context("reading metadata of", path))?
+            .len())
+    }
+
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        File::open(path)
+            .and_then(|dir| dir.sync_all())
+            .map_err(context("syncing directory", path))
+    }
+
+    /// An advisory `flock`-style lock: it excludes other processes and other handles of this
+    /// process (each `lock` call opens its own file description), and the kernel releases it if
+    /// the process dies, so a crash never leaves a stale lock behind.
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(context("creating lock file", path))?;
+        // File::try_lock (Rust 1.89, the workspace's minimum) takes an OS advisory lock.
+        let locked = file.try_lock();
+        match locked {
+            Ok(()) => Ok(Box::new(StdFileLock { _file: file })),
+            Err(TryLockError::WouldBlock) => Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!("{} is locked by another process or handle", path.display()),
+            )),
+            Err(TryLockError::Error(e)) => Err(context("locking", path)(e)),
+        }
+    }
+}
+
+/// Where a [`BufferedFile`] sends its bytes.
+pub(super) trait Sink: Send + Sync {
+    /// Writes all of `data` at the end of the file.
+    fn write_all(&mut self, data: &[u8]) -> io::Result<()>;
+    /// Makes everything written so far durable.
+    fn sync(&mut self) -> io::Result<()>;
+}
+
+/// A [`WritableFile`] with a user-space append buffer in front of a [`Sink`].
+///
+/// After any failed operation the file is *poisoned*: every later call fails with the first
+/// error. Retrying is never safe: a failed write may have reached the file partially, and after a
+/// failed `fsync` Linux may mark the dirty pages clean, so a retried sync could report success
+/// for data that was lost (the PostgreSQL "fsyncgate" lesson). The caller must abandon the file.
+///
+/// Dropping the file flushes the buffer best-effort and ignores errors: callers that care about
+/// the data must call [`flush`](WritableFile::flush) or [`sync`](WritableFile::sync) and check it.
+pub(super) struct BufferedFile<S: Sink> {
+    sink: S,
+    buf: Vec<u8>,
+    /// Bytes appended so far, buffered ones included.
+    len: u64,
+    /// The first error, kept as kind and message because `io::Error` is not `Clone`.
+    poisoned: Option<(io::ErrorKind, String)>,
+}
+
+impl<S: Sink> BufferedFile<S> {
+    pub(super) fn new(sink: S) -> Self {
+        BufferedFile {
+            sink,
+            buf: Vec::with_capacity(WRITE_BUFFER_SIZE),
+            len: 0,
+            poisoned: None,
+        }
+    }
+
+    fn check(&self) -> io::Result<()> {
+        match &self.poisoned {
+            None => Ok(()),
+            Some((kind, message)) => Err(io::Error::new(
+                *kind,
+                format!("file unusable after an earlier error: {message}"),
+            )),
+        }
+    }
+
+    /// Runs `op`, poisoning the file if it fails.
+    fn guard<T>(&mut self, op: impl FnOnce(&mut Self) -> io::Result<T>) -> io::Result<T> {
+        self.check()?;
+        op(self).inspect_err(|e| self.poisoned = Some((e.kind(), e.to_string())))
+    }
+
+    fn write_buffer(&mut self) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            self.sink.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+}
+
+impl<S: Sink> WritableFile for BufferedFile<S> {
+    fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        self.guard(|f| {
+            if f.buf.len() + data.len() > WRITE_BUFFER_SIZE {
+                f.write_buffer()?;
+            }
+            if data.len() >= WRITE_BUFFER_SIZE {
+                // Copying a large append through the buffer would only cost a memcpy.
+                f.sink.write_all(data)?;
+            } else {
+                f.buf.extend_from_slice(data);
+            }
+            f.len += data.len() as u64;
+            Ok(())
+        })
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.guard(Self::write_buffer)
+    }
+
+    fn sync(&mut self) -> io::Result<()> {
+        self.guard(|f| {
+            f.write_buffer()?;
+            f.sink.sync()
+        })
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl<S: Sink> Drop for BufferedFile<S> {
+    fn drop(&mut self) {
+        if self.poisoned.is_none() {
+            // Best effort by design (see the type's docs): Drop cannot report an error.
+            let _ = self.write_buffer();
+        }
+    }
+}
+
+/// A real file opened for appending.
+struct StdSink {
+    file: File,
+    path: PathBuf,
+}
+
+impl Sink for StdSink {
+    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        self.file
+            .write_all(data)
+            .map_err(context("writing", &self.path))
+    }
+
+    /// `fdatasync`: the file's data and the metadata needed to read it back (its size), without
+    /// the timestamps. A new file's directory entry additionally needs
+    /// [`FileSystem::sync_dir`].
+    fn sync(&mut self) -> io::Result<()> {
+        self.file
+            .sync_data()
+            .map_err(context("syncing", &self.path))
+    }
+}
+
+/// A real file read with positional reads, so threads share it without a cursor or a lock.
+struct StdRandomAccessFile {
+    file: File,
+    /// The size at open: files the engine reads are immutable by then.
+    len: u64,
+    path: PathBuf,
+}
+
+impl RandomAccessFile for StdRandomAccessFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.file.read_exact_at(buf, offset).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "reading {} bytes at offset {offset} of {}: {e}",
+                    buf.len(),
+                    self.path.display()
+                ),
+            )
+        })
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+/// Keeps the locked file open; closing it (on drop) releases the lock. (`File`'s `Debug` shows
+/// the path.)
+#[derive(Debug)]
+struct StdFileLock {
+    _file: File,
+}
+
+impl FileLock for StdFileLock {}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// Behaviour every [`FileSystem`] must show, run against a fresh, empty directory `root`.
+    pub(in crate::fs) fn conformance(fs: &dyn FileSystem, root: &Path) {
+        let dir = root.join("db");
+        fs.create_dir_all(&dir).expect("create_dir_all");
+        fs.create_dir_all(&dir)
+            .expect("create_dir_all is idempotent");
+        assert!(fs.exists(&dir));
+        assert_eq!(fs.list(&dir).expect("list"), Vec::<String>::new());
+
+        // Write, flush, sync, read back.
+        let a = dir.join("a.log");
+        let mut w = fs.create(&a).expect("create");
+        assert!(w.is_empty());
+        w.append(b"hello ").expect("append");
+        w.append(b"world").expect("append");
+        assert_eq!(w.len(), 11);
+        assert_eq!(
+            fs.read(&a).expect("read"),
+            b"",
+            "appends are buffered until flushed"
+        );
+        w.flush().expect("flush");
+        assert_eq!(fs.read(&a).expect("read"), b"hello world");
+        let big = vec![7u8; WRITE_BUFFER_SIZE + 3];
+        w.append(b"!").expect("append");
+        w.append(&big).expect("a large append bypasses the buffer");
+        assert_eq!(w.len(), 12 + big.len() as u64);
+        assert_eq!(fs.file_size(&a).expect("size"), 12 + big.len() as u64);
+        w.append(b"tail").expect("append");
+        w.sync().expect("sync");
+        drop(w);
+        let data = fs.read(&a).expect("read");
+        assert_eq!(data.len(), 16 + big.len());
+        assert_eq!(&data[..12], b"hello world!");
+        assert_eq!(&data[data.len() - 4..], b"tail");
+
+        // Dropping a writer flushes it.
+        let b = dir.join("b.tmp");
+        let mut w = fs.create(&b).expect("create");
+        w.append(b"dropped").expect("append");
+        drop(w);
+        assert_eq!(fs.read(&b).expect("read"), b"dropped");
+
+        // Positional reads, from several threads.
+        let r = fs.open(&a).expect("open");
+        assert_eq!(r.len(), data.len() as u64);
+        std::thread::scope(|s| {
+            for t in 0..4u64 {
+                let r = &r;
+                let data = &data;
+                s.spawn(move || {
+                    for i in 0..100 {
+                        let offset = (t * 1000 + i * 37) % (data.len() as u64 - 16);
+                        let mut buf = [0u8; 16];
+                        r.read_exact_at(&mut buf, offset).expect("read_exact_at");
+                        assert_eq!(&buf[..], &data[offset as usize..offset as usize + 16]);
+                    }
+                });
+            }
+        });
+        let mut buf = [0u8; 8];
+        let end = data.len() as u64;
+        let e = r
+            .read_exact_at(&mut buf, end - 4)
+            .expect_err("read across the end");
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+        let e = r
+            .read_exact_at(&mut buf, end + 100)
+            .expect_err("read beyond the end");
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+        r.read_exact_at(&mut [], end)
+            .expect("an empty read at the end is fine");
+
+        // Missing files.
+        let missing = dir.join("missing");
+        assert!(!fs.exists(&missing));
+        for e in [
+            fs.open(&missing).err().expect("open a missing file"),
+            fs.read(&missing).expect_err("read"),
+            fs.file_size(&missing).expect_err("file_size"),
+            fs.remove_file(&missing).expect_err("remove_file"),
+            fs.rename(&missing, &dir.join("x")).expect_err("rename"),
+            fs.list(&dir.join("no-dir")).expect_err("list"),
+        ] {
+            assert_eq!(e.kind(), io::ErrorKind::NotFound, "{e}");
+        }
+
+        // Rename replaces the target atomically; remove deletes.
+        fs.rename(&b, &a).expect("rename over an existing file");
+        assert!(!fs.exists(&b));
+        assert_eq!(fs.read(&a).expect("read"), b"dropped");
+        assert_eq!(fs.file_size(&a).expect("size"), 7);
+        // An open reader keeps seeing the file it opened.
+        let mut buf = [0u8; 5];
+        r.read_exact_at(&mut buf, 0)
+            .expect("read the replaced file");
+        assert_eq!(&buf, b"hello");
+        let c = dir.join("c");
+        fs.create(&c).expect("create").sync().expect("sync");
+        assert_eq!(fs.file_size(&c).expect("size"), 0);
+        fs.create_dir_all(&dir.join("sub")).expect("create_dir_all");
+        assert_eq!(fs.list(&dir).expect("list"), ["a.log", "c", "sub"]);
+        fs.remove_file(&c).expect("remove");
+        assert!(!fs.exists(&c));
+        assert_eq!(fs.list(&dir).expect("list"), ["a.log", "sub"]);
+
+        // Creating an existing file truncates it.
+        let mut w = fs.create(&a).expect("create again");
+        w.sync().expect("sync");
+        assert_eq!(fs.file_size(&a).expect("size"), 0);
+        fs.sync_dir(&dir).expect("sync_dir");
+
+        // Locks: exclusive, released on drop, and they create the file.
+        let lock_path = dir.join("LOCK");
+        let lock = fs.lock(&lock_path).expect("lock");
+        assert!(fs.exists(&lock_path));
+        let e = fs.lock(&lock_path).expect_err("lock twice");
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock, "{e}");
+        drop(lock);
+        let lock = fs.lock(&lock_path).expect("lock after release");
+        drop(lock);
+    }
+
+    #[test]
+    fn std_fs_conformance() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        conformance(&StdFs, tmp.path());
+    }
+
+    #[test]
+    fn std_fs_missing_directory() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let e = StdFs
+            .create(&tmp.path().join("no-dir/file"))
+            .err()
+            .expect("create in a missing directory");
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        assert!(
+            e.to_string().contains("no-dir"),
+            "errors name the path: {e}"
+        );
+        let e = StdFs
+            .sync_dir(&tmp.path().join("no-dir"))
+            .expect_err("sync_dir");
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+    }
+
+    /// A sink that fails its first sync, as a disk would.
+    struct FlakySink {
+        written: Vec<u8>,
+        fail_next_sync: bool,
+    }
+
+    impl Sink for FlakySink {
+        fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+            self.written.extend_from_slice(data);
+            Ok(())
+        }
+
+        fn sync(&mut self) -> io::Result<()> {
+            if std::mem::take(&mut self.fail_next_sync) {
+                return Err(io::Error::other("EIO"));
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_sync_poisons_the_file() {
+        let mut f = BufferedFile::new(FlakySink {
+            written: Vec::new(),
+            fail_next_sync: true,
+        });
+        f.append(b"abc").expect("append");
+        assert!(f.sync().is_err());
+        // The sink would succeed now, but the data may be lost: every later call must fail.
+        let e = f.sync().expect_err("retried sync");
+        assert!(e.to_string().contains("EIO"), "{e}");
+        assert!(f.append(b"d").is_err());
+        assert!(f.flush().is_err());
+        assert_eq!(f.len(), 3);
+    }
+}
