@@ -71,6 +71,45 @@ impl Error {
         }
     }
 
+    /// An equivalent error, for handing one failure to every writer of a commit group (errors
+    /// hold `io::Error`, which cannot be cloned; the copy keeps its kind and message).
+    pub fn duplicate(&self) -> Error {
+        match self {
+            Error::Io { context, source } => Error::Io {
+                context: context.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::Corruption {
+                file,
+                offset,
+                reason,
+            } => Error::Corruption {
+                file: file.clone(),
+                offset: *offset,
+                reason: reason.clone(),
+            },
+            Error::UnsupportedFormat {
+                file,
+                found,
+                supported,
+            } => Error::UnsupportedFormat {
+                file: file.clone(),
+                found: *found,
+                supported: *supported,
+            },
+            Error::NotADatabase { path, example } => Error::NotADatabase {
+                path: path.clone(),
+                example: example.clone(),
+            },
+            Error::Locked(p) => Error::Locked(p.clone()),
+            Error::InvalidArgument(m) => Error::InvalidArgument(m.clone()),
+            Error::Closed => Error::Closed,
+            Error::ReadOnly(m) => Error::ReadOnly(m.clone()),
+            Error::Policy(e) => Error::Policy(e.clone()),
+            Error::Edit(e) => Error::Edit(e.clone()),
+        }
+    }
+
     /// A corruption report.
     pub fn corruption(file: impl Into<String>, offset: u64, reason: impl Into<String>) -> Self {
         Error::Corruption {

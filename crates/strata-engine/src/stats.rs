@@ -39,8 +39,14 @@ pub struct Statistics {
     pub bloom_checks: AtomicU64,
     /// Bloom-filter probes that ruled the table out.
     pub bloom_negatives: AtomicU64,
+    /// Put operations written.
+    pub puts: AtomicU64,
+    /// Delete operations written.
+    pub deletes: AtomicU64,
     /// Point lookups.
     pub gets: AtomicU64,
+    /// Range iterators created.
+    pub scans: AtomicU64,
     /// Tables probed by point lookups (runs probed, counting each table looked into).
     pub get_tables_probed: AtomicU64,
     /// Microseconds writers spent slowed down or stopped by the write controller.

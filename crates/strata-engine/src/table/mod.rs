@@ -1,1 +1,107 @@
-//! Table files. (Implementation in progress.)
+//! Table files: immutable, sorted runs of internal-key/value entries, written once by a
+//! [`TableBuilder`] and read through [`Table`].
+//!
+//! # Format, version 1
+//!
+//! All integers are little-endian; "varint" is LEB128 (7 bits per byte, low groups first).
+//!
+//! ```text
+//! table      : data block* | filter block? | index block | properties block | footer
+//! each block : contents | type: u8 | crc32c(contents ‖ type): u32
+//! ```
+//!
+//! - **Stored contents** (type 0) are the block itself; compressed contents are
+//!   `uncompressed_len: u32 | payload` with an LZ4 block (type 1) or a Zstd frame (type 2)
+//!   as payload. A block is stored compressed only if that saves at least 1/8 of it, and may
+//!   never claim more than 255× its stored size uncompressed.
+//! - **Data, index and properties blocks** share one layout: entries
+//!   `varint shared | varint unshared | varint value_len | key suffix | value`, then the
+//!   restart offsets (`u32` each, the first 0) and their count (`u32`). An entry's key is
+//!   the previous key's first `shared` bytes followed by the stored suffix; restart entries
+//!   have `shared = 0`. Data blocks restart every `restart_interval` entries and hold internal
+//!   keys ([`crate::key`]); a block is cut once it reaches `block_size` bytes, so it never has
+//!   fewer than one entry.
+//! - **Index block**: one entry per data block, in order, each a restart point (so lookups
+//!   binary-search the keys in place). Key: the block's exact last internal key (not a
+//!   shortened separator, so the index also gives exact per-block key ranges). Value:
+//!   `varint file_number | varint offset | varint size | varint entries |
+//!   varint first_key_len | first user key`. `file_number` 0 means this file; other values
+//!   are reserved for tables that reference blocks of other tables and are rejected for now.
+//! - **Filter block** (only with `bloom_bits_per_key > 0`; never compressed): a Bloom filter
+//!   over the distinct user keys, `bits[m/8] | probes: u8`, probed with xxh3-64 and double
+//!   hashing (see `bloom.rs`).
+//! - **Properties block**: block-layout entries `(name, value)` in name order, restart at every
+//!   entry; unknown names are skipped. Names: `bloom_bits_per_key` (f64 bits),
+//!   `compression` (type byte, then the zigzag-varint level for Zstd), `data_blocks`,
+//!   `entries`, `format_version`, `largest_key`, `largest_seqno`, `raw_key_bytes`,
+//!   `raw_value_bytes`, `smallest_key`, `smallest_seqno`, `tombstones` (varints unless noted;
+//!   keys are raw user keys).
+//! - **Footer**, 64 bytes: handles (`offset: u64, size: u64`, size excluding the trailer) of
+//!   the index (bytes 0..16), filter (16..32, all zero when absent) and properties (32..48);
+//!   `format_version: u32` (48..52), `crc32c` of bytes 0..52 (52..56), magic
+//!   `\x89STRATA\n` (56..64).
+//!
+//! Readers check the magic (else [`crate::Error::Corruption`]), then the version (above 1:
+//! [`crate::Error::UnsupportedFormat`]), then every checksum, and every offset, length and
+//! count against the bytes actually present: any input decodes to a value or an error.
+
+mod block;
+mod bloom;
+mod builder;
+mod coding;
+mod compress;
+mod format;
+mod reader;
+#[cfg(test)]
+mod tests;
+
+pub use builder::{BlockRange, TableBuilder, TableSummary};
+pub use format::TableProperties;
+pub use reader::{BlockCache, Table, TableIterator};
+
+/// How a table's blocks are compressed. Blocks that do not shrink by at least 1/8 are stored
+/// uncompressed whatever the setting.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// No compression.
+    None,
+    /// LZ4 (fast; the usual choice for upper levels).
+    Lz4,
+    /// Zstandard at `level` (smaller; the usual choice for the last level). Levels outside
+    /// zstd's range are clamped by zstd.
+    Zstd {
+        /// Compression level (1–22; 3 is zstd's default; negative levels trade ratio for speed).
+        level: i32,
+    },
+}
+
+/// Options for writing a table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableOptions {
+    /// Uncompressed size at which a data block is cut (default 4096). A single entry larger
+    /// than this gets a block of its own. Clamped to 1 B ..= 256 MiB.
+    pub block_size: usize,
+    /// Entries between restart points in data blocks (default 16; 0 is treated as 1).
+    /// Smaller values make seeks faster and blocks larger.
+    pub restart_interval: usize,
+    /// Block compression (default none).
+    pub compression: Compression,
+    /// Bloom-filter bits per distinct user key (default 10, ~0.8 % false positives); 0, a
+    /// negative or a non-finite value means no filter; values above 100 are clamped to 100.
+    pub bloom_bits_per_key: f64,
+    /// Whether [`TableBuilder::finish`] reports each data block's key range in
+    /// [`TableSummary::blocks`] (default false).
+    pub record_block_ranges: bool,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            block_size: 4096,
+            restart_interval: 16,
+            compression: Compression::None,
+            bloom_bits_per_key: 10.0,
+            record_block_ranges: false,
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! The manifest: a log of version edits from which recovery rebuilds the exact version,
+//! including the compaction policy's saved state, without running any policy code.
+//!
+//! Files in a database directory:
+//! - `CURRENT` names the live manifest (one line, `MANIFEST-000007`);
+//! - `MANIFEST-<n>` is a log (see [`crate::log`]) of JSON-encoded [`ManifestRecord`]s; the first
+//!   record of every manifest carries the format version and a snapshot of the whole version;
+//! - `<n>.log` are write-ahead logs, `<n>.sst` are tables, `LOCK` is the process lock.
+//!
+//! Edits are appended and synced before the version they produce is used. When the manifest
+//! grows past its limit, a new one starts with a snapshot record, and `CURRENT` is switched to it
+//! atomically (write a temporary file, sync, rename, sync the directory).
+
+use crate::error::{Error, Result};
+use crate::fs::{FileSystem, WritableFile};
+use crate::log::{LogReader, LogWriter, RecoveryMode};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use strata_meta::{Version, VersionEdit};
+
+/// The newest manifest format this build writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Name of the file that points at the live manifest.
+pub const CURRENT: &str = "CURRENT";
+/// Name of the lock file.
+pub const LOCK: &str = "LOCK";
+
+/// The kinds of files in a database directory.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// A table, `<n>.sst`.
+    Table(u64),
+    /// A write-ahead log, `<n>.log`.
+    Wal(u64),
+    /// A manifest, `MANIFEST-<n>`.
+    Manifest(u64),
+    /// `CURRENT`.
+    Current,
+    /// `LOCK`.
+    Lock,
+    /// A temporary file of ours (`<name>.tmp`).
+    Temp,
+}
+
+/// Classifies a file name; `None` for files that are not Strata's.
+pub fn classify(name: &str) -> Option<FileKind> {
+    let number = |s: &str| s.parse::<u64>().ok();
+    if name == CURRENT {
+        Some(FileKind::Current)
+    } else if name == LOCK {
+        Some(FileKind::Lock)
+    } else if name.ends_with(".tmp") {
+        Some(FileKind::Temp)
+    } else if let Some(n) = name.strip_prefix("MANIFEST-") {
+        number(n).map(FileKind::Manifest)
+    } else if let Some(n) = name.strip_suffix(".sst") {
+        number(n).map(FileKind::Table)
+    } else if let Some(n) = name.strip_suffix(".log") {
+        number(n).map(FileKind::Wal)
+    } else {
+        None
+    }
+}
+
+/// File name of table `n`.
+pub fn table_file_name(n: u64) -> String {
+    format!("{n:06}.sst")
+}
+
+/// File name of WAL `n`.
+pub fn wal_file_name(n: u64) -> String {
+    format!("{n:06}.log")
+}
+
+/// File name of manifest `n`.
+pub fn manifest_file_name(n: u64) -> String {
+    format!("MANIFEST-{n:06}")
+}
+
+/// One manifest record: an edit plus the engine's counters at the time.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ManifestRecord {
+    /// Set on the first record of each manifest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format_version: Option<u32>,
+    /// The version edit.
+    pub edit: VersionEdit,
+    /// The next file number to allocate (tables, WALs and manifests share one counter).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_file_number: Option<u64>,
+    /// The largest sequence number whose data is in tables or in a WAL at or above `log_number`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_seqno: Option<u64>,
+    /// WALs below this number hold only data that is in tables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_number: Option<u64>,
+}
+
+/// What recovery read from the manifest.
+#[derive(Debug)]
+pub struct Recovered {
+    /// The version.
+    pub version: Version,
+    /// The next file number to allocate.
+    pub next_file_number: u64,
+    /// The last sequence number recorded.
+    pub last_seqno: u64,
+    /// WALs at or above this number must be replayed.
+    pub log_number: u64,
+    /// The manifest's number.
+    pub manifest_number: u64,
+    /// Where the manifest's tail was dropped, if it was torn.
+    pub dropped_tail: Option<(u64, String)>,
+}
+
+/// An edit that builds `version` from an empty tree (runs are created newest first, which the
+/// placement rule of [`VersionEdit`] keeps in that order).
+pub fn snapshot_edit(version: &Version) -> VersionEdit {
+    let mut edit = VersionEdit::new();
+    for (level, l) in version.levels().iter().enumerate() {
+        for run in l.runs() {
+            edit.create_run(level, run.id());
+            for t in run.tables() {
+                edit.add_table(level, run.id(), Arc::clone(t));
+            }
+        }
+    }
+    if !version.policy_state().is_empty() {
+        edit.set_policy_state(version.policy_state().clone());
+    }
+    edit
+}
+
+fn io(context: String) -> impl FnOnce(std::io::Error) -> Error {
+    move |e| Error::io(context, e)
+}
+
+/// Reads `CURRENT` and replays the manifest it names.
+pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
+    let current = fs
+        .read(&dir.join(CURRENT))
+        .map_err(io(format!("reading {}", dir.join(CURRENT).display())))?;
+    let text = String::from_utf8_lossy(&current);
+    let name = text.trim_end_matches('\n');
+    let manifest_number = match classify(name) {
+        Some(FileKind::Manifest(n)) => n,
+        _ => {
+            return Err(Error::corruption(
+                CURRENT,
+                0,
+                format!("names {name:?}, which is not a manifest"),
+            ))
+        }
+    };
+    let data = fs
+        .read(&dir.join(name))
+        .map_err(io(format!("reading {}", dir.join(name).display())))?;
+    // A crash while appending leaves a torn last record: its edit was never acknowledged.
+    let mut reader = LogReader::new(data, name.to_string(), RecoveryMode::TolerateCorruptedTail);
+    let mut version = Version::new();
+    let mut next_file_number = manifest_number + 1;
+    let mut last_seqno = 0;
+    let mut log_number = 0;
+    let mut records = 0u64;
+    while let Some(payload) = reader.next_record()? {
+        let offset = reader.last_record_offset();
+        let record: ManifestRecord = serde_json::from_slice(&payload).map_err(|e| {
+            Error::corruption(name, offset, format!("record is not valid JSON: {e}"))
+        })?;
+        if records == 0 {
+            match record.format_version {
+                Some(v) if v > FORMAT_VERSION => {
+                    return Err(Error::UnsupportedFormat {
+                        file: name.to_string(),
+                        found: v,
+                        supported: FORMAT_VERSION,
+                    })
+                }
+                Some(_) => {}
+                None => {
+                    return Err(Error::corruption(
+                        name,
+                        offset,
+                        "the first record has no format version",
+                    ))
+                }
+            }
+        }
+        records += 1;
+        version = version
+            .apply(&record.edit)
+            .map_err(|e| Error::corruption(name, offset, format!("edit does not apply: {e}")))?;
+        if let Some(n) = record.next_file_number {
+            next_file_number = next_file_number.max(n);
+        }
+        if let Some(s) = record.last_seqno {
+            last_seqno = last_seqno.max(s);
+        }
+        if let Some(n) = record.log_number {
+            log_number = log_number.max(n);
+        }
+    }
+    if records == 0 {
+        return Err(Error::corruption(name, 0, "the manifest holds no record"));
+    }
+    Ok(Recovered {
+        version,
+        next_file_number,
+        last_seqno,
+        log_number,
+        manifest_number,
+        dropped_tail: reader.dropped_tail(),
+    })
+}
+
+/// The live manifest, open for appending.
+pub struct Manifest {
+    writer: LogWriter,
+    number: u64,
+    dir: PathBuf,
+}
+
+impl Manifest {
+    /// Starts manifest `number` with a snapshot of `version` and the counters, then points
+    /// `CURRENT` at it.
+    pub fn create(
+        fs: &dyn FileSystem,
+        dir: &Path,
+        number: u64,
+        version: &Version,
+        counters: ManifestRecord,
+    ) -> Result<Manifest> {
+        let name = manifest_file_name(number);
+        let path = dir.join(&name);
+        let file: Box<dyn WritableFile> = fs
+            .create(&path)
+            .map_err(io(format!("creating {}", path.display())))?;
+        let mut writer = LogWriter::new(file);
+        let record = ManifestRecord {
+            format_version: Some(FORMAT_VERSION),
+            edit: snapshot_edit(version),
+            ..counters
+        };
+        let payload = serde_json::to_vec(&record).map_err(|e| {
+            Error::InvalidArgument(format!("manifest record cannot be encoded: {e}"))
+        })?;
+        writer
+            .add_record(&payload)
+            .and_then(|()| writer.sync())
+            .map_err(io(format!("writing {}", path.display())))?;
+        // Switch CURRENT atomically: a crash leaves either the old or the new manifest named.
+        let tmp = dir.join(format!("{CURRENT}.{number}.tmp"));
+        let mut f = fs
+            .create(&tmp)
+            .map_err(io(format!("creating {}", tmp.display())))?;
+        f.append(format!("{name}\n").as_bytes())
+            .and_then(|()| f.sync())
+            .map_err(io(format!("writing {}", tmp.display())))?;
+        drop(f);
+        fs.rename(&tmp, &dir.join(CURRENT))
+            .and_then(|()| fs.sync_dir(dir))
+            .map_err(io(format!("installing {}", dir.join(CURRENT).display())))?;
+        Ok(Manifest {
+            writer,
+            number,
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// This manifest's number.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Bytes written so far.
+    pub fn size(&self) -> u64 {
+        self.writer.len()
+    }
+
+    /// Appends `record` and syncs it.
+    pub fn append(&mut self, record: &ManifestRecord) -> Result<()> {
+        let payload = serde_json::to_vec(record).map_err(|e| {
+            Error::InvalidArgument(format!("manifest record cannot be encoded: {e}"))
+        })?;
+        let path = self.dir.join(manifest_file_name(self.number));
+        self.writer
+            .add_record(&payload)
+            .and_then(|()| self.writer.sync())
+            .map_err(io(format!("appending to {}", path.display())))
+    }
+}

@@ -1,0 +1,193 @@
+//! A snapshot of the engine's counters, its amplifications and the tree's shape.
+
+use crate::stats::Statistics;
+use crate::table::BlockCache;
+use std::fmt;
+use strata_meta::Version;
+
+/// One level's shape.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LevelMetrics {
+    /// Level number.
+    pub level: usize,
+    /// Sorted runs.
+    pub runs: usize,
+    /// Tables.
+    pub tables: usize,
+    /// Bytes of table files.
+    pub bytes: u64,
+}
+
+/// Counters since open and the current shape. Amplifications follow `DESIGN.md`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Metrics {
+    /// User key+value bytes written.
+    pub user_bytes: u64,
+    /// Bytes appended to WALs (reported apart from write amplification).
+    pub wal_bytes: u64,
+    /// Bytes written to tables by flushes.
+    pub flush_bytes: u64,
+    /// Bytes written to tables by compactions.
+    pub compaction_bytes_written: u64,
+    /// Bytes read by compactions and merging flushes.
+    pub compaction_bytes_read: u64,
+    /// (flush + compaction bytes written) / user bytes.
+    pub write_amp: f64,
+    /// Flushes.
+    pub flushes: u64,
+    /// Merges.
+    pub compactions: u64,
+    /// Trivial moves.
+    pub trivial_moves: u64,
+    /// Puts written.
+    pub puts: u64,
+    /// Deletes written.
+    pub deletes: u64,
+    /// Point lookups.
+    pub gets: u64,
+    /// Range iterators created.
+    pub scans: u64,
+    /// Tables probed by point lookups.
+    pub get_tables_probed: u64,
+    /// Data blocks read from storage.
+    pub blocks_read: u64,
+    /// Bytes of data blocks read from storage.
+    pub block_bytes_read: u64,
+    /// Block-cache hits.
+    pub block_cache_hits: u64,
+    /// Block-cache misses.
+    pub block_cache_misses: u64,
+    /// Bloom-filter probes.
+    pub bloom_checks: u64,
+    /// Bloom-filter probes that excluded a table.
+    pub bloom_negatives: u64,
+    /// WAL syncs.
+    pub wal_syncs: u64,
+    /// Batches committed.
+    pub batches: u64,
+    /// Commit groups (one WAL append each).
+    pub write_groups: u64,
+    /// Microseconds writers were delayed or stopped.
+    pub stall_micros: u64,
+    /// Bytes of live table files.
+    pub table_bytes: u64,
+    /// Bytes held by memtables.
+    pub memtable_bytes: u64,
+    /// Block-cache bytes in use.
+    pub block_cache_bytes: u64,
+    /// Sorted runs in the tree.
+    pub sorted_runs: usize,
+    /// Tables in the tree.
+    pub tables: usize,
+    /// Per-level shape (non-empty levels only).
+    pub levels: Vec<LevelMetrics>,
+}
+
+impl Metrics {
+    pub(crate) fn collect(
+        s: &Statistics,
+        version: &Version,
+        memtable_bytes: u64,
+        cache: &BlockCache,
+    ) -> Metrics {
+        let g = Statistics::get;
+        let user_bytes = g(&s.user_bytes);
+        let flush_bytes = g(&s.flush_bytes);
+        let compaction_bytes_written = g(&s.compaction_bytes_written);
+        let write_amp = if user_bytes > 0 {
+            (flush_bytes + compaction_bytes_written) as f64 / user_bytes as f64
+        } else {
+            0.0
+        };
+        Metrics {
+            user_bytes,
+            wal_bytes: g(&s.wal_bytes),
+            flush_bytes,
+            compaction_bytes_written,
+            compaction_bytes_read: g(&s.compaction_bytes_read),
+            write_amp,
+            flushes: g(&s.flushes),
+            compactions: g(&s.compactions),
+            trivial_moves: g(&s.trivial_moves),
+            puts: g(&s.puts),
+            deletes: g(&s.deletes),
+            gets: g(&s.gets),
+            scans: g(&s.scans),
+            get_tables_probed: g(&s.get_tables_probed),
+            blocks_read: g(&s.blocks_read),
+            block_bytes_read: g(&s.block_bytes_read),
+            block_cache_hits: g(&s.block_cache_hits),
+            block_cache_misses: g(&s.block_cache_misses),
+            bloom_checks: g(&s.bloom_checks),
+            bloom_negatives: g(&s.bloom_negatives),
+            wal_syncs: g(&s.wal_syncs),
+            batches: g(&s.batches),
+            write_groups: g(&s.write_groups),
+            stall_micros: g(&s.stall_micros),
+            table_bytes: version.size(),
+            memtable_bytes,
+            block_cache_bytes: cache.used_bytes(),
+            sorted_runs: version.run_count(),
+            tables: version.table_count(),
+            levels: version
+                .levels()
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| !l.is_empty())
+                .map(|(level, l)| LevelMetrics {
+                    level,
+                    runs: l.runs().len(),
+                    tables: l.table_count(),
+                    bytes: l.size(),
+                })
+                .collect(),
+        }
+    }
+}
+
+impl fmt::Display for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "writes: {} puts, {} deletes, {} user bytes, {} WAL bytes ({} syncs, {} batches in {} groups)",
+            self.puts, self.deletes, self.user_bytes, self.wal_bytes, self.wal_syncs, self.batches, self.write_groups
+        )?;
+        writeln!(
+            f,
+            "tables: {} flushes wrote {} bytes, {} compactions wrote {} and read {}, {} trivial moves; write amp {:.2}",
+            self.flushes,
+            self.flush_bytes,
+            self.compactions,
+            self.compaction_bytes_written,
+            self.compaction_bytes_read,
+            self.trivial_moves,
+            self.write_amp
+        )?;
+        writeln!(
+            f,
+            "reads: {} gets probing {} tables, {} scans; {} blocks read ({} bytes); cache {} hits / {} misses; bloom {} of {} probes negative",
+            self.gets,
+            self.get_tables_probed,
+            self.scans,
+            self.blocks_read,
+            self.block_bytes_read,
+            self.block_cache_hits,
+            self.block_cache_misses,
+            self.bloom_negatives,
+            self.bloom_checks
+        )?;
+        writeln!(
+            f,
+            "shape: {} runs, {} tables, {} table bytes, {} memtable bytes, stalled {} µs",
+            self.sorted_runs, self.tables, self.table_bytes, self.memtable_bytes, self.stall_micros
+        )?;
+        for l in &self.levels {
+            writeln!(
+                f,
+                "  L{}: {} runs, {} tables, {} bytes",
+                l.level, l.runs, l.tables, l.bytes
+            )?;
+        }
+        Ok(())
+    }
+}

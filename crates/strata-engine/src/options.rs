@@ -1,0 +1,264 @@
+//! Options of a database, of writes and of reads.
+
+use crate::error::{Error, Result};
+use crate::fs::{FileSystem, StdFs};
+use crate::log::RecoveryMode;
+use crate::table::Compression;
+use std::sync::Arc;
+use strata_policy::{build_policy, CompactionPolicy, PolicyOptions};
+
+/// How a database is opened and run. Every setter names its RocksDB equivalent and the default.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub(crate) create_if_missing: bool,
+    pub(crate) error_if_exists: bool,
+    pub(crate) write_buffer_size: u64,
+    pub(crate) max_write_buffer_number: usize,
+    pub(crate) level0_slowdown_writes_trigger: usize,
+    pub(crate) level0_stop_writes_trigger: usize,
+    pub(crate) max_background_jobs: usize,
+    pub(crate) block_size: usize,
+    pub(crate) block_restart_interval: usize,
+    pub(crate) compression: Compression,
+    pub(crate) block_cache_capacity: u64,
+    pub(crate) max_open_files: usize,
+    pub(crate) max_manifest_file_size: u64,
+    pub(crate) wal_recovery_mode: RecoveryMode,
+    pub(crate) paranoid_checks: bool,
+    pub(crate) record_block_ranges: bool,
+    pub(crate) synchronous_compaction: bool,
+    pub(crate) policy: Arc<dyn CompactionPolicy>,
+    pub(crate) fs: Arc<dyn FileSystem>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        let policy_options = PolicyOptions::default();
+        // The default policy with default options always builds; fall back to leveled explicitly.
+        let policy = build_policy("leveled", &policy_options)
+            .unwrap_or_else(|_| Arc::new(strata_policy::Leveled::new()));
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            write_buffer_size: 64 << 20,
+            max_write_buffer_number: 2,
+            level0_slowdown_writes_trigger: 20,
+            level0_stop_writes_trigger: 36,
+            max_background_jobs: 2,
+            block_size: 4096,
+            block_restart_interval: 16,
+            compression: Compression::None,
+            block_cache_capacity: 32 << 20,
+            max_open_files: 1000,
+            max_manifest_file_size: 16 << 20,
+            wal_recovery_mode: RecoveryMode::TolerateCorruptedTail,
+            paranoid_checks: false,
+            record_block_ranges: false,
+            synchronous_compaction: false,
+            policy,
+            fs: Arc::new(StdFs),
+        }
+    }
+}
+
+impl Options {
+    /// The defaults: leveled compaction, 64 MiB buffers, 32 MiB block cache, real file system.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Create the database if the directory holds none. RocksDB: `create_if_missing`.
+    /// Default: true.
+    pub fn with_create_if_missing(mut self, yes: bool) -> Self {
+        self.create_if_missing = yes;
+        self
+    }
+
+    /// Fail if a database already exists. RocksDB: `error_if_exists`. Default: false.
+    pub fn with_error_if_exists(mut self, yes: bool) -> Self {
+        self.error_if_exists = yes;
+        self
+    }
+
+    /// Bytes a memtable holds before it is frozen and flushed. RocksDB: `write_buffer_size`.
+    /// Default: 64 MiB.
+    pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
+        self.write_buffer_size = bytes;
+        self
+    }
+
+    /// Memtables (active plus frozen) before writes stop and wait for a flush. RocksDB:
+    /// `max_write_buffer_number`. Default: 2.
+    pub fn with_max_write_buffer_number(mut self, n: usize) -> Self {
+        self.max_write_buffer_number = n;
+        self
+    }
+
+    /// L0 runs at which each write is delayed by 1 ms. RocksDB:
+    /// `level0_slowdown_writes_trigger`. Default: 20.
+    pub fn with_level0_slowdown_writes_trigger(mut self, runs: usize) -> Self {
+        self.level0_slowdown_writes_trigger = runs;
+        self
+    }
+
+    /// L0 runs at which writes stop until compaction catches up. RocksDB:
+    /// `level0_stop_writes_trigger`. Default: 36.
+    pub fn with_level0_stop_writes_trigger(mut self, runs: usize) -> Self {
+        self.level0_stop_writes_trigger = runs;
+        self
+    }
+
+    /// Background threads for flushes and compactions (one is reserved for flushes). RocksDB:
+    /// `max_background_jobs`. Default: 2.
+    pub fn with_max_background_jobs(mut self, n: usize) -> Self {
+        self.max_background_jobs = n;
+        self
+    }
+
+    /// Target uncompressed size of a data block. RocksDB: `BlockBasedTableOptions::block_size`.
+    /// Default: 4096.
+    pub fn with_block_size(mut self, bytes: usize) -> Self {
+        self.block_size = bytes;
+        self
+    }
+
+    /// Entries between restart points in a block. RocksDB: `block_restart_interval`.
+    /// Default: 16.
+    pub fn with_block_restart_interval(mut self, entries: usize) -> Self {
+        self.block_restart_interval = entries;
+        self
+    }
+
+    /// Block compression. RocksDB: `compression`. Default: none.
+    pub fn with_compression(mut self, compression: Compression) -> Self {
+        self.compression = compression;
+        self
+    }
+
+    /// Bytes of uncompressed blocks the shared block cache holds. RocksDB: `block_cache`
+    /// (an LRU cache of this capacity). Default: 32 MiB.
+    pub fn with_block_cache_capacity(mut self, bytes: u64) -> Self {
+        self.block_cache_capacity = bytes;
+        self
+    }
+
+    /// Table files kept open. RocksDB: `max_open_files`. Default: 1000.
+    pub fn with_max_open_files(mut self, n: usize) -> Self {
+        self.max_open_files = n;
+        self
+    }
+
+    /// Manifest size at which a fresh manifest is started. RocksDB: `max_manifest_file_size`.
+    /// Default: 16 MiB.
+    pub fn with_max_manifest_file_size(mut self, bytes: u64) -> Self {
+        self.max_manifest_file_size = bytes;
+        self
+    }
+
+    /// What WAL recovery tolerates. RocksDB: `wal_recovery_mode`. Default:
+    /// [`RecoveryMode::TolerateCorruptedTail`].
+    pub fn with_wal_recovery_mode(mut self, mode: RecoveryMode) -> Self {
+        self.wal_recovery_mode = mode;
+        self
+    }
+
+    /// Verify every table's checksums when opening. RocksDB: `paranoid_checks` (which does less).
+    /// Default: false.
+    pub fn with_paranoid_checks(mut self, yes: bool) -> Self {
+        self.paranoid_checks = yes;
+        self
+    }
+
+    /// Record per-block key ranges of every table in the version (for block-granular policies;
+    /// it makes the manifest larger). No RocksDB equivalent. Default: false.
+    pub fn with_record_block_ranges(mut self, yes: bool) -> Self {
+        self.record_block_ranges = yes;
+        self
+    }
+
+    /// Run flushes and compactions in the writing thread, to completion, instead of in the
+    /// background: deterministic, for tests and for comparing with the simulator. No RocksDB
+    /// equivalent. Default: false.
+    pub fn with_synchronous_compaction(mut self, yes: bool) -> Self {
+        self.synchronous_compaction = yes;
+        self
+    }
+
+    /// The compaction policy. RocksDB: `compaction_style` plus its options. Default: `leveled`
+    /// with default options.
+    pub fn with_policy(mut self, policy: Arc<dyn CompactionPolicy>) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The built-in policy `name` with `options` (see [`strata_policy::build_policy`]).
+    pub fn with_policy_named(self, name: &str, options: &PolicyOptions) -> Result<Self> {
+        Ok(self.with_policy(build_policy(name, options)?))
+    }
+
+    /// The file system. RocksDB: `env`. Default: the real one.
+    pub fn with_file_system(mut self, fs: Arc<dyn FileSystem>) -> Self {
+        self.fs = fs;
+        self
+    }
+
+    /// The configured policy.
+    pub fn policy(&self) -> &Arc<dyn CompactionPolicy> {
+        &self.policy
+    }
+
+    /// Checks every option, naming the first one out of range.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |what: &str| Err(Error::InvalidArgument(what.to_string()));
+        if self.write_buffer_size < 4096 {
+            return bad("write_buffer_size must be at least 4096 bytes");
+        }
+        if self.max_write_buffer_number < 2 {
+            return bad("max_write_buffer_number must be at least 2 (one active, one flushing)");
+        }
+        if self.level0_stop_writes_trigger == 0 || self.level0_slowdown_writes_trigger == 0 {
+            return bad("level0 write triggers must be at least 1");
+        }
+        if self.level0_slowdown_writes_trigger > self.level0_stop_writes_trigger {
+            return bad(
+                "level0_slowdown_writes_trigger must not exceed level0_stop_writes_trigger",
+            );
+        }
+        if self.max_background_jobs == 0 {
+            return bad("max_background_jobs must be at least 1");
+        }
+        if !(256..=(64 << 20)).contains(&self.block_size) {
+            return bad("block_size must be between 256 bytes and 64 MiB");
+        }
+        if self.block_restart_interval == 0 {
+            return bad("block_restart_interval must be at least 1");
+        }
+        if self.max_open_files < 16 {
+            return bad("max_open_files must be at least 16");
+        }
+        if self.max_manifest_file_size < 4096 {
+            return bad("max_manifest_file_size must be at least 4096 bytes");
+        }
+        if let Compression::Zstd { level } = self.compression {
+            if !(-7..=22).contains(&level) {
+                return bad("zstd compression level must be between -7 and 22");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Options of one write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Sync the WAL before acknowledging. RocksDB: `WriteOptions::sync`. Default: false (the
+    /// write survives a process crash but may be lost on power failure).
+    pub sync: bool,
+}
+
+impl WriteOptions {
+    /// Options that sync the WAL before returning.
+    pub fn synced() -> Self {
+        WriteOptions { sync: true }
+    }
+}

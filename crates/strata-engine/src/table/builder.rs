@@ -1,0 +1,381 @@
+//! Writing a table: [`TableBuilder`].
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use bytes::Bytes;
+
+use super::block::{split_internal_key, BlockBuilder};
+use super::bloom::{BloomBuilder, MAX_BITS_PER_KEY};
+use super::compress::{block_trailer, BlockCompressor, BLOCK_TRAILER_LEN, TYPE_NONE};
+use super::format::{BlockHandle, Footer, IndexValue, TableProperties, FOOTER_LEN, FORMAT_VERSION};
+use super::{Compression, TableOptions};
+use crate::error::{Error, Result};
+use crate::fs::WritableFile;
+use crate::key::{compare_internal_keys, parse_internal_key, SeqNo, ValueKind};
+
+/// Largest accepted `block_size`.
+const MAX_BLOCK_SIZE: usize = 256 << 20;
+
+/// Largest accepted key + value. With `MAX_BLOCK_SIZE` this keeps every block, its offsets
+/// and its compressed-length prefix within `u32`.
+const MAX_ENTRY_BYTES: usize = 1 << 30;
+
+/// The key range and location of one data block (from [`TableSummary::blocks`] or
+/// [`super::Table::block_ranges`]), the block-level metadata ChooseBest windows and
+/// block-preserving merges work with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockRange {
+    /// First user key in the block.
+    pub smallest: Bytes,
+    /// Last user key in the block.
+    pub largest: Bytes,
+    /// Stored size of the block in bytes (after compression, without its 5-byte trailer).
+    pub size: u64,
+    /// Entries in the block.
+    pub entries: u64,
+    /// Offset of the block in the file.
+    pub offset: u64,
+}
+
+/// What [`TableBuilder::finish`] wrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableSummary {
+    /// Bytes in the file.
+    pub file_size: u64,
+    /// Entries (puts and tombstones).
+    pub entries: u64,
+    /// Tombstones.
+    pub tombstones: u64,
+    /// Smallest user key (empty for an empty table).
+    pub smallest: Bytes,
+    /// Largest user key (empty for an empty table).
+    pub largest: Bytes,
+    /// Smallest sequence number (0 for an empty table).
+    pub smallest_seqno: SeqNo,
+    /// Largest sequence number (0 for an empty table).
+    pub largest_seqno: SeqNo,
+    /// Sum of internal key lengths (user key plus the 8-byte trailer).
+    pub raw_key_bytes: u64,
+    /// Sum of value lengths.
+    pub raw_value_bytes: u64,
+    /// Data blocks written.
+    pub data_blocks: u64,
+    /// Each data block's range, in order; filled only with
+    /// [`TableOptions::record_block_ranges`].
+    pub blocks: Vec<BlockRange>,
+}
+
+/// Writes one table file from entries added in increasing internal-key order.
+///
+/// Data blocks are written as they fill; the filter, index, properties and footer at
+/// [`finish`](Self::finish). After an error the builder must be abandoned (the file is then
+/// incomplete and should be deleted).
+pub struct TableBuilder {
+    file: Box<dyn WritableFile>,
+    file_name: String,
+    block_size: usize,
+    compression: Compression,
+    bloom_bits_per_key: f64,
+    record_block_ranges: bool,
+    /// Bytes written to the file so far.
+    offset: u64,
+    data_block: BlockBuilder,
+    index_block: BlockBuilder,
+    bloom: Option<BloomBuilder>,
+    compressor: BlockCompressor,
+    /// The last key added (empty before the first).
+    last_key: Vec<u8>,
+    /// User key of the first entry of the block being built.
+    block_first_user_key: Vec<u8>,
+    /// Scratch for encoding index entry values.
+    index_value: Vec<u8>,
+    smallest: Bytes,
+    entries: u64,
+    tombstones: u64,
+    smallest_seqno: SeqNo,
+    largest_seqno: SeqNo,
+    raw_key_bytes: u64,
+    raw_value_bytes: u64,
+    data_blocks: u64,
+    blocks: Vec<BlockRange>,
+}
+
+impl fmt::Debug for TableBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TableBuilder")
+            .field("file_name", &self.file_name)
+            .field("entries", &self.entries)
+            .field("offset", &self.offset)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TableBuilder {
+    /// A builder writing to `file` (a new, empty file); `file_name` names it in errors.
+    /// Out-of-range options are clamped as documented on [`TableOptions`].
+    pub fn new(file: Box<dyn WritableFile>, file_name: String, options: TableOptions) -> Self {
+        let bits = options.bloom_bits_per_key;
+        let bloom_bits_per_key = if bits.is_finite() && bits > 0.0 {
+            bits.min(MAX_BITS_PER_KEY)
+        } else {
+            0.0
+        };
+        TableBuilder {
+            file,
+            file_name,
+            block_size: options.block_size.clamp(1, MAX_BLOCK_SIZE),
+            compression: options.compression,
+            bloom_bits_per_key,
+            record_block_ranges: options.record_block_ranges,
+            offset: 0,
+            data_block: BlockBuilder::new(options.restart_interval),
+            // Every index entry is a restart point so lookups binary-search the index in place.
+            index_block: BlockBuilder::new(1),
+            bloom: (bloom_bits_per_key > 0.0).then(|| BloomBuilder::new(bloom_bits_per_key)),
+            compressor: BlockCompressor::new(options.compression),
+            last_key: Vec::new(),
+            block_first_user_key: Vec::new(),
+            index_value: Vec::new(),
+            smallest: Bytes::new(),
+            entries: 0,
+            tombstones: 0,
+            smallest_seqno: SeqNo::MAX,
+            largest_seqno: 0,
+            raw_key_bytes: 0,
+            raw_value_bytes: 0,
+            data_blocks: 0,
+            blocks: Vec::new(),
+        }
+    }
+
+    /// Adds an entry.
+    ///
+    /// REQUIRES internal keys strictly increasing; an out-of-order key returns
+    /// [`Error::InvalidArgument`] (as do a key that is not a valid internal key and an entry
+    /// above 1 GiB) and leaves the builder unchanged.
+    pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
+        let Some((user_key, seq, kind)) = parse_internal_key(internal_key) else {
+            return Err(Error::InvalidArgument(format!(
+                "{}: \"{}\" is not an internal key",
+                self.file_name,
+                internal_key.escape_ascii()
+            )));
+        };
+        if internal_key.len().saturating_add(value.len()) > MAX_ENTRY_BYTES {
+            return Err(Error::InvalidArgument(format!(
+                "{}: entry of {} key and {} value bytes exceeds the {MAX_ENTRY_BYTES}-byte limit",
+                self.file_name,
+                internal_key.len(),
+                value.len()
+            )));
+        }
+        let new_user_key = if self.entries == 0 {
+            self.smallest = Bytes::copy_from_slice(user_key);
+            true
+        } else {
+            if compare_internal_keys(&self.last_key, internal_key) != Ordering::Less {
+                let (last_user, last_trailer) = split_internal_key(&self.last_key);
+                return Err(Error::InvalidArgument(format!(
+                    "{}: key \"{}\" (seq {seq}) added after \"{}\" (seq {}); keys must \
+                     strictly increase",
+                    self.file_name,
+                    user_key.escape_ascii(),
+                    last_user.escape_ascii(),
+                    last_trailer >> 8
+                )));
+            }
+            split_internal_key(&self.last_key).0 != user_key
+        };
+        if new_user_key {
+            if let Some(bloom) = &mut self.bloom {
+                bloom.add_key(user_key);
+            }
+        }
+        if self.data_block.is_empty() {
+            self.block_first_user_key.clear();
+            self.block_first_user_key.extend_from_slice(user_key);
+        }
+        self.data_block.add(internal_key, value);
+        self.last_key.clear();
+        self.last_key.extend_from_slice(internal_key);
+
+        self.entries += 1;
+        if kind == ValueKind::Delete {
+            self.tombstones += 1;
+        }
+        self.smallest_seqno = self.smallest_seqno.min(seq);
+        self.largest_seqno = self.largest_seqno.max(seq);
+        self.raw_key_bytes += internal_key.len() as u64;
+        self.raw_value_bytes += value.len() as u64;
+
+        if self.data_block.size_estimate() >= self.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Entries added so far.
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// Bytes written plus bytes buffered for the file: the open data block, the index built
+    /// so far and the filter the keys added so far need. This is what output cutting compares
+    /// with the target file size (the properties block and footer add a few hundred bytes).
+    pub fn estimated_size(&self) -> u64 {
+        let data = if self.data_block.is_empty() {
+            0
+        } else {
+            self.data_block.size_estimate()
+        };
+        let filter = self.bloom.as_ref().map_or(0, BloomBuilder::encoded_len);
+        self.offset + (data + self.index_block.size_estimate() + filter) as u64
+    }
+
+    /// Writes the open data block and its index entry.
+    fn flush_data_block(&mut self) -> Result<()> {
+        let raw = self.data_block.finish();
+        let (block_type, stored) = self
+            .compressor
+            .encode(raw)
+            .map_err(|e| Error::io(format!("compressing a block of {}", self.file_name), e))?;
+        let handle = write_block(
+            &mut *self.file,
+            &self.file_name,
+            &mut self.offset,
+            block_type,
+            stored,
+        )?;
+        let entries = self.data_block.entries();
+        self.index_value.clear();
+        IndexValue::encode(
+            &mut self.index_value,
+            0,
+            handle,
+            entries,
+            &self.block_first_user_key,
+        );
+        self.index_block.add(&self.last_key, &self.index_value);
+        if self.record_block_ranges {
+            self.blocks.push(BlockRange {
+                smallest: Bytes::copy_from_slice(&self.block_first_user_key),
+                largest: Bytes::copy_from_slice(split_internal_key(&self.last_key).0),
+                size: handle.size,
+                entries,
+                offset: handle.offset,
+            });
+        }
+        self.data_blocks += 1;
+        self.data_block.reset();
+        Ok(())
+    }
+
+    /// Compresses (if configured) and writes a meta block.
+    fn write_meta_block(&mut self, raw: &[u8], compress: bool) -> Result<BlockHandle> {
+        let (block_type, stored) = if compress {
+            self.compressor
+                .encode(raw)
+                .map_err(|e| Error::io(format!("compressing a block of {}", self.file_name), e))?
+        } else {
+            (TYPE_NONE, raw)
+        };
+        write_block(
+            &mut *self.file,
+            &self.file_name,
+            &mut self.offset,
+            block_type,
+            stored,
+        )
+    }
+
+    /// Writes the last data block, the filter, index and properties blocks and the footer,
+    /// then syncs the file.
+    pub fn finish(mut self) -> Result<TableSummary> {
+        if !self.data_block.is_empty() {
+            self.flush_data_block()?;
+        }
+        let filter = match self.bloom.take() {
+            Some(bloom) => {
+                let mut bits = Vec::new();
+                bloom.finish(&mut bits);
+                // Filter bits are random by design: compressing them cannot pay.
+                Some(self.write_meta_block(&bits, false)?)
+            }
+            None => None,
+        };
+
+        let mut index_block = std::mem::replace(&mut self.index_block, BlockBuilder::new(1));
+        let index = self.write_meta_block(index_block.finish(), true)?;
+
+        let largest = Bytes::copy_from_slice(split_internal_key(&self.last_key).0);
+        let (smallest_seqno, largest_seqno) = if self.entries == 0 {
+            (0, 0)
+        } else {
+            (self.smallest_seqno, self.largest_seqno)
+        };
+        let properties = TableProperties {
+            entries: self.entries,
+            tombstones: self.tombstones,
+            smallest_seqno,
+            largest_seqno,
+            smallest: self.smallest.clone(),
+            largest: largest.clone(),
+            raw_key_bytes: self.raw_key_bytes,
+            raw_value_bytes: self.raw_value_bytes,
+            data_blocks: self.data_blocks,
+            bloom_bits_per_key: self.bloom_bits_per_key,
+            compression: self.compression,
+            format_version: FORMAT_VERSION,
+        };
+        let mut props_block = BlockBuilder::new(1);
+        properties.encode(&mut props_block);
+        let properties_handle = self.write_meta_block(props_block.finish(), true)?;
+
+        let footer = Footer {
+            index,
+            filter,
+            properties: properties_handle,
+        };
+        let io_err = |e| Error::io(format!("writing {}", self.file_name), e);
+        self.file.append(&footer.encode()).map_err(io_err)?;
+        self.offset += FOOTER_LEN as u64;
+        self.file
+            .sync()
+            .map_err(|e| Error::io(format!("syncing {}", self.file_name), e))?;
+
+        Ok(TableSummary {
+            file_size: self.offset,
+            entries: self.entries,
+            tombstones: self.tombstones,
+            smallest: self.smallest,
+            largest,
+            smallest_seqno,
+            largest_seqno,
+            raw_key_bytes: self.raw_key_bytes,
+            raw_value_bytes: self.raw_value_bytes,
+            data_blocks: self.data_blocks,
+            blocks: self.blocks,
+        })
+    }
+}
+
+/// Appends `stored` and its trailer at `*offset`, advancing it; the block's handle.
+fn write_block(
+    file: &mut dyn WritableFile,
+    file_name: &str,
+    offset: &mut u64,
+    block_type: u8,
+    stored: &[u8],
+) -> Result<BlockHandle> {
+    let io_err = |e| Error::io(format!("writing {file_name}"), e);
+    file.append(stored).map_err(io_err)?;
+    file.append(&block_trailer(stored, block_type))
+        .map_err(io_err)?;
+    let handle = BlockHandle {
+        offset: *offset,
+        size: stored.len() as u64,
+    };
+    *offset += (stored.len() + BLOCK_TRAILER_LEN) as u64;
+    Ok(handle)
+}

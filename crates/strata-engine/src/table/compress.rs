@@ -1,0 +1,236 @@
+//! Stored block encoding: optional compression and the 5-byte block trailer.
+//!
+//! ```text
+//! stored block : contents | type: u8 | crc32c(contents ‖ type): u32 LE
+//! contents     : the block itself                          (type 0, uncompressed)
+//!              | uncompressed_len: u32 LE | lz4 block      (type 1)
+//!              | uncompressed_len: u32 LE | zstd frame     (type 2)
+//! ```
+//!
+//! A compressed block may not claim more than [`MAX_EXPANSION`] times its stored size, so a
+//! damaged length can never make the reader allocate more than that multiple of what it read.
+//! LZ4 cannot exceed this ratio; a Zstd block that would (long runs of one byte) is stored with
+//! LZ4 instead, so the bound costs nothing in practice.
+
+use std::cell::RefCell;
+use std::io;
+
+use super::Compression;
+
+/// Bytes after every stored block: compression type and CRC32C.
+pub(crate) const BLOCK_TRAILER_LEN: usize = 5;
+
+/// Largest ratio of uncompressed to stored size a compressed block may claim.
+pub(crate) const MAX_EXPANSION: usize = 255;
+
+/// Type byte of an uncompressed block.
+pub(crate) const TYPE_NONE: u8 = 0;
+/// Type byte of an LZ4 block.
+pub(crate) const TYPE_LZ4: u8 = 1;
+/// Type byte of a Zstd block.
+pub(crate) const TYPE_ZSTD: u8 = 2;
+
+/// The CRC32C stored in a block trailer: over the contents and the type byte, so a flipped
+/// type is caught too.
+#[inline]
+pub(crate) fn block_crc(contents: &[u8], block_type: u8) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(contents), &[block_type])
+}
+
+/// The trailer for `contents` stored as `block_type`.
+pub(crate) fn block_trailer(contents: &[u8], block_type: u8) -> [u8; BLOCK_TRAILER_LEN] {
+    let crc = block_crc(contents, block_type).to_le_bytes();
+    [block_type, crc[0], crc[1], crc[2], crc[3]]
+}
+
+/// Compresses blocks for one table, reusing its output buffer and Zstd context.
+pub(crate) struct BlockCompressor {
+    compression: Compression,
+    zstd: Option<zstd::bulk::Compressor<'static>>,
+    out: Vec<u8>,
+}
+
+impl BlockCompressor {
+    /// A compressor for `compression`.
+    pub(crate) fn new(compression: Compression) -> Self {
+        BlockCompressor {
+            compression,
+            zstd: None,
+            out: Vec::new(),
+        }
+    }
+
+    /// The stored form of `raw` and its type byte: compressed when that saves at least 1/8
+    /// of the block (smaller gains do not pay for decompressing on every read), else `raw`.
+    pub(crate) fn encode<'a>(&'a mut self, raw: &'a [u8]) -> io::Result<(u8, &'a [u8])> {
+        let Ok(raw_len) = u32::try_from(raw.len()) else {
+            return Ok((TYPE_NONE, raw));
+        };
+        let block_type = match self.compression {
+            Compression::None => return Ok((TYPE_NONE, raw)),
+            Compression::Lz4 => {
+                self.lz4(raw, raw_len)?;
+                TYPE_LZ4
+            }
+            Compression::Zstd { level } => {
+                self.zstd(raw, raw_len, level)?;
+                if raw.len() > self.out.len().saturating_mul(MAX_EXPANSION) {
+                    self.lz4(raw, raw_len)?;
+                    TYPE_LZ4
+                } else {
+                    TYPE_ZSTD
+                }
+            }
+        };
+        let saves_enough = self.out.len() <= raw.len() - raw.len() / 8;
+        let within_bound = raw.len() <= self.out.len().saturating_mul(MAX_EXPANSION);
+        if saves_enough && within_bound {
+            Ok((block_type, &self.out))
+        } else {
+            Ok((TYPE_NONE, raw))
+        }
+    }
+
+    fn lz4(&mut self, raw: &[u8], raw_len: u32) -> io::Result<()> {
+        self.out.clear();
+        self.out.extend_from_slice(&raw_len.to_le_bytes());
+        self.out
+            .resize(4 + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
+        let n = lz4_flex::block::compress_into(raw, &mut self.out[4..])
+            .map_err(|e| io::Error::other(format!("lz4 compression failed: {e}")))?;
+        self.out.truncate(4 + n);
+        Ok(())
+    }
+
+    fn zstd(&mut self, raw: &[u8], raw_len: u32, level: i32) -> io::Result<()> {
+        let ctx = match &mut self.zstd {
+            Some(ctx) => ctx,
+            None => self.zstd.insert(zstd::bulk::Compressor::new(level)?),
+        };
+        self.out.clear();
+        self.out.extend_from_slice(&raw_len.to_le_bytes());
+        self.out
+            .resize(4 + zstd::zstd_safe::compress_bound(raw.len()), 0);
+        let n = ctx.compress_to_buffer(raw, &mut self.out[4..])?;
+        self.out.truncate(4 + n);
+        Ok(())
+    }
+}
+
+thread_local! {
+    /// One Zstd decompression context per thread: creating one allocates ~100 KiB, too much to
+    /// pay on every block read.
+    static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { RefCell::new(None) };
+}
+
+/// Decodes stored `contents` of `block_type` (whose trailer was already verified) into the
+/// block; the reason on failure. Uncompressed contents are returned as they are.
+pub(crate) fn decode_contents(contents: Vec<u8>, block_type: u8) -> Result<Vec<u8>, String> {
+    if block_type == TYPE_NONE {
+        return Ok(contents);
+    }
+    if block_type != TYPE_LZ4 && block_type != TYPE_ZSTD {
+        return Err(format!("unknown compression type {block_type}"));
+    }
+    let Some((len_bytes, payload)) = contents.split_first_chunk::<4>() else {
+        return Err("compressed block shorter than its length prefix".into());
+    };
+    let raw_len = u32::from_le_bytes(*len_bytes) as usize;
+    if raw_len > contents.len().saturating_mul(MAX_EXPANSION) {
+        return Err(format!(
+            "compressed block of {} bytes claims {raw_len} bytes uncompressed",
+            contents.len()
+        ));
+    }
+    let mut raw = vec![0u8; raw_len];
+    let written = if block_type == TYPE_LZ4 {
+        lz4_flex::block::decompress_into(payload, &mut raw).map_err(|e| format!("lz4: {e}"))?
+    } else {
+        zstd_decompress(payload, &mut raw).map_err(|e| format!("zstd: {e}"))?
+    };
+    if written != raw_len {
+        return Err(format!(
+            "block decompressed to {written} bytes, expected {raw_len}"
+        ));
+    }
+    Ok(raw)
+}
+
+fn zstd_decompress(payload: &[u8], out: &mut [u8]) -> io::Result<usize> {
+    let mut out = Some(out);
+    let pooled = ZSTD_DECOMPRESSOR.try_with(|slot| {
+        // A nested use on this thread cannot happen, but fall back to a fresh context rather
+        // than panic if it ever does.
+        let mut slot = slot.try_borrow_mut().ok()?;
+        let buf = out.take()?;
+        let ctx = match &mut *slot {
+            Some(ctx) => ctx,
+            None => match zstd::bulk::Decompressor::new() {
+                Ok(ctx) => slot.insert(ctx),
+                Err(e) => return Some(Err(e)),
+            },
+        };
+        Some(ctx.decompress_to_buffer(payload, buf))
+    });
+    match (pooled, out) {
+        (Ok(Some(result)), _) => result,
+        // The thread-local is unavailable (thread exiting, or borrowed): a one-off context.
+        (_, Some(buf)) => zstd::bulk::Decompressor::new()?.decompress_to_buffer(payload, buf),
+        (_, None) => Err(io::Error::other("zstd decompression context unavailable")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(compression: Compression, raw: &[u8]) -> u8 {
+        let mut c = BlockCompressor::new(compression);
+        let (block_type, stored) = match c.encode(raw) {
+            Ok((t, s)) => (t, s.to_vec()),
+            Err(e) => panic!("{e}"),
+        };
+        match decode_contents(stored, block_type) {
+            Ok(back) => assert_eq!(back, raw),
+            Err(e) => panic!("{e}"),
+        }
+        block_type
+    }
+
+    #[test]
+    fn compressible_blocks_are_compressed_and_others_are_not() {
+        let text: Vec<u8> = (0..4096).map(|i| b"abcdefgh"[i % 8]).collect();
+        assert_eq!(round_trip(Compression::None, &text), TYPE_NONE);
+        assert_eq!(round_trip(Compression::Lz4, &text), TYPE_LZ4);
+        assert_eq!(round_trip(Compression::Zstd { level: 3 }, &text), TYPE_ZSTD);
+        // Pseudo-random bytes do not compress by 1/8.
+        let mut x = 0x1234_5678_9abc_def0u64;
+        let noise: Vec<u8> = (0..4096)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        assert_eq!(round_trip(Compression::Lz4, &noise), TYPE_NONE);
+        assert_eq!(
+            round_trip(Compression::Zstd { level: 3 }, &noise),
+            TYPE_NONE
+        );
+        // A megabyte of zeros beats the expansion bound with Zstd, so it falls back to LZ4.
+        let zeros = vec![0u8; 1 << 20];
+        assert_eq!(round_trip(Compression::Zstd { level: 3 }, &zeros), TYPE_LZ4);
+    }
+
+    #[test]
+    fn damaged_compressed_contents_are_errors() {
+        assert!(decode_contents(vec![1, 2, 3], TYPE_LZ4).is_err());
+        assert!(decode_contents(vec![0, 0, 0, 0, 0], 9).is_err());
+        // A claimed length far beyond the expansion bound is refused before allocating.
+        assert!(decode_contents(vec![0xff, 0xff, 0xff, 0x7f, 0], TYPE_ZSTD).is_err());
+        assert!(decode_contents(vec![16, 0, 0, 0, 0xf0, 1, 2], TYPE_LZ4).is_err());
+        assert!(decode_contents(vec![16, 0, 0, 0, 1, 2, 3, 4], TYPE_ZSTD).is_err());
+    }
+}

@@ -1,0 +1,441 @@
+//! Fixed parts of the table format: block handles, the footer, index entry values and the
+//! properties block.
+
+use bytes::Bytes;
+
+use super::block::{Block, BlockBuilder};
+use super::coding::{get_u32_le, get_u64_le, put_varint, Reader};
+use super::Compression;
+use crate::error::{Error, Result};
+use crate::key::SeqNo;
+
+/// The newest table format version this build writes and reads.
+pub(crate) const FORMAT_VERSION: u32 = 1;
+
+/// The last eight bytes of every table: `\x89STRATA\n`. The high first byte and the newline
+/// catch files mangled by 7-bit or line-ending conversions.
+pub(crate) const TABLE_MAGIC: u64 = u64::from_le_bytes(*b"\x89STRATA\n");
+
+/// Bytes of the footer.
+pub(crate) const FOOTER_LEN: usize = 64;
+
+/// Where a block's stored contents are in a file (the 5-byte trailer follows them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct BlockHandle {
+    /// Offset of the first byte.
+    pub offset: u64,
+    /// Stored size, without the trailer.
+    pub size: u64,
+}
+
+/// The footer: where the meta blocks are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Footer {
+    /// The index block.
+    pub index: BlockHandle,
+    /// The Bloom filter, if the table has one.
+    pub filter: Option<BlockHandle>,
+    /// The properties block.
+    pub properties: BlockHandle,
+}
+
+impl Footer {
+    /// The footer bytes for the current format version.
+    ///
+    /// ```text
+    /// 0  index offset u64 | 8  index size u64
+    /// 16 filter offset u64 | 24 filter size u64     (both 0: no filter)
+    /// 32 properties offset u64 | 40 properties size u64
+    /// 48 format version u32 | 52 crc32c of bytes 0..52 u32 | 56 magic u64   (all LE)
+    /// ```
+    pub(crate) fn encode(&self) -> [u8; FOOTER_LEN] {
+        let filter = self.filter.unwrap_or_default();
+        let mut out = [0u8; FOOTER_LEN];
+        let fields = [
+            self.index.offset,
+            self.index.size,
+            filter.offset,
+            filter.size,
+            self.properties.offset,
+            self.properties.size,
+        ];
+        for (slot, value) in out.chunks_exact_mut(8).zip(fields) {
+            slot.copy_from_slice(&value.to_le_bytes());
+        }
+        out[48..52].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        let crc = crc32c::crc32c(&out[..52]);
+        out[52..56].copy_from_slice(&crc.to_le_bytes());
+        out[56..64].copy_from_slice(&TABLE_MAGIC.to_le_bytes());
+        out
+    }
+
+    /// Decodes the footer read at `offset` of `file`. The magic is checked first (a file that
+    /// is not a table at all), then the version (a newer layout may place the other fields
+    /// differently), then the checksum.
+    pub(crate) fn decode(buf: &[u8; FOOTER_LEN], file: &str, offset: u64) -> Result<Footer> {
+        let word = |at: usize| get_u64_le(buf, at).unwrap_or_default();
+        if word(56) != TABLE_MAGIC {
+            return Err(Error::corruption(
+                file,
+                offset + 56,
+                "bad magic number: not a Strata table, or truncated",
+            ));
+        }
+        let version = get_u32_le(buf, 48).unwrap_or_default();
+        if version > FORMAT_VERSION {
+            return Err(Error::UnsupportedFormat {
+                file: file.to_string(),
+                found: version,
+                supported: FORMAT_VERSION,
+            });
+        }
+        if version == 0 {
+            return Err(Error::corruption(file, offset + 48, "format version 0"));
+        }
+        let stored_crc = get_u32_le(buf, 52).unwrap_or_default();
+        if crc32c::crc32c(&buf[..52]) != stored_crc {
+            return Err(Error::corruption(file, offset, "footer checksum mismatch"));
+        }
+        let handle = |at: usize| BlockHandle {
+            offset: word(at),
+            size: word(at + 8),
+        };
+        let filter = handle(16);
+        let filter = if filter == BlockHandle::default() {
+            None
+        } else {
+            Some(filter)
+        };
+        Ok(Footer {
+            index: handle(0),
+            filter,
+            properties: handle(32),
+        })
+    }
+}
+
+/// One decoded index entry value (the key is the block's last internal key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct IndexValue {
+    /// The file holding the block; 0 = this file.
+    pub file_number: u64,
+    /// Where the block is.
+    pub handle: BlockHandle,
+    /// Entries in the block.
+    pub entries: u64,
+    /// Byte range of the block's first user key within the value.
+    pub first_key: (usize, usize),
+}
+
+impl IndexValue {
+    /// Appends the value for a block to `buf`:
+    /// `varint file_number | varint offset | varint size | varint entries |
+    /// varint first_key_len | first_key`.
+    pub(crate) fn encode(
+        buf: &mut Vec<u8>,
+        file_number: u64,
+        handle: BlockHandle,
+        entries: u64,
+        first_user_key: &[u8],
+    ) {
+        put_varint(buf, file_number);
+        put_varint(buf, handle.offset);
+        put_varint(buf, handle.size);
+        put_varint(buf, entries);
+        put_varint(buf, first_user_key.len() as u64);
+        buf.extend_from_slice(first_user_key);
+    }
+
+    /// Decodes a value that must span all of `buf`.
+    pub(crate) fn decode(buf: &[u8]) -> Option<IndexValue> {
+        let mut r = Reader::new(buf);
+        let file_number = r.varint()?;
+        let offset = r.varint()?;
+        let size = r.varint()?;
+        let entries = r.varint()?;
+        let first_len = r.varint_usize()?;
+        let first_start = r.position();
+        r.bytes(first_len)?;
+        if !r.is_at_end() {
+            return None;
+        }
+        Some(IndexValue {
+            file_number,
+            handle: BlockHandle { offset, size },
+            entries,
+            first_key: (first_start, first_start + first_len),
+        })
+    }
+}
+
+/// What a table holds, recorded by the builder in the properties block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableProperties {
+    /// Entries (puts and tombstones).
+    pub entries: u64,
+    /// Tombstones.
+    pub tombstones: u64,
+    /// Smallest sequence number (0 for an empty table).
+    pub smallest_seqno: SeqNo,
+    /// Largest sequence number (0 for an empty table).
+    pub largest_seqno: SeqNo,
+    /// Smallest user key (empty for an empty table).
+    pub smallest: Bytes,
+    /// Largest user key (empty for an empty table).
+    pub largest: Bytes,
+    /// Sum of internal key lengths (user key plus the 8-byte trailer), before compression.
+    pub raw_key_bytes: u64,
+    /// Sum of value lengths, before compression.
+    pub raw_value_bytes: u64,
+    /// Data blocks.
+    pub data_blocks: u64,
+    /// Bloom bits per key the filter was built with (0 = no filter).
+    pub bloom_bits_per_key: f64,
+    /// The compression the table was written with (individual blocks may be stored
+    /// uncompressed when compressing did not pay).
+    pub compression: Compression,
+    /// The format version the table was created with.
+    pub format_version: u32,
+}
+
+// Property names, in the (ascending) order they are written.
+const P_BLOOM: &[u8] = b"bloom_bits_per_key";
+const P_COMPRESSION: &[u8] = b"compression";
+const P_DATA_BLOCKS: &[u8] = b"data_blocks";
+const P_ENTRIES: &[u8] = b"entries";
+const P_FORMAT_VERSION: &[u8] = b"format_version";
+const P_LARGEST_KEY: &[u8] = b"largest_key";
+const P_LARGEST_SEQNO: &[u8] = b"largest_seqno";
+const P_RAW_KEY_BYTES: &[u8] = b"raw_key_bytes";
+const P_RAW_VALUE_BYTES: &[u8] = b"raw_value_bytes";
+const P_SMALLEST_KEY: &[u8] = b"smallest_key";
+const P_SMALLEST_SEQNO: &[u8] = b"smallest_seqno";
+const P_TOMBSTONES: &[u8] = b"tombstones";
+
+impl TableProperties {
+    /// Encodes the properties block: a block of (name, value) entries with a restart at every
+    /// entry, so that later versions can add names that older readers skip. Integers are
+    /// varints, keys raw bytes, the bits per key an f64 (LE bits), the compression a type byte
+    /// followed, for Zstd, by the zigzag-varint level.
+    pub(crate) fn encode(&self, out: &mut BlockBuilder) {
+        let mut v = Vec::with_capacity(16);
+        let mut num = |out: &mut BlockBuilder, name: &[u8], n: u64| {
+            v.clear();
+            put_varint(&mut v, n);
+            out.add(name, &v);
+        };
+        out.add(P_BLOOM, &self.bloom_bits_per_key.to_bits().to_le_bytes());
+        let mut c = Vec::with_capacity(6);
+        match self.compression {
+            Compression::None => c.push(0),
+            Compression::Lz4 => c.push(1),
+            Compression::Zstd { level } => {
+                c.push(2);
+                put_varint(&mut c, zigzag(level));
+            }
+        }
+        out.add(P_COMPRESSION, &c);
+        num(out, P_DATA_BLOCKS, self.data_blocks);
+        num(out, P_ENTRIES, self.entries);
+        num(out, P_FORMAT_VERSION, u64::from(self.format_version));
+        out.add(P_LARGEST_KEY, &self.largest);
+        num(out, P_LARGEST_SEQNO, self.largest_seqno);
+        num(out, P_RAW_KEY_BYTES, self.raw_key_bytes);
+        num(out, P_RAW_VALUE_BYTES, self.raw_value_bytes);
+        out.add(P_SMALLEST_KEY, &self.smallest);
+        num(out, P_SMALLEST_SEQNO, self.smallest_seqno);
+        num(out, P_TOMBSTONES, self.tombstones);
+    }
+
+    /// Decodes a properties block; the reason on failure. Unknown names are skipped; every
+    /// name this version writes must be present.
+    pub(crate) fn decode(block: &Block) -> std::result::Result<TableProperties, String> {
+        let data = block.data();
+        let mut p = PartialProperties::default();
+        let mut pos = 0;
+        while pos < block.entries_end() {
+            let ((ks, ke), (vs, ve)) = block
+                .standalone_entry(pos)
+                .map_err(|e| format!("{} at byte {}", e.reason, e.offset))?;
+            pos = ve;
+            let name = data.get(ks..ke).unwrap_or_default();
+            let value = data.get(vs..ve).unwrap_or_default();
+            let bad = || format!("malformed property {}", name.escape_ascii());
+            let int = || {
+                let mut r = Reader::new(value);
+                r.varint().filter(|_| r.is_at_end()).ok_or_else(bad)
+            };
+            match name {
+                P_BLOOM => {
+                    let bits = <[u8; 8]>::try_from(value).map_err(|_| bad())?;
+                    let f = f64::from_bits(u64::from_le_bytes(bits));
+                    if !f.is_finite() || f < 0.0 {
+                        return Err(bad());
+                    }
+                    p.bloom = Some(f);
+                }
+                P_COMPRESSION => p.compression = Some(decode_compression(value).ok_or_else(bad)?),
+                P_DATA_BLOCKS => p.data_blocks = Some(int()?),
+                P_ENTRIES => p.entries = Some(int()?),
+                P_FORMAT_VERSION => {
+                    p.format_version = Some(u32::try_from(int()?).map_err(|_| bad())?)
+                }
+                P_LARGEST_KEY => p.largest = Some(data.slice(vs..ve)),
+                P_LARGEST_SEQNO => p.largest_seqno = Some(int()?),
+                P_RAW_KEY_BYTES => p.raw_key_bytes = Some(int()?),
+                P_RAW_VALUE_BYTES => p.raw_value_bytes = Some(int()?),
+                P_SMALLEST_KEY => p.smallest = Some(data.slice(vs..ve)),
+                P_SMALLEST_SEQNO => p.smallest_seqno = Some(int()?),
+                P_TOMBSTONES => p.tombstones = Some(int()?),
+                _ => {}
+            }
+        }
+        p.finish()
+    }
+}
+
+/// Properties as they are found, before checking that all are present.
+#[derive(Default)]
+struct PartialProperties {
+    bloom: Option<f64>,
+    compression: Option<Compression>,
+    data_blocks: Option<u64>,
+    entries: Option<u64>,
+    format_version: Option<u32>,
+    largest: Option<Bytes>,
+    largest_seqno: Option<u64>,
+    raw_key_bytes: Option<u64>,
+    raw_value_bytes: Option<u64>,
+    smallest: Option<Bytes>,
+    smallest_seqno: Option<u64>,
+    tombstones: Option<u64>,
+}
+
+impl PartialProperties {
+    fn finish(self) -> std::result::Result<TableProperties, String> {
+        fn need<T>(v: Option<T>, name: &[u8]) -> std::result::Result<T, String> {
+            v.ok_or_else(|| format!("missing property {}", name.escape_ascii()))
+        }
+        Ok(TableProperties {
+            entries: need(self.entries, P_ENTRIES)?,
+            tombstones: need(self.tombstones, P_TOMBSTONES)?,
+            smallest_seqno: need(self.smallest_seqno, P_SMALLEST_SEQNO)?,
+            largest_seqno: need(self.largest_seqno, P_LARGEST_SEQNO)?,
+            smallest: need(self.smallest, P_SMALLEST_KEY)?,
+            largest: need(self.largest, P_LARGEST_KEY)?,
+            raw_key_bytes: need(self.raw_key_bytes, P_RAW_KEY_BYTES)?,
+            raw_value_bytes: need(self.raw_value_bytes, P_RAW_VALUE_BYTES)?,
+            data_blocks: need(self.data_blocks, P_DATA_BLOCKS)?,
+            bloom_bits_per_key: need(self.bloom, P_BLOOM)?,
+            compression: need(self.compression, P_COMPRESSION)?,
+            format_version: need(self.format_version, P_FORMAT_VERSION)?,
+        })
+    }
+}
+
+fn zigzag(v: i32) -> u64 {
+    u64::from(((v << 1) ^ (v >> 31)) as u32)
+}
+
+fn unzigzag(v: u64) -> Option<i32> {
+    let v = u32::try_from(v).ok()?;
+    Some(((v >> 1) as i32) ^ -((v & 1) as i32))
+}
+
+fn decode_compression(value: &[u8]) -> Option<Compression> {
+    let mut r = Reader::new(value);
+    let c = match r.bytes(1)?.first()? {
+        0 => Compression::None,
+        1 => Compression::Lz4,
+        2 => Compression::Zstd {
+            level: unzigzag(r.varint()?)?,
+        },
+        _ => return None,
+    };
+    r.is_at_end().then_some(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn footer_round_trips_and_checks_magic_version_and_crc() -> Result<()> {
+        let footer = Footer {
+            index: BlockHandle {
+                offset: 10,
+                size: 20,
+            },
+            filter: None,
+            properties: BlockHandle {
+                offset: 35,
+                size: 7,
+            },
+        };
+        let bytes = footer.encode();
+        assert_eq!(Footer::decode(&bytes, "t.sst", 100)?, footer);
+        let with_filter = Footer {
+            filter: Some(BlockHandle { offset: 1, size: 2 }),
+            ..footer
+        };
+        assert_eq!(
+            Footer::decode(&with_filter.encode(), "t.sst", 0)?,
+            with_filter
+        );
+
+        let mut bad = bytes;
+        bad[60] ^= 1;
+        assert!(matches!(
+            Footer::decode(&bad, "t.sst", 100),
+            Err(Error::Corruption { file, offset: 156, .. }) if file == "t.sst"
+        ));
+        let mut newer = bytes;
+        newer[48..52].copy_from_slice(&2u32.to_le_bytes());
+        assert!(matches!(
+            Footer::decode(&newer, "t.sst", 100),
+            Err(Error::UnsupportedFormat {
+                found: 2,
+                supported: 1,
+                ..
+            })
+        ));
+        let mut flipped = bytes;
+        flipped[3] ^= 0x40;
+        assert!(matches!(
+            Footer::decode(&flipped, "t.sst", 100),
+            Err(Error::Corruption { .. })
+        ));
+        Ok(())
+    }
+
+    #[test]
+    fn zigzag_round_trips() {
+        for v in [0, 1, -1, 22, -7, i32::MAX, i32::MIN] {
+            assert_eq!(unzigzag(zigzag(v)), Some(v));
+        }
+        assert_eq!(unzigzag(u64::from(u32::MAX) + 1), None);
+    }
+
+    #[test]
+    fn index_values_round_trip_and_must_be_exact() {
+        let mut buf = Vec::new();
+        let handle = BlockHandle {
+            offset: 1 << 40,
+            size: 4100,
+        };
+        IndexValue::encode(&mut buf, 0, handle, 31, b"first");
+        let v = IndexValue::decode(&buf);
+        assert_eq!(
+            v,
+            Some(IndexValue {
+                file_number: 0,
+                handle,
+                entries: 31,
+                first_key: (buf.len() - 5, buf.len())
+            })
+        );
+        assert_eq!(IndexValue::decode(&buf[..buf.len() - 1]), None);
+        buf.push(0);
+        assert_eq!(IndexValue::decode(&buf), None);
+    }
+}

@@ -1,0 +1,861 @@
+//! Reading a table: [`Table`], its iterator, and the shared [`BlockCache`].
+
+use std::cell::Cell;
+use std::cmp::Ordering;
+use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use quick_cache::sync::Cache;
+use quick_cache::Weighter;
+
+use super::block::{cmp_to_target, split_internal_key, Block, Cursor, DecodeError};
+use super::bloom::BloomFilter;
+use super::builder::BlockRange;
+use super::compress::{block_crc, decode_contents, BLOCK_TRAILER_LEN};
+use super::format::{BlockHandle, Footer, IndexValue, TableProperties, FOOTER_LEN};
+use crate::error::{Error, Result};
+use crate::fs::RandomAccessFile;
+use crate::iter::InternalIterator;
+use crate::key::{
+    compare_internal_keys, pack_trailer, parse_internal_key, SeqNo, ValueKind, MAX_SEQNO, SEEK_KIND,
+};
+use crate::stats::Statistics;
+
+/// Bytes charged per cached block on top of its contents: the `Block`, its `Arc`, the key and
+/// the cache's own bookkeeping. Also keeps every weight above zero (quick_cache never evicts
+/// zero-weight items).
+const CACHE_ENTRY_OVERHEAD: u64 = 128;
+
+/// Cache key: (file number, block offset).
+type CacheKey = (u64, u64);
+
+#[derive(Clone)]
+struct BlockWeighter;
+
+impl Weighter<CacheKey, Arc<Block>> for BlockWeighter {
+    fn weight(&self, _key: &CacheKey, block: &Arc<Block>) -> u64 {
+        block.data().len() as u64 + CACHE_ENTRY_OVERHEAD
+    }
+}
+
+/// A cache of decompressed data blocks shared by all tables, bounded in bytes. Blocks are keyed
+/// by (file number, offset), so file numbers must be unique among the tables sharing a cache.
+pub struct BlockCache {
+    cache: Cache<CacheKey, Arc<Block>, BlockWeighter>,
+    capacity: u64,
+}
+
+impl BlockCache {
+    /// A cache holding up to `capacity_bytes` of blocks (contents plus a small per-block
+    /// overhead). A block larger than one shard of the cache (capacity / shards) is not kept.
+    pub fn new(capacity_bytes: u64) -> Self {
+        // Only sizes the shards and the eviction history; blocks are ~4 KiB by default.
+        let estimated_items = usize::try_from(capacity_bytes / 4096)
+            .unwrap_or(usize::MAX)
+            .max(1);
+        BlockCache {
+            cache: Cache::with_weighter(estimated_items, capacity_bytes, BlockWeighter),
+            capacity: capacity_bytes,
+        }
+    }
+
+    /// The byte budget.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Bytes currently charged to cached blocks.
+    pub fn used_bytes(&self) -> u64 {
+        self.cache.weight()
+    }
+}
+
+impl fmt::Debug for BlockCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BlockCache")
+            .field("capacity", &self.capacity)
+            .field("used_bytes", &self.used_bytes())
+            .field("blocks", &self.cache.len())
+            .finish()
+    }
+}
+
+thread_local! {
+    /// Key buffer for `Table::get`, reused so that lookups do not allocate.
+    static KEY_SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// A scratch buffer kept between lookups only up to this capacity.
+const MAX_KEPT_SCRATCH: usize = 64 << 10;
+
+fn take_scratch() -> Vec<u8> {
+    KEY_SCRATCH.try_with(Cell::take).unwrap_or_default()
+}
+
+fn put_scratch(buf: Vec<u8>) {
+    if buf.capacity() <= MAX_KEPT_SCRATCH {
+        // Fails only while the thread is exiting; the buffer is then just dropped.
+        let _ = KEY_SCRATCH.try_with(|slot| slot.set(buf));
+    }
+}
+
+/// The file a table reads from, with what block reads need to report.
+struct TableFile {
+    file: Arc<dyn RandomAccessFile>,
+    name: String,
+    size: u64,
+    stats: Arc<Statistics>,
+}
+
+impl TableFile {
+    /// Reads the block at `handle`, verifies its checksum and decompresses it.
+    fn read_block(&self, handle: BlockHandle, what: &str) -> Result<Vec<u8>> {
+        let total = handle
+            .size
+            .checked_add(BLOCK_TRAILER_LEN as u64)
+            .filter(|total| {
+                handle
+                    .offset
+                    .checked_add(*total)
+                    .is_some_and(|end| end <= self.size)
+            })
+            .and_then(|total| usize::try_from(total).ok())
+            .ok_or_else(|| {
+                Error::corruption(
+                    &self.name,
+                    handle.offset,
+                    format!(
+                        "{what} block (offset {}, size {}) lies outside the {}-byte file",
+                        handle.offset, handle.size, self.size
+                    ),
+                )
+            })?;
+        let mut buf = vec![0u8; total];
+        self.file
+            .read_exact_at(&mut buf, handle.offset)
+            .map_err(|e| {
+                Error::io(
+                    format!(
+                        "reading {what} block of {} at offset {}",
+                        self.name, handle.offset
+                    ),
+                    e,
+                )
+            })?;
+        Statistics::add(&self.stats.blocks_read, 1);
+        Statistics::add(&self.stats.block_bytes_read, total as u64);
+        let stored = total - BLOCK_TRAILER_LEN;
+        let (block_type, crc) = match buf.get(stored..) {
+            Some(&[t, a, b, c, d]) => (t, u32::from_le_bytes([a, b, c, d])),
+            _ => return Err(Error::corruption(&self.name, handle.offset, "short block")),
+        };
+        buf.truncate(stored);
+        if block_crc(&buf, block_type) != crc {
+            return Err(Error::corruption(
+                &self.name,
+                handle.offset,
+                format!("{what} block checksum mismatch"),
+            ));
+        }
+        decode_contents(buf, block_type).map_err(|reason| {
+            Error::corruption(&self.name, handle.offset, format!("{what} block: {reason}"))
+        })
+    }
+
+    /// Reads and checks the layout of the block at `handle`.
+    fn read_parsed_block(&self, handle: BlockHandle, what: &str) -> Result<Block> {
+        let contents = self.read_block(handle, what)?;
+        Block::new(Bytes::from(contents)).map_err(|e| self.decode_error(handle, what, e))
+    }
+
+    fn decode_error(&self, handle: BlockHandle, what: &str, e: DecodeError) -> Error {
+        Error::corruption(
+            &self.name,
+            handle.offset,
+            format!(
+                "{what} block: {} at byte {} of the decoded block",
+                e.reason, e.offset
+            ),
+        )
+    }
+}
+
+/// One data block as described by the index, with byte ranges into the index block.
+#[derive(Clone, Copy, Debug)]
+struct IndexEntry {
+    last_key: (u32, u32),
+    first_user_key: (u32, u32),
+    handle: BlockHandle,
+    entries: u64,
+}
+
+/// The index, decoded and checked at open and kept in memory.
+struct Index {
+    data: Bytes,
+    entries: Vec<IndexEntry>,
+    /// `key_prefix` of each block's last user key. Searching this dense array first keeps a
+    /// lookup's binary search in a few cache lines instead of touching two scattered places
+    /// (entry and key bytes) per step; full keys are compared only among equal prefixes.
+    prefixes: Vec<u64>,
+}
+
+/// The first eight bytes of `user_key` as a big-endian number, zero-padded: ordering prefixes
+/// never contradicts ordering the keys.
+#[inline]
+fn key_prefix(user_key: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let n = user_key.len().min(8);
+    b[..n].copy_from_slice(&user_key[..n]);
+    u64::from_be_bytes(b)
+}
+
+impl Index {
+    /// Decodes and checks the index block: every entry is a restart point, keys are valid
+    /// internal keys in increasing order, blocks lie in `data_end` in file order, each holds at
+    /// least one entry, and first keys are consistent with last keys.
+    fn load(src: &TableFile, handle: BlockHandle, data_end: u64) -> Result<Index> {
+        let block = src.read_parsed_block(handle, "index")?;
+        let data = block.data().clone();
+        let corrupt = |reason: String| Error::corruption(&src.name, handle.offset, reason);
+        if u32::try_from(data.len()).is_err() {
+            return Err(corrupt("index block larger than 4 GiB".into()));
+        }
+        let mut entries: Vec<IndexEntry> = Vec::new();
+        let mut prev_block_end = 0u64;
+        for i in 0..block.num_restarts() {
+            let ((ks, ke), (vs, ve)) = block
+                .standalone_entry(block.restart(i))
+                .map_err(|e| src.decode_error(handle, "index", e))?;
+            let next = if i + 1 < block.num_restarts() {
+                block.restart(i + 1)
+            } else {
+                block.entries_end()
+            };
+            if ve != next {
+                return Err(corrupt(format!(
+                    "index entry {i} is not followed by a restart"
+                )));
+            }
+            let key = data.get(ks..ke).unwrap_or_default();
+            let value = IndexValue::decode(data.get(vs..ve).unwrap_or_default())
+                .ok_or_else(|| corrupt(format!("malformed index entry {i}")))?;
+            if value.file_number != 0 {
+                return Err(corrupt(format!(
+                    "index entry {i} refers to a data block in file {}; this reader cannot \
+                     resolve blocks stored in other files",
+                    value.file_number
+                )));
+            }
+            if parse_internal_key(key).is_none() {
+                return Err(corrupt(format!(
+                    "index entry {i} has an invalid internal key"
+                )));
+            }
+            let first_user_key = (vs + value.first_key.0, vs + value.first_key.1);
+            let first = data
+                .get(first_user_key.0..first_user_key.1)
+                .unwrap_or_default();
+            let (last_user, _) = split_internal_key(key);
+            if first > last_user {
+                return Err(corrupt(format!("index entry {i} starts after it ends")));
+            }
+            if let Some(prev) = entries.last() {
+                let prev_key = slice(&data, prev.last_key);
+                if compare_internal_keys(prev_key, key) != Ordering::Less
+                    || first < split_internal_key(prev_key).0
+                {
+                    return Err(corrupt(format!("index entry {i} is out of order")));
+                }
+            }
+            let h = value.handle;
+            let end = h
+                .offset
+                .checked_add(h.size)
+                .and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64));
+            if h.offset < prev_block_end || end.is_none_or(|e| e > data_end) {
+                return Err(corrupt(format!(
+                    "index entry {i}: data block (offset {}, size {}) overlaps another block or \
+                     lies outside the data area",
+                    h.offset, h.size
+                )));
+            }
+            prev_block_end = end.unwrap_or(data_end);
+            if value.entries == 0 {
+                return Err(corrupt(format!("index entry {i} describes an empty block")));
+            }
+            // In range: the whole block is under 4 GiB (checked above).
+            entries.push(IndexEntry {
+                last_key: (ks as u32, ke as u32),
+                first_user_key: (first_user_key.0 as u32, first_user_key.1 as u32),
+                handle: h,
+                entries: value.entries,
+            });
+        }
+        let prefixes = entries
+            .iter()
+            .map(|e| key_prefix(split_internal_key(slice(&data, e.last_key)).0))
+            .collect();
+        Ok(Index {
+            data,
+            entries,
+            prefixes,
+        })
+    }
+
+    /// The position of the first block whose last key is ≥ (`user_key`, `trailer`); the number
+    /// of blocks if there is none.
+    #[inline]
+    fn find(&self, user_key: &[u8], trailer: u64) -> usize {
+        let p = key_prefix(user_key);
+        // Blocks ending in a smaller prefix end before the target, larger ones after it.
+        let lo = self.prefixes.partition_point(|&x| x < p);
+        let tied = self.prefixes.get(lo..).unwrap_or_default();
+        let hi = lo + tied.partition_point(|&x| x == p);
+        let candidates = self.entries.get(lo..hi).unwrap_or_default();
+        lo + candidates.partition_point(|e| {
+            cmp_to_target(slice(&self.data, e.last_key), user_key, trailer) == Ordering::Less
+        })
+    }
+
+    fn last_key(&self, e: &IndexEntry) -> &[u8] {
+        slice(&self.data, e.last_key)
+    }
+
+    fn first_user_key(&self, e: &IndexEntry) -> &[u8] {
+        slice(&self.data, e.first_user_key)
+    }
+
+    /// A zero-copy `Bytes` of a range checked at load.
+    fn bytes(&self, range: (u32, u32)) -> Bytes {
+        let (s, e) = (range.0 as usize, range.1 as usize);
+        if s <= e && e <= self.data.len() {
+            self.data.slice(s..e)
+        } else {
+            Bytes::new()
+        }
+    }
+}
+
+#[inline]
+fn slice(data: &[u8], range: (u32, u32)) -> &[u8] {
+    data.get(range.0 as usize..range.1 as usize)
+        .unwrap_or_default()
+}
+
+/// An open table file. Cheap to share (`Arc<Table>`); every method takes `&self` and is safe to
+/// call from many threads. The index, filter and properties live in memory; data blocks are
+/// read on demand, through the block cache when there is one.
+pub struct Table {
+    src: TableFile,
+    file_number: u64,
+    cache: Option<Arc<BlockCache>>,
+    footer: Footer,
+    index: Index,
+    filter: Option<BloomFilter>,
+    properties: TableProperties,
+}
+
+impl fmt::Debug for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Table")
+            .field("file_name", &self.src.name)
+            .field("file_number", &self.file_number)
+            .field("file_size", &self.src.size)
+            .field("entries", &self.properties.entries)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Table {
+    /// Opens the table in `file`: reads and checks the footer, properties, index and filter.
+    /// `file_number` keys its blocks in `cache`; `file_name` names the file in errors.
+    pub fn open(
+        file: Arc<dyn RandomAccessFile>,
+        file_number: u64,
+        file_name: String,
+        cache: Option<Arc<BlockCache>>,
+        stats: Arc<Statistics>,
+    ) -> Result<Table> {
+        let size = file.len();
+        let src = TableFile {
+            file,
+            name: file_name,
+            size,
+            stats,
+        };
+        let Some(footer_offset) = size.checked_sub(FOOTER_LEN as u64) else {
+            return Err(Error::corruption(
+                &src.name,
+                0,
+                format!("file of {size} bytes is too short to be a table"),
+            ));
+        };
+        let mut buf = [0u8; FOOTER_LEN];
+        src.file
+            .read_exact_at(&mut buf, footer_offset)
+            .map_err(|e| Error::io(format!("reading the footer of {}", src.name), e))?;
+        let footer = Footer::decode(&buf, &src.name, footer_offset)?;
+
+        // Meta blocks end before the footer; data blocks end before the first meta block.
+        let meta = [Some(footer.index), footer.filter, Some(footer.properties)];
+        let mut data_end = footer_offset;
+        for h in meta.into_iter().flatten() {
+            let end = h
+                .offset
+                .checked_add(h.size)
+                .and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64));
+            if end.is_none_or(|e| e > footer_offset) {
+                return Err(Error::corruption(
+                    &src.name,
+                    footer_offset,
+                    format!(
+                        "footer: block (offset {}, size {}) overlaps the footer",
+                        h.offset, h.size
+                    ),
+                ));
+            }
+            data_end = data_end.min(h.offset);
+        }
+
+        let props_block = src.read_parsed_block(footer.properties, "properties")?;
+        let properties = TableProperties::decode(&props_block).map_err(|reason| {
+            Error::corruption(
+                &src.name,
+                footer.properties.offset,
+                format!("properties block: {reason}"),
+            )
+        })?;
+        let index = Index::load(&src, footer.index, data_end)?;
+        let filter = match footer.filter {
+            Some(h) => {
+                let contents = src.read_block(h, "filter")?;
+                Some(
+                    BloomFilter::decode(Bytes::from(contents)).map_err(|reason| {
+                        Error::corruption(&src.name, h.offset, format!("filter block: {reason}"))
+                    })?,
+                )
+            }
+            None => None,
+        };
+
+        let indexed_entries = index
+            .entries
+            .iter()
+            .try_fold(0u64, |sum, e| sum.checked_add(e.entries));
+        if index.entries.len() as u64 != properties.data_blocks
+            || indexed_entries != Some(properties.entries)
+        {
+            return Err(Error::corruption(
+                &src.name,
+                footer.index.offset,
+                format!(
+                    "index lists {} blocks holding {indexed_entries:?} entries, properties say {} \
+                     blocks holding {} entries",
+                    index.entries.len(),
+                    properties.data_blocks,
+                    properties.entries
+                ),
+            ));
+        }
+
+        Ok(Table {
+            src,
+            file_number,
+            cache,
+            footer,
+            index,
+            filter,
+            properties,
+        })
+    }
+
+    /// The newest entry of `user_key` with seq ≤ `snapshot`, if this table has one:
+    /// (seq, kind, value). Probes the Bloom filter first (counting `bloom_checks` and
+    /// `bloom_negatives`), then the in-memory index (whose exact per-block key ranges rule out
+    /// keys falling between blocks), then reads at most one data block.
+    pub fn get(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+    ) -> Result<Option<(SeqNo, ValueKind, Bytes)>> {
+        if let Some(filter) = &self.filter {
+            Statistics::add(&self.src.stats.bloom_checks, 1);
+            if !filter.may_contain(user_key) {
+                Statistics::add(&self.src.stats.bloom_negatives, 1);
+                return Ok(None);
+            }
+        }
+        let trailer = pack_trailer(snapshot.min(MAX_SEQNO), SEEK_KIND);
+        // Index keys are exact last keys, so the first entry ≥ the target, if any, is in the
+        // first block whose last key is ≥ the target.
+        let Some(entry) = self.index.entries.get(self.index.find(user_key, trailer)) else {
+            return Ok(None);
+        };
+        if self.index.first_user_key(entry) > user_key {
+            return Ok(None);
+        }
+        let block = self.data_block(entry)?;
+        let mut cursor = Cursor::with_buffer(take_scratch());
+        let result = match cursor.seek(&block, user_key, trailer) {
+            Err(e) => Err(self.src.decode_error(entry.handle, "data", e)),
+            Ok(()) if !cursor.valid() => Ok(None),
+            Ok(()) => match parse_internal_key(cursor.key()) {
+                Some((found, seq, kind)) if found == user_key => {
+                    let (s, e) = cursor.value_range();
+                    let data = block.data();
+                    if s <= e && e <= data.len() {
+                        Ok(Some((seq, kind, data.slice(s..e))))
+                    } else {
+                        Err(Error::corruption(
+                            &self.src.name,
+                            entry.handle.offset,
+                            "value out of range",
+                        ))
+                    }
+                }
+                Some(_) => Ok(None),
+                None => Err(Error::corruption(
+                    &self.src.name,
+                    entry.handle.offset,
+                    "data block holds an invalid internal key",
+                )),
+            },
+        };
+        put_scratch(cursor.into_buffer());
+        result
+    }
+
+    /// False if the Bloom filter rules `user_key` out (always true without a filter). Does not
+    /// count statistics.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    }
+
+    /// An iterator over all entries; it holds the table alive.
+    pub fn iter(self: &Arc<Self>) -> TableIterator {
+        TableIterator {
+            table: Arc::clone(self),
+            block: None,
+            block_index: 0,
+            cursor: Cursor::default(),
+        }
+    }
+
+    /// The table's properties.
+    pub fn properties(&self) -> &TableProperties {
+        &self.properties
+    }
+
+    /// The file number given at open.
+    pub fn file_number(&self) -> u64 {
+        self.file_number
+    }
+
+    /// The file name given at open.
+    pub fn file_name(&self) -> &str {
+        &self.src.name
+    }
+
+    /// The file's size in bytes.
+    pub fn file_size(&self) -> u64 {
+        self.src.size
+    }
+
+    /// Bytes of memory the open table holds (index, filter and properties), for table-cache
+    /// accounting. Cached data blocks are charged to the [`BlockCache`] instead.
+    pub fn memory_usage(&self) -> usize {
+        self.index.data.len()
+            + self.index.entries.capacity() * std::mem::size_of::<IndexEntry>()
+            + self.index.prefixes.capacity() * std::mem::size_of::<u64>()
+            + self.filter.as_ref().map_or(0, BloomFilter::size)
+            + self.properties.smallest.len()
+            + self.properties.largest.len()
+            + std::mem::size_of::<Table>()
+            + self.src.name.len()
+    }
+
+    /// Every data block's key range and location, from the index (no I/O).
+    pub fn block_ranges(&self) -> Vec<BlockRange> {
+        self.index
+            .entries
+            .iter()
+            .map(|e| BlockRange {
+                smallest: self.index.bytes(e.first_user_key),
+                largest: {
+                    let key = self.index.bytes(e.last_key);
+                    key.slice(..key.len().saturating_sub(8))
+                },
+                size: e.handle.size,
+                entries: e.entries,
+                offset: e.handle.offset,
+            })
+            .collect()
+    }
+
+    /// Reads every block from the file (bypassing the cache) and checks its checksum and
+    /// contents: each data block must decode completely, hold the number of entries the index
+    /// says, in increasing order, and end with the key the index lists.
+    pub fn verify_checksums(&self) -> Result<()> {
+        self.src.read_block(self.footer.properties, "properties")?;
+        self.src.read_block(self.footer.index, "index")?;
+        if let Some(h) = self.footer.filter {
+            self.src.read_block(h, "filter")?;
+        }
+        let mut cursor = Cursor::default();
+        let mut previous: Vec<u8> = Vec::new();
+        for entry in &self.index.entries {
+            let block = self.src.read_parsed_block(entry.handle, "data")?;
+            let corrupt =
+                |reason: &str| Error::corruption(&self.src.name, entry.handle.offset, reason);
+            let mut count = 0u64;
+            cursor
+                .seek_to_first(&block)
+                .map_err(|e| self.src.decode_error(entry.handle, "data", e))?;
+            while cursor.valid() {
+                let key = cursor.key();
+                if parse_internal_key(key).is_none() {
+                    return Err(corrupt("data block holds an invalid internal key"));
+                }
+                if !previous.is_empty() && compare_internal_keys(&previous, key) != Ordering::Less {
+                    return Err(corrupt("data block keys out of order"));
+                }
+                previous.clear();
+                previous.extend_from_slice(key);
+                count += 1;
+                cursor
+                    .next(&block)
+                    .map_err(|e| self.src.decode_error(entry.handle, "data", e))?;
+            }
+            if count != entry.entries {
+                return Err(corrupt(&format!(
+                    "data block holds {count} entries, the index says {}",
+                    entry.entries
+                )));
+            }
+            if previous != self.index.last_key(entry) {
+                return Err(corrupt("data block's last key differs from its index key"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The data block of `entry`, from the cache or the file.
+    fn data_block(&self, entry: &IndexEntry) -> Result<Arc<Block>> {
+        let Some(cache) = &self.cache else {
+            return Ok(Arc::new(self.src.read_parsed_block(entry.handle, "data")?));
+        };
+        let key = (self.file_number, entry.handle.offset);
+        if let Some(block) = cache.cache.get(&key) {
+            Statistics::add(&self.src.stats.block_cache_hits, 1);
+            return Ok(block);
+        }
+        Statistics::add(&self.src.stats.block_cache_misses, 1);
+        let block = Arc::new(self.src.read_parsed_block(entry.handle, "data")?);
+        cache.cache.insert(key, Arc::clone(&block));
+        Ok(block)
+    }
+}
+
+/// An [`InternalIterator`] over one table. It holds the current data block and reuses one key
+/// buffer for every entry and block it visits.
+pub struct TableIterator {
+    table: Arc<Table>,
+    /// The loaded block; `None` when the iterator is not positioned.
+    block: Option<Arc<Block>>,
+    /// Position of `block` in the index.
+    block_index: usize,
+    cursor: Cursor,
+}
+
+impl fmt::Debug for TableIterator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TableIterator")
+            .field("table", &self.table.src.name)
+            .field("block_index", &self.block_index)
+            .field("valid", &self.valid())
+            .finish()
+    }
+}
+
+impl TableIterator {
+    /// Makes block `i` current (reusing it if already loaded); false past either end.
+    fn load(&mut self, i: usize) -> Result<bool> {
+        let Some(entry) = self.table.index.entries.get(i) else {
+            self.block = None;
+            return Ok(false);
+        };
+        if self.block.is_none() || self.block_index != i {
+            self.block = None;
+            self.block = Some(self.table.data_block(entry)?);
+            self.block_index = i;
+        }
+        Ok(true)
+    }
+
+    fn decode_error(&self, e: DecodeError) -> Error {
+        let handle = self
+            .table
+            .index
+            .entries
+            .get(self.block_index)
+            .map_or(BlockHandle::default(), |entry| entry.handle);
+        self.table.src.decode_error(handle, "data", e)
+    }
+
+    /// Runs a cursor move on the current block.
+    fn on_block(
+        &mut self,
+        step: impl FnOnce(&mut Cursor, &Block) -> std::result::Result<(), DecodeError>,
+    ) -> Result<()> {
+        let Some(block) = &self.block else {
+            self.cursor.invalidate();
+            return Ok(());
+        };
+        match step(&mut self.cursor, block) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.decode_error(e)),
+        }
+    }
+
+    /// Positions on the first entry of block `i` or, if empty, of the blocks after it.
+    fn first_from(&mut self, mut i: usize) -> Result<()> {
+        loop {
+            if !self.load(i)? {
+                self.cursor.invalidate();
+                return Ok(());
+            }
+            self.on_block(|c, b| c.seek_to_first(b))?;
+            if self.cursor.valid() {
+                return Ok(());
+            }
+            i += 1;
+        }
+    }
+
+    /// Positions on the last entry of block `i` or, if empty, of the blocks before it.
+    fn last_from(&mut self, mut i: Option<usize>) -> Result<()> {
+        while let Some(at) = i {
+            if !self.load(at)? {
+                break;
+            }
+            self.on_block(|c, b| c.seek_to_last(b))?;
+            if self.cursor.valid() {
+                return Ok(());
+            }
+            i = at.checked_sub(1);
+        }
+        self.block = None;
+        self.cursor.invalidate();
+        Ok(())
+    }
+
+    fn seek_inner(&mut self, target: &[u8]) -> Result<()> {
+        let (user_key, trailer) = split_internal_key(target);
+        let i = self.table.index.find(user_key, trailer);
+        if !self.load(i)? {
+            self.cursor.invalidate();
+            return Ok(());
+        }
+        self.on_block(|c, b| c.seek(b, user_key, trailer))?;
+        if !self.cursor.valid() {
+            // Only a block whose index key overstates its contents ends up here.
+            self.first_from(i + 1)?;
+        }
+        Ok(())
+    }
+
+    fn seek_for_prev_inner(&mut self, target: &[u8]) -> Result<()> {
+        self.seek_inner(target)?;
+        if !self.valid() {
+            return self.last_from(self.table.index.entries.len().checked_sub(1));
+        }
+        let (user_key, trailer) = split_internal_key(target);
+        if cmp_to_target(self.cursor.key(), user_key, trailer) == Ordering::Greater {
+            self.prev_inner()?;
+        }
+        Ok(())
+    }
+
+    fn next_inner(&mut self) -> Result<()> {
+        self.on_block(|c, b| c.next(b))?;
+        if !self.cursor.valid() && self.block.is_some() {
+            self.first_from(self.block_index + 1)?;
+        }
+        Ok(())
+    }
+
+    fn prev_inner(&mut self) -> Result<()> {
+        self.on_block(|c, b| c.prev(b))?;
+        if !self.cursor.valid() && self.block.is_some() {
+            self.last_from(self.block_index.checked_sub(1))?;
+        }
+        Ok(())
+    }
+
+    /// Leaves the iterator unpositioned after an error, passing the error on.
+    fn settle(&mut self, result: Result<()>) -> Result<()> {
+        if result.is_err() {
+            self.block = None;
+            self.cursor.invalidate();
+        }
+        result
+    }
+}
+
+impl InternalIterator for TableIterator {
+    fn valid(&self) -> bool {
+        self.block.is_some() && self.cursor.valid()
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        let r = self.first_from(0);
+        self.settle(r)
+    }
+
+    fn seek_to_last(&mut self) -> Result<()> {
+        let r = self.last_from(self.table.index.entries.len().checked_sub(1));
+        self.settle(r)
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        let r = self.seek_inner(target);
+        self.settle(r)
+    }
+
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        let r = self.seek_for_prev_inner(target);
+        self.settle(r)
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if !self.valid() {
+            return Ok(());
+        }
+        let r = self.next_inner();
+        self.settle(r)
+    }
+
+    fn prev(&mut self) -> Result<()> {
+        if !self.valid() {
+            return Ok(());
+        }
+        let r = self.prev_inner();
+        self.settle(r)
+    }
+
+    fn key(&self) -> &[u8] {
+        if self.valid() {
+            self.cursor.key()
+        } else {
+            &[]
+        }
+    }
+
+    fn value(&self) -> &[u8] {
+        match &self.block {
+            Some(block) if self.cursor.valid() => self.cursor.value(block),
+            _ => &[],
+        }
+    }
+}

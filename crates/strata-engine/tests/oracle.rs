@@ -1,0 +1,247 @@
+//! Oracle test: long random sequences of puts, deletes, batches, gets, range scans in both
+//! directions, snapshots, flushes, manual compactions and reopens, checked after every step
+//! against a `BTreeMap` model, for every built-in policy, with background and synchronous
+//! compaction.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+use strata_engine::fs::MemFs;
+use strata_engine::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata_policy::{build_policy, PolicyOptions, BUILTIN_POLICIES};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn options(fs: &MemFs, policy: &str, synchronous: bool) -> Options {
+    let buffer = 8 << 10;
+    let policy_options = PolicyOptions {
+        size_ratio: 3.0,
+        write_buffer_size: buffer,
+        target_file_size: 4 << 10,
+        expected_data_size: 1 << 20,
+        horizontal_levels: 3,
+        num_levels: 5,
+        ..PolicyOptions::default()
+    };
+    Options::new()
+        .with_file_system(Arc::new(fs.clone()))
+        .with_write_buffer_size(buffer)
+        .with_block_size(512)
+        .with_block_cache_capacity(64 << 10)
+        .with_synchronous_compaction(synchronous)
+        .with_policy(build_policy(policy, &policy_options).unwrap())
+}
+
+fn key(rng: &mut StdRng) -> Vec<u8> {
+    // A small key space so updates, deletes and re-inserts of the same keys are frequent.
+    format!("key{:05}", rng.random_range(0..2000)).into_bytes()
+}
+
+fn value(rng: &mut StdRng) -> Vec<u8> {
+    let len = rng.random_range(0..64);
+    (0..len).map(|_| rng.random()).collect()
+}
+
+fn random_bounds(rng: &mut StdRng) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let mut b = || match rng.random_range(0..3) {
+        0 => Bound::Unbounded,
+        1 => Bound::Included(key(rng)),
+        _ => Bound::Excluded(key(rng)),
+    };
+    (b(), b())
+}
+
+fn model_range(
+    model: &Model,
+    bounds: &(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    reverse: bool,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    // BTreeMap::range panics on inverted bounds; an inverted range is simply empty.
+    let inverted = match (&bounds.0, &bounds.1) {
+        (Bound::Included(a), Bound::Included(b)) => a > b,
+        (Bound::Included(a) | Bound::Excluded(a), Bound::Excluded(b))
+        | (Bound::Excluded(a), Bound::Included(b)) => a >= b,
+        _ => false,
+    };
+    if inverted {
+        return Vec::new();
+    }
+    let mut v: Vec<(Vec<u8>, Vec<u8>)> = model
+        .range::<Vec<u8>, _>((bounds.0.as_ref(), bounds.1.as_ref()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if reverse {
+        v.reverse();
+    }
+    v
+}
+
+fn scan(
+    db: &Db,
+    bounds: &(Bound<Vec<u8>>, Bound<Vec<u8>>),
+    reverse: bool,
+    read: &ReadOptions<'_>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    db.range_with(bounds.clone(), read, reverse)
+        .unwrap()
+        .map(|r| {
+            let (k, v) = r.unwrap();
+            (k.to_vec(), v.to_vec())
+        })
+        .collect()
+}
+
+fn run(policy: &str, synchronous: bool, seed: u64, steps: usize) {
+    let fs = MemFs::default();
+    let path = std::path::PathBuf::from("/db");
+    let mut db = Db::open(&path, options(&fs, policy, synchronous)).unwrap();
+    let mut model = Model::new();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut snapshots: Vec<(strata_engine::Snapshot, Model)> = Vec::new();
+    // Metrics restart at every open; sum them to see that the run exercised flushes.
+    let (mut flushes, mut compactions) = (0, 0);
+    for step in 0..steps {
+        let ctx =
+            || format!("policy {policy}, synchronous {synchronous}, seed {seed}, step {step}");
+        match rng.random_range(0..100) {
+            0..=39 => {
+                let (k, v) = (key(&mut rng), value(&mut rng));
+                db.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+            40..=49 => {
+                let k = key(&mut rng);
+                db.delete(&k).unwrap();
+                model.remove(&k);
+            }
+            50..=57 => {
+                let mut batch = WriteBatch::new();
+                let mut staged = model.clone();
+                for _ in 0..rng.random_range(1..20) {
+                    let k = key(&mut rng);
+                    if rng.random_bool(0.7) {
+                        let v = value(&mut rng);
+                        batch.put(&k, &v).unwrap();
+                        staged.insert(k, v);
+                    } else {
+                        batch.delete(&k).unwrap();
+                        staged.remove(&k);
+                    }
+                }
+                let sync = rng.random_bool(0.2);
+                db.write(&WriteOptions { sync }, batch).unwrap();
+                model = staged;
+            }
+            58..=77 => {
+                let k = key(&mut rng);
+                assert_eq!(
+                    db.get(&k).unwrap().map(|b| b.to_vec()),
+                    model.get(&k).cloned(),
+                    "get {k:?}: {}",
+                    ctx()
+                );
+            }
+            78..=85 => {
+                let bounds = random_bounds(&mut rng);
+                let reverse = rng.random_bool(0.5);
+                let got = scan(&db, &bounds, reverse, &ReadOptions::default());
+                assert_eq!(
+                    got,
+                    model_range(&model, &bounds, reverse),
+                    "scan {bounds:?} reverse {reverse}: {}",
+                    ctx()
+                );
+            }
+            86..=89 => {
+                if snapshots.len() < 4 {
+                    snapshots.push((db.snapshot(), model.clone()));
+                } else {
+                    snapshots.remove(rng.random_range(0..snapshots.len()));
+                }
+            }
+            90..=93 => {
+                if let Some((snap, old)) =
+                    snapshots.get(rng.random_range(0..snapshots.len().max(1)))
+                {
+                    let read = ReadOptions {
+                        snapshot: Some(snap),
+                    };
+                    let k = key(&mut rng);
+                    assert_eq!(
+                        db.get_with(&k, &read).unwrap().map(|b| b.to_vec()),
+                        old.get(&k).cloned(),
+                        "snapshot get: {}",
+                        ctx()
+                    );
+                    let bounds = random_bounds(&mut rng);
+                    let reverse = rng.random_bool(0.5);
+                    assert_eq!(
+                        scan(&db, &bounds, reverse, &read),
+                        model_range(old, &bounds, reverse),
+                        "snapshot scan: {}",
+                        ctx()
+                    );
+                }
+            }
+            94..=95 => db.flush().unwrap(),
+            96 => {
+                let bounds = random_bounds(&mut rng);
+                db.compact_range(bounds).unwrap();
+            }
+            _ => {
+                // Reopen: half the time through close(), half the time by dropping the handle.
+                snapshots.clear();
+                let m = db.metrics();
+                flushes += m.flushes;
+                compactions += m.compactions + m.trivial_moves;
+                if rng.random_bool(0.5) {
+                    db.close().unwrap();
+                } else {
+                    drop(db);
+                }
+                db = Db::open(&path, options(&fs, policy, synchronous)).unwrap();
+            }
+        }
+    }
+    // Everything at the end, both directions.
+    let all = (Bound::Unbounded, Bound::Unbounded);
+    assert_eq!(
+        scan(&db, &all, false, &ReadOptions::default()),
+        model_range(&model, &all, false)
+    );
+    assert_eq!(
+        scan(&db, &all, true, &ReadOptions::default()),
+        model_range(&model, &all, true)
+    );
+    let m = db.metrics();
+    flushes += m.flushes;
+    compactions += m.compactions + m.trivial_moves;
+    eprintln!("{policy} synchronous={synchronous}: {flushes} flushes, {compactions} compactions, final shape {} runs", m.sorted_runs);
+    assert!(
+        flushes > 5,
+        "{policy}: only {flushes} flushes; the test is too small"
+    );
+    assert!(
+        compactions > 0,
+        "{policy}: no compaction ran; the test is too small"
+    );
+    db.close().unwrap();
+}
+
+#[test]
+fn every_policy_matches_the_model_with_background_compaction() {
+    for (i, policy) in BUILTIN_POLICIES.iter().enumerate() {
+        run(policy, false, 1000 + i as u64, 3000);
+    }
+}
+
+#[test]
+fn every_policy_matches_the_model_with_synchronous_compaction() {
+    for (i, policy) in BUILTIN_POLICIES.iter().enumerate() {
+        run(policy, true, 2000 + i as u64, 3000);
+    }
+}
