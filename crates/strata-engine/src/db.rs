@@ -418,6 +418,19 @@ impl Db {
     }
 }
 
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("dir", &self.inner.dir)
+            .field("policy", &self.inner.options.policy.name())
+            .field(
+                "last_sequence",
+                &self.inner.last_sequence.load(Ordering::Relaxed),
+            )
+            .finish()
+    }
+}
+
 impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.shutdown();
@@ -682,8 +695,10 @@ impl DbInner {
         {
             let mut wal = self.wal.lock();
             if let Some(old) = wal.as_mut() {
-                old.writer.flush().map_err(io_err(format!(
-                    "flushing WAL {}",
+                // Sync the finished WAL: a later synced write in the new WAL must not survive a
+                // power cut that loses the unsynced writes before it.
+                old.writer.sync().map_err(io_err(format!(
+                    "syncing WAL {}",
                     manifest::wal_file_name(old.number)
                 )))?;
             }
