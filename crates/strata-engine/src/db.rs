@@ -57,6 +57,7 @@ struct Writer {
 struct Wal {
     writer: LogWriter,
     number: u64,
+    buffer: Vec<u8>,
 }
 
 struct DbState {
@@ -378,6 +379,12 @@ impl Db {
         self.inner.compact_range(bounds(&range))
     }
 
+    /// Waits until no flush or compaction is running or wanted by the policy. Fails if
+    /// background work stopped with an error.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        self.inner.wait_for_compactions()
+    }
+
     /// Counters, amplifications and the tree's shape.
     pub fn metrics(&self) -> Metrics {
         self.inner.metrics()
@@ -575,14 +582,17 @@ impl DbInner {
             ));
         }
         let batches: Vec<&WriteBatch> = group.iter().map(|w| &w.batch).collect();
-        let mut payload =
-            Vec::with_capacity(batches.iter().map(|b| b.encoded_len()).sum::<usize>() + 16);
-        batch::encode_group(&mut payload, first_seq, &batches);
+        let payload_len;
         {
             let mut wal = self.wal.lock();
             let wal = wal
                 .as_mut()
                 .ok_or_else(|| Error::ReadOnly("the WAL is not open".to_string()))?;
+            // The encoding buffer is reused across groups: only the leader touches it.
+            let mut payload = std::mem::take(&mut wal.buffer);
+            payload.clear();
+            batch::encode_group(&mut payload, first_seq, &batches);
+            payload_len = payload.len();
             let written = wal.writer.add_record(&payload).and_then(|()| {
                 if sync {
                     wal.writer.sync()
@@ -591,6 +601,7 @@ impl DbInner {
                     wal.writer.flush()
                 }
             });
+            wal.buffer = payload;
             if let Err(e) = written {
                 let err = Error::io(
                     format!("writing WAL {}", manifest::wal_file_name(wal.number)),
@@ -600,7 +611,7 @@ impl DbInner {
                 return Err(err);
             }
         }
-        Statistics::add(&self.stats.wal_bytes, payload.len() as u64 + 8);
+        Statistics::add(&self.stats.wal_bytes, payload_len as u64 + 8);
         if sync {
             Statistics::add(&self.stats.wal_syncs, 1);
         }
@@ -705,6 +716,7 @@ impl DbInner {
             *wal = Some(Wal {
                 writer: LogWriter::new(file),
                 number,
+                buffer: Vec::new(),
             });
         }
         let old = std::mem::replace(&mut st.mem, Arc::new(Memtable::new(number)));
@@ -1338,6 +1350,30 @@ impl DbInner {
             self.bg_cond.wait_for(&mut st, Duration::from_millis(100));
         }
         Ok(())
+    }
+
+    fn wait_for_compactions(&self) -> Result<()> {
+        let mut st = self.state.lock();
+        if self.options.synchronous_compaction {
+            return self.run_inline(&mut st);
+        }
+        loop {
+            if let Some(e) = &st.bg_error {
+                return Err(Error::ReadOnly(e.clone()));
+            }
+            self.check_open()?;
+            let busy = !st.imm.is_empty() || st.flush_running || st.running_compactions > 0;
+            let wanted = !busy && {
+                let stats = self.workload_stats();
+                let ctx = PickContext::new(&st.leases, &stats);
+                self.options.policy.pick(&st.version, &ctx)?.is_some()
+            };
+            if !busy && !wanted {
+                return Ok(());
+            }
+            self.bg_cond.notify_all();
+            self.bg_cond.wait_for(&mut st, Duration::from_millis(50));
+        }
     }
 
     fn compact_range(&self, range: (Bound<Vec<u8>>, Bound<Vec<u8>>)) -> Result<()> {
