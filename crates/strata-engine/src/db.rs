@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind, MAX_SEQNO};
+use crate::listener::{CompletedJob, JobKind};
 use crate::log::{LogReader, LogWriter};
 use crate::manifest::{self, classify, FileKind, Manifest, ManifestRecord};
 use crate::memtable::Memtable;
@@ -480,6 +481,7 @@ struct CompactionJob {
     plan: Plan,
     version: Arc<Version>,
     snapshots: Vec<SeqNo>,
+    flushes_before: u64,
 }
 
 /// The result of writing a job's tables.
@@ -903,6 +905,15 @@ impl DbInner {
             if plan.action != PlanAction::Merge {
                 let edit = self.metadata_only_edit(&st.version, &plan)?;
                 self.install(st, edit, &[], 0, 0, None)?;
+                self.notify(&CompletedJob {
+                    kind: JobKind::Compaction(plan.action),
+                    flushes_before: Statistics::get(&self.stats.flushes),
+                    input_levels: plan.input_levels(),
+                    output_level: plan.output.as_ref().map(|o| o.level),
+                    bytes_written: 0,
+                    bytes_read: 0,
+                    reason: plan.reason.clone(),
+                });
                 match plan.action {
                     PlanAction::Move => Statistics::add(&self.stats.trivial_moves, 1),
                     PlanAction::Drop | PlanAction::UpdateState | PlanAction::Merge => {}
@@ -916,6 +927,7 @@ impl DbInner {
             return Ok(Some(CompactionJob {
                 version: Arc::clone(&st.version),
                 snapshots: self.snapshot_list(),
+                flushes_before: Statistics::get(&self.stats.flushes),
                 plan,
             }));
         }
@@ -1089,6 +1101,12 @@ impl DbInner {
         })
     }
 
+    fn notify(&self, job: &CompletedJob) {
+        for l in &self.options.listeners {
+            l.0.on_job_completed(job);
+        }
+    }
+
     fn discard_outputs(&self, files: &[u64]) {
         let mut st = self.state.lock();
         for f in files {
@@ -1229,6 +1247,19 @@ impl DbInner {
         )?;
         st.imm.pop_front();
         self.install_super_version(st);
+        self.notify(&CompletedJob {
+            kind: JobKind::Flush,
+            flushes_before: Statistics::get(&self.stats.flushes),
+            input_levels: if job.plan.merge_with.is_empty() {
+                Vec::new()
+            } else {
+                vec![job.plan.output.level]
+            },
+            output_level: Some(job.plan.output.level),
+            bytes_written: out.written,
+            bytes_read: out.read,
+            reason: job.plan.reason.clone(),
+        });
         Statistics::add(&self.stats.flushes, 1);
         Statistics::add(&self.stats.flush_bytes, out.written);
         Statistics::add(&self.stats.compaction_bytes_read, out.read);
@@ -1258,6 +1289,15 @@ impl DbInner {
             }
         };
         self.install(st, out.edit, &out.files, out.read, out.written, None)?;
+        self.notify(&CompletedJob {
+            kind: JobKind::Compaction(job.plan.action),
+            flushes_before: job.flushes_before,
+            input_levels: job.plan.input_levels(),
+            output_level: job.plan.output.as_ref().map(|o| o.level),
+            bytes_written: out.written,
+            bytes_read: out.read,
+            reason: job.plan.reason.clone(),
+        });
         Statistics::add(&self.stats.compactions, 1);
         Statistics::add(&self.stats.compaction_bytes_written, out.written);
         Statistics::add(&self.stats.compaction_bytes_read, out.read);
@@ -1489,6 +1529,7 @@ impl DbInner {
         let job = CompactionJob {
             version,
             snapshots: self.snapshot_list(),
+            flushes_before: Statistics::get(&self.stats.flushes),
             plan,
         };
         let result = MutexGuard::unlocked(st, || self.run_compaction(&job));

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 /// Approximate per-entry bookkeeping of the skip list (node header and tower), so that buffers
 /// of tiny entries still fill up.
-const ENTRY_OVERHEAD: u64 = 48;
+pub const ENTRY_OVERHEAD: u64 = 48;
 
 /// Keys and values up to these sizes live inside the skip-list node. Comparisons during a search
 /// then read the node itself instead of chasing a pointer to a separate allocation (measured:

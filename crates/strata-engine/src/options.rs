@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, StdFs};
+use crate::listener::EventListener;
 use crate::log::RecoveryMode;
 use crate::table::Compression;
 use std::sync::Arc;
@@ -29,6 +30,17 @@ pub struct Options {
     pub(crate) synchronous_compaction: bool,
     pub(crate) policy: Arc<dyn CompactionPolicy>,
     pub(crate) fs: Arc<dyn FileSystem>,
+    pub(crate) listeners: Vec<Listener>,
+}
+
+/// A registered listener (a newtype so `Options` can stay `Debug`).
+#[derive(Clone)]
+pub(crate) struct Listener(pub Arc<dyn EventListener>);
+
+impl std::fmt::Debug for Listener {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EventListener")
+    }
 }
 
 impl Default for Options {
@@ -57,6 +69,7 @@ impl Default for Options {
             synchronous_compaction: false,
             policy,
             fs: Arc::new(StdFs),
+            listeners: Vec::new(),
         }
     }
 }
@@ -199,6 +212,13 @@ impl Options {
     /// The file system. RocksDB: `env`. Default: the real one.
     pub fn with_file_system(mut self, fs: Arc<dyn FileSystem>) -> Self {
         self.fs = fs;
+        self
+    }
+
+    /// Adds a listener told about every completed flush and compaction. RocksDB: `listeners`.
+    /// Default: none.
+    pub fn with_event_listener(mut self, listener: Arc<dyn EventListener>) -> Self {
+        self.listeners.push(Listener(listener));
         self
     }
 

@@ -17,5 +17,7 @@ mod workload;
 
 pub use keys::{is_tombstone, key_bytes, key_from_bytes, key_of, scramble};
 pub use report::{comparison_table, human_bytes, LevelReport, SimReport, TimelineSample};
-pub use sim::{bloom_fpr, SimConfig, SimError, Simulator, Timing, TraceEvent};
+pub use sim::{
+    bloom_fpr, RawSizer, SimConfig, SimError, Simulator, TableSizer, Timing, TraceEvent,
+};
 pub use workload::{Mix, Op, Workload, WorkloadKind, WorkloadSpec};

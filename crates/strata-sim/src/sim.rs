@@ -32,8 +32,40 @@ pub enum Timing {
     },
 }
 
+/// How many bytes a table of given entries occupies. The default counts key and value bytes
+/// only; the engine's tests plug in its real table encoder so both agree byte for byte.
+pub trait TableSizer: Send + Sync + std::fmt::Debug {
+    /// Bytes of a table holding `entries` (sorted simulated entries, see [`crate::key_of`]),
+    /// built with `bloom_bits_per_key`, whose sequence numbers span `seqnos`.
+    fn table_size(&self, entries: &[u64], bloom_bits_per_key: f64, seqnos: SeqRange) -> u64;
+}
+
+/// Sizes a table as the sum of its entries' key and value bytes (no format overhead).
+#[derive(Clone, Copy, Debug)]
+pub struct RawSizer {
+    /// Key bytes per entry.
+    pub key_size: u64,
+    /// Value bytes per put.
+    pub value_size: u64,
+}
+
+impl TableSizer for RawSizer {
+    fn table_size(&self, entries: &[u64], _bloom_bits_per_key: f64, _seqnos: SeqRange) -> u64 {
+        entries
+            .iter()
+            .map(|&e| {
+                if is_tombstone(e) {
+                    self.key_size
+                } else {
+                    self.key_size + self.value_size
+                }
+            })
+            .sum()
+    }
+}
+
 /// Simulator settings.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct SimConfig {
     /// Bytes of each user key.
     pub key_size: u64,
@@ -54,6 +86,15 @@ pub struct SimConfig {
     pub check_invariants: bool,
     /// Flush what remains in the buffer when the workload ends.
     pub final_flush: bool,
+    /// Bytes each entry adds to the buffer's size beyond its key and value (the engine's
+    /// memtable counts a sequence-number trailer and node overhead). Default: 0.
+    pub buffer_entry_overhead: u64,
+    /// How table sizes are computed. Default: `None`, key+value bytes ([`RawSizer`]).
+    pub sizer: Option<Arc<dyn TableSizer>>,
+    /// Drop a tombstone only if no older table holds its key (exact, using the key sets); when
+    /// off, only if no older table's key range covers it, as the engine (and RocksDB) decide.
+    /// Default: true.
+    pub exact_tombstone_drop: bool,
 }
 
 impl Default for SimConfig {
@@ -68,6 +109,9 @@ impl Default for SimConfig {
             trace: false,
             check_invariants: false,
             final_flush: true,
+            buffer_entry_overhead: 0,
+            sizer: None,
+            exact_tombstone_drop: true,
         }
     }
 }
@@ -301,7 +345,7 @@ impl Simulator {
         self.seqno += 1;
         let bytes = self.entry_bytes(entry);
         self.buffer.push(entry);
-        self.buffer_bytes += bytes;
+        self.buffer_bytes += bytes + self.cfg.buffer_entry_overhead;
         let seq = SeqRange {
             smallest: self.seqno,
             largest: self.seqno,
@@ -391,7 +435,10 @@ impl Simulator {
             }
         };
         if !keep.is_empty() {
-            self.buffer_bytes = keep.iter().map(|&e| self.entry_bytes(e)).sum();
+            self.buffer_bytes = keep
+                .iter()
+                .map(|&e| self.entry_bytes(e) + self.cfg.buffer_entry_overhead)
+                .sum();
             self.buffer = keep;
             self.buffer_seqnos = Some(buffer_seqnos);
         } else {
@@ -534,10 +581,11 @@ impl Simulator {
             let i = tables.partition_point(|t| t.largest < kb);
             tables.get(i).is_some_and(|t| {
                 t.smallest <= kb
-                    && self.tables.get(&t.id).is_some_and(|arr| {
-                        let j = arr.partition_point(|&e| key_of(e) < key);
-                        arr.get(j).is_some_and(|&e| key_of(e) == key)
-                    })
+                    && (!self.cfg.exact_tombstone_drop
+                        || self.tables.get(&t.id).is_some_and(|arr| {
+                            let j = arr.partition_point(|&e| key_of(e) < key);
+                            arr.get(j).is_some_and(|&e| key_of(e) == key)
+                        }))
             })
         })
     }
@@ -578,7 +626,10 @@ impl Simulator {
                 id,
                 smallest: key_bytes(key_of(first)),
                 largest: key_bytes(key_of(last)),
-                size: slice.iter().map(|&e| bytes_of(e)).sum(),
+                size: match &self.cfg.sizer {
+                    Some(sizer) => sizer.table_size(slice, bloom_bits_per_key, seqnos),
+                    None => slice.iter().map(|&e| bytes_of(e)).sum(),
+                },
                 entries: slice.len() as u64,
                 tombstones,
                 seqnos,

@@ -1,0 +1,39 @@
+//! Event listeners: callbacks after every flush and compaction (RocksDB's `EventListener`).
+
+use strata_policy::PlanAction;
+
+/// What kind of job completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobKind {
+    /// A memtable flush.
+    Flush,
+    /// A compaction plan (merge, move, drop or state update).
+    Compaction(PlanAction),
+}
+
+/// A completed flush or compaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompletedJob {
+    /// Flush or compaction.
+    pub kind: JobKind,
+    /// Flushes completed before this job was picked (for a flush, before it ran).
+    pub flushes_before: u64,
+    /// Levels the inputs came from (ascending; empty for a flush that writes a new run).
+    pub input_levels: Vec<usize>,
+    /// Level written to, if any.
+    pub output_level: Option<usize>,
+    /// Bytes of table files written.
+    pub bytes_written: u64,
+    /// Bytes of table files read.
+    pub bytes_read: u64,
+    /// The policy's reason.
+    pub reason: String,
+}
+
+/// Receives notifications from background work. Callbacks run on the thread that did the work,
+/// right after the result is installed and while the engine's state lock is held: keep them
+/// short, and do not call back into the database from them (that would deadlock).
+pub trait EventListener: Send + Sync {
+    /// A flush or compaction was installed.
+    fn on_job_completed(&self, job: &CompletedJob);
+}
