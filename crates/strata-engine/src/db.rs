@@ -1,7 +1,7 @@
 //! The database: write path with group commit, reads, snapshots, background flushes and
 //! compactions driven by the configured policy, recovery.
 //!
-//! Lock order: `state` before `wal`; `queue` is never held while taking another lock.
+//! Lock order: `commit`, then `state`, then `wal`; `queue` is never held while taking another lock.
 
 use crate::batch::{self, BatchIter, BatchOp, WriteBatch};
 use crate::compaction::{
@@ -93,6 +93,9 @@ pub(crate) struct DbInner {
     sv: RwLock<Arc<SuperVersion>>,
     queue: Mutex<VecDeque<Arc<Writer>>>,
     queue_cond: Condvar,
+    /// Held by the commit leader for a whole group (room, WAL, memtable insert) and by anyone
+    /// else who freezes the memtable, so no insert can land in a memtable being flushed.
+    commit: Mutex<()>,
     wal: Mutex<Option<Wal>>,
     last_sequence: AtomicU64,
     next_file_number: AtomicU64,
@@ -263,6 +266,7 @@ impl Db {
             sv: RwLock::new(sv),
             queue: Mutex::new(VecDeque::new()),
             queue_cond: Condvar::new(),
+            commit: Mutex::new(()),
             wal: Mutex::new(None),
             last_sequence: AtomicU64::new(last_seq),
             next_file_number: AtomicU64::new(next_file),
@@ -559,7 +563,10 @@ impl DbInner {
             group.push(Arc::clone(w));
         }
         drop(q);
-        let result = self.write_group(&group, me.sync);
+        let result = {
+            let _commit = self.commit.lock();
+            self.write_group(&group, me.sync)
+        };
         let mut q = self.queue.lock();
         for w in &group {
             q.pop_front();
@@ -1369,8 +1376,8 @@ impl DbInner {
 
     fn flush(&self) -> Result<()> {
         self.check_open()?;
-        // Hold the write queue so no writer switches memtables under us.
-        let _writers = self.queue.lock();
+        // No commit may be between choosing its memtable and inserting into it while we freeze it.
+        let _commit = self.commit.lock();
         let mut st = self.state.lock();
         if let Some(e) = &st.bg_error {
             return Err(Error::ReadOnly(e.clone()));

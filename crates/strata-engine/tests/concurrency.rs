@@ -1,0 +1,120 @@
+//! Writers, readers, snapshot holders, explicit flushes and background compactions at once:
+//! every acknowledged write is readable, and snapshots stay frozen.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use strata_engine::fs::MemFs;
+use strata_engine::{Db, Options, ReadOptions};
+use strata_policy::{build_policy, PolicyOptions};
+
+#[test]
+fn concurrent_writers_readers_and_flushes_lose_nothing() {
+    for policy in ["leveled", "horizontal-leveled", "tiered"] {
+        let policy_options = PolicyOptions {
+            size_ratio: 4.0,
+            write_buffer_size: 16 << 10,
+            target_file_size: 8 << 10,
+            ..PolicyOptions::default()
+        };
+        let options = Options::new()
+            .with_file_system(Arc::new(MemFs::default()))
+            .with_write_buffer_size(16 << 10)
+            .with_block_size(1024)
+            .with_policy(build_policy(policy, &policy_options).unwrap());
+        let db = Db::open("/db", options).unwrap();
+        let writers = 3u64;
+        let per_writer = 3000u64;
+        // acked[w] = how many of writer w's keys are acknowledged.
+        let acked: Vec<AtomicU64> = (0..writers).map(|_| AtomicU64::new(0)).collect();
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for w in 0..writers {
+                let (db, acked) = (&db, &acked);
+                s.spawn(move || {
+                    for i in 0..per_writer {
+                        db.put(format!("w{w}-{i:06}"), format!("{i}")).unwrap();
+                        acked[w as usize].store(i + 1, Ordering::Release);
+                    }
+                });
+            }
+            // Readers check acknowledged keys while everything else runs.
+            for r in 0..2u64 {
+                let (db, acked, done) = (&db, &acked, &done);
+                s.spawn(move || {
+                    let mut n = r;
+                    while !done.load(Ordering::Acquire) {
+                        let w = n % writers;
+                        let upto = acked[w as usize].load(Ordering::Acquire);
+                        if upto > 0 {
+                            let i = (n * 7919) % upto;
+                            let v = db.get(format!("w{w}-{i:06}")).unwrap();
+                            assert_eq!(
+                                v.as_deref(),
+                                Some(format!("{i}").as_bytes()),
+                                "{policy}: w{w}-{i} acknowledged but not found"
+                            );
+                        }
+                        n += 1;
+                    }
+                });
+            }
+            // A snapshot holder: what it sees never changes.
+            {
+                let (db, done) = (&db, &done);
+                s.spawn(move || {
+                    while !done.load(Ordering::Acquire) {
+                        let snap = db.snapshot();
+                        let read = ReadOptions {
+                            snapshot: Some(&snap),
+                        };
+                        let before: Vec<_> = db
+                            .range_with::<&str, _>(.., &read, false)
+                            .unwrap()
+                            .map(|r| r.unwrap())
+                            .collect();
+                        std::thread::yield_now();
+                        let after: Vec<_> = db
+                            .range_with::<&str, _>(.., &read, false)
+                            .unwrap()
+                            .map(|r| r.unwrap())
+                            .collect();
+                        assert_eq!(before, after, "{policy}: a snapshot changed");
+                    }
+                });
+            }
+            // Explicit flushes racing the writers' own memtable switches.
+            {
+                let (db, done) = (&db, &done);
+                s.spawn(move || {
+                    while !done.load(Ordering::Acquire) {
+                        db.flush().unwrap();
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                    }
+                });
+            }
+            // Wait for the writers, then stop the others.
+            while acked.iter().any(|a| a.load(Ordering::Acquire) < per_writer) {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            done.store(true, Ordering::Release);
+        });
+        db.wait_for_compactions().unwrap();
+        for w in 0..writers {
+            for i in 0..per_writer {
+                assert_eq!(
+                    db.get(format!("w{w}-{i:06}")).unwrap().as_deref(),
+                    Some(format!("{i}").as_bytes())
+                );
+            }
+        }
+        assert_eq!(
+            db.range::<&str, _>(..).unwrap().count() as u64,
+            writers * per_writer
+        );
+        let m = db.metrics();
+        assert!(m.flushes > 10 && m.compactions > 0, "{policy}: {m}");
+        db.close().unwrap();
+    }
+}
