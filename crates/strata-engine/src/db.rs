@@ -488,6 +488,17 @@ struct CompactionJob {
     flushes_before: u64,
 }
 
+/// What finishing a flush needs once its version is released.
+struct FinishedFlush {
+    plan: FlushPlan,
+}
+
+/// What finishing a compaction needs once its version is released.
+struct FinishedCompaction {
+    plan: Plan,
+    flushes_before: u64,
+}
+
 /// The result of writing a job's tables.
 struct JobOutput {
     edit: VersionEdit,
@@ -1221,10 +1232,14 @@ impl DbInner {
     fn finish_flush(
         &self,
         st: &mut MutexGuard<'_, DbState>,
-        job: &FlushJob,
+        job: FlushJob,
         out: Result<JobOutput>,
     ) -> Result<()> {
         st.leases.release(&job.lease, &job.version);
+        // Let go of the job's version now, so the files this flush makes obsolete can go.
+        let FlushJob { plan, version, .. } = job;
+        drop(version);
+        let job = FinishedFlush { plan };
         st.flush_running = false;
         if job.plan.policy_state.is_some() {
             st.stateful_running = false;
@@ -1277,10 +1292,22 @@ impl DbInner {
     fn finish_compaction(
         &self,
         st: &mut MutexGuard<'_, DbState>,
-        job: &CompactionJob,
+        job: CompactionJob,
         out: Result<JobOutput>,
     ) -> Result<()> {
         st.leases.release(&job.plan, &job.version);
+        // Let go of the job's version now, so the files this merge makes obsolete can go.
+        let CompactionJob {
+            plan,
+            flushes_before,
+            version,
+            ..
+        } = job;
+        drop(version);
+        let job = FinishedCompaction {
+            plan,
+            flushes_before,
+        };
         st.running_compactions -= 1;
         if job.plan.policy_state.is_some() {
             st.stateful_running = false;
@@ -1330,7 +1357,7 @@ impl DbInner {
                             Job::Flush(j) => self.run_flush(j),
                             Job::Compaction(j) => self.run_compaction(j),
                         });
-                        let _ = match &job {
+                        let _ = match job {
                             Job::Flush(j) => self.finish_flush(&mut st, j, result),
                             Job::Compaction(j) => self.finish_compaction(&mut st, j, result),
                         };
@@ -1356,12 +1383,12 @@ impl DbInner {
             }
             if let Some(job) = self.pick_flush(st)? {
                 let result = MutexGuard::unlocked(st, || self.run_flush(&job));
-                self.finish_flush(st, &job, result)?;
+                self.finish_flush(st, job, result)?;
                 continue;
             }
             if let Some(job) = self.pick_compaction(st)? {
                 let result = MutexGuard::unlocked(st, || self.run_compaction(&job));
-                self.finish_compaction(st, &job, result)?;
+                self.finish_compaction(st, job, result)?;
                 continue;
             }
             return Ok(());
@@ -1540,7 +1567,7 @@ impl DbInner {
             plan,
         };
         let result = MutexGuard::unlocked(st, || self.run_compaction(&job));
-        self.finish_compaction(st, &job, result)
+        self.finish_compaction(st, job, result)
     }
 
     // ----- recovery -----
@@ -1615,7 +1642,7 @@ impl DbInner {
                     ));
                 };
                 let result = MutexGuard::unlocked(&mut st, || self.run_flush(&job));
-                self.finish_flush(&mut st, &job, result)?;
+                self.finish_flush(&mut st, job, result)?;
             }
         } else {
             // Record that older WALs are no longer needed.
