@@ -1,5 +1,7 @@
 //! `strata`: the Strata command-line tool.
 
+mod bench;
+
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use std::io::Write as _;
@@ -24,6 +26,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Benchmark compaction policies (and peers) on a workload, side by side, with a report.
+    Bench(bench::BenchArgs),
     /// Simulate compaction policies on a workload (metadata only, no data written).
     Sim(SimArgs),
 }
@@ -266,6 +270,7 @@ fn run_sim(args: SimArgs) -> Result<()> {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Bench(args) => bench::run(args),
         Command::Sim(args) => run_sim(args),
     }
 }

@@ -1,0 +1,399 @@
+//! The engines a benchmark can drive: Strata with any policy, and (behind cargo features) RocksDB
+//! and fjall with options matched to Strata's as closely as their APIs allow.
+
+use crate::results::LevelShape;
+use anyhow::{bail, Result};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use strata_policy::PolicyOptions;
+
+/// Counters an engine reports (cumulative since open).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EngineStats {
+    /// Bytes written to table files by flushes and compactions, if known.
+    pub table_bytes_written: Option<u64>,
+    /// Data blocks read from storage (cache misses), if known.
+    pub blocks_read: Option<u64>,
+    /// Tables probed by point lookups, if known.
+    pub tables_probed: Option<u64>,
+    /// Microseconds writers were stalled, if known.
+    pub stall_micros: Option<u64>,
+    /// The LSM shape, if known.
+    pub shape: Vec<LevelShape>,
+}
+
+/// What the benchmark needs from an engine. Implementations must be usable from many threads.
+pub trait KvEngine: Send + Sync {
+    /// Engine name ("strata", "rocksdb", "fjall").
+    fn engine(&self) -> &'static str;
+    /// Compaction policy or style.
+    fn policy(&self) -> String;
+    /// Writes a key.
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// Deletes a key.
+    fn delete(&self, key: &[u8]) -> Result<()>;
+    /// Reads a key; whether it was found.
+    fn get(&self, key: &[u8]) -> Result<bool>;
+    /// Reads up to `n` entries from `start` on; how many were read.
+    fn scan(&self, start: &[u8], n: usize) -> Result<usize>;
+    /// Flushes memtables and waits until background compaction is idle.
+    fn settle(&self) -> Result<()>;
+    /// Counters since open.
+    fn stats(&self) -> EngineStats;
+    /// The database directory (its size is sampled).
+    fn dir(&self) -> &Path;
+}
+
+/// Settings shared by every engine of a comparison, so they run with matched options.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineSettings {
+    /// Memtable size.
+    pub write_buffer_size: u64,
+    /// Table target size.
+    pub target_file_size: u64,
+    /// Block cache capacity.
+    pub block_cache: u64,
+    /// Bloom bits per key.
+    pub bloom_bits_per_key: f64,
+    /// Size ratio.
+    pub size_ratio: f64,
+    /// `max_bytes_for_level_base` for leveled engines.
+    pub level_base: u64,
+    /// Background jobs.
+    pub background_jobs: usize,
+    /// Expected data size (for horizontal-tiered).
+    pub expected_data_size: u64,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        EngineSettings {
+            write_buffer_size: 64 << 20,
+            target_file_size: 64 << 20,
+            block_cache: 32 << 20,
+            bloom_bits_per_key: 10.0,
+            size_ratio: 10.0,
+            level_base: 256 << 20,
+            background_jobs: 2,
+            expected_data_size: 1 << 30,
+        }
+    }
+}
+
+/// Strata with one policy.
+pub struct Strata {
+    db: strata_engine::Db,
+    policy: String,
+    dir: PathBuf,
+}
+
+impl Strata {
+    /// Opens a fresh Strata database in `dir` running `policy`.
+    pub fn open(dir: &Path, policy: &str, s: &EngineSettings) -> Result<Strata> {
+        let policy_options = PolicyOptions {
+            size_ratio: s.size_ratio,
+            write_buffer_size: s.write_buffer_size,
+            target_file_size: s.target_file_size,
+            max_bytes_for_level_base: Some(s.level_base),
+            bloom_bits_per_key: s.bloom_bits_per_key,
+            expected_data_size: s.expected_data_size,
+            ..PolicyOptions::default()
+        };
+        let options = strata_engine::Options::new()
+            .with_write_buffer_size(s.write_buffer_size)
+            .with_block_cache_capacity(s.block_cache)
+            .with_max_background_jobs(s.background_jobs)
+            .with_policy_named(policy, &policy_options)?;
+        Ok(Strata {
+            db: strata_engine::Db::open(dir, options)?,
+            policy: policy.to_string(),
+            dir: dir.to_path_buf(),
+        })
+    }
+}
+
+impl KvEngine for Strata {
+    fn engine(&self) -> &'static str {
+        "strata"
+    }
+    fn policy(&self) -> String {
+        self.policy.clone()
+    }
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        Ok(self.db.put(key, value)?)
+    }
+    fn delete(&self, key: &[u8]) -> Result<()> {
+        Ok(self.db.delete(key)?)
+    }
+    fn get(&self, key: &[u8]) -> Result<bool> {
+        Ok(self.db.get(key)?.is_some())
+    }
+    fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
+        let mut read = 0;
+        for entry in self.db.range(start..)? {
+            entry?;
+            read += 1;
+            if read >= n {
+                break;
+            }
+        }
+        Ok(read)
+    }
+    fn settle(&self) -> Result<()> {
+        self.db.flush()?;
+        Ok(self.db.wait_for_compactions()?)
+    }
+    fn stats(&self) -> EngineStats {
+        let m = self.db.metrics();
+        EngineStats {
+            table_bytes_written: Some(m.flush_bytes + m.compaction_bytes_written),
+            blocks_read: Some(m.block_cache_misses),
+            tables_probed: Some(m.get_tables_probed),
+            stall_micros: Some(m.stall_micros),
+            shape: m
+                .levels
+                .iter()
+                .map(|l| LevelShape {
+                    level: l.level,
+                    runs: l.runs,
+                    tables: l.tables,
+                    bytes: l.bytes,
+                })
+                .collect(),
+        }
+    }
+    fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+#[cfg(feature = "rocksdb")]
+mod rocks {
+    use super::{EngineSettings, EngineStats, KvEngine};
+    use anyhow::{Context, Result};
+    use std::path::{Path, PathBuf};
+
+    /// RocksDB configured like Strata's `leveled`: the same write buffer size (2 buffers), L0
+    /// triggers 4/20/36, dynamic level sizes, size ratio, `max_bytes_for_level_base`, target
+    /// file size, 7 levels, 4 KiB blocks, a full Bloom filter with the same bits per key, an LRU
+    /// block cache of the same capacity, no compression, WAL on without sync, the same number
+    /// of background jobs.
+    pub struct Rocks {
+        db: rocksdb::DB,
+        options: rocksdb::Options,
+        dir: PathBuf,
+    }
+
+    impl Rocks {
+        /// Opens a fresh RocksDB in `dir`.
+        pub fn open(dir: &Path, s: &EngineSettings) -> Result<Rocks> {
+            let mut o = rocksdb::Options::default();
+            o.create_if_missing(true);
+            o.set_write_buffer_size(s.write_buffer_size as usize);
+            o.set_max_write_buffer_number(2);
+            o.set_level_zero_file_num_compaction_trigger(4);
+            o.set_level_zero_slowdown_writes_trigger(20);
+            o.set_level_zero_stop_writes_trigger(36);
+            o.set_level_compaction_dynamic_level_bytes(true);
+            o.set_max_bytes_for_level_base(s.level_base);
+            o.set_max_bytes_for_level_multiplier(s.size_ratio);
+            o.set_target_file_size_base(s.target_file_size);
+            o.set_num_levels(7);
+            o.set_max_background_jobs(s.background_jobs as i32);
+            o.set_compression_type(rocksdb::DBCompressionType::None);
+            o.enable_statistics();
+            let mut t = rocksdb::BlockBasedOptions::default();
+            t.set_block_size(4096);
+            t.set_bloom_filter(s.bloom_bits_per_key, false);
+            t.set_block_cache(&rocksdb::Cache::new_lru_cache(s.block_cache as usize));
+            o.set_block_based_table_factory(&t);
+            let db = rocksdb::DB::open(&o, dir).context("opening RocksDB")?;
+            Ok(Rocks {
+                db,
+                options: o,
+                dir: dir.to_path_buf(),
+            })
+        }
+
+        fn ticker(&self, name: &str) -> u64 {
+            let stats = self.options.get_statistics().unwrap_or_default();
+            stats
+                .lines()
+                .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+                .and_then(|l| l.rsplit(':').next())
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0)
+        }
+    }
+
+    impl KvEngine for Rocks {
+        fn engine(&self) -> &'static str {
+            "rocksdb"
+        }
+        fn policy(&self) -> String {
+            "rocksdb-leveled".to_string()
+        }
+        fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+            Ok(self.db.put(key, value)?)
+        }
+        fn delete(&self, key: &[u8]) -> Result<()> {
+            Ok(self.db.delete(key)?)
+        }
+        fn get(&self, key: &[u8]) -> Result<bool> {
+            Ok(self.db.get_pinned(key)?.is_some())
+        }
+        fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
+            let mut it = self.db.raw_iterator();
+            it.seek(start);
+            let mut read = 0;
+            while it.valid() && read < n {
+                read += 1;
+                it.next();
+            }
+            it.status()?;
+            Ok(read)
+        }
+        fn settle(&self) -> Result<()> {
+            self.db.flush()?;
+            loop {
+                let prop = |p: &str| self.db.property_int_value(p).ok().flatten().unwrap_or(0);
+                if prop("rocksdb.compaction-pending") == 0
+                    && prop("rocksdb.num-running-compactions") == 0
+                    && prop("rocksdb.num-running-flushes") == 0
+                {
+                    return Ok(());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        }
+        fn stats(&self) -> EngineStats {
+            EngineStats {
+                table_bytes_written: Some(
+                    self.ticker("rocksdb.flush.write.bytes")
+                        + self.ticker("rocksdb.compact.write.bytes"),
+                ),
+                blocks_read: Some(self.ticker("rocksdb.block.cache.data.miss")),
+                tables_probed: None,
+                stall_micros: Some(self.ticker("rocksdb.stall.micros")),
+                shape: Vec::new(),
+            }
+        }
+        fn dir(&self) -> &Path {
+            &self.dir
+        }
+    }
+}
+
+#[cfg(feature = "fjall")]
+mod fjall_peer {
+    use super::{EngineSettings, EngineStats, KvEngine};
+    use anyhow::Result;
+    use std::path::{Path, PathBuf};
+
+    /// fjall (one partition) configured like Strata's `leveled` where its API allows: the same
+    /// memtable size, table target size, block size (4 KiB), Bloom bits per key (rounded), block
+    /// cache capacity, no compression, its own leveled strategy (L0 threshold 4, ratio 10), the
+    /// journal persisted by its own background thread (no sync per write). Not matchable:
+    /// dynamic level sizes and `max_bytes_for_level_base`, background job counts (fjall uses its
+    /// own flush and compaction workers), and statistics (fjall reports no write bytes, so its
+    /// write amplification is unknown).
+    pub struct Fjall {
+        keyspace: fjall::Keyspace,
+        partition: fjall::PartitionHandle,
+        dir: PathBuf,
+    }
+
+    impl Fjall {
+        /// Opens a fresh fjall keyspace in `dir`.
+        pub fn open(dir: &Path, s: &EngineSettings) -> Result<Fjall> {
+            let keyspace = fjall::Config::new(dir)
+                .cache_size(s.block_cache)
+                .max_write_buffer_size(s.write_buffer_size * 2)
+                .open()?;
+            let options = fjall::PartitionCreateOptions::default()
+                .max_memtable_size(u32::try_from(s.write_buffer_size).unwrap_or(u32::MAX))
+                .block_size(4096)
+                .bloom_filter_bits(Some(s.bloom_bits_per_key.round() as u8))
+                .compression(fjall::CompressionType::None)
+                .compaction_strategy(fjall::compaction::Strategy::Leveled(
+                    fjall::compaction::Leveled {
+                        target_size: s.target_file_size,
+                        ..Default::default()
+                    },
+                ));
+            let partition = keyspace.open_partition("bench", options)?;
+            Ok(Fjall {
+                keyspace,
+                partition,
+                dir: dir.to_path_buf(),
+            })
+        }
+    }
+
+    impl KvEngine for Fjall {
+        fn engine(&self) -> &'static str {
+            "fjall"
+        }
+        fn policy(&self) -> String {
+            "fjall-leveled".to_string()
+        }
+        fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+            Ok(self.partition.insert(key, value)?)
+        }
+        fn delete(&self, key: &[u8]) -> Result<()> {
+            Ok(self.partition.remove(key)?)
+        }
+        fn get(&self, key: &[u8]) -> Result<bool> {
+            Ok(self.partition.get(key)?.is_some())
+        }
+        fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
+            let mut read = 0;
+            for kv in self.partition.range(start.to_vec()..) {
+                kv?;
+                read += 1;
+                if read >= n {
+                    break;
+                }
+            }
+            Ok(read)
+        }
+        fn settle(&self) -> Result<()> {
+            self.partition.rotate_memtable_and_wait()?;
+            self.keyspace.persist(fjall::PersistMode::Buffer)?;
+            Ok(())
+        }
+        fn stats(&self) -> EngineStats {
+            EngineStats::default()
+        }
+        fn dir(&self) -> &Path {
+            &self.dir
+        }
+    }
+}
+
+/// Peers this build can run.
+pub fn available_peers() -> Vec<&'static str> {
+    let mut peers = Vec::new();
+    if cfg!(feature = "rocksdb") {
+        peers.push("rocksdb");
+    }
+    if cfg!(feature = "fjall") {
+        peers.push("fjall");
+    }
+    peers
+}
+
+/// Opens a peer by name in a fresh `dir`.
+pub fn open_peer(name: &str, dir: &Path, s: &EngineSettings) -> Result<Arc<dyn KvEngine>> {
+    let _ = (dir, s);
+    match name {
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => Ok(Arc::new(rocks::Rocks::open(dir, s)?)),
+        #[cfg(feature = "fjall")]
+        "fjall" => Ok(Arc::new(fjall_peer::Fjall::open(dir, s)?)),
+        "rocksdb" | "fjall" => bail!(
+            "this build has no {name} peer; build with `--features peers` (or `--features {name}`)"
+        ),
+        other => bail!("unknown peer {other:?}; peers are rocksdb and fjall"),
+    }
+}

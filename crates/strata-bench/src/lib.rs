@@ -1,0 +1,95 @@
+//! Strata's benchmark tool: db_bench phases, YCSB and the papers' workloads against Strata's
+//! policies and, behind cargo features, RocksDB and fjall, with amplification, latency and
+//! worst-window measurements, terminal tables, JSON/CSV files and an HTML report with charts.
+
+pub mod engines;
+pub mod report;
+pub mod results;
+pub mod runner;
+pub mod workload;
+
+use anyhow::{bail, Context, Result};
+use engines::{open_peer, EngineSettings, KvEngine, Strata};
+use results::Comparison;
+use std::path::PathBuf;
+use std::sync::Arc;
+use workload::WorkloadSpec;
+
+/// A comparison to run: one workload over several policies and peers, each in a fresh directory.
+#[derive(Clone, Debug)]
+pub struct BenchConfig {
+    /// The workload.
+    pub workload: WorkloadSpec,
+    /// Strata policies to run.
+    pub policies: Vec<String>,
+    /// Peers to run ("rocksdb", "fjall").
+    pub peers: Vec<String>,
+    /// Label of the baseline (default: the first run).
+    pub baseline: Option<String>,
+    /// Matched engine settings.
+    pub settings: EngineSettings,
+    /// Parent directory of the databases (a temporary one when `None`).
+    pub dir: Option<PathBuf>,
+    /// Seed of every generator.
+    pub seed: u64,
+    /// Show progress bars.
+    pub progress: bool,
+}
+
+/// Runs every configuration of `config` and collects the results.
+pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
+    let temp = tempfile::Builder::new()
+        .prefix("strata-bench-")
+        .tempdir()
+        .context("creating a temporary directory")?;
+    let base = config
+        .dir
+        .clone()
+        .unwrap_or_else(|| temp.path().to_path_buf());
+    let mut labels: Vec<(String, bool)> =
+        config.policies.iter().map(|p| (p.clone(), true)).collect();
+    labels.extend(config.peers.iter().map(|p| (p.clone(), false)));
+    if labels.is_empty() {
+        bail!("nothing to run: give at least one policy or peer");
+    }
+    let mut runs = Vec::new();
+    for (label, is_policy) in &labels {
+        let dir = base.join(label);
+        if dir.exists() {
+            bail!("{} already exists; give an empty --dir", dir.display());
+        }
+        let engine: Arc<dyn KvEngine> = if *is_policy {
+            Arc::new(
+                Strata::open(&dir, label, &config.settings)
+                    .with_context(|| format!("opening Strata with {label}"))?,
+            )
+        } else {
+            open_peer(label, &dir, &config.settings)?
+        };
+        let result = runner::run(
+            Arc::clone(&engine),
+            &config.workload,
+            label,
+            config.seed,
+            config.progress,
+        )
+        .with_context(|| format!("running {} on {label}", config.workload.name))?;
+        drop(engine);
+        // Free the disk before the next configuration runs.
+        let _ = std::fs::remove_dir_all(&dir);
+        runs.push(result);
+    }
+    let baseline = config
+        .baseline
+        .clone()
+        .unwrap_or_else(|| labels[0].0.clone());
+    if !runs.iter().any(|r| r.label == baseline) {
+        bail!("baseline {baseline:?} is not among the runs");
+    }
+    Ok(Comparison {
+        workload: config.workload.name.clone(),
+        description: config.workload.description.clone(),
+        baseline,
+        runs,
+    })
+}

@@ -1,0 +1,83 @@
+//! Presenting a [`Comparison`]: the terminal table, the CSV and JSON files, SVG charts and a
+//! self-contained HTML page.
+//!
+//! Every view reads the same numbers: the *main phase* of a run is its last phase (the one
+//! `RunResult::ops_per_sec` describes), and its latency is the phase's `"all"` summary. Missing
+//! or non-finite values are shown as `-` (table), an empty field (CSV) or left out (charts), never
+//! as a misleading zero.
+//!
+//! There is no PNG output: plotters can only draw text into bitmaps through its `ttf` feature,
+//! which needs system font libraries and installed fonts, and CI machines have neither. Convert
+//! the SVGs with a browser when a PNG is needed.
+
+mod charts;
+mod csv;
+mod html;
+mod table;
+
+pub use csv::render_csv;
+pub use table::render_table;
+
+use crate::results::{Comparison, LatencySummary, PhaseResult, RunResult};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Writes the whole report into `dir` (created if missing) and returns the path of its
+/// `index.html`.
+///
+/// Files: `results.json` (the comparison, pretty-printed; non-finite numbers become `null`),
+/// `results.csv` ([`render_csv`]), `throughput.svg` (ops/s over time in the main phase, one line
+/// per run), `disk.svg` (database directory size over time, MiB), `tradeoff.svg` (write
+/// amplification against lookup cost, one labelled point per run), `latency.svg` (p50/p99/p99.9 of
+/// the main phase per run, log scale) and `index.html`, which needs nothing beyond these files.
+pub fn write_report(c: &Comparison, dir: &Path) -> io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let json = serde_json::to_string_pretty(c).map_err(io::Error::other)?;
+    std::fs::write(dir.join("results.json"), json)?;
+    std::fs::write(dir.join("results.csv"), render_csv(c))?;
+    for chart in charts::CHARTS {
+        std::fs::write(dir.join(chart.file), (chart.render)(c, chart.title)?)?;
+    }
+    let index = dir.join("index.html");
+    std::fs::write(&index, html::render_html(c))?;
+    Ok(index)
+}
+
+/// The main (last measured) phase of a run.
+fn main_phase(run: &RunResult) -> Option<&PhaseResult> {
+    run.phases.last()
+}
+
+/// Latency over all operations of the main phase.
+fn main_latency(run: &RunResult) -> Option<&LatencySummary> {
+    main_phase(run).and_then(|p| p.latency.get("all"))
+}
+
+/// `Some(v)` when `v` is finite: NaN and infinities mean "not measured" everywhere in the report.
+fn finite(v: f64) -> Option<f64> {
+    v.is_finite().then_some(v)
+}
+
+/// Colours per run, by position in the comparison (the category-10 palette: distinct on white
+/// and for the common forms of colour blindness among the first few entries). Runs past the
+/// tenth reuse colours; their legend labels still tell them apart.
+const PALETTE: [(u8, u8, u8); 10] = [
+    (0x1f, 0x77, 0xb4),
+    (0xff, 0x7f, 0x0e),
+    (0x2c, 0xa0, 0x2c),
+    (0xd6, 0x27, 0x28),
+    (0x94, 0x67, 0xbd),
+    (0x8c, 0x56, 0x4b),
+    (0xe3, 0x77, 0xc2),
+    (0x7f, 0x7f, 0x7f),
+    (0xbc, 0xbd, 0x22),
+    (0x17, 0xbe, 0xcf),
+];
+
+/// The colour of the `index`-th run.
+fn run_colour(index: usize) -> (u8, u8, u8) {
+    PALETTE[index % PALETTE.len()]
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,244 @@
+//! The results table and its ratio block, as a cell model shared by the terminal and HTML views.
+
+use super::{finite, main_latency};
+use crate::results::{Comparison, RunResult};
+
+/// Headers of the main block (the first column holds run labels).
+pub(super) const MAIN_HEADERS: [&str; 10] = [
+    "run",
+    "ops/s",
+    "worst ops/s",
+    "p50 µs",
+    "p99 µs",
+    "p99.9 µs",
+    "WA",
+    "peak SA",
+    "read amp",
+    "CPU s",
+];
+
+/// Headers of the ratio block (run ÷ baseline).
+pub(super) const RATIO_HEADERS: [&str; 5] = ["ops/s", "worst", "p99", "WA", "peak SA"];
+
+/// The cells of one run's row, formatted; `-` marks a missing value.
+pub(super) struct Row {
+    /// Run label.
+    pub label: String,
+    /// One cell per [`MAIN_HEADERS`] entry after "run".
+    pub main: Vec<String>,
+    /// One cell per [`RATIO_HEADERS`] entry.
+    pub ratios: Vec<String>,
+}
+
+/// The numbers a row and its ratios are made of; `None` when missing or not finite.
+struct Numbers {
+    ops: Option<f64>,
+    worst: Option<f64>,
+    p50: Option<f64>,
+    p99: Option<f64>,
+    p999: Option<f64>,
+    write_amp: Option<f64>,
+    peak_space_amp: Option<f64>,
+    read_amp: Option<f64>,
+    cpu: Option<f64>,
+}
+
+impl Numbers {
+    fn of(run: &RunResult) -> Self {
+        let latency = main_latency(run);
+        Numbers {
+            ops: finite(run.ops_per_sec),
+            worst: finite(run.worst_window_ops_per_sec),
+            p50: latency.and_then(|l| finite(l.p50_us)),
+            // p50 and p99.9 exist only in the histogram summary; p99 comes from the same summary
+            // so the three columns describe one distribution, and falls back to the run's own
+            // field for runners that fill only that.
+            p99: finite(latency.map_or(run.p99_us, |l| l.p99_us)),
+            p999: latency.and_then(|l| finite(l.p999_us)),
+            write_amp: finite(run.write_amp),
+            peak_space_amp: finite(run.peak_space_amp),
+            read_amp: run.read_amp.and_then(finite),
+            cpu: finite(run.cpu_seconds),
+        }
+    }
+
+    /// The values the ratio block compares, in [`RATIO_HEADERS`] order.
+    fn ratio_inputs(&self) -> [Option<f64>; 5] {
+        [
+            self.ops,
+            self.worst,
+            self.p99,
+            self.write_amp,
+            self.peak_space_amp,
+        ]
+    }
+}
+
+/// The baseline run, if the comparison names one that it contains.
+pub(super) fn baseline(c: &Comparison) -> Option<&RunResult> {
+    c.runs.iter().find(|r| r.label == c.baseline)
+}
+
+/// One formatted row per run, in run order.
+pub(super) fn rows(c: &Comparison) -> Vec<Row> {
+    let base = baseline(c).map(|b| Numbers::of(b).ratio_inputs());
+    c.runs
+        .iter()
+        .map(|run| {
+            let n = Numbers::of(run);
+            let main = vec![
+                fmt_count(n.ops),
+                fmt_count(n.worst),
+                fmt_fixed(n.p50, 1),
+                fmt_fixed(n.p99, 1),
+                fmt_fixed(n.p999, 1),
+                fmt_fixed(n.write_amp, 2),
+                fmt_fixed(n.peak_space_amp, 2),
+                fmt_fixed(n.read_amp, 2),
+                fmt_fixed(n.cpu, 1),
+            ];
+            let ratios = n
+                .ratio_inputs()
+                .iter()
+                .enumerate()
+                .map(|(i, v)| fmt_fixed(ratio(*v, base.and_then(|b| b[i])), 2))
+                .collect();
+            Row {
+                label: run.label.clone(),
+                main,
+                ratios,
+            }
+        })
+        .collect()
+}
+
+/// `value / base`, missing when either is missing or the quotient is not finite (a zero
+/// baseline).
+fn ratio(value: Option<f64>, base: Option<f64>) -> Option<f64> {
+    value.zip(base).and_then(|(v, b)| finite(v / b))
+}
+
+/// Rounds to an integer with thousands separators ("1,234,567"), or `-`.
+pub(super) fn fmt_count(v: Option<f64>) -> String {
+    let Some(v) = v else {
+        return "-".to_owned();
+    };
+    let digits = format!("{:.0}", v.abs());
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    // "-0" would be noise for values that round to zero.
+    if v < 0.0 && digits != "0" {
+        out.push('-');
+    }
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
+/// `decimals` digits after the point, or `-`.
+pub(super) fn fmt_fixed(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
+}
+
+/// The title of the ratio block.
+pub(super) fn ratio_title(c: &Comparison) -> String {
+    if baseline(c).is_some() {
+        format!("vs {}", c.baseline)
+    } else {
+        format!("vs {} (no such run)", c.baseline)
+    }
+}
+
+/// The terminal table: one row per run with ops/s, worst-window ops/s, p50/p99/p99.9 µs (main
+/// phase, all operations), write amplification, peak space amplification, read amplification and
+/// CPU seconds, then a block `vs <baseline>` with run ÷ baseline for ops/s, worst window, p99, WA
+/// and peak SA (`-` when either value is missing). Column widths follow the content; numbers are
+/// right-aligned.
+pub fn render_table(c: &Comparison) -> String {
+    let rows = rows(c);
+    let header: Vec<String> = MAIN_HEADERS
+        .iter()
+        .chain(RATIO_HEADERS.iter())
+        .map(|h| (*h).to_owned())
+        .collect();
+    let cells: Vec<Vec<&str>> = rows
+        .iter()
+        .map(|r| {
+            std::iter::once(r.label.as_str())
+                .chain(r.main.iter().map(String::as_str))
+                .chain(r.ratios.iter().map(String::as_str))
+                .collect()
+        })
+        .collect();
+    // Widths in characters, not bytes: "µ" is two bytes but one column, and `format!` pads by
+    // characters too.
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in &cells {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let split = MAIN_HEADERS.len();
+    let title = ratio_title(c);
+    // The ratio block is at least as wide as its title, which sits above it.
+    let ratio_width: usize = widths[split..].iter().sum::<usize>() + 2 * (RATIO_HEADERS.len() - 1);
+    if let Some(last) = widths.last_mut() {
+        *last += title.chars().count().saturating_sub(ratio_width);
+    }
+
+    let line = |cells: &[&str]| -> String {
+        let mut out = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i == split {
+                out.push_str("  | ");
+            } else if i > 0 {
+                out.push_str("  ");
+            }
+            if i == 0 {
+                out.push_str(&format!("{cell:<w$}"));
+            } else {
+                out.push_str(&format!("{cell:>w$}"));
+            }
+        }
+        out.trim_end().to_owned()
+    };
+    let main_width = widths[..split].iter().sum::<usize>() + 2 * (split - 1);
+    let mut out = format!("{:main_width$}  | {title}\n", "");
+    let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let header_line = line(&header_refs);
+    out.push_str(&header_line);
+    out.push('\n');
+    out.push_str(&"-".repeat(header_line.chars().count()));
+    out.push('\n');
+    for row in &cells {
+        out.push_str(&line(row));
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_get_thousands_separators() {
+        assert_eq!(fmt_count(Some(1_234_567.4)), "1,234,567");
+        assert_eq!(fmt_count(Some(999.0)), "999");
+        assert_eq!(fmt_count(Some(1000.0)), "1,000");
+        assert_eq!(fmt_count(Some(-12_345.0)), "-12,345");
+        assert_eq!(fmt_count(Some(-0.2)), "0");
+        assert_eq!(fmt_count(None), "-");
+    }
+
+    #[test]
+    fn ratio_is_missing_for_zero_or_missing_baseline() {
+        assert_eq!(ratio(Some(2.0), Some(1.0)), Some(2.0));
+        assert_eq!(ratio(Some(2.0), Some(0.0)), None);
+        assert_eq!(ratio(None, Some(1.0)), None);
+        assert_eq!(ratio(Some(1.0), None), None);
+    }
+}

@@ -1,0 +1,432 @@
+//! Tests of the public report API on a synthetic three-run comparison.
+
+use super::*;
+use crate::results::LevelShape;
+use std::collections::BTreeMap;
+
+fn latency(p50: f64, p99: f64, p999: f64) -> LatencySummary {
+    LatencySummary {
+        count: 1000,
+        mean_us: p50 * 1.2,
+        p50_us: p50,
+        p99_us: p99,
+        p999_us: p999,
+        max_us: p999 * 3.0,
+    }
+}
+
+fn phase(name: &str, ops_per_sec: f64, ops: &[(&str, LatencySummary)]) -> PhaseResult {
+    PhaseResult {
+        name: name.into(),
+        ops: 1_000_000,
+        seconds: 1e6 / ops_per_sec,
+        ops_per_sec,
+        worst_window_ops_per_sec: ops_per_sec / 2.0,
+        throughput_samples: (1..=10)
+            .map(|t| (t as f64, ops_per_sec * (1.0 + 0.1 * (t % 3) as f64)))
+            .collect(),
+        latency: ops
+            .iter()
+            .map(|(op, l)| ((*op).to_owned(), l.clone()))
+            .collect::<BTreeMap<_, _>>(),
+    }
+}
+
+/// Three runs: "leveled" (the baseline, complete), "tiered" (twice the baseline's ops/s, no
+/// read_amp, only runs probed) and "peer" (no samples at all, no shape, one phase, a NaN worst
+/// window and no lookup cost).
+fn comparison() -> Comparison {
+    let leveled = RunResult {
+        label: "leveled".into(),
+        engine: "strata".into(),
+        policy: "leveled".into(),
+        workload: "ycsb-a".into(),
+        ops_per_sec: 100_000.0,
+        worst_window_ops_per_sec: 50_000.0,
+        p99_us: 200.0,
+        write_amp: 10.0,
+        peak_space_amp: 1.5,
+        final_space_amp: 1.1,
+        read_amp: Some(1.25),
+        runs_probed_per_lookup: Some(6.0),
+        stall_seconds: Some(0.5),
+        cpu_seconds: 12.0,
+        wall_seconds: 20.0,
+        user_bytes: 116_000_000,
+        table_bytes_written: 1_160_000_000,
+        live_bytes: 116_000_000,
+        peak_disk_bytes: 174_000_000,
+        final_disk_bytes: 127_600_000,
+        disk_samples: (0..20).map(|t| (t as f64, t * 8_000_000)).collect(),
+        shape: vec![
+            LevelShape {
+                level: 0,
+                runs: 2,
+                tables: 2,
+                bytes: 8 << 20,
+            },
+            LevelShape {
+                level: 1,
+                runs: 1,
+                tables: 30,
+                bytes: 110 << 20,
+            },
+        ],
+        phases: vec![
+            phase(
+                "load",
+                150_000.0,
+                &[
+                    ("insert", latency(3.0, 40.0, 90.0)),
+                    ("all", latency(3.0, 40.0, 90.0)),
+                ],
+            ),
+            phase(
+                "run",
+                100_000.0,
+                &[
+                    ("read", latency(6.0, 250.0, 1200.0)),
+                    ("update", latency(4.0, 150.0, 700.0)),
+                    ("all", latency(5.0, 200.0, 1000.0)),
+                ],
+            ),
+        ],
+    };
+    let tiered = RunResult {
+        label: "tiered".into(),
+        policy: "tiered".into(),
+        ops_per_sec: 200_000.0,
+        worst_window_ops_per_sec: 25_000.0,
+        p99_us: 100.0,
+        write_amp: 4.0,
+        peak_space_amp: 3.0,
+        read_amp: None,
+        runs_probed_per_lookup: Some(12.0),
+        stall_seconds: None,
+        phases: vec![
+            phase("load", 300_000.0, &[("all", latency(2.0, 30.0, 60.0))]),
+            phase(
+                "run",
+                200_000.0,
+                &[
+                    ("read", latency(8.0, 120.0, 900.0)),
+                    ("all", latency(7.0, 100.0, 800.0)),
+                ],
+            ),
+        ],
+        ..leveled.clone()
+    };
+    let peer = RunResult {
+        label: "peer".into(),
+        engine: "rocksdb".into(),
+        policy: "rocksdb-leveled".into(),
+        ops_per_sec: 50_000.0,
+        worst_window_ops_per_sec: f64::NAN,
+        read_amp: None,
+        runs_probed_per_lookup: None,
+        disk_samples: Vec::new(),
+        shape: Vec::new(),
+        phases: vec![PhaseResult {
+            throughput_samples: Vec::new(),
+            ..phase("run", 50_000.0, &[("all", latency(10.0, 400.0, 2000.0))])
+        }],
+        ..leveled.clone()
+    };
+    Comparison {
+        workload: "ycsb-a".into(),
+        description: "YCSB A: 50% reads, 50% updates, zipfian".into(),
+        baseline: "leveled".into(),
+        runs: vec![leveled, tiered, peer],
+    }
+}
+
+/// The whitespace-separated cells of the table row that starts with `label`.
+fn table_row<'a>(table: &'a str, label: &str) -> Vec<&'a str> {
+    let line = table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(label));
+    let Some(line) = line else {
+        panic!("no row for {label} in\n{table}");
+    };
+    line.split_whitespace()
+        .filter(|cell| *cell != "|")
+        .collect()
+}
+
+#[test]
+fn table_shows_values_and_ratios_to_the_baseline() {
+    let table = render_table(&comparison());
+    assert!(table.contains("vs leveled"), "{table}");
+    // run, 9 values, 5 ratios.
+    let base = table_row(&table, "leveled");
+    assert_eq!(base.len(), 15, "{table}");
+    assert_eq!(base[1..4], ["100,000", "50,000", "5.0"]);
+    assert_eq!(base[10..], ["1.00"; 5]);
+
+    let tiered = table_row(&table, "tiered");
+    // p99 from the main phase's "all" summary; read amp missing.
+    assert_eq!(tiered[4], "100.0");
+    assert_eq!(tiered[8], "-");
+    // ops/s 2x, worst window 0.5x, p99 0.5x, WA 0.4x, peak SA 2x.
+    assert_eq!(tiered[10..], ["2.00", "0.50", "0.50", "0.40", "2.00"]);
+
+    let peer = table_row(&table, "peer");
+    assert_eq!(peer[2], "-", "NaN worst window shows as missing");
+    assert_eq!(peer[10..], ["0.50", "-", "2.00", "1.00", "1.00"]);
+}
+
+#[test]
+fn table_columns_line_up() {
+    let table = render_table(&comparison());
+    let lines: Vec<&str> = table.lines().collect();
+    // Title, header, rule, three rows.
+    assert_eq!(lines.len(), 6, "{table}");
+    // The block separator sits in the same column on every line but the rule.
+    let bar = |l: &str| l.chars().position(|c| c == '|');
+    let column = bar(lines[0]);
+    assert!(column.is_some());
+    for line in lines.iter().skip(1).filter(|l| !l.starts_with('-')) {
+        assert_eq!(bar(line), column, "{table}");
+    }
+}
+
+#[test]
+fn table_without_the_baseline_run_shows_no_ratios() {
+    let mut c = comparison();
+    c.baseline = "missing".into();
+    let table = render_table(&c);
+    assert!(table.contains("vs missing (no such run)"), "{table}");
+    assert_eq!(table_row(&table, "tiered")[10..], ["-"; 5]);
+}
+
+#[test]
+fn csv_has_a_row_per_run_phase_and_op_with_parseable_numbers() {
+    let csv = render_csv(&comparison());
+    let lines: Vec<&str> = csv.lines().collect();
+    let header: Vec<&str> = lines[0].split(',').collect();
+    // leveled: load (insert, all) + run (read, update, all); tiered: 1 + 2; peer: 1.
+    assert_eq!(lines.len(), 1 + 5 + 3 + 1, "{csv}");
+    let col = |name: &str| header.iter().position(|h| *h == name);
+    let text_columns = ["workload", "label", "engine", "policy", "phase", "op"];
+    for line in &lines[1..] {
+        let fields: Vec<&str> = line.split(',').collect();
+        assert_eq!(fields.len(), header.len(), "{line}");
+        for (name, field) in header.iter().zip(&fields) {
+            if !text_columns.contains(name) && !field.is_empty() {
+                assert!(field.parse::<f64>().is_ok(), "{name} = {field:?} in {line}");
+            }
+        }
+    }
+    let (Some(label), Some(op), Some(p99), Some(read_amp), Some(worst)) = (
+        col("label"),
+        col("op"),
+        col("p99_us"),
+        col("read_amp"),
+        col("run_worst_window_ops_per_sec"),
+    ) else {
+        panic!("missing columns in {}", lines[0]);
+    };
+    let row = |run: &str, operation: &str| -> Vec<&str> {
+        lines[1..]
+            .iter()
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .find(|f| f[label] == run && f[op] == operation)
+            .unwrap_or_else(|| panic!("no {run}/{operation} row"))
+    };
+    assert_eq!(row("tiered", "read")[p99], "120");
+    assert_eq!(row("leveled", "update")[read_amp], "1.25");
+    assert_eq!(
+        row("tiered", "all")[read_amp],
+        "",
+        "missing read_amp is empty"
+    );
+    assert_eq!(row("peer", "all")[worst], "", "NaN is empty");
+}
+
+#[test]
+fn write_report_creates_every_file() -> std::io::Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let dir = tmp.path().join("not/yet/there");
+    let c = comparison();
+    let index = write_report(&c, &dir)?;
+    assert_eq!(index, dir.join("index.html"));
+    for file in [
+        "index.html",
+        "results.json",
+        "results.csv",
+        "throughput.svg",
+        "disk.svg",
+        "tradeoff.svg",
+        "latency.svg",
+    ] {
+        let meta = std::fs::metadata(dir.join(file))?;
+        assert!(meta.len() > 0, "{file} is empty");
+    }
+    let csv = std::fs::read_to_string(dir.join("results.csv"))?;
+    assert_eq!(csv, render_csv(&c));
+    Ok(())
+}
+
+#[test]
+fn results_json_round_trips() -> std::io::Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let mut c = comparison();
+    // JSON has no NaN (serde_json writes null, which does not read back as f64).
+    c.runs[2].worst_window_ops_per_sec = 0.0;
+    write_report(&c, tmp.path())?;
+    let json = std::fs::read_to_string(tmp.path().join("results.json"))?;
+    assert!(json.contains("\n  "), "pretty-printed");
+    let back: Comparison = serde_json::from_str(&json).map_err(std::io::Error::other)?;
+    assert_eq!(back, c);
+    Ok(())
+}
+
+/// Every chart's SVG text, by file name.
+fn charts_of(c: &Comparison) -> std::io::Result<Vec<(&'static str, String)>> {
+    charts::CHARTS
+        .iter()
+        .map(|chart| Ok((chart.file, (chart.render)(c, chart.title)?)))
+        .collect()
+}
+
+#[test]
+fn charts_name_every_run_and_their_axes() -> std::io::Result<()> {
+    let c = comparison();
+    let expected_titles = [
+        (
+            "throughput.svg",
+            vec![
+                "time since the main phase started (s)",
+                "throughput (ops/s)",
+            ],
+        ),
+        (
+            "disk.svg",
+            vec![
+                "time since the run started (s)",
+                "database directory size (MiB)",
+            ],
+        ),
+        (
+            "tradeoff.svg",
+            vec![
+                "write amplification (table bytes written ÷ user bytes)",
+                "data blocks read per point lookup (* = sorted runs probed)",
+            ],
+        ),
+        ("latency.svg", vec!["percentile", "latency (µs, log scale)"]),
+    ];
+    for (file, svg) in charts_of(&c)? {
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{file}"
+        );
+        assert!(
+            svg.contains("width=\"900\"") && svg.contains("height=\"500\""),
+            "{file}"
+        );
+        for run in &c.runs {
+            assert!(svg.contains(&run.label), "{file} lacks {}", run.label);
+        }
+        let caption = charts::CHARTS.iter().find(|chart| chart.file == file);
+        assert!(
+            caption.is_some_and(|chart| svg.contains(chart.title)),
+            "{file} caption"
+        );
+        let Some((_, titles)) = expected_titles.iter().find(|(f, _)| *f == file) else {
+            panic!("unexpected chart {file}");
+        };
+        for title in titles {
+            assert!(svg.contains(title), "{file} lacks axis title {title:?}");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn charts_mark_missing_data_in_the_legend() -> std::io::Result<()> {
+    let charts = charts_of(&comparison())?;
+    let svg = |name: &str| {
+        charts
+            .iter()
+            .find(|(f, _)| *f == name)
+            .map_or("", |(_, s)| s.as_str())
+    };
+    assert!(svg("throughput.svg").contains("peer (no samples)"));
+    assert!(svg("disk.svg").contains("peer (no samples)"));
+    assert!(svg("tradeoff.svg").contains("peer (not plotted"));
+    // tiered reports only runs probed, so its point carries the marker the y title explains.
+    assert!(svg("tradeoff.svg").contains("tiered *"));
+    for group in ["p50", "p99", "p99.9"] {
+        assert!(
+            svg("latency.svg").contains(&format!(">\n{group}\n<")),
+            "group label {group}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_single_degenerate_run_still_draws() -> std::io::Result<()> {
+    let c = Comparison {
+        workload: "empty".into(),
+        baseline: "alone".into(),
+        runs: vec![RunResult {
+            label: "alone".into(),
+            ops_per_sec: f64::NAN,
+            write_amp: 0.0,
+            read_amp: Some(0.0),
+            disk_samples: vec![(0.0, 0)],
+            phases: vec![PhaseResult {
+                throughput_samples: vec![(f64::NAN, 1.0), (1.0, f64::INFINITY)],
+                latency: [("all".to_owned(), LatencySummary::default())].into(),
+                ..PhaseResult::default()
+            }],
+            ..RunResult::default()
+        }],
+        ..Comparison::default()
+    };
+    let tmp = tempfile::tempdir()?;
+    write_report(&c, tmp.path())?;
+    for (file, svg) in charts_of(&c)? {
+        assert!(svg.contains("alone"), "{file}");
+        assert!(!svg.contains("NaN"), "{file} leaks NaN");
+    }
+    let table = render_table(&c);
+    assert_eq!(table_row(&table, "alone")[1], "-");
+    Ok(())
+}
+
+#[test]
+fn index_html_embeds_every_chart_and_the_tables() -> std::io::Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let c = comparison();
+    let index = write_report(&c, tmp.path())?;
+    let page = std::fs::read_to_string(index)?;
+    for chart in &charts::CHARTS {
+        assert!(
+            page.contains(&format!("<img src=\"{}\"", chart.file)),
+            "{}",
+            chart.file
+        );
+    }
+    assert!(page.contains(&c.description));
+    assert!(page.contains("Ratios vs leveled"));
+    // tiered's ops/s ratio and leveled's shape (L1: 30 tables).
+    assert!(page.contains("<td class=\"num\">2.00</td>"));
+    assert!(page
+        .contains("<td class=\"label\">L1</td><td class=\"num\">1</td><td class=\"num\">30</td>"));
+    assert!(page.contains("No shape reported."), "peer has no shape");
+    // Self-contained: nothing fetched from elsewhere.
+    assert!(!page.contains("http://") && !page.contains("https://") && !page.contains("<script"));
+    Ok(())
+}
+
+#[test]
+fn an_empty_comparison_still_writes_a_report() -> std::io::Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let index = write_report(&Comparison::default(), tmp.path())?;
+    assert!(std::fs::read_to_string(index)?.contains("</html>"));
+    assert_eq!(render_csv(&Comparison::default()).lines().count(), 1);
+    Ok(())
+}

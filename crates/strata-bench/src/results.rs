@@ -1,0 +1,124 @@
+//! What a benchmark run measured: the data model shared by the runner, the terminal table, the
+//! JSON/CSV files and the HTML report.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Latency of one operation type over a phase, in microseconds (from an HDR histogram).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Operations measured.
+    pub count: u64,
+    /// Mean.
+    pub mean_us: f64,
+    /// Median.
+    pub p50_us: f64,
+    /// 99th percentile.
+    pub p99_us: f64,
+    /// 99.9th percentile.
+    pub p999_us: f64,
+    /// Maximum.
+    pub max_us: f64,
+}
+
+/// One measured phase of a workload (a load phase, a mixed phase, ...).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseResult {
+    /// Phase name (e.g. "load", "run", "fillrandom").
+    pub name: String,
+    /// Operations completed.
+    pub ops: u64,
+    /// Wall-clock seconds.
+    pub seconds: f64,
+    /// ops / seconds.
+    pub ops_per_sec: f64,
+    /// Lowest throughput over any window of 100,000 consecutive operations (or the whole phase
+    /// when it has fewer operations).
+    pub worst_window_ops_per_sec: f64,
+    /// Throughput over time: (seconds since the phase started, ops/s in the preceding interval).
+    pub throughput_samples: Vec<(f64, f64)>,
+    /// Latency per operation type ("insert", "update", "read", "scan", "delete", "rmw", ...),
+    /// plus "all".
+    pub latency: BTreeMap<String, LatencySummary>,
+}
+
+/// Shape of one level at the end of a run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LevelShape {
+    /// Level number.
+    pub level: usize,
+    /// Sorted runs.
+    pub runs: usize,
+    /// Table files.
+    pub tables: usize,
+    /// Bytes.
+    pub bytes: u64,
+}
+
+/// Everything measured for one engine configuration (one policy, or one peer) on one workload.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Display label, unique within a comparison: the policy name for Strata, the peer name for
+    /// peers ("rocksdb", "fjall").
+    pub label: String,
+    /// Engine: "strata", "rocksdb" or "fjall".
+    pub engine: String,
+    /// Compaction policy (for peers, their own style, e.g. "rocksdb-leveled").
+    pub policy: String,
+    /// Workload name.
+    pub workload: String,
+    /// Throughput of the main (last measured) phase.
+    pub ops_per_sec: f64,
+    /// Worst-window throughput of the main phase.
+    pub worst_window_ops_per_sec: f64,
+    /// p99 latency over all operations of the main phase, µs.
+    pub p99_us: f64,
+    /// Bytes written to table files by flushes and compactions ÷ user key+value bytes written.
+    pub write_amp: f64,
+    /// Peak disk usage of the database directory (sampled) ÷ bytes of the live unique key+value
+    /// set at the end.
+    pub peak_space_amp: f64,
+    /// Disk usage at the end ÷ live bytes at the end.
+    pub final_space_amp: f64,
+    /// Data blocks read from storage (block-cache misses) per point lookup in the measured phases,
+    /// when the engine reports it.
+    pub read_amp: Option<f64>,
+    /// Sorted runs (or tables) probed per point lookup, when the engine reports it.
+    pub runs_probed_per_lookup: Option<f64>,
+    /// Seconds writers were stalled by the engine's write controller, when reported.
+    pub stall_seconds: Option<f64>,
+    /// CPU seconds the process used (user + system) during the run.
+    pub cpu_seconds: f64,
+    /// Wall-clock seconds of the whole run.
+    pub wall_seconds: f64,
+    /// User key+value bytes written.
+    pub user_bytes: u64,
+    /// Bytes written to table files by flushes and compactions.
+    pub table_bytes_written: u64,
+    /// Live unique key+value bytes at the end.
+    pub live_bytes: u64,
+    /// Peak sampled size of the database directory.
+    pub peak_disk_bytes: u64,
+    /// Size of the database directory at the end.
+    pub final_disk_bytes: u64,
+    /// Disk usage over time: (seconds since the run started, bytes).
+    pub disk_samples: Vec<(f64, u64)>,
+    /// The LSM shape at the end (Strata only).
+    pub shape: Vec<LevelShape>,
+    /// The phases, in order.
+    pub phases: Vec<PhaseResult>,
+}
+
+/// A comparison: several configurations on the same workload, one of them the baseline for
+/// ratios.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// Workload name.
+    pub workload: String,
+    /// A one-line description of the workload and its parameters.
+    pub description: String,
+    /// Label of the baseline run (ratios are run / baseline).
+    pub baseline: String,
+    /// The runs, in the order they ran.
+    pub runs: Vec<RunResult>,
+}
