@@ -317,7 +317,7 @@ mod fjall_peer {
                 .compression(fjall::CompressionType::None)
                 .compaction_strategy(fjall::compaction::Strategy::Leveled(
                     fjall::compaction::Leveled {
-                        target_size: s.target_file_size,
+                        target_size: u32::try_from(s.target_file_size).unwrap_or(u32::MAX),
                         ..Default::default()
                     },
                 ));
@@ -391,8 +391,8 @@ pub fn open_peer(name: &str, dir: &Path, s: &EngineSettings) -> Result<Arc<dyn K
         "rocksdb" => Ok(Arc::new(rocks::Rocks::open(dir, s)?)),
         #[cfg(feature = "fjall")]
         "fjall" => Ok(Arc::new(fjall_peer::Fjall::open(dir, s)?)),
-        "rocksdb" | "fjall" => bail!(
-            "this build has no {name} peer; build with `--features peers` (or `--features {name}`)"
+        other if ["rocksdb", "fjall"].contains(&other) => bail!(
+            "this build has no {other} peer; build with `--features peers` (or `--features {other}`)"
         ),
         other => bail!("unknown peer {other:?}; peers are rocksdb and fjall"),
     }
