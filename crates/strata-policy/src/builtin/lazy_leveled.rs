@@ -95,16 +95,15 @@ impl CompactionPolicy for LazyLeveled {
         };
         let limit = runs_per_level(self.size_ratio);
         let capacity = self.write_buffer_size as f64 * self.size_ratio.powi(last as i32);
-        let last_size = version.level(last).size();
-        if let [run] = version.level(last).runs() {
-            if last_size as f64 >= capacity
-                && last + 1 < Version::MAX_LEVELS
-                && !any_leased(version, last..=last, ctx.leases)
-            {
+        // The last level's leveled run is its oldest; newer runs there are flushes waiting to be
+        // merged into it (while L = 1) and stay behind as the new tiered level.
+        if let Some(run) = version.level(last).runs().last() {
+            let leased = ctx.leases.any_leased(run.tables().iter().map(|t| &t.id));
+            if run.size() as f64 >= capacity && last + 1 < Version::MAX_LEVELS && !leased {
                 let mut plan = move_run(last, run, last + 1);
                 plan.reason = format!(
-                    "last level L{last} holds {} >= capacity {}: it becomes L{}",
-                    format_size(last_size),
+                    "last level L{last} holds a run of {} >= capacity {}: it becomes L{}",
+                    format_size(run.size()),
                     format_size(capacity as u64),
                     last + 1
                 );
