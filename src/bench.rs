@@ -23,6 +23,9 @@ pub struct BenchArgs {
     /// List the workload presets and exit.
     #[arg(long)]
     list: bool,
+    /// Render the table and report from a saved results.json instead of running anything.
+    #[arg(long)]
+    from_json: Option<PathBuf>,
     /// Strata policies to run, comma-separated, "all" or "none".
     #[arg(long, default_value = "all")]
     policies: String,
@@ -126,6 +129,19 @@ pub fn run(args: BenchArgs) -> Result<()> {
         for (name, what) in PRESETS {
             println!("{name:<24} {what}");
         }
+        return Ok(());
+    }
+    if let Some(path) = &args.from_json {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let comparison: strata_bench::results::Comparison = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a saved comparison", path.display()))?;
+        let index = report::write_report(&comparison, &args.report)?;
+        println!(
+            "{}\nreport: {}",
+            report::render_table(&comparison),
+            index.display()
+        );
         return Ok(());
     }
     let params = PresetParams {

@@ -1,8 +1,13 @@
 //! What a benchmark run measured: the data model shared by the runner, the terminal table, the
 //! JSON/CSV files and the HTML report.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
+
+/// Reads a number that JSON stores as `null` when it was not finite (serde_json writes NaN so).
+fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
 
 /// Latency of one operation type over a phase, in microseconds (from an HDR histogram).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -74,11 +79,14 @@ pub struct RunResult {
     /// p99 latency over all operations of the main phase, µs.
     pub p99_us: f64,
     /// Bytes written to table files by flushes and compactions ÷ user key+value bytes written.
+    #[serde(deserialize_with = "nan_if_null")]
     pub write_amp: f64,
     /// Peak disk usage of the database directory (sampled) ÷ bytes of the live unique key+value
     /// set at the end.
+    #[serde(deserialize_with = "nan_if_null")]
     pub peak_space_amp: f64,
     /// Disk usage at the end ÷ live bytes at the end.
+    #[serde(deserialize_with = "nan_if_null")]
     pub final_space_amp: f64,
     /// Data blocks read from storage (block-cache misses) per point lookup in the measured phases,
     /// when the engine reports it.

@@ -101,6 +101,20 @@ fn linear_range(values: impl Iterator<Item = f64>, headroom: f64) -> Range<f64> 
     lo..hi + (hi - lo) * headroom
 }
 
+/// A range around the values with a quarter of their span (at least a fifth of the largest
+/// value) as margin: trade-off points often differ by little in lookup cost, and an axis from
+/// zero would squeeze them onto one line.
+fn fitted_range(values: impl Iterator<Item = f64>) -> Range<f64> {
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    if !(lo.is_finite() && hi.is_finite()) {
+        return 0.0..1.0;
+    }
+    let pad = ((hi - lo) * 0.25).max(hi.abs() * 0.2).max(0.05);
+    (lo - pad).max(0.0)..hi + pad
+}
+
 /// Points whose coordinates are both finite.
 fn finite_points(points: impl Iterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
     points
@@ -372,7 +386,7 @@ fn tradeoff_svg(c: &Comparison, title: &str) -> io::Result<String> {
     let mixed = sources.contains(&CostSource::ReadAmp) && sources.contains(&CostSource::RunsProbed);
     // Generous headroom: point labels extend right of and above their points.
     let x_range = linear_range(plotted().map(|p| p.0), 0.25);
-    let y_range = linear_range(plotted().map(|p| p.1), 0.2);
+    let y_range = fitted_range(plotted().map(|p| p.1));
 
     let legend: Vec<LegendEntry> = points
         .iter()
@@ -397,6 +411,17 @@ fn tradeoff_svg(c: &Comparison, title: &str) -> io::Result<String> {
             .label_style((FONT, 13))
             .draw()
             .map_err(plot_err)?;
+        // Place each label at the first offset whose box (estimated: no font metrics without
+        // `ttf`) clears the dots and the labels placed before it, so close points stay readable.
+        // Every dot is an obstacle too, so no label covers another run's point.
+        let mut placed: Vec<(i32, i32, i32, i32)> = points
+            .iter()
+            .filter_map(|p| p.at)
+            .map(|(wa, cost, _)| {
+                let (x, y) = chart.backend_coord(&(wa, cost));
+                (x - 7, y - 7, x + 7, y + 7)
+            })
+            .collect();
         for p in &points {
             let Some((wa, cost, source)) = p.at else {
                 continue;
@@ -406,9 +431,49 @@ fn tradeoff_svg(c: &Comparison, title: &str) -> io::Result<String> {
             } else {
                 p.label.clone()
             };
+            let (px, py) = chart.backend_coord(&(wa, cost));
+            let width = 8 * text.chars().count() as i32;
+            let candidates = [
+                (9, -18),
+                (9, 6),
+                (-width - 9, -18),
+                (-width - 9, 6),
+                (9, -34),
+                (9, 22),
+                (-width - 9, -34),
+                (-width - 9, 22),
+            ];
+            let clear = |(dx, dy): (i32, i32)| {
+                let (x0, y0) = (px + dx, py + dy);
+                placed
+                    .iter()
+                    .all(|&(a, b, c, d)| x0 + width <= a || c <= x0 || y0 + 16 <= b || d <= y0)
+            };
+            let offset = candidates
+                .into_iter()
+                .find(|&o| clear(o))
+                .unwrap_or(candidates[0]);
+            placed.push((
+                px + offset.0,
+                py + offset.1,
+                px + offset.0 + width,
+                py + offset.1 + 16,
+            ));
+            // A label moved off its usual spot gets a leader line back to its dot.
+            let anchor = if offset.0 < 0 {
+                (offset.0 + width, offset.1 + 8)
+            } else {
+                (offset.0, offset.1 + 8)
+            };
+            let leader = if offset == candidates[0] {
+                vec![(0, 0), (0, 0)]
+            } else {
+                vec![(0, 0), anchor]
+            };
             let point = EmptyElement::at((wa, cost))
+                + PathElement::new(leader, p.colour.stroke_width(1))
                 + Circle::new((0, 0), 6, p.colour.filled())
-                + Text::new(text, (9, -18), (FONT, 15).into_font());
+                + Text::new(text, offset, (FONT, 15).into_font());
             chart.draw_series([point]).map_err(plot_err)?;
         }
         Ok(())
