@@ -1,0 +1,140 @@
+//! End to end: workloads run against the engine and the measurements hold together.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+use strata_bench::engines::EngineSettings;
+use strata_bench::workload::{PresetParams, WorkloadSpec};
+use strata_bench::{report, run_comparison, BenchConfig};
+
+fn small_settings() -> EngineSettings {
+    EngineSettings {
+        write_buffer_size: 256 << 10,
+        target_file_size: 256 << 10,
+        level_base: 1 << 20,
+        block_cache: 1 << 20,
+        expected_data_size: 8 << 20,
+        ..EngineSettings::default()
+    }
+}
+
+fn config(workload: WorkloadSpec, policies: &[&str]) -> BenchConfig {
+    BenchConfig {
+        workload,
+        policies: policies.iter().map(|s| s.to_string()).collect(),
+        peers: Vec::new(),
+        baseline: None,
+        settings: small_settings(),
+        dir: None,
+        seed: 7,
+        progress: false,
+    }
+}
+
+#[test]
+fn ycsb_a_measures_throughput_latency_and_amplification() {
+    let params = PresetParams {
+        entries: 30_000,
+        ops: 30_000,
+        ..PresetParams::default()
+    };
+    let w = WorkloadSpec::preset("ycsb-a", &params).unwrap();
+    let c = run_comparison(&config(w, &["leveled", "tiered"])).unwrap();
+    assert_eq!(c.baseline, "leveled");
+    for r in &c.runs {
+        assert_eq!(r.phases.len(), 2, "{}", r.label);
+        let run = &r.phases[1];
+        assert_eq!(run.ops, 30_000);
+        assert!(r.ops_per_sec > 0.0 && r.worst_window_ops_per_sec > 0.0);
+        // Fewer operations than a window: the worst window is the whole phase.
+        assert!(
+            (r.worst_window_ops_per_sec - r.ops_per_sec).abs() / r.ops_per_sec < 0.2,
+            "{r:?}"
+        );
+        let all = &run.latency["all"];
+        assert!(all.p50_us <= all.p99_us && all.p99_us <= all.p999_us && all.p999_us <= all.max_us);
+        assert_eq!(all.count, 30_000);
+        assert_eq!(
+            run.latency["read"].count + run.latency["update"].count,
+            30_000
+        );
+        // 30,000 loaded records of 116 bytes, updates keep the count.
+        assert_eq!(r.live_bytes, 30_000 * 116);
+        assert!(
+            r.write_amp > 0.5 && r.write_amp < 20.0,
+            "{}: WA {}",
+            r.label,
+            r.write_amp
+        );
+        assert!(r.peak_space_amp >= r.final_space_amp * 0.99);
+        assert!(r.peak_disk_bytes > 0 && !r.disk_samples.is_empty());
+        assert!(r.read_amp.is_some() && r.runs_probed_per_lookup.is_some());
+        assert!(!r.shape.is_empty());
+    }
+    let table = report::render_table(&c);
+    assert!(
+        table.contains("tiered") && table.contains("vs leveled"),
+        "{table}"
+    );
+}
+
+#[test]
+fn db_bench_phases_and_toml_workloads_run() {
+    let params = PresetParams {
+        entries: 20_000,
+        ops: 20_000,
+        ..PresetParams::default()
+    };
+    let w = WorkloadSpec::preset("fillseq,readrandom,seekrandom,deleterandom", &params).unwrap();
+    let c = run_comparison(&config(w, &["horizontal-tiered"])).unwrap();
+    let names: Vec<&str> = c.runs[0].phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["fillseq", "readrandom", "seekrandom", "deleterandom"]
+    );
+    // After a sequential fill every uniformly chosen key exists; deletes then shrink the set.
+    assert!(c.runs[0].live_bytes < 20_000 * 116);
+    let toml = r#"
+        name = "custom"
+        value_size = 50
+        [[phases]]
+        name = "load"
+        ops = 5000
+        mix = { insert = 1.0 }
+        [[phases]]
+        name = "scan-heavy"
+        ops = 2000
+        threads = 2
+        mix = { scan = 0.7, read = 0.3 }
+        keys = { kind = "latest", theta = 0.9 }
+    "#;
+    let w = WorkloadSpec::from_toml(toml).unwrap();
+    let c = run_comparison(&config(w, &["lazy-leveled"])).unwrap();
+    let phase = &c.runs[0].phases[1];
+    assert_eq!(phase.ops, 2000);
+    assert!(phase.latency.contains_key("scan") && phase.latency.contains_key("read"));
+    assert_eq!(c.runs[0].live_bytes, 5000 * 66);
+}
+
+#[test]
+fn open_loop_and_rate_limited_writer_run_for_their_duration() {
+    let params = PresetParams {
+        entries: 5_000,
+        ops: 400,
+        query_rate: 2_000.0,
+        write_rate_mib: 1.0,
+        ..PresetParams::default()
+    };
+    let w = WorkloadSpec::preset("ecotune", &params).unwrap();
+    let c = run_comparison(&config(w, &["leveled"])).unwrap();
+    let q = &c.runs[0].phases[1];
+    // 400 queries at 2,000 per second take at least about 0.2 s.
+    assert!(q.seconds >= 0.18, "{}", q.seconds);
+    assert!(
+        q.ops_per_sec < 2_600.0,
+        "open loop caps the rate: {}",
+        q.ops_per_sec
+    );
+    assert!(q.latency.contains_key("long_scan"));
+    // The writer ran beside the queries: more user bytes than the load alone.
+    assert!(c.runs[0].user_bytes > 5_000 * 116);
+}
