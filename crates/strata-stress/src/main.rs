@@ -1,0 +1,620 @@
+//! `strata-stress`: a crash test for Strata.
+//!
+//! `strata-stress run` opens a database, first checks it against the side logs of every earlier
+//! run, then issues random puts, deletes, batches (some synced), point reads, scans and snapshot
+//! reads from several threads. Each thread owns its keys, logs every write's intent before
+//! issuing it and its acknowledgement after, one `write(2)` per line (so a SIGKILL loses at most
+//! the line being written, never reorders), and checks every read against its own model.
+//!
+//! `strata-stress crash` is the driver: it starts `run` as a child process, kills it with
+//! SIGKILL after a random delay, and repeats; every child begins by verifying what the previous
+//! one left behind:
+//! - every acknowledged write is present (a process crash loses nothing the OS has: the engine
+//!   hands each WAL record to the OS before acknowledging it);
+//! - a write that was in flight at the kill is either wholly present or wholly absent (batches
+//!   are atomic);
+//! - no key holds a value that was never written, and no key outside the logs exists.
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use strata_engine::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata_policy::{build_policy, PolicyOptions, BUILTIN_POLICIES};
+
+#[derive(Parser)]
+#[command(name = "strata-stress", about = "Crash and stress test for Strata")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Verify the database against the side logs, then run a random workload until killed or done.
+    Run(RunArgs),
+    /// Repeatedly start `run` and kill it with SIGKILL, for every policy; print a JSON summary.
+    Crash(CrashArgs),
+}
+
+#[derive(Parser, Clone)]
+struct RunArgs {
+    /// Database directory (side logs live beside it, in `<dir>.log/`).
+    #[arg(long)]
+    dir: PathBuf,
+    /// Compaction policy.
+    #[arg(long, default_value = "leveled")]
+    policy: String,
+    /// Worker threads (each owns its own keys).
+    #[arg(long, default_value_t = 4)]
+    threads: usize,
+    /// Keys per thread.
+    #[arg(long, default_value_t = 2000)]
+    keys: u64,
+    /// Stop after this many seconds (the driver usually kills earlier).
+    #[arg(long, default_value_t = 3600.0)]
+    seconds: f64,
+    /// Seed (each run should get a new one).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Parser)]
+struct CrashArgs {
+    /// Parent directory of the databases (one per policy).
+    #[arg(long)]
+    dir: PathBuf,
+    /// Kill/restart cycles in total, spread over the policies.
+    #[arg(long, default_value_t = 12)]
+    cycles: u64,
+    /// Policies, comma-separated, or "all".
+    #[arg(long, default_value = "all")]
+    policies: String,
+    /// Longest time a child runs before the kill, in seconds (each cycle draws a delay up to it).
+    #[arg(long, default_value_t = 2.0)]
+    max_seconds: f64,
+    /// Worker threads per child.
+    #[arg(long, default_value_t = 4)]
+    threads: usize,
+    /// Seed of the driver.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+}
+
+/// Small buffers and tables, so a short run flushes and compacts many times.
+fn options(policy: &str) -> Result<Options> {
+    let policy_options = PolicyOptions {
+        size_ratio: 4.0,
+        write_buffer_size: 64 << 10,
+        target_file_size: 32 << 10,
+        expected_data_size: 16 << 20,
+        ..PolicyOptions::default()
+    };
+    Ok(Options::new()
+        .with_write_buffer_size(64 << 10)
+        .with_block_size(1024)
+        .with_max_background_jobs(3)
+        .with_policy(build_policy(policy, &policy_options)?))
+}
+
+fn key_name(thread: usize, k: u64) -> String {
+    format!("t{thread:02}-k{k:06}")
+}
+
+/// One write intent: its keys and new values (`None` = delete).
+#[derive(Clone, Debug, PartialEq)]
+struct Intent {
+    seq: u64,
+    writes: Vec<(String, Option<String>)>,
+}
+
+/// A thread's side log: intents, acknowledgements and resolutions, one line each.
+struct SideLog {
+    file: File,
+}
+
+impl SideLog {
+    fn open(path: &Path) -> Result<SideLog> {
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening side log {}", path.display()))?;
+        Ok(SideLog { file })
+    }
+
+    /// Appends one line with a single write, so a kill cannot interleave or reorder lines.
+    fn line(&mut self, text: &str) -> Result<()> {
+        let mut buf = text.as_bytes().to_vec();
+        buf.push(b'\n');
+        self.file.write_all(&buf).context("writing the side log")
+    }
+
+    fn intent(&mut self, i: &Intent) -> Result<()> {
+        let parts: Vec<String> = i
+            .writes
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("~")))
+            .collect();
+        self.line(&format!("I {} {}", i.seq, parts.join(";")))
+    }
+}
+
+/// What a side log says about one thread's keys.
+#[derive(Debug, Default)]
+struct Replayed {
+    /// Value of each key after every acknowledged write.
+    model: BTreeMap<String, Option<String>>,
+    /// The last intent, if it was never acknowledged nor resolved.
+    in_flight: Option<Intent>,
+    /// Next sequence number to use.
+    next_seq: u64,
+    /// Acknowledged writes in the log.
+    acked: u64,
+}
+
+fn parse_intent(rest: &str) -> Option<Intent> {
+    let (seq, body) = rest.split_once(' ')?;
+    let seq = seq.parse().ok()?;
+    let mut writes = Vec::new();
+    for part in body.split(';').filter(|p| !p.is_empty()) {
+        let (k, v) = part.split_once('=')?;
+        writes.push((k.to_string(), (v != "~").then(|| v.to_string())));
+    }
+    Some(Intent { seq, writes })
+}
+
+/// Replays a side log. A last line without a newline was cut by the kill and is ignored: its
+/// intent was never issued (intents are logged before the write starts).
+fn replay(path: &Path) -> Result<Replayed> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let complete = match text.rfind('\n') {
+        Some(i) => &text[..=i],
+        None => "",
+    };
+    let mut r = Replayed::default();
+    let mut pending: HashMap<u64, Intent> = HashMap::new();
+    for line in complete.lines() {
+        let (tag, rest) = line.split_at(line.len().min(2));
+        match tag.trim() {
+            "I" => {
+                let i = parse_intent(rest).with_context(|| format!("bad intent line {line:?}"))?;
+                r.next_seq = r.next_seq.max(i.seq + 1);
+                pending.insert(i.seq, i);
+            }
+            "A" => {
+                let seq: u64 = rest
+                    .trim()
+                    .parse()
+                    .with_context(|| format!("bad line {line:?}"))?;
+                if let Some(i) = pending.remove(&seq) {
+                    for (k, v) in i.writes {
+                        r.model.insert(k, v);
+                    }
+                    r.acked += 1;
+                }
+            }
+            "X" => {
+                let seq: u64 = rest
+                    .trim()
+                    .parse()
+                    .with_context(|| format!("bad line {line:?}"))?;
+                pending.remove(&seq);
+            }
+            _ => bail!("unexpected side-log line {line:?} in {}", path.display()),
+        }
+    }
+    if pending.len() > 1 {
+        bail!(
+            "{} has {} unresolved intents; a thread has at most one in flight",
+            path.display(),
+            pending.len()
+        );
+    }
+    r.in_flight = pending.into_values().next();
+    Ok(r)
+}
+
+fn side_log_dir(dir: &Path) -> PathBuf {
+    let mut s = dir.as_os_str().to_owned();
+    s.push(".log");
+    PathBuf::from(s)
+}
+
+/// Verification counts of one restart.
+#[derive(Debug, Default, Serialize, Clone, Copy)]
+struct Verified {
+    keys_checked: u64,
+    acked_writes: u64,
+    in_flight_applied: u64,
+    in_flight_absent: u64,
+}
+
+/// Checks the database against every thread's side log and resolves in-flight intents.
+fn verify(db: &Db, logs: &Path, threads: usize) -> Result<Verified> {
+    let mut v = Verified::default();
+    let mut all_expected: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut in_flight_keys: HashMap<String, Option<String>> = HashMap::new();
+    for t in 0..threads {
+        let path = logs.join(format!("thread-{t:02}.log"));
+        let r = replay(&path)?;
+        v.acked_writes += r.acked;
+        let mut log = SideLog::open(&path)?;
+        if let Some(i) = &r.in_flight {
+            // All or nothing: count the keys showing the intent's value where it differs from
+            // the acknowledged state.
+            let mut shows_new = 0;
+            let mut distinguishable = 0;
+            for (k, new) in &i.writes {
+                let old = r.model.get(k).cloned().flatten();
+                if &old == new {
+                    continue;
+                }
+                distinguishable += 1;
+                let actual = db.get(k)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+                if &actual == new {
+                    shows_new += 1;
+                } else if actual != old {
+                    bail!("key {k}: value {actual:?} is neither the acknowledged {old:?} nor the in-flight {new:?}");
+                }
+            }
+            let applied = shows_new > 0;
+            if applied && shows_new != distinguishable {
+                bail!("in-flight batch {} applied to {shows_new} of {distinguishable} keys: not atomic", i.seq);
+            }
+            if applied {
+                v.in_flight_applied += 1;
+                log.line(&format!("A {}", i.seq))?;
+            } else {
+                v.in_flight_absent += 1;
+                log.line(&format!("X {}", i.seq))?;
+            }
+            for (k, new) in &i.writes {
+                in_flight_keys.insert(
+                    k.clone(),
+                    if applied {
+                        new.clone()
+                    } else {
+                        r.model.get(k).cloned().flatten()
+                    },
+                );
+            }
+        }
+        for (k, val) in r.model {
+            all_expected.insert(k, val);
+        }
+    }
+    for (k, val) in in_flight_keys {
+        all_expected.insert(k, val);
+    }
+    // Every key: exactly the expected value.
+    for (k, want) in &all_expected {
+        let got = db.get(k)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+        if &got != want {
+            bail!("key {k}: found {got:?}, expected {want:?} (an acknowledged write was lost or a stale value resurfaced)");
+        }
+        v.keys_checked += 1;
+    }
+    // And nothing else: a full scan holds exactly the live expected keys.
+    let live: Vec<(&String, &String)> = all_expected
+        .iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
+        .collect();
+    let mut scanned = 0usize;
+    for entry in db.range::<&str, _>(..)? {
+        let (k, val) = entry?;
+        let (k, val) = (
+            String::from_utf8_lossy(&k).into_owned(),
+            String::from_utf8_lossy(&val).into_owned(),
+        );
+        match all_expected.get(&k) {
+            Some(Some(want)) if *want == val => scanned += 1,
+            other => bail!(
+                "scan found {k} = {val:?}, which the logs do not explain (expected {other:?})"
+            ),
+        }
+    }
+    if scanned != live.len() {
+        bail!("scan found {scanned} keys, the logs expect {}", live.len());
+    }
+    Ok(v)
+}
+
+/// One worker: random operations on its own keys, checked against its own model.
+fn worker(
+    db: Arc<Db>,
+    logs: PathBuf,
+    thread: usize,
+    args: RunArgs,
+    deadline: Instant,
+) -> Result<u64> {
+    let path = logs.join(format!("thread-{thread:02}.log"));
+    let r = replay(&path)?;
+    if r.in_flight.is_some() {
+        bail!("thread {thread}: unresolved intent after verification");
+    }
+    let mut model = r.model;
+    let mut seq = r.next_seq;
+    let mut log = SideLog::open(&path)?;
+    let mut rng = Pcg64Mcg::seed_from_u64(args.seed ^ (thread as u64).wrapping_mul(0x9E37_79B9));
+    let mut ops = 0u64;
+    while Instant::now() < deadline {
+        let k = rng.random_range(0..args.keys);
+        let key = key_name(thread, k);
+        match rng.random_range(0..100) {
+            0..=54 => {
+                // A put, a delete, or a batch of up to 8 writes of this thread's keys.
+                let writes: Vec<(String, Option<String>)> = match rng.random_range(0..10) {
+                    0..=5 => vec![(
+                        key.clone(),
+                        Some(format!("t{thread}s{seq}v{}", rng.random::<u32>())),
+                    )],
+                    6..=7 => vec![(key.clone(), None)],
+                    _ => {
+                        let mut w = BTreeMap::new();
+                        for _ in 0..rng.random_range(2..8) {
+                            let k = key_name(thread, rng.random_range(0..args.keys));
+                            let v = rng
+                                .random_bool(0.8)
+                                .then(|| format!("t{thread}s{seq}v{}", rng.random::<u32>()));
+                            w.insert(k, v);
+                        }
+                        w.into_iter().collect()
+                    }
+                };
+                let intent = Intent { seq, writes };
+                log.intent(&intent)?;
+                let mut batch = WriteBatch::new();
+                for (k, v) in &intent.writes {
+                    match v {
+                        Some(v) => batch.put(k, v)?,
+                        None => batch.delete(k)?,
+                    };
+                }
+                let sync = rng.random_bool(0.1);
+                db.write(&WriteOptions { sync }, batch)?;
+                log.line(&format!("A {seq}"))?;
+                for (k, v) in intent.writes {
+                    model.insert(k, v);
+                }
+                seq += 1;
+            }
+            55..=84 => {
+                let got = db
+                    .get(&key)?
+                    .map(|b| String::from_utf8_lossy(&b).into_owned());
+                let want = model.get(&key).cloned().flatten();
+                if got != want {
+                    bail!("thread {thread}: get {key} = {got:?}, expected {want:?}");
+                }
+            }
+            85..=94 => {
+                // A scan over this thread's keys from `key`, checked against the model.
+                let end = format!("t{thread:02}-l");
+                let got: Vec<(String, String)> = db
+                    .range(key.as_str()..end.as_str())?
+                    .take(20)
+                    .map(|e| {
+                        e.map(|(k, v)| {
+                            (
+                                String::from_utf8_lossy(&k).into_owned(),
+                                String::from_utf8_lossy(&v).into_owned(),
+                            )
+                        })
+                    })
+                    .collect::<Result<_, _>>()?;
+                let want: Vec<(String, String)> = model
+                    .range(key.clone()..end.clone())
+                    .filter_map(|(k, v)| v.clone().map(|v| (k.clone(), v)))
+                    .take(20)
+                    .collect();
+                if got != want {
+                    bail!("thread {thread}: scan from {key} disagrees with the model");
+                }
+            }
+            _ => {
+                // A snapshot stays frozen while this thread writes again.
+                let snap = db.snapshot();
+                let before = db.get_with(
+                    &key,
+                    &ReadOptions {
+                        snapshot: Some(&snap),
+                    },
+                )?;
+                let mut b = WriteBatch::new();
+                let v = format!("t{thread}s{seq}v{}", rng.random::<u32>());
+                b.put(&key, &v)?;
+                let intent = Intent {
+                    seq,
+                    writes: vec![(key.clone(), Some(v))],
+                };
+                log.intent(&intent)?;
+                db.write(&WriteOptions::default(), b)?;
+                log.line(&format!("A {seq}"))?;
+                model.insert(key.clone(), intent.writes[0].1.clone());
+                seq += 1;
+                let after = db.get_with(
+                    &key,
+                    &ReadOptions {
+                        snapshot: Some(&snap),
+                    },
+                )?;
+                if before != after {
+                    bail!("thread {thread}: a snapshot read of {key} changed");
+                }
+            }
+        }
+        ops += 1;
+    }
+    Ok(ops)
+}
+
+fn run(args: RunArgs) -> Result<()> {
+    let logs = side_log_dir(&args.dir);
+    std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+    let db =
+        Arc::new(Db::open(&args.dir, options(&args.policy)?).context("reopening after the crash")?);
+    let verified = verify(&db, &logs, args.threads).context("verifying after the crash")?;
+    println!("VERIFIED {}", serde_json::to_string(&verified)?);
+    let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
+    let handles: Vec<_> = (0..args.threads)
+        .map(|t| {
+            let (db, logs, args) = (Arc::clone(&db), logs.clone(), args.clone());
+            std::thread::spawn(move || worker(db, logs, t, args, deadline))
+        })
+        .collect();
+    let mut ops = 0;
+    for h in handles {
+        ops += h
+            .join()
+            .map_err(|_| anyhow::anyhow!("a worker panicked"))??;
+    }
+    println!("DONE {ops}");
+    Ok(())
+}
+
+/// What the crash driver measured.
+#[derive(Debug, Default, Serialize)]
+struct CrashSummary {
+    cycles: u64,
+    kills: u64,
+    clean_exits: u64,
+    failures: u64,
+    keys_checked: u64,
+    acked_writes_verified: u64,
+    in_flight_applied: u64,
+    in_flight_absent: u64,
+    per_policy_cycles: BTreeMap<String, u64>,
+    seconds: f64,
+    first_failure: Option<String>,
+}
+
+fn crash(args: CrashArgs) -> Result<()> {
+    let policies: Vec<String> = if args.policies == "all" {
+        BUILTIN_POLICIES.iter().map(|s| s.to_string()).collect()
+    } else {
+        args.policies
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .collect()
+    };
+    let exe = std::env::current_exe().context("finding this executable")?;
+    let mut rng = Pcg64Mcg::seed_from_u64(args.seed);
+    let mut s = CrashSummary::default();
+    let start = Instant::now();
+    for cycle in 0..args.cycles {
+        let policy = &policies[(cycle % policies.len() as u64) as usize];
+        let dir = args.dir.join(policy);
+        let run_for = rng.random_range(0.05..args.max_seconds.max(0.06));
+        let mut child = Command::new(&exe)
+            .args([
+                "run",
+                "--policy",
+                policy,
+                "--threads",
+                &args.threads.to_string(),
+                "--seed",
+                &rng.random::<u64>().to_string(),
+            ])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("starting a child")?;
+        std::thread::sleep(Duration::from_secs_f64(run_for));
+        // SIGKILL: no destructor, no flush, no close.
+        let killed = child.kill().is_ok();
+        let out = child.wait_with_output().context("waiting for the child")?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let verified_line = stdout.lines().find_map(|l| l.strip_prefix("VERIFIED "));
+        match verified_line.and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok()) {
+            Some(v) => {
+                let n = |f: &str| v.get(f).and_then(serde_json::Value::as_u64).unwrap_or(0);
+                s.keys_checked += n("keys_checked");
+                s.acked_writes_verified += n("acked_writes");
+                s.in_flight_applied += n("in_flight_applied");
+                s.in_flight_absent += n("in_flight_absent");
+            }
+            None if !stderr.trim().is_empty() || out.status.code().is_some_and(|c| c != 0) => {
+                s.failures += 1;
+                s.first_failure
+                    .get_or_insert_with(|| format!("cycle {cycle} ({policy}): {}", stderr.trim()));
+            }
+            None => {}
+        }
+        if !stderr.trim().is_empty()
+            && verified_line.is_some()
+            && out.status.code().is_some_and(|c| c != 0)
+        {
+            // Verification passed, then the workload itself found a disagreement.
+            s.failures += 1;
+            s.first_failure
+                .get_or_insert_with(|| format!("cycle {cycle} ({policy}): {}", stderr.trim()));
+        }
+        if killed && out.status.code().is_none() {
+            s.kills += 1;
+        } else {
+            s.clean_exits += 1;
+        }
+        s.cycles += 1;
+        *s.per_policy_cycles.entry(policy.clone()).or_default() += 1;
+    }
+    // A last verification per policy, without a kill after it.
+    for policy in &policies {
+        let dir = args.dir.join(policy);
+        let out = Command::new(&exe)
+            .args([
+                "run",
+                "--policy",
+                policy,
+                "--threads",
+                &args.threads.to_string(),
+                "--seconds",
+                "0",
+            ])
+            .arg("--dir")
+            .arg(&dir)
+            .output()
+            .context("running the final verification")?;
+        if !out.status.success() {
+            s.failures += 1;
+            s.first_failure.get_or_insert_with(|| {
+                format!(
+                    "final check ({policy}): {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )
+            });
+        }
+    }
+    s.seconds = start.elapsed().as_secs_f64();
+    println!("{}", serde_json::to_string_pretty(&s)?);
+    if s.failures > 0 {
+        bail!(
+            "{} failures; first: {}",
+            s.failures,
+            s.first_failure.unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    match Cli::parse().command {
+        Cmd::Run(a) => run(a),
+        Cmd::Crash(a) => crash(a),
+    }
+}
