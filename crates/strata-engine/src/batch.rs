@@ -5,7 +5,7 @@
 //! [value]` (deletes carry no value).
 
 use crate::error::{Error, Result};
-use crate::key::{SeqNo, ValueKind};
+use crate::key::{SeqNo, ValueKind, MAX_SEQNO};
 
 /// The largest key the engine accepts, in bytes.
 pub const MAX_KEY_SIZE: usize = 64 << 10;
@@ -162,18 +162,88 @@ pub(crate) struct DecodedGroup<'a> {
     pub records: &'a [u8],
 }
 
-/// Decodes a WAL payload's header; the records are checked while iterating.
+/// Decodes a WAL payload's header, or `None` if it is short or announces sequence numbers
+/// beyond [`MAX_SEQNO`] (see [`decode_group_header`] for which); the records are checked while
+/// iterating. Prefer [`replay_wal_payload`], which checks everything and says what is wrong.
 pub(crate) fn decode_group(payload: &[u8]) -> Option<DecodedGroup<'_>> {
-    let header = payload.get(..HEADER_LEN)?;
-    let mut seq = [0u8; 8];
-    seq.copy_from_slice(&header[..8]);
-    let mut count = [0u8; 4];
-    count.copy_from_slice(&header[8..12]);
-    Some(DecodedGroup {
-        first_seq: u64::from_le_bytes(seq),
-        count: u32::from_le_bytes(count),
-        records: &payload[HEADER_LEN..],
+    decode_group_header(payload).ok()
+}
+
+/// Decodes a WAL payload's header; why it is malformed on failure: shorter than the header, or
+/// sequence numbers `first_seq ..= first_seq + count - 1` beyond [`MAX_SEQNO`] (which the
+/// memtable's 56-bit sequence field could not hold, and `u64` arithmetic on them could overflow).
+fn decode_group_header(payload: &[u8]) -> std::result::Result<DecodedGroup<'_>, String> {
+    let Some((header, records)) = payload.split_first_chunk::<HEADER_LEN>() else {
+        return Err(format!(
+            "WAL record of {} bytes is shorter than its {HEADER_LEN}-byte header",
+            payload.len()
+        ));
+    };
+    let (seq, count) = header.split_at(8);
+    let mut seq_bytes = [0u8; 8];
+    seq_bytes.copy_from_slice(seq);
+    let mut count_bytes = [0u8; 4];
+    count_bytes.copy_from_slice(count);
+    let (first_seq, count) = (
+        u64::from_le_bytes(seq_bytes),
+        u32::from_le_bytes(count_bytes),
+    );
+    if let Some(last_offset) = u64::from(count).checked_sub(1) {
+        if first_seq
+            .checked_add(last_offset)
+            .is_none_or(|last| last > MAX_SEQNO)
+        {
+            return Err(format!(
+                "WAL record's {count} operations starting at sequence number {first_seq} go \
+                 beyond the largest sequence number {MAX_SEQNO}"
+            ));
+        }
+    }
+    Ok(DecodedGroup {
+        first_seq,
+        count,
+        records,
     })
+}
+
+/// Decodes a WAL payload completely, the way WAL recovery replays it: the header
+/// ([`decode_group_header`]), then every record, calling `apply` with each operation and its
+/// sequence number (consecutive from the header's). Returns the last sequence number applied
+/// (`None` for an empty group), or why the payload is malformed: a short header, sequence
+/// numbers beyond [`MAX_SEQNO`], a malformed record, or a record count that differs from the
+/// header's. On an error `apply` may have seen a prefix of the operations.
+///
+/// Public (but hidden) so that the `wal_reader` fuzz target in `fuzz/` drives exactly this code.
+#[doc(hidden)]
+pub fn replay_wal_payload<'a>(
+    payload: &'a [u8],
+    mut apply: impl FnMut(SeqNo, BatchOp<'a>),
+) -> std::result::Result<Option<SeqNo>, String> {
+    let group = decode_group_header(payload)?;
+    let count = u64::from(group.count);
+    let mut ops = 0u64;
+    for op in BatchIter::new(group.records) {
+        let op = op.map_err(|at| {
+            format!(
+                "malformed write-batch record at byte {} of the payload",
+                HEADER_LEN + at
+            )
+        })?;
+        if ops == count {
+            return Err(format!(
+                "WAL record announces {count} operations but holds more"
+            ));
+        }
+        // In range: the header check bounds `first_seq + count - 1` by `MAX_SEQNO`.
+        apply(group.first_seq + ops, op);
+        ops += 1;
+    }
+    if ops != count {
+        return Err(format!(
+            "WAL record announces {count} operations but holds {ops}"
+        ));
+    }
+    Ok(ops.checked_sub(1).map(|last| group.first_seq + last))
 }
 
 /// One operation of a batch.
@@ -287,5 +357,73 @@ mod tests {
         let results: Vec<_> = BatchIter::new(&[9, 1, 2]).collect();
         assert_eq!(results, vec![Err(0)]);
         assert!(decode_group(&[1, 2, 3]).is_none());
+    }
+
+    /// Found by the `wal_reader` fuzz target (minimized): a WAL payload whose first sequence
+    /// number, 0x0cad5cb3_00000006, is beyond `MAX_SEQNO`. Recovery used to replay it into the
+    /// memtable, whose 56-bit sequence field silently dropped the high bits (and a first sequence
+    /// number near `u64::MAX` overflowed the `seq += 1` that numbers the operations).
+    #[test]
+    fn wal_payloads_beyond_the_largest_sequence_number_are_rejected() {
+        let fuzzed = [
+            0x06, 0x00, 0x00, 0x00, 0xb3, 0x5c, 0xad, 0x0c, // first_seq
+            0x01, 0x00, 0x00, 0x00, // count
+            0x00, 0x02, b'k', b'1', // delete "k1"
+        ];
+        let mut applied = 0;
+        let e = replay_wal_payload(&fuzzed, |_, _| applied += 1).unwrap_err();
+        assert!(e.contains("beyond the largest sequence number"), "{e}");
+        assert_eq!(applied, 0, "nothing is applied from a rejected header");
+        assert!(decode_group(&fuzzed).is_none());
+
+        let mut b = WriteBatch::new();
+        b.put("k", "v").unwrap().delete("k").unwrap();
+        let group = |first_seq| {
+            let mut out = Vec::new();
+            encode_group(&mut out, first_seq, &[&b]);
+            out
+        };
+        // The last two sequence numbers that fit, and every first one that does not.
+        let mut seqs = Vec::new();
+        let last = replay_wal_payload(&group(MAX_SEQNO - 1), |seq, _| seqs.push(seq)).unwrap();
+        assert_eq!(seqs, [MAX_SEQNO - 1, MAX_SEQNO]);
+        assert_eq!(last, Some(MAX_SEQNO));
+        for first_seq in [MAX_SEQNO, MAX_SEQNO + 1, u64::MAX - 1, u64::MAX] {
+            let e = replay_wal_payload(&group(first_seq), |_, _| {}).unwrap_err();
+            assert!(e.contains("beyond the largest sequence number"), "{e}");
+        }
+        // An empty group uses no sequence number.
+        let empty = WriteBatch::new();
+        let mut out = Vec::new();
+        encode_group(&mut out, u64::MAX, &[&empty]);
+        assert_eq!(replay_wal_payload(&out, |_, _| {}), Ok(None));
+    }
+
+    #[test]
+    fn replaying_a_payload_checks_every_record_and_the_count() {
+        let mut b = WriteBatch::new();
+        b.put("k1", "v1").unwrap().delete("k2").unwrap();
+        let mut out = Vec::new();
+        encode_group(&mut out, 7, &[&b]);
+        let mut ops = Vec::new();
+        let last = replay_wal_payload(&out, |seq, op| ops.push((seq, op))).unwrap();
+        assert_eq!(last, Some(8));
+        assert_eq!(
+            ops,
+            [(7, BatchOp::Put(b"k1", b"v1")), (8, BatchOp::Delete(b"k2"))]
+        );
+
+        let e = replay_wal_payload(&out[..5], |_, _| {}).unwrap_err();
+        assert!(e.contains("shorter than its 12-byte header"), "{e}");
+        let e = replay_wal_payload(&out[..out.len() - 1], |_, _| {}).unwrap_err();
+        assert!(e.contains("malformed write-batch record at byte 19"), "{e}");
+        let mut more = out.clone();
+        more[8] = 1; // announces 1 operation, holds 2
+        let e = replay_wal_payload(&more, |_, _| {}).unwrap_err();
+        assert!(e.contains("announces 1 operations but holds more"), "{e}");
+        let mut fewer = out;
+        fewer[8] = 3;
+        let e = replay_wal_payload(&fewer, |_, _| {}).unwrap_err();
+        assert!(e.contains("announces 3 operations but holds 2"), "{e}");
     }
 }

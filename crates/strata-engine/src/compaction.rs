@@ -129,6 +129,9 @@ pub struct OutputWriter<'a> {
     piece_target: Option<u64>,
     last_user_key: Vec<u8>,
     outputs: Vec<TableMeta>,
+    /// Every file created, finished or not (a table whose `finish` failed is in neither
+    /// `builder` nor `outputs`, and must still be deleted).
+    started: Vec<u64>,
     inputs: &'a [Arc<TableMeta>],
 }
 
@@ -155,6 +158,7 @@ impl<'a> OutputWriter<'a> {
             piece_target: cut.target_table_size,
             last_user_key: Vec::new(),
             outputs: Vec::new(),
+            started: Vec::new(),
             inputs,
         }
     }
@@ -225,6 +229,8 @@ impl<'a> OutputWriter<'a> {
             }
             let number = (self.allocate)();
             let path = self.dir.join(table_file_name(number));
+            // Recorded before creating: a failed create may still leave a file behind.
+            self.started.push(number);
             let file = self
                 .fs
                 .create(&path)
@@ -257,11 +263,10 @@ impl<'a> OutputWriter<'a> {
         Ok(self.outputs)
     }
 
-    /// File numbers of the tables started so far (for cleanup after a failure).
+    /// File numbers of every table started so far, finished or not (for cleanup after a
+    /// failure).
     pub fn started_files(&self) -> Vec<u64> {
-        let mut files: Vec<u64> = self.outputs.iter().map(|t| t.id.0).collect();
-        files.extend(self.builder.as_ref().map(|(n, _)| *n));
-        files
+        self.started.clone()
     }
 }
 

@@ -2,6 +2,50 @@
 //! compactions driven by the configured policy, recovery.
 //!
 //! Lock order: `commit`, then `state`, then `wal`; `queue` is never held while taking another lock.
+//!
+//! # Failure handling
+//!
+//! Every I/O error reaches someone: a foreground operation returns it, and a failure the database
+//! cannot recover from in place (any error of background work, and the WAL and manifest errors
+//! below) also records a *background error*, after which the database is read-only: writes,
+//! flushes and compactions fail with [`Error::ReadOnly`] carrying the first error's message,
+//! reads keep working, and reopening clears it. The rules, each with its reason:
+//!
+//! 1. **The WAL is never used after an error.** A failed append may have left a partial record,
+//!    and after a failed sync the kernel may have dropped the dirty pages while a later sync
+//!    reports success. So an error appending to, flushing or syncing the WAL (the sync of the
+//!    finished WAL at a memtable switch included) makes the database read-only and closes the WAL
+//!    without another write or sync: nothing ever follows a possibly torn record, and no later
+//!    sync can claim durability for lost bytes.
+//! 2. **The memtable only holds what the WAL accepted.** A batch goes into the memtable after
+//!    its record was appended and flushed, or synced for `sync = true`, successfully; a
+//!    `sync = true` write returns `Ok` only after the sync succeeded. A failed write is therefore
+//!    never readable, and since rule 1 makes the database read-only at once, no later write can be
+//!    acknowledged and the active memtable, whose WAL is suspect, is never frozen or flushed to a
+//!    table. A failed write's record may still have reached the WAL: after a reopen the batch is
+//!    then there entirely or not at all (its checksum covers the whole batch), like any write
+//!    whose outcome the caller never learned.
+//! 3. **Background errors stop background work.** A failed flush or compaction (writing or
+//!    reading) records the error; background threads then pick no new work, running jobs stop at
+//!    their next check, and no job installs its result after the error.
+//! 4. **Nothing is appended to the manifest after a background error**, for the same reason as
+//!    rule 1. A failed manifest append leaves the record's fate unknown (it may be complete in
+//!    the file), so the job's output tables are kept and nothing the edit would delete is
+//!    deleted: the reopen replays the record if it is complete (and finds every file it names),
+//!    and otherwise deletes the outputs as files of no version.
+//! 5. **Outputs of a failed or refused job are deleted** (best effort; what a failing delete
+//!    leaves is in no version and is deleted by the next open). Table files are synced, and the
+//!    directory after them, before a manifest record names them; a new WAL's directory entry is
+//!    synced before any write goes into it.
+//! 6. **A failed manifest rotation makes the database read-only** and keeps both manifests: if
+//!    the switch of `CURRENT` failed, it may name either, and each describes the live version.
+//! 7. **A failed WAL creation at a memtable switch** (creating it or syncing the directory)
+//!    changes nothing: the old WAL, synced by then, stays active, and the caller gets the error.
+//! 8. **Deleting obsolete files is best effort.** A failed delete is ignored; tables are tried
+//!    again at the next version change, and everything left over is deleted by the next open.
+//! 9. **Open never reuses a file number** found in the directory, so leftovers of a failed run
+//!    are never confused with new files, and leftovers of a failed creation (a first manifest
+//!    that `CURRENT` never named) do not make the directory "not a database".
 
 use crate::batch::{self, BatchIter, BatchOp, WriteBatch};
 use crate::compaction::{
@@ -77,6 +121,7 @@ struct DbState {
     pending_outputs: HashSet<u64>,
     obsolete_tables: Vec<u64>,
     live_versions: Vec<Weak<Version>>,
+    /// The first background error (see the module docs): the database is read-only.
     bg_error: Option<String>,
 }
 
@@ -102,6 +147,9 @@ pub(crate) struct DbInner {
     next_run_id: AtomicU64,
     snapshots: Mutex<BTreeMap<SeqNo, usize>>,
     shutting_down: AtomicBool,
+    /// Mirrors `state.bg_error.is_some()` for checks that must not take the state lock (running
+    /// jobs poll it to stop early).
+    bg_failed: AtomicBool,
     lock: Mutex<Option<Box<dyn FileLock>>>,
 }
 
@@ -167,7 +215,15 @@ impl Db {
             .map_err(io_err(format!("listing {}", dir.display())))?;
         let has_current = names.iter().any(|n| n == manifest::CURRENT);
         if !has_current {
-            if let Some(example) = names.iter().find(|n| n.as_str() != manifest::LOCK) {
+            // A creation that failed before `CURRENT` was installed leaves at most the lock, the
+            // first manifest and `CURRENT`'s temporary file: still an empty directory.
+            let leftover_of_creation = |n: &str| match classify(n) {
+                Some(FileKind::Lock) => true,
+                Some(FileKind::Manifest(1)) => true,
+                Some(FileKind::Temp) => n.starts_with(&format!("{}.", manifest::CURRENT)),
+                _ => false,
+            };
+            if let Some(example) = names.iter().find(|n| !leftover_of_creation(n)) {
                 return Err(Error::NotADatabase {
                     path: dir.clone(),
                     example: example.clone(),
@@ -202,9 +258,20 @@ impl Db {
             Some(Arc::clone(&block_cache)),
             Arc::clone(&stats),
         ));
+        // Never reuse a number a file in the directory has: files created after the manifest
+        // last recorded the counter (a WAL, outputs of a job that failed) may still be there.
+        let max_in_dir = names
+            .iter()
+            .filter_map(|n| match classify(n) {
+                Some(FileKind::Table(x) | FileKind::Wal(x) | FileKind::Manifest(x)) => Some(x),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
         let (version, next_file, last_seq, log_number, manifest) = if has_current {
             let r = manifest::recover(fs.as_ref(), &dir)?;
-            let number = r.next_file_number;
+            check_live_files(fs.as_ref(), &dir, &names, &r)?;
+            let number = r.next_file_number.max(max_in_dir + 1);
             let counters = ManifestRecord {
                 next_file_number: Some(number + 1),
                 last_seqno: Some(r.last_seqno),
@@ -273,6 +340,7 @@ impl Db {
             next_run_id: AtomicU64::new(next_run_id),
             snapshots: Mutex::new(BTreeMap::new()),
             shutting_down: AtomicBool::new(false),
+            bg_failed: AtomicBool::new(false),
             lock: Mutex::new(Some(lock)),
             options,
         });
@@ -402,7 +470,9 @@ impl Db {
 
     /// Stops background work, syncs the WAL and releases the directory lock. Data in memtables
     /// stays in the WAL and is recovered on the next open. Further calls fail with
-    /// [`Error::Closed`].
+    /// [`Error::Closed`]. A WAL that failed earlier is never synced again (a sync after a
+    /// failed one can report success for lost bytes): writes acknowledged without `sync` before
+    /// the failure may then be lost to a power cut.
     pub fn close(self) -> Result<()> {
         self.shutdown()
     }
@@ -447,6 +517,69 @@ impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.shutdown();
     }
+}
+
+/// Checks, before open writes anything, that the files the recovered manifest relies on are
+/// there: every table of the version, with the size the manifest records, and the oldest WAL
+/// still to replay (it exists from its creation until a synced manifest record moves past it).
+///
+/// Recovery drops a damaged last manifest record as a torn tail. Had that record's edit already
+/// let files be deleted (a compaction's inputs, the WALs a flush made obsolete), the recovered
+/// version is older than the files: this check reports it as corruption, instead of open
+/// building on the old version and deleting the newer tables as leftovers. It also reports a
+/// truncated table at open, at the offset where its missing bytes start.
+fn check_live_files(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    names: &[String],
+    r: &manifest::Recovered,
+) -> Result<()> {
+    let manifest_name = manifest::manifest_file_name(r.manifest_number);
+    let tail = match &r.dropped_tail {
+        Some((offset, why)) => {
+            format!(" (its last record, at offset {offset}, was dropped as a torn tail: {why})")
+        }
+        None => String::new(),
+    };
+    for (_, _, t) in r.version.tables() {
+        let name = manifest::table_file_name(t.id.0);
+        let path = dir.join(&name);
+        match fs.file_size(&path) {
+            Ok(size) if size == t.size => {}
+            Ok(size) => {
+                return Err(Error::corruption(
+                    &name,
+                    size.min(t.size),
+                    format!(
+                        "the table is {size} bytes, but {manifest_name} records {}{tail}",
+                        t.size
+                    ),
+                ))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::corruption(
+                    &name,
+                    0,
+                    format!("the table is missing, but {manifest_name} names it{tail}"),
+                ))
+            }
+            Err(e) => {
+                return Err(Error::io(
+                    format!("reading the size of {}", path.display()),
+                    e,
+                ))
+            }
+        }
+    }
+    let wal = manifest::wal_file_name(r.log_number);
+    if r.log_number > 0 && !names.contains(&wal) {
+        return Err(Error::corruption(
+            &wal,
+            0,
+            format!("the WAL is missing, but {manifest_name} needs it replayed{tail}"),
+        ));
+    }
+    Ok(())
 }
 
 /// The metadata of `ids` in `version` (ids not in it are skipped).
@@ -603,9 +736,9 @@ impl DbInner {
         }
         let batches: Vec<&WriteBatch> = group.iter().map(|w| &w.batch).collect();
         let payload_len;
-        {
-            let mut wal = self.wal.lock();
-            let wal = wal
+        let failed = {
+            let mut slot = self.wal.lock();
+            let wal = slot
                 .as_mut()
                 .ok_or_else(|| Error::ReadOnly("the WAL is not open".to_string()))?;
             // The encoding buffer is reused across groups: only the leader touches it.
@@ -622,14 +755,24 @@ impl DbInner {
                 }
             });
             wal.buffer = payload;
-            if let Err(e) = written {
-                let err = Error::io(
-                    format!("writing WAL {}", manifest::wal_file_name(wal.number)),
-                    e,
-                );
-                self.set_bg_error(&err);
-                return Err(err);
+            match written {
+                Ok(()) => None,
+                Err(e) => {
+                    let err = Error::io(
+                        format!("writing WAL {}", manifest::wal_file_name(wal.number)),
+                        e,
+                    );
+                    // Rule 1: the record may be partial and the sync may have lost pages; close
+                    // the WAL without writing or syncing it again. Rule 2: the batch is not
+                    // inserted, and the database goes read-only before anyone else commits.
+                    *slot = None;
+                    Some(err)
+                }
             }
+        };
+        if let Some(err) = failed {
+            self.set_bg_error(&err);
+            return Err(err);
         }
         Statistics::add(&self.stats.wal_bytes, payload_len as u64 + 8);
         if sync {
@@ -666,12 +809,27 @@ impl DbInner {
         Ok(())
     }
 
+    /// Records a background error (see the module docs); the first one wins.
     fn set_bg_error(&self, e: &Error) {
         let mut st = self.state.lock();
+        self.record_bg_error(&mut st, e);
+    }
+
+    /// [`set_bg_error`](Self::set_bg_error) with the state lock held.
+    fn record_bg_error(&self, st: &mut DbState, e: &Error) {
         if st.bg_error.is_none() {
             st.bg_error = Some(e.to_string());
         }
+        self.bg_failed.store(true, Ordering::Release);
         self.bg_cond.notify_all();
+    }
+
+    /// The read-only error, if a background error was recorded.
+    fn check_bg_error(st: &DbState) -> Result<()> {
+        match &st.bg_error {
+            Some(e) => Err(Error::ReadOnly(e.clone())),
+            None => Ok(()),
+        }
     }
 
     /// Makes sure the active memtable has room, freezing it (and waiting for flushes, or
@@ -716,29 +874,48 @@ impl DbInner {
     }
 
     /// Freezes the active memtable and starts a new WAL for its successor.
+    ///
+    /// Fails without changing anything if the new WAL cannot be created (rule 7 of the module
+    /// docs); a failure to sync the old WAL is a background error (rule 1).
     fn switch_memtable(&self, st: &mut MutexGuard<'_, DbState>) -> Result<()> {
+        Self::check_bg_error(st)?;
+        {
+            let mut slot = self.wal.lock();
+            if let Some(old) = slot.as_mut() {
+                // Sync the finished WAL: a later synced write in the new WAL must not survive a
+                // power cut that loses the unsynced writes before it.
+                if let Err(e) = old.writer.sync() {
+                    let err = Error::io(
+                        format!("syncing WAL {}", manifest::wal_file_name(old.number)),
+                        e,
+                    );
+                    *slot = None;
+                    drop(slot);
+                    self.record_bg_error(st, &err);
+                    return Err(err);
+                }
+            }
+        }
         let number = self.allocate_file_number();
         let path = self.dir.join(manifest::wal_file_name(number));
         let file = self
             .fs
             .create(&path)
             .map_err(io_err(format!("creating WAL {}", path.display())))?;
-        {
-            let mut wal = self.wal.lock();
-            if let Some(old) = wal.as_mut() {
-                // Sync the finished WAL: a later synced write in the new WAL must not survive a
-                // power cut that loses the unsynced writes before it.
-                old.writer.sync().map_err(io_err(format!(
-                    "syncing WAL {}",
-                    manifest::wal_file_name(old.number)
-                )))?;
-            }
-            *wal = Some(Wal {
-                writer: LogWriter::new(file),
-                number,
-                buffer: Vec::new(),
-            });
+        // The new WAL's directory entry must be durable before a synced write relies on it.
+        if let Err(e) = self.fs.sync_dir(&self.dir) {
+            drop(file);
+            let _ = self.fs.remove_file(&path);
+            return Err(Error::io(
+                format!("syncing {} after creating WAL {number}", self.dir.display()),
+                e,
+            ));
         }
+        *self.wal.lock() = Some(Wal {
+            writer: LogWriter::new(file),
+            number,
+            buffer: Vec::new(),
+        });
         let old = std::mem::replace(&mut st.mem, Arc::new(Memtable::new(number)));
         if !old.is_empty() {
             st.imm.push_back(old);
@@ -1086,12 +1263,26 @@ impl DbInner {
             &allocate,
             input_tables,
         );
-        let merged = merge_into(inputs, filter, &mut writer, &|| self.stop_requested());
+        // Stop early at shutdown, or once another job failed (rule 3): the result would not be
+        // installed.
+        let stop = || self.stop_requested() || self.bg_failed.load(Ordering::Acquire);
+        let merged = merge_into(inputs, filter, &mut writer, &stop);
         let files = writer.started_files();
-        let tables = match merged.and_then(|_| writer.finish()) {
+        let tables = merged.and_then(|_| writer.finish()).and_then(|tables| {
+            // Rule 5: the outputs' directory entries are durable before the manifest names them.
+            if !tables.is_empty() {
+                self.fs.sync_dir(&self.dir).map_err(io_err(format!(
+                    "syncing {} after writing tables",
+                    self.dir.display()
+                )))?;
+            }
+            Ok(tables)
+        });
+        let tables = match tables {
             Ok(t) => t,
             Err(e) => {
-                self.discard_outputs(&files);
+                let mut st = self.state.lock();
+                self.discard_outputs(&mut st, &files);
                 return Err(e);
             }
         };
@@ -1125,17 +1316,25 @@ impl DbInner {
         }
     }
 
-    fn discard_outputs(&self, files: &[u64]) {
-        let mut st = self.state.lock();
+    /// Deletes the output tables of a job whose result is not installed (rule 5). A failed
+    /// delete is ignored: the file is in no version, so the next open deletes it.
+    fn discard_outputs(&self, st: &mut DbState, files: &[u64]) {
         for f in files {
             st.pending_outputs.remove(f);
+            self.tables.evict(*f);
             let _ = self
                 .fs
                 .remove_file(&self.dir.join(manifest::table_file_name(*f)));
         }
     }
 
-    /// Applies `edit`, logs it to the manifest, and publishes the new version.
+    /// Applies `edit`, logs it to the manifest, and publishes the new version. `files` are the
+    /// job's output tables.
+    ///
+    /// After a background error nothing is logged (rule 4) and the outputs are deleted; if the
+    /// manifest append fails, the outputs are kept, since the record may have reached the file.
+    /// Either way the database is read-only afterwards. A failed manifest rotation after a
+    /// successful append makes the database read-only but does not fail the install (rule 6).
     fn install(
         &self,
         st: &mut MutexGuard<'_, DbState>,
@@ -1145,7 +1344,19 @@ impl DbInner {
         written: u64,
         log_number: Option<u64>,
     ) -> Result<()> {
-        let new_version = st.version.apply(&edit)?;
+        if let Err(e) = Self::check_bg_error(st) {
+            self.discard_outputs(st, files);
+            return Err(e);
+        }
+        let new_version = match st.version.apply(&edit) {
+            Ok(v) => v,
+            Err(e) => {
+                let e = Error::from(e);
+                self.record_bg_error(st, &e);
+                self.discard_outputs(st, files);
+                return Err(e);
+            }
+        };
         let record = ManifestRecord {
             format_version: None,
             next_file_number: Some(self.next_file_number.load(Ordering::Relaxed)),
@@ -1154,7 +1365,8 @@ impl DbInner {
             edit,
         };
         if let Err(e) = st.manifest.append(&record) {
-            st.bg_error.get_or_insert_with(|| e.to_string());
+            // The outputs stay on disk: the record may name them after a reopen.
+            self.record_bg_error(st, &e);
             return Err(e);
         }
         for d in &record.edit.deleted {
@@ -1174,13 +1386,18 @@ impl DbInner {
         let _ = (read, written);
         self.install_super_version(st);
         if st.manifest.size() > self.options.max_manifest_file_size {
-            self.rotate_manifest(st)?;
+            if let Err(e) = self.rotate_manifest(st) {
+                // The edit is durable in the old manifest; only the rotation failed (rule 6).
+                self.record_bg_error(st, &e);
+            }
         }
         self.delete_obsolete_files(st);
         self.bg_cond.notify_all();
         Ok(())
     }
 
+    /// Starts a fresh manifest holding a snapshot of the live version and points `CURRENT` at
+    /// it. On failure the old manifest stays open and on disk (`CURRENT` may name either).
     fn rotate_manifest(&self, st: &mut MutexGuard<'_, DbState>) -> Result<()> {
         let old = st.manifest.number();
         let number = self.allocate_file_number();
@@ -1191,6 +1408,7 @@ impl DbInner {
             ..ManifestRecord::default()
         };
         st.manifest = Manifest::create(self.fs.as_ref(), &self.dir, number, &st.version, counters)?;
+        // Best effort: a manifest CURRENT does not name is deleted by the next open anyway.
         let _ = self
             .fs
             .remove_file(&self.dir.join(manifest::manifest_file_name(old)));
@@ -1210,13 +1428,19 @@ impl DbInner {
                 delete.push(t);
             }
         }
-        st.obsolete_tables = keep;
         for t in delete {
             self.tables.evict(t);
-            let _ = self
+            match self
                 .fs
-                .remove_file(&self.dir.join(manifest::table_file_name(t)));
+                .remove_file(&self.dir.join(manifest::table_file_name(t)))
+            {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                // Rule 8: not fatal; try again at the next version change.
+                Err(_) => keep.push(t),
+            }
         }
+        st.obsolete_tables = keep;
         let log_number = st.log_number;
         if let Ok(names) = self.fs.list(&self.dir) {
             for name in names {
@@ -1246,13 +1470,7 @@ impl DbInner {
         }
         let out = match out {
             Ok(o) => o,
-            Err(e) => {
-                if !matches!(e, Error::Closed) {
-                    st.bg_error.get_or_insert_with(|| e.to_string());
-                }
-                self.bg_cond.notify_all();
-                return Err(e);
-            }
+            Err(e) => return Err(self.job_failed(st, e)),
         };
         // WALs older than the next memtable still waiting (or the active one) are obsolete.
         let next_log = st
@@ -1314,13 +1532,7 @@ impl DbInner {
         }
         let out = match out {
             Ok(o) => o,
-            Err(e) => {
-                if !matches!(e, Error::Closed) {
-                    st.bg_error.get_or_insert_with(|| e.to_string());
-                }
-                self.bg_cond.notify_all();
-                return Err(e);
-            }
+            Err(e) => return Err(self.job_failed(st, e)),
         };
         self.install(st, out.edit, &out.files, out.read, out.written, None)?;
         self.notify(&CompletedJob {
@@ -1338,6 +1550,26 @@ impl DbInner {
         Ok(())
     }
 
+    /// Records the failure of a flush or compaction (rule 3) and returns the error to report:
+    /// the job's own, or the read-only error if the job only stopped because of an earlier
+    /// background error.
+    fn job_failed(&self, st: &mut DbState, e: Error) -> Error {
+        let e = match (e, &st.bg_error) {
+            (Error::Closed, Some(first)) if !self.stop_requested() => {
+                Error::ReadOnly(first.clone())
+            }
+            (Error::Closed, _) => Error::Closed,
+            (e, _) => {
+                self.record_bg_error(st, &e);
+                e
+            }
+        };
+        self.bg_cond.notify_all();
+        e
+    }
+
+    /// A background thread: runs flushes (`flusher`) or compactions until shutdown, and picks no
+    /// new work after a background error (rule 3).
     fn background_loop(self: Arc<Self>, flusher: bool) {
         let mut st = self.state.lock();
         loop {
@@ -1364,10 +1596,7 @@ impl DbInner {
                         continue;
                     }
                     Ok(None) => {}
-                    Err(e) => {
-                        st.bg_error.get_or_insert_with(|| e.to_string());
-                        self.bg_cond.notify_all();
-                    }
+                    Err(e) => self.record_bg_error(&mut st, &e),
                 }
             }
             self.bg_cond.wait(&mut st);
@@ -1460,6 +1689,11 @@ impl DbInner {
         st.manual_compaction = true;
         while st.running_compactions > 0 || st.flush_running {
             self.bg_cond.wait(&mut st);
+        }
+        if let Err(e) = Self::check_bg_error(&st) {
+            st.manual_compaction = false;
+            self.bg_cond.notify_all();
+            return Err(e);
         }
         let result = self.compact_range_locked(&mut st, &range);
         st.manual_compaction = false;

@@ -51,7 +51,10 @@ pub enum Error {
     /// The database was closed.
     #[error("the database is closed")]
     Closed,
-    /// A background flush or compaction failed; the database is read-only until reopened.
+    /// An earlier error the database cannot recover from in place (a failed flush or
+    /// compaction, or a failed write to the WAL or the manifest) made it read-only until reopened:
+    /// writes, flushes and compactions fail with this, reads still work. Holds the message of the
+    /// first such error.
     #[error("the database is read-only after a background error: {0}")]
     ReadOnly(String),
     /// The compaction policy failed or produced an unusable plan.

@@ -11,6 +11,18 @@
 //! db.close()?;
 //! # Ok::<(), strata_engine::Error>(())
 //! ```
+//!
+//! # Failures
+//!
+//! Every I/O error is returned to the caller of the operation that hit it. An error the
+//! database cannot recover from in place (a failed flush or compaction, or a failed write to the
+//! WAL or the manifest) also makes it read-only: later writes, flushes and compactions fail with
+//! [`Error::ReadOnly`] naming the first error, reads keep working, and reopening recovers. A
+//! write with `sync = true` returns `Ok` only once its WAL record is synced; a write that failed
+//! is never readable, and after a reopen it is there entirely or not at all. Damaged files are
+//! reported as [`Error::Corruption`] naming the file and the offset of the damage, except a torn
+//! WAL tail (what a crash during an append leaves), which [`RecoveryMode`] decides about.
+//! [`fs::FaultFs`] injects I/O errors to test all of this.
 
 pub mod batch;
 mod compaction;

@@ -1,11 +1,13 @@
 //! The file-system seam: every byte the engine reads or writes goes through [`FileSystem`].
 //!
-//! [`StdFs`] is the real implementation; [`MemFs`] keeps files in memory (tests, and the
-//! fault-injecting file system of the reliability work builds on the same trait).
+//! [`StdFs`] is the real implementation; [`MemFs`] keeps files in memory (tests, with power-loss
+//! simulation); [`FaultFs`] wraps either and injects I/O errors (reliability tests).
 
+mod fault;
 mod mem;
 mod std_fs;
 
+pub use fault::{FaultFs, FaultKind, FaultStats, FileClass, FileClasses};
 pub use mem::MemFs;
 pub use std_fs::StdFs;
 

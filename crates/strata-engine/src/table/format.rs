@@ -70,8 +70,9 @@ impl Footer {
     }
 
     /// Decodes the footer read at `offset` of `file`. The magic is checked first (a file that
-    /// is not a table at all), then the version (a newer layout may place the other fields
-    /// differently), then the checksum.
+    /// is not a table at all), then the checksum (which every version keeps at 52..56 over bytes
+    /// 0..52: a footer failing it says nothing reliable, its version included), then the
+    /// version (a newer layout may place the other fields differently).
     pub(crate) fn decode(buf: &[u8; FOOTER_LEN], file: &str, offset: u64) -> Result<Footer> {
         let word = |at: usize| get_u64_le(buf, at).unwrap_or_default();
         if word(56) != TABLE_MAGIC {
@@ -82,6 +83,14 @@ impl Footer {
             ));
         }
         let version = get_u32_le(buf, 48).unwrap_or_default();
+        let stored_crc = get_u32_le(buf, 52).unwrap_or_default();
+        if crc32c::crc32c(&buf[..52]) != stored_crc {
+            return Err(Error::corruption(
+                file,
+                offset,
+                format!("footer checksum mismatch (its version field reads {version})"),
+            ));
+        }
         if version > FORMAT_VERSION {
             return Err(Error::UnsupportedFormat {
                 file: file.to_string(),
@@ -91,10 +100,6 @@ impl Footer {
         }
         if version == 0 {
             return Err(Error::corruption(file, offset + 48, "format version 0"));
-        }
-        let stored_crc = get_u32_le(buf, 52).unwrap_or_default();
-        if crc32c::crc32c(&buf[..52]) != stored_crc {
-            return Err(Error::corruption(file, offset, "footer checksum mismatch"));
         }
         let handle = |at: usize| BlockHandle {
             offset: word(at),
@@ -389,8 +394,13 @@ mod tests {
             Footer::decode(&bad, "t.sst", 100),
             Err(Error::Corruption { file, offset: 156, .. }) if file == "t.sst"
         ));
+        // A newer version with its checksum intact is unsupported; a damaged version field
+        // (the checksum fails) is corruption.
         let mut newer = bytes;
         newer[48..52].copy_from_slice(&2u32.to_le_bytes());
+        let damaged = newer;
+        let crc = crc32c::crc32c(&newer[..52]);
+        newer[52..56].copy_from_slice(&crc.to_le_bytes());
         assert!(matches!(
             Footer::decode(&newer, "t.sst", 100),
             Err(Error::UnsupportedFormat {
@@ -398,6 +408,10 @@ mod tests {
                 supported: 1,
                 ..
             })
+        ));
+        assert!(matches!(
+            Footer::decode(&damaged, "t.sst", 100),
+            Err(Error::Corruption { offset: 100, .. })
         ));
         let mut flipped = bytes;
         flipped[3] ^= 0x40;

@@ -41,9 +41,12 @@
 //!   `format_version: u32` (48..52), `crc32c` of bytes 0..52 (52..56), magic
 //!   `\x89STRATA\n` (56..64).
 //!
-//! Readers check the magic (else [`crate::Error::Corruption`]), then the version (above 1:
-//! [`crate::Error::UnsupportedFormat`]), then every checksum, and every offset, length and
-//! count against the bytes actually present: any input decodes to a value or an error.
+//! Readers check the magic (else [`crate::Error::Corruption`]), then the footer checksum (else
+//! corruption), then the version (above 1: [`crate::Error::UnsupportedFormat`]), then every
+//! other checksum, and every offset, length and count against the bytes actually present: any
+//! input decodes to a value or an error. The magic and the footer checksum (crc32c of bytes
+//! 0..52 at 52..56) are the frozen part of the format that every future version keeps, so a
+//! damaged version field reads as corruption rather than as a newer format.
 
 mod block;
 mod bloom;
@@ -51,12 +54,15 @@ mod builder;
 mod coding;
 mod compress;
 mod format;
+mod fuzzing;
 mod reader;
 #[cfg(test)]
 mod tests;
 
 pub use builder::{BlockRange, TableBuilder, TableSummary};
 pub use format::TableProperties;
+#[doc(hidden)]
+pub use fuzzing::{fuzz_decode_block, FuzzBlockWalk};
 pub use reader::{BlockCache, Table, TableIterator};
 
 /// How a table's blocks are compressed. Blocks that do not shrink by at least 1/8 are stored
