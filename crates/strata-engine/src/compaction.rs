@@ -10,7 +10,7 @@ use crate::table_cache::{RunIterator, TableCache};
 use std::path::Path;
 use std::sync::Arc;
 use strata_meta::{BlockMeta, SeqRange, TableId, TableMeta, Version};
-use strata_policy::{CutRule, OutputRun, PlanInput};
+use strata_policy::{CutRule, PlanInput};
 
 /// Table-writing settings shared by flushes and compactions.
 #[derive(Clone, Debug)]
@@ -83,37 +83,6 @@ impl MergeFilter {
         // the older versions in this merge fall into the same stripe and are dropped above.
         !(kind == ValueKind::Delete && stripe == 0 && !self.may_exist_below(user_key))
     }
-}
-
-/// Tables, per run older than an output placed in `level` at `run`, excluding `inputs`.
-pub fn older_runs(
-    version: &Version,
-    level: usize,
-    run: OutputRun,
-    inputs: &[TableId],
-) -> Vec<Vec<Arc<TableMeta>>> {
-    let runs = version.level(level).runs();
-    let first_older = match run {
-        OutputRun::Existing(id) => runs.iter().position(|r| r.id() == id).map_or(0, |p| p + 1),
-        // A new run goes before the newest run the inputs come from, or at the front.
-        OutputRun::New => 0,
-    };
-    let mut older = Vec::new();
-    for (l, lvl) in version.levels().iter().enumerate().skip(level) {
-        let skip = if l == level { first_older } else { 0 };
-        for r in lvl.runs().iter().skip(skip) {
-            let tables: Vec<Arc<TableMeta>> = r
-                .tables()
-                .iter()
-                .filter(|t| !inputs.contains(&t.id))
-                .cloned()
-                .collect();
-            if !tables.is_empty() {
-                older.push(tables);
-            }
-        }
-    }
-    older
 }
 
 /// Writes the output of a merge as tables cut by `cut`.

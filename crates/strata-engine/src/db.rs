@@ -48,9 +48,7 @@
 //!    that `CURRENT` never named) do not make the directory "not a database".
 
 use crate::batch::{self, BatchIter, BatchOp, WriteBatch};
-use crate::compaction::{
-    input_iterators, merge_into, older_runs, MergeFilter, OutputWriter, WriteSettings,
-};
+use crate::compaction::{input_iterators, merge_into, MergeFilter, OutputWriter, WriteSettings};
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::iter::InternalIterator;
@@ -76,8 +74,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use strata_meta::{RunId, TableId, Version, VersionEdit};
 use strata_policy::{
-    BufferSelection, BufferSummary, FlushPlan, Leases, OutputRun, PickContext, Plan, PlanAction,
-    PlanInput, WorkloadStats,
+    tables_below_output, BufferSelection, BufferSummary, FlushPlan, Leases, OutputRun, PickContext,
+    Plan, PlanAction, PlanInput, WorkloadStats,
 };
 
 /// Most bytes of batches one leader commits in one group.
@@ -1189,7 +1187,7 @@ impl DbInner {
             inputs.append(&mut its);
             read = bytes;
         }
-        let older = older_runs(
+        let older = tables_below_output(
             &job.version,
             plan.output.level,
             plan.output.run,
@@ -1216,7 +1214,7 @@ impl DbInner {
             .ok_or_else(|| Error::InvalidArgument("a merge plan without an output".to_string()))?;
         let (inputs, read) = input_iterators(&job.version, &plan.inputs, &self.tables)?;
         let input_ids: Vec<TableId> = plan.input_tables().collect();
-        let older = older_runs(&job.version, output.level, output.run, &input_ids);
+        let older = tables_below_output(&job.version, output.level, output.run, &input_ids);
         let mut filter = MergeFilter::new(job.snapshots.clone(), older);
         let input_tables = table_metas(&job.version, plan.input_tables());
         let mut out = self.write_outputs(

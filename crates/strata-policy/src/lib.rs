@@ -31,7 +31,8 @@ pub use builtin::leveled_full::LeveledFull;
 pub use builtin::tiered::Tiered;
 pub use context::{BufferSummary, Leases, PickContext, WorkloadStats};
 pub use plan::{
-    BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput,
+    tables_below_output, BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanAction,
+    PlanInput, PlanOutput,
 };
 pub use policy::{CompactionPolicy, PolicyError};
 

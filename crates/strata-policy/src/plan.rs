@@ -4,7 +4,10 @@ use crate::context::Leases;
 use crate::policy::PolicyError;
 use std::collections::HashSet;
 use std::fmt;
-use strata_meta::{format_key, format_size, Bytes, KeyRange, PolicyState, RunId, TableId, Version};
+use std::sync::Arc;
+use strata_meta::{
+    format_key, format_size, Bytes, KeyRange, PolicyState, RunId, TableId, TableMeta, Version,
+};
 
 /// What a plan does with its input tables.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -132,6 +135,41 @@ pub struct FlushPlan {
     pub policy_state: Option<PolicyState>,
     /// Why.
     pub reason: String,
+}
+
+/// The tables older than a merge output placed in run `run` of `level` — the runs after it in its
+/// level and every run of deeper levels — grouped by run in key order, leaving out `inputs`.
+/// A tombstone the merge writes can be dropped only if no such table may hold its key; both
+/// executors (engine and simulator) decide with this list.
+pub fn tables_below_output(
+    version: &Version,
+    level: usize,
+    run: OutputRun,
+    inputs: &[TableId],
+) -> Vec<Vec<Arc<TableMeta>>> {
+    let inputs: HashSet<TableId> = inputs.iter().copied().collect();
+    let runs = version.level(level).runs();
+    let first_older = match run {
+        OutputRun::Existing(id) => runs.iter().position(|r| r.id() == id).map_or(0, |p| p + 1),
+        // A new run is placed before the newest run the inputs come from, or at the front.
+        OutputRun::New => 0,
+    };
+    let mut older = Vec::new();
+    for (l, lvl) in version.levels().iter().enumerate().skip(level) {
+        let skip = if l == level { first_older } else { 0 };
+        for r in lvl.runs().iter().skip(skip) {
+            let tables: Vec<Arc<TableMeta>> = r
+                .tables()
+                .iter()
+                .filter(|t| !inputs.contains(&t.id))
+                .cloned()
+                .collect();
+            if !tables.is_empty() {
+                older.push(tables);
+            }
+        }
+    }
+    older
 }
 
 /// Position of a run in recency order: smaller is newer.

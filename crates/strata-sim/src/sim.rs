@@ -4,12 +4,12 @@ use crate::keys::{self, is_tombstone, key_bytes, key_from_bytes, key_of};
 use crate::merge::{cut_points, merge_runs, sort_buffer, RunCursor};
 use crate::report::{LevelReport, Metrics, SimReport, TimelineSample};
 use crate::workload::{Op, Workload, WorkloadSpec};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use strata_meta::{EditError, RunId, SeqRange, TableId, TableMeta, Version, VersionEdit};
 use strata_policy::{
-    BufferSelection, BufferSummary, CompactionPolicy, CutRule, Leases, OutputRun, PickContext,
-    Plan, PlanAction, PlanInput, PolicyError, WorkloadStats,
+    tables_below_output, BufferSelection, BufferSummary, CompactionPolicy, CutRule, Leases,
+    OutputRun, PickContext, Plan, PlanAction, PlanInput, PolicyError, WorkloadStats,
 };
 use thiserror::Error;
 
@@ -480,7 +480,7 @@ impl Simulator {
             seqnos = seqnos.union(t.seqnos);
             merge_arrays.push(self.table_array(t.id)?);
         }
-        let older = self.older_runs(out_level, output.run, &plan.merge_with);
+        let older = tables_below_output(&self.version, out_level, output.run, &plan.merge_with);
         let mut runs = vec![RunCursor::new(vec![Arc::from(entries)])];
         if !merge_arrays.is_empty() {
             runs.push(RunCursor::new(merge_arrays));
@@ -540,38 +540,6 @@ impl Simulator {
                 "table {id} has no simulated contents"
             )))
         })
-    }
-
-    /// Runs (as table lists) older than an output placed in `level` at `run`, excluding `inputs`;
-    /// a tombstone written there must stay if one of them holds its key.
-    fn older_runs(
-        &self,
-        level: usize,
-        run: OutputRun,
-        inputs: &[TableId],
-    ) -> Vec<Vec<Arc<TableMeta>>> {
-        let inputs: HashSet<TableId> = inputs.iter().copied().collect();
-        let runs = self.version.level(level).runs();
-        let first_older = match run {
-            OutputRun::Existing(id) => runs.iter().position(|r| r.id() == id).map_or(0, |p| p + 1),
-            OutputRun::New => 0,
-        };
-        let mut older = Vec::new();
-        for (l, lvl) in self.version.levels().iter().enumerate().skip(level) {
-            let skip = if l == level { first_older } else { 0 };
-            for r in lvl.runs().iter().skip(skip) {
-                let tables: Vec<Arc<TableMeta>> = r
-                    .tables()
-                    .iter()
-                    .filter(|t| !inputs.contains(&t.id))
-                    .cloned()
-                    .collect();
-                if !tables.is_empty() {
-                    older.push(tables);
-                }
-            }
-        }
-        older
     }
 
     /// Whether `key` exists in any of `older` (exact: searches the tables' key sets).
@@ -781,7 +749,8 @@ impl Simulator {
                         cursors.push(RunCursor::new(arrays));
                     }
                     let all_inputs: Vec<TableId> = plan.input_tables().collect();
-                    let older = self.older_runs(output.level, output.run, &all_inputs);
+                    let older =
+                        tables_below_output(&self.version, output.level, output.run, &all_inputs);
                     let merged = merge_runs(cursors, |k| self.exists_below(&older, k));
                     let tables = self.build_tables(
                         &merged,
