@@ -162,13 +162,6 @@ pub(crate) struct DecodedGroup<'a> {
     pub records: &'a [u8],
 }
 
-/// Decodes a WAL payload's header, or `None` if it is short or announces sequence numbers
-/// beyond [`MAX_SEQNO`] (see [`decode_group_header`] for which); the records are checked while
-/// iterating. Prefer [`replay_wal_payload`], which checks everything and says what is wrong.
-pub(crate) fn decode_group(payload: &[u8]) -> Option<DecodedGroup<'_>> {
-    decode_group_header(payload).ok()
-}
-
 /// Decodes a WAL payload's header; why it is malformed on failure: shorter than the header, or
 /// sequence numbers `first_seq ..= first_seq + count - 1` beyond [`MAX_SEQNO`] (which the
 /// memtable's 56-bit sequence field could not hold, and `u64` arithmetic on them could overflow).
@@ -324,7 +317,7 @@ mod tests {
         assert_eq!(a.user_bytes(), 6);
         let mut out = Vec::new();
         encode_group(&mut out, 42, &[&a, &b]);
-        let g = decode_group(&out).unwrap();
+        let g = decode_group_header(&out).unwrap();
         assert_eq!((g.first_seq, g.count), (42, 4));
         let ops: Vec<_> = BatchIter::new(g.records).map(|r| r.unwrap()).collect();
         assert_eq!(ops[0], BatchOp::Put(b"k1", b"v1"));
@@ -356,7 +349,7 @@ mod tests {
         assert_eq!(results, vec![Err(0)]);
         let results: Vec<_> = BatchIter::new(&[9, 1, 2]).collect();
         assert_eq!(results, vec![Err(0)]);
-        assert!(decode_group(&[1, 2, 3]).is_none());
+        assert!(decode_group_header(&[1, 2, 3]).is_err());
     }
 
     /// Found by the `wal_reader` fuzz target (minimized): a WAL payload whose first sequence
@@ -374,7 +367,7 @@ mod tests {
         let e = replay_wal_payload(&fuzzed, |_, _| applied += 1).unwrap_err();
         assert!(e.contains("beyond the largest sequence number"), "{e}");
         assert_eq!(applied, 0, "nothing is applied from a rejected header");
-        assert!(decode_group(&fuzzed).is_none());
+        assert!(decode_group_header(&fuzzed).is_err());
 
         let mut b = WriteBatch::new();
         b.put("k", "v").unwrap().delete("k").unwrap();

@@ -47,7 +47,7 @@
 //!    are never confused with new files, and leftovers of a failed creation (a first manifest
 //!    that `CURRENT` never named) do not make the directory "not a database".
 
-use crate::batch::{self, BatchIter, BatchOp, WriteBatch};
+use crate::batch::{self, BatchOp, WriteBatch};
 use crate::compaction::{input_iterators, merge_into, MergeFilter, OutputWriter, WriteSettings};
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
@@ -269,7 +269,16 @@ impl Db {
         let (version, next_file, last_seq, log_number, manifest) = if has_current {
             let r = manifest::recover(fs.as_ref(), &dir)?;
             check_live_files(fs.as_ref(), &dir, &names, &r)?;
-            let number = r.next_file_number.max(max_in_dir + 1);
+            // File numbers near u64::MAX would leave no number to allocate next: that is
+            // damage (or a foreign file), not a state a running database reaches.
+            let number = r.next_file_number.max(max_in_dir.saturating_add(1));
+            if number >= u64::MAX - 1 {
+                return Err(Error::corruption(
+                    manifest::CURRENT,
+                    0,
+                    format!("file numbers reach {number}, leaving none to allocate"),
+                ));
+            }
             let counters = ManifestRecord {
                 next_file_number: Some(number + 1),
                 last_seqno: Some(r.last_seqno),
@@ -1826,38 +1835,13 @@ impl DbInner {
             let mut reader = LogReader::new(data, name.clone(), self.options.wal_recovery_mode);
             while let Some(payload) = reader.next_record()? {
                 let offset = reader.last_record_offset();
-                let group = batch::decode_group(&payload).ok_or_else(|| {
-                    Error::corruption(&name, offset, "WAL record shorter than its header")
-                })?;
-                let mut seq = group.first_seq;
-                let mut ops = 0u32;
-                for op in BatchIter::new(group.records) {
-                    match op {
-                        Ok(BatchOp::Put(k, v)) => mem.insert(k, seq, ValueKind::Put, v),
-                        Ok(BatchOp::Delete(k)) => mem.insert(k, seq, ValueKind::Delete, &[]),
-                        Err(at) => {
-                            return Err(Error::corruption(
-                                &name,
-                                offset,
-                                format!("malformed write-batch record at byte {at} of the payload"),
-                            ))
-                        }
-                    }
-                    seq += 1;
-                    ops += 1;
-                }
-                if ops != group.count {
-                    return Err(Error::corruption(
-                        &name,
-                        offset,
-                        format!(
-                            "WAL record announces {} operations but holds {ops}",
-                            group.count
-                        ),
-                    ));
-                }
-                if ops > 0 {
-                    max_seq = max_seq.max(seq - 1);
+                let last = batch::replay_wal_payload(&payload, |seq, op| match op {
+                    BatchOp::Put(k, v) => mem.insert(k, seq, ValueKind::Put, v),
+                    BatchOp::Delete(k) => mem.insert(k, seq, ValueKind::Delete, &[]),
+                })
+                .map_err(|reason| Error::corruption(&name, offset, reason))?;
+                if let Some(last) = last {
+                    max_seq = max_seq.max(last);
                 }
             }
         }

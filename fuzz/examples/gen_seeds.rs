@@ -1,0 +1,267 @@
+//! Writes seed corpora for the fuzz targets with the engine's own writers:
+//! `cargo run --manifest-path fuzz/Cargo.toml --example gen-seeds -- fuzz/corpus` (from the
+//! repository root) fills `fuzz/corpus/{block_decoder,table_reader,wal_reader,manifest_decoder}`.
+//! Corpora are data and stay out of git; this regenerates the seeds deterministically.
+
+use std::error::Error;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use strata_engine::fs::{FileSystem, MemFs};
+use strata_engine::key::{internal_key, ValueKind};
+use strata_engine::log::LogReader;
+use strata_engine::table::{TableBuilder, TableOptions};
+use strata_engine::{Compression, Db, Options, RecoveryMode, WriteBatch, WriteOptions};
+use strata_fuzz::{decode_stored, footer_handles, index_handles, write_log, VecFile};
+use strata_policy::PolicyOptions;
+
+type Res<T> = Result<T, Box<dyn Error>>;
+
+struct Out(PathBuf);
+
+impl Out {
+    fn put(&self, target: &str, name: &str, bytes: &[u8]) -> Res<()> {
+        let dir = self.0.join(target);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join(format!("seed-{name}")), bytes)?;
+        println!("{target}/seed-{name}: {} bytes", bytes.len());
+        Ok(())
+    }
+}
+
+/// A table of `n` entries over 4-byte user keys (12-byte internal keys), a few user keys with
+/// several versions and every fifth entry a tombstone.
+fn build_table(n: usize, options: TableOptions) -> Res<Vec<u8>> {
+    let file = VecFile::default();
+    let mut builder = TableBuilder::new(Box::new(file.clone()), "seed.sst".into(), options);
+    for i in 0..n {
+        let user = format!("k{:03}", i / 2);
+        let seq = 1000 - (i % 2) as u64;
+        let kind = if i % 5 == 4 {
+            ValueKind::Delete
+        } else {
+            ValueKind::Put
+        };
+        let value = if kind == ValueKind::Put {
+            format!("value-{i}-{}", "x".repeat(i % 7))
+        } else {
+            String::new()
+        };
+        builder.add(&internal_key(user.as_bytes(), seq, kind), value.as_bytes())?;
+    }
+    builder.finish()?;
+    Ok(file.contents())
+}
+
+/// The stored blocks of a table: (what, type byte, stored contents).
+fn table_blocks(table: &[u8]) -> Vec<(String, u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    let Some(handles) = footer_handles(table) else {
+        return out;
+    };
+    let stored = |(offset, size): (u64, u64)| {
+        let (start, end) = (offset as usize, (offset + size) as usize);
+        table
+            .get(start..=end)
+            .map(|b| (b[b.len() - 1], b[..b.len() - 1].to_vec()))
+    };
+    for (what, h) in ["index", "filter", "properties"].iter().zip(handles) {
+        if h == (0, 0) {
+            continue;
+        }
+        if let Some((t, contents)) = stored(h) {
+            if *what == "index" {
+                if let Some(index) = decode_stored(&contents, t) {
+                    for (i, dh) in index_handles(&index).into_iter().enumerate().take(3) {
+                        if let Some((t, c)) = stored(dh) {
+                            out.push((format!("data{i}"), t, c));
+                        }
+                    }
+                }
+            }
+            out.push((what.to_string(), t, contents));
+        }
+    }
+    out
+}
+
+fn tables(out: &Out) -> Res<()> {
+    let variants: Vec<(&str, usize, TableOptions)> = vec![
+        ("default", 40, TableOptions::default()),
+        (
+            "lz4-small-blocks",
+            120,
+            TableOptions {
+                block_size: 256,
+                restart_interval: 4,
+                compression: Compression::Lz4,
+                ..TableOptions::default()
+            },
+        ),
+        (
+            "zstd-no-bloom",
+            80,
+            TableOptions {
+                block_size: 512,
+                compression: Compression::Zstd { level: 3 },
+                bloom_bits_per_key: 0.0,
+                ..TableOptions::default()
+            },
+        ),
+        (
+            "restart1-tiny-blocks",
+            30,
+            TableOptions {
+                block_size: 64,
+                restart_interval: 1,
+                ..TableOptions::default()
+            },
+        ),
+        ("empty", 0, TableOptions::default()),
+    ];
+    for (name, n, options) in variants {
+        let table = build_table(n, options)?;
+        out.put("table_reader", name, &table)?;
+        for (what, block_type, contents) in table_blocks(&table) {
+            // Seek targets: two 12-byte internal keys, one present and one between keys.
+            let mut input = vec![block_type, 24];
+            input.extend(internal_key(b"k005", 1000, ValueKind::Put));
+            input.extend(internal_key(b"k00:", 7, ValueKind::Put));
+            input.extend(&contents);
+            out.put("block_decoder", &format!("{name}-{what}"), &input)?;
+            // And without targets.
+            let mut bare = vec![block_type, 0];
+            bare.extend(&contents);
+            out.put("block_decoder", &format!("{name}-{what}-bare"), &bare)?;
+        }
+    }
+    Ok(())
+}
+
+/// A WAL payload: `first_seq: u64 | count: u32 | records` (see `batch.rs`).
+fn group(first_seq: u64, ops: &[(&[u8], Option<&[u8]>)]) -> Vec<u8> {
+    let mut p = first_seq.to_le_bytes().to_vec();
+    p.extend((ops.len() as u32).to_le_bytes());
+    let varint = |p: &mut Vec<u8>, mut v: usize| {
+        while v >= 0x80 {
+            p.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        p.push(v as u8);
+    };
+    for (key, value) in ops {
+        p.push(if value.is_some() { 1 } else { 0 });
+        varint(&mut p, key.len());
+        p.extend(*key);
+        if let Some(v) = value {
+            varint(&mut p, v.len());
+            p.extend(*v);
+        }
+    }
+    p
+}
+
+fn open_db(fs: &Arc<MemFs>, policy: &str) -> Res<Db> {
+    let options = Options::new()
+        .with_file_system(Arc::clone(fs) as Arc<dyn FileSystem>)
+        .with_synchronous_compaction(true)
+        .with_record_block_ranges(true)
+        .with_policy_named(policy, &PolicyOptions::default())?;
+    Ok(Db::open("/db", options)?)
+}
+
+fn files_named(fs: &MemFs, f: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    fs.file_names()
+        .into_iter()
+        .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(&f))
+        .collect()
+}
+
+fn wals(out: &Out) -> Res<()> {
+    let groups = [
+        group(1, &[(b"k1", Some(b"v1")), (b"k2", None)]),
+        group(3, &[(b"", Some(b"")), (b"k3", Some(&[7u8; 40]))]),
+        group(5, &[]),
+        group(6, &[(b"k1", None)]),
+    ];
+    let log = write_log(groups.iter().map(Vec::as_slice));
+    out.put("wal_reader", "groups", &log)?;
+    out.put("wal_reader", "torn-tail", &log[..log.len() - 5])?;
+    let mut zeros = log.clone();
+    zeros.extend([0u8; 24]);
+    out.put("wal_reader", "zero-tail", &zeros)?;
+    let mut middle = log.clone();
+    middle[12] ^= 0x10;
+    out.put("wal_reader", "damaged-middle", &middle)?;
+    out.put(
+        "wal_reader",
+        "single",
+        &write_log([group(1, &[(b"a", Some(b"b"))]).as_slice()]),
+    )?;
+
+    // A live database's WAL, written by the engine's commit path.
+    let fs = Arc::new(MemFs::new());
+    let db = open_db(&fs, "leveled")?;
+    for i in 0..6 {
+        let mut batch = WriteBatch::new();
+        batch.put(format!("key{i}"), format!("value{i}"))?;
+        if i % 2 == 1 {
+            batch.delete(format!("key{}", i - 1))?;
+        }
+        db.write(&WriteOptions::synced(), batch)?;
+    }
+    for path in files_named(&fs, |n| n.ends_with(".log")) {
+        let bytes = fs.read(&path)?;
+        if !bytes.is_empty() {
+            out.put("wal_reader", "db-wal", &bytes)?;
+        }
+    }
+    db.close()?;
+    Ok(())
+}
+
+fn manifests(out: &Out) -> Res<()> {
+    for (name, policy, flushes) in [
+        ("fresh", "leveled", 0),
+        ("leveled", "leveled", 3),
+        ("horizontal-tiered", "horizontal-tiered", 4),
+    ] {
+        let fs = Arc::new(MemFs::new());
+        let db = open_db(&fs, policy)?;
+        for f in 0..flushes {
+            for i in 0..20 {
+                db.put(format!("key{:03}", (i * 7 + f) % 50), format!("v{f}-{i}"))?;
+            }
+            db.delete(format!("key{:03}", f))?;
+            db.flush()?;
+        }
+        db.close()?;
+        for path in files_named(&fs, |n| n.starts_with("MANIFEST-")) {
+            let bytes = fs.read(&path)?;
+            out.put("manifest_decoder", &format!("{name}-log"), &bytes)?;
+            // The same records as JSON lines, for the split-at-newlines variant.
+            let mut reader = LogReader::new(bytes, "m".into(), RecoveryMode::AbsoluteConsistency);
+            let mut lines = Vec::new();
+            while let Some(record) = reader.next_record()? {
+                lines.push(record);
+            }
+            out.put(
+                "manifest_decoder",
+                &format!("{name}-lines"),
+                &lines.join(&b'\n'),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn main() -> Res<()> {
+    let dir = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "fuzz/corpus".to_string());
+    let out = Out(Path::new(&dir).to_path_buf());
+    tables(&out)?;
+    wals(&out)?;
+    manifests(&out)?;
+    Ok(())
+}
