@@ -55,17 +55,20 @@ impl MergingIterator {
         }
     }
 
-    fn find_smallest(&mut self) {
+    /// Points `current` at the child with the smallest key (forward) or the largest (reverse);
+    /// ties go to the lower index.
+    fn find(&mut self, direction: Direction) {
+        let worse = match direction {
+            Direction::Forward => Ordering::Greater,
+            Direction::Reverse => Ordering::Less,
+        };
         let mut best: Option<usize> = None;
         for (i, c) in self.children.iter().enumerate() {
             if !c.valid() {
                 continue;
             }
             best = match best {
-                Some(b)
-                    if compare_internal_keys(self.children[b].key(), c.key())
-                        != Ordering::Greater =>
-                {
+                Some(b) if compare_internal_keys(self.children[b].key(), c.key()) != worse => {
                     Some(b)
                 }
                 _ => Some(i),
@@ -74,22 +77,12 @@ impl MergingIterator {
         self.current = best;
     }
 
+    fn find_smallest(&mut self) {
+        self.find(Direction::Forward);
+    }
+
     fn find_largest(&mut self) {
-        let mut best: Option<usize> = None;
-        for (i, c) in self.children.iter().enumerate() {
-            if !c.valid() {
-                continue;
-            }
-            best = match best {
-                Some(b)
-                    if compare_internal_keys(self.children[b].key(), c.key()) != Ordering::Less =>
-                {
-                    Some(b)
-                }
-                _ => Some(i),
-            };
-        }
-        self.current = best;
+        self.find(Direction::Reverse);
     }
 }
 
