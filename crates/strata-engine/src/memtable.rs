@@ -174,13 +174,19 @@ impl Memtable {
             data: Vec::new(),
             entries: Vec::new(),
             index: 0,
+            batch: FIRST_BATCH,
         }
     }
 }
 
-/// How many entries a cursor copies out of the skip list per step: each refill is one O(log n)
-/// search, after which moves are array steps.
-const PREFETCH: usize = 64;
+/// How many entries a cursor copies out of the skip list right after a seek. Most seeks (point
+/// scans, short range scans where the memtable holds a sliver of the keys) read one or two
+/// entries from here, so copying more is wasted work.
+const FIRST_BATCH: usize = 4;
+
+/// The most entries one refill copies: each refill is one O(log n) search, after which moves are
+/// array steps, so long scans grow their batch up to this.
+const MAX_BATCH: usize = 64;
 
 /// A cursor over a memtable. It copies small runs of entries out of the skip list into one flat
 /// buffer, because skip-list entries borrow the map and cannot live in an owned cursor.
@@ -191,6 +197,9 @@ pub struct MemtableIterator {
     /// (key start, key end = value start, value end) into `data`, in key order.
     entries: Vec<(usize, usize, usize)>,
     index: usize,
+    /// Entries the next refill copies: reset by seeks, doubled by each refill that continues a
+    /// scan, capped at [`MAX_BATCH`].
+    batch: usize,
 }
 
 impl MemtableIterator {
@@ -208,10 +217,19 @@ impl MemtableIterator {
         self.index = 0;
     }
 
+    /// Sets the batch for the next refill: a seek starts small, a continuing scan doubles.
+    fn size_batch(&mut self, continuing: bool) {
+        self.batch = if continuing {
+            (self.batch * 2).min(MAX_BATCH)
+        } else {
+            FIRST_BATCH
+        };
+    }
+
     fn fill_forward(&mut self, from: Bound<&MemKey>) {
         self.clear();
         let mem = Arc::clone(&self.mem);
-        for e in mem.map.range((from, Bound::Unbounded)).take(PREFETCH) {
+        for e in mem.map.range((from, Bound::Unbounded)).take(self.batch) {
             self.push(e.key().0.as_slice(), e.value().as_slice());
         }
     }
@@ -223,7 +241,7 @@ impl MemtableIterator {
             .map
             .range((Bound::Unbounded, to))
             .rev()
-            .take(PREFETCH)
+            .take(self.batch)
             .collect();
         // Keep the buffer in key order; the cursor sits on its last element.
         picked.reverse();
@@ -246,23 +264,27 @@ impl InternalIterator for MemtableIterator {
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
+        self.size_batch(false);
         self.fill_forward(Bound::Unbounded);
         Ok(())
     }
 
     fn seek_to_last(&mut self) -> Result<()> {
+        self.size_batch(false);
         self.fill_backward(Bound::Unbounded);
         Ok(())
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
         let t = MemKey(Packed::new(target));
+        self.size_batch(false);
         self.fill_forward(Bound::Included(&t));
         Ok(())
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
         let t = MemKey(Packed::new(target));
+        self.size_batch(false);
         self.fill_backward(Bound::Included(&t));
         Ok(())
     }
@@ -273,6 +295,7 @@ impl InternalIterator for MemtableIterator {
             self.index += 1;
             return Ok(());
         }
+        self.size_batch(true);
         match self.current_key() {
             Some(k) => self.fill_forward(Bound::Excluded(&k)),
             None => self.clear(),
@@ -285,6 +308,7 @@ impl InternalIterator for MemtableIterator {
             self.index -= 1;
             return Ok(());
         }
+        self.size_batch(true);
         match self.current_key() {
             Some(k) => self.fill_backward(Bound::Excluded(&k)),
             None => self.clear(),
@@ -336,6 +360,32 @@ mod tests {
         assert_eq!(m.len(), 4);
         assert_eq!(m.tombstones(), 1);
         assert_eq!(m.key_range(), Some((Bytes::from("a"), Bytes::from("ab"))));
+    }
+
+    #[test]
+    fn seeks_copy_a_small_batch_and_scans_grow_it() {
+        let m = Arc::new(Memtable::new(1));
+        for i in 0..500u32 {
+            m.insert(format!("k{i:04}").as_bytes(), 1, ValueKind::Put, b"v");
+        }
+        let mut it = m.iter();
+        it.seek(&key::seek_key(b"k0010", key::MAX_SEQNO)).unwrap();
+        assert_eq!(it.entries.len(), FIRST_BATCH);
+        // Walk forward: every refill doubles the batch until the cap.
+        let mut sizes = Vec::new();
+        for _ in 0..400 {
+            if it.index == 0 {
+                sizes.push(it.entries.len());
+            }
+            it.next().unwrap();
+        }
+        assert_eq!(sizes[..5], [4, 8, 16, 32, 64]);
+        assert!(sizes[5..].iter().all(|&n| n == MAX_BATCH));
+        assert_eq!(key::user_key(it.key()), b"k0410");
+        // A new seek starts small again, in either direction.
+        it.seek_for_prev(&key::seek_key(b"k0200", 0)).unwrap();
+        assert_eq!(it.entries.len(), FIRST_BATCH);
+        assert_eq!(key::user_key(it.key()), b"k0200");
     }
 
     #[test]
