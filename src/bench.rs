@@ -1,13 +1,13 @@
 //! `strata bench`: the benchmark tool's command line.
 
-use anyhow::{bail, Context, Result};
+use crate::policies::policy_specs;
+use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 use strata_bench::engines::{available_peers, EngineSettings};
 use strata_bench::workload::{PresetParams, WorkloadSpec, PRESETS};
 use strata_bench::{report, run_comparison, BenchConfig};
 use strata_meta::parse_size;
-use strata_policy::BUILTIN_POLICIES;
 
 fn size_arg(text: &str) -> Result<u64, String> {
     parse_size(text)
@@ -26,9 +26,14 @@ pub struct BenchArgs {
     /// Render the table and report from a saved results.json instead of running anything.
     #[arg(long)]
     from_json: Option<PathBuf>,
-    /// Strata policies to run, comma-separated, "all" or "none".
+    /// Strata policies to run: comma-separated names, each optionally with options
+    /// (`leveled:level0_trigger=8,tiered`), "all" for every built-in policy, or "none".
     #[arg(long, default_value = "all")]
     policies: String,
+    /// An option for every selected policy that declares it, as name=value (repeatable), e.g.
+    /// `--policy-option num_levels=5`; `strata sim --list-policies` shows each policy's options.
+    #[arg(long = "policy-option", value_name = "NAME=VALUE")]
+    policy_options: Vec<String>,
     /// Peers to run beside the policies, comma-separated: rocksdb, fjall, or "all" (needs a
     /// build with `--features peers`). Default: every peer the build has.
     #[arg(long)]
@@ -165,15 +170,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
     } else {
         WorkloadSpec::preset(&args.workload, &params).map_err(anyhow::Error::msg)?
     };
-    let policies = list_names(&args.policies, BUILTIN_POLICIES);
-    for p in &policies {
-        if !BUILTIN_POLICIES.contains(&p.as_str()) {
-            bail!(
-                "unknown policy {p:?}; built-in policies: {}",
-                BUILTIN_POLICIES.join(", ")
-            );
-        }
-    }
+    // Engine settings fill the rest of each policy's options when it opens.
+    let policies: Vec<String> = policy_specs(&args.policies, &args.policy_options, &[])?
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     let peers = match &args.peers {
         None => available_peers().iter().map(|s| s.to_string()).collect(),
         Some(p) => list_names(p, &["rocksdb", "fjall"]),

@@ -1,13 +1,15 @@
 //! `strata`: the Strata command-line tool.
 
 mod bench;
+mod policies;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
+use policies::policy_specs;
 use std::io::Write as _;
 use std::time::Instant;
 use strata_meta::parse_size;
-use strata_policy::{build_policy, PolicyOptions, BUILTIN_POLICIES};
+use strata_policy::{build_policy, registry};
 use strata_sim::{
     comparison_table, human_bytes, Mix, SimConfig, SimReport, Simulator, Timing, WorkloadKind,
     WorkloadSpec,
@@ -38,9 +40,17 @@ fn size_arg(text: &str) -> Result<u64, String> {
 
 #[derive(Args, Debug)]
 struct SimArgs {
-    /// Policies to compare, comma-separated, or "all".
+    /// Policies to compare: comma-separated names, each optionally with options
+    /// (`leveled:level0_trigger=1,tiered`), or "all" for every built-in policy.
     #[arg(long, default_value = "all")]
     policy: String,
+    /// An option for every selected policy that declares it, as name=value (repeatable), e.g.
+    /// `--policy-option levels=3`. `strata sim --list-policies` shows each policy's options.
+    #[arg(long = "policy-option", value_name = "NAME=VALUE")]
+    policy_options: Vec<String>,
+    /// Print every registered policy with its options, and exit.
+    #[arg(long)]
+    list_policies: bool,
     /// Workload: fillrandom, fillseq, updaterandom, updatezipf, deleterandom, mixed.
     #[arg(long, default_value = "fillrandom")]
     workload: WorkloadKind,
@@ -56,37 +66,19 @@ struct SimArgs {
     /// Value size in bytes.
     #[arg(long, default_value = "100", value_parser = size_arg)]
     value_size: u64,
-    /// Write buffer (memtable) size. RocksDB: write_buffer_size.
+    /// Write buffer (memtable) size; also every policy's write_buffer_size unless set.
+    /// RocksDB: write_buffer_size.
     #[arg(long, default_value = "4MiB", value_parser = size_arg)]
     buffer_size: u64,
-    /// Size ratio T. RocksDB: max_bytes_for_level_multiplier.
+    /// Size ratio T of every policy that has one, unless set. RocksDB:
+    /// max_bytes_for_level_multiplier.
     #[arg(long, default_value_t = 10.0)]
     size_ratio: f64,
-    /// Output table size. RocksDB: target_file_size_base. Default: the buffer size.
+    /// Output table size of every policy, unless set. RocksDB: target_file_size_base.
+    /// Default: the buffer size.
     #[arg(long, value_parser = size_arg)]
     target_file_size: Option<u64>,
-    /// L0 runs that trigger an L0 merge. RocksDB: level0_file_num_compaction_trigger.
-    /// Default: 4 for leveled, 1 for leveled-full.
-    #[arg(long)]
-    l0_trigger: Option<usize>,
-    /// Levels including L0 for leveled. RocksDB: num_levels.
-    #[arg(long, default_value_t = 7)]
-    num_levels: usize,
-    /// Upper bound of the base level's size. RocksDB: max_bytes_for_level_base.
-    /// Default: size ratio × buffer size.
-    #[arg(long, value_parser = size_arg)]
-    max_bytes_for_level_base: Option<u64>,
-    /// Dynamic level sizes for leveled-full (leveled always uses them).
-    /// RocksDB: level_compaction_dynamic_level_bytes.
-    #[arg(long)]
-    dynamic_level_bytes: Option<bool>,
-    /// Levels ℓ of horizontal-leveled and horizontal-tiered.
-    #[arg(long, default_value_t = 3)]
-    levels: usize,
-    /// Expected data size N for horizontal-tiered. Default: the workload's ingested bytes.
-    #[arg(long, value_parser = size_arg)]
-    expected_data_size: Option<u64>,
-    /// Bloom filter bits per key.
+    /// Bloom filter bits per key of every policy, unless set.
     #[arg(long, default_value_t = 10.0)]
     bloom_bits: f64,
     /// Zipf exponent of updatezipf.
@@ -130,21 +122,6 @@ fn peak_rss_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
-fn policy_names(arg: &str) -> Result<Vec<String>> {
-    if arg == "all" {
-        return Ok(BUILTIN_POLICIES.iter().map(|s| s.to_string()).collect());
-    }
-    let names: Vec<String> = arg
-        .split(',')
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect();
-    if names.is_empty() {
-        bail!("--policy needs at least one policy name");
-    }
-    Ok(names)
-}
-
 fn write_timeline_csv(path: &std::path::Path, reports: &[SimReport]) -> Result<()> {
     let mut out = std::io::BufWriter::new(
         std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
@@ -166,9 +143,12 @@ fn write_timeline_csv(path: &std::path::Path, reports: &[SimReport]) -> Result<(
 }
 
 fn run_sim(args: SimArgs) -> Result<()> {
-    let names = policy_names(&args.policy)?;
+    if args.list_policies {
+        print!("{}", registry::describe_policies());
+        return Ok(());
+    }
     let ops = args.ops.unwrap_or(args.entries);
-    let spec = WorkloadSpec {
+    let workload = WorkloadSpec {
         kind: args.workload,
         entries: args.entries,
         ops,
@@ -176,22 +156,26 @@ fn run_sim(args: SimArgs) -> Result<()> {
         mix: args.mix,
         seed: args.seed,
     };
-    spec.validate().map_err(anyhow::Error::msg)?;
-    let ingest_bytes = spec
+    workload.validate().map_err(anyhow::Error::msg)?;
+    let ingest_bytes = workload
         .total_ops()
         .saturating_mul(args.key_size + args.value_size);
-    let options = PolicyOptions {
-        size_ratio: args.size_ratio,
-        write_buffer_size: args.buffer_size,
-        target_file_size: args.target_file_size.unwrap_or(args.buffer_size),
-        level0_trigger: args.l0_trigger,
-        max_bytes_for_level_base: args.max_bytes_for_level_base,
-        num_levels: args.num_levels,
-        dynamic_level_bytes: args.dynamic_level_bytes,
-        bloom_bits_per_key: args.bloom_bits,
-        horizontal_levels: args.levels,
-        expected_data_size: args.expected_data_size.unwrap_or(ingest_bytes.max(1)),
-    };
+    let specs = policy_specs(
+        &args.policy,
+        &args.policy_options,
+        &[
+            ("write_buffer_size", args.buffer_size.to_string()),
+            ("size_ratio", args.size_ratio.to_string()),
+            (
+                "target_file_size",
+                args.target_file_size
+                    .unwrap_or(args.buffer_size)
+                    .to_string(),
+            ),
+            ("bloom_bits_per_key", args.bloom_bits.to_string()),
+            ("expected_data_size", ingest_bytes.max(1).to_string()),
+        ],
+    )?;
     let timing = if args.timed {
         Timing::Timed {
             ingest_bytes_per_sec: args.ingest_rate as f64,
@@ -211,9 +195,9 @@ fn run_sim(args: SimArgs) -> Result<()> {
     if !args.json {
         println!(
             "workload {} : {} entries{}, {}-byte keys, {}-byte values ({} ingested), buffer {}, T = {}, {}",
-            spec.kind,
-            spec.entries,
-            if spec.total_ops() > spec.entries { format!(" + {ops} ops") } else { String::new() },
+            workload.kind,
+            workload.entries,
+            if workload.total_ops() > workload.entries { format!(" + {ops} ops") } else { String::new() },
             args.key_size,
             args.value_size,
             human_bytes(ingest_bytes),
@@ -223,10 +207,11 @@ fn run_sim(args: SimArgs) -> Result<()> {
         );
     }
     let mut reports = Vec::new();
-    for name in &names {
-        let policy = build_policy(name, &options)?;
+    for spec in &specs {
+        let name = &spec.name;
+        let policy = build_policy(spec).with_context(|| format!("building {spec}"))?;
         let start = Instant::now();
-        let mut report = Simulator::run(policy, config.clone(), &spec)
+        let mut report = Simulator::run(policy, config.clone(), &workload)
             .with_context(|| format!("simulating {name}"))?;
         report.wall_seconds = start.elapsed().as_secs_f64();
         if !args.json {

@@ -13,7 +13,6 @@ use strata_engine::log::LogReader;
 use strata_engine::table::{TableBuilder, TableOptions};
 use strata_engine::{Compression, Db, Options, RecoveryMode, WriteBatch, WriteOptions};
 use strata_fuzz::{decode_stored, footer_handles, index_handles, write_log, VecFile};
-use strata_policy::PolicyOptions;
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -166,7 +165,7 @@ fn open_db(fs: &Arc<MemFs>, policy: &str) -> Res<Db> {
         .with_file_system(Arc::clone(fs) as Arc<dyn FileSystem>)
         .with_synchronous_compaction(true)
         .with_record_block_ranges(true)
-        .with_policy_named(policy, &PolicyOptions::default())?;
+        .with_policy_named(policy)?;
     Ok(Db::open("/db", options)?)
 }
 

@@ -5,7 +5,7 @@ use crate::results::LevelShape;
 use anyhow::{bail, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use strata_policy::PolicyOptions;
+use strata_policy::PolicySpec;
 
 /// Counters an engine reports (cumulative since open).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -88,22 +88,25 @@ pub struct Strata {
 }
 
 impl Strata {
-    /// Opens a fresh Strata database in `dir` running `policy`.
+    /// Opens a fresh Strata database in `dir` running `policy`, a policy specification
+    /// (`name` or `name:option=value,...`). The settings fill the options the policy declares and
+    /// the specification leaves unset: size ratio, buffer size, target file size, level base,
+    /// Bloom bits and expected data size.
     pub fn open(dir: &Path, policy: &str, s: &EngineSettings) -> Result<Strata> {
-        let policy_options = PolicyOptions {
-            size_ratio: s.size_ratio,
-            write_buffer_size: s.write_buffer_size,
-            target_file_size: s.target_file_size,
-            max_bytes_for_level_base: Some(s.level_base),
-            bloom_bits_per_key: s.bloom_bits_per_key,
-            expected_data_size: s.expected_data_size,
-            ..PolicyOptions::default()
-        };
+        let mut spec: PolicySpec = policy.parse()?;
+        spec.fill_defaults([
+            ("size_ratio", s.size_ratio.to_string()),
+            ("write_buffer_size", s.write_buffer_size.to_string()),
+            ("target_file_size", s.target_file_size.to_string()),
+            ("max_bytes_for_level_base", s.level_base.to_string()),
+            ("bloom_bits_per_key", s.bloom_bits_per_key.to_string()),
+            ("expected_data_size", s.expected_data_size.to_string()),
+        ])?;
         let options = strata_engine::Options::new()
             .with_write_buffer_size(s.write_buffer_size)
             .with_block_cache_capacity(s.block_cache)
             .with_max_background_jobs(s.background_jobs)
-            .with_policy_named(policy, &policy_options)?;
+            .with_policy_spec(spec)?;
         Ok(Strata {
             db: strata_engine::Db::open(dir, options)?,
             policy: policy.to_string(),

@@ -20,7 +20,7 @@ use workload::WorkloadSpec;
 pub struct BenchConfig {
     /// The workload.
     pub workload: WorkloadSpec,
-    /// Strata policies to run.
+    /// Strata policies to run, as policy specifications (`name` or `name:option=value,...`).
     pub policies: Vec<String>,
     /// Peers to run ("rocksdb", "fjall").
     pub peers: Vec<String>,
@@ -54,7 +54,18 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
     }
     let mut runs = Vec::new();
     for (label, is_policy) in &labels {
-        let dir = base.join(label);
+        // Policy specifications may hold ':', '=' and ','; keep directory names plain.
+        let dir_name: String = label
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let dir = base.join(dir_name);
         if dir.exists() {
             bail!("{} already exists; give an empty --dir", dir.display());
         }

@@ -3,27 +3,19 @@
 //! Run with `cargo run --release -p strata-engine --example basic [directory]`.
 
 use strata_engine::{Db, Options, WriteBatch, WriteOptions};
-use strata_policy::{build_policy, PolicyOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = match std::env::args().nth(1) {
         Some(d) => std::path::PathBuf::from(d),
         None => std::env::temp_dir().join(format!("strata-example-{}", std::process::id())),
     };
-    // Small buffers so a short run already flushes and compacts.
-    let policy = build_policy(
-        "leveled",
-        &PolicyOptions {
-            write_buffer_size: 1 << 20,
-            target_file_size: 1 << 20,
-            ..PolicyOptions::default()
-        },
-    )?;
+    // Small buffers and tables so a short run already flushes and compacts. The policy is
+    // named with its options; its write buffer size is the database's.
     let db = Db::open(
         &dir,
         Options::new()
             .with_write_buffer_size(1 << 20)
-            .with_policy(policy),
+            .with_policy_named("leveled:target_file_size=1MiB")?,
     )?;
 
     for i in 0..100_000u32 {

@@ -25,7 +25,6 @@
 //! [`fs::FaultFs`] injects I/O errors to test all of this.
 
 pub mod batch;
-mod compaction;
 mod db;
 pub mod error;
 pub mod fs;
@@ -35,12 +34,15 @@ mod listener;
 pub mod log;
 pub mod manifest;
 pub mod memtable;
+mod merge;
 mod metrics;
 mod options;
 pub mod stats;
+mod super_version;
 pub mod table;
 mod table_cache;
 mod user_iter;
+mod write_queue;
 
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use db::{Db, ReadOptions, Snapshot};

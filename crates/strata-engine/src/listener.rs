@@ -20,8 +20,12 @@ pub struct CompletedJob {
     pub flushes_before: u64,
     /// Levels the inputs came from (ascending; empty for a flush that writes a new run).
     pub input_levels: Vec<usize>,
+    /// Input tables (for a flush, the tables it merged with).
+    pub input_tables: usize,
     /// Level written to, if any.
     pub output_level: Option<usize>,
+    /// Tables written (for a move, re-linked).
+    pub output_tables: usize,
     /// Bytes of table files written.
     pub bytes_written: u64,
     /// Bytes of table files read.

@@ -6,7 +6,7 @@ use crate::listener::EventListener;
 use crate::log::RecoveryMode;
 use crate::table::Compression;
 use std::sync::Arc;
-use strata_policy::{build_policy, CompactionPolicy, PolicyOptions};
+use strata_policy::{build_policy, CompactionPolicy, PolicySpec};
 
 /// How a database is opened and run. Every setter names its RocksDB equivalent and the default.
 #[derive(Clone, Debug)]
@@ -28,9 +28,20 @@ pub struct Options {
     pub(crate) paranoid_checks: bool,
     pub(crate) record_block_ranges: bool,
     pub(crate) synchronous_compaction: bool,
-    pub(crate) policy: Arc<dyn CompactionPolicy>,
+    pub(crate) long_scan_entries: u64,
+    pub(crate) policy: PolicyChoice,
     pub(crate) fs: Arc<dyn FileSystem>,
     pub(crate) listeners: Vec<Listener>,
+}
+
+/// The compaction policy as configured: a registered policy named by a specification, built when
+/// the database opens (so it sees the final write buffer size), or a policy object.
+#[derive(Clone, Debug)]
+pub(crate) enum PolicyChoice {
+    /// Built at open from the registry.
+    Named(PolicySpec),
+    /// Used as given.
+    Object(Arc<dyn CompactionPolicy>),
 }
 
 /// A registered listener (a newtype so `Options` can stay `Debug`).
@@ -45,10 +56,6 @@ impl std::fmt::Debug for Listener {
 
 impl Default for Options {
     fn default() -> Self {
-        let policy_options = PolicyOptions::default();
-        // The default policy with default options always builds; fall back to leveled explicitly.
-        let policy = build_policy("leveled", &policy_options)
-            .unwrap_or_else(|_| Arc::new(strata_policy::Leveled::new()));
         Options {
             create_if_missing: true,
             error_if_exists: false,
@@ -67,7 +74,8 @@ impl Default for Options {
             paranoid_checks: false,
             record_block_ranges: false,
             synchronous_compaction: false,
-            policy,
+            long_scan_entries: 32,
+            policy: PolicyChoice::Named(PolicySpec::new("leveled")),
             fs: Arc::new(StdFs),
             listeners: Vec::new(),
         }
@@ -197,16 +205,49 @@ impl Options {
         self
     }
 
-    /// The compaction policy. RocksDB: `compaction_style` plus its options. Default: `leveled`
-    /// with default options.
-    pub fn with_policy(mut self, policy: Arc<dyn CompactionPolicy>) -> Self {
-        self.policy = policy;
+    /// A scan that reads at least this many entries counts as long in the workload statistics
+    /// policies see ([`strata_policy::WorkloadStats::long_scans`]). No RocksDB equivalent.
+    /// Default: 32.
+    pub fn with_long_scan_entries(mut self, entries: u64) -> Self {
+        self.long_scan_entries = entries;
         self
     }
 
-    /// The built-in policy `name` with `options` (see [`strata_policy::build_policy`]).
-    pub fn with_policy_named(self, name: &str, options: &PolicyOptions) -> Result<Self> {
-        Ok(self.with_policy(build_policy(name, options)?))
+    /// The compaction policy, as an object. RocksDB: `compaction_style` plus its options.
+    /// Default: `leveled` with default options (see [`Options::with_policy_named`]).
+    pub fn with_policy(mut self, policy: Arc<dyn CompactionPolicy>) -> Self {
+        self.policy = PolicyChoice::Object(policy);
+        self
+    }
+
+    /// A registered policy by specification: `name` or `name:option=value,...`, e.g.
+    /// `"leveled:level0_trigger=2"` (see [`strata_policy::registry`]). It is built when the
+    /// database opens; its `write_buffer_size`, where it has one and the specification does not
+    /// set it, is this database's write buffer size. Fails at once, naming the problem, if the
+    /// name or an option is unknown or a value is out of range.
+    pub fn with_policy_named(self, spec: &str) -> Result<Self> {
+        self.with_policy_spec(spec.parse()?)
+    }
+
+    /// [`Options::with_policy_named`] with a parsed specification.
+    pub fn with_policy_spec(mut self, spec: PolicySpec) -> Result<Self> {
+        // Build once now, so a bad specification fails here rather than at open.
+        build_policy(&spec)?;
+        self.policy = PolicyChoice::Named(spec);
+        Ok(self)
+    }
+
+    /// The policy the database will run: the configured object, or the named policy built with
+    /// this database's write buffer size as its default.
+    pub fn build_policy(&self) -> Result<Arc<dyn CompactionPolicy>> {
+        match &self.policy {
+            PolicyChoice::Object(policy) => Ok(Arc::clone(policy)),
+            PolicyChoice::Named(spec) => {
+                let mut spec = spec.clone();
+                spec.fill_defaults([("write_buffer_size", self.write_buffer_size)])?;
+                Ok(build_policy(&spec)?)
+            }
+        }
     }
 
     /// The file system. RocksDB: `env`. Default: the real one.
@@ -220,11 +261,6 @@ impl Options {
     pub fn with_event_listener(mut self, listener: Arc<dyn EventListener>) -> Self {
         self.listeners.push(Listener(listener));
         self
-    }
-
-    /// The configured policy.
-    pub fn policy(&self) -> &Arc<dyn CompactionPolicy> {
-        &self.policy
     }
 
     /// Checks every option, naming the first one out of range.
@@ -255,6 +291,9 @@ impl Options {
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");
+        }
+        if self.long_scan_entries == 0 {
+            return bad("long_scan_entries must be at least 1");
         }
         if self.max_manifest_file_size < 4096 {
             return bad("max_manifest_file_size must be at least 4096 bytes");

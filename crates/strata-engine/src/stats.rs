@@ -47,6 +47,10 @@ pub struct Statistics {
     pub gets: AtomicU64,
     /// Range iterators created.
     pub scans: AtomicU64,
+    /// Range iterators dropped after returning fewer entries than the long-scan threshold.
+    pub short_scans: AtomicU64,
+    /// Range iterators dropped after returning at least the long-scan threshold of entries.
+    pub long_scans: AtomicU64,
     /// Tables probed by point lookups (runs probed, counting each table looked into).
     pub get_tables_probed: AtomicU64,
     /// Microseconds writers spent slowed down or stopped by the write controller.

@@ -1,9 +1,10 @@
 //! User-facing iterators: internal entries resolved to the newest visible value of each key.
 
-use crate::db::SuperVersion;
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind, MAX_SEQNO};
+use crate::stats::Statistics;
+use crate::super_version::SuperVersion;
 use bytes::Bytes;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -12,7 +13,10 @@ use std::sync::Arc;
 /// It holds the memtables and table files it reads alive until dropped.
 pub struct DbIterator {
     merged: MergingIterator,
-    _sv: Arc<SuperVersion>,
+    /// Keeps the memtables and tables being read alive.
+    _super_version: Arc<SuperVersion>,
+    /// Where the scan is counted, short or long, when the iterator is dropped.
+    scan_count: ScanCount,
     seq: SeqNo,
     start: Bound<Vec<u8>>,
     end: Bound<Vec<u8>>,
@@ -23,17 +27,41 @@ pub struct DbIterator {
     decided: Option<Vec<u8>>,
 }
 
+/// Counts a scan by the entries it returned: long from `long_scan_entries` on.
+pub(crate) struct ScanCount {
+    /// The engine's statistics.
+    pub stats: Arc<Statistics>,
+    /// Entries from which a scan is long.
+    pub long_scan_entries: u64,
+    /// Entries returned so far.
+    pub returned: u64,
+}
+
+impl Drop for ScanCount {
+    fn drop(&mut self) {
+        let counter = if self.returned >= self.long_scan_entries {
+            &self.stats.long_scans
+        } else {
+            &self.stats.short_scans
+        };
+        Statistics::add(counter, 1);
+    }
+}
+
 impl DbIterator {
+    /// A user iterator over `children` (memtables and runs) as of `seq`.
     pub(crate) fn new(
         children: Vec<Box<dyn InternalIterator>>,
-        sv: Arc<SuperVersion>,
+        super_version: Arc<SuperVersion>,
+        scan_count: ScanCount,
         seq: SeqNo,
         range: (Bound<Vec<u8>>, Bound<Vec<u8>>),
         reverse: bool,
     ) -> Result<DbIterator> {
         Ok(DbIterator {
             merged: MergingIterator::new(children),
-            _sv: sv,
+            _super_version: super_version,
+            scan_count,
             seq,
             start: range.0,
             end: range.1,
@@ -162,7 +190,10 @@ impl Iterator for DbIterator {
             self.next_forward()
         };
         match r {
-            Ok(item) => item.map(Ok),
+            Ok(item) => {
+                self.scan_count.returned += u64::from(item.is_some());
+                item.map(Ok)
+            }
             Err(e) => {
                 self.done = true;
                 Some(Err(e))

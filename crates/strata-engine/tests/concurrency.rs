@@ -7,22 +7,21 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use strata_engine::fs::MemFs;
 use strata_engine::{Db, Options, ReadOptions};
-use strata_policy::{build_policy, PolicyOptions};
+use strata_policy::{testing, PolicySpec};
 
 #[test]
 fn concurrent_writers_readers_and_flushes_lose_nothing() {
-    for policy in ["leveled", "horizontal-leveled", "tiered"] {
-        let policy_options = PolicyOptions {
-            size_ratio: 4.0,
-            write_buffer_size: 16 << 10,
-            target_file_size: 8 << 10,
-            ..PolicyOptions::default()
-        };
+    testing::register();
+    for policy in ["leveled", "horizontal-leveled", "tiered", testing::NAME] {
+        let mut spec = PolicySpec::new(policy);
+        spec.fill_defaults([("size_ratio", "4"), ("target_file_size", "8KiB")])
+            .unwrap();
         let options = Options::new()
             .with_file_system(Arc::new(MemFs::default()))
             .with_write_buffer_size(16 << 10)
             .with_block_size(1024)
-            .with_policy(build_policy(policy, &policy_options).unwrap());
+            .with_policy_spec(spec)
+            .unwrap();
         let db = Db::open("/db", options).unwrap();
         let writers = 3u64;
         let per_writer = 3000u64;

@@ -18,7 +18,7 @@ use std::time::Duration;
 use strata_engine::fs::{FaultFs, FaultKind, FaultStats, FileClasses, FileSystem, MemFs};
 use strata_engine::manifest::{classify, FileKind};
 use strata_engine::{Db, Error, Options, WriteBatch, WriteOptions};
-use strata_policy::{build_policy, PolicyOptions, BUILTIN_POLICIES};
+use strata_policy::{testing, PolicySpec};
 
 const DIR: &str = "/db";
 
@@ -26,15 +26,15 @@ const DIR: &str = "/db";
 /// manifest several times.
 fn small_options(fs: Arc<dyn FileSystem>, policy: &str, synchronous: bool) -> Options {
     let buffer = 4096;
-    let policy_options = PolicyOptions {
-        size_ratio: 3.0,
-        write_buffer_size: buffer,
-        target_file_size: 2048,
-        expected_data_size: 256 << 10,
-        horizontal_levels: 3,
-        num_levels: 5,
-        ..PolicyOptions::default()
-    };
+    let mut spec = PolicySpec::new(policy);
+    spec.fill_defaults([
+        ("size_ratio", "3"),
+        ("target_file_size", "2048"),
+        ("expected_data_size", "256KiB"),
+        ("levels", "3"),
+        ("num_levels", "5"),
+    ])
+    .unwrap();
     Options::new()
         .with_file_system(fs)
         .with_write_buffer_size(buffer)
@@ -44,7 +44,8 @@ fn small_options(fs: Arc<dyn FileSystem>, policy: &str, synchronous: bool) -> Op
         .with_max_manifest_file_size(4096)
         .with_max_background_jobs(3)
         .with_synchronous_compaction(synchronous)
-        .with_policy(build_policy(policy, &policy_options).unwrap())
+        .with_policy_spec(spec)
+        .unwrap()
 }
 
 /// Table files in the directory.
@@ -425,7 +426,7 @@ fn random_faults_never_lose_synced_writes_or_invent_values() {
     let mut totals = FaultStats::default();
     let mut runs = 0usize;
     let seeds = seeds();
-    for (p, policy) in BUILTIN_POLICIES.iter().enumerate() {
+    for (p, policy) in testing::policies_to_test().iter().enumerate() {
         for seed in 0..seeds {
             let focus = FaultKind::ALL[(p * seeds as usize + seed as usize) % FaultKind::COUNT];
             let stats = run_one(policy, seed * 1000 + p as u64, focus);

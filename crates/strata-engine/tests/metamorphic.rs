@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use strata_engine::fs::MemFs;
 use strata_engine::{Db, Options, ReadOptions, WriteBatch};
-use strata_policy::{build_policy, PolicyOptions, BUILTIN_POLICIES};
+use strata_policy::{testing, PolicySpec};
 
 #[derive(Clone, Debug)]
 enum Step {
@@ -59,20 +59,21 @@ fn steps(seed: u64, n: usize) -> Vec<Step> {
 }
 
 fn options(fs: &MemFs, policy: &str, synchronous: bool) -> Options {
-    let policy_options = PolicyOptions {
-        size_ratio: 3.0,
-        write_buffer_size: 4 << 10,
-        target_file_size: 2 << 10,
-        expected_data_size: 512 << 10,
-        num_levels: 5,
-        ..PolicyOptions::default()
-    };
+    let mut spec = PolicySpec::new(policy);
+    spec.fill_defaults([
+        ("size_ratio", "3"),
+        ("target_file_size", "2KiB"),
+        ("expected_data_size", "512KiB"),
+        ("num_levels", "5"),
+    ])
+    .unwrap();
     Options::new()
         .with_file_system(Arc::new(fs.clone()))
         .with_write_buffer_size(4 << 10)
         .with_block_size(512)
         .with_synchronous_compaction(synchronous)
-        .with_policy(build_policy(policy, &policy_options).unwrap())
+        .with_policy_spec(spec)
+        .unwrap()
 }
 
 /// Runs `steps` and returns the transcript of every read's result.
@@ -138,7 +139,7 @@ fn every_policy_returns_identical_results() {
         let steps = steps(seed, 2500);
         let reference = transcript("leveled", true, &steps);
         assert!(reference.len() > 500, "the sequence must read a lot");
-        for policy in BUILTIN_POLICIES {
+        for policy in testing::policies_to_test() {
             for synchronous in [true, false] {
                 let t = transcript(policy, synchronous, &steps);
                 assert_eq!(

@@ -12,28 +12,29 @@ use std::ops::Bound;
 use std::sync::Arc;
 use strata_engine::fs::MemFs;
 use strata_engine::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
-use strata_policy::{build_policy, PolicyOptions, BUILTIN_POLICIES};
+use strata_policy::{testing, PolicySpec};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn options(fs: &MemFs, policy: &str, synchronous: bool) -> Options {
     let buffer = 8 << 10;
-    let policy_options = PolicyOptions {
-        size_ratio: 3.0,
-        write_buffer_size: buffer,
-        target_file_size: 4 << 10,
-        expected_data_size: 1 << 20,
-        horizontal_levels: 3,
-        num_levels: 5,
-        ..PolicyOptions::default()
-    };
+    let mut spec = PolicySpec::new(policy);
+    spec.fill_defaults([
+        ("size_ratio", "3"),
+        ("target_file_size", "4KiB"),
+        ("expected_data_size", "1MiB"),
+        ("levels", "3"),
+        ("num_levels", "5"),
+    ])
+    .unwrap();
     Options::new()
         .with_file_system(Arc::new(fs.clone()))
         .with_write_buffer_size(buffer)
         .with_block_size(512)
         .with_block_cache_capacity(64 << 10)
         .with_synchronous_compaction(synchronous)
-        .with_policy(build_policy(policy, &policy_options).unwrap())
+        .with_policy_spec(spec)
+        .unwrap()
 }
 
 fn key(rng: &mut StdRng) -> Vec<u8> {
@@ -234,14 +235,14 @@ fn run(policy: &str, synchronous: bool, seed: u64, steps: usize) {
 
 #[test]
 fn every_policy_matches_the_model_with_background_compaction() {
-    for (i, policy) in BUILTIN_POLICIES.iter().enumerate() {
+    for (i, policy) in testing::policies_to_test().iter().enumerate() {
         run(policy, false, 1000 + i as u64, 3000);
     }
 }
 
 #[test]
 fn every_policy_matches_the_model_with_synchronous_compaction() {
-    for (i, policy) in BUILTIN_POLICIES.iter().enumerate() {
+    for (i, policy) in testing::policies_to_test().iter().enumerate() {
         run(policy, true, 2000 + i as u64, 3000);
     }
 }

@@ -142,6 +142,18 @@ impl Level {
         self.runs.iter().position(|r| r.id == id)
     }
 
+    /// Where a run that an edit creates in this level is placed: just before the newest run the
+    /// same edit deletes tables from (`loses_tables`), or at the front (newest position) when it
+    /// deletes from none. Runs at this position and after are older than the new run. This is the
+    /// one definition of new-run placement; [`Version::apply`] follows it, and plan validation and
+    /// the executors ask it.
+    pub fn new_run_position(&self, mut loses_tables: impl FnMut(RunId) -> bool) -> usize {
+        self.runs
+            .iter()
+            .position(|r| loses_tables(r.id))
+            .unwrap_or(0)
+    }
+
     /// Iterates over every table in the level, newest run first.
     pub fn tables(&self) -> impl Iterator<Item = &Arc<TableMeta>> {
         self.runs.iter().flat_map(|r| r.tables.iter())
@@ -519,10 +531,7 @@ impl Version {
             let mut runs: Vec<Option<Arc<Run>>> = old_runs.iter().cloned().map(Some).collect();
             let mut ids: Vec<RunId> = old_runs.iter().map(|r| r.id).collect();
             if let Some(new_ids) = created.get(&l) {
-                let position = ids
-                    .iter()
-                    .position(|id| deleted.contains_key(&(l, *id)))
-                    .unwrap_or(0);
+                let position = levels[l].new_run_position(|id| deleted.contains_key(&(l, id)));
                 for (offset, id) in new_ids.iter().enumerate() {
                     ids.insert(position + offset, *id);
                     runs.insert(position + offset, None);

@@ -1,8 +1,9 @@
 //! What a policy may know besides the version: leases, workload statistics, the buffer, time.
 
+use crate::error::PolicyError;
 use crate::plan::Plan;
-use crate::policy::PolicyError;
 use std::collections::HashSet;
+use std::ops::Bound;
 use strata_meta::{Bytes, KeyRange, TableId, Version};
 
 /// Tables and key ranges held by running jobs. Policies read leases to avoid conflicting picks;
@@ -90,9 +91,10 @@ pub struct WorkloadStats {
     pub deletes: u64,
     /// Point lookups.
     pub point_reads: u64,
-    /// Range scans that touch few keys.
+    /// Range scans that read fewer entries than the executor's long-scan threshold.
     pub short_scans: u64,
-    /// Range scans long enough that run layout matters (EcoTune's long scans).
+    /// Range scans that read at least the long-scan threshold of entries, where the number of
+    /// runs matters (EcoTune's long scans). The engine counts a scan when its iterator is dropped.
     pub long_scans: u64,
     /// User key+value bytes ingested.
     pub bytes_ingested: u64,
@@ -113,9 +115,9 @@ pub struct BufferSummary {
     pub smallest: Bytes,
     /// Largest key in the buffer.
     pub largest: Bytes,
-    /// Entries (puts and tombstones).
+    /// Entries written into the buffer (puts and tombstones), shadowed versions included.
     pub entries: u64,
-    /// Bytes the entries would occupy in a table.
+    /// User key+value bytes written into the buffer, shadowed versions included.
     pub bytes: u64,
 }
 
@@ -157,5 +159,40 @@ impl<'a> PickContext<'a> {
             buffer: Some(buffer),
             ..self
         }
+    }
+}
+
+/// The keys of a manual compaction (RocksDB's `CompactRange` begin and end): each end is
+/// inclusive, exclusive or open.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ManualRange {
+    /// Where the range starts.
+    pub start: Bound<Bytes>,
+    /// Where the range ends.
+    pub end: Bound<Bytes>,
+}
+
+impl ManualRange {
+    /// Every key.
+    pub fn all() -> Self {
+        ManualRange {
+            start: Bound::Unbounded,
+            end: Bound::Unbounded,
+        }
+    }
+
+    /// Whether a table spanning `[smallest, largest]` holds keys the range may contain.
+    pub fn touches(&self, smallest: &[u8], largest: &[u8]) -> bool {
+        let after_start = match &self.start {
+            Bound::Included(s) => largest >= s.as_ref(),
+            Bound::Excluded(s) => largest > s.as_ref(),
+            Bound::Unbounded => true,
+        };
+        let before_end = match &self.end {
+            Bound::Included(e) => smallest <= e.as_ref(),
+            Bound::Excluded(e) => smallest < e.as_ref(),
+            Bound::Unbounded => true,
+        };
+        after_start && before_end
     }
 }

@@ -1,13 +1,9 @@
 //! Plans: what a policy asks the executor to do.
 
-use crate::context::Leases;
-use crate::policy::PolicyError;
+use crate::error::PolicyError;
 use std::collections::HashSet;
 use std::fmt;
-use std::sync::Arc;
-use strata_meta::{
-    format_key, format_size, Bytes, KeyRange, PolicyState, RunId, TableId, TableMeta, Version,
-};
+use strata_meta::{format_key, format_size, Bytes, KeyRange, PolicyState, RunId, TableId, Version};
 
 /// What a plan does with its input tables.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -45,19 +41,21 @@ pub enum OutputRun {
     Existing(RunId),
 }
 
-/// How the executor cuts a merge's output into tables. Rules combine: a table ends when it reaches
-/// `target_table_size`, and always before a key in `boundaries`; then any piece between two
-/// boundaries larger than `split_above` is split into two halves instead (Spooky's seamless
-/// adaptation), which takes precedence over the target size for that piece. Coalescing small
-/// neighbours needs no rule of its own: the policy takes the neighbours as inputs of one plan and
-/// leaves out the boundary between them.
+/// How the executor cuts a merge's output into tables. Rules combine: a table always starts at
+/// the first key at or after each of `boundaries`, which divide the output into pieces; within a
+/// piece a table ends once it reaches `target_table_size`, except that a piece whose projected
+/// size (the sizes of the merge's inputs that start in it) exceeds `split_above` is cut into two
+/// tables of half that size instead (Spooky's split in two). Tables are cut only between user
+/// keys. `strata_exec::Cutter` is the one implementation. Coalescing small neighbours needs no
+/// rule of its own: the policy takes the neighbours as inputs of one plan and leaves out the
+/// boundary between them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CutRule {
     /// Cut a table once it reaches this many bytes (`None`: no size limit).
     pub target_table_size: Option<u64>,
     /// Start a new table at each of these keys (sorted ascending).
     pub boundaries: Vec<Bytes>,
-    /// Split a piece between boundaries into two equal tables when larger than this.
+    /// Cut a piece between boundaries into two tables when its projected size exceeds this.
     pub split_above: Option<u64>,
 }
 
@@ -73,6 +71,23 @@ impl CutRule {
     /// Write one table, however large.
     pub fn single_table() -> Self {
         CutRule::default()
+    }
+
+    /// Checks that sizes are positive and boundaries strictly ascending.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        if self.target_table_size == Some(0) || self.split_above == Some(0) {
+            return Err(PolicyError::InvalidPlan(
+                "cut sizes must be positive".to_string(),
+            ));
+        }
+        if let Some(pair) = self.boundaries.windows(2).find(|p| p[0] >= p[1]) {
+            return Err(PolicyError::InvalidPlan(format!(
+                "cut boundaries must ascend strictly, but {} is followed by {}",
+                format_key(&pair[0]),
+                format_key(&pair[1])
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -137,41 +152,6 @@ pub struct FlushPlan {
     pub reason: String,
 }
 
-/// The tables older than a merge output placed in run `run` of `level` — the runs after it in its
-/// level and every run of deeper levels — grouped by run in key order, leaving out `inputs`.
-/// A tombstone the merge writes can be dropped only if no such table may hold its key; both
-/// executors (engine and simulator) decide with this list.
-pub fn tables_below_output(
-    version: &Version,
-    level: usize,
-    run: OutputRun,
-    inputs: &[TableId],
-) -> Vec<Vec<Arc<TableMeta>>> {
-    let inputs: HashSet<TableId> = inputs.iter().copied().collect();
-    let runs = version.level(level).runs();
-    let first_older = match run {
-        OutputRun::Existing(id) => runs.iter().position(|r| r.id() == id).map_or(0, |p| p + 1),
-        // A new run is placed before the newest run the inputs come from, or at the front.
-        OutputRun::New => 0,
-    };
-    let mut older = Vec::new();
-    for (l, lvl) in version.levels().iter().enumerate().skip(level) {
-        let skip = if l == level { first_older } else { 0 };
-        for r in lvl.runs().iter().skip(skip) {
-            let tables: Vec<Arc<TableMeta>> = r
-                .tables()
-                .iter()
-                .filter(|t| !inputs.contains(&t.id))
-                .cloned()
-                .collect();
-            if !tables.is_empty() {
-                older.push(tables);
-            }
-        }
-    }
-    older
-}
-
 /// Position of a run in recency order: smaller is newer.
 #[derive(Copy, Clone, Debug, PartialEq, PartialOrd)]
 struct Recency {
@@ -214,11 +194,15 @@ impl Plan {
             .sum()
     }
 
-    /// Checks that the plan can be executed against `version` while `leases` are held: inputs
-    /// exist where the plan says and are not leased, the output run exists, and the output's
-    /// position keeps newest-first order for every key (no run between the inputs and the output
-    /// in recency order overlaps the data being moved).
-    pub fn validate(&self, version: &Version, leases: &Leases) -> Result<(), PolicyError> {
+    /// Checks that the plan can be executed against `version` while running jobs hold the tables
+    /// for which `is_leased` is true: inputs exist where the plan says and are not leased, the
+    /// output run exists, and the output's position keeps newest-first order for every key (no
+    /// run between the inputs and the output in recency order overlaps the data being moved).
+    pub fn validate(
+        &self,
+        version: &Version,
+        is_leased: impl Fn(TableId) -> bool,
+    ) -> Result<(), PolicyError> {
         let invalid = |msg: String| Err(PolicyError::InvalidPlan(msg));
         match (self.action, &self.output) {
             (PlanAction::Merge | PlanAction::Move, None) => {
@@ -253,7 +237,7 @@ impl Plan {
                         ))
                     }
                 }
-                if leases.is_table_leased(id) {
+                if is_leased(id) {
                     return Err(PolicyError::Leased(id));
                 }
             }
@@ -261,6 +245,7 @@ impl Plan {
         let Some(output) = &self.output else {
             return Ok(());
         };
+        output.cut.validate()?;
         let out_level = version.level(output.level);
         let out_position = match output.run {
             OutputRun::Existing(run) => match out_level.position(run) {
@@ -269,13 +254,15 @@ impl Plan {
                     return invalid(format!("output run {run} is not in level {}", output.level))
                 }
             },
-            OutputRun::New => self
-                .inputs
-                .iter()
-                .filter(|i| i.level == output.level)
-                .filter_map(|i| out_level.position(i.run))
-                .min()
-                .map_or(-0.5, |p| p as f64 - 0.5),
+            // Just before the run at the position the edit will place it.
+            OutputRun::New => {
+                let position = out_level.new_run_position(|run| {
+                    self.inputs
+                        .iter()
+                        .any(|i| i.level == output.level && i.run == run)
+                });
+                position as f64 - 0.5
+            }
         };
         let out = Recency {
             level: output.level,

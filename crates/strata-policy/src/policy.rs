@@ -1,47 +1,11 @@
 //! The compaction-policy trait.
 
-use crate::context::PickContext;
+use crate::context::{ManualRange, PickContext};
+use crate::error::PolicyError;
+use crate::helpers;
 use crate::plan::{FlushPlan, Plan};
 use std::fmt;
-use strata_meta::{TableId, Version};
-use thiserror::Error;
-
-/// Why a policy could not decide, or why a plan is unusable.
-#[derive(Debug, Clone, PartialEq, Error)]
-pub enum PolicyError {
-    /// An option value is out of range.
-    #[error("invalid option {option}: {reason}")]
-    InvalidOption {
-        /// The option's name.
-        option: &'static str,
-        /// What is wrong with the value.
-        reason: String,
-    },
-    /// The policy state stored in the version cannot be read by this policy.
-    #[error("policy state {state:?} cannot be read by policy {policy}: {reason}")]
-    BadState {
-        /// The policy.
-        policy: &'static str,
-        /// The stored state.
-        state: String,
-        /// The decoding error.
-        reason: String,
-    },
-    /// A plan does not fit the version it is applied to.
-    #[error("invalid plan: {0}")]
-    InvalidPlan(String),
-    /// A plan's input is leased by a running job.
-    #[error("table {0} is leased by a running job")]
-    Leased(TableId),
-    /// No built-in policy has this name.
-    #[error("unknown policy {name:?}; built-in policies are: {known}")]
-    UnknownPolicy {
-        /// The name asked for.
-        name: String,
-        /// Comma-separated list of names.
-        known: String,
-    },
-}
+use strata_meta::Version;
 
 /// A compaction policy: a deterministic function from (version, context) to a plan.
 ///
@@ -56,9 +20,11 @@ pub enum PolicyError {
 ///   versions its plans produce, with no flush in between (compaction converges).
 /// - Picks must respect the context's leases: a plan never takes a leased table as input.
 ///
-/// The same policy object drives the real engine and the simulator.
+/// The same policy object drives the real engine and the simulator. To make a policy selectable
+/// by name (`strata sim --policy`, `strata bench --policies`, `Options::with_policy_named`),
+/// register it with [`crate::registry::register`].
 pub trait CompactionPolicy: Send + Sync + fmt::Debug {
-    /// The policy's name, as accepted by [`crate::build_policy`].
+    /// The policy's name, as registered.
     fn name(&self) -> &'static str;
 
     /// Decides where the next buffer flush goes. `ctx.buffer` describes the buffer.
@@ -70,6 +36,19 @@ pub trait CompactionPolicy: Send + Sync + fmt::Debug {
 
     /// Picks the next compaction, or `None` when nothing needs doing now.
     fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError>;
+
+    /// Plans a manual compaction of the keys in `range` (RocksDB: `CompactRange`), or `None`
+    /// when no table touches it. The default merges every table overlapping the range into the
+    /// deepest level ([`helpers::range_merge`]), cutting output at the largest input table's size
+    /// with the largest input Bloom setting; the built-in policies pass their own output settings.
+    fn plan_manual(
+        &self,
+        version: &Version,
+        range: &ManualRange,
+        _ctx: &PickContext<'_>,
+    ) -> Result<Option<Plan>, PolicyError> {
+        Ok(helpers::range_merge(version, range, None))
+    }
 
     /// The policy's options as (name, value) pairs, for reports.
     fn options(&self) -> Vec<(&'static str, String)>;

@@ -3,14 +3,15 @@
 //! Files live in `testdata/<policy>/`. Directives:
 //!
 //! - `define policy=NAME [option=value ...]` with a version in the text form as input: sets the
-//!   policy and the current version. Options: size-ratio, l0-trigger, num-levels, buffer, target,
-//!   base, dynamic, levels, expected, bloom.
+//!   policy and the current version. Options are the policy's registered options (`strata sim
+//!   --list-policies`); `write_buffer_size` and `target_file_size` default to 1MiB here.
 //! - `flush smallest=K largest=K [size=S]`: prints the flush plan for a buffer with that range.
 //! - `pick [leased=ID,ID,...]`: prints the next plan (validated against the version) or `none`.
 //! - `targets`: prints the dynamic level targets (leveled only).
 //! - `apply-flush smallest=K largest=K size=S` and `apply [leased=...]`: execute the flush plan or
-//!   the picked plan on the shape only (a merge writes one table covering the inputs' combined key
-//!   range with their summed size) and print the plan and the new version.
+//!   the picked plan on the shape only, through the shared executor's edits (`strata_exec`): a
+//!   merge writes one table covering the inputs' combined key range with their summed size. Prints
+//!   the plan and the new version.
 //! - `run flushes=N smallest=K largest=K size=S`: N times, flush and then pick and apply until the
 //!   policy returns none; prints one line per plan and the final version.
 //!
@@ -19,16 +20,31 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
 use std::sync::Arc;
-use strata_meta::{parse_key, parse_size, RunId, TableId, TableMeta, Version, VersionEdit};
+use strata_exec::{compaction_edit, flush_edit};
+use strata_meta::{parse_key, parse_size, TableId, TableMeta, Version};
 use strata_policy::{
-    build_policy, BufferSummary, CompactionPolicy, FlushPlan, Leases, Leveled, OutputRun,
-    PickContext, Plan, PlanAction, PolicyOptions, WorkloadStats,
+    build_policy, registry, BufferSummary, CompactionPolicy, FlushPlan, Leases, Leveled,
+    PickContext, Plan, PlanAction, PolicySpec, WorkloadStats,
 };
 
 struct State {
     policy: Option<Arc<dyn CompactionPolicy>>,
-    options: PolicyOptions,
+    spec: PolicySpec,
     version: Version,
+}
+
+/// The value of option `name` in `spec`, or its registered default.
+fn option(spec: &PolicySpec, name: &str) -> String {
+    spec.options
+        .iter()
+        .rev()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| {
+            let registration = registry::lookup(&spec.name).expect("registered");
+            let declared = registration.options.iter().find(|o| o.name == name);
+            declared.expect("declared option").default.to_string()
+        })
 }
 
 fn arg<T: std::str::FromStr>(tc: &mut datadriven::TestCase, name: &str) -> Option<T> {
@@ -81,42 +97,20 @@ fn leases_arg(tc: &mut datadriven::TestCase, version: &Version) -> Leases {
     leases
 }
 
-/// Executes `plan` on the shape: merges become one table spanning the inputs.
+/// Executes `plan` on the shape through the shared executor: a merge writes one table spanning
+/// its inputs.
 fn apply_plan(version: &Version, plan: &Plan) -> Version {
-    let mut edit = VersionEdit::new();
-    let mut metas = Vec::new();
-    for input in &plan.inputs {
-        for &t in &input.tables {
-            edit.delete_table(input.level, input.run, t);
-            metas.push(version.table(t).expect("input exists").clone());
-        }
+    let mut outputs = Vec::new();
+    if let (PlanAction::Merge, Some(output)) = (plan.action, &plan.output) {
+        let inputs = plan
+            .input_tables()
+            .map(|t| version.table(t).expect("input exists").as_ref());
+        let mut table = combined(version.next_table_id(), inputs);
+        table.bloom_bits_per_key = output.bloom_bits_per_key;
+        outputs.push(table);
     }
-    if let Some(output) = &plan.output {
-        let run = match output.run {
-            OutputRun::New => {
-                let id = RunId(version.next_run_id());
-                edit.create_run(output.level, id);
-                id
-            }
-            OutputRun::Existing(id) => id,
-        };
-        match plan.action {
-            PlanAction::Move => {
-                for m in metas {
-                    edit.add_table(output.level, run, m);
-                }
-            }
-            PlanAction::Merge => {
-                let mut table = combined(version.next_table_id(), metas.iter().map(|m| m.as_ref()));
-                table.bloom_bits_per_key = output.bloom_bits_per_key;
-                edit.add_table(output.level, run, table);
-            }
-            PlanAction::Drop | PlanAction::UpdateState => {}
-        }
-    }
-    if let Some(state) = &plan.policy_state {
-        edit.set_policy_state(state.clone());
-    }
+    let edit = compaction_edit(version, plan, outputs)
+        .unwrap_or_else(|e| panic!("plan has no edit: {e}\n{plan}"));
     version
         .apply(&edit)
         .unwrap_or_else(|e| panic!("plan does not apply: {e}\n{plan}"))
@@ -145,15 +139,6 @@ fn combined<'a>(id: u64, tables: impl Iterator<Item = &'a TableMeta>) -> TableMe
 }
 
 fn apply_flush(version: &Version, plan: &FlushPlan, buffer: &BufferSummary) -> Version {
-    let mut edit = VersionEdit::new();
-    let run = match plan.output.run {
-        OutputRun::New => {
-            let id = RunId(version.next_run_id());
-            edit.create_run(plan.output.level, id);
-            id
-        }
-        OutputRun::Existing(id) => id,
-    };
     let mut flushed = TableMeta::new(
         version.next_table_id(),
         buffer.smallest.clone(),
@@ -164,7 +149,6 @@ fn apply_flush(version: &Version, plan: &FlushPlan, buffer: &BufferSummary) -> V
     flushed.bloom_bits_per_key = plan.output.bloom_bits_per_key;
     let mut parts = vec![flushed];
     for &t in &plan.merge_with {
-        edit.delete_table(plan.output.level, run, t);
         parts.push(
             version
                 .table(t)
@@ -174,10 +158,8 @@ fn apply_flush(version: &Version, plan: &FlushPlan, buffer: &BufferSummary) -> V
         );
     }
     let table = combined(version.next_table_id(), parts.iter());
-    edit.add_table(plan.output.level, run, table);
-    if let Some(state) = &plan.policy_state {
-        edit.set_policy_state(state.clone());
-    }
+    let edit = flush_edit(version, plan, vec![table])
+        .unwrap_or_else(|e| panic!("flush has no edit: {e}\n{plan}"));
     version
         .apply(&edit)
         .unwrap_or_else(|e| panic!("flush does not apply: {e}\n{plan}"))
@@ -194,7 +176,7 @@ fn pick(
         .pick(version, &ctx)
         .map_err(|e| format!("error: {e}\n"))?;
     if let Some(p) = &plan {
-        p.validate(version, leases)
+        p.validate(version, |t| leases.is_table_leased(t))
             .map_err(|e| format!("{p}invalid: {e}\n"))?;
     }
     Ok(plan)
@@ -207,49 +189,34 @@ fn one_line(plan: &Plan) -> String {
 }
 
 fn run_file(path: &str) {
+    strata_policy::testing::register();
     datadriven::walk(path, |file| {
         let mut state = State {
             policy: None,
-            options: PolicyOptions::default(),
+            spec: PolicySpec::new("leveled"),
             version: Version::new(),
         };
         file.run(|tc| -> String {
             match tc.directive.as_str() {
                 "define" => {
                     let name: String = arg(tc, "policy").expect("policy=");
-                    let mut o = PolicyOptions {
-                        write_buffer_size: 1 << 20,
-                        target_file_size: 1 << 20,
-                        ..PolicyOptions::default()
-                    };
-                    if let Some(v) = arg(tc, "size-ratio") {
-                        o.size_ratio = v;
+                    let mut spec = PolicySpec::new(name);
+                    let mut names: Vec<String> = tc.args.keys().cloned().collect();
+                    names.sort();
+                    for key in names {
+                        let value: String = arg(tc, &key).expect("a value");
+                        spec = spec.with(key, value);
                     }
-                    o.level0_trigger = arg(tc, "l0-trigger");
-                    if let Some(v) = arg(tc, "num-levels") {
-                        o.num_levels = v;
-                    }
-                    if let Some(v) = size_arg(tc, "buffer") {
-                        o.write_buffer_size = v;
-                    }
-                    if let Some(v) = size_arg(tc, "target") {
-                        o.target_file_size = v;
-                    }
-                    o.max_bytes_for_level_base = size_arg(tc, "base");
-                    o.dynamic_level_bytes = arg(tc, "dynamic");
-                    if let Some(v) = arg(tc, "levels") {
-                        o.horizontal_levels = v;
-                    }
-                    if let Some(v) = size_arg(tc, "expected") {
-                        o.expected_data_size = v;
-                    }
-                    if let Some(v) = arg(tc, "bloom") {
-                        o.bloom_bits_per_key = v;
-                    }
-                    match (build_policy(&name, &o), Version::parse(&tc.input)) {
+                    let built = spec
+                        .fill_defaults([
+                            ("write_buffer_size", "1MiB"),
+                            ("target_file_size", "1MiB"),
+                        ])
+                        .and_then(|()| build_policy(&spec));
+                    match (built, Version::parse(&tc.input)) {
                         (Ok(p), Ok(v)) => {
                             state.policy = Some(p);
-                            state.options = o;
+                            state.spec = spec;
                             state.version = v;
                             "ok\n".to_string()
                         }
@@ -286,13 +253,16 @@ fn run_file(path: &str) {
                     }
                 }
                 "targets" => {
-                    let o = &state.options;
+                    let spec = &state.spec;
+                    let size = |name| parse_size(&option(spec, name)).expect("a size");
                     let mut leveled = Leveled::new()
-                        .with_size_ratio(o.size_ratio)
-                        .with_num_levels(o.num_levels)
-                        .with_write_buffer_size(o.write_buffer_size);
-                    if let Some(b) = o.max_bytes_for_level_base {
-                        leveled = leveled.with_max_bytes_for_level_base(b);
+                        .with_size_ratio(option(spec, "size_ratio").parse().expect("a ratio"))
+                        .with_num_levels(option(spec, "num_levels").parse().expect("levels"))
+                        .with_write_buffer_size(size("write_buffer_size"));
+                    let base = option(spec, "max_bytes_for_level_base");
+                    if !base.is_empty() {
+                        leveled =
+                            leveled.with_max_bytes_for_level_base(size("max_bytes_for_level_base"));
                     }
                     let t = leveled.level_targets(&state.version);
                     let mut out = format!("base level: L{}\n", t.base_level);

@@ -48,6 +48,19 @@ pub fn key_from_bytes(bytes: &[u8]) -> u64 {
     u64::from_be_bytes(buf)
 }
 
+/// The smallest simulated key whose bytes ([`key_bytes`]) are at or after `bytes`: how a key
+/// boundary given as bytes (a cut boundary, a table's smallest key) is compared with simulated
+/// keys, exactly.
+pub fn key_at_or_after(bytes: &[u8]) -> u64 {
+    let key = key_from_bytes(bytes);
+    // Longer than 8 bytes: greater than its own 8-byte prefix, so the next key.
+    if bytes.len() > 8 {
+        key.saturating_add(1)
+    } else {
+        key
+    }
+}
+
 /// A bijection on 63-bit keys that spreads consecutive indexes over the key space, so the i-th
 /// inserted key of a "random" workload is unique by construction (no duplicate check needed).
 pub fn scramble(index: u64) -> u64 {
@@ -77,6 +90,10 @@ mod tests {
         assert!(put(3) < put(4) && tombstone(3) < put(4));
         assert_eq!(key_from_bytes(&key_bytes(123_456)), 123_456);
         assert!(key_bytes(1) < key_bytes(256));
+        // Boundaries in bytes map to the first key at or after them.
+        assert_eq!(key_at_or_after(&key_bytes(9)), 9);
+        assert_eq!(key_at_or_after(&[0, 0, 0, 0, 0, 0, 0, 9, 0]), 10);
+        assert_eq!(key_at_or_after(&[0, 0, 0, 0, 0, 0, 0]), 0);
     }
 
     #[test]

@@ -15,9 +15,10 @@ mod report;
 mod sim;
 mod workload;
 
-pub use keys::{is_tombstone, key_bytes, key_from_bytes, key_of, scramble};
+pub use keys::{is_tombstone, key_at_or_after, key_bytes, key_from_bytes, key_of, scramble};
 pub use report::{comparison_table, human_bytes, LevelReport, SimReport, TimelineSample};
 pub use sim::{
-    bloom_fpr, RawSizer, SimConfig, SimError, Simulator, TableSizer, Timing, TraceEvent,
+    bloom_fpr, RawSizer, SimConfig, SimError, Simulator, TableEstimate, TableSizer, Timing,
+    TraceEvent, TraceKind,
 };
 pub use workload::{Mix, Op, Workload, WorkloadKind, WorkloadSpec};

@@ -1,4 +1,4 @@
-//! Merging simulated runs and cutting the result into tables.
+//! Merging simulated runs (cutting the result into tables is `strata_exec::Cutter`'s).
 
 use crate::keys::{is_tombstone, key_of};
 use std::cmp::Reverse;
@@ -143,60 +143,6 @@ pub fn sort_buffer(mut entries: Vec<u64>) -> Vec<u64> {
     out
 }
 
-/// Splits `entries` (sorted, unique keys) into table-sized pieces, returned as index ranges.
-///
-/// `bytes_of(entry)` gives an entry's size. Pieces start at each boundary key; a piece larger than
-/// `split_above` becomes two halves; otherwise a piece is cut whenever a table reaches `target`.
-pub fn cut_points(
-    entries: &[u64],
-    bytes_of: impl Fn(u64) -> u64,
-    target: Option<u64>,
-    boundaries: &[u64],
-    split_above: Option<u64>,
-) -> Vec<std::ops::Range<usize>> {
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    for &boundary in boundaries {
-        let end = start + entries[start..].partition_point(|&e| key_of(e) < boundary);
-        if end > start {
-            pieces.push(start..end);
-        }
-        start = end;
-    }
-    if start < entries.len() {
-        pieces.push(start..entries.len());
-    }
-    let mut out = Vec::new();
-    for piece in pieces {
-        let bytes: u64 = entries[piece.clone()].iter().map(|&e| bytes_of(e)).sum();
-        if split_above.is_some_and(|limit| bytes > limit) && piece.len() >= 2 {
-            let mid = piece.start + piece.len() / 2;
-            out.push(piece.start..mid);
-            out.push(mid..piece.end);
-            continue;
-        }
-        match target {
-            None => out.push(piece),
-            Some(target) => {
-                let mut table_start = piece.start;
-                let mut size = 0;
-                for i in piece.clone() {
-                    size += bytes_of(entries[i]);
-                    if size >= target {
-                        out.push(table_start..i + 1);
-                        table_start = i + 1;
-                        size = 0;
-                    }
-                }
-                if table_start < piece.end {
-                    out.push(table_start..piece.end);
-                }
-            }
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,25 +181,5 @@ mod tests {
     fn buffer_sort_keeps_the_last_write() {
         let sorted = sort_buffer(vec![put(5), put(1), tombstone(5), put(3), put(1)]);
         assert_eq!(sorted, vec![put(1), put(3), tombstone(5)]);
-    }
-
-    #[test]
-    fn cuts_follow_size_boundaries_and_split() {
-        let entries: Vec<u64> = (0..10).map(put).collect();
-        let size = |_| 10;
-        assert_eq!(
-            cut_points(&entries, size, Some(30), &[], None),
-            vec![0..3, 3..6, 6..9, 9..10]
-        );
-        assert_eq!(
-            cut_points(&entries, size, None, &[4, 8], None),
-            vec![0..4, 4..8, 8..10]
-        );
-        assert_eq!(
-            cut_points(&entries, size, None, &[4], Some(50)),
-            vec![0..4, 4..7, 7..10]
-        );
-        assert_eq!(cut_points(&entries, size, None, &[], None), vec![0..10]);
-        assert!(cut_points(&[], size, Some(5), &[3], None).is_empty());
     }
 }

@@ -1,15 +1,18 @@
 //! The simulator: a metadata-only LSM tree driven by a compaction policy.
 
-use crate::keys::{self, is_tombstone, key_bytes, key_from_bytes, key_of};
-use crate::merge::{cut_points, merge_runs, sort_buffer, RunCursor};
+use crate::keys::{self, is_tombstone, key_at_or_after, key_bytes, key_of};
+use crate::merge::{merge_runs, sort_buffer, RunCursor};
 use crate::report::{LevelReport, Metrics, SimReport, TimelineSample};
 use crate::workload::{Op, Workload, WorkloadSpec};
 use std::collections::HashMap;
 use std::sync::Arc;
-use strata_meta::{EditError, RunId, SeqRange, TableId, TableMeta, Version, VersionEdit};
+use strata_exec::sources::{flush_blocked, flush_merge_tables, merge_sources};
+use strata_exec::window::{key_position, most_compact_window};
+use strata_exec::{compaction_edit, flush_edit, Cutter, OlderTables};
+use strata_meta::{EditError, SeqRange, TableId, TableMeta, Version, VersionEdit};
 use strata_policy::{
-    tables_below_output, BufferSelection, BufferSummary, CompactionPolicy, CutRule, Leases,
-    OutputRun, PickContext, Plan, PlanAction, PlanInput, PolicyError, WorkloadStats,
+    BufferSelection, BufferSummary, CompactionPolicy, CutRule, Leases, PickContext, Plan,
+    PlanAction, PolicyError, WorkloadStats,
 };
 use thiserror::Error;
 
@@ -33,11 +36,20 @@ pub enum Timing {
 }
 
 /// How many bytes a table of given entries occupies. The default counts key and value bytes
-/// only; the engine's tests plug in its real table encoder so both agree byte for byte.
+/// only; the engine's tests plug in its real table encoder, so both cut and size tables alike.
 pub trait TableSizer: Send + Sync + std::fmt::Debug {
-    /// Bytes of a table holding `entries` (sorted simulated entries, see [`crate::key_of`]),
-    /// built with `bloom_bits_per_key`, whose sequence numbers span `seqnos`.
-    fn table_size(&self, entries: &[u64], bloom_bits_per_key: f64, seqnos: SeqRange) -> u64;
+    /// Starts sizing a table built with `bloom_bits_per_key` whose sequence numbers span `seqnos`.
+    fn start_table(&self, bloom_bits_per_key: f64, seqnos: SeqRange) -> Box<dyn TableEstimate>;
+}
+
+/// The running size of one table being sized.
+pub trait TableEstimate {
+    /// Adds the next entry (in key order; see [`crate::key_of`]).
+    fn add(&mut self, entry: u64);
+    /// The size so far, as the executor's output cutter sees it.
+    fn size(&self) -> u64;
+    /// The finished table's size.
+    fn finish(self: Box<Self>) -> u64;
 }
 
 /// Sizes a table as the sum of its entries' key and value bytes (no format overhead).
@@ -49,18 +61,40 @@ pub struct RawSizer {
     pub value_size: u64,
 }
 
+impl RawSizer {
+    /// Bytes of one entry: key and value, or the key alone for a tombstone.
+    pub fn entry_bytes(&self, entry: u64) -> u64 {
+        if is_tombstone(entry) {
+            self.key_size
+        } else {
+            self.key_size + self.value_size
+        }
+    }
+}
+
+struct RawEstimate {
+    sizer: RawSizer,
+    bytes: u64,
+}
+
+impl TableEstimate for RawEstimate {
+    fn add(&mut self, entry: u64) {
+        self.bytes += self.sizer.entry_bytes(entry);
+    }
+    fn size(&self) -> u64 {
+        self.bytes
+    }
+    fn finish(self: Box<Self>) -> u64 {
+        self.bytes
+    }
+}
+
 impl TableSizer for RawSizer {
-    fn table_size(&self, entries: &[u64], _bloom_bits_per_key: f64, _seqnos: SeqRange) -> u64 {
-        entries
-            .iter()
-            .map(|&e| {
-                if is_tombstone(e) {
-                    self.key_size
-                } else {
-                    self.key_size + self.value_size
-                }
-            })
-            .sum()
+    fn start_table(&self, _bloom_bits_per_key: f64, _seqnos: SeqRange) -> Box<dyn TableEstimate> {
+        Box::new(RawEstimate {
+            sizer: *self,
+            bytes: 0,
+        })
     }
 }
 
@@ -160,30 +194,51 @@ pub enum SimError {
     Config(String),
 }
 
-/// One executed plan, for traces.
+/// What a traced job was.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TraceKind {
+    /// A buffer flush.
+    Flush,
+    /// A compaction plan.
+    Compaction(PlanAction),
+}
+
+/// One executed flush or plan, for traces.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceEvent {
-    /// Flushes completed when the plan was picked.
+    /// Flushes completed when the plan was picked (for a flush, before it ran).
     pub flush: u64,
-    /// What the plan did.
-    pub action: PlanAction,
-    /// Levels the inputs came from (ascending).
+    /// Flush or compaction.
+    pub kind: TraceKind,
+    /// Levels the inputs came from (ascending; empty for a flush into a new run).
     pub input_levels: Vec<usize>,
+    /// Input tables (for a flush, the tables merged with).
+    pub input_tables: usize,
     /// The output level, if any.
     pub output_level: Option<usize>,
+    /// Tables written.
+    pub output_tables: usize,
     /// Bytes written.
     pub bytes_written: u64,
     /// The policy's reason.
     pub reason: String,
 }
 
+impl TraceEvent {
+    /// Whether the event is a compaction plan (not a flush).
+    pub fn is_compaction(&self) -> bool {
+        matches!(self.kind, TraceKind::Compaction(_))
+    }
+}
+
+/// A compaction in progress: its outputs are written when it starts and installed when it ends.
 struct Job {
     plan: Plan,
     flush: u64,
     start: f64,
     end: f64,
-    edit: VersionEdit,
-    outputs: Vec<(TableId, Arc<[u64]>)>,
+    outputs: Vec<(TableMeta, Arc<[u64]>)>,
+    output_tables: usize,
     output_bytes: u64,
     read_bytes: u64,
 }
@@ -193,6 +248,8 @@ struct Job {
 pub struct Simulator {
     cfg: SimConfig,
     policy: Arc<dyn CompactionPolicy>,
+    /// `cfg.sizer`, or key+value bytes.
+    sizer: Arc<dyn TableSizer>,
     version: Version,
     tables: HashMap<TableId, Arc<[u64]>>,
     buffer: Vec<u64>,
@@ -200,7 +257,6 @@ pub struct Simulator {
     buffer_seqnos: Option<SeqRange>,
     seqno: u64,
     next_table: u64,
-    next_run: u64,
     leases: Leases,
     running: Vec<Job>,
     stats: WorkloadStats,
@@ -236,9 +292,16 @@ impl Simulator {
                 ));
             }
         }
+        let sizer = cfg.sizer.clone().unwrap_or_else(|| {
+            Arc::new(RawSizer {
+                key_size: cfg.key_size,
+                value_size: cfg.value_size,
+            })
+        });
         Ok(Simulator {
             cfg,
             policy,
+            sizer,
             version: Version::new(),
             tables: HashMap::new(),
             buffer: Vec::new(),
@@ -246,7 +309,6 @@ impl Simulator {
             buffer_seqnos: None,
             seqno: 0,
             next_table: 1,
-            next_run: 1,
             leases: Leases::new(),
             running: Vec::new(),
             stats: WorkloadStats::default(),
@@ -266,7 +328,7 @@ impl Simulator {
         &self.version
     }
 
-    /// Every executed plan so far (when tracing is on).
+    /// Every flush and executed plan so far (when tracing is on).
     pub fn trace(&self) -> &[TraceEvent] {
         &self.trace
     }
@@ -317,11 +379,11 @@ impl Simulator {
     }
 
     fn entry_bytes(&self, entry: u64) -> u64 {
-        if is_tombstone(entry) {
-            self.cfg.key_size
-        } else {
-            self.cfg.key_size + self.cfg.value_size
+        RawSizer {
+            key_size: self.cfg.key_size,
+            value_size: self.cfg.value_size,
         }
+        .entry_bytes(entry)
     }
 
     /// Inserts or updates `key`.
@@ -359,7 +421,9 @@ impl Simulator {
         {
             self.advance_to(self.now + bytes as f64 / ingest_bytes_per_sec)?;
         }
-        if self.buffer_bytes >= self.cfg.buffer_size {
+        // A flush that writes only a window may leave the buffer full: flush until it is not, as
+        // the engine freezes its memtable again while it is over the size.
+        while self.buffer_bytes >= self.cfg.buffer_size && !self.buffer.is_empty() {
             self.flush()?;
         }
         Ok(())
@@ -389,30 +453,35 @@ impl Simulator {
         Ok(report)
     }
 
-    /// Flushes the buffer now (if it holds anything).
+    /// Flushes the buffer now (if it holds anything). A flush that writes only a window of the
+    /// buffer keeps the rest buffered.
     pub fn flush(&mut self) -> Result<(), SimError> {
         if self.buffer.is_empty() {
             return Ok(());
         }
-        let sorted = sort_buffer(std::mem::take(&mut self.buffer));
+        let raw = std::mem::take(&mut self.buffer);
+        let written_entries = raw.len() as u64;
+        let written_bytes: u64 = raw.iter().map(|&e| self.entry_bytes(e)).sum();
+        let sorted = sort_buffer(raw);
         let buffer_seqnos = self.buffer_seqnos.take().unwrap_or_default();
-        let summary = self.summarize(&sorted);
+        let summary = BufferSummary {
+            smallest: key_bytes(sorted.first().map_or(0, |&e| key_of(e))),
+            largest: key_bytes(sorted.last().map_or(0, |&e| key_of(e))),
+            entries: written_entries,
+            bytes: written_bytes,
+        };
         let plan = loop {
             let ctx = PickContext {
                 leases: &self.leases,
                 stats: &self.stats,
                 buffer: Some(&summary),
-                now_nanos: (self.now * 1e9) as u64,
+                now_nanos: self.now_nanos(),
             };
             let plan = self
                 .policy
                 .plan_flush(&self.version, &ctx)
                 .map_err(|e| self.policy_error(e))?;
-            let blocked = self.leases.any_leased(plan.merge_with.iter())
-                || (plan.output.run != OutputRun::New
-                    && self
-                        .leases
-                        .is_range_being_written(plan.output.level, &summary.key_range()))
+            let blocked = flush_blocked(&plan, &summary, &self.leases)
                 || (plan.output.level == 0
                     && self.version.level(0).runs().len() >= self.cfg.level0_stop_runs
                     && !self.running.is_empty());
@@ -427,85 +496,92 @@ impl Simulator {
             self.metrics.stall_seconds += (next - self.now).max(0.0);
             self.advance_to(next)?;
         };
+        plan.output
+            .cut
+            .validate()
+            .map_err(|e| self.policy_error(e))?;
 
         let (entries, keep) = match plan.selection {
             BufferSelection::All => (sorted, Vec::new()),
             BufferSelection::MostCompactWindow { entries } => {
-                split_window(sorted, entries as usize)
+                let positions: Vec<u128> = sorted
+                    .iter()
+                    .map(|&e| key_position(&key_of(e).to_be_bytes()))
+                    .collect();
+                let window = most_compact_window(&positions, entries as usize);
+                let mut keep = sorted[..window.start].to_vec();
+                keep.extend_from_slice(&sorted[window.end..]);
+                (sorted[window].to_vec(), keep)
             }
         };
-        if !keep.is_empty() {
+        if keep.is_empty() {
+            self.buffer_bytes = 0;
+        } else {
             self.buffer_bytes = keep
                 .iter()
                 .map(|&e| self.entry_bytes(e) + self.cfg.buffer_entry_overhead)
                 .sum();
             self.buffer = keep;
             self.buffer_seqnos = Some(buffer_seqnos);
-        } else {
-            self.buffer_bytes = 0;
         }
-        let output = plan.output.clone();
-        let out_level = output.level;
-        let mut edit = VersionEdit::new();
-        let run_id = match output.run {
-            OutputRun::New => {
-                let id = RunId(self.next_run);
-                self.next_run += 1;
-                edit.create_run(out_level, id);
-                id
-            }
-            OutputRun::Existing(id) => id,
-        };
-        let mut merge_arrays = Vec::new();
+        let merge_with =
+            flush_merge_tables(&self.version, &plan).map_err(|e| self.policy_error(e))?;
+        let mut merge_arrays = Vec::with_capacity(merge_with.len());
         let mut read_bytes = 0;
         let mut seqnos = buffer_seqnos;
-        let mut merge_with: Vec<&Arc<TableMeta>> = plan
-            .merge_with
-            .iter()
-            .map(|id| {
-                self.version
-                    .table(*id)
-                    .filter(|_| self.version.table_location(*id).map(|l| (l.level, l.run)) == Some((out_level, run_id)))
-                    .ok_or_else(|| {
-                        self.policy_error(PolicyError::InvalidPlan(format!(
-                            "flush merges with table {id}, which is not in run {run_id} of L{out_level}"
-                        )))
-                    })
-            })
-            .collect::<Result<_, _>>()?;
-        merge_with.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+        // The buffer counts as one input for the cutter's projection, at its smallest key.
+        let mut projection = vec![(key_of(entries.first().copied().unwrap_or(0)), written_bytes)];
         for t in &merge_with {
-            edit.delete_table(out_level, run_id, t.id);
             read_bytes += t.size;
             seqnos = seqnos.union(t.seqnos);
+            projection.push((key_at_or_after(&t.smallest), t.size));
             merge_arrays.push(self.table_array(t.id)?);
         }
-        let older = tables_below_output(&self.version, out_level, output.run, &plan.merge_with);
+        let older = OlderTables::below(
+            &self.version,
+            plan.output.level,
+            plan.output.run,
+            &plan.merge_with,
+        );
         let mut runs = vec![RunCursor::new(vec![Arc::from(entries)])];
         if !merge_arrays.is_empty() {
             runs.push(RunCursor::new(merge_arrays));
         }
-        let merged = merge_runs(runs, |k| self.exists_below(&older, k));
-        let outputs = self.build_tables(&merged, &output.cut, output.bloom_bits_per_key, seqnos);
-        let mut written = 0;
-        let mut new_arrays = Vec::new();
-        for (meta, array) in outputs {
-            written += meta.size;
-            new_arrays.push((meta.id, array));
-            edit.add_table(out_level, run_id, meta);
+        let merged = merge_runs(runs, |k| self.tombstone_needed(&older, k));
+        let outputs = self.write_tables(
+            &merged,
+            &plan.output.cut,
+            plan.output.bloom_bits_per_key,
+            seqnos,
+            &projection,
+        );
+        let written: u64 = outputs.iter().map(|(meta, _)| meta.size).sum();
+        if self.cfg.trace {
+            self.trace.push(TraceEvent {
+                flush: self.stats.flushes,
+                kind: TraceKind::Flush,
+                input_levels: if plan.merge_with.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![plan.output.level]
+                },
+                input_tables: plan.merge_with.len(),
+                output_level: Some(plan.output.level),
+                output_tables: outputs.len(),
+                bytes_written: written,
+                reason: plan.reason.clone(),
+            });
         }
-        if let Some(state) = &plan.policy_state {
-            edit.set_policy_state(state.clone());
-        }
-        drop_empty_new_runs(&mut edit);
+        let (metas, arrays) = outputs.into_iter().unzip();
+        let edit = flush_edit(&self.version, &plan, metas).map_err(|e| self.policy_error(e))?;
         let applied = self.version.apply(&edit).map_err(|source| SimError::Edit {
             policy: self.policy.name(),
             source,
             plan: plan.to_string(),
         })?;
-        self.install(applied, &edit, new_arrays);
+        self.install(applied, &edit, arrays);
         self.metrics.flush_bytes += written;
-        self.count_level_write(out_level, written);
+        self.count_level_write(plan.output.level, written);
         self.metrics.flush_read_bytes += read_bytes;
         self.stats.flushes += 1;
         if let Some(previous) = self.last_flush_time {
@@ -523,15 +599,9 @@ impl Simulator {
         Ok(())
     }
 
-    fn summarize(&self, sorted: &[u64]) -> BufferSummary {
-        let first = sorted.first().map_or(0, |&e| key_of(e));
-        let last = sorted.last().map_or(0, |&e| key_of(e));
-        BufferSummary {
-            smallest: key_bytes(first),
-            largest: key_bytes(last),
-            entries: sorted.len() as u64,
-            bytes: sorted.iter().map(|&e| self.entry_bytes(e)).sum(),
-        }
+    /// The simulated clock in nanoseconds, as policies see it.
+    fn now_nanos(&self) -> u64 {
+        (self.now * 1e9) as u64
     }
 
     fn table_array(&self, id: TableId) -> Result<Arc<[u64]>, SimError> {
@@ -542,82 +612,85 @@ impl Simulator {
         })
     }
 
-    /// Whether `key` exists in any of `older` (exact: searches the tables' key sets).
-    fn exists_below(&self, older: &[Vec<Arc<TableMeta>>], key: u64) -> bool {
+    /// Whether a tombstone for `key` must be kept: an older table outside the merge covers the key
+    /// (and, with exact tombstone dropping, holds it).
+    fn tombstone_needed(&self, older: &OlderTables, key: u64) -> bool {
         let kb = key_bytes(key);
-        older.iter().any(|tables| {
-            let i = tables.partition_point(|t| t.largest < kb);
-            tables.get(i).is_some_and(|t| {
-                t.smallest <= kb
-                    && (!self.cfg.exact_tombstone_drop
-                        || self.tables.get(&t.id).is_some_and(|arr| {
-                            let j = arr.partition_point(|&e| key_of(e) < key);
-                            arr.get(j).is_some_and(|&e| key_of(e) == key)
-                        }))
+        let mut covering = older.covering(&kb);
+        if !self.cfg.exact_tombstone_drop {
+            return covering.next().is_some();
+        }
+        covering.any(|t| {
+            self.tables.get(&t.id).is_some_and(|arr| {
+                let j = arr.partition_point(|&e| key_of(e) < key);
+                arr.get(j).is_some_and(|&e| key_of(e) == key)
             })
         })
     }
 
-    fn build_tables(
+    /// Cuts `merged` into tables as `cut` says ([`Cutter`]), sizing them with the configured
+    /// sizer. `inputs` are the merge's inputs (smallest key, bytes) for the cutter's projection.
+    fn write_tables(
         &mut self,
         merged: &[u64],
         cut: &CutRule,
         bloom_bits_per_key: f64,
         seqnos: SeqRange,
+        inputs: &[(u64, u64)],
     ) -> Vec<(TableMeta, Arc<[u64]>)> {
-        let boundaries: Vec<u64> = cut.boundaries.iter().map(|b| key_from_bytes(b)).collect();
-        let (key_size, value_size) = (self.cfg.key_size, self.cfg.value_size);
-        let bytes_of = move |e: u64| {
-            if is_tombstone(e) {
-                key_size
-            } else {
-                key_size + value_size
+        let boundaries = cut.boundaries.iter().map(|b| key_at_or_after(b)).collect();
+        let mut cutter = Cutter::new(cut, boundaries, inputs.iter().map(|(k, s)| (k, *s)));
+        let sizer = Arc::clone(&self.sizer);
+        let mut out = Vec::new();
+        let mut start = 0;
+        let mut table: Option<Box<dyn TableEstimate>> = None;
+        for (i, &entry) in merged.iter().enumerate() {
+            if cutter.cut_before(&key_of(entry), table.as_ref().map(|t| t.size())) {
+                if let Some(done) = table.take() {
+                    out.push(self.new_table(&merged[start..i], done, bloom_bits_per_key, seqnos));
+                }
+                start = i;
             }
-        };
-        let pieces = cut_points(
-            merged,
-            bytes_of,
-            cut.target_table_size,
-            &boundaries,
-            cut.split_above,
-        );
-        let mut out = Vec::with_capacity(pieces.len());
-        for piece in pieces {
-            let slice = &merged[piece];
-            let (Some(&first), Some(&last)) = (slice.first(), slice.last()) else {
-                continue;
-            };
-            let id = TableId(self.next_table);
-            self.next_table += 1;
-            let tombstones = slice.iter().filter(|&&e| is_tombstone(e)).count() as u64;
-            let meta = TableMeta {
-                id,
-                smallest: key_bytes(key_of(first)),
-                largest: key_bytes(key_of(last)),
-                size: match &self.cfg.sizer {
-                    Some(sizer) => sizer.table_size(slice, bloom_bits_per_key, seqnos),
-                    None => slice.iter().map(|&e| bytes_of(e)).sum(),
-                },
-                entries: slice.len() as u64,
-                tombstones,
-                seqnos,
-                bloom_bits_per_key,
-                blocks: None,
-            };
-            out.push((meta, Arc::from(slice)));
+            table
+                .get_or_insert_with(|| sizer.start_table(bloom_bits_per_key, seqnos))
+                .add(entry);
+        }
+        if let Some(done) = table {
+            out.push(self.new_table(&merged[start..], done, bloom_bits_per_key, seqnos));
         }
         out
     }
 
-    /// Installs a new version: stores new tables' contents and forgets deleted ones.
-    fn install(
+    /// A finished output table holding `entries` (non-empty).
+    fn new_table(
         &mut self,
-        version: Version,
-        edit: &VersionEdit,
-        new_arrays: Vec<(TableId, Arc<[u64]>)>,
-    ) {
-        for (id, array) in new_arrays {
-            self.tables.insert(id, array);
+        entries: &[u64],
+        size: Box<dyn TableEstimate>,
+        bloom_bits_per_key: f64,
+        seqnos: SeqRange,
+    ) -> (TableMeta, Arc<[u64]>) {
+        let id = TableId(self.next_table);
+        self.next_table += 1;
+        let first = entries.first().map_or(0, |&e| key_of(e));
+        let last = entries.last().map_or(0, |&e| key_of(e));
+        let meta = TableMeta {
+            id,
+            smallest: key_bytes(first),
+            largest: key_bytes(last),
+            size: size.finish(),
+            entries: entries.len() as u64,
+            tombstones: entries.iter().filter(|&&e| is_tombstone(e)).count() as u64,
+            seqnos,
+            bloom_bits_per_key,
+            blocks: None,
+        };
+        (meta, Arc::from(entries))
+    }
+
+    /// Installs a new version: stores new tables' contents and forgets deleted ones.
+    fn install(&mut self, version: Version, edit: &VersionEdit, new_arrays: Vec<Arc<[u64]>>) {
+        for (added, array) in edit.added.iter().zip(new_arrays) {
+            self.tables.insert(added.table.id, array);
         }
         self.version = version;
         for d in &edit.deleted {
@@ -646,7 +719,7 @@ impl Simulator {
                 leases: &self.leases,
                 stats: &self.stats,
                 buffer: None,
-                now_nanos: (self.now * 1e9) as u64,
+                now_nanos: self.now_nanos(),
             };
             let Some(plan) = self
                 .policy
@@ -663,7 +736,7 @@ impl Simulator {
                     last: plan.to_string(),
                 });
             }
-            plan.validate(&self.version, &self.leases)
+            plan.validate(&self.version, |t| self.leases.is_table_leased(t))
                 .map_err(|e| self.policy_error(e))?;
             let job = self.start_job(plan)?;
             if job.end <= self.now {
@@ -683,94 +756,45 @@ impl Simulator {
         Ok(())
     }
 
-    /// Position of a run in recency order, for sorting inputs newest first.
-    fn recency(&self, input: &PlanInput) -> (usize, usize) {
-        (
-            input.level,
-            self.version
-                .level(input.level)
-                .position(input.run)
-                .unwrap_or(usize::MAX),
-        )
-    }
-
+    /// Leases a plan's inputs and writes its outputs; the edit is made when the job finishes.
     fn start_job(&mut self, plan: Plan) -> Result<Job, SimError> {
         self.leases
             .acquire(&plan, &self.version)
             .map_err(|e| self.policy_error(e))?;
-        let mut edit = VersionEdit::new();
-        for input in &plan.inputs {
-            for &t in &input.tables {
-                edit.delete_table(input.level, input.run, t);
-            }
-        }
         let mut outputs = Vec::new();
-        let mut output_bytes = 0;
         let mut read_bytes = 0;
-        if let Some(output) = &plan.output {
-            let run_id = match output.run {
-                OutputRun::New => {
-                    let id = RunId(self.next_run);
-                    self.next_run += 1;
-                    edit.create_run(output.level, id);
-                    id
+        if let (PlanAction::Merge, Some(output)) = (plan.action, &plan.output) {
+            let sources = merge_sources(&self.version, &plan).map_err(|e| self.policy_error(e))?;
+            let mut cursors = Vec::with_capacity(sources.len());
+            let mut seqnos: Option<SeqRange> = None;
+            let mut projection = Vec::new();
+            for run in &sources {
+                let mut arrays = Vec::with_capacity(run.len());
+                for t in run {
+                    read_bytes += t.size;
+                    seqnos = Some(seqnos.map_or(t.seqnos, |s| s.union(t.seqnos)));
+                    projection.push((key_at_or_after(&t.smallest), t.size));
+                    arrays.push(self.table_array(t.id)?);
                 }
-                OutputRun::Existing(id) => id,
-            };
-            match plan.action {
-                PlanAction::Move => {
-                    for id in plan.input_tables() {
-                        let meta = self.version.table(id).cloned().ok_or_else(|| {
-                            self.policy_error(PolicyError::InvalidPlan(format!(
-                                "table {id} vanished"
-                            )))
-                        })?;
-                        edit.add_table(output.level, run_id, meta);
-                    }
-                }
-                PlanAction::Merge => {
-                    let mut inputs: Vec<&PlanInput> = plan.inputs.iter().collect();
-                    inputs.sort_by_key(|i| self.recency(i));
-                    let mut cursors = Vec::with_capacity(inputs.len());
-                    let mut seqnos: Option<SeqRange> = None;
-                    for input in inputs {
-                        let mut metas: Vec<&Arc<TableMeta>> = input
-                            .tables
-                            .iter()
-                            .filter_map(|id| self.version.table(*id))
-                            .collect();
-                        metas.sort_by(|a, b| a.smallest.cmp(&b.smallest));
-                        let mut arrays = Vec::with_capacity(metas.len());
-                        for m in metas {
-                            read_bytes += m.size;
-                            seqnos = Some(seqnos.map_or(m.seqnos, |s| s.union(m.seqnos)));
-                            arrays.push(self.table_array(m.id)?);
-                        }
-                        cursors.push(RunCursor::new(arrays));
-                    }
-                    let all_inputs: Vec<TableId> = plan.input_tables().collect();
-                    let older =
-                        tables_below_output(&self.version, output.level, output.run, &all_inputs);
-                    let merged = merge_runs(cursors, |k| self.exists_below(&older, k));
-                    let tables = self.build_tables(
-                        &merged,
-                        &output.cut,
-                        output.bloom_bits_per_key,
-                        seqnos.unwrap_or_default(),
-                    );
-                    for (meta, array) in tables {
-                        output_bytes += meta.size;
-                        outputs.push((meta.id, array));
-                        edit.add_table(output.level, run_id, meta);
-                    }
-                }
-                PlanAction::Drop | PlanAction::UpdateState => {}
+                cursors.push(RunCursor::new(arrays));
             }
+            let inputs: Vec<TableId> = plan.input_tables().collect();
+            let older = OlderTables::below(&self.version, output.level, output.run, &inputs);
+            let merged = merge_runs(cursors, |k| self.tombstone_needed(&older, k));
+            outputs = self.write_tables(
+                &merged,
+                &output.cut,
+                output.bloom_bits_per_key,
+                seqnos.unwrap_or_default(),
+                &projection,
+            );
         }
-        if let Some(state) = &plan.policy_state {
-            edit.set_policy_state(state.clone());
-        }
-        drop_empty_new_runs(&mut edit);
+        let output_bytes = outputs.iter().map(|(meta, _)| meta.size).sum();
+        // A move re-links its inputs: they are its output tables.
+        let output_tables = match plan.action {
+            PlanAction::Move => plan.input_table_count(),
+            _ => outputs.len(),
+        };
         let duration = match self.cfg.timing {
             Timing::Synchronous => 0.0,
             Timing::Timed {
@@ -782,8 +806,8 @@ impl Simulator {
             start: self.now,
             end: self.now + duration,
             plan,
-            edit,
             outputs,
+            output_tables,
             output_bytes,
             read_bytes,
         })
@@ -808,16 +832,16 @@ impl Simulator {
         // The outputs exist beside the inputs until the edit installs: transient space.
         self.sample_space(self.in_flight_bytes() + job.output_bytes);
         self.leases.release(&job.plan, &self.version);
-        let applied = self
-            .version
-            .apply(&job.edit)
-            .map_err(|source| SimError::Edit {
-                policy: self.policy.name(),
-                source,
-                plan: job.plan.to_string(),
-            })?;
-        let edit = job.edit;
-        self.install(applied, &edit, job.outputs);
+        let (metas, arrays) = job.outputs.into_iter().unzip();
+        let edit =
+            compaction_edit(&self.version, &job.plan, metas).map_err(|e| self.policy_error(e))?;
+        let broken = |source| SimError::Edit {
+            policy: self.policy.name(),
+            source,
+            plan: job.plan.to_string(),
+        };
+        let applied = self.version.apply(&edit).map_err(broken)?;
+        self.install(applied, &edit, arrays);
         if self.cfg.check_invariants {
             self.version
                 .check_invariants()
@@ -841,9 +865,11 @@ impl Simulator {
         if self.cfg.trace {
             self.trace.push(TraceEvent {
                 flush: job.flush,
-                action: job.plan.action,
+                kind: TraceKind::Compaction(job.plan.action),
                 input_levels: job.plan.input_levels(),
+                input_tables: job.plan.input_table_count(),
                 output_level: job.plan.output.as_ref().map(|o| o.level),
+                output_tables: job.output_tables,
                 bytes_written: job.output_bytes,
                 reason: job.plan.reason.clone(),
             });
@@ -1021,14 +1047,6 @@ impl Simulator {
     }
 }
 
-/// A merge whose output is empty (every entry was a tombstone that could be dropped) writes no
-/// table, so the run it would have created must not be created either.
-fn drop_empty_new_runs(edit: &mut VersionEdit) {
-    let added = &edit.added;
-    edit.new_runs
-        .retain(|n| added.iter().any(|a| a.level == n.level && a.run == n.run));
-}
-
 /// False-positive rate of a Bloom filter with `bits` bits per key and the optimal number of hash
 /// functions: e^(−bits·ln²2). No filter (0 bits) means every probe reads.
 pub fn bloom_fpr(bits: f64) -> f64 {
@@ -1039,33 +1057,9 @@ pub fn bloom_fpr(bits: f64) -> f64 {
     }
 }
 
-/// Splits sorted entries into the window of `width` consecutive entries with the smallest key
-/// span (Min-Max eviction; the first such window on ties) and the rest.
-fn split_window(sorted: Vec<u64>, width: usize) -> (Vec<u64>, Vec<u64>) {
-    if width == 0 || width >= sorted.len() {
-        return (sorted, Vec::new());
-    }
-    let best = (0..=sorted.len() - width)
-        .min_by_key(|&j| key_of(sorted[j + width - 1]) - key_of(sorted[j]))
-        .unwrap_or(0);
-    let window = sorted[best..best + width].to_vec();
-    let mut rest = sorted[..best].to_vec();
-    rest.extend_from_slice(&sorted[best + width..]);
-    (window, rest)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keys::put;
-
-    #[test]
-    fn window_split_picks_the_most_compact_window() {
-        // The Min-Max paper's example: buffer (3, 9, 10, 18), window 2 evicts [9, 10].
-        let (w, rest) = split_window(vec![put(3), put(9), put(10), put(18)], 2);
-        assert_eq!(w, vec![put(9), put(10)]);
-        assert_eq!(rest, vec![put(3), put(18)]);
-    }
 
     #[test]
     fn bloom_fpr_matches_the_formula() {

@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use std::collections::BTreeSet;
-use strata_policy::{build_policy, PolicyOptions, BUILTIN_POLICIES};
+use strata_policy::{build_policy, registry, PolicySpec};
 use strata_sim::{SimConfig, Simulator, Timing};
 
 #[derive(Clone, Debug)]
@@ -40,7 +40,7 @@ proptest! {
 
     #[test]
     fn every_policy_converges_and_keeps_the_right_keys(
-        policy_index in 0..BUILTIN_POLICIES.len(),
+        policy_index in 0..registry::builtin_names().len(),
         size_ratio in 2.0f64..6.0,
         buffer_entries in 1u64..12,
         table_entries in 1u64..8,
@@ -51,19 +51,23 @@ proptest! {
         ops in ops(300),
     ) {
         let entry = 116;
-        let name = BUILTIN_POLICIES[policy_index];
-        let options = PolicyOptions {
-            size_ratio,
-            write_buffer_size: buffer_entries * entry,
-            target_file_size: table_entries * entry,
-            level0_trigger: l0_trigger,
-            num_levels: 5,
-            dynamic_level_bytes: if name == "leveled-full" { Some(dynamic) } else { None },
-            horizontal_levels: levels,
-            expected_data_size: (ops.len() as u64 * entry / 3).max(1),
-            ..PolicyOptions::default()
-        };
-        let policy = build_policy(name, &options).unwrap();
+        let name = registry::builtin_names()[policy_index];
+        // Every policy takes the options it declares.
+        let mut spec = PolicySpec::new(name);
+        let mut options = vec![
+            ("size_ratio", size_ratio.to_string()),
+            ("write_buffer_size", (buffer_entries * entry).to_string()),
+            ("target_file_size", (table_entries * entry).to_string()),
+            ("num_levels", "5".to_string()),
+            ("dynamic_level_bytes", dynamic.to_string()),
+            ("levels", levels.to_string()),
+            ("expected_data_size", (ops.len() as u64 * entry / 3).max(1).to_string()),
+        ];
+        if let Some(trigger) = l0_trigger {
+            options.push(("level0_trigger", trigger.to_string()));
+        }
+        spec.fill_defaults(options).unwrap();
+        let policy = build_policy(&spec).unwrap();
         let config = SimConfig {
             buffer_size: buffer_entries * entry,
             timing,

@@ -5,7 +5,7 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
-use strata_policy::{build_policy, PolicyOptions};
+use strata_policy::{build_policy, PolicySpec};
 use strata_sim::{SimConfig, Simulator, WorkloadKind, WorkloadSpec};
 
 const BUFFER: u64 = 64 << 10;
@@ -14,19 +14,22 @@ const ENTRY: u64 = 116;
 fn write_amp(policy: &str, size_ratio: f64, level0_trigger: Option<usize>) -> f64 {
     let flushes = size_ratio.powi(3) as u64;
     let entries = flushes * BUFFER / ENTRY;
-    let options = PolicyOptions {
-        size_ratio,
-        write_buffer_size: BUFFER,
-        target_file_size: BUFFER,
-        level0_trigger,
-        ..PolicyOptions::default()
-    };
+    let mut spec = PolicySpec::new(policy);
+    if let Some(trigger) = level0_trigger {
+        spec = spec.with("level0_trigger", trigger);
+    }
+    spec.fill_defaults([
+        ("size_ratio", size_ratio.to_string()),
+        ("write_buffer_size", BUFFER.to_string()),
+        ("target_file_size", BUFFER.to_string()),
+    ])
+    .unwrap();
     let config = SimConfig {
         buffer_size: BUFFER,
         ..SimConfig::default()
     };
-    let spec = WorkloadSpec::new(WorkloadKind::FillRandom, entries);
-    let report = Simulator::run(build_policy(policy, &options).unwrap(), config, &spec).unwrap();
+    let workload = WorkloadSpec::new(WorkloadKind::FillRandom, entries);
+    let report = Simulator::run(build_policy(&spec).unwrap(), config, &workload).unwrap();
     assert_eq!(report.flushes, flushes, "{policy} T={size_ratio}");
     report.write_amp
 }

@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
-use strata_policy::{build_policy, PolicyOptions};
+use strata_policy::{build_policy, PolicySpec};
 use strata_sim::{SimConfig, SimReport, Simulator, Timing, WorkloadKind, WorkloadSpec};
 
 const BUFFER: u64 = 64 << 10;
@@ -12,20 +12,21 @@ fn run(policy: &str, timing: Timing) -> SimReport {
 }
 
 fn run_with(policy: &str, timing: Timing, size_ratio: f64) -> SimReport {
-    let options = PolicyOptions {
-        size_ratio,
-        write_buffer_size: BUFFER,
-        target_file_size: BUFFER,
-        ..PolicyOptions::default()
-    };
+    let mut spec = PolicySpec::new(policy);
+    spec.fill_defaults([
+        ("size_ratio", size_ratio.to_string()),
+        ("write_buffer_size", BUFFER.to_string()),
+        ("target_file_size", BUFFER.to_string()),
+    ])
+    .unwrap();
     let config = SimConfig {
         buffer_size: BUFFER,
         timing,
         check_invariants: true,
         ..SimConfig::default()
     };
-    let spec = WorkloadSpec::new(WorkloadKind::FillRandom, 400 * BUFFER / 116);
-    Simulator::run(build_policy(policy, &options).unwrap(), config, &spec).unwrap()
+    let workload = WorkloadSpec::new(WorkloadKind::FillRandom, 400 * BUFFER / 116);
+    Simulator::run(build_policy(&spec).unwrap(), config, &workload).unwrap()
 }
 
 fn timed(speedup: f64, max_jobs: usize) -> Timing {
@@ -84,7 +85,7 @@ fn overlapping_work_does_not_inflate_write_amplification() {
     // never settles. (The engine once did, under lazy leveling: its last level could hold
     // newer flush runs when it reached capacity, which blocked the growth move; the data-driven
     // test `testdata/lazy-leveled` pins the fix.)
-    for policy in strata_policy::BUILTIN_POLICIES {
+    for policy in strata_policy::registry::builtin_names() {
         let sync = run_with(policy, Timing::Synchronous, 10.0);
         let slow = run_with(policy, timed(1.0, 1), 10.0);
         assert!(

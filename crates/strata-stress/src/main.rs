@@ -28,7 +28,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strata_engine::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
-use strata_policy::{build_policy, PolicyOptions, BUILTIN_POLICIES};
+use strata_policy::{testing, PolicySpec};
 
 #[derive(Parser)]
 #[command(name = "strata-stress", about = "Crash and stress test for Strata")]
@@ -91,18 +91,18 @@ struct CrashArgs {
 
 /// Small buffers and tables, so a short run flushes and compacts many times.
 fn options(policy: &str) -> Result<Options> {
-    let policy_options = PolicyOptions {
-        size_ratio: 4.0,
-        write_buffer_size: 64 << 10,
-        target_file_size: 32 << 10,
-        expected_data_size: 16 << 20,
-        ..PolicyOptions::default()
-    };
+    testing::register();
+    let mut spec: PolicySpec = policy.parse()?;
+    spec.fill_defaults([
+        ("size_ratio", "4"),
+        ("target_file_size", "32KiB"),
+        ("expected_data_size", "16MiB"),
+    ])?;
     Ok(Options::new()
         .with_write_buffer_size(64 << 10)
         .with_block_size(1024)
         .with_max_background_jobs(3)
-        .with_policy(build_policy(policy, &policy_options)?))
+        .with_policy_spec(spec)?)
 }
 
 fn key_name(thread: usize, k: u64) -> String {
@@ -503,7 +503,10 @@ struct CrashSummary {
 
 fn crash(args: CrashArgs) -> Result<()> {
     let policies: Vec<String> = if args.policies == "all" {
-        BUILTIN_POLICIES.iter().map(|s| s.to_string()).collect()
+        testing::policies_to_test()
+            .into_iter()
+            .map(String::from)
+            .collect()
     } else {
         args.policies
             .split(',')

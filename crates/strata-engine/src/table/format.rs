@@ -10,7 +10,10 @@ use crate::error::{Error, Result};
 use crate::key::SeqNo;
 
 /// The newest table format version this build writes and reads.
-pub(crate) const FORMAT_VERSION: u32 = 1;
+/// The newest table format this build writes and reads. Version 2 stores the sequence-number
+/// properties as fixed 8-byte integers (version 1: varints), so that a table's size depends only
+/// on its keys and values: the simulator can then size tables exactly like the engine.
+pub(crate) const FORMAT_VERSION: u32 = 2;
 
 /// The last eight bytes of every table: `\x89STRATA\n`. The high first byte and the newline
 /// catch files mangled by 7-bit or line-ending conversions.
@@ -220,7 +223,8 @@ const P_TOMBSTONES: &[u8] = b"tombstones";
 impl TableProperties {
     /// Encodes the properties block: a block of (name, value) entries with a restart at every
     /// entry, so that later versions can add names that older readers skip. Integers are
-    /// varints, keys raw bytes, the bits per key an f64 (LE bits), the compression a type byte
+    /// varints, except the sequence numbers, which are 8-byte little-endian (format version 2);
+    /// keys are raw bytes, the bits per key an f64 (LE bits), the compression a type byte
     /// followed, for Zstd, by the zigzag-varint level.
     pub(crate) fn encode(&self, out: &mut BlockBuilder) {
         let mut v = Vec::with_capacity(16);
@@ -244,11 +248,11 @@ impl TableProperties {
         num(out, P_ENTRIES, self.entries);
         num(out, P_FORMAT_VERSION, u64::from(self.format_version));
         out.add(P_LARGEST_KEY, &self.largest);
-        num(out, P_LARGEST_SEQNO, self.largest_seqno);
+        out.add(P_LARGEST_SEQNO, &self.largest_seqno.to_le_bytes());
         num(out, P_RAW_KEY_BYTES, self.raw_key_bytes);
         num(out, P_RAW_VALUE_BYTES, self.raw_value_bytes);
         out.add(P_SMALLEST_KEY, &self.smallest);
-        num(out, P_SMALLEST_SEQNO, self.smallest_seqno);
+        out.add(P_SMALLEST_SEQNO, &self.smallest_seqno.to_le_bytes());
         num(out, P_TOMBSTONES, self.tombstones);
     }
 
@@ -286,11 +290,11 @@ impl TableProperties {
                     p.format_version = Some(u32::try_from(int()?).map_err(|_| bad())?)
                 }
                 P_LARGEST_KEY => p.largest = Some(data.slice(vs..ve)),
-                P_LARGEST_SEQNO => p.largest_seqno = Some(int()?),
+                P_LARGEST_SEQNO => p.largest_seqno = Some(data.slice(vs..ve)),
                 P_RAW_KEY_BYTES => p.raw_key_bytes = Some(int()?),
                 P_RAW_VALUE_BYTES => p.raw_value_bytes = Some(int()?),
                 P_SMALLEST_KEY => p.smallest = Some(data.slice(vs..ve)),
-                P_SMALLEST_SEQNO => p.smallest_seqno = Some(int()?),
+                P_SMALLEST_SEQNO => p.smallest_seqno = Some(data.slice(vs..ve)),
                 P_TOMBSTONES => p.tombstones = Some(int()?),
                 _ => {}
             }
@@ -308,11 +312,13 @@ struct PartialProperties {
     entries: Option<u64>,
     format_version: Option<u32>,
     largest: Option<Bytes>,
-    largest_seqno: Option<u64>,
+    /// Raw: its encoding depends on the format version.
+    largest_seqno: Option<Bytes>,
     raw_key_bytes: Option<u64>,
     raw_value_bytes: Option<u64>,
     smallest: Option<Bytes>,
-    smallest_seqno: Option<u64>,
+    /// Raw: its encoding depends on the format version.
+    smallest_seqno: Option<Bytes>,
     tombstones: Option<u64>,
 }
 
@@ -321,11 +327,24 @@ impl PartialProperties {
         fn need<T>(v: Option<T>, name: &[u8]) -> std::result::Result<T, String> {
             v.ok_or_else(|| format!("missing property {}", name.escape_ascii()))
         }
+        let format_version = need(self.format_version, P_FORMAT_VERSION)?;
+        // Version 1 wrote sequence numbers as varints, later versions as 8 bytes LE.
+        let seqno = |raw: Option<Bytes>, name: &[u8]| {
+            let raw = need(raw, name)?;
+            let bad = || format!("malformed property {}", name.escape_ascii());
+            if format_version == 1 {
+                let mut r = Reader::new(&raw);
+                r.varint().filter(|_| r.is_at_end()).ok_or_else(bad)
+            } else {
+                let bytes = <[u8; 8]>::try_from(raw.as_ref()).map_err(|_| bad())?;
+                Ok(u64::from_le_bytes(bytes))
+            }
+        };
         Ok(TableProperties {
             entries: need(self.entries, P_ENTRIES)?,
             tombstones: need(self.tombstones, P_TOMBSTONES)?,
-            smallest_seqno: need(self.smallest_seqno, P_SMALLEST_SEQNO)?,
-            largest_seqno: need(self.largest_seqno, P_LARGEST_SEQNO)?,
+            smallest_seqno: seqno(self.smallest_seqno, P_SMALLEST_SEQNO)?,
+            largest_seqno: seqno(self.largest_seqno, P_LARGEST_SEQNO)?,
             smallest: need(self.smallest, P_SMALLEST_KEY)?,
             largest: need(self.largest, P_LARGEST_KEY)?,
             raw_key_bytes: need(self.raw_key_bytes, P_RAW_KEY_BYTES)?,
@@ -333,7 +352,7 @@ impl PartialProperties {
             data_blocks: need(self.data_blocks, P_DATA_BLOCKS)?,
             bloom_bits_per_key: need(self.bloom, P_BLOOM)?,
             compression: need(self.compression, P_COMPRESSION)?,
-            format_version: need(self.format_version, P_FORMAT_VERSION)?,
+            format_version,
         })
     }
 }
@@ -363,6 +382,85 @@ fn decode_compression(value: &[u8]) -> Option<Compression> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn properties(seqnos: (u64, u64)) -> TableProperties {
+        TableProperties {
+            entries: 3,
+            tombstones: 1,
+            smallest_seqno: seqnos.0,
+            largest_seqno: seqnos.1,
+            smallest: Bytes::from_static(b"a"),
+            largest: Bytes::from_static(b"c"),
+            raw_key_bytes: 27,
+            raw_value_bytes: 10,
+            data_blocks: 1,
+            bloom_bits_per_key: 10.0,
+            compression: Compression::None,
+            format_version: FORMAT_VERSION,
+        }
+    }
+
+    fn encoded(p: &TableProperties) -> Vec<u8> {
+        let mut b = BlockBuilder::new(1);
+        p.encode(&mut b);
+        b.finish().to_vec()
+    }
+
+    #[test]
+    fn the_size_of_properties_does_not_depend_on_sequence_numbers() {
+        let small = properties((1, 2));
+        let large = properties((1 << 40, (1 << 56) - 1));
+        assert_eq!(encoded(&small).len(), encoded(&large).len());
+        for p in [small, large] {
+            let block = Block::new(Bytes::from(encoded(&p))).unwrap();
+            assert_eq!(TableProperties::decode(&block).unwrap(), p);
+        }
+    }
+
+    #[test]
+    fn version_1_properties_with_varint_sequence_numbers_still_read() {
+        let mut b = BlockBuilder::new(1);
+        let varint = |n: u64| {
+            let mut v = Vec::new();
+            put_varint(&mut v, n);
+            v
+        };
+        b.add(P_BLOOM, &10.0f64.to_bits().to_le_bytes());
+        b.add(P_COMPRESSION, &[0]);
+        b.add(P_DATA_BLOCKS, &varint(1));
+        b.add(P_ENTRIES, &varint(3));
+        b.add(P_FORMAT_VERSION, &varint(1));
+        b.add(P_LARGEST_KEY, b"c");
+        b.add(P_LARGEST_SEQNO, &varint(300));
+        b.add(P_RAW_KEY_BYTES, &varint(27));
+        b.add(P_RAW_VALUE_BYTES, &varint(10));
+        b.add(P_SMALLEST_KEY, b"a");
+        b.add(P_SMALLEST_SEQNO, &varint(7));
+        b.add(P_TOMBSTONES, &varint(1));
+        let block = Block::new(Bytes::from(b.finish().to_vec())).unwrap();
+        let p = TableProperties::decode(&block).unwrap();
+        assert_eq!(
+            (p.smallest_seqno, p.largest_seqno, p.format_version),
+            (7, 300, 1)
+        );
+        // The same block claiming version 2 has sequence numbers of the wrong width.
+        let mut b = BlockBuilder::new(1);
+        b.add(P_BLOOM, &10.0f64.to_bits().to_le_bytes());
+        b.add(P_COMPRESSION, &[0]);
+        b.add(P_DATA_BLOCKS, &varint(1));
+        b.add(P_ENTRIES, &varint(3));
+        b.add(P_FORMAT_VERSION, &varint(2));
+        b.add(P_LARGEST_KEY, b"c");
+        b.add(P_LARGEST_SEQNO, &varint(300));
+        b.add(P_RAW_KEY_BYTES, &varint(27));
+        b.add(P_RAW_VALUE_BYTES, &varint(10));
+        b.add(P_SMALLEST_KEY, b"a");
+        b.add(P_SMALLEST_SEQNO, &varint(7));
+        b.add(P_TOMBSTONES, &varint(1));
+        let block = Block::new(Bytes::from(b.finish().to_vec())).unwrap();
+        let e = TableProperties::decode(&block).unwrap_err();
+        assert!(e.contains("_seqno"), "{e}");
+    }
 
     #[test]
     fn footer_round_trips_and_checks_magic_version_and_crc() -> Result<()> {
@@ -397,17 +495,17 @@ mod tests {
         // A newer version with its checksum intact is unsupported; a damaged version field
         // (the checksum fails) is corruption.
         let mut newer = bytes;
-        newer[48..52].copy_from_slice(&2u32.to_le_bytes());
+        newer[48..52].copy_from_slice(&(FORMAT_VERSION + 1).to_le_bytes());
         let damaged = newer;
         let crc = crc32c::crc32c(&newer[..52]);
         newer[52..56].copy_from_slice(&crc.to_le_bytes());
         assert!(matches!(
             Footer::decode(&newer, "t.sst", 100),
             Err(Error::UnsupportedFormat {
-                found: 2,
-                supported: 1,
+                found,
+                supported: FORMAT_VERSION,
                 ..
-            })
+            }) if found == FORMAT_VERSION + 1
         ));
         assert!(matches!(
             Footer::decode(&damaged, "t.sst", 100),

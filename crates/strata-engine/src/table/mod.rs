@@ -35,14 +35,15 @@
 //!   `compression` (type byte, then the zigzag-varint level for Zstd), `data_blocks`,
 //!   `entries`, `format_version`, `largest_key`, `largest_seqno`, `raw_key_bytes`,
 //!   `raw_value_bytes`, `smallest_key`, `smallest_seqno`, `tombstones` (varints unless noted;
-//!   keys are raw user keys).
+//!   the sequence numbers are u64 LE since format version 2, so a table's size does not depend
+//!   on them; keys are raw user keys).
 //! - **Footer**, 64 bytes: handles (`offset: u64, size: u64`, size excluding the trailer) of
 //!   the index (bytes 0..16), filter (16..32, all zero when absent) and properties (32..48);
 //!   `format_version: u32` (48..52), `crc32c` of bytes 0..52 (52..56), magic
 //!   `\x89STRATA\n` (56..64).
 //!
 //! Readers check the magic (else [`crate::Error::Corruption`]), then the footer checksum (else
-//! corruption), then the version (above 1: [`crate::Error::UnsupportedFormat`]), then every
+//! corruption), then the version (above 2: [`crate::Error::UnsupportedFormat`]), then every
 //! other checksum, and every offset, length and count against the bytes actually present: any
 //! input decodes to a value or an error. The magic and the footer checksum (crc32c of bytes
 //! 0..52 at 52..56) are the frozen part of the format that every future version keeps, so a

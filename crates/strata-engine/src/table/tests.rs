@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 
 use super::block::{Block, BlockBuilder};
 use super::compress::{block_crc, BLOCK_TRAILER_LEN};
-use super::format::{BlockHandle, Footer, IndexValue, FOOTER_LEN};
+use super::format::{BlockHandle, Footer, IndexValue, FOOTER_LEN, FORMAT_VERSION};
 use super::*;
 use crate::error::Error;
 use crate::fs::{RandomAccessFile, WritableFile};
@@ -284,7 +284,7 @@ fn round_trip_matches_the_model_for_every_compression_and_layout() {
         assert_eq!(props.data_blocks, summary.data_blocks);
         assert_eq!(props.compression, options.compression);
         assert_eq!(props.bloom_bits_per_key, options.bloom_bits_per_key);
-        assert_eq!(props.format_version, 1);
+        assert_eq!(props.format_version, FORMAT_VERSION);
         assert_eq!(
             (props.smallest_seqno, props.largest_seqno),
             (summary.smallest_seqno, summary.largest_seqno)
@@ -907,11 +907,12 @@ fn newer_format_versions_are_refused() {
     let (_, mut bytes) = sample_table(Compression::None);
     // A newer writer keeps the footer checksum (the frozen part of the footer) valid.
     let footer = bytes.len() - FOOTER_LEN;
-    bytes[footer + 48..footer + 52].copy_from_slice(&2u32.to_le_bytes());
+    let newer = FORMAT_VERSION + 1;
+    bytes[footer + 48..footer + 52].copy_from_slice(&newer.to_le_bytes());
     let crc = crc32c::crc32c(&bytes[footer..footer + 52]);
     bytes[footer + 52..footer + 56].copy_from_slice(&crc.to_le_bytes());
     assert!(
-        matches!(open(bytes).unwrap_err(), Error::UnsupportedFormat { found: 2, supported: 1, ref file } if file == NAME)
+        matches!(open(bytes).unwrap_err(), Error::UnsupportedFormat { found, supported, ref file } if found == newer && supported == FORMAT_VERSION && file == NAME)
     );
 }
 

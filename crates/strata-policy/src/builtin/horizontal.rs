@@ -12,21 +12,108 @@
 //! j+1 (the paper's footnote 6), which saves one rewrite per skipped level. Levels are numbered
 //! 1..ℓ as in the paper; L0 is unused. The counters are the policy state, persisted in the version.
 
-use super::common::{
+use crate::context::PickContext;
+use crate::error::PolicyError;
+use crate::helpers::{
     any_leased, check_bloom, check_positive, flush_to_new_run, load_state, merge_levels,
     store_state,
 };
-use crate::context::PickContext;
 use crate::math::{horizontal_tiering_k, skew_delta};
+use crate::options::{
+    OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, TARGET_FILE_SIZE,
+    WRITE_BUFFER_SIZE,
+};
 use crate::plan::{BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanOutput};
-use crate::policy::{CompactionPolicy, PolicyError};
+use crate::policy::CompactionPolicy;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use strata_meta::{format_size, Version};
 
 /// Name of [`HorizontalLeveled`].
 pub const LEVELED_NAME: &str = "horizontal-leveled";
 /// Name of [`HorizontalTiered`].
 pub const TIERED_NAME: &str = "horizontal-tiered";
+
+const LEVELS: OptionSpec = OptionSpec {
+    name: "levels",
+    kind: OptionKind::Integer,
+    default: "3",
+    rocksdb: None,
+    doc: "number of levels ℓ, fixed for the life of the tree",
+};
+
+/// The registry entry of [`HorizontalLeveled`].
+pub const LEVELED_REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: LEVELED_NAME,
+    summary: "Vertiorizon Algorithm 1: ℓ fixed levels, Bentley–Saxe counters, cascades as one merge",
+    options: &[
+        LEVELS,
+        OptionSpec {
+            name: "skew_threshold",
+            kind: OptionKind::Text,
+            default: "0",
+            rocksdb: None,
+            doc: "δ added to level 1's threshold: an integer, or \"adaptive\" for δ from the skew estimate (eq. 6)",
+        },
+        TARGET_FILE_SIZE,
+        BLOOM_BITS_PER_KEY,
+    ],
+    build: build_leveled,
+};
+
+fn build_leveled(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+    let skew =
+        match config.text("skew_threshold")? {
+            None => SkewThreshold::Fixed(0),
+            Some("adaptive") => SkewThreshold::Adaptive,
+            Some(text) => SkewThreshold::Fixed(text.trim().parse().map_err(|_| {
+                PolicyError::BadOptionValue {
+                    policy: LEVELED_NAME.to_string(),
+                    option: "skew_threshold".to_string(),
+                    value: text.to_string(),
+                    expected: "a non-negative integer or \"adaptive\"".to_string(),
+                }
+            })?),
+        };
+    let policy = HorizontalLeveled::new()
+        .with_levels(config.usize("levels")?)
+        .with_skew_threshold(skew)
+        .with_target_file_size(config.size("target_file_size")?)
+        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
+    policy.validate()?;
+    Ok(Arc::new(policy))
+}
+
+/// The registry entry of [`HorizontalTiered`].
+pub const TIERED_REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: TIERED_NAME,
+    summary: "Vertiorizon Algorithm 2: ℓ fixed levels, binomial counters from k, optimal reads for N/B flushes",
+    options: &[
+        LEVELS,
+        OptionSpec {
+            name: "expected_data_size",
+            kind: OptionKind::Size,
+            default: "64GiB",
+            rocksdb: None,
+            doc: "expected data size N the counter schedule is built for",
+        },
+        WRITE_BUFFER_SIZE,
+        TARGET_FILE_SIZE,
+        BLOOM_BITS_PER_KEY,
+    ],
+    build: build_tiered,
+};
+
+fn build_tiered(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+    let policy = HorizontalTiered::new()
+        .with_levels(config.usize("levels")?)
+        .with_expected_data_size(config.size("expected_data_size")?)
+        .with_write_buffer_size(config.size("write_buffer_size")?)
+        .with_target_file_size(config.size("target_file_size")?)
+        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
+    policy.validate()?;
+    Ok(Arc::new(policy))
+}
 
 /// How the level-1 threshold of horizontal leveling is raised under skew (Vertiorizon §5.3).
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -114,7 +201,7 @@ impl HorizontalLeveled {
         Self::default()
     }
 
-    super::common::output_builders!();
+    crate::output_builders!();
 
     /// Number of levels ℓ (fixed for the life of the tree). No RocksDB equivalent. Default: 3.
     pub fn with_levels(mut self, levels: usize) -> Self {
@@ -267,6 +354,8 @@ impl CompactionPolicy for HorizontalLeveled {
         Ok(Some(plan))
     }
 
+    crate::plan_manual_with_own_output!();
+
     fn options(&self) -> Vec<(&'static str, String)> {
         vec![
             ("levels", self.levels.to_string()),
@@ -329,7 +418,7 @@ impl HorizontalTiered {
         Self::default()
     }
 
-    super::common::output_builders!();
+    crate::output_builders!();
 
     /// Number of levels ℓ (fixed for the life of the tree). Default: 3.
     pub fn with_levels(mut self, levels: usize) -> Self {
@@ -490,6 +579,8 @@ impl CompactionPolicy for HorizontalTiered {
         plan.reason = reason;
         Ok(Some(plan))
     }
+
+    crate::plan_manual_with_own_output!();
 
     fn options(&self) -> Vec<(&'static str, String)> {
         vec![

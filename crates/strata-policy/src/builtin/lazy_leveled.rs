@@ -9,17 +9,46 @@
 //! Write amplification model: about (L − 1) for the tiered levels, (T + 1)/2 for the last level,
 //! and 1 for the flush.
 
-use super::common::{
+use crate::context::PickContext;
+use crate::error::PolicyError;
+use crate::helpers::{
     any_leased, check_bloom, check_positive, check_size_ratio, flush_to_new_run, merge_levels,
     move_run, runs_per_level,
 };
-use crate::context::PickContext;
+use crate::options::{
+    PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO, TARGET_FILE_SIZE,
+    WRITE_BUFFER_SIZE,
+};
 use crate::plan::{CutRule, FlushPlan, Plan};
-use crate::policy::{CompactionPolicy, PolicyError};
+use crate::policy::CompactionPolicy;
+use std::sync::Arc;
 use strata_meta::{format_size, Version};
 
 /// The policy's name.
 pub const NAME: &str = "lazy-leveled";
+
+/// The registry entry.
+pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: NAME,
+    summary: "tiering on levels 1..L-1, leveling at the last level (Dostoevsky)",
+    options: &[
+        SIZE_RATIO,
+        WRITE_BUFFER_SIZE,
+        TARGET_FILE_SIZE,
+        BLOOM_BITS_PER_KEY,
+    ],
+    build,
+};
+
+fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+    let policy = LazyLeveled::new()
+        .with_size_ratio(config.f64("size_ratio")?)
+        .with_write_buffer_size(config.size("write_buffer_size")?)
+        .with_target_file_size(config.size("target_file_size")?)
+        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
+    policy.validate()?;
+    Ok(Arc::new(policy))
+}
 
 /// Lazy leveling. See the module documentation.
 #[derive(Clone, Debug, PartialEq)]
@@ -47,7 +76,7 @@ impl LazyLeveled {
         Self::default()
     }
 
-    super::common::output_builders!();
+    crate::output_builders!();
 
     /// Size ratio T: runs per tiered level, and the growth factor of the last level's capacity.
     /// Default: 10.
@@ -145,6 +174,8 @@ impl CompactionPolicy for LazyLeveled {
         }
         Ok(None)
     }
+
+    crate::plan_manual_with_own_output!();
 
     fn options(&self) -> Vec<(&'static str, String)> {
         vec![

@@ -16,14 +16,69 @@
 //! only, outputs are cut by size only (no grandparent-overlap cut), and the score is not adjusted
 //! for pending compaction bytes.
 
-use super::common::{check_bloom, check_positive, check_size_ratio, flush_to_new_run};
 use crate::context::PickContext;
+use crate::error::PolicyError;
+use crate::helpers::{check_bloom, check_positive, check_size_ratio, flush_to_new_run};
+use crate::options::{
+    OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO,
+    TARGET_FILE_SIZE, WRITE_BUFFER_SIZE,
+};
 use crate::plan::{CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput};
-use crate::policy::{CompactionPolicy, PolicyError};
+use crate::policy::CompactionPolicy;
+use std::sync::Arc;
 use strata_meta::{format_size, KeyRange, Run, TableMeta, Version};
 
 /// The policy's name.
 pub const NAME: &str = "leveled";
+
+/// The registry entry.
+pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: NAME,
+    summary: "RocksDB-style leveling: L0 trigger, dynamic level sizes, score-based level choice, min-overlap file choice, trivial moves",
+    options: &[
+        SIZE_RATIO,
+        OptionSpec {
+            name: "level0_trigger",
+            kind: OptionKind::Integer,
+            default: "4",
+            rocksdb: Some("level0_file_num_compaction_trigger"),
+            doc: "L0 runs that trigger an L0 merge",
+        },
+        OptionSpec {
+            name: "num_levels",
+            kind: OptionKind::Integer,
+            default: "7",
+            rocksdb: Some("num_levels"),
+            doc: "levels including L0; data settles in the last",
+        },
+        OptionSpec {
+            name: "max_bytes_for_level_base",
+            kind: OptionKind::Size,
+            default: "",
+            rocksdb: Some("max_bytes_for_level_base"),
+            doc: "upper bound of the base level's target (default: size_ratio × write_buffer_size)",
+        },
+        WRITE_BUFFER_SIZE,
+        TARGET_FILE_SIZE,
+        BLOOM_BITS_PER_KEY,
+    ],
+    build,
+};
+
+fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+    let mut policy = Leveled::new()
+        .with_size_ratio(config.f64("size_ratio")?)
+        .with_level0_trigger(config.usize("level0_trigger")?)
+        .with_num_levels(config.usize("num_levels")?)
+        .with_write_buffer_size(config.size("write_buffer_size")?)
+        .with_target_file_size(config.size("target_file_size")?)
+        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
+    if let Some(bytes) = config.opt_size("max_bytes_for_level_base")? {
+        policy = policy.with_max_bytes_for_level_base(bytes);
+    }
+    policy.validate()?;
+    Ok(Arc::new(policy))
+}
 
 /// RocksDB-style leveled compaction. See the module documentation.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,7 +122,7 @@ impl Leveled {
         Self::default()
     }
 
-    super::common::output_builders!();
+    crate::output_builders!();
 
     /// Size ratio T between adjacent levels. RocksDB: `max_bytes_for_level_multiplier`.
     /// Default: 10.
@@ -199,7 +254,7 @@ impl Leveled {
         let mut inputs: Vec<PlanInput> = l0
             .runs()
             .iter()
-            .map(|r| super::common::run_input(0, r))
+            .map(|r| crate::helpers::run_input(0, r))
             .collect();
         l0_tables.sort_by(|a, b| a.smallest.cmp(&b.smallest));
         let l0_disjoint = l0_tables.windows(2).all(|w| w[0].largest < w[1].smallest);
@@ -379,6 +434,8 @@ impl CompactionPolicy for Leveled {
         }
         Ok(None)
     }
+
+    crate::plan_manual_with_own_output!();
 
     fn options(&self) -> Vec<(&'static str, String)> {
         vec![

@@ -16,17 +16,63 @@
 //!
 //! Write amplification model (Spooky eq. 4): `(T-1)/2 · L`, plus 1 for the flush into L0.
 
-use super::common::{
+use crate::context::PickContext;
+use crate::error::PolicyError;
+use crate::helpers::{
     any_leased, check_bloom, check_positive, check_size_ratio, flush_to_new_run, merge_levels,
     move_run,
 };
-use crate::context::PickContext;
+use crate::options::{
+    OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO,
+    TARGET_FILE_SIZE, WRITE_BUFFER_SIZE,
+};
 use crate::plan::{CutRule, FlushPlan, Plan};
-use crate::policy::{CompactionPolicy, PolicyError};
+use crate::policy::CompactionPolicy;
+use std::sync::Arc;
 use strata_meta::{format_size, Version};
 
 /// The policy's name.
 pub const NAME: &str = "leveled-full";
+
+/// The registry entry.
+pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: NAME,
+    summary:
+        "full-merge leveling with preemption: L0..Lq merged into Lq at once (Spooky's Full Merge)",
+    options: &[
+        SIZE_RATIO,
+        OptionSpec {
+            name: "level0_trigger",
+            kind: OptionKind::Integer,
+            default: "1",
+            rocksdb: Some("level0_file_num_compaction_trigger"),
+            doc: "L0 runs that trigger a merge",
+        },
+        WRITE_BUFFER_SIZE,
+        TARGET_FILE_SIZE,
+        BLOOM_BITS_PER_KEY,
+        OptionSpec {
+            name: "dynamic_level_bytes",
+            kind: OptionKind::Bool,
+            default: "false",
+            rocksdb: Some("level_compaction_dynamic_level_bytes"),
+            doc: "size levels above the last from the last level's data (DCA)",
+        },
+    ],
+    build,
+};
+
+fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+    let policy = LeveledFull::new()
+        .with_size_ratio(config.f64("size_ratio")?)
+        .with_level0_trigger(config.usize("level0_trigger")?)
+        .with_write_buffer_size(config.size("write_buffer_size")?)
+        .with_target_file_size(config.size("target_file_size")?)
+        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?)
+        .with_dynamic_level_bytes(config.bool("dynamic_level_bytes")?);
+    policy.validate()?;
+    Ok(Arc::new(policy))
+}
 
 /// Full-merge leveling with preemption. See the module documentation.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,7 +104,7 @@ impl LeveledFull {
         Self::default()
     }
 
-    super::common::output_builders!();
+    crate::output_builders!();
 
     /// Size ratio T. RocksDB: `max_bytes_for_level_multiplier`. Default: 10.
     pub fn with_size_ratio(mut self, ratio: f64) -> Self {
@@ -199,6 +245,8 @@ impl CompactionPolicy for LeveledFull {
         };
         Ok(Some(plan))
     }
+
+    crate::plan_manual_with_own_output!();
 
     fn options(&self) -> Vec<(&'static str, String)> {
         vec![

@@ -1,6 +1,6 @@
-//! The built-in compaction policies.
+//! The built-in compaction policies. Each module declares its options and its registration; the
+//! list of built-ins is in [`crate::registry`].
 
-pub(crate) mod common;
 pub mod horizontal;
 pub mod lazy_leveled;
 pub mod leveled;

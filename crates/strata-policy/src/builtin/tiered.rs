@@ -6,17 +6,39 @@
 //! lookups may probe up to T runs per level. This is the size-tiered scheme of Cassandra and of
 //! the vertical-tiering baselines in the papers; the number of levels grows without bound.
 
-use super::common::{
+use crate::context::PickContext;
+use crate::error::PolicyError;
+use crate::helpers::{
     any_leased, check_bloom, check_positive, check_size_ratio, flush_to_new_run, merge_levels,
     runs_per_level,
 };
-use crate::context::PickContext;
+use crate::options::{
+    PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO, TARGET_FILE_SIZE,
+};
 use crate::plan::{CutRule, FlushPlan, Plan};
-use crate::policy::{CompactionPolicy, PolicyError};
+use crate::policy::CompactionPolicy;
+use std::sync::Arc;
 use strata_meta::{format_size, Version};
 
 /// The policy's name.
 pub const NAME: &str = "tiered";
+
+/// The registry entry.
+pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: NAME,
+    summary: "up to T runs per level; a full level merges into one new run at the next level",
+    options: &[SIZE_RATIO, TARGET_FILE_SIZE, BLOOM_BITS_PER_KEY],
+    build,
+};
+
+fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+    let policy = Tiered::new()
+        .with_size_ratio(config.f64("size_ratio")?)
+        .with_target_file_size(config.size("target_file_size")?)
+        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
+    policy.validate()?;
+    Ok(Arc::new(policy))
+}
 
 /// Tiering. See the module documentation.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,7 +64,7 @@ impl Tiered {
         Self::default()
     }
 
-    super::common::output_builders!();
+    crate::output_builders!();
 
     /// Size ratio T: the number of runs a level holds before merging (rounded). RocksDB universal
     /// compaction has no exact equivalent; `max_bytes_for_level_multiplier` is the closest name.
@@ -97,6 +119,8 @@ impl CompactionPolicy for Tiered {
         }
         Ok(None)
     }
+
+    crate::plan_manual_with_own_output!();
 
     fn options(&self) -> Vec<(&'static str, String)> {
         vec![

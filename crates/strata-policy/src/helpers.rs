@@ -1,15 +1,16 @@
-//! Pieces shared by the built-in policies.
+//! Building blocks for policies: the pieces the built-in policies share, public so that a policy
+//! written outside this crate is built from the same parts (see `examples/custom-policy`).
 
-use crate::context::Leases;
+use crate::context::{Leases, ManualRange};
+use crate::error::PolicyError;
 use crate::plan::{CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput};
-use crate::policy::PolicyError;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::ops::RangeInclusive;
-use strata_meta::{PolicyState, Run, Version};
+use strata_meta::{Bytes, PolicyState, Run, TableId, Version};
 
 /// Every table of `run` as one input.
-pub(crate) fn run_input(level: usize, run: &Run) -> PlanInput {
+pub fn run_input(level: usize, run: &Run) -> PlanInput {
     PlanInput {
         level,
         run: run.id(),
@@ -18,18 +19,14 @@ pub(crate) fn run_input(level: usize, run: &Run) -> PlanInput {
 }
 
 /// Every run of every level in `levels`, newest first.
-pub(crate) fn level_inputs(version: &Version, levels: RangeInclusive<usize>) -> Vec<PlanInput> {
+pub fn level_inputs(version: &Version, levels: RangeInclusive<usize>) -> Vec<PlanInput> {
     levels
         .flat_map(|l| version.level(l).runs().iter().map(move |r| run_input(l, r)))
         .collect()
 }
 
 /// Whether any table in `levels` is leased.
-pub(crate) fn any_leased(
-    version: &Version,
-    levels: RangeInclusive<usize>,
-    leases: &Leases,
-) -> bool {
+pub fn any_leased(version: &Version, levels: RangeInclusive<usize>, leases: &Leases) -> bool {
     levels
         .into_iter()
         .any(|l| leases.any_leased(version.level(l).tables().map(|t| &t.id)))
@@ -38,7 +35,7 @@ pub(crate) fn any_leased(
 /// A merge of every run in `from` into level `into`. When `into` is not in `from` and
 /// `merge_into_existing` is set, the single run already at `into` (if any) joins the merge and
 /// receives the output (leveling); otherwise the output is a new run there (tiering).
-pub(crate) fn merge_levels(
+pub fn merge_levels(
     version: &Version,
     from: RangeInclusive<usize>,
     into: usize,
@@ -77,7 +74,7 @@ pub(crate) fn merge_levels(
 }
 
 /// A move of every table of the single run at `from` into a new run at `into`.
-pub(crate) fn move_run(from: usize, run: &Run, into: usize) -> Plan {
+pub fn move_run(from: usize, run: &Run, into: usize) -> Plan {
     Plan {
         action: PlanAction::Move,
         inputs: vec![run_input(from, run)],
@@ -93,7 +90,7 @@ pub(crate) fn move_run(from: usize, run: &Run, into: usize) -> Plan {
 }
 
 /// A flush that writes the whole buffer as a new run in `level`.
-pub(crate) fn flush_to_new_run(level: usize, cut: CutRule, bloom_bits_per_key: f64) -> FlushPlan {
+pub fn flush_to_new_run(level: usize, cut: CutRule, bloom_bits_per_key: f64) -> FlushPlan {
     FlushPlan {
         output: PlanOutput {
             level,
@@ -109,7 +106,7 @@ pub(crate) fn flush_to_new_run(level: usize, cut: CutRule, bloom_bits_per_key: f
 }
 
 /// Reads the policy's state from the version, or `None` if it was never set.
-pub(crate) fn load_state<T: DeserializeOwned>(
+pub fn load_state<T: DeserializeOwned>(
     policy: &'static str,
     version: &Version,
 ) -> Result<Option<T>, PolicyError> {
@@ -124,7 +121,7 @@ pub(crate) fn load_state<T: DeserializeOwned>(
 }
 
 /// Encodes a state value.
-pub(crate) fn store_state<T: Serialize>(
+pub fn store_state<T: Serialize>(
     policy: &'static str,
     value: &T,
 ) -> Result<PolicyState, PolicyError> {
@@ -136,7 +133,7 @@ pub(crate) fn store_state<T: Serialize>(
 }
 
 /// Checks that a size ratio is a finite number above 1.
-pub(crate) fn check_size_ratio(value: f64) -> Result<(), PolicyError> {
+pub fn check_size_ratio(value: f64) -> Result<(), PolicyError> {
     if value.is_finite() && value > 1.0 {
         Ok(())
     } else {
@@ -148,7 +145,7 @@ pub(crate) fn check_size_ratio(value: f64) -> Result<(), PolicyError> {
 }
 
 /// Checks that a byte size is positive.
-pub(crate) fn check_positive(option: &'static str, value: u64) -> Result<(), PolicyError> {
+pub fn check_positive(option: &'static str, value: u64) -> Result<(), PolicyError> {
     if value > 0 {
         Ok(())
     } else {
@@ -160,7 +157,7 @@ pub(crate) fn check_positive(option: &'static str, value: u64) -> Result<(), Pol
 }
 
 /// Checks bloom bits per key.
-pub(crate) fn check_bloom(value: f64) -> Result<(), PolicyError> {
+pub fn check_bloom(value: f64) -> Result<(), PolicyError> {
     if value.is_finite() && (0.0..=64.0).contains(&value) {
         Ok(())
     } else {
@@ -172,12 +169,13 @@ pub(crate) fn check_bloom(value: f64) -> Result<(), PolicyError> {
 }
 
 /// Number of runs a tiered level may hold before it merges: the size ratio, rounded.
-pub(crate) fn runs_per_level(size_ratio: f64) -> usize {
+pub fn runs_per_level(size_ratio: f64) -> usize {
     (size_ratio.round() as usize).max(2)
 }
 
 /// The builders every built-in policy shares for how it writes output tables; expands inside an
 /// `impl` of a struct with `target_file_size: u64` and `bloom_bits_per_key: f64` fields.
+#[macro_export]
 macro_rules! output_builders {
     () => {
         /// Size at which output is cut into a new table. RocksDB: `target_file_size_base` (with
@@ -195,4 +193,110 @@ macro_rules! output_builders {
         }
     };
 }
-pub(crate) use output_builders;
+
+/// A manual compaction of `range`: every table overlapping it, widened until no table outside the
+/// inputs overlaps their combined key range (so nothing left out lies between the inputs and the
+/// output in recency order), merged into the deepest level: into its run when it has exactly one,
+/// else into a new run there. `output` gives the cut rule and Bloom bits per key; `None` cuts at
+/// the largest input table's size and keeps the largest input Bloom setting. `None` is returned
+/// when no table touches the range.
+pub fn range_merge(
+    version: &Version,
+    range: &ManualRange,
+    output: Option<(CutRule, f64)>,
+) -> Option<Plan> {
+    let deepest = version.deepest_level()?;
+    let mut span: Option<(Bytes, Bytes)> = None;
+    for (_, _, t) in version.tables() {
+        if range.touches(&t.smallest, &t.largest) {
+            span = Some(match span {
+                None => (t.smallest.clone(), t.largest.clone()),
+                Some((lo, hi)) => (lo.min(t.smallest.clone()), hi.max(t.largest.clone())),
+            });
+        }
+    }
+    let mut span = span?;
+    loop {
+        let mut widened = span.clone();
+        for (_, _, t) in version.tables() {
+            if t.smallest <= span.1 && span.0 <= t.largest {
+                widened = (
+                    widened.0.min(t.smallest.clone()),
+                    widened.1.max(t.largest.clone()),
+                );
+            }
+        }
+        if widened == span {
+            break;
+        }
+        span = widened;
+    }
+    let mut inputs = Vec::new();
+    for (level, l) in version.levels().iter().enumerate() {
+        for run in l.runs() {
+            let tables: Vec<TableId> = run
+                .tables()
+                .iter()
+                .filter(|t| t.smallest <= span.1 && span.0 <= t.largest)
+                .map(|t| t.id)
+                .collect();
+            if !tables.is_empty() {
+                inputs.push(PlanInput {
+                    level,
+                    run: run.id(),
+                    tables,
+                });
+            }
+        }
+    }
+    let (cut, bloom_bits_per_key) = output.unwrap_or_else(|| {
+        let inputs = inputs
+            .iter()
+            .flat_map(|i| &i.tables)
+            .filter_map(|&id| version.table(id));
+        let (largest, bloom) = inputs.fold((0u64, 0.0f64), |(size, bloom), t| {
+            (size.max(t.size), bloom.max(t.bloom_bits_per_key))
+        });
+        (CutRule::target_size(largest.max(1)), bloom)
+    });
+    let run = match version.level(deepest).runs() {
+        [only] => OutputRun::Existing(only.id()),
+        _ => OutputRun::New,
+    };
+    Some(Plan {
+        action: PlanAction::Merge,
+        inputs,
+        output: Some(PlanOutput {
+            level: deepest,
+            run,
+            cut,
+            bloom_bits_per_key,
+        }),
+        policy_state: None,
+        reason: "manual compaction".to_string(),
+    })
+}
+
+/// Implements [`crate::CompactionPolicy::plan_manual`] with [`range_merge`] and the policy's own
+/// output settings; expands inside `impl CompactionPolicy for` a struct with
+/// `target_file_size: u64` and `bloom_bits_per_key: f64` fields.
+#[macro_export]
+macro_rules! plan_manual_with_own_output {
+    () => {
+        fn plan_manual(
+            &self,
+            version: &$crate::strata_meta::Version,
+            range: &$crate::ManualRange,
+            _ctx: &$crate::PickContext<'_>,
+        ) -> Result<Option<$crate::Plan>, $crate::PolicyError> {
+            Ok($crate::helpers::range_merge(
+                version,
+                range,
+                Some((
+                    $crate::CutRule::target_size(self.target_file_size),
+                    self.bloom_bits_per_key,
+                )),
+            ))
+        }
+    };
+}

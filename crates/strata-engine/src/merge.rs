@@ -1,4 +1,5 @@
-//! Executing plans: merging input runs into output tables, and the per-key rules of a merge.
+//! Merging entries into output tables: the engine's half of executing a plan (the other half,
+//! shared with the simulator, is `strata_exec`), and the per-key rules of a merge.
 
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -7,10 +8,12 @@ use crate::key::{self, SeqNo, ValueKind};
 use crate::manifest::table_file_name;
 use crate::table::{Compression, TableBuilder, TableOptions, TableSummary};
 use crate::table_cache::{RunIterator, TableCache};
+use bytes::Bytes;
 use std::path::Path;
 use std::sync::Arc;
-use strata_meta::{BlockMeta, SeqRange, TableId, TableMeta, Version};
-use strata_policy::{CutRule, PlanInput};
+use strata_exec::{Cutter, OlderTables};
+use strata_meta::{BlockMeta, SeqRange, TableId, TableMeta};
+use strata_policy::PlanOutput;
 
 /// Table-writing settings shared by flushes and compactions.
 #[derive(Clone, Debug)]
@@ -32,14 +35,14 @@ pub struct MergeFilter {
     current_key: Vec<u8>,
     has_key: bool,
     last_stripe: usize,
-    older: Vec<Vec<Arc<TableMeta>>>,
+    /// What lies below the output; `None` keeps every tombstone.
+    older: Option<OlderTables>,
 }
 
 impl MergeFilter {
     /// A filter for a merge; `snapshots` are the live snapshots' sequence numbers (any order)
-    /// and `older` lists, per run older than the output, the tables outside the merge whose data
-    /// a dropped tombstone could otherwise expose.
-    pub fn new(mut snapshots: Vec<SeqNo>, older: Vec<Vec<Arc<TableMeta>>>) -> Self {
+    /// and `older` the tables below the output whose data a dropped tombstone could expose.
+    pub fn new(mut snapshots: Vec<SeqNo>, older: OlderTables) -> Self {
         snapshots.sort_unstable();
         snapshots.dedup();
         MergeFilter {
@@ -47,18 +50,17 @@ impl MergeFilter {
             current_key: Vec::new(),
             has_key: false,
             last_stripe: 0,
-            older,
+            older: Some(older),
         }
     }
 
-    /// Whether an older table outside the merge may hold `user_key`.
-    fn may_exist_below(&self, user_key: &[u8]) -> bool {
-        self.older.iter().any(|tables| {
-            let i = tables.partition_point(|t| t.largest.as_ref() < user_key);
-            tables
-                .get(i)
-                .is_some_and(|t| t.smallest.as_ref() <= user_key)
-        })
+    /// A filter that drops only shadowed versions and keeps every tombstone: for entries that
+    /// stay buffered (a window flush's remainder).
+    pub fn keeping_tombstones(snapshots: Vec<SeqNo>) -> Self {
+        MergeFilter {
+            older: None,
+            ..MergeFilter::new(snapshots, OlderTables::default())
+        }
     }
 
     /// Whether to keep the entry with internal key `ikey` (entries must arrive in order).
@@ -81,77 +83,55 @@ impl MergeFilter {
         self.last_stripe = stripe;
         // A tombstone no snapshot needs to see past can go once nothing older is left below;
         // the older versions in this merge fall into the same stripe and are dropped above.
-        !(kind == ValueKind::Delete && stripe == 0 && !self.may_exist_below(user_key))
+        !(kind == ValueKind::Delete
+            && stripe == 0
+            && self.older.as_ref().is_some_and(|o| !o.may_hold(user_key)))
     }
 }
 
-/// Writes the output of a merge as tables cut by `cut`.
+/// Writes the output of a merge as tables, cut where the shared [`Cutter`] says.
 pub struct OutputWriter<'a> {
     fs: &'a dyn FileSystem,
     dir: &'a Path,
     settings: &'a WriteSettings,
-    cut: &'a CutRule,
     bloom_bits_per_key: f64,
     allocate: &'a dyn Fn() -> u64,
+    cutter: Cutter<Bytes>,
     builder: Option<(u64, TableBuilder)>,
-    boundary: usize,
-    piece_target: Option<u64>,
     last_user_key: Vec<u8>,
     outputs: Vec<TableMeta>,
     /// Every file created, finished or not (a table whose `finish` failed is in neither
     /// `builder` nor `outputs`, and must still be deleted).
     started: Vec<u64>,
-    inputs: &'a [Arc<TableMeta>],
 }
 
 impl<'a> OutputWriter<'a> {
-    /// A writer that allocates file numbers with `allocate`.
+    /// A writer of `output`'s tables that allocates file numbers with `allocate`; `inputs` are
+    /// the merge's inputs (smallest key, bytes), which the cutter projects piece sizes from.
     pub fn new(
         fs: &'a dyn FileSystem,
         dir: &'a Path,
         settings: &'a WriteSettings,
-        cut: &'a CutRule,
-        bloom_bits_per_key: f64,
+        output: &PlanOutput,
         allocate: &'a dyn Fn() -> u64,
-        inputs: &'a [Arc<TableMeta>],
+        inputs: &[(Bytes, u64)],
     ) -> Self {
+        let cutter = Cutter::new(
+            &output.cut,
+            output.cut.boundaries.clone(),
+            inputs.iter().map(|(key, size)| (key.as_ref(), *size)),
+        );
         OutputWriter {
             fs,
             dir,
             settings,
-            cut,
-            bloom_bits_per_key,
+            bloom_bits_per_key: output.bloom_bits_per_key,
             allocate,
+            cutter,
             builder: None,
-            boundary: 0,
-            piece_target: cut.target_table_size,
             last_user_key: Vec::new(),
             outputs: Vec::new(),
             started: Vec::new(),
-            inputs,
-        }
-    }
-
-    /// Chooses the size target of the piece that starts at `user_key` (up to the next boundary):
-    /// the target table size, or half the piece when it would exceed `split_above` (Spooky's
-    /// split in two). The piece's size is estimated from the input tables that start inside it,
-    /// since the merge has not produced it yet.
-    fn start_piece(&mut self, user_key: &[u8]) {
-        self.piece_target = self.cut.target_table_size;
-        let Some(limit) = self.cut.split_above else {
-            return;
-        };
-        let end = self.cut.boundaries.get(self.boundary).map(|b| b.as_ref());
-        let estimate: u64 = self
-            .inputs
-            .iter()
-            .filter(|t| {
-                t.smallest.as_ref() >= user_key && end.is_none_or(|e| t.smallest.as_ref() < e)
-            })
-            .map(|t| t.size)
-            .sum();
-        if estimate > limit {
-            self.piece_target = Some(estimate.div_ceil(2));
         }
     }
 
@@ -164,61 +144,43 @@ impl<'a> OutputWriter<'a> {
         Ok(())
     }
 
-    /// Adds an entry; a new table starts only between user keys.
+    /// Starts a new table file.
+    fn start_table(&mut self) -> Result<()> {
+        let number = (self.allocate)();
+        let path = self.dir.join(table_file_name(number));
+        // Recorded before creating: a failed create may still leave a file behind.
+        self.started.push(number);
+        let file = self
+            .fs
+            .create(&path)
+            .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+        let options = TableOptions {
+            block_size: self.settings.block_size,
+            restart_interval: self.settings.restart_interval,
+            compression: self.settings.compression,
+            bloom_bits_per_key: self.bloom_bits_per_key,
+            record_block_ranges: self.settings.record_block_ranges,
+        };
+        self.builder = Some((
+            number,
+            TableBuilder::new(file, table_file_name(number), options),
+        ));
+        Ok(())
+    }
+
+    /// Adds an entry (in internal-key order); a new table starts only between user keys.
     pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
         let user_key = key::user_key(ikey);
-        let new_user_key = self.builder.is_none() || self.last_user_key != user_key;
-        if new_user_key && self.builder.is_some() {
-            let mut crossed = false;
-            while self.boundary < self.cut.boundaries.len()
-                && self.cut.boundaries[self.boundary].as_ref() <= user_key
-            {
-                self.boundary += 1;
-                crossed = true;
-            }
-            let full = match (self.piece_target, &self.builder) {
-                (Some(target), Some((_, b))) => b.estimated_size() >= target,
-                _ => false,
-            };
-            if crossed || full {
+        if self.builder.is_none() || self.last_user_key != user_key {
+            let open = self.builder.as_ref().map(|(_, b)| b.estimated_size());
+            if self.cutter.cut_before(user_key, open) {
                 self.finish_current()?;
             }
-            if crossed {
-                self.start_piece(user_key);
-            }
-        }
-        if self.builder.is_none() {
-            if self.outputs.is_empty() {
-                while self.boundary < self.cut.boundaries.len()
-                    && self.cut.boundaries[self.boundary].as_ref() <= user_key
-                {
-                    self.boundary += 1;
-                }
-                self.start_piece(user_key);
-            }
-            let number = (self.allocate)();
-            let path = self.dir.join(table_file_name(number));
-            // Recorded before creating: a failed create may still leave a file behind.
-            self.started.push(number);
-            let file = self
-                .fs
-                .create(&path)
-                .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
-            let options = TableOptions {
-                block_size: self.settings.block_size,
-                restart_interval: self.settings.restart_interval,
-                compression: self.settings.compression,
-                bloom_bits_per_key: self.bloom_bits_per_key,
-                record_block_ranges: self.settings.record_block_ranges,
-            };
-            self.builder = Some((
-                number,
-                TableBuilder::new(file, table_file_name(number), options),
-            ));
-        }
-        if new_user_key {
             self.last_user_key.clear();
             self.last_user_key.extend_from_slice(user_key);
+        }
+        if self.builder.is_none() {
+            self.start_table()?;
         }
         if let Some((_, b)) = &mut self.builder {
             b.add(ikey, value)?;
@@ -271,36 +233,18 @@ pub fn table_meta(number: u64, s: &TableSummary, bloom_bits_per_key: f64) -> Tab
     }
 }
 
-/// A cursor over each input run, newest first, for a merge of `inputs` in `version`.
-pub fn input_iterators(
-    version: &Version,
-    inputs: &[PlanInput],
+/// A cursor over each run of `sources` (the shared executor's merge sources: runs newest first,
+/// tables in key order), and the bytes they hold.
+pub fn source_iterators(
+    sources: Vec<Vec<Arc<TableMeta>>>,
     tables: &Arc<TableCache>,
-) -> Result<(Vec<Box<dyn InternalIterator>>, u64)> {
-    let mut ordered: Vec<&PlanInput> = inputs.iter().collect();
-    ordered.sort_by_key(|i| {
-        (
-            i.level,
-            version.level(i.level).position(i.run).unwrap_or(usize::MAX),
-        )
-    });
-    let mut iters: Vec<Box<dyn InternalIterator>> = Vec::with_capacity(ordered.len());
-    let mut bytes = 0;
-    for input in ordered {
-        let mut metas: Vec<Arc<TableMeta>> = input
-            .tables
-            .iter()
-            .map(|id| {
-                version.table(*id).cloned().ok_or_else(|| {
-                    Error::InvalidArgument(format!("plan input table {id} is not in the version"))
-                })
-            })
-            .collect::<Result<_>>()?;
-        metas.sort_by(|a, b| a.smallest.cmp(&b.smallest));
-        bytes += metas.iter().map(|t| t.size).sum::<u64>();
-        iters.push(Box::new(RunIterator::new(Arc::clone(tables), metas)));
-    }
-    Ok((iters, bytes))
+) -> (Vec<Box<dyn InternalIterator>>, u64) {
+    let bytes = sources.iter().flatten().map(|t| t.size).sum();
+    let iters = sources
+        .into_iter()
+        .map(|run| Box::new(RunIterator::new(Arc::clone(tables), run)) as Box<dyn InternalIterator>)
+        .collect();
+    (iters, bytes)
 }
 
 /// Merges `inputs` (newest first) through `filter` into `out`. Returns the number of entries read.

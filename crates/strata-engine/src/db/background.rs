@@ -1,0 +1,144 @@
+//! Running jobs: the background threads, synchronous mode, explicit flushes, and waiting for
+//! the tree to settle.
+
+use super::compaction::MAX_INLINE_PLANS;
+use super::engine::{Engine, EngineState};
+use crate::error::{Error, Result};
+use parking_lot::MutexGuard;
+use std::sync::Arc;
+use std::time::Duration;
+use strata_policy::{PickContext, PolicyError};
+
+impl Engine {
+    /// Records the failure of a flush or compaction (failure rule 3) and returns the error to
+    /// report: the job's own, or the read-only error if the job only stopped because of an
+    /// earlier background error.
+    pub fn job_failed(&self, state: &mut EngineState, e: Error) -> Error {
+        let e = match (e, &state.background_error) {
+            (Error::Closed, Some(first)) if !self.stop_requested() => {
+                Error::ReadOnly(first.clone())
+            }
+            (Error::Closed, _) => Error::Closed,
+            (e, _) => {
+                self.record_background_error(state, &e);
+                e
+            }
+        };
+        self.background_work.notify_all();
+        e
+    }
+
+    /// A background thread: runs flushes (`flusher`) or compactions until shutdown, and picks no
+    /// new work after a background error (rule 3).
+    pub fn background_loop(self: Arc<Self>, flusher: bool) {
+        let mut state = self.state.lock();
+        loop {
+            if self.stop_requested() {
+                return;
+            }
+            if state.background_error.is_none() {
+                let ran = if flusher {
+                    self.pick_flush(&mut state).map(|job| {
+                        job.map(|job| {
+                            let result = MutexGuard::unlocked(&mut state, || self.run_flush(&job));
+                            // A failure is recorded as a background error; nothing to return to.
+                            let _ = self.finish_flush(&mut state, job, result);
+                        })
+                    })
+                } else {
+                    self.pick_compaction(&mut state).map(|job| {
+                        job.map(|job| {
+                            let result =
+                                MutexGuard::unlocked(&mut state, || self.run_compaction(&job));
+                            let _ = self.finish_compaction(&mut state, job, result);
+                        })
+                    })
+                };
+                match ran {
+                    Ok(Some(())) => continue,
+                    Ok(None) => {}
+                    Err(e) => self.record_background_error(&mut state, &e),
+                }
+            }
+            self.background_work.wait(&mut state);
+        }
+    }
+
+    /// Runs every pending flush and compaction in this thread (synchronous mode, and explicit
+    /// flushes waiting for quiescence).
+    ///
+    /// REQUIRES: the state lock is held.
+    pub fn run_inline(&self, state: &mut MutexGuard<'_, EngineState>) -> Result<()> {
+        for _ in 0..MAX_INLINE_PLANS {
+            Self::check_background_error(state)?;
+            if let Some(job) = self.pick_flush(state)? {
+                let result = MutexGuard::unlocked(state, || self.run_flush(&job));
+                self.finish_flush(state, job, result)?;
+                continue;
+            }
+            if let Some(job) = self.pick_compaction(state)? {
+                let result = MutexGuard::unlocked(state, || self.run_compaction(&job));
+                self.finish_compaction(state, job, result)?;
+                continue;
+            }
+            return Ok(());
+        }
+        Err(Error::Policy(PolicyError::InvalidPlan(format!(
+            "policy {} did not converge within {MAX_INLINE_PLANS} plans",
+            self.policy.name()
+        ))))
+    }
+
+    /// Freezes the active memtable and waits until every frozen memtable is flushed (in
+    /// synchronous mode, flushes and compacts in this thread).
+    pub fn flush(&self) -> Result<()> {
+        self.check_open()?;
+        // No commit may be between choosing its memtable and inserting into it while we freeze it.
+        let _commit = self.commit.lock();
+        let mut state = self.state.lock();
+        Self::check_background_error(&state)?;
+        if !state.memtable.is_empty() {
+            self.switch_memtable(&mut state)?;
+        }
+        if self.options.synchronous_compaction {
+            return self.run_inline(&mut state);
+        }
+        self.background_work.notify_all();
+        while !state.frozen.is_empty() {
+            Self::check_background_error(&state)?;
+            self.check_open()?;
+            self.background_work
+                .wait_for(&mut state, Duration::from_millis(100));
+        }
+        Ok(())
+    }
+
+    /// Waits until no flush or compaction is running or wanted by the policy. Fails if
+    /// background work stopped with an error.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        let mut state = self.state.lock();
+        if self.options.synchronous_compaction {
+            return self.run_inline(&mut state);
+        }
+        loop {
+            Self::check_background_error(&state)?;
+            self.check_open()?;
+            let busy =
+                !state.frozen.is_empty() || state.flush_running || state.running_compactions > 0;
+            let wanted = !busy && {
+                let stats = self.workload_stats();
+                let ctx = PickContext {
+                    now_nanos: self.now_nanos(),
+                    ..PickContext::new(&state.leases, &stats)
+                };
+                self.policy.pick(&state.version, &ctx)?.is_some()
+            };
+            if !busy && !wanted {
+                return Ok(());
+            }
+            self.background_work.notify_all();
+            self.background_work
+                .wait_for(&mut state, Duration::from_millis(50));
+        }
+    }
+}

@@ -1,0 +1,327 @@
+//! Compactions: asking the policy for plans, running merges, installing them, and manual
+//! compactions.
+
+use super::engine::{Engine, EngineState};
+use crate::error::{Error, Result};
+use crate::iter::InternalIterator;
+use crate::key::SeqNo;
+use crate::listener::{CompletedJob, JobKind};
+use crate::merge::{merge_into, source_iterators, MergeFilter, OutputWriter};
+use crate::stats::Statistics;
+use bytes::Bytes;
+use parking_lot::MutexGuard;
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+use strata_exec::sources::merge_sources;
+use strata_exec::{compaction_edit, OlderTables};
+use strata_meta::{TableId, TableMeta, Version};
+use strata_policy::{ManualRange, PickContext, Plan, PlanAction, PlanOutput, PolicyError};
+
+/// Plans a caller runs in a row before declaring the policy non-convergent.
+pub(crate) const MAX_INLINE_PLANS: usize = 100_000;
+
+/// A merge a compaction thread picked.
+pub(crate) struct CompactionJob {
+    /// The policy's plan.
+    pub plan: Plan,
+    /// The version the plan was made against.
+    pub version: Arc<Version>,
+    /// Live snapshots when the job started.
+    pub snapshots: Vec<SeqNo>,
+    /// Flushes finished when the job was picked (for listeners).
+    pub flushes_before: u64,
+}
+
+/// What running a merge produced.
+pub(crate) struct CompactionOutput {
+    /// The tables written.
+    pub tables: Vec<TableMeta>,
+    /// Every file created (for cleanup).
+    pub files: Vec<u64>,
+    /// Bytes of the inputs.
+    pub bytes_read: u64,
+    /// Bytes written.
+    pub bytes_written: u64,
+}
+
+impl Engine {
+    /// Picks a compaction, if the policy wants one that can start now, and leases its inputs.
+    /// Plans that write no data (moves, drops, state updates) are installed here and the policy
+    /// is asked again.
+    ///
+    /// REQUIRES: the state lock is held.
+    pub fn pick_compaction(
+        &self,
+        state: &mut MutexGuard<'_, EngineState>,
+    ) -> Result<Option<CompactionJob>> {
+        let max_compactions = self.options.max_background_jobs.saturating_sub(1).max(1);
+        for _ in 0..MAX_INLINE_PLANS {
+            if state.running_compactions >= max_compactions
+                || state.stateful_running
+                || state.manual_compaction
+            {
+                return Ok(None);
+            }
+            let stats = self.workload_stats();
+            let ctx = PickContext {
+                leases: &state.leases,
+                stats: &stats,
+                buffer: None,
+                now_nanos: self.now_nanos(),
+            };
+            let Some(plan) = self.policy.pick(&state.version, &ctx)? else {
+                return Ok(None);
+            };
+            plan.validate(&state.version, |t| state.leases.is_table_leased(t))?;
+            if plan.action != PlanAction::Merge {
+                self.install_without_data(state, &plan)?;
+                continue;
+            }
+            let st: &mut EngineState = state;
+            st.leases.acquire(&plan, &st.version)?;
+            st.running_compactions += 1;
+            st.stateful_running |= plan.policy_state.is_some();
+            return Ok(Some(CompactionJob {
+                version: Arc::clone(&st.version),
+                snapshots: self.snapshot_list(),
+                flushes_before: Statistics::get(&self.stats.flushes),
+                plan,
+            }));
+        }
+        Err(Error::Policy(PolicyError::InvalidPlan(format!(
+            "policy {} returned {MAX_INLINE_PLANS} data-free plans in a row; it does not converge",
+            self.policy.name()
+        ))))
+    }
+
+    /// Installs a plan that writes no data: a move, a drop or a state update.
+    fn install_without_data(
+        &self,
+        state: &mut MutexGuard<'_, EngineState>,
+        plan: &Plan,
+    ) -> Result<()> {
+        let edit = compaction_edit(&state.version, plan, Vec::new())?;
+        self.install(state, edit, &[], None)?;
+        self.notify(&CompletedJob {
+            kind: JobKind::Compaction(plan.action),
+            flushes_before: Statistics::get(&self.stats.flushes),
+            input_levels: plan.input_levels(),
+            input_tables: plan.input_table_count(),
+            output_level: plan.output.as_ref().map(|o| o.level),
+            output_tables: if plan.action == PlanAction::Move {
+                plan.input_table_count()
+            } else {
+                0
+            },
+            bytes_written: 0,
+            bytes_read: 0,
+            reason: plan.reason.clone(),
+        });
+        if plan.action == PlanAction::Move {
+            Statistics::add(&self.stats.trivial_moves, 1);
+        }
+        Ok(())
+    }
+
+    /// Writes a merge's tables: its inputs, newest run first, through the merge filter.
+    pub fn run_compaction(&self, job: &CompactionJob) -> Result<CompactionOutput> {
+        let plan = &job.plan;
+        let output = plan
+            .output
+            .as_ref()
+            .ok_or_else(|| Error::InvalidArgument("a merge plan without an output".to_string()))?;
+        let sources = merge_sources(&job.version, plan)?;
+        let projection: Vec<(Bytes, u64)> = sources
+            .iter()
+            .flatten()
+            .map(|t| (t.smallest.clone(), t.size))
+            .collect();
+        let (inputs, bytes_read) = source_iterators(sources, &self.tables);
+        let input_ids: Vec<TableId> = plan.input_tables().collect();
+        let older = OlderTables::below(&job.version, output.level, output.run, &input_ids);
+        let filter = MergeFilter::new(job.snapshots.clone(), older);
+        let started = Instant::now();
+        let (tables, files) = self.write_outputs(inputs, filter, output, &projection)?;
+        let bytes_written = tables.iter().map(|t| t.size).sum();
+        self.note_rewrite(
+            bytes_written,
+            u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+        );
+        Ok(CompactionOutput {
+            tables,
+            files,
+            bytes_read,
+            bytes_written,
+        })
+    }
+
+    /// Merges `inputs` (newest first) through `filter` into tables placed as `output` says;
+    /// `projection` is the inputs' (smallest key, bytes) for the cutter. Returns the tables and
+    /// every file created. On failure the files are deleted (failure rule 5).
+    pub fn write_outputs(
+        &self,
+        inputs: Vec<Box<dyn InternalIterator>>,
+        mut filter: MergeFilter,
+        output: &PlanOutput,
+        projection: &[(Bytes, u64)],
+    ) -> Result<(Vec<TableMeta>, Vec<u64>)> {
+        let allocate = || {
+            let n = self.allocate_file_number();
+            self.state.lock().pending_outputs.insert(n);
+            n
+        };
+        let mut writer = OutputWriter::new(
+            self.fs.as_ref(),
+            &self.dir,
+            &self.settings,
+            output,
+            &allocate,
+            projection,
+        );
+        // Stop early at shutdown, or once another job failed (rule 3): the result would not be
+        // installed.
+        let stop = || self.stop_requested() || self.failed.load(Ordering::Acquire);
+        let merged = merge_into(inputs, &mut filter, &mut writer, &stop);
+        let files = writer.started_files();
+        let tables = merged.and_then(|_| writer.finish()).and_then(|tables| {
+            // Rule 5: the outputs' directory entries are durable before the manifest names them.
+            if !tables.is_empty() {
+                self.fs.sync_dir(&self.dir).map_err(|e| {
+                    Error::io(
+                        format!("syncing {} after writing tables", self.dir.display()),
+                        e,
+                    )
+                })?;
+            }
+            Ok(tables)
+        });
+        match tables {
+            Ok(tables) => Ok((tables, files)),
+            Err(e) => {
+                let mut state = self.state.lock();
+                self.discard_outputs(&mut state, &files);
+                Err(e)
+            }
+        }
+    }
+
+    /// Installs a finished merge and releases its leases.
+    ///
+    /// REQUIRES: the state lock is held.
+    pub fn finish_compaction(
+        &self,
+        state: &mut MutexGuard<'_, EngineState>,
+        job: CompactionJob,
+        result: Result<CompactionOutput>,
+    ) -> Result<()> {
+        state.leases.release(&job.plan, &job.version);
+        // Let go of the job's version now, so the files this merge makes obsolete can go.
+        let CompactionJob {
+            plan,
+            flushes_before,
+            version,
+            ..
+        } = job;
+        drop(version);
+        state.running_compactions -= 1;
+        if plan.policy_state.is_some() {
+            state.stateful_running = false;
+        }
+        let out = match result {
+            Ok(o) => o,
+            Err(e) => return Err(self.job_failed(state, e)),
+        };
+        let output_tables = out.tables.len();
+        let edit = match compaction_edit(&state.version, &plan, out.tables) {
+            Ok(edit) => edit,
+            Err(e) => {
+                self.discard_outputs(state, &out.files);
+                return Err(self.job_failed(state, e.into()));
+            }
+        };
+        self.install(state, edit, &out.files, None)?;
+        self.notify(&CompletedJob {
+            kind: JobKind::Compaction(plan.action),
+            flushes_before,
+            input_levels: plan.input_levels(),
+            input_tables: plan.input_table_count(),
+            output_level: plan.output.as_ref().map(|o| o.level),
+            output_tables,
+            bytes_written: out.bytes_written,
+            bytes_read: out.bytes_read,
+            reason: plan.reason.clone(),
+        });
+        Statistics::add(&self.stats.compactions, 1);
+        Statistics::add(&self.stats.compaction_bytes_written, out.bytes_written);
+        Statistics::add(&self.stats.compaction_bytes_read, out.bytes_read);
+        Ok(())
+    }
+
+    /// Flushes, then has the keys in `range` merged as the policy plans a manual compaction
+    /// ([`strata_policy::CompactionPolicy::plan_manual`]), with every other job drained and held
+    /// off meanwhile.
+    pub fn compact_range(&self, range: (Bound<Vec<u8>>, Bound<Vec<u8>>)) -> Result<()> {
+        self.flush()?;
+        let mut state = self.state.lock();
+        while state.manual_compaction {
+            self.background_work.wait(&mut state);
+        }
+        state.manual_compaction = true;
+        while state.running_compactions > 0 || state.flush_running {
+            self.background_work.wait(&mut state);
+        }
+        let result = Self::check_background_error(&state)
+            .and_then(|()| self.run_manual_compaction(&mut state, range));
+        state.manual_compaction = false;
+        self.background_work.notify_all();
+        result
+    }
+
+    /// Runs the policy's manual compaction of `range`.
+    ///
+    /// REQUIRES: the state lock is held and this caller has the tree to itself.
+    fn run_manual_compaction(
+        &self,
+        state: &mut MutexGuard<'_, EngineState>,
+        range: (Bound<Vec<u8>>, Bound<Vec<u8>>),
+    ) -> Result<()> {
+        let own = |b: Bound<Vec<u8>>| match b {
+            Bound::Included(k) => Bound::Included(Bytes::from(k)),
+            Bound::Excluded(k) => Bound::Excluded(Bytes::from(k)),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let range = ManualRange {
+            start: own(range.0),
+            end: own(range.1),
+        };
+        let version = Arc::clone(&state.version);
+        let stats = self.workload_stats();
+        let ctx = PickContext {
+            leases: &state.leases,
+            stats: &stats,
+            buffer: None,
+            now_nanos: self.now_nanos(),
+        };
+        let Some(plan) = self.policy.plan_manual(&version, &range, &ctx)? else {
+            return Ok(());
+        };
+        plan.validate(&version, |t| state.leases.is_table_leased(t))?;
+        if plan.action != PlanAction::Merge {
+            return self.install_without_data(state, &plan);
+        }
+        let st: &mut EngineState = state;
+        st.leases.acquire(&plan, &version)?;
+        st.running_compactions += 1;
+        st.stateful_running |= plan.policy_state.is_some();
+        let job = CompactionJob {
+            version,
+            snapshots: self.snapshot_list(),
+            flushes_before: Statistics::get(&self.stats.flushes),
+            plan,
+        };
+        let result = MutexGuard::unlocked(state, || self.run_compaction(&job));
+        self.finish_compaction(state, job, result)
+    }
+}

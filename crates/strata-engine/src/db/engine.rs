@@ -1,0 +1,265 @@
+//! The engine: what an open database shares between the user's handle and background threads.
+
+use crate::error::{Error, Result};
+use crate::fs::{FileLock, FileSystem};
+use crate::key::SeqNo;
+use crate::log::LogWriter;
+use crate::manifest::Manifest;
+use crate::memtable::Memtable;
+use crate::merge::WriteSettings;
+use crate::options::Options;
+use crate::stats::Statistics;
+use crate::super_version::SuperVersion;
+use crate::table::BlockCache;
+use crate::table_cache::TableCache;
+use crate::write_queue::WriteQueue;
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+use strata_meta::Version;
+use strata_policy::{CompactionPolicy, Leases, WorkloadStats};
+
+/// The WAL slot: the open WAL, or why there is none.
+pub(crate) enum WalSlot {
+    /// The WAL of the active memtable.
+    Open(Wal),
+    /// No WAL: not opened yet, or closed for good after an error (failure rule 1), with the
+    /// error's message.
+    Closed(String),
+}
+
+impl WalSlot {
+    /// The open WAL, or the read-only error naming why there is none.
+    pub fn open_mut(&mut self) -> Result<&mut Wal> {
+        match self {
+            WalSlot::Open(wal) => Ok(wal),
+            WalSlot::Closed(why) => Err(Error::ReadOnly(why.clone())),
+        }
+    }
+
+    /// Closes the WAL for good because of `error`.
+    pub fn close(&mut self, error: &Error) {
+        *self = WalSlot::Closed(error.to_string());
+    }
+}
+
+/// The WAL being written: the log of the active memtable.
+pub(crate) struct Wal {
+    /// The log file's writer.
+    pub writer: LogWriter,
+    /// Its file number.
+    pub number: u64,
+    /// Encoding buffer reused across groups (only the commit leader touches it).
+    pub buffer: Vec<u8>,
+}
+
+/// What the state lock guards.
+pub(crate) struct EngineState {
+    /// The memtable writes go into; its WAL is the open one.
+    pub memtable: Arc<Memtable>,
+    /// Frozen memtables waiting to be flushed, oldest first.
+    pub frozen: VecDeque<Arc<Memtable>>,
+    /// The current version.
+    pub version: Arc<Version>,
+    /// The manifest edits are appended to.
+    pub manifest: Manifest,
+    /// WALs below this number hold nothing that is not in tables.
+    pub log_number: u64,
+    /// Tables and key ranges held by running jobs.
+    pub leases: Leases,
+    /// Compactions running.
+    pub running_compactions: usize,
+    /// Whether a flush is running.
+    pub flush_running: bool,
+    /// Whether the running flush writes only a window of its memtables: no memtable may be
+    /// frozen until it ends (see [`Engine::rebuffer`]).
+    pub window_flush_running: bool,
+    /// A running job carries policy state; no other state-changing work may start.
+    pub stateful_running: bool,
+    /// A manual compaction has the tree to itself.
+    pub manual_compaction: bool,
+    /// File numbers of tables being written, not yet in a version.
+    pub pending_outputs: HashSet<u64>,
+    /// Tables no longer in the current version, deleted once no live version holds them.
+    pub obsolete_tables: Vec<u64>,
+    /// Versions readers or jobs may still hold.
+    pub live_versions: Vec<Weak<Version>>,
+    /// The first background error (see the failure rules in [`crate::db`]): read-only.
+    pub background_error: Option<String>,
+}
+
+/// An open database's shared core. [`crate::Db`] is the user's handle to it; background threads
+/// hold it too.
+///
+/// Lock order: `commit`, then `state`, then `wal`; the write queue's lock is never held while
+/// taking another.
+pub(crate) struct Engine {
+    /// The database directory.
+    pub dir: PathBuf,
+    /// The options it was opened with.
+    pub options: Options,
+    /// The compaction policy.
+    pub policy: Arc<dyn CompactionPolicy>,
+    /// All file I/O goes through it.
+    pub fs: Arc<dyn FileSystem>,
+    /// Counters.
+    pub stats: Arc<Statistics>,
+    /// Open table files.
+    pub tables: Arc<TableCache>,
+    /// Uncompressed data blocks.
+    pub block_cache: Arc<BlockCache>,
+    /// How tables are written.
+    pub settings: WriteSettings,
+    /// Memtables, version, manifest, jobs.
+    pub state: Mutex<EngineState>,
+    /// Signalled whenever work may be possible or a job ended.
+    pub background_work: Condvar,
+    /// What readers see; replaced under the state lock.
+    pub super_version: RwLock<Arc<SuperVersion>>,
+    /// Writers waiting to commit.
+    pub write_queue: WriteQueue,
+    /// Held by the commit leader for a whole group (room, WAL, memtable insert) and by anyone
+    /// else who freezes the memtable, so no insert can land in a memtable being flushed.
+    pub commit: Mutex<()>,
+    /// The open WAL, or why there is none (failure rule 1).
+    pub wal: Mutex<WalSlot>,
+    /// The last sequence number committed.
+    pub last_sequence: AtomicU64,
+    /// The next file number to allocate.
+    pub next_file_number: AtomicU64,
+    /// Live snapshots: sequence number → how many.
+    pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
+    /// Set by close and drop.
+    pub shutting_down: AtomicBool,
+    /// Mirrors `state.background_error.is_some()` for checks that must not take the state lock
+    /// (running jobs poll it to stop early).
+    pub failed: AtomicBool,
+    /// The directory lock, released at close.
+    pub lock: Mutex<Option<Box<dyn FileLock>>>,
+    /// The clock policies see starts here.
+    pub opened_at: Instant,
+    /// Clock time of the last finished flush, in nanoseconds (0: none yet).
+    pub last_flush_nanos: AtomicU64,
+    /// Time between the last two finished flushes, in nanoseconds (0: unknown).
+    pub flush_interval_nanos: AtomicU64,
+    /// Nanoseconds a compaction took per MiB it wrote, smoothed over jobs (0: unknown).
+    pub rewrite_nanos_per_mib: AtomicU64,
+}
+
+impl Engine {
+    /// Fails with [`Error::Closed`] once the database is closing.
+    pub fn check_open(&self) -> Result<()> {
+        if self.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Whether close or drop asked background work to stop.
+    pub fn stop_requested(&self) -> bool {
+        self.shutting_down.load(Ordering::Acquire)
+    }
+
+    /// A new file number (tables, WALs and manifests share one sequence).
+    pub fn allocate_file_number(&self) -> u64 {
+        self.next_file_number.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Sequence numbers of the live snapshots, ascending.
+    pub fn snapshot_list(&self) -> Vec<SeqNo> {
+        self.snapshots.lock().keys().copied().collect()
+    }
+
+    /// Nanoseconds since the database opened: the clock policies see.
+    pub fn now_nanos(&self) -> u64 {
+        u64::try_from(self.opened_at.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// The workload statistics policies see.
+    pub fn workload_stats(&self) -> WorkloadStats {
+        let s = &self.stats;
+        let known = |n: u64| (n > 0).then_some(n);
+        WorkloadStats {
+            puts: Statistics::get(&s.puts),
+            deletes: Statistics::get(&s.deletes),
+            point_reads: Statistics::get(&s.gets),
+            short_scans: Statistics::get(&s.short_scans),
+            long_scans: Statistics::get(&s.long_scans),
+            bytes_ingested: Statistics::get(&s.user_bytes),
+            flushes: Statistics::get(&s.flushes),
+            skew: None,
+            flush_interval_nanos: known(self.flush_interval_nanos.load(Ordering::Relaxed)),
+            rewrite_nanos_per_mib: known(self.rewrite_nanos_per_mib.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// Records that a flush finished now, for the flush interval policies see.
+    pub fn note_flush_finished(&self) {
+        let now = self.now_nanos().max(1);
+        let previous = self.last_flush_nanos.swap(now, Ordering::Relaxed);
+        if previous > 0 {
+            self.flush_interval_nanos
+                .store(now.saturating_sub(previous).max(1), Ordering::Relaxed);
+        }
+    }
+
+    /// Records that a compaction wrote `bytes` in `nanos`, for the rewrite speed policies see:
+    /// an exponentially weighted average (weight 1/4 for the newest job) of nanoseconds per MiB.
+    pub fn note_rewrite(&self, bytes: u64, nanos: u64) {
+        if bytes < (64 << 10) {
+            // Too small to say anything about the device's speed.
+            return;
+        }
+        let sample = (u128::from(nanos) * (1 << 20) / u128::from(bytes)).min(u128::from(u64::MAX));
+        let sample = u64::try_from(sample).unwrap_or(u64::MAX).max(1);
+        let old = self.rewrite_nanos_per_mib.load(Ordering::Relaxed);
+        let new = if old == 0 {
+            sample
+        } else {
+            old - old / 4 + sample / 4
+        };
+        self.rewrite_nanos_per_mib
+            .store(new.max(1), Ordering::Relaxed);
+    }
+
+    /// Records a background error (failure rules in [`crate::db`]); the first one wins.
+    pub fn set_background_error(&self, e: &Error) {
+        let mut state = self.state.lock();
+        self.record_background_error(&mut state, e);
+    }
+
+    /// [`Engine::set_background_error`] with the state lock held.
+    pub fn record_background_error(&self, state: &mut EngineState, e: &Error) {
+        if state.background_error.is_none() {
+            state.background_error = Some(e.to_string());
+        }
+        self.failed.store(true, Ordering::Release);
+        self.background_work.notify_all();
+    }
+
+    /// The read-only error, if a background error was recorded.
+    pub fn check_background_error(state: &EngineState) -> Result<()> {
+        match &state.background_error {
+            Some(e) => Err(Error::ReadOnly(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Publishes what readers see from `state`.
+    pub fn install_super_version(&self, state: &EngineState) {
+        let super_version = Arc::new(SuperVersion {
+            memtable: Arc::clone(&state.memtable),
+            frozen: state.frozen.iter().rev().cloned().collect(),
+            version: Arc::clone(&state.version),
+        });
+        *self.super_version.write() = super_version;
+    }
+
+    /// What readers see now.
+    pub fn current_super_version(&self) -> Arc<SuperVersion> {
+        Arc::clone(&self.super_version.read())
+    }
+}

@@ -1,0 +1,297 @@
+//! The database: the user's handle ([`Db`]) over a shared [`engine::Engine`].
+//!
+//! The engine is split by what it does: `write` (group commit, making room, switching
+//! memtables), `read` (lookups, iterators, snapshots), `flush` and `compaction` (picking,
+//! running and installing jobs through the shared executor `strata_exec`), `background`
+//! (threads, synchronous mode, explicit flushes), `install` (versions, manifest, obsolete files)
+//! and `recovery` (opening). Lock order: `commit`, then `state`, then `wal`; the write queue's
+//! lock is never held while taking another.
+//!
+//! # Failure handling
+//!
+//! Every I/O error reaches someone: a foreground operation returns it, and a failure the database
+//! cannot recover from in place (any error of background work, and the WAL and manifest errors
+//! below) also records a *background error*, after which the database is read-only: writes,
+//! flushes and compactions fail with [`Error::ReadOnly`] carrying the first error's message,
+//! reads keep working, and reopening clears it. The rules, each with its reason:
+//!
+//! 1. **The WAL is never used after an error.** A failed append may have left a partial record,
+//!    and after a failed sync the kernel may have dropped the dirty pages while a later sync
+//!    reports success. So an error appending to, flushing or syncing the WAL (the sync of the
+//!    finished WAL at a memtable switch included) makes the database read-only and closes the WAL
+//!    without another write or sync: nothing ever follows a possibly torn record, and no later
+//!    sync can claim durability for lost bytes.
+//! 2. **The memtable only holds what the WAL accepted.** A batch goes into the memtable after
+//!    its record was appended and flushed, or synced for `sync = true`, successfully; a
+//!    `sync = true` write returns `Ok` only after the sync succeeded. A failed write is therefore
+//!    never readable, and since rule 1 makes the database read-only at once, no later write can be
+//!    acknowledged and the active memtable, whose WAL is suspect, is never frozen or flushed to a
+//!    table. A failed write's record may still have reached the WAL: after a reopen the batch is
+//!    then there entirely or not at all (its checksum covers the whole batch), like any write
+//!    whose outcome the caller never learned.
+//! 3. **Background errors stop background work.** A failed flush or compaction (writing or
+//!    reading) records the error; background threads then pick no new work, running jobs stop at
+//!    their next check, and no job installs its result after the error.
+//! 4. **Nothing is appended to the manifest after a background error**, for the same reason as
+//!    rule 1. A failed manifest append leaves the record's fate unknown (it may be complete in
+//!    the file), so the job's output tables are kept and nothing the edit would delete is
+//!    deleted: the reopen replays the record if it is complete (and finds every file it names),
+//!    and otherwise deletes the outputs as files of no version.
+//! 5. **Outputs of a failed or refused job are deleted** (best effort; what a failing delete
+//!    leaves is in no version and is deleted by the next open). Table files are synced, and the
+//!    directory after them, before a manifest record names them; a new WAL's directory entry is
+//!    synced before any write goes into it.
+//! 6. **A failed manifest rotation makes the database read-only** and keeps both manifests: if
+//!    the switch of `CURRENT` failed, it may name either, and each describes the live version.
+//! 7. **A failed WAL creation at a memtable switch** (creating it or syncing the directory)
+//!    changes nothing: the old WAL, synced by then, stays active, and the caller gets the error.
+//! 8. **Deleting obsolete files is best effort.** A failed delete is ignored; tables are tried
+//!    again at the next version change, and everything left over is deleted by the next open.
+//! 9. **Open never reuses a file number** found in the directory, so leftovers of a failed run
+//!    are never confused with new files, and leftovers of a failed creation (a first manifest
+//!    that `CURRENT` never named) do not make the directory "not a database".
+//! 10. **A window flush keeps the rest of its memtable durable.** The entries a window flush
+//!     leaves out are appended to the open WAL and synced, and put into the next memtable (the
+//!     oldest newer one, so reads still meet every key's newest version first), before the
+//!     flush's edit moves the log number past the flushed memtable's WAL; an error there is a
+//!     WAL error (rule 1) and installs nothing.
+
+mod background;
+mod compaction;
+mod engine;
+mod flush;
+mod install;
+mod read;
+mod recovery;
+mod write;
+
+pub use read::{ReadOptions, Snapshot};
+
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::metrics::Metrics;
+use crate::options::WriteOptions;
+use crate::user_iter::DbIterator;
+use bytes::Bytes;
+use engine::{Engine, WalSlot};
+use parking_lot::Mutex;
+use std::ops::{Bound, RangeBounds};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use strata_meta::Version;
+use strata_policy::CompactionPolicy;
+
+/// An open database. Cheap to share across threads by reference (`Db` is `Sync`); dropping it
+/// stops background work without flushing — everything written is in the WAL and comes back on
+/// the next open.
+pub struct Db {
+    engine: Arc<Engine>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Db {
+    /// Opens (creating if allowed and missing) the database in `path`.
+    ///
+    /// Fails if the directory holds files but no database, if another process or handle holds
+    /// it, if a file has an unknown format version, or if recovery finds corruption it cannot
+    /// tolerate under the configured WAL recovery mode.
+    pub fn open(path: impl AsRef<Path>, options: crate::Options) -> Result<Db> {
+        let engine = Engine::open(path.as_ref().to_path_buf(), options)?;
+        let db = Db {
+            engine,
+            threads: Mutex::new(Vec::new()),
+        };
+        if !db.engine.options.synchronous_compaction {
+            db.start_background_threads();
+        }
+        Ok(db)
+    }
+
+    /// Starts one flush thread and `max_background_jobs - 1` (at least one) compaction threads.
+    fn start_background_threads(&self) {
+        let mut threads = self.threads.lock();
+        let flusher = Arc::clone(&self.engine);
+        threads.push(std::thread::spawn(move || flusher.background_loop(true)));
+        let compactors = self
+            .engine
+            .options
+            .max_background_jobs
+            .saturating_sub(1)
+            .max(1);
+        for _ in 0..compactors {
+            let engine = Arc::clone(&self.engine);
+            threads.push(std::thread::spawn(move || engine.background_loop(false)));
+        }
+    }
+
+    /// Writes `value` under `key`.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value)?;
+        self.write(&WriteOptions::default(), b)
+    }
+
+    /// Deletes `key`.
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key)?;
+        self.write(&WriteOptions::default(), b)
+    }
+
+    /// Applies `batch` atomically: after a crash either all of it or none of it is there.
+    pub fn write(&self, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.engine.write(options, batch)
+    }
+
+    /// The value of `key` in the latest state.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Bytes>> {
+        self.engine.get(key.as_ref(), &ReadOptions::default())
+    }
+
+    /// The value of `key` as `options` say (e.g. at a snapshot).
+    pub fn get_with(
+        &self,
+        key: impl AsRef<[u8]>,
+        options: &ReadOptions<'_>,
+    ) -> Result<Option<Bytes>> {
+        self.engine.get(key.as_ref(), options)
+    }
+
+    /// A consistent view of the current state.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::take(&self.engine)
+    }
+
+    /// Iterates over the keys in `range` in ascending order.
+    pub fn range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIterator> {
+        self.engine
+            .iter(bounds(&range), &ReadOptions::default(), false)
+    }
+
+    /// Iterates over the keys in `range` in descending order.
+    pub fn range_rev<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<DbIterator> {
+        self.engine
+            .iter(bounds(&range), &ReadOptions::default(), true)
+    }
+
+    /// Iterates over `range` as `options` say, ascending or (`reverse`) descending.
+    pub fn range_with<K: AsRef<[u8]>, R: RangeBounds<K>>(
+        &self,
+        range: R,
+        options: &ReadOptions<'_>,
+        reverse: bool,
+    ) -> Result<DbIterator> {
+        self.engine.iter(bounds(&range), options, reverse)
+    }
+
+    /// Freezes the active memtable and waits until every frozen memtable is flushed as the
+    /// policy plans. A policy that flushes windows of the buffer (Min-Max) may keep part of the
+    /// data buffered, still durable in the WAL.
+    pub fn flush(&self) -> Result<()> {
+        self.engine.flush()
+    }
+
+    /// Flushes, then compacts the keys in `range` as the policy plans a manual compaction (by
+    /// default, every table overlapping it merged into the deepest level), dropping shadowed
+    /// versions and tombstones nothing older needs. RocksDB: `CompactRange`.
+    pub fn compact_range<K: AsRef<[u8]>, R: RangeBounds<K>>(&self, range: R) -> Result<()> {
+        self.engine.compact_range(bounds(&range))
+    }
+
+    /// Waits until no flush or compaction is running or wanted by the policy. Fails if
+    /// background work stopped with an error.
+    pub fn wait_for_compactions(&self) -> Result<()> {
+        self.engine.wait_for_compactions()
+    }
+
+    /// Counters, amplifications and the tree's shape.
+    pub fn metrics(&self) -> Metrics {
+        let version = Arc::clone(&self.engine.state.lock().version);
+        let view = self.engine.current_super_version();
+        let memtable_bytes = view.memtable.approximate_size()
+            + view
+                .frozen
+                .iter()
+                .map(|m| m.approximate_size())
+                .sum::<u64>();
+        Metrics::collect(
+            &self.engine.stats,
+            &version,
+            memtable_bytes,
+            &self.engine.block_cache,
+        )
+    }
+
+    /// The current version (the tree's shape and the policy's state).
+    pub fn version(&self) -> Arc<Version> {
+        Arc::clone(&self.engine.state.lock().version)
+    }
+
+    /// The compaction policy the database runs.
+    pub fn policy(&self) -> Arc<dyn CompactionPolicy> {
+        Arc::clone(&self.engine.policy)
+    }
+
+    /// Stops background work, syncs the WAL and releases the directory lock. Data in memtables
+    /// stays in the WAL and is recovered on the next open. Further calls fail with
+    /// [`Error::Closed`]. A WAL that failed earlier is never synced again (a sync after a
+    /// failed one can report success for lost bytes): writes acknowledged without `sync` before
+    /// the failure may then be lost to a power cut.
+    pub fn close(self) -> Result<()> {
+        self.shutdown()
+    }
+
+    /// Stops the background threads, syncs the WAL and releases the lock (once).
+    fn shutdown(&self) -> Result<()> {
+        if self.engine.shutting_down.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        {
+            let _state = self.engine.state.lock();
+            self.engine.background_work.notify_all();
+        }
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+        let result = match &mut *self.engine.wal.lock() {
+            WalSlot::Open(wal) => wal
+                .writer
+                .sync()
+                .map_err(|e| Error::io("syncing the WAL on close".to_string(), e)),
+            WalSlot::Closed(_) => Ok(()),
+        };
+        self.engine.lock.lock().take();
+        result
+    }
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("dir", &self.engine.dir)
+            .field("policy", &self.engine.policy.name())
+            .field(
+                "last_sequence",
+                &self.engine.last_sequence.load(Ordering::Relaxed),
+            )
+            .finish()
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}
+
+/// Converts any `RangeBounds` over byte-like keys into owned bounds.
+fn bounds<K: AsRef<[u8]>, R: RangeBounds<K>>(range: &R) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let own = |b: Bound<&K>| match b {
+        Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    (own(range.start_bound()), own(range.end_bound()))
+}

@@ -1,0 +1,130 @@
+//! The read path: point lookups and range iterators over memtables and runs, at a snapshot.
+
+use super::engine::Engine;
+use crate::error::Result;
+use crate::iter::InternalIterator;
+use crate::key::{SeqNo, ValueKind};
+use crate::stats::Statistics;
+use crate::table_cache::RunIterator;
+use crate::user_iter::{DbIterator, ScanCount};
+use bytes::Bytes;
+use std::ops::Bound;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// A consistent point-in-time view: reads through it see exactly the writes committed before it
+/// was taken.
+pub struct Snapshot {
+    engine: Arc<Engine>,
+    seq: SeqNo,
+}
+
+impl Snapshot {
+    /// Takes a snapshot of `engine` at its last committed sequence number.
+    pub(crate) fn take(engine: &Arc<Engine>) -> Snapshot {
+        let mut snapshots = engine.snapshots.lock();
+        let seq = engine.last_sequence.load(Ordering::Acquire);
+        *snapshots.entry(seq).or_insert(0) += 1;
+        Snapshot {
+            engine: Arc::clone(engine),
+            seq,
+        }
+    }
+
+    /// The sequence number the snapshot reads at.
+    pub fn sequence(&self) -> SeqNo {
+        self.seq
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        let mut snapshots = self.engine.snapshots.lock();
+        if let Some(count) = snapshots.get_mut(&self.seq) {
+            *count -= 1;
+            if *count == 0 {
+                snapshots.remove(&self.seq);
+            }
+        }
+    }
+}
+
+/// Options of one read.
+#[derive(Clone, Copy, Default)]
+pub struct ReadOptions<'a> {
+    /// Read as of this snapshot instead of the latest state. RocksDB: `ReadOptions::snapshot`.
+    pub snapshot: Option<&'a Snapshot>,
+}
+
+impl Engine {
+    /// The sequence number a read with `options` sees.
+    fn read_sequence(&self, options: &ReadOptions<'_>) -> SeqNo {
+        options
+            .snapshot
+            .map_or_else(|| self.last_sequence.load(Ordering::Acquire), |s| s.seq)
+    }
+
+    /// The value of `user_key` as `options` say: the active memtable, then frozen memtables
+    /// newest first, then runs in recency order; the first entry found decides.
+    pub fn get(&self, user_key: &[u8], options: &ReadOptions<'_>) -> Result<Option<Bytes>> {
+        self.check_open()?;
+        let seq = self.read_sequence(options);
+        let view = self.current_super_version();
+        Statistics::add(&self.stats.gets, 1);
+        let resolve = |kind: ValueKind, value: Bytes| match kind {
+            ValueKind::Put => Some(value),
+            ValueKind::Delete => None,
+        };
+        for memtable in std::iter::once(&view.memtable).chain(&view.frozen) {
+            if let Some((_, kind, v)) = memtable.get(user_key, seq) {
+                return Ok(resolve(kind, v));
+            }
+        }
+        for level in view.version.levels() {
+            for run in level.runs() {
+                let tables = run.tables();
+                let i = tables.partition_point(|t| t.largest.as_ref() < user_key);
+                let Some(t) = tables.get(i).filter(|t| t.smallest.as_ref() <= user_key) else {
+                    continue;
+                };
+                Statistics::add(&self.stats.get_tables_probed, 1);
+                if let Some((_, kind, v)) = self.tables.get(t.id.0)?.get(user_key, seq)? {
+                    return Ok(resolve(kind, v));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// An iterator over `range` as `options` say, ascending or (`reverse`) descending.
+    pub fn iter(
+        &self,
+        range: (Bound<Vec<u8>>, Bound<Vec<u8>>),
+        options: &ReadOptions<'_>,
+        reverse: bool,
+    ) -> Result<DbIterator> {
+        self.check_open()?;
+        let seq = self.read_sequence(options);
+        let view = self.current_super_version();
+        Statistics::add(&self.stats.scans, 1);
+        let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+        children.push(Box::new(view.memtable.iter()));
+        for memtable in &view.frozen {
+            children.push(Box::new(memtable.iter()));
+        }
+        for level in view.version.levels() {
+            for run in level.runs() {
+                children.push(Box::new(RunIterator::new(
+                    Arc::clone(&self.tables),
+                    run.tables().to_vec(),
+                )));
+            }
+        }
+        let scan_count = ScanCount {
+            stats: Arc::clone(&self.stats),
+            long_scan_entries: self.options.long_scan_entries,
+            returned: 0,
+        };
+        DbIterator::new(children, view, scan_count, seq, range, reverse)
+    }
+}

@@ -1,0 +1,377 @@
+//! Opening a database: checking and locking the directory, recovering the manifest, replaying
+//! WALs, and clearing leftovers of earlier runs.
+
+use super::engine::{Engine, EngineState, WalSlot};
+use crate::batch::{self, BatchOp};
+use crate::error::{Error, Result};
+use crate::fs::{FileLock, FileSystem};
+use crate::key::ValueKind;
+use crate::log::LogReader;
+use crate::manifest::{self, classify, FileKind, Manifest, ManifestRecord};
+use crate::memtable::Memtable;
+use crate::merge::WriteSettings;
+use crate::options::Options;
+use crate::stats::Statistics;
+use crate::super_version::SuperVersion;
+use crate::table::BlockCache;
+use crate::table_cache::TableCache;
+use crate::write_queue::WriteQueue;
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use strata_meta::{TableId, Version, VersionEdit};
+use strata_policy::Leases;
+
+/// What the directory holds when open starts.
+struct Directory {
+    /// Its file names.
+    names: Vec<String>,
+    /// The lock on it.
+    lock: Box<dyn FileLock>,
+    /// The manifest's state, recovered or new.
+    version: Version,
+    next_file_number: u64,
+    last_sequence: u64,
+    log_number: u64,
+    manifest: Manifest,
+}
+
+fn io_error(context: String) -> impl FnOnce(std::io::Error) -> Error {
+    move |e| Error::io(context, e)
+}
+
+/// Checks that `dir` holds a database (or nothing, when creating is allowed), locks it, and
+/// recovers its manifest into a fresh one, or creates the first manifest.
+fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<Directory> {
+    fs.create_dir_all(dir)
+        .map_err(io_error(format!("creating {}", dir.display())))?;
+    let names = fs
+        .list(dir)
+        .map_err(io_error(format!("listing {}", dir.display())))?;
+    let has_current = names.iter().any(|n| n == manifest::CURRENT);
+    if !has_current {
+        // A creation that failed before `CURRENT` was installed leaves at most the lock, the
+        // first manifest and `CURRENT`'s temporary file: still an empty directory.
+        let leftover_of_creation = |n: &str| match classify(n) {
+            Some(FileKind::Lock) => true,
+            Some(FileKind::Manifest(1)) => true,
+            Some(FileKind::Temp) => n.starts_with(&format!("{}.", manifest::CURRENT)),
+            _ => false,
+        };
+        if let Some(example) = names.iter().find(|n| !leftover_of_creation(n)) {
+            return Err(Error::NotADatabase {
+                path: dir.to_path_buf(),
+                example: example.clone(),
+            });
+        }
+        if !options.create_if_missing {
+            return Err(Error::InvalidArgument(format!(
+                "{} holds no database and create_if_missing is off",
+                dir.display()
+            )));
+        }
+    } else if options.error_if_exists {
+        return Err(Error::InvalidArgument(format!(
+            "{} already holds a database and error_if_exists is on",
+            dir.display()
+        )));
+    }
+    let lock = fs.lock(&dir.join(manifest::LOCK)).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            Error::Locked(dir.to_path_buf())
+        } else {
+            Error::io(format!("locking {}", dir.join(manifest::LOCK).display()), e)
+        }
+    })?;
+    if !has_current {
+        let version = Version::new();
+        let counters = ManifestRecord {
+            next_file_number: Some(2),
+            last_seqno: Some(0),
+            log_number: Some(0),
+            ..ManifestRecord::default()
+        };
+        let manifest = Manifest::create(fs, dir, 1, &version, counters)?;
+        return Ok(Directory {
+            names,
+            lock,
+            version,
+            next_file_number: 2,
+            last_sequence: 0,
+            log_number: 0,
+            manifest,
+        });
+    }
+    let r = manifest::recover(fs, dir)?;
+    check_live_files(fs, dir, &names, &r)?;
+    // Never reuse a number a file in the directory has (failure rule 9): files created after the
+    // manifest last recorded the counter (a WAL, outputs of a job that failed) may still be
+    // there. File numbers near u64::MAX would leave no number to allocate next: that is damage
+    // (or a foreign file), not a state a running database reaches.
+    let max_in_dir = names
+        .iter()
+        .filter_map(|n| match classify(n) {
+            Some(FileKind::Table(x) | FileKind::Wal(x) | FileKind::Manifest(x)) => Some(x),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    let number = r.next_file_number.max(max_in_dir.saturating_add(1));
+    if number >= u64::MAX - 1 {
+        return Err(Error::corruption(
+            manifest::CURRENT,
+            0,
+            format!("file numbers reach {number}, leaving none to allocate"),
+        ));
+    }
+    let counters = ManifestRecord {
+        next_file_number: Some(number + 1),
+        last_seqno: Some(r.last_seqno),
+        log_number: Some(r.log_number),
+        ..ManifestRecord::default()
+    };
+    // A fresh manifest on every open keeps recovery from reading a long history twice.
+    let manifest = Manifest::create(fs, dir, number, &r.version, counters)?;
+    Ok(Directory {
+        names,
+        lock,
+        version: r.version,
+        next_file_number: number + 1,
+        last_sequence: r.last_seqno,
+        log_number: r.log_number,
+        manifest,
+    })
+}
+
+/// Checks, before open writes anything, that the files the recovered manifest relies on are
+/// there: every table of the version, with the size the manifest records, and the oldest WAL
+/// still to replay (it exists from its creation until a synced manifest record moves past it).
+///
+/// Recovery drops a damaged last manifest record as a torn tail. Had that record's edit already
+/// let files be deleted (a compaction's inputs, the WALs a flush made obsolete), the recovered
+/// version is older than the files: this check reports it as corruption, instead of open
+/// building on the old version and deleting the newer tables as leftovers. It also reports a
+/// truncated table at open, at the offset where its missing bytes start.
+fn check_live_files(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    names: &[String],
+    r: &manifest::Recovered,
+) -> Result<()> {
+    let manifest_name = manifest::manifest_file_name(r.manifest_number);
+    let tail = match &r.dropped_tail {
+        Some((offset, why)) => {
+            format!(" (its last record, at offset {offset}, was dropped as a torn tail: {why})")
+        }
+        None => String::new(),
+    };
+    for (_, _, t) in r.version.tables() {
+        let name = manifest::table_file_name(t.id.0);
+        let path = dir.join(&name);
+        match fs.file_size(&path) {
+            Ok(size) if size == t.size => {}
+            Ok(size) => {
+                return Err(Error::corruption(
+                    &name,
+                    size.min(t.size),
+                    format!(
+                        "the table is {size} bytes, but {manifest_name} records {}{tail}",
+                        t.size
+                    ),
+                ))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::corruption(
+                    &name,
+                    0,
+                    format!("the table is missing, but {manifest_name} names it{tail}"),
+                ))
+            }
+            Err(e) => {
+                return Err(Error::io(
+                    format!("reading the size of {}", path.display()),
+                    e,
+                ))
+            }
+        }
+    }
+    let wal = manifest::wal_file_name(r.log_number);
+    if r.log_number > 0 && !names.contains(&wal) {
+        return Err(Error::corruption(
+            &wal,
+            0,
+            format!("the WAL is missing, but {manifest_name} needs it replayed{tail}"),
+        ));
+    }
+    Ok(())
+}
+
+impl Engine {
+    /// Opens the database in `dir` (creating it if allowed and missing): recovers the manifest,
+    /// replays the WALs into tables, checks tables if asked, and deletes leftovers.
+    pub fn open(dir: PathBuf, options: Options) -> Result<Arc<Engine>> {
+        options.validate()?;
+        let policy = options.build_policy()?;
+        let fs = Arc::clone(&options.fs);
+        let found = open_directory(fs.as_ref(), &dir, &options)?;
+        let stats = Arc::new(Statistics::default());
+        let block_cache = Arc::new(BlockCache::new(options.block_cache_capacity));
+        let tables = Arc::new(TableCache::new(
+            Arc::clone(&fs),
+            dir.clone(),
+            options.max_open_files,
+            Some(Arc::clone(&block_cache)),
+            Arc::clone(&stats),
+        ));
+        let settings = WriteSettings {
+            block_size: options.block_size,
+            restart_interval: options.block_restart_interval,
+            compression: options.compression,
+            record_block_ranges: options.record_block_ranges,
+        };
+        let version = Arc::new(found.version);
+        let memtable = Arc::new(Memtable::new(0));
+        let super_version = Arc::new(SuperVersion {
+            memtable: Arc::clone(&memtable),
+            frozen: Vec::new(),
+            version: Arc::clone(&version),
+        });
+        let engine = Arc::new(Engine {
+            dir,
+            fs,
+            policy,
+            stats,
+            tables,
+            block_cache,
+            settings,
+            state: Mutex::new(EngineState {
+                memtable,
+                frozen: VecDeque::new(),
+                live_versions: vec![Arc::downgrade(&version)],
+                version,
+                manifest: found.manifest,
+                log_number: found.log_number,
+                leases: Leases::new(),
+                running_compactions: 0,
+                flush_running: false,
+                window_flush_running: false,
+                stateful_running: false,
+                manual_compaction: false,
+                pending_outputs: HashSet::new(),
+                obsolete_tables: Vec::new(),
+                background_error: None,
+            }),
+            background_work: Condvar::new(),
+            super_version: RwLock::new(super_version),
+            write_queue: WriteQueue::default(),
+            commit: Mutex::new(()),
+            wal: Mutex::new(WalSlot::Closed("the WAL is not open yet".to_string())),
+            last_sequence: AtomicU64::new(found.last_sequence),
+            next_file_number: AtomicU64::new(found.next_file_number),
+            snapshots: Mutex::new(BTreeMap::new()),
+            shutting_down: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
+            lock: Mutex::new(Some(found.lock)),
+            opened_at: Instant::now(),
+            last_flush_nanos: AtomicU64::new(0),
+            flush_interval_nanos: AtomicU64::new(0),
+            rewrite_nanos_per_mib: AtomicU64::new(0),
+            options,
+        });
+        engine.recover_wals(&found.names, found.log_number)?;
+        if engine.options.paranoid_checks {
+            engine.verify_all_tables()?;
+        }
+        engine.delete_obsolete_files_on_open()?;
+        Ok(engine)
+    }
+
+    /// Replays WALs at or above `log_number` into a memtable, flushes it as the policy plans,
+    /// and opens a fresh WAL.
+    fn recover_wals(&self, names: &[String], log_number: u64) -> Result<()> {
+        let mut wals: Vec<u64> = names
+            .iter()
+            .filter_map(|n| match classify(n) {
+                Some(FileKind::Wal(w)) if w >= log_number => Some(w),
+                _ => None,
+            })
+            .collect();
+        wals.sort_unstable();
+        let mut max_seq = self.last_sequence.load(Ordering::Acquire);
+        let memtable = Arc::new(Memtable::new(0));
+        for &number in &wals {
+            let name = manifest::wal_file_name(number);
+            let path = self.dir.join(&name);
+            let data = self
+                .fs
+                .read(&path)
+                .map_err(io_error(format!("reading {}", path.display())))?;
+            let mut reader = LogReader::new(data, name.clone(), self.options.wal_recovery_mode);
+            while let Some(payload) = reader.next_record()? {
+                let offset = reader.last_record_offset();
+                let last = batch::replay_wal_payload(&payload, |seq, op| match op {
+                    BatchOp::Put(k, v) => memtable.insert(k, seq, ValueKind::Put, v),
+                    BatchOp::Delete(k) => memtable.insert(k, seq, ValueKind::Delete, &[]),
+                })
+                .map_err(|reason| Error::corruption(&name, offset, reason))?;
+                if let Some(last) = last {
+                    max_seq = max_seq.max(last);
+                }
+            }
+        }
+        self.last_sequence.store(max_seq, Ordering::Release);
+        let mut state = self.state.lock();
+        // The recovered data becomes a frozen memtable; the new WAL starts empty.
+        state.memtable = memtable;
+        self.switch_memtable(&mut state)?;
+        if state.frozen.is_empty() {
+            // Record that older WALs are no longer needed.
+            let log = state.memtable.wal_number();
+            return self.install(&mut state, VersionEdit::new(), &[], Some(log));
+        }
+        while !state.frozen.is_empty() {
+            let Some(job) = self.pick_flush(&mut state)? else {
+                return Err(Error::InvalidArgument(
+                    "the policy refused to flush recovered data".to_string(),
+                ));
+            };
+            let result = MutexGuard::unlocked(&mut state, || self.run_flush(&job));
+            self.finish_flush(&mut state, job, result)?;
+        }
+        Ok(())
+    }
+
+    /// Reads every table's checksums (the `paranoid_checks` option).
+    fn verify_all_tables(&self) -> Result<()> {
+        let version = Arc::clone(&self.state.lock().version);
+        for (_, _, t) in version.tables() {
+            self.tables.get(t.id.0)?.verify_checksums()?;
+        }
+        Ok(())
+    }
+
+    /// Removes leftovers of earlier runs: tables no version references, old WALs, old manifests.
+    fn delete_obsolete_files_on_open(&self) -> Result<()> {
+        let state = self.state.lock();
+        let names = self
+            .fs
+            .list(&self.dir)
+            .map_err(io_error(format!("listing {}", self.dir.display())))?;
+        for name in names {
+            let obsolete = match classify(&name) {
+                Some(FileKind::Table(n)) => state.version.table_location(TableId(n)).is_none(),
+                Some(FileKind::Wal(n)) => n < state.log_number,
+                Some(FileKind::Manifest(n)) => n != state.manifest.number(),
+                Some(FileKind::Temp) => true,
+                _ => false,
+            };
+            if obsolete {
+                let _ = self.fs.remove_file(&self.dir.join(&name));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,296 @@
+//! The write path: group commit into the WAL and the memtable, making room, switching memtables,
+//! and putting a window flush's leftovers back.
+
+use super::engine::{Engine, EngineState, Wal, WalSlot};
+use crate::batch::{self, BatchOp, WriteBatch};
+use crate::error::{Error, Result};
+use crate::key::{SeqNo, ValueKind, MAX_SEQNO};
+use crate::log::LogWriter;
+use crate::manifest;
+use crate::memtable::Memtable;
+use crate::options::WriteOptions;
+use crate::stats::Statistics;
+use crate::write_queue::{Turn, Writer};
+use parking_lot::MutexGuard;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// An entry that stays buffered after a window flush, with its original sequence number.
+pub(crate) struct BufferedEntry {
+    /// The user key.
+    pub key: Vec<u8>,
+    /// Its sequence number.
+    pub seq: SeqNo,
+    /// Put or delete.
+    pub kind: ValueKind,
+    /// The value (empty for a delete).
+    pub value: Vec<u8>,
+}
+
+/// Most payload bytes of one WAL record written when re-logging buffered entries.
+const MAX_RELOG_RECORD: usize = 1 << 20;
+
+impl Engine {
+    /// Commits `batch`: queues it, and either waits for a leader to commit it or leads a group.
+    pub fn write(&self, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.check_open()?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let me = Writer::new(batch, options.sync);
+        let group = match self.write_queue.join(&me) {
+            Turn::Done(result) => return result,
+            Turn::Lead(group) => group,
+        };
+        let result = {
+            let _commit = self.commit.lock();
+            self.write_group(&group, me.sync)
+        };
+        self.write_queue.finish(&me, &group, &result);
+        result
+    }
+
+    /// Commits a group: makes room, appends one WAL record for all of it (synced if `sync`), and
+    /// inserts it into the memtable (failure rules 1 and 2 in [`crate::db`]).
+    ///
+    /// REQUIRES: the commit lock is held.
+    fn write_group(&self, group: &[Arc<Writer>], sync: bool) -> Result<()> {
+        let memtable = self.make_room_for_write()?;
+        let count: u64 = group.iter().map(|w| w.batch.len() as u64).sum();
+        let first_seq = self.last_sequence.load(Ordering::Acquire) + 1;
+        if first_seq + count > MAX_SEQNO {
+            return Err(Error::InvalidArgument(
+                "sequence numbers are exhausted".to_string(),
+            ));
+        }
+        let batches: Vec<&WriteBatch> = group.iter().map(|w| &w.batch).collect();
+        let payload_len = self
+            .append_to_wal(
+                |payload| batch::encode_group(payload, first_seq, &batches),
+                sync,
+            )
+            .inspect_err(|e| self.set_background_error(e))?;
+        Statistics::add(&self.stats.wal_bytes, payload_len as u64 + 8);
+        if sync {
+            Statistics::add(&self.stats.wal_syncs, 1);
+        }
+        let mut seq = first_seq;
+        for b in &batches {
+            for op in b.iter() {
+                match op {
+                    Ok(BatchOp::Put(k, v)) => {
+                        memtable.insert(k, seq, ValueKind::Put, v);
+                        Statistics::add(&self.stats.puts, 1);
+                    }
+                    Ok(BatchOp::Delete(k)) => {
+                        memtable.insert(k, seq, ValueKind::Delete, &[]);
+                        Statistics::add(&self.stats.deletes, 1);
+                    }
+                    Err(offset) => {
+                        return Err(Error::corruption(
+                            "write batch",
+                            offset as u64,
+                            "malformed record",
+                        ));
+                    }
+                }
+                seq += 1;
+            }
+            Statistics::add(&self.stats.user_bytes, b.user_bytes());
+        }
+        self.last_sequence
+            .store(first_seq + count - 1, Ordering::Release);
+        Statistics::add(&self.stats.batches, group.len() as u64);
+        Statistics::add(&self.stats.write_groups, 1);
+        Ok(())
+    }
+
+    /// Appends one record, encoded by `encode` into the WAL's reused buffer, to the open WAL,
+    /// then syncs it (`sync`) or hands it to the OS. Returns the payload's length. On an error
+    /// the WAL is closed for good; the caller makes the database read-only (failure rule 1).
+    fn append_to_wal(&self, encode: impl FnOnce(&mut Vec<u8>), sync: bool) -> Result<usize> {
+        let mut slot = self.wal.lock();
+        let wal = slot.open_mut()?;
+        let mut payload = std::mem::take(&mut wal.buffer);
+        payload.clear();
+        encode(&mut payload);
+        let written = wal.writer.add_record(&payload).and_then(|()| {
+            if sync {
+                wal.writer.sync()
+            } else {
+                // Hand the record to the OS so a process crash cannot lose it.
+                wal.writer.flush()
+            }
+        });
+        let len = payload.len();
+        wal.buffer = payload;
+        match written {
+            Ok(()) => Ok(len),
+            Err(e) => {
+                let err = Error::io(
+                    format!("writing WAL {}", manifest::wal_file_name(wal.number)),
+                    e,
+                );
+                // The record may be partial and the sync may have lost pages: close the WAL
+                // without writing or syncing it again.
+                slot.close(&err);
+                Err(err)
+            }
+        }
+    }
+
+    /// Makes sure the active memtable has room, freezing it (and waiting for flushes, or
+    /// delaying writes) as the options require. Returns the memtable to insert into.
+    ///
+    /// REQUIRES: the commit lock is held.
+    fn make_room_for_write(&self) -> Result<Arc<Memtable>> {
+        let mut state = self.state.lock();
+        let mut delayed = false;
+        loop {
+            Self::check_background_error(&state)?;
+            self.check_open()?;
+            let l0_runs = state.version.level(0).runs().len();
+            let synchronous = self.options.synchronous_compaction;
+            if !synchronous && !delayed && l0_runs >= self.options.level0_slowdown_writes_trigger {
+                // Spread the delay over writes instead of stopping them outright.
+                let start = Instant::now();
+                MutexGuard::unlocked(&mut state, || std::thread::sleep(Duration::from_millis(1)));
+                Statistics::add(&self.stats.stall_micros, start.elapsed().as_micros() as u64);
+                delayed = true;
+                continue;
+            }
+            if state.memtable.approximate_size() < self.options.write_buffer_size {
+                return Ok(Arc::clone(&state.memtable));
+            }
+            if !synchronous
+                && (state.frozen.len() + 1 >= self.options.max_write_buffer_number
+                    || l0_runs >= self.options.level0_stop_writes_trigger)
+            {
+                let start = Instant::now();
+                self.background_work
+                    .wait_for(&mut state, Duration::from_millis(100));
+                Statistics::add(&self.stats.stall_micros, start.elapsed().as_micros() as u64);
+                continue;
+            }
+            self.switch_memtable(&mut state)?;
+            if synchronous {
+                self.run_inline(&mut state)?;
+            } else {
+                self.background_work.notify_all();
+            }
+        }
+    }
+
+    /// Freezes the active memtable and starts a new WAL for its successor.
+    ///
+    /// Fails without changing anything if the new WAL cannot be created (failure rule 7); a
+    /// failure to sync the old WAL is a background error (rule 1). Waits while a window flush
+    /// runs: its remainder goes into the active memtable, which must then still be the one right
+    /// after the memtables it flushes.
+    ///
+    /// REQUIRES: the commit lock is held, or no other thread can write (open).
+    pub fn switch_memtable(&self, state: &mut MutexGuard<'_, EngineState>) -> Result<()> {
+        while state.window_flush_running {
+            Self::check_background_error(state)?;
+            self.check_open()?;
+            self.background_work
+                .wait_for(state, std::time::Duration::from_millis(100));
+        }
+        Self::check_background_error(state)?;
+        {
+            let mut slot = self.wal.lock();
+            if let WalSlot::Open(old) = &mut *slot {
+                // Sync the finished WAL: a later synced write in the new WAL must not survive a
+                // power cut that loses the unsynced writes before it.
+                if let Err(e) = old.writer.sync() {
+                    let err = Error::io(
+                        format!("syncing WAL {}", manifest::wal_file_name(old.number)),
+                        e,
+                    );
+                    slot.close(&err);
+                    drop(slot);
+                    self.record_background_error(state, &err);
+                    return Err(err);
+                }
+            }
+        }
+        let number = self.allocate_file_number();
+        let path = self.dir.join(manifest::wal_file_name(number));
+        let file = self
+            .fs
+            .create(&path)
+            .map_err(|e| Error::io(format!("creating WAL {}", path.display()), e))?;
+        // The new WAL's directory entry must be durable before a synced write relies on it.
+        if let Err(e) = self.fs.sync_dir(&self.dir) {
+            drop(file);
+            let _ = self.fs.remove_file(&path);
+            return Err(Error::io(
+                format!("syncing {} after creating WAL {number}", self.dir.display()),
+                e,
+            ));
+        }
+        *self.wal.lock() = WalSlot::Open(Wal {
+            writer: LogWriter::new(file),
+            number,
+            buffer: Vec::new(),
+        });
+        let old = std::mem::replace(&mut state.memtable, Arc::new(Memtable::new(number)));
+        if !old.is_empty() {
+            state.frozen.push_back(old);
+        }
+        self.install_super_version(state);
+        Ok(())
+    }
+
+    /// Puts the entries a window flush left out back into the active memtable, after logging
+    /// them in its WAL and syncing it: once the flush installs, the flushed memtables' WALs hold
+    /// nothing that is not in a table or in the open WAL, and can go. Entries keep their
+    /// sequence numbers; WAL recovery replays records in any order. A window flush takes every
+    /// frozen memtable and no memtable is frozen while it runs
+    /// ([`EngineState::window_flush_running`]), so the active memtable is the one right after
+    /// the flushed ones: for every key, the newest version is still found first, by reads and by
+    /// recovery. On an error the WAL is closed and the caller makes the database read-only
+    /// (failure rule 1); nothing was inserted.
+    ///
+    /// REQUIRES: the state lock is held (so the active memtable and the open WAL stay paired).
+    pub fn rebuffer(&self, state: &EngineState, entries: &mut [BufferedEntry]) -> Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        // A WAL record holds consecutive sequence numbers: sort, then cut where they skip.
+        entries.sort_unstable_by_key(|e| e.seq);
+        let mut start = 0;
+        while start < entries.len() {
+            let mut end = start + 1;
+            let mut bytes = entries[start].key.len() + entries[start].value.len();
+            while end < entries.len()
+                && entries[end].seq == entries[end - 1].seq + 1
+                && bytes < MAX_RELOG_RECORD
+            {
+                bytes += entries[end].key.len() + entries[end].value.len();
+                end += 1;
+            }
+            let mut batch = WriteBatch::new();
+            for e in &entries[start..end] {
+                match e.kind {
+                    ValueKind::Put => batch.put(&e.key, &e.value)?,
+                    ValueKind::Delete => batch.delete(&e.key)?,
+                };
+            }
+            let last = end == entries.len();
+            let first_seq = entries[start].seq;
+            let len = self.append_to_wal(
+                |payload| batch::encode_group(payload, first_seq, &[&batch]),
+                last,
+            )?;
+            Statistics::add(&self.stats.wal_bytes, len as u64 + 8);
+            start = end;
+        }
+        Statistics::add(&self.stats.wal_syncs, 1);
+        for e in entries.iter() {
+            state.memtable.insert(&e.key, e.seq, e.kind, &e.value);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,17 @@
+//! What a reader holds: the memtables and the version of one moment.
+
+use crate::memtable::Memtable;
+use std::sync::Arc;
+use strata_meta::Version;
+
+/// Everything a read needs to see the tree as of one moment (RocksDB's super-version): the active
+/// memtable, the frozen ones still being flushed, and the version. Readers clone the `Arc` of the
+/// current one and keep it, so the memtables and table files they read stay alive.
+pub(crate) struct SuperVersion {
+    /// The memtable writes go into.
+    pub memtable: Arc<Memtable>,
+    /// Frozen memtables waiting to be flushed, newest first.
+    pub frozen: Vec<Arc<Memtable>>,
+    /// The tree's shape.
+    pub version: Arc<Version>,
+}

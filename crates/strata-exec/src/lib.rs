@@ -1,0 +1,28 @@
+//! What executing a plan means, written once for the engine and the simulator.
+//!
+//! A [`strata_policy::Plan`] or [`strata_policy::FlushPlan`] becomes tables and a
+//! [`strata_meta::VersionEdit`]. The two executors differ only in how entries are merged and
+//! written: the engine streams internal keys into table files, the simulator merges arrays of
+//! 64-bit keys. Everything else comes from here, so the two cannot drift apart:
+//!
+//! - [`sources`]: which tables a merge reads, grouped by run, newest run first, and whether a
+//!   flush must wait for running jobs;
+//! - [`OlderTables`]: what lies below a merge's output, for the rule that a tombstone may be
+//!   dropped only when nothing older can hold its key;
+//! - [`Cutter`]: where output is cut into tables, for every [`strata_policy::CutRule`] (target
+//!   size, boundaries, split-in-two above a size);
+//! - [`window`]: the most compact window of a buffer (Min-Max bucket ingestion);
+//! - [`edit`]: the version edit that installs a finished compaction or flush, including where a
+//!   new run goes and which id it gets.
+//!
+//! The same functions run the data-driven policy tests, which execute plans on shapes alone.
+
+mod cut;
+pub mod edit;
+mod older;
+pub mod sources;
+pub mod window;
+
+pub use cut::Cutter;
+pub use edit::{compaction_edit, flush_edit};
+pub use older::OlderTables;

@@ -1,0 +1,111 @@
+//! What lies below a merge's output: the tombstone rule.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use strata_meta::{TableId, TableMeta, Version};
+use strata_policy::OutputRun;
+
+/// The tables older than a merge's output, outside the merge: the runs after the output run in
+/// its level and every run of deeper levels, each as its tables in key order.
+///
+/// A tombstone the merge writes may be dropped only when no such table can hold its key: else the
+/// older value would reappear. Both executors ask [`OlderTables::covering`]; the engine (like
+/// RocksDB) drops a tombstone when no older table's key range covers it, and the simulator can in
+/// addition look into the covering tables' key sets.
+#[derive(Clone, Debug, Default)]
+pub struct OlderTables {
+    runs: Vec<Vec<Arc<TableMeta>>>,
+}
+
+impl OlderTables {
+    /// The tables older than an output placed in run `run` of `level` of `version`, leaving out
+    /// `inputs` (the merge's own tables). A new run's place is
+    /// [`strata_meta::Level::new_run_position`]'s.
+    pub fn below(version: &Version, level: usize, run: OutputRun, inputs: &[TableId]) -> Self {
+        let inputs: HashSet<TableId> = inputs.iter().copied().collect();
+        let output_level = version.level(level);
+        let first_older = match run {
+            OutputRun::Existing(id) => output_level.position(id).map_or(0, |p| p + 1),
+            OutputRun::New => output_level.new_run_position(|run| {
+                version
+                    .run(level, run)
+                    .is_some_and(|r| r.tables().iter().any(|t| inputs.contains(&t.id)))
+            }),
+        };
+        let mut runs = Vec::new();
+        for (l, lvl) in version.levels().iter().enumerate().skip(level) {
+            let skip = if l == level { first_older } else { 0 };
+            for r in lvl.runs().iter().skip(skip) {
+                let tables: Vec<Arc<TableMeta>> = r
+                    .tables()
+                    .iter()
+                    .filter(|t| !inputs.contains(&t.id))
+                    .cloned()
+                    .collect();
+                if !tables.is_empty() {
+                    runs.push(tables);
+                }
+            }
+        }
+        OlderTables { runs }
+    }
+
+    /// The older tables whose key range covers `key`: at most one per run.
+    pub fn covering<'a>(&'a self, key: &'a [u8]) -> impl Iterator<Item = &'a Arc<TableMeta>> + 'a {
+        self.runs.iter().filter_map(move |tables| {
+            let i = tables.partition_point(|t| t.largest.as_ref() < key);
+            tables.get(i).filter(|t| t.smallest.as_ref() <= key)
+        })
+    }
+
+    /// Whether an older table's key range covers `key`.
+    pub fn may_hold(&self, key: &[u8]) -> bool {
+        self.covering(key).next().is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata_meta::{RunId, VersionEdit};
+
+    fn version() -> Version {
+        // L1: run 3 (newest) [m, p], run 2 [a, c]; L2: run 1 [a, z].
+        let mut edit = VersionEdit::new();
+        edit.create_run(2, RunId(1))
+            .add_table(2, RunId(1), TableMeta::new(1, "a", "z", 10));
+        let v = Version::new().apply(&edit).unwrap();
+        let mut edit = VersionEdit::new();
+        edit.create_run(1, RunId(2))
+            .add_table(1, RunId(2), TableMeta::new(2, "a", "c", 10));
+        let v = v.apply(&edit).unwrap();
+        let mut edit = VersionEdit::new();
+        edit.create_run(1, RunId(3))
+            .add_table(1, RunId(3), TableMeta::new(3, "m", "p", 10));
+        v.apply(&edit).unwrap()
+    }
+
+    fn ids(older: &OlderTables, key: &str) -> Vec<u64> {
+        older.covering(key.as_bytes()).map(|t| t.id.0).collect()
+    }
+
+    #[test]
+    fn runs_newer_than_the_output_do_not_count() {
+        let v = version();
+        // Merging run 2 (the older L1 run) into a new run: it takes run 2's place, so run 3,
+        // newer, is not below it; L2 is.
+        let older = OlderTables::below(&v, 1, OutputRun::New, &[TableId(2)]);
+        assert_eq!(ids(&older, "n"), vec![1]);
+        assert_eq!(ids(&older, "b"), vec![1]);
+        // A new run with no input in L1 goes to the front: both L1 runs are below it.
+        let older = OlderTables::below(&v, 1, OutputRun::New, &[]);
+        assert_eq!(ids(&older, "n"), vec![3, 1]);
+        // Merging into run 3: run 2 and L2 are below.
+        let older = OlderTables::below(&v, 1, OutputRun::Existing(RunId(3)), &[TableId(3)]);
+        assert_eq!(ids(&older, "b"), vec![2, 1]);
+        assert!(!older.may_hold(b"zz"));
+        // Into the last level: nothing is below.
+        let older = OlderTables::below(&v, 2, OutputRun::Existing(RunId(1)), &[TableId(1)]);
+        assert!(!older.may_hold(b"b"));
+    }
+}

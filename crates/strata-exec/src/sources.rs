@@ -1,0 +1,76 @@
+//! What a merge reads, and when a flush must wait.
+
+use std::sync::Arc;
+use strata_meta::{TableMeta, Version};
+use strata_policy::{BufferSummary, FlushPlan, Leases, OutputRun, Plan, PlanInput, PolicyError};
+
+/// The tables of one input, looked up in `version` and sorted by key.
+fn input_tables(version: &Version, input: &PlanInput) -> Result<Vec<Arc<TableMeta>>, PolicyError> {
+    let mut tables = input
+        .tables
+        .iter()
+        .map(|&id| match version.table_location(id) {
+            Some(loc) if loc.level == input.level && loc.run == input.run => version
+                .table(id)
+                .cloned()
+                .ok_or_else(|| PolicyError::InvalidPlan(format!("table {id} vanished"))),
+            _ => Err(PolicyError::InvalidPlan(format!(
+                "table {id} is not in run {} of level {}",
+                input.run, input.level
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    tables.sort_by(|a, b| a.smallest.cmp(&b.smallest));
+    Ok(tables)
+}
+
+/// The input runs of `plan`, newest first (by level, then by position in the level), each as its
+/// input tables in key order: the order a merge must read them so that, for every key, the newest
+/// entry comes first.
+pub fn merge_sources(
+    version: &Version,
+    plan: &Plan,
+) -> Result<Vec<Vec<Arc<TableMeta>>>, PolicyError> {
+    let mut inputs: Vec<&PlanInput> = plan.inputs.iter().collect();
+    inputs.sort_by_key(|i| {
+        (
+            i.level,
+            version.level(i.level).position(i.run).unwrap_or(usize::MAX),
+        )
+    });
+    inputs
+        .into_iter()
+        .map(|input| input_tables(version, input))
+        .collect()
+}
+
+/// The tables a flush merges the buffer with, in key order, checked to be in its output run.
+pub fn flush_merge_tables(
+    version: &Version,
+    plan: &FlushPlan,
+) -> Result<Vec<Arc<TableMeta>>, PolicyError> {
+    if plan.merge_with.is_empty() {
+        return Ok(Vec::new());
+    }
+    let OutputRun::Existing(run) = plan.output.run else {
+        return Err(PolicyError::InvalidPlan(
+            "a flush into a new run cannot merge with existing tables".to_string(),
+        ));
+    };
+    input_tables(
+        version,
+        &PlanInput {
+            level: plan.output.level,
+            run,
+            tables: plan.merge_with.clone(),
+        },
+    )
+}
+
+/// Whether `plan` must wait before it can flush `buffer`: it merges with a table a running job
+/// holds, or writes into an existing run over a key range a running job is writing there.
+pub fn flush_blocked(plan: &FlushPlan, buffer: &BufferSummary, leases: &Leases) -> bool {
+    leases.any_leased(plan.merge_with.iter())
+        || (plan.output.run != OutputRun::New
+            && leases.is_range_being_written(plan.output.level, &buffer.key_range()))
+}
