@@ -1,11 +1,11 @@
 //! `strata bench`: the benchmark tool's command line.
 
 use crate::policies::policy_specs;
+use crate::workload_args::{ingest_bytes, WorkloadArgs};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::PathBuf;
 use strata_bench::engines::{available_peers, EngineSettings};
-use strata_bench::workload::{PresetParams, WorkloadSpec, PRESETS};
 use strata_bench::{report, run_comparison, BenchConfig};
 use strata_meta::parse_size;
 
@@ -17,19 +17,17 @@ fn size_arg(text: &str) -> Result<u64, String> {
 /// build has) on the `mixed` workload and writes a report.
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// A preset (see --list), comma-separated db_bench phases, or a TOML workload file.
-    #[arg(long, default_value = "mixed")]
-    workload: String,
-    /// List the workload presets and exit.
-    #[arg(long)]
-    list: bool,
+    /// The workload (shared with `strata sim`).
+    #[command(flatten)]
+    workload: WorkloadArgs,
     /// Render the table and report from a saved results.json instead of running anything.
     #[arg(long)]
     from_json: Option<PathBuf>,
     /// Strata policies to run: comma-separated names, each optionally with options
     /// (`leveled:level0_trigger=8,tiered`), "all" for every built-in policy, or "none".
-    #[arg(long, default_value = "all")]
-    policies: String,
+    /// Default: the workload file's `policies`, else all.
+    #[arg(long)]
+    policies: Option<String>,
     /// An option for every selected policy that declares it, as name=value (repeatable), e.g.
     /// `--policy-option num_levels=5`; `strata sim --list-policies` shows each policy's options.
     #[arg(long = "policy-option", value_name = "NAME=VALUE")]
@@ -41,42 +39,6 @@ pub struct BenchArgs {
     /// Label ratios are computed against (default: the first run).
     #[arg(long)]
     baseline: Option<String>,
-    /// Records loaded (entries of fill phases).
-    #[arg(long, default_value_t = 2_000_000)]
-    entries: u64,
-    /// Operations of run phases.
-    #[arg(long, default_value_t = 2_000_000)]
-    ops: u64,
-    /// Key bytes (at least 8).
-    #[arg(long, default_value_t = 16)]
-    key_size: usize,
-    /// Value bytes.
-    #[arg(long, default_value_t = 100)]
-    value_size: usize,
-    /// Threads of run phases.
-    #[arg(long, default_value_t = 1)]
-    threads: usize,
-    /// Key distribution of YCSB and mixed workloads: uniform, zipfian, latest.
-    #[arg(long)]
-    distribution: Option<String>,
-    /// Zipf exponent.
-    #[arg(long, default_value_t = 0.99)]
-    theta: f64,
-    /// EcoTune: writer rate in MiB/s.
-    #[arg(long, default_value_t = 4.0)]
-    write_rate: f64,
-    /// EcoTune: query arrivals per second.
-    #[arg(long, default_value_t = 5000.0)]
-    query_rate: f64,
-    /// EcoTune: share of queries that are long scans (seek + 100 next).
-    #[arg(long, default_value_t = 0.3)]
-    long_scan_share: f64,
-    /// Spooky: operations between moves of the zipfian hot set.
-    #[arg(long, default_value_t = 100_000)]
-    hot_period: u64,
-    /// Nearly-sorted ingest: disorder window in keys.
-    #[arg(long, default_value_t = 1000)]
-    disorder: u64,
     /// Write buffer size. RocksDB: write_buffer_size (whose default is 64 MiB; the smaller
     /// default here gives a default-sized run several levels to compact).
     #[arg(long, default_value = "8MiB", value_parser = size_arg)]
@@ -99,9 +61,6 @@ pub struct BenchArgs {
     /// Background jobs. RocksDB: max_background_jobs.
     #[arg(long, default_value_t = 2)]
     jobs: usize,
-    /// Seed of the workload generators.
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
     /// Parent directory for the databases (default: a temporary directory).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -130,10 +89,7 @@ fn list_names(arg: &str, all: &[&str]) -> Vec<String> {
 
 /// Runs `strata bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
-    if args.list {
-        for (name, what) in PRESETS {
-            println!("{name:<24} {what}");
-        }
+    if args.workload.list_if_asked() {
         return Ok(());
     }
     if let Some(path) = &args.from_json {
@@ -149,41 +105,22 @@ pub fn run(args: BenchArgs) -> Result<()> {
         );
         return Ok(());
     }
-    let params = PresetParams {
-        entries: args.entries,
-        ops: args.ops,
-        key_size: args.key_size,
-        value_size: args.value_size,
-        threads: args.threads,
-        distribution: args.distribution.clone(),
-        theta: args.theta,
-        write_rate_mib: args.write_rate,
-        query_rate: args.query_rate,
-        long_scan_share: args.long_scan_share,
-        hot_period_ops: args.hot_period,
-        disorder: args.disorder,
-    };
-    let workload = if args.workload.ends_with(".toml") {
-        let text = std::fs::read_to_string(&args.workload)
-            .with_context(|| format!("reading workload file {}", args.workload))?;
-        WorkloadSpec::from_toml(&text).map_err(anyhow::Error::msg)?
-    } else {
-        WorkloadSpec::preset(&args.workload, &params).map_err(anyhow::Error::msg)?
-    };
+    let workload = args.workload.spec("mixed", 2_000_000, Some(2_000_000))?;
     // Engine settings fill the rest of each policy's options when it opens.
-    let policies: Vec<String> = policy_specs(&args.policies, &args.policy_options, &[])?
-        .iter()
-        .map(ToString::to_string)
-        .collect();
+    let policies: Vec<String> = policy_specs(
+        args.policies.as_deref(),
+        &workload,
+        &args.policy_options,
+        &[],
+    )?
+    .iter()
+    .map(ToString::to_string)
+    .collect();
     let peers = match &args.peers {
         None => available_peers().iter().map(|s| s.to_string()).collect(),
         Some(p) => list_names(p, &["rocksdb", "fjall"]),
     };
-    let user_bytes: u64 = workload
-        .phases
-        .iter()
-        .map(|p| p.ops * (workload.key_size + workload.value_size) as u64)
-        .sum();
+    let user_bytes = ingest_bytes(&workload);
     let settings = EngineSettings {
         write_buffer_size: args.write_buffer_size,
         target_file_size: args.target_file_size,
@@ -201,7 +138,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         baseline: args.baseline.clone(),
         settings,
         dir: args.dir.clone(),
-        seed: args.seed,
+        seed: args.workload.seed,
         progress: !args.quiet && !args.json,
     };
     if !args.json {

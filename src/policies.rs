@@ -1,37 +1,45 @@
-//! Choosing policies on the command line: specifications, `--policy-option`, defaults.
+//! Choosing policies on the command line: specifications, `--policy-option`, workload files,
+//! defaults.
 
 use anyhow::{bail, Result};
 use strata_policy::{registry, PolicySpec};
+use strata_workload::WorkloadSpec;
 
-/// The policies to run: `list` (comma-separated specifications, "all" for the built-in policies, or "none"), each given
-/// `--policy-option`s first and then the command's own `defaults`, where the policy declares them
-/// and does not set them itself. A `--policy-option` that no selected policy declares is an error.
+/// The policies to run: `list` (comma-separated specifications, "all" for the built-in policies,
+/// or "none"), else the workload file's `policies`, else every built-in policy. Each gets the
+/// `--policy-option`s first, then the workload file's `policy_options`, then the command's own
+/// `defaults`, wherever it declares the option and does not set it itself. A `--policy-option`
+/// or file option that no selected policy declares is an error.
 pub fn policy_specs(
-    list: &str,
+    list: Option<&str>,
+    workload: &WorkloadSpec,
     policy_options: &[String],
     defaults: &[(&str, String)],
 ) -> Result<Vec<PolicySpec>> {
-    let mut specs = match list.trim() {
-        "all" => registry::builtin_names()
-            .into_iter()
-            .map(PolicySpec::new)
-            .collect(),
-        "none" | "" => Vec::new(),
-        _ => PolicySpec::parse_list(list)?,
+    let mut specs = match list.map(str::trim) {
+        Some("all") => builtins(),
+        Some("none" | "") => Vec::new(),
+        Some(list) => PolicySpec::parse_list(list)?,
+        None if workload.policies.is_empty() => builtins(),
+        None => PolicySpec::parse_list(&workload.policies.join(","))?,
     };
+    let declared = specs
+        .iter()
+        .map(|s| registry::lookup(&s.name))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut shared = Vec::new();
-    for option in policy_options {
+    for option in policy_options
+        .iter()
+        .cloned()
+        .chain(workload.policy_option_args())
+    {
         let Some((name, value)) = option.split_once('=') else {
-            bail!("--policy-option {option:?} should look like name=value");
+            bail!("policy option {option:?} should look like name=value");
         };
         let name = name.trim();
-        let declared = specs
-            .iter()
-            .map(|s| registry::lookup(&s.name))
-            .collect::<Result<Vec<_>, _>>()?;
         if !declared.iter().any(|r| r.has_option(name)) {
             bail!(
-                "--policy-option {name}: none of the selected policies ({}) has this option; \
+                "policy option {name}: none of the selected policies ({}) has this option; \
                  `strata sim --list-policies` shows each policy's options",
                 specs
                     .iter()
@@ -47,4 +55,11 @@ pub fn policy_specs(
         spec.fill_defaults(defaults.iter().map(|(k, v)| (*k, v.as_str())))?;
     }
     Ok(specs)
+}
+
+fn builtins() -> Vec<PolicySpec> {
+    registry::builtin_names()
+        .into_iter()
+        .map(PolicySpec::new)
+        .collect()
 }

@@ -6,7 +6,9 @@ pub mod engines;
 pub mod report;
 pub mod results;
 pub mod runner;
-pub mod workload;
+
+/// Workloads come from `strata-workload`, shared with the simulator.
+pub use strata_workload as workload;
 
 use anyhow::{bail, Context, Result};
 use engines::{open_peer, EngineSettings, KvEngine, Strata};

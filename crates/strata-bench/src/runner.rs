@@ -2,7 +2,9 @@
 
 use crate::engines::KvEngine;
 use crate::results::{LatencySummary, PhaseResult, RunResult};
-use crate::workload::{encode_key, Generator, KeySpace, OpKind, PhaseSpec, WorkloadSpec};
+use crate::workload::{
+    encode_key, phase_seed, thread_seed, Generator, KeySpace, OpKind, PhaseSpec, WorkloadSpec,
+};
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -225,7 +227,7 @@ pub fn run(
             spec,
             phase,
             &space,
-            seed.wrapping_add(i as u64 * 7919),
+            phase_seed(seed, i),
             progress,
             label,
         ) {
@@ -367,11 +369,7 @@ fn run_phase(
             };
             let (engine, completed, bar) =
                 (Arc::clone(engine), Arc::clone(&completed), bar.clone());
-            let mut generator = Generator::new(
-                phase,
-                Arc::clone(space),
-                seed.wrapping_mul(31).wrapping_add(t),
-            );
+            let mut generator = Generator::new(phase, Arc::clone(space), thread_seed(seed, t));
             let interval = phase
                 .open_loop
                 .as_ref()

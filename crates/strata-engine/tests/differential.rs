@@ -19,9 +19,9 @@ use strata_engine::{CompletedJob, Db, EventListener, JobKind, Options};
 use strata_meta::SeqRange;
 use strata_policy::{build_policy, testing, PlanAction, PolicySpec};
 use strata_sim::{
-    is_tombstone, key_of, Mix, Op, SimConfig, Simulator, TableEstimate, TableSizer, TraceKind,
-    Workload, WorkloadKind, WorkloadSpec,
+    is_tombstone, key_of, SimConfig, Simulator, TableEstimate, TableSizer, TraceKind,
 };
+use strata_workload::{encode_key, Mix, OpKind, OpStream, PresetParams, WorkloadSpec};
 
 const KEY: u64 = 8;
 const VALUE: u64 = 100;
@@ -144,20 +144,24 @@ fn policy(name: &str) -> PolicySpec {
     spec
 }
 
-fn workload() -> WorkloadSpec {
-    WorkloadSpec {
-        kind: WorkloadKind::Mixed,
+/// The shared workload definition both sides replay key by key: 40,000 distinct keys loaded,
+/// then 40,000 operations of 30% inserts, 50% updates and 20% deletes.
+fn workload() -> OpStream {
+    let params = PresetParams {
         entries: 40_000,
         ops: 40_000,
-        zipf_theta: 0.99,
-        mix: Mix {
-            insert: 0.3,
-            update: 0.5,
-            delete: 0.2,
-            read: 0.0,
-        },
-        seed: 7,
-    }
+        key_size: KEY as usize,
+        value_size: VALUE as usize,
+        ..PresetParams::default()
+    };
+    let mut spec = WorkloadSpec::preset("updaterandom", &params).unwrap();
+    spec.phases[1].mix = Mix {
+        insert: 0.3,
+        update: 0.5,
+        delete: 0.2,
+        ..Mix::default()
+    };
+    OpStream::new(&spec, 7).unwrap()
 }
 
 struct Outcome {
@@ -177,11 +181,13 @@ fn run_engine(name: &str) -> Outcome {
         .with_event_listener(recorder.clone());
     let db = Db::open("/db", options).unwrap();
     let value = vec![b'v'; VALUE as usize];
-    for op in Workload::new(workload()).unwrap() {
-        match op {
-            Op::Put(k) => db.put(k.to_be_bytes(), &value).unwrap(),
-            Op::Delete(k) => db.delete(k.to_be_bytes()).unwrap(),
-            Op::Read(_) => {}
+    let mut key = Vec::new();
+    for op in workload() {
+        encode_key(&mut key, op.key, KEY as usize);
+        match op.kind {
+            OpKind::Insert | OpKind::Update | OpKind::Rmw => db.put(&key, &value).unwrap(),
+            OpKind::Delete => db.delete(&key).unwrap(),
+            OpKind::Read | OpKind::Scan | OpKind::LongScan => {}
         }
     }
     db.flush().unwrap();
@@ -205,11 +211,11 @@ fn run_sim(name: &str) -> Outcome {
         ..SimConfig::default()
     };
     let mut sim = Simulator::new(build_policy(&policy(name)).unwrap(), config).unwrap();
-    for op in Workload::new(workload()).unwrap() {
-        match op {
-            Op::Put(k) => sim.put(k).unwrap(),
-            Op::Delete(k) => sim.delete(k).unwrap(),
-            Op::Read(k) => sim.read(k),
+    for op in workload() {
+        match op.kind {
+            OpKind::Insert | OpKind::Update | OpKind::Rmw => sim.put(op.key).unwrap(),
+            OpKind::Delete => sim.delete(op.key).unwrap(),
+            OpKind::Read | OpKind::Scan | OpKind::LongScan => {}
         }
     }
     sim.flush().unwrap();

@@ -236,7 +236,7 @@ pub fn describe_policies() -> String {
             };
             let rocksdb = o
                 .rocksdb
-                .map(|r| format!(" RocksDB: {r}."))
+                .map(|r| format!("; RocksDB: {r}"))
                 .unwrap_or_default();
             out.push_str(&format!(
                 "  {:<26} {:<8} default {:<10} {}{rocksdb}\n",

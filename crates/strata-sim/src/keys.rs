@@ -7,8 +7,8 @@
 
 use strata_meta::Bytes;
 
-/// The largest simulated key.
-pub const MAX_KEY: u64 = (1 << 63) - 1;
+/// The largest simulated key: workloads' keys are below 2^63 for this.
+pub use strata_workload::MAX_KEY;
 
 /// A put of `key`.
 #[inline]
@@ -61,25 +61,9 @@ pub fn key_at_or_after(bytes: &[u8]) -> u64 {
     }
 }
 
-/// A bijection on 63-bit keys that spreads consecutive indexes over the key space, so the i-th
-/// inserted key of a "random" workload is unique by construction (no duplicate check needed).
-pub fn scramble(index: u64) -> u64 {
-    let mut x = index & MAX_KEY;
-    // Each step is a bijection on [0, 2^63): multiplication by an odd constant modulo 2^63 and
-    // xor with a right shift of itself.
-    x = x.wrapping_mul(0x9E37_79B9_7F4A_7C15) & MAX_KEY;
-    x ^= x >> 29;
-    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9) & MAX_KEY;
-    x ^= x >> 32;
-    x = x.wrapping_mul(0x94D0_49BB_1331_11EB) & MAX_KEY;
-    x ^= x >> 29;
-    x
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashSet;
 
     #[test]
     fn entries_encode_key_and_kind() {
@@ -94,14 +78,5 @@ mod tests {
         assert_eq!(key_at_or_after(&key_bytes(9)), 9);
         assert_eq!(key_at_or_after(&[0, 0, 0, 0, 0, 0, 0, 9, 0]), 10);
         assert_eq!(key_at_or_after(&[0, 0, 0, 0, 0, 0, 0]), 0);
-    }
-
-    #[test]
-    fn scramble_is_injective_and_stays_in_range() {
-        let keys: HashSet<u64> = (0..100_000).map(scramble).collect();
-        assert_eq!(keys.len(), 100_000);
-        assert!(keys.iter().all(|&k| k <= MAX_KEY));
-        // Not the identity and not monotone: consecutive indexes land far apart.
-        assert!((0..100).filter(|&i| scramble(i) < scramble(i + 1)).count() < 90);
     }
 }

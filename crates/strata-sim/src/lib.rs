@@ -6,6 +6,9 @@
 //! deduplication of updates and tombstone dropping are exact, at 8 bytes per entry. Byte sizes
 //! come from the configured key and value sizes.
 //!
+//! Workloads come from `strata-workload`, the same definitions `strata bench` runs:
+//! [`Simulator::run`] replays a workload's [`strata_workload::OpStream`].
+//!
 //! It reports write amplification, peak space amplification (durable and transient apart), flush
 //! and compaction counts, sorted runs over time and a modelled lookup cost; see [`SimReport`].
 
@@ -13,12 +16,10 @@ mod keys;
 mod merge;
 mod report;
 mod sim;
-mod workload;
 
-pub use keys::{is_tombstone, key_at_or_after, key_bytes, key_from_bytes, key_of, scramble};
+pub use keys::{is_tombstone, key_at_or_after, key_bytes, key_from_bytes, key_of};
 pub use report::{comparison_table, human_bytes, LevelReport, SimReport, TimelineSample};
 pub use sim::{
     bloom_fpr, RawSizer, SimConfig, SimError, Simulator, TableEstimate, TableSizer, Timing,
     TraceEvent, TraceKind,
 };
-pub use workload::{Mix, Op, Workload, WorkloadKind, WorkloadSpec};

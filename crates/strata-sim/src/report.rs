@@ -70,7 +70,7 @@ pub struct SimReport {
     pub policy_options: BTreeMap<String, String>,
     /// Workload name.
     pub workload: String,
-    /// Keys inserted by the workload's fill phase.
+    /// Keys the workload inserted (insert operations).
     pub entries: u64,
     /// Operations issued in total.
     pub ops: u64,

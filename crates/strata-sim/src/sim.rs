@@ -3,7 +3,6 @@
 use crate::keys::{self, is_tombstone, key_at_or_after, key_bytes, key_of};
 use crate::merge::{merge_runs, sort_buffer, RunCursor};
 use crate::report::{LevelReport, Metrics, SimReport, TimelineSample};
-use crate::workload::{Op, Workload, WorkloadSpec};
 use std::collections::HashMap;
 use std::sync::Arc;
 use strata_exec::sources::{flush_blocked, flush_merge_tables, merge_sources};
@@ -14,6 +13,7 @@ use strata_policy::{
     BufferSelection, BufferSummary, CompactionPolicy, CutRule, Leases, PickContext, Plan,
     PlanAction, PolicyError, WorkloadStats,
 };
+use strata_workload::{OpKind, OpStream, WorkloadSpec};
 use thiserror::Error;
 
 /// How simulated time relates to work.
@@ -123,6 +123,9 @@ pub struct SimConfig {
     /// Bytes each entry adds to the buffer's size beyond its key and value (the engine's
     /// memtable counts a sequence-number trailer and node overhead). Default: 0.
     pub buffer_entry_overhead: u64,
+    /// A scan that reads at least this many entries counts as long in the statistics policies
+    /// see. Default: 32, as the engine's.
+    pub long_scan_entries: u64,
     /// How table sizes are computed. Default: `None`, key+value bytes ([`RawSizer`]).
     pub sizer: Option<Arc<dyn TableSizer>>,
     /// Drop a tombstone only if no older table holds its key (exact, using the key sets); when
@@ -144,6 +147,7 @@ impl Default for SimConfig {
             check_invariants: false,
             final_flush: true,
             buffer_entry_overhead: 0,
+            long_scan_entries: 32,
             sizer: None,
             exact_tombstone_drop: true,
         }
@@ -429,27 +433,47 @@ impl Simulator {
         Ok(())
     }
 
-    /// Runs a whole workload through a fresh simulator and reports.
+    /// Records a range scan that read `entries` entries (statistics only): long from
+    /// [`SimConfig::long_scan_entries`] on.
+    pub fn scan(&mut self, entries: u64) {
+        if entries >= self.cfg.long_scan_entries {
+            self.stats.long_scans += 1;
+        } else {
+            self.stats.short_scans += 1;
+        }
+    }
+
+    /// Runs a whole workload, seeded with `seed`, through a fresh simulator and reports. The
+    /// operations are the workload's [`OpStream`]: those thread 0 of `strata bench` issues for
+    /// the same workload and seed.
     pub fn run(
         policy: Arc<dyn CompactionPolicy>,
         cfg: SimConfig,
         spec: &WorkloadSpec,
+        seed: u64,
     ) -> Result<SimReport, SimError> {
         let mut sim = Simulator::new(policy, cfg)?;
-        let mut workload = Workload::new(spec.clone()).map_err(SimError::Config)?;
-        while let Some(op) = workload.next() {
-            sim.live_entries = workload.live_keys();
-            match op {
-                Op::Put(k) => sim.put(k)?,
-                Op::Delete(k) => sim.delete(k)?,
-                Op::Read(k) => sim.read(k),
+        let mut stream = OpStream::new(spec, seed).map_err(SimError::Config)?;
+        let (mut ops, mut inserts) = (0u64, 0u64);
+        while let Some(op) = stream.next() {
+            sim.live_entries = stream.live_keys();
+            ops += 1;
+            match op.kind {
+                OpKind::Insert => {
+                    inserts += 1;
+                    sim.put(op.key)?;
+                }
+                OpKind::Update | OpKind::Rmw => sim.put(op.key)?,
+                OpKind::Delete => sim.delete(op.key)?,
+                OpKind::Read => sim.read(op.key),
+                OpKind::Scan | OpKind::LongScan => sim.scan(op.scan_length as u64),
             }
         }
-        sim.live_entries = workload.live_keys();
+        sim.live_entries = stream.live_keys();
         let mut report = sim.finish()?;
-        report.workload = spec.kind.name().to_string();
-        report.entries = spec.entries;
-        report.ops = spec.total_ops();
+        report.workload = spec.name.clone();
+        report.entries = inserts;
+        report.ops = ops;
         Ok(report)
     }
 

@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use std::collections::BTreeSet;
-use strata_policy::{build_policy, registry, PolicySpec};
+use strata_policy::{build_policy, testing, PolicySpec};
 use strata_sim::{SimConfig, Simulator, Timing};
 
 #[derive(Clone, Debug)]
@@ -40,7 +40,7 @@ proptest! {
 
     #[test]
     fn every_policy_converges_and_keeps_the_right_keys(
-        policy_index in 0..registry::builtin_names().len(),
+        policy_index in 0..testing::policies_to_test().len(),
         size_ratio in 2.0f64..6.0,
         buffer_entries in 1u64..12,
         table_entries in 1u64..8,
@@ -51,7 +51,7 @@ proptest! {
         ops in ops(300),
     ) {
         let entry = 116;
-        let name = registry::builtin_names()[policy_index];
+        let name = testing::policies_to_test()[policy_index];
         // Every policy takes the options it declares.
         let mut spec = PolicySpec::new(name);
         let mut options = vec![

@@ -6,7 +6,8 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
 use strata_policy::{build_policy, PolicySpec};
-use strata_sim::{SimConfig, Simulator, WorkloadKind, WorkloadSpec};
+use strata_sim::{SimConfig, Simulator};
+use strata_workload::{PresetParams, WorkloadSpec};
 
 const BUFFER: u64 = 64 << 10;
 const ENTRY: u64 = 116;
@@ -28,8 +29,12 @@ fn write_amp(policy: &str, size_ratio: f64, level0_trigger: Option<usize>) -> f6
         buffer_size: BUFFER,
         ..SimConfig::default()
     };
-    let workload = WorkloadSpec::new(WorkloadKind::FillRandom, entries);
-    let report = Simulator::run(build_policy(&spec).unwrap(), config, &workload).unwrap();
+    let params = PresetParams {
+        entries,
+        ..PresetParams::default()
+    };
+    let workload = WorkloadSpec::preset("fillunique", &params).unwrap();
+    let report = Simulator::run(build_policy(&spec).unwrap(), config, &workload, 42).unwrap();
     assert_eq!(report.flushes, flushes, "{policy} T={size_ratio}");
     report.write_amp
 }

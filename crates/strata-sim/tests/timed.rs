@@ -3,7 +3,8 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
 use strata_policy::{build_policy, PolicySpec};
-use strata_sim::{SimConfig, SimReport, Simulator, Timing, WorkloadKind, WorkloadSpec};
+use strata_sim::{SimConfig, SimReport, Simulator, Timing};
+use strata_workload::{PresetParams, WorkloadSpec};
 
 const BUFFER: u64 = 64 << 10;
 
@@ -25,8 +26,12 @@ fn run_with(policy: &str, timing: Timing, size_ratio: f64) -> SimReport {
         check_invariants: true,
         ..SimConfig::default()
     };
-    let workload = WorkloadSpec::new(WorkloadKind::FillRandom, 400 * BUFFER / 116);
-    Simulator::run(build_policy(&spec).unwrap(), config, &workload).unwrap()
+    let params = PresetParams {
+        entries: 400 * BUFFER / 116,
+        ..PresetParams::default()
+    };
+    let workload = WorkloadSpec::preset("fillunique", &params).unwrap();
+    Simulator::run(build_policy(&spec).unwrap(), config, &workload, 42).unwrap()
 }
 
 fn timed(speedup: f64, max_jobs: usize) -> Timing {

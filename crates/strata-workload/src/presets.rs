@@ -1,0 +1,373 @@
+//! Named workloads: db_bench phases, YCSB A–F, the papers' workloads, and the simulator's fills.
+
+use crate::spec::{
+    InsertOrder, KeyDist, Mix, OpenLoop, PhaseSpec, RateLimitedWriter, WorkloadSpec,
+};
+
+/// Parameters the presets take from the command line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PresetParams {
+    /// Records loaded / entries of fill phases.
+    pub entries: u64,
+    /// Operations of run phases.
+    pub ops: u64,
+    /// Key bytes.
+    pub key_size: usize,
+    /// Value bytes.
+    pub value_size: usize,
+    /// Threads of run phases.
+    pub threads: usize,
+    /// Distribution override for YCSB and the papers' mixes ("uniform", "zipfian", "latest").
+    pub distribution: Option<String>,
+    /// Zipf exponent.
+    pub theta: f64,
+    /// EcoTune: writer rate in MiB/s.
+    pub write_rate_mib: f64,
+    /// EcoTune: query arrivals per second.
+    pub query_rate: f64,
+    /// EcoTune: share of queries that are long scans.
+    pub long_scan_share: f64,
+    /// Spooky: operations between moves of the hot set.
+    pub hot_period_ops: u64,
+    /// Nearly-sorted ingest: disorder window in keys.
+    pub disorder: u64,
+}
+
+impl Default for PresetParams {
+    fn default() -> Self {
+        PresetParams {
+            entries: 1_000_000,
+            ops: 1_000_000,
+            key_size: 16,
+            value_size: 100,
+            threads: 1,
+            distribution: None,
+            theta: 0.99,
+            write_rate_mib: 4.0,
+            query_rate: 5_000.0,
+            long_scan_share: 0.3,
+            hot_period_ops: 100_000,
+            disorder: 1_000,
+        }
+    }
+}
+
+/// Names of the presets, with one line each.
+pub const PRESETS: &[(&str, &str)] = &[
+    ("fillunique", "insert distinct keys in random order (YCSB's load phase; the simulator's default)"),
+    ("updaterandom", "fillunique, then updates of uniformly chosen existing keys"),
+    ("updatezipf", "fillunique, then zipfian updates (hot keys scattered over the key space)"),
+    ("mixed", "load, then 50% reads, 35% updates, 10% inserts, 5% short scans (zipfian): the default comparison"),
+    ("fillseq", "db_bench: insert keys in ascending order"),
+    ("fillrandom", "db_bench: insert keys drawn uniformly from [0, entries) (repeats overwrite)"),
+    ("overwrite", "db_bench: update uniformly chosen keys of a filled database"),
+    ("readrandom", "db_bench: point reads of uniformly chosen keys (63% exist after fillrandom)"),
+    ("readseq", "db_bench: read every entry in key order with one iterator"),
+    ("seekrandom", "db_bench: seek to a random key and read 10 entries"),
+    ("readwhilewriting", "db_bench: readrandom on the run threads while one writer overwrites at full speed"),
+    ("deleterandom", "db_bench: delete uniformly chosen keys"),
+    ("ycsb-a", "YCSB A: 50% reads, 50% updates, zipfian"),
+    ("ycsb-b", "YCSB B: 95% reads, 5% updates, zipfian"),
+    ("ycsb-c", "YCSB C: 100% reads, zipfian"),
+    ("ycsb-d", "YCSB D: 95% reads, 5% inserts, latest"),
+    ("ycsb-e", "YCSB E: 95% scans of 1-100 entries, 5% inserts, zipfian"),
+    ("ycsb-f", "YCSB F: 50% reads, 50% read-modify-writes, zipfian"),
+    ("vertiorizon-balanced", "Vertiorizon: bulk load, then 50% updates / 50% point lookups"),
+    ("vertiorizon-write-heavy", "Vertiorizon: bulk load, then 90% updates / 10% point lookups"),
+    ("vertiorizon-read-heavy", "Vertiorizon: bulk load, then 10% updates / 90% point lookups"),
+    ("vertiorizon-range", "Vertiorizon: bulk load, then 75% updates / 25% range lookups (100 entries)"),
+    ("ecotune", "EcoTune: rate-limited writer (MiB/s) beside an open-loop query stream with a long-scan share"),
+    ("spooky-uniform", "Spooky: uniform fill, then a long phase of uniform updates"),
+    ("spooky-zipf", "Spooky: uniform fill, then zipfian updates whose hot set moves every period"),
+    ("partial-merge-uniform", "Partial merges: fill, then 50/50 inserts of new keys and deletes, uniform"),
+    ("partial-merge-normal", "Partial merges: 50/50 inserts and deletes, inserts from a shifting normal"),
+    ("partial-merge-tpcc", "Partial merges: TPC-C NEW_ORDER-like inserts, deletes of the oldest orders"),
+    ("nearly-sorted", "time-series ingest: ascending keys with bounded disorder (bucket ingestion)"),
+];
+
+impl WorkloadSpec {
+    /// The preset `name` (see [`PRESETS`]); db_bench names may be comma-separated to run them in
+    /// order on one database, like db_bench's `--benchmarks`.
+    pub fn preset(name: &str, p: &PresetParams) -> Result<WorkloadSpec, String> {
+        let names: Vec<&str> = name
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        if names.len() > 1 || DB_BENCH.contains(&name) {
+            return db_bench(&names, p);
+        }
+        let dist = |default: KeyDist| -> Result<KeyDist, String> {
+            match p.distribution.as_deref() {
+                None => Ok(default),
+                Some("uniform") => Ok(KeyDist::Uniform),
+                Some("zipfian") => Ok(KeyDist::Zipfian { theta: p.theta }),
+                Some("latest") => Ok(KeyDist::Latest { theta: p.theta }),
+                Some(other) => Err(format!(
+                    "unknown distribution {other:?}; use uniform, zipfian or latest"
+                )),
+            }
+        };
+        let zipf = KeyDist::Zipfian { theta: p.theta };
+        let load = |name: &str| PhaseSpec {
+            name: name.to_string(),
+            ops: p.entries,
+            duration_secs: 0.0,
+            threads: 1,
+            mix: Mix {
+                insert: 1.0,
+                ..Mix::default()
+            },
+            keys: KeyDist::Uniform,
+            inserts: InsertOrder::Random,
+            scan_length: 10,
+            long_scan_length: 100,
+            random_scan_length: false,
+            measured: true,
+            open_loop: None,
+            writer: None,
+            background_writer: None,
+        };
+        let run = |mix: Mix, keys: KeyDist| PhaseSpec {
+            name: "run".to_string(),
+            ops: p.ops,
+            threads: p.threads,
+            mix,
+            keys,
+            ..load("run")
+        };
+        let m = |insert: f64, update: f64, read: f64, scan: f64, delete: f64, rmw: f64| Mix {
+            insert,
+            update,
+            read,
+            scan,
+            long_scan: 0.0,
+            delete,
+            rmw,
+        };
+        let (description, phases) = match name {
+            "fillunique" => ("distinct keys in random order", vec![load("load")]),
+            "updaterandom" => (
+                "fill, then uniform updates of existing keys",
+                vec![load("load"), run(m(0.0, 1.0, 0.0, 0.0, 0.0, 0.0), dist(KeyDist::Uniform)?)],
+            ),
+            "updatezipf" => (
+                "fill, then zipfian updates of existing keys",
+                vec![load("load"), run(m(0.0, 1.0, 0.0, 0.0, 0.0, 0.0), dist(zipf)?)],
+            ),
+            "mixed" => (
+                "load, then 50% reads / 35% updates / 10% inserts / 5% scans of 10 entries, zipfian",
+                vec![load("load"), run(m(0.10, 0.35, 0.50, 0.05, 0.0, 0.0), dist(zipf)?)],
+            ),
+            "ycsb-a" => ("YCSB A", vec![load("load"), run(m(0.0, 0.5, 0.5, 0.0, 0.0, 0.0), dist(zipf)?)]),
+            "ycsb-b" => ("YCSB B", vec![load("load"), run(m(0.0, 0.05, 0.95, 0.0, 0.0, 0.0), dist(zipf)?)]),
+            "ycsb-c" => ("YCSB C", vec![load("load"), run(m(0.0, 0.0, 1.0, 0.0, 0.0, 0.0), dist(zipf)?)]),
+            "ycsb-d" => (
+                "YCSB D",
+                vec![load("load"), run(m(0.05, 0.0, 0.95, 0.0, 0.0, 0.0), dist(KeyDist::Latest { theta: p.theta })?)],
+            ),
+            "ycsb-e" => {
+                let mut r = run(m(0.05, 0.0, 0.0, 0.95, 0.0, 0.0), dist(zipf)?);
+                r.scan_length = 100;
+                r.random_scan_length = true;
+                ("YCSB E", vec![load("load"), r])
+            }
+            "ycsb-f" => ("YCSB F", vec![load("load"), run(m(0.0, 0.0, 0.5, 0.0, 0.0, 0.5), dist(zipf)?)]),
+            "vertiorizon-balanced" => (
+                "Vertiorizon balanced: 50% updates, 50% point lookups",
+                vec![load("load"), run(m(0.0, 0.5, 0.5, 0.0, 0.0, 0.0), dist(KeyDist::Uniform)?)],
+            ),
+            "vertiorizon-write-heavy" => (
+                "Vertiorizon write-heavy: 90% updates, 10% point lookups",
+                vec![load("load"), run(m(0.0, 0.9, 0.1, 0.0, 0.0, 0.0), dist(KeyDist::Uniform)?)],
+            ),
+            "vertiorizon-read-heavy" => (
+                "Vertiorizon read-heavy: 10% updates, 90% point lookups",
+                vec![load("load"), run(m(0.0, 0.1, 0.9, 0.0, 0.0, 0.0), dist(KeyDist::Uniform)?)],
+            ),
+            "vertiorizon-range" => {
+                let mut r = run(m(0.0, 0.75, 0.0, 0.25, 0.0, 0.0), dist(KeyDist::Uniform)?);
+                r.scan_length = 100;
+                ("Vertiorizon range: 75% updates, 25% range lookups of 100 entries", vec![load("load"), r])
+            }
+            "ecotune" => {
+                let r = p.long_scan_share.clamp(0.0, 1.0);
+                let mut q = run(
+                    Mix {
+                        long_scan: r,
+                        scan: (1.0 - r) / 2.0,
+                        read: (1.0 - r) / 2.0,
+                        ..Mix::default()
+                    },
+                    KeyDist::Uniform,
+                );
+                // EcoTune's "seek" is a bare seek; its long scan is seek + 100 next.
+                q.scan_length = 1;
+                q.long_scan_length = 100;
+                q.open_loop = Some(OpenLoop {
+                    queries_per_sec: p.query_rate,
+                });
+                q.writer = Some(RateLimitedWriter {
+                    mib_per_sec: p.write_rate_mib,
+                    mix: Mix {
+                        update: 1.0,
+                        ..Mix::default()
+                    },
+                });
+                ("EcoTune: rate-limited updates beside open-loop gets, seeks and long scans", vec![load("load"), q])
+            }
+            "spooky-uniform" => (
+                "Spooky: uniform fill, then uniform updates",
+                vec![load("load"), run(m(0.0, 1.0, 0.0, 0.0, 0.0, 0.0), KeyDist::Uniform)],
+            ),
+            "spooky-zipf" => (
+                "Spooky: uniform fill, then zipfian updates with a moving hot set",
+                vec![
+                    load("load"),
+                    run(
+                        m(0.0, 1.0, 0.0, 0.0, 0.0, 0.0),
+                        KeyDist::ShiftingZipfian {
+                            theta: 1.0,
+                            period_ops: p.hot_period_ops,
+                        },
+                    ),
+                ],
+            ),
+            "partial-merge-uniform" | "partial-merge-normal" | "partial-merge-tpcc" => {
+                let domain = p.entries.saturating_mul(1000).max(1);
+                let inserts = match name {
+                    "partial-merge-uniform" => InsertOrder::UniformDomain { size: domain },
+                    "partial-merge-normal" => InsertOrder::ShiftingNormal {
+                        domain,
+                        sigma: 0.005,
+                        period_inserts: 10_000,
+                    },
+                    _ => InsertOrder::TpccNewOrder { warehouses: 10 },
+                };
+                let mut l = load("load");
+                l.inserts = inserts.clone();
+                let mut r = run(m(0.5, 0.0, 0.0, 0.0, 0.5, 0.0), KeyDist::Uniform);
+                r.inserts = inserts;
+                // The paper's runs are single-threaded; the key bookkeeping assumes it.
+                r.threads = 1;
+                ("partial-merge steady state: 50% inserts, 50% deletes", vec![l, r])
+            }
+            "nearly-sorted" => {
+                let mut l = load("ingest");
+                l.inserts = InsertOrder::NearlySorted { window: p.disorder };
+                ("nearly sorted ingest with bounded disorder", vec![l])
+            }
+            other => {
+                let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();
+                return Err(format!("unknown workload {other:?}; presets: {}", names.join(", ")));
+            }
+        };
+        let spec = WorkloadSpec {
+            name: name.to_string(),
+            description: description.to_string(),
+            key_size: p.key_size,
+            value_size: p.value_size,
+            phases,
+            policies: Vec::new(),
+            policy_options: Default::default(),
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+const DB_BENCH: &[&str] = &[
+    "fillseq",
+    "fillrandom",
+    "overwrite",
+    "readrandom",
+    "readseq",
+    "seekrandom",
+    "readwhilewriting",
+    "deleterandom",
+];
+
+/// db_bench phases in order on one database; a read, overwrite or delete phase that comes first
+/// gets an unmeasured fillrandom before it (db_bench would read an empty database).
+fn db_bench(names: &[&str], p: &PresetParams) -> Result<WorkloadSpec, String> {
+    let domain = InsertOrder::UniformDomain {
+        size: p.entries.max(1),
+    };
+    let base = PhaseSpec {
+        name: String::new(),
+        ops: p.entries,
+        duration_secs: 0.0,
+        threads: 1,
+        mix: Mix::default(),
+        keys: KeyDist::Uniform,
+        inserts: domain.clone(),
+        scan_length: 10,
+        long_scan_length: 100,
+        random_scan_length: false,
+        measured: true,
+        open_loop: None,
+        writer: None,
+        background_writer: None,
+    };
+    let mut phases = Vec::new();
+    for (i, &n) in names.iter().enumerate() {
+        if !DB_BENCH.contains(&n) {
+            return Err(format!(
+                "unknown db_bench phase {n:?}; expected one of {}",
+                DB_BENCH.join(", ")
+            ));
+        }
+        let mut ph = PhaseSpec {
+            name: n.to_string(),
+            ..base.clone()
+        };
+        match n {
+            "fillseq" => {
+                ph.mix.insert = 1.0;
+                ph.inserts = InsertOrder::Sequential;
+            }
+            "fillrandom" => ph.mix.insert = 1.0,
+            "overwrite" => ph.mix.update = 1.0,
+            "readrandom" => ph.mix.read = 1.0,
+            "readseq" => {
+                // One long scan over everything.
+                ph.mix.long_scan = 1.0;
+                ph.ops = 1;
+                ph.long_scan_length = usize::MAX;
+            }
+            "seekrandom" => ph.mix.scan = 1.0,
+            "readwhilewriting" => {
+                ph.mix.read = 1.0;
+                ph.threads = p.threads.max(1);
+                ph.background_writer = Some(Mix {
+                    update: 1.0,
+                    ..Mix::default()
+                });
+            }
+            _ => ph.mix.delete = 1.0,
+        }
+        if i == 0 && !matches!(n, "fillseq" | "fillrandom") {
+            phases.push(PhaseSpec {
+                name: "fillrandom".to_string(),
+                mix: Mix {
+                    insert: 1.0,
+                    ..Mix::default()
+                },
+                measured: false,
+                ..base.clone()
+            });
+        }
+        phases.push(ph);
+    }
+    let spec = WorkloadSpec {
+        name: names.join(","),
+        description: format!("db_bench {}", names.join(",")),
+        key_size: p.key_size,
+        value_size: p.value_size,
+        phases,
+        policies: Vec::new(),
+        policy_options: Default::default(),
+    };
+    spec.validate()?;
+    Ok(spec)
+}

@@ -1,0 +1,210 @@
+//! Presets, TOML files, generators and the operation stream.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+use std::collections::{HashMap, HashSet};
+use strata_workload::*;
+
+fn params() -> PresetParams {
+    PresetParams {
+        entries: 1000,
+        ops: 2000,
+        ..PresetParams::default()
+    }
+}
+
+#[test]
+fn every_preset_builds_and_validates() {
+    for (name, _) in PRESETS {
+        let w = WorkloadSpec::preset(name, &params()).unwrap();
+        assert!(!w.phases.is_empty(), "{name}");
+    }
+    assert!(WorkloadSpec::preset("fillrandom,readrandom,deleterandom", &params()).is_ok());
+    assert!(WorkloadSpec::preset("nope", &params())
+        .unwrap_err()
+        .contains("presets"));
+    let r = WorkloadSpec::preset("readrandom", &params()).unwrap();
+    assert_eq!(r.phases.len(), 2, "reads get an unmeasured fill first");
+    assert!(!r.phases[0].measured);
+}
+
+#[test]
+fn workloads_load_from_toml() {
+    let text = r#"
+        name = "mine"
+        key_size = 24
+        [[phases]]
+        name = "load"
+        ops = 100
+        mix = { insert = 1.0 }
+        [[phases]]
+        name = "run"
+        ops = 100
+        threads = 2
+        mix = { read = 0.9, update = 0.1 }
+        keys = { kind = "zipfian", theta = 0.8 }
+    "#;
+    let w = WorkloadSpec::from_toml(text).unwrap();
+    assert_eq!(w.key_size, 24);
+    assert!(w.policies.is_empty() && w.policy_options.is_empty());
+    // A file can name policies and options for them.
+    let with_policies = r#"
+        name = "tuned"
+        policies = ["leveled:level0_trigger=8", "tiered"]
+        [policy_options]
+        size_ratio = 6
+        target_file_size = "8MiB"
+        dynamic_level_bytes = true
+        [[phases]]
+        name = "load"
+        ops = 100
+        mix = { insert = 1.0 }
+    "#;
+    let p = WorkloadSpec::from_toml(with_policies).unwrap();
+    assert_eq!(p.policies, vec!["leveled:level0_trigger=8", "tiered"]);
+    assert_eq!(
+        p.policy_option_args(),
+        vec![
+            "dynamic_level_bytes=true",
+            "size_ratio=6",
+            "target_file_size=8MiB"
+        ]
+    );
+    assert_eq!(w.phases[1].keys, KeyDist::Zipfian { theta: 0.8 });
+    assert!(WorkloadSpec::from_toml("name = 1").is_err());
+    let no_ops = "name = \"x\"\n[[phases]]\nname = \"p\"\nmix = { read = 1.0 }\n";
+    assert!(WorkloadSpec::from_toml(no_ops)
+        .unwrap_err()
+        .contains("neither ops"));
+}
+
+#[test]
+fn random_inserts_are_unique_and_tracked_as_live() {
+    let w = WorkloadSpec::preset("ycsb-a", &params()).unwrap();
+    let space = KeySpace::new();
+    let mut g = Generator::new(&w.phases[0], space.clone(), 1);
+    let keys: HashSet<u64> = std::iter::from_fn(|| g.next_op(1000))
+        .map(|o| o.key)
+        .collect();
+    assert_eq!(keys.len(), 1000);
+    assert_eq!(space.live_keys(), 1000);
+    // The run phase reads and updates only inserted keys.
+    let mut r = Generator::new(&w.phases[1], space.clone(), 2);
+    for _ in 0..2000 {
+        let op = r.next_op(0).unwrap();
+        assert!(keys.contains(&op.key), "{op:?}");
+    }
+}
+
+#[test]
+fn zipfian_reads_concentrate_and_deletes_reduce_the_live_set() {
+    let w = WorkloadSpec::preset("ycsb-c", &params()).unwrap();
+    let space = KeySpace::new();
+    let mut load = Generator::new(&w.phases[0], space.clone(), 1);
+    while load.next_op(1000).is_some() {}
+    let mut run = Generator::new(&w.phases[1], space.clone(), 3);
+    let mut counts: HashMap<u64, u64> = HashMap::new();
+    for _ in 0..5000 {
+        *counts.entry(run.next_op(0).unwrap().key).or_default() += 1;
+    }
+    // Uniform picks would touch ~993 keys, the busiest ~15 times; zipf(0.99) puts about 13%
+    // of picks on the hottest key.
+    assert!(counts.len() < 900, "{} distinct keys", counts.len());
+    assert!(
+        counts.values().max().copied().unwrap_or(0) > 300,
+        "{counts:?}"
+    );
+    let d = WorkloadSpec::preset("fillrandom,deleterandom", &params()).unwrap();
+    let space = KeySpace::new();
+    let mut fill = Generator::new(&d.phases[0], space.clone(), 1);
+    while fill.next_op(1000).is_some() {}
+    let filled = space.live_keys();
+    assert!(
+        filled > 500 && filled < 1000,
+        "uniform-domain fill leaves repeats: {filled}"
+    );
+    let mut del = Generator::new(&d.phases[1], space.clone(), 2);
+    while del.next_op(1000).is_some() {}
+    assert!(space.live_keys() < filled / 2);
+}
+
+#[test]
+fn nearly_sorted_ingest_has_bounded_disorder_and_tpcc_deletes_oldest() {
+    let mut p = params();
+    p.disorder = 50;
+    let w = WorkloadSpec::preset("nearly-sorted", &p).unwrap();
+    let mut g = Generator::new(&w.phases[0], KeySpace::new(), 1);
+    let keys: Vec<u64> = std::iter::from_fn(|| g.next_op(1000))
+        .map(|o| o.key)
+        .collect();
+    assert!(keys
+        .iter()
+        .enumerate()
+        .all(|(i, &k)| (k as i64 - i as i64).abs() < 200));
+    assert!(keys.windows(2).any(|w| w[0] > w[1]), "some disorder");
+    let t = WorkloadSpec::preset("partial-merge-tpcc", &params()).unwrap();
+    let space = KeySpace::new();
+    let mut load = Generator::new(&t.phases[0], space.clone(), 1);
+    while load.next_op(1000).is_some() {}
+    let mut run = Generator::new(&t.phases[1], space.clone(), 2);
+    let deletes: Vec<u64> = (0..2000)
+        .filter_map(|_| run.next_op(0))
+        .filter(|o| o.kind == OpKind::Delete)
+        .map(|o| o.key)
+        .collect();
+    assert!(!deletes.is_empty());
+    // Order ids of each district are deleted in ascending order.
+    let mut last: HashMap<u64, u64> = HashMap::new();
+    for k in deletes {
+        let (district, order) = (k >> 40, k & ((1 << 40) - 1));
+        assert!(last.get(&district).is_none_or(|&o| order > o));
+        last.insert(district, order);
+    }
+}
+
+#[test]
+fn keys_encode_in_numeric_byte_order() {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    encode_key(&mut a, 255, 16);
+    encode_key(&mut b, 256, 16);
+    assert_eq!(a.len(), 16);
+    assert!(a < b);
+}
+
+#[test]
+fn the_stream_replays_the_phases_in_order_like_thread_zero_of_a_run() {
+    let w = WorkloadSpec::preset("updatezipf", &params()).unwrap();
+    let ops: Vec<Op> = OpStream::new(&w, 9).unwrap().collect();
+    assert_eq!(ops.len(), 3000);
+    assert!(ops[..1000].iter().all(|o| o.kind == OpKind::Insert));
+    assert!(ops[1000..].iter().all(|o| o.kind == OpKind::Update));
+    // The same operations as generators seeded like a benchmark run's thread 0.
+    let space = KeySpace::new();
+    let mut expected = Vec::new();
+    for (i, phase) in w.phases.iter().enumerate() {
+        let mut g = Generator::new(phase, space.clone(), thread_seed(phase_seed(9, i), 0));
+        expected.extend(std::iter::from_fn(|| g.next_op(phase.ops)));
+    }
+    assert_eq!(ops, expected);
+    // Workloads that need a clock are refused, naming the phase.
+    let eco = WorkloadSpec::preset("ecotune", &params()).unwrap();
+    assert!(OpStream::new(&eco, 1).err().unwrap().contains("writer"));
+}
+
+#[test]
+fn fillunique_inserts_the_scrambled_indexes_in_order() {
+    let w = WorkloadSpec::preset("fillunique", &params()).unwrap();
+    let keys: Vec<u64> = OpStream::new(&w, 3).unwrap().map(|o| o.key).collect();
+    let expected: Vec<u64> = (0..1000).map(scramble).collect();
+    assert_eq!(keys, expected);
+    assert!(keys.iter().all(|&k| k <= MAX_KEY));
+}
+
+#[test]
+fn scramble_is_injective_and_stays_below_2_to_the_63() {
+    let keys: HashSet<u64> = (0..100_000).map(scramble).collect();
+    assert_eq!(keys.len(), 100_000);
+    assert!(keys.iter().all(|&k| k <= MAX_KEY));
+    // Not the identity and not monotone: consecutive indexes land far apart.
+    assert!((0..100).filter(|&i| scramble(i) < scramble(i + 1)).count() < 90);
+}
