@@ -15,9 +15,12 @@
 //! - [`edit`]: the version edit that installs a finished compaction or flush, including where a
 //!   new run goes and which id it gets.
 //!
-//! The same functions run the data-driven policy tests, which execute plans on shapes alone.
+//! The same functions run the data-driven policy tests ([`datadriven`], feature `datadriven`),
+//! which execute plans on shapes alone.
 
 mod cut;
+#[cfg(feature = "datadriven")]
+pub mod datadriven;
 pub mod edit;
 mod older;
 pub mod sources;

@@ -1,0 +1,312 @@
+//! The data-driven policy test harness (feature `datadriven`): a text LSM shape in, the policy's
+//! decision out, the way Pebble tests its compaction picker. The built-in policies' tests
+//! (`crates/strata-policy/testdata/`) and a policy written outside the workspace
+//! (`examples/custom-policy`) run their files through [`run_policy_tests`].
+//!
+//! Directives:
+//!
+//! - `define policy=NAME [option=value ...]` with a version in the text form as input: sets the
+//!   policy and the current version. Options are the policy's registered options (`strata sim
+//!   --list-policies`); `write_buffer_size` and `target_file_size` default to 1MiB here.
+//! - `flush smallest=K largest=K [size=S]`: prints the flush plan for a buffer with that range.
+//! - `pick [leased=ID,ID,...]`: prints the next plan (validated against the version) or `none`.
+//! - `targets`: prints the dynamic level targets (leveled only).
+//! - `apply-flush smallest=K largest=K size=S` and `apply [leased=...]`: execute the flush plan or
+//!   the picked plan on the shape only, through the shared executor's edits (`strata_exec`): a
+//!   merge writes one table covering the inputs' combined key range with their summed size. Prints
+//!   the plan and the new version.
+//! - `run flushes=N smallest=K largest=K size=S`: N times, flush and then pick and apply until the
+//!   policy returns none; prints one line per plan and the final version.
+//!
+//! Run with `REWRITE=1` to regenerate expectations (then read the diff).
+
+// A test harness: a failed expectation or a malformed file is a test failure, reported by panic.
+#![allow(clippy::unwrap_used)]
+
+use crate::edit::{compaction_edit, flush_edit};
+use std::sync::Arc;
+use strata_meta::{parse_key, parse_size, TableId, TableMeta, Version};
+use strata_policy::{
+    build_policy, registry, BufferSummary, CompactionPolicy, FlushPlan, Leases, Leveled,
+    PickContext, Plan, PlanAction, PolicySpec, WorkloadStats,
+};
+
+struct State {
+    policy: Option<Arc<dyn CompactionPolicy>>,
+    spec: PolicySpec,
+    version: Version,
+}
+
+/// The value of option `name` in `spec`, or its registered default.
+fn option(spec: &PolicySpec, name: &str) -> String {
+    spec.options
+        .iter()
+        .rev()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| {
+            let registration = registry::lookup(&spec.name).expect("registered");
+            let declared = registration.options.iter().find(|o| o.name == name);
+            declared.expect("declared option").default.to_string()
+        })
+}
+
+fn arg<T: std::str::FromStr>(tc: &mut datadriven::TestCase, name: &str) -> Option<T> {
+    tc.try_take_arg::<String>(name).ok().flatten().map(|v| {
+        v.parse::<T>()
+            .unwrap_or_else(|_| panic!("bad value {v:?} for {name}"))
+    })
+}
+
+fn size_arg(tc: &mut datadriven::TestCase, name: &str) -> Option<u64> {
+    tc.try_take_arg::<String>(name)
+        .ok()
+        .flatten()
+        .map(|v| parse_size(&v).unwrap_or_else(|e| panic!("{name}: {e}")))
+}
+
+fn buffer(tc: &mut datadriven::TestCase) -> BufferSummary {
+    let smallest = parse_key(&arg::<String>(tc, "smallest").expect("smallest=")).expect("key");
+    let largest = parse_key(&arg::<String>(tc, "largest").expect("largest=")).expect("key");
+    let bytes = size_arg(tc, "size").unwrap_or(1 << 20);
+    BufferSummary {
+        smallest,
+        largest,
+        entries: bytes / 100,
+        bytes,
+    }
+}
+
+fn leases_arg(tc: &mut datadriven::TestCase, version: &Version) -> Leases {
+    let mut leases = Leases::new();
+    if let Some(ids) = arg::<String>(tc, "leased") {
+        for id in ids.split(',') {
+            let id = TableId(id.parse().expect("table id"));
+            let loc = version.table_location(id).expect("leased table exists");
+            // Lease the table through a throwaway plan that only takes it as input.
+            let plan = Plan {
+                action: PlanAction::Drop,
+                inputs: vec![strata_policy::PlanInput {
+                    level: loc.level,
+                    run: loc.run,
+                    tables: vec![id],
+                }],
+                output: None,
+                policy_state: None,
+                reason: String::new(),
+            };
+            leases.acquire(&plan, version).expect("lease");
+        }
+    }
+    leases
+}
+
+/// Executes `plan` on the shape through the shared executor: a merge writes one table spanning
+/// its inputs.
+fn apply_plan(version: &Version, plan: &Plan) -> Version {
+    let mut outputs = Vec::new();
+    if let (PlanAction::Merge, Some(output)) = (plan.action, &plan.output) {
+        let inputs = plan
+            .input_tables()
+            .map(|t| version.table(t).expect("input exists").as_ref());
+        let mut table = combined(version.next_table_id(), inputs);
+        table.bloom_bits_per_key = output.bloom_bits_per_key;
+        outputs.push(table);
+    }
+    let edit = compaction_edit(version, plan, outputs)
+        .unwrap_or_else(|e| panic!("plan has no edit: {e}\n{plan}"));
+    version
+        .apply(&edit)
+        .unwrap_or_else(|e| panic!("plan does not apply: {e}\n{plan}"))
+}
+
+fn combined<'a>(id: u64, tables: impl Iterator<Item = &'a TableMeta>) -> TableMeta {
+    let mut out: Option<TableMeta> = None;
+    for t in tables {
+        out = Some(match out {
+            None => TableMeta {
+                id: TableId(id),
+                ..t.clone()
+            },
+            Some(mut o) => {
+                o.smallest = o.smallest.min(t.smallest.clone());
+                o.largest = o.largest.max(t.largest.clone());
+                o.size += t.size;
+                o.entries += t.entries;
+                o.tombstones += t.tombstones;
+                o.seqnos = o.seqnos.union(t.seqnos);
+                o
+            }
+        });
+    }
+    out.expect("at least one table")
+}
+
+fn apply_flush(version: &Version, plan: &FlushPlan, buffer: &BufferSummary) -> Version {
+    let mut flushed = TableMeta::new(
+        version.next_table_id(),
+        buffer.smallest.clone(),
+        buffer.largest.clone(),
+        buffer.bytes,
+    );
+    flushed.entries = buffer.entries;
+    flushed.bloom_bits_per_key = plan.output.bloom_bits_per_key;
+    let mut parts = vec![flushed];
+    for &t in &plan.merge_with {
+        parts.push(
+            version
+                .table(t)
+                .expect("merge_with table exists")
+                .as_ref()
+                .clone(),
+        );
+    }
+    let table = combined(version.next_table_id(), parts.iter());
+    let edit = flush_edit(version, plan, vec![table])
+        .unwrap_or_else(|e| panic!("flush has no edit: {e}\n{plan}"));
+    version
+        .apply(&edit)
+        .unwrap_or_else(|e| panic!("flush does not apply: {e}\n{plan}"))
+}
+
+fn pick(
+    policy: &dyn CompactionPolicy,
+    version: &Version,
+    leases: &Leases,
+) -> Result<Option<Plan>, String> {
+    let stats = WorkloadStats::default();
+    let ctx = PickContext::new(leases, &stats);
+    let plan = policy
+        .pick(version, &ctx)
+        .map_err(|e| format!("error: {e}\n"))?;
+    if let Some(p) = &plan {
+        p.validate(version, |t| leases.is_table_leased(t))
+            .map_err(|e| format!("{p}invalid: {e}\n"))?;
+    }
+    Ok(plan)
+}
+
+fn one_line(plan: &Plan) -> String {
+    let text = plan.to_string();
+    let first = text.lines().next().unwrap_or_default().to_string();
+    format!("{first}  # {}", plan.reason)
+}
+
+/// Runs every data-driven file under `path` (a file or a directory), as described in the
+/// module documentation. Policies must be registered first; `REWRITE=1` rewrites expectations.
+/// Panics, naming the file and line, when an expectation differs: it is a test harness.
+pub fn run_policy_tests(path: &str) {
+    datadriven::walk(path, |file| {
+        let mut state = State {
+            policy: None,
+            spec: PolicySpec::new("leveled"),
+            version: Version::new(),
+        };
+        file.run(|tc| -> String {
+            match tc.directive.as_str() {
+                "define" => {
+                    let name: String = arg(tc, "policy").expect("policy=");
+                    let mut spec = PolicySpec::new(name);
+                    let mut names: Vec<String> = tc.args.keys().cloned().collect();
+                    names.sort();
+                    for key in names {
+                        let value: String = arg(tc, &key).expect("a value");
+                        spec = spec.with(key, value);
+                    }
+                    let built = spec
+                        .fill_defaults([
+                            ("write_buffer_size", "1MiB"),
+                            ("target_file_size", "1MiB"),
+                        ])
+                        .and_then(|()| build_policy(&spec));
+                    match (built, Version::parse(&tc.input)) {
+                        (Ok(p), Ok(v)) => {
+                            state.policy = Some(p);
+                            state.spec = spec;
+                            state.version = v;
+                            "ok\n".to_string()
+                        }
+                        (Err(e), _) => format!("error: {e}\n"),
+                        (_, Err(e)) => format!("error: {e}\n"),
+                    }
+                }
+                "flush" | "apply-flush" => {
+                    let policy = state.policy.clone().expect("define first");
+                    let buf = buffer(tc);
+                    let leases = Leases::new();
+                    let stats = WorkloadStats::default();
+                    let ctx = PickContext::new(&leases, &stats).with_buffer(&buf);
+                    match policy.plan_flush(&state.version, &ctx) {
+                        Err(e) => format!("error: {e}\n"),
+                        Ok(plan) if tc.directive == "flush" => plan.to_string(),
+                        Ok(plan) => {
+                            state.version = apply_flush(&state.version, &plan, &buf);
+                            format!("{plan}{}", state.version)
+                        }
+                    }
+                }
+                "pick" | "apply" => {
+                    let policy = state.policy.clone().expect("define first");
+                    let leases = leases_arg(tc, &state.version);
+                    match pick(policy.as_ref(), &state.version, &leases) {
+                        Err(e) => e,
+                        Ok(None) => "none\n".to_string(),
+                        Ok(Some(plan)) if tc.directive == "pick" => plan.to_string(),
+                        Ok(Some(plan)) => {
+                            state.version = apply_plan(&state.version, &plan);
+                            format!("{plan}{}", state.version)
+                        }
+                    }
+                }
+                "targets" => {
+                    let spec = &state.spec;
+                    let size = |name| parse_size(&option(spec, name)).expect("a size");
+                    let mut leveled = Leveled::new()
+                        .with_size_ratio(option(spec, "size_ratio").parse().expect("a ratio"))
+                        .with_num_levels(option(spec, "num_levels").parse().expect("levels"))
+                        .with_write_buffer_size(size("write_buffer_size"));
+                    let base = option(spec, "max_bytes_for_level_base");
+                    if !base.is_empty() {
+                        leveled =
+                            leveled.with_max_bytes_for_level_base(size("max_bytes_for_level_base"));
+                    }
+                    let t = leveled.level_targets(&state.version);
+                    let mut out = format!("base level: L{}\n", t.base_level);
+                    for (l, target) in t.targets.iter().enumerate().skip(1) {
+                        out.push_str(&format!("L{l}: {target:.0}\n"));
+                    }
+                    out
+                }
+                "run" => {
+                    let policy = state.policy.clone().expect("define first");
+                    let flushes: u64 = arg(tc, "flushes").expect("flushes=");
+                    let buf = buffer(tc);
+                    let mut out = String::new();
+                    let leases = Leases::new();
+                    let stats = WorkloadStats::default();
+                    for n in 1..=flushes {
+                        let ctx = PickContext::new(&leases, &stats).with_buffer(&buf);
+                        let plan = match policy.plan_flush(&state.version, &ctx) {
+                            Ok(p) => p,
+                            Err(e) => return format!("{out}flush {n}: error: {e}\n"),
+                        };
+                        state.version = apply_flush(&state.version, &plan, &buf);
+                        for _ in 0..1000 {
+                            match pick(policy.as_ref(), &state.version, &leases) {
+                                Err(e) => return format!("{out}flush {n}: {e}\n"),
+                                Ok(None) => break,
+                                Ok(Some(p)) => {
+                                    out.push_str(&format!("flush {n}: {}\n", one_line(&p)));
+                                    state.version = apply_plan(&state.version, &p);
+                                }
+                            }
+                        }
+                    }
+                    out.push_str(&state.version.to_string());
+                    out
+                }
+                other => panic!("unknown directive {other}"),
+            }
+        })
+    });
+}
