@@ -1,0 +1,222 @@
+//! A compaction policy written outside Strata's crates: size-tiered compaction in the manner of
+//! Cassandra's `SizeTieredCompactionStrategy`, over one level of runs.
+//!
+//! Every flush adds a run to L1. Runs are grouped into buckets of similar size: walking from the
+//! newest run to the oldest, a run joins the current bucket while its size is within
+//! `[bucket_low, bucket_high]` times the bucket's average. A bucket of at least `min_threshold`
+//! runs is merged (at most `max_threshold` of them, the newest) into one new run in their place.
+//! Buckets hold consecutive runs only: merging runs that are not adjacent in recency order could
+//! reorder versions of a key (Cassandra resolves that with per-cell timestamps; Strata's reads
+//! rely on run order), and the plan validator refuses it.
+//!
+//! It uses only public interfaces: [`CompactionPolicy`] for the decisions, the plan vocabulary,
+//! `strata_policy::helpers` for the pieces every policy needs, and the registry for its name and
+//! options. [`register`] makes it selectable everywhere a built-in policy is: in the engine
+//! (`Options::with_policy_named("size-tiered")`), in `strata sim --policy size-tiered` and in
+//! `strata bench --policies size-tiered`, which this crate's binary offers.
+
+use std::sync::Arc;
+use strata_meta::{format_size, Version};
+use strata_policy::helpers::{check_bloom, check_positive, flush_to_new_run, run_input};
+use strata_policy::registry;
+use strata_policy::{
+    CompactionPolicy, CutRule, FlushPlan, OptionKind, OptionSpec, OutputRun, PickContext, Plan,
+    PlanAction, PlanOutput, PolicyConfig, PolicyError, PolicyRegistration, BLOOM_BITS_PER_KEY,
+    TARGET_FILE_SIZE,
+};
+
+/// The policy's name.
+pub const NAME: &str = "size-tiered";
+
+/// The registry entry: name, options and constructor.
+pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: NAME,
+    summary: "Cassandra-style size-tiered compaction over consecutive runs of similar size",
+    options: &[
+        OptionSpec {
+            name: "min_threshold",
+            kind: OptionKind::Integer,
+            default: "4",
+            rocksdb: None,
+            doc: "runs of similar size that trigger a merge (Cassandra: min_threshold)",
+        },
+        OptionSpec {
+            name: "max_threshold",
+            kind: OptionKind::Integer,
+            default: "32",
+            rocksdb: None,
+            doc: "most runs one merge takes (Cassandra: max_threshold)",
+        },
+        OptionSpec {
+            name: "bucket_low",
+            kind: OptionKind::Float,
+            default: "0.5",
+            rocksdb: None,
+            doc: "a run joins a bucket down to this fraction of its average size",
+        },
+        OptionSpec {
+            name: "bucket_high",
+            kind: OptionKind::Float,
+            default: "1.5",
+            rocksdb: None,
+            doc: "a run joins a bucket up to this multiple of its average size",
+        },
+        TARGET_FILE_SIZE,
+        BLOOM_BITS_PER_KEY,
+    ],
+    build,
+};
+
+/// Registers the policy (once per process; later calls do nothing).
+pub fn register() {
+    // A second call finds the name taken, which is what it wants.
+    let _ = registry::register(REGISTRATION);
+}
+
+fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+    let policy = SizeTiered {
+        min_threshold: config.usize("min_threshold")?,
+        max_threshold: config.usize("max_threshold")?,
+        bucket_low: config.f64("bucket_low")?,
+        bucket_high: config.f64("bucket_high")?,
+        target_file_size: config.size("target_file_size")?,
+        bloom_bits_per_key: config.f64("bloom_bits_per_key")?,
+    };
+    policy.validate()?;
+    Ok(Arc::new(policy))
+}
+
+/// Size-tiered compaction. See the crate documentation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SizeTiered {
+    min_threshold: usize,
+    max_threshold: usize,
+    bucket_low: f64,
+    bucket_high: f64,
+    target_file_size: u64,
+    bloom_bits_per_key: f64,
+}
+
+impl SizeTiered {
+    /// Checks every option.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        if self.min_threshold < 2 {
+            return Err(PolicyError::InvalidOption {
+                option: "min_threshold",
+                reason: format!("{} must be at least 2", self.min_threshold),
+            });
+        }
+        if self.max_threshold < self.min_threshold {
+            return Err(PolicyError::InvalidOption {
+                option: "max_threshold",
+                reason: format!(
+                    "{} must be at least min_threshold ({})",
+                    self.max_threshold, self.min_threshold
+                ),
+            });
+        }
+        let ok = |x: f64| x.is_finite() && x > 0.0;
+        if !(ok(self.bucket_low) && ok(self.bucket_high) && self.bucket_low <= 1.0)
+            || self.bucket_high < 1.0
+        {
+            return Err(PolicyError::InvalidOption {
+                option: "bucket_low",
+                reason: format!(
+                    "bucket_low {} and bucket_high {} must satisfy 0 < low <= 1 <= high",
+                    self.bucket_low, self.bucket_high
+                ),
+            });
+        }
+        check_positive("target_file_size", self.target_file_size)?;
+        check_bloom(self.bloom_bits_per_key)
+    }
+
+    /// The first bucket (newest first) of at least `min_threshold` consecutive runs of similar
+    /// size, as (first position, number of runs), capped at `max_threshold`. `sizes` has `None`
+    /// for runs that are not available (a running merge holds them): buckets stop there.
+    fn bucket(&self, sizes: &[Option<u64>]) -> Option<(usize, usize)> {
+        let mut start = 0;
+        while start < sizes.len() {
+            let Some(first) = sizes[start] else {
+                start += 1;
+                continue;
+            };
+            let mut total = first as f64;
+            let mut end = start + 1;
+            while let Some(Some(size)) = sizes.get(end) {
+                let average = total / (end - start) as f64;
+                let size = *size as f64;
+                if size < average * self.bucket_low || size > average * self.bucket_high {
+                    break;
+                }
+                total += size;
+                end += 1;
+            }
+            if end - start >= self.min_threshold {
+                return Some((start, (end - start).min(self.max_threshold)));
+            }
+            start = end;
+        }
+        None
+    }
+}
+
+impl CompactionPolicy for SizeTiered {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn plan_flush(
+        &self,
+        _version: &Version,
+        _ctx: &PickContext<'_>,
+    ) -> Result<FlushPlan, PolicyError> {
+        Ok(flush_to_new_run(
+            1,
+            CutRule::target_size(self.target_file_size),
+            self.bloom_bits_per_key,
+        ))
+    }
+
+    fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError> {
+        let runs = version.level(1).runs();
+        let sizes: Vec<Option<u64>> = runs
+            .iter()
+            .map(|r| {
+                let leased = ctx.leases.any_leased(r.tables().iter().map(|t| &t.id));
+                (!leased).then(|| r.size())
+            })
+            .collect();
+        let Some((start, count)) = self.bucket(&sizes) else {
+            return Ok(None);
+        };
+        let chosen = &runs[start..start + count];
+        let total: u64 = chosen.iter().map(|r| r.size()).sum();
+        Ok(Some(Plan {
+            action: PlanAction::Merge,
+            inputs: chosen.iter().map(|r| run_input(1, r)).collect(),
+            output: Some(PlanOutput {
+                level: 1,
+                run: OutputRun::New,
+                cut: CutRule::target_size(self.target_file_size),
+                bloom_bits_per_key: self.bloom_bits_per_key,
+            }),
+            policy_state: None,
+            reason: format!(
+                "{count} runs of similar size ({} together) from position {start}",
+                format_size(total)
+            ),
+        }))
+    }
+
+    fn options(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("min_threshold", self.min_threshold.to_string()),
+            ("max_threshold", self.max_threshold.to_string()),
+            ("bucket_low", self.bucket_low.to_string()),
+            ("bucket_high", self.bucket_high.to_string()),
+            ("target_file_size", format_size(self.target_file_size)),
+            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
+        ]
+    }
+}
