@@ -96,3 +96,58 @@ fn a_growing_manifest_is_replaced_and_recovers_the_same_version() {
     }
     db.close().unwrap();
 }
+
+/// A policy that flushes windows keeps part of each memtable buffered: the rest is logged again in
+/// the open WAL, so the flushed memtable's WAL is deleted as soon as the flush installs, and
+/// nothing buffered is lost across a reopen or a power cut after close.
+#[test]
+fn window_flushes_delete_each_wal_once_nothing_in_it_is_unflushed() {
+    strata_policy::testing::register();
+    for synchronous in [true, false] {
+        let fs = MemFs::default();
+        let options = || {
+            Options::new()
+                .with_file_system(Arc::new(fs.clone()))
+                .with_write_buffer_size(16 << 10)
+                .with_synchronous_compaction(synchronous)
+                .with_policy_named("exercise-executor:target_file_size=8KiB")
+                .unwrap()
+        };
+        let db = Db::open("/db", options()).unwrap();
+        let wals = |fs: &MemFs| count(fs, |k| matches!(k, FileKind::Wal(_)));
+        let mut most_wals = 0;
+        for i in 0..8000u32 {
+            db.put(
+                format!("k{:06}", i.wrapping_mul(7919) % 100_000),
+                format!("value {i}"),
+            )
+            .unwrap();
+            if synchronous {
+                // Every flush installs before the write returns: only the open WAL is left.
+                assert_eq!(wals(&fs), 1, "after write {i}");
+            } else if i % 500 == 0 {
+                most_wals = most_wals.max(wals(&fs));
+            }
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+        let metrics = db.metrics();
+        assert!(metrics.flushes > 10, "{} flushes", metrics.flushes);
+        assert_eq!(wals(&fs), 1, "synchronous {synchronous}");
+        // Background flushes lag at most the frozen memtables allowed (2) behind.
+        assert!(most_wals <= 3, "{most_wals} WALs at once");
+        // The last window flush kept part of the buffer: it is in the memtable and the open WAL.
+        assert!(metrics.memtable_bytes > 0, "nothing stayed buffered");
+        db.close().unwrap();
+        fs.simulate_power_loss();
+        let db = Db::open("/db", options()).unwrap();
+        for i in (0..8000u32).step_by(7) {
+            let key = format!("k{:06}", i.wrapping_mul(7919) % 100_000);
+            assert!(
+                db.get(&key).unwrap().is_some(),
+                "{key} lost (synchronous {synchronous})"
+            );
+        }
+        db.close().unwrap();
+    }
+}
