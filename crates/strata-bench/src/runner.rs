@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Operations per window of the worst-window throughput (DESIGN.md).
+/// Operations per window of the worst-window throughput (`docs/architecture.md`, measuring).
 pub const WINDOW_OPS: u64 = 100_000;
 
 /// How often the sampler records completed operations and disk usage.

@@ -3,8 +3,9 @@
 
 use std::cmp::Ordering;
 
-/// A sequence number: the position of a write in the global write order.
-pub type SeqNo = u64;
+/// A sequence number: the position of a write in the global write order (the metadata crate's
+/// type; one type for the whole system).
+pub use strata_meta::SeqNo;
 
 /// The largest sequence number (56 bits; the low byte of the trailer holds the kind).
 pub const MAX_SEQNO: SeqNo = (1 << 56) - 1;

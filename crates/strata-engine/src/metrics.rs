@@ -18,7 +18,8 @@ pub struct LevelMetrics {
     pub bytes: u64,
 }
 
-/// Counters since open and the current shape. Amplifications follow `DESIGN.md`.
+/// Counters since open and the current shape. Amplifications follow the measuring conventions of
+/// `docs/architecture.md`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Metrics {
     /// User key+value bytes written.

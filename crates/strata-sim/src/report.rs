@@ -58,8 +58,9 @@ pub struct TimelineSample {
     pub lookup_cost: f64,
 }
 
-/// The result of one simulation. Amplifications follow `DESIGN.md`: write amplification is
-/// bytes written by flushes and compactions over user bytes ingested; space amplification is
+/// The result of one simulation. Amplifications follow the measuring conventions of
+/// `docs/architecture.md`: write amplification is bytes written by flushes and compactions over
+/// user bytes ingested; space amplification is
 /// table bytes over the bytes of the live unique key set, with durable (the tree's own tables) and
 /// transient (outputs of running compactions beside their inputs) reported apart.
 #[derive(Clone, Debug, Serialize)]

@@ -79,12 +79,12 @@ impl Engine {
                 self.install_without_data(state, &plan)?;
                 continue;
             }
-            let st: &mut EngineState = state;
-            st.leases.acquire(&plan, &st.version)?;
-            st.running_compactions += 1;
-            st.stateful_running |= plan.policy_state.is_some();
+            let locked: &mut EngineState = state;
+            locked.leases.acquire(&plan, &locked.version)?;
+            locked.running_compactions += 1;
+            locked.stateful_running |= plan.policy_state.is_some();
             return Ok(Some(CompactionJob {
-                version: Arc::clone(&st.version),
+                version: Arc::clone(&locked.version),
                 snapshots: self.snapshot_list(),
                 flushes_before: Statistics::get(&self.stats.flushes),
                 plan,
@@ -311,10 +311,10 @@ impl Engine {
         if plan.action != PlanAction::Merge {
             return self.install_without_data(state, &plan);
         }
-        let st: &mut EngineState = state;
-        st.leases.acquire(&plan, &version)?;
-        st.running_compactions += 1;
-        st.stateful_running |= plan.policy_state.is_some();
+        let locked: &mut EngineState = state;
+        locked.leases.acquire(&plan, &version)?;
+        locked.running_compactions += 1;
+        locked.stateful_running |= plan.policy_state.is_some();
         let job = CompactionJob {
             version,
             snapshots: self.snapshot_list(),

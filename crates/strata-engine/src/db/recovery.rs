@@ -39,6 +39,7 @@ struct Directory {
     manifest: Manifest,
 }
 
+/// Wraps an I/O error with what was being done.
 fn io_error(context: String) -> impl FnOnce(std::io::Error) -> Error {
     move |e| Error::io(context, e)
 }
