@@ -1,9 +1,15 @@
 //! Keys: their byte encoding, the scrambler, and the bookkeeping of which keys are live.
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// Key indexes the live bitmap can track: 2^38, in 2^16 chunks of 2^22 bits (512 KiB each,
+/// allocated when first touched). Workloads are checked against it when they are validated.
+pub const MAX_TRACKED_INDEX: u64 = 1 << 38;
+const CHUNK_BITS: u64 = 1 << 22;
+const CHUNKS: usize = (MAX_TRACKED_INDEX / CHUNK_BITS) as usize;
 
 /// Encodes key number `n` as `size` bytes: 8 bytes big-endian, then zero padding, so byte order
 /// is numeric order.
@@ -35,15 +41,28 @@ pub fn scramble(index: u64) -> u64 {
 
 /// Key bookkeeping shared by a phase's threads: which keys exist, so reads hit, deletes remove
 /// live keys, and space amplification knows the live set.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct KeySpace {
     /// Keys inserted by index-based orders (indexes `0..inserted` map to keys).
     pub(crate) inserted: AtomicU64,
-    /// Live flags per index, for index-based orders and for uniform domains.
-    live_bits: RwLock<Vec<AtomicU64>>,
+    /// Live flags per index, for index-based orders and for uniform domains, in chunks
+    /// allocated on first use: a flag costs one atomic operation and no lock.
+    live_bits: Box<[OnceLock<Box<[AtomicU64]>>]>,
+    /// Live keys (flags set, plus value-based keys).
     live: AtomicU64,
     /// Live keys of value-based orders (shifting normal, TPC-C): single-threaded bookkeeping.
     pub(crate) values: Mutex<ValueKeys>,
+}
+
+impl Default for KeySpace {
+    fn default() -> Self {
+        KeySpace {
+            inserted: AtomicU64::new(0),
+            live_bits: (0..CHUNKS).map(|_| OnceLock::new()).collect(),
+            live: AtomicU64::new(0),
+            values: Mutex::new(ValueKeys::default()),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -62,7 +81,7 @@ impl KeySpace {
 
     /// Number of live keys.
     pub fn live_keys(&self) -> u64 {
-        self.live.load(Ordering::Relaxed) + self.values.lock().keys.len() as u64
+        self.live.load(Ordering::Relaxed)
     }
 
     /// Keys inserted by index so far.
@@ -70,31 +89,19 @@ impl KeySpace {
         self.inserted.load(Ordering::Relaxed)
     }
 
-    /// Marks key index (or key, for uniform domains) `index` live or dead.
+    /// Marks key index (or key, for uniform domains) `index` live or dead. Indexes from
+    /// [`MAX_TRACKED_INDEX`] on are not tracked (workload validation keeps them out).
     pub(crate) fn set_live(&self, index: u64, live: bool) {
-        let word = (index / 64) as usize;
+        let Some(chunk) = self.live_bits.get((index / CHUNK_BITS) as usize) else {
+            return;
+        };
+        let words = chunk.get_or_init(|| (0..CHUNK_BITS / 64).map(|_| AtomicU64::new(0)).collect());
+        let word = &words[((index % CHUNK_BITS) / 64) as usize];
         let bit = 1u64 << (index % 64);
-        {
-            let bits = self.live_bits.read();
-            if let Some(w) = bits.get(word) {
-                let old = if live {
-                    w.fetch_or(bit, Ordering::Relaxed)
-                } else {
-                    w.fetch_and(!bit, Ordering::Relaxed)
-                };
-                self.count_change(old & bit != 0, live);
-                return;
-            }
-        }
-        let mut bits = self.live_bits.write();
-        while bits.len() <= word {
-            let grow = bits.len().max(1024);
-            bits.extend((0..grow).map(|_| AtomicU64::new(0)));
-        }
         let old = if live {
-            bits[word].fetch_or(bit, Ordering::Relaxed)
+            word.fetch_or(bit, Ordering::Relaxed)
         } else {
-            bits[word].fetch_and(!bit, Ordering::Relaxed)
+            word.fetch_and(!bit, Ordering::Relaxed)
         };
         self.count_change(old & bit != 0, live);
     }
@@ -120,6 +127,7 @@ impl KeySpace {
         let at = v.keys.len();
         v.keys.push(key);
         v.position.insert(key, at);
+        self.count_change(false, true);
         true
     }
 
@@ -131,6 +139,7 @@ impl KeySpace {
             if let Some(&moved) = v.keys.get(at) {
                 v.position.insert(moved, at);
             }
+            self.count_change(true, false);
         }
     }
 }

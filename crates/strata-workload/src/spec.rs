@@ -269,6 +269,18 @@ impl WorkloadSpec {
             return Err("a workload needs at least one phase".to_string());
         }
         for p in &self.phases {
+            let tracked = crate::keys::MAX_TRACKED_INDEX;
+            let domain = match p.inserts {
+                InsertOrder::UniformDomain { size } => size,
+                _ => 0,
+            };
+            if p.ops > tracked || domain > tracked {
+                return Err(format!(
+                    "phase {:?}: {} keys are more than the {tracked} the workload can track",
+                    p.name,
+                    p.ops.max(domain)
+                ));
+            }
             if p.ops == 0 && p.duration_secs <= 0.0 {
                 return Err(format!(
                     "phase {:?} has neither ops nor duration_secs",
