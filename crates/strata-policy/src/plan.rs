@@ -159,6 +159,18 @@ struct Recency {
     position: f64,
 }
 
+impl FlushPlan {
+    /// Levels the flush reads tables from: the output level when it merges with tables there,
+    /// else none.
+    pub fn input_levels(&self) -> Vec<usize> {
+        if self.merge_with.is_empty() {
+            Vec::new()
+        } else {
+            vec![self.output.level]
+        }
+    }
+}
+
 impl Plan {
     /// All input table ids.
     pub fn input_tables(&self) -> impl Iterator<Item = TableId> + '_ {

@@ -584,11 +584,7 @@ impl Simulator {
             self.trace.push(TraceEvent {
                 flush: self.stats.flushes,
                 kind: TraceKind::Flush,
-                input_levels: if plan.merge_with.is_empty() {
-                    Vec::new()
-                } else {
-                    vec![plan.output.level]
-                },
+                input_levels: plan.input_levels(),
                 input_tables: plan.merge_with.len(),
                 output_level: Some(plan.output.level),
                 output_tables: outputs.len(),

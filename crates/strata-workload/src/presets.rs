@@ -262,18 +262,28 @@ impl WorkloadSpec {
                 return Err(format!("unknown workload {other:?}; presets: {}", names.join(", ")));
             }
         };
-        let spec = WorkloadSpec {
-            name: name.to_string(),
-            description: description.to_string(),
-            key_size: p.key_size,
-            value_size: p.value_size,
-            phases,
-            policies: Vec::new(),
-            policy_options: Default::default(),
-        };
-        spec.validate()?;
-        Ok(spec)
+        assemble(name.to_string(), description.to_string(), p, phases)
     }
+}
+
+/// A preset workload of `phases` with the parameters' key and value sizes, validated.
+fn assemble(
+    name: String,
+    description: String,
+    p: &PresetParams,
+    phases: Vec<PhaseSpec>,
+) -> Result<WorkloadSpec, String> {
+    let spec = WorkloadSpec {
+        name,
+        description,
+        key_size: p.key_size,
+        value_size: p.value_size,
+        phases,
+        policies: Vec::new(),
+        policy_options: Default::default(),
+    };
+    spec.validate()?;
+    Ok(spec)
 }
 
 const DB_BENCH: &[&str] = &[
@@ -359,15 +369,10 @@ fn db_bench(names: &[&str], p: &PresetParams) -> Result<WorkloadSpec, String> {
         }
         phases.push(ph);
     }
-    let spec = WorkloadSpec {
-        name: names.join(","),
-        description: format!("db_bench {}", names.join(",")),
-        key_size: p.key_size,
-        value_size: p.value_size,
+    assemble(
+        names.join(","),
+        format!("db_bench {}", names.join(",")),
+        p,
         phases,
-        policies: Vec::new(),
-        policy_options: Default::default(),
-    };
-    spec.validate()?;
-    Ok(spec)
+    )
 }

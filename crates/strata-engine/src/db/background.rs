@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use parking_lot::MutexGuard;
 use std::sync::Arc;
 use std::time::Duration;
-use strata_policy::{PickContext, PolicyError};
+use strata_policy::PolicyError;
 
 impl Engine {
     /// Records the failure of a flush or compaction (failure rule 3) and returns the error to
@@ -127,10 +127,7 @@ impl Engine {
                 !state.frozen.is_empty() || state.flush_running || state.running_compactions > 0;
             let wanted = !busy && {
                 let stats = self.workload_stats();
-                let ctx = PickContext {
-                    now_nanos: self.now_nanos(),
-                    ..PickContext::new(&state.leases, &stats)
-                };
+                let ctx = self.pick_context(&state.leases, &stats, None);
                 self.policy.pick(&state.version, &ctx)?.is_some()
             };
             if !busy && !wanted {

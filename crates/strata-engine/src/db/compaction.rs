@@ -17,7 +17,7 @@ use std::time::Instant;
 use strata_exec::sources::merge_sources;
 use strata_exec::{compaction_edit, OlderTables};
 use strata_meta::{TableId, TableMeta, Version};
-use strata_policy::{ManualRange, PickContext, Plan, PlanAction, PlanOutput, PolicyError};
+use strata_policy::{ManualRange, Plan, PlanAction, PlanOutput, PolicyError};
 
 /// Plans a caller runs in a row before declaring the policy non-convergent.
 pub(crate) const MAX_INLINE_PLANS: usize = 100_000;
@@ -65,12 +65,7 @@ impl Engine {
                 return Ok(None);
             }
             let stats = self.workload_stats();
-            let ctx = PickContext {
-                leases: &state.leases,
-                stats: &stats,
-                buffer: None,
-                now_nanos: self.now_nanos(),
-            };
+            let ctx = self.pick_context(&state.leases, &stats, None);
             let Some(plan) = self.policy.pick(&state.version, &ctx)? else {
                 return Ok(None);
             };
@@ -298,12 +293,7 @@ impl Engine {
         };
         let version = Arc::clone(&state.version);
         let stats = self.workload_stats();
-        let ctx = PickContext {
-            leases: &state.leases,
-            stats: &stats,
-            buffer: None,
-            now_nanos: self.now_nanos(),
-        };
+        let ctx = self.pick_context(&state.leases, &stats, None);
         let Some(plan) = self.policy.plan_manual(&version, &range, &ctx)? else {
             return Ok(());
         };

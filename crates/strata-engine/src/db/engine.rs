@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 use strata_meta::Version;
-use strata_policy::{CompactionPolicy, Leases, WorkloadStats};
+use strata_policy::{BufferSummary, CompactionPolicy, Leases, PickContext, WorkloadStats};
 
 /// The WAL slot: the open WAL, or why there is none.
 pub(crate) enum WalSlot {
@@ -193,6 +193,22 @@ impl Engine {
             skew: None,
             flush_interval_nanos: known(self.flush_interval_nanos.load(Ordering::Relaxed)),
             rewrite_nanos_per_mib: known(self.rewrite_nanos_per_mib.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// What a policy sees besides the version: `leases`, workload statistics `stats`, the buffer
+    /// about to be flushed (for flush plans), and the clock.
+    pub fn pick_context<'a>(
+        &self,
+        leases: &'a Leases,
+        stats: &'a WorkloadStats,
+        buffer: Option<&'a BufferSummary>,
+    ) -> PickContext<'a> {
+        PickContext {
+            leases,
+            stats,
+            buffer,
+            now_nanos: self.now_nanos(),
         }
     }
 

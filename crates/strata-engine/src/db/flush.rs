@@ -18,7 +18,7 @@ use strata_exec::window::{key_position, most_compact_window};
 use strata_exec::{flush_edit, OlderTables};
 use strata_meta::{TableMeta, Version};
 use strata_policy::{
-    BufferSelection, BufferSummary, FlushPlan, OutputRun, PickContext, Plan, PlanAction, PlanInput,
+    BufferSelection, BufferSummary, FlushPlan, OutputRun, Plan, PlanAction, PlanInput,
 };
 
 /// A flush the flusher picked: the oldest frozen memtable (or, for a window flush, every frozen
@@ -174,12 +174,7 @@ impl Engine {
         };
         let stats = self.workload_stats();
         let ask = |summary: &BufferSummary| {
-            let ctx = PickContext {
-                leases: &state.leases,
-                stats: &stats,
-                buffer: Some(summary),
-                now_nanos: self.now_nanos(),
-            };
+            let ctx = self.pick_context(&state.leases, &stats, Some(summary));
             self.policy.plan_flush(&state.version, &ctx)
         };
         let mut plan = ask(&summary)?;
@@ -315,11 +310,7 @@ impl Engine {
         self.notify(&CompletedJob {
             kind: JobKind::Flush,
             flushes_before: Statistics::get(&self.stats.flushes),
-            input_levels: if plan.merge_with.is_empty() {
-                Vec::new()
-            } else {
-                vec![plan.output.level]
-            },
+            input_levels: plan.input_levels(),
             input_tables: plan.merge_with.len(),
             output_level: Some(plan.output.level),
             output_tables,

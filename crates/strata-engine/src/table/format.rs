@@ -417,39 +417,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn version_1_properties_with_varint_sequence_numbers_still_read() {
-        let mut b = BlockBuilder::new(1);
+    /// A properties block as format version 1 wrote it (varint sequence numbers), claiming
+    /// `format_version`.
+    fn varint_properties(format_version: u64) -> Block {
         let varint = |n: u64| {
             let mut v = Vec::new();
             put_varint(&mut v, n);
             v
         };
-        b.add(P_BLOOM, &10.0f64.to_bits().to_le_bytes());
-        b.add(P_COMPRESSION, &[0]);
-        b.add(P_DATA_BLOCKS, &varint(1));
-        b.add(P_ENTRIES, &varint(3));
-        b.add(P_FORMAT_VERSION, &varint(1));
-        b.add(P_LARGEST_KEY, b"c");
-        b.add(P_LARGEST_SEQNO, &varint(300));
-        b.add(P_RAW_KEY_BYTES, &varint(27));
-        b.add(P_RAW_VALUE_BYTES, &varint(10));
-        b.add(P_SMALLEST_KEY, b"a");
-        b.add(P_SMALLEST_SEQNO, &varint(7));
-        b.add(P_TOMBSTONES, &varint(1));
-        let block = Block::new(Bytes::from(b.finish().to_vec())).unwrap();
-        let p = TableProperties::decode(&block).unwrap();
-        assert_eq!(
-            (p.smallest_seqno, p.largest_seqno, p.format_version),
-            (7, 300, 1)
-        );
-        // The same block claiming version 2 has sequence numbers of the wrong width.
         let mut b = BlockBuilder::new(1);
         b.add(P_BLOOM, &10.0f64.to_bits().to_le_bytes());
         b.add(P_COMPRESSION, &[0]);
         b.add(P_DATA_BLOCKS, &varint(1));
         b.add(P_ENTRIES, &varint(3));
-        b.add(P_FORMAT_VERSION, &varint(2));
+        b.add(P_FORMAT_VERSION, &varint(format_version));
         b.add(P_LARGEST_KEY, b"c");
         b.add(P_LARGEST_SEQNO, &varint(300));
         b.add(P_RAW_KEY_BYTES, &varint(27));
@@ -457,8 +438,18 @@ mod tests {
         b.add(P_SMALLEST_KEY, b"a");
         b.add(P_SMALLEST_SEQNO, &varint(7));
         b.add(P_TOMBSTONES, &varint(1));
-        let block = Block::new(Bytes::from(b.finish().to_vec())).unwrap();
-        let e = TableProperties::decode(&block).unwrap_err();
+        Block::new(Bytes::from(b.finish().to_vec())).unwrap()
+    }
+
+    #[test]
+    fn version_1_properties_with_varint_sequence_numbers_still_read() {
+        let p = TableProperties::decode(&varint_properties(1)).unwrap();
+        assert_eq!(
+            (p.smallest_seqno, p.largest_seqno, p.format_version),
+            (7, 300, 1)
+        );
+        // The same block claiming version 2 has sequence numbers of the wrong width.
+        let e = TableProperties::decode(&varint_properties(2)).unwrap_err();
         assert!(e.contains("_seqno"), "{e}");
     }
 
