@@ -9,7 +9,9 @@ use strata_workload::WorkloadSpec;
 /// or "none"), else the workload file's `policies`, else every built-in policy. Each gets the
 /// `--policy-option`s first, then the workload file's `policy_options`, then the command's own
 /// `defaults`, wherever it declares the option and does not set it itself. A `--policy-option`
-/// or file option that no selected policy declares is an error.
+/// that no selected policy declares is an error, and so is a file option when the file's own
+/// `policies` are run; when the command line picks the policies, the file's options go to those
+/// that have them.
 pub fn policy_specs(
     list: Option<&str>,
     workload: &WorkloadSpec,
@@ -27,16 +29,23 @@ pub fn policy_specs(
         .iter()
         .map(|s| registry::lookup(&s.name))
         .collect::<Result<Vec<_>, _>>()?;
+    let file_options = workload.policy_option_args();
+    let strict_file_options = list.is_none();
     let mut shared = Vec::new();
-    for option in policy_options
+    let mut lenient = Vec::new();
+    for (option, strict) in policy_options
         .iter()
-        .cloned()
-        .chain(workload.policy_option_args())
+        .map(|o| (o.clone(), true))
+        .chain(file_options.into_iter().map(|o| (o, strict_file_options)))
     {
         let Some((name, value)) = option.split_once('=') else {
             bail!("policy option {option:?} should look like name=value");
         };
         let name = name.trim();
+        if !strict {
+            lenient.push((name.to_string(), value.trim().to_string()));
+            continue;
+        }
         if !declared.iter().any(|r| r.has_option(name)) {
             bail!(
                 "policy option {name}: none of the selected policies ({}) has this option; \
@@ -52,6 +61,7 @@ pub fn policy_specs(
     }
     for spec in &mut specs {
         spec.fill_defaults(shared.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+        spec.fill_defaults(lenient.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
         spec.fill_defaults(defaults.iter().map(|(k, v)| (*k, v.as_str())))?;
     }
     Ok(specs)
@@ -62,4 +72,81 @@ fn builtins() -> Vec<PolicySpec> {
         .into_iter()
         .map(PolicySpec::new)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata_workload::PresetParams;
+
+    fn workload(toml_extra: &str) -> WorkloadSpec {
+        let text = format!(
+            "name = \"w\"\n{toml_extra}\n[[phases]]\nname = \"p\"\nops = 10\nmix = {{ insert = 1.0 }}\n"
+        );
+        WorkloadSpec::from_toml(&text)
+            .map_err(anyhow::Error::msg)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn names(specs: &[PolicySpec]) -> Vec<String> {
+        specs.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn the_command_line_then_the_workload_file_then_defaults_set_options() {
+        let file = workload(
+            "policies = [\"leveled:level0_trigger=8\", \"tiered\"]\n[policy_options]\nsize_ratio = 6",
+        );
+        // The file's policies and options, then the command's defaults where still unset.
+        let specs = policy_specs(
+            None,
+            &file,
+            &[],
+            &[
+                ("size_ratio", "10".into()),
+                ("target_file_size", "1MiB".into()),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            names(&specs),
+            vec![
+                "leveled:level0_trigger=8,size_ratio=6,target_file_size=1MiB",
+                "tiered:size_ratio=6,target_file_size=1MiB"
+            ]
+        );
+        // The command line's list replaces the file's (whose options then go only where they
+        // apply), and command-line options win over the file's.
+        let specs =
+            policy_specs(Some("horizontal-tiered"), &file, &["levels=4".into()], &[]).unwrap();
+        assert_eq!(names(&specs), vec!["horizontal-tiered:levels=4"]);
+        let specs = policy_specs(Some("tiered"), &file, &["size_ratio=3".into()], &[]).unwrap();
+        assert_eq!(names(&specs), vec!["tiered:size_ratio=3"]);
+        // No list anywhere: every built-in policy.
+        let plain = WorkloadSpec::preset("fillunique", &PresetParams::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            policy_specs(None, &plain, &[], &[]).unwrap().len(),
+            registry::builtin_names().len()
+        );
+        assert!(policy_specs(Some("none"), &plain, &[], &[])
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn options_no_selected_policy_has_are_errors() {
+        let plain = workload("");
+        let e =
+            policy_specs(Some("tiered"), &plain, &["level0_trigger=2".into()], &[]).unwrap_err();
+        assert!(e.to_string().contains("level0_trigger"), "{e}");
+        // A file option none of the file's own policies has is an error...
+        let file = workload("policies = [\"leveled\"]\n[policy_options]\nfanout = 3");
+        let e = policy_specs(None, &file, &[], &[]).unwrap_err();
+        assert!(e.to_string().contains("fanout"), "{e}");
+        // ...but when the command line picks other policies, it only goes where it applies.
+        let specs = policy_specs(Some("tiered"), &file, &[], &[]).unwrap();
+        assert_eq!(names(&specs), vec!["tiered"]);
+        assert!(policy_specs(Some("tiered"), &plain, &["size_ratio".into()], &[]).is_err());
+    }
 }
