@@ -64,6 +64,7 @@ impl MergeFilter {
     }
 
     /// Whether to keep the entry with internal key `ikey` (entries must arrive in order).
+    #[inline]
     pub fn keep(&mut self, ikey: &[u8]) -> bool {
         let Some((user_key, seq, kind)) = key::parse_internal_key(ikey) else {
             return true;
@@ -172,7 +173,12 @@ impl<'a> OutputWriter<'a> {
     pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
         let user_key = key::user_key(ikey);
         if self.builder.is_none() || self.last_user_key != user_key {
-            let open = self.builder.as_ref().map(|(_, b)| b.estimated_size());
+            // The builder's size estimate costs a little per key: only ask when sizes matter.
+            let sizes_matter = self.cutter.sizes_matter();
+            let open = self
+                .builder
+                .as_ref()
+                .map(|(_, b)| if sizes_matter { b.estimated_size() } else { 0 });
             if self.cutter.cut_before(user_key, open) {
                 self.finish_current()?;
             }

@@ -50,6 +50,7 @@ impl WriteQueue {
     /// Queues `me` and waits until another leader committed it or it is at the head. A leader
     /// takes the writers queued behind it, up to [`MAX_GROUP_BYTES`], without taking a sync
     /// write into a group whose leader does not sync.
+    #[inline]
     pub fn join(&self, me: &Arc<Writer>) -> Turn {
         let mut queue = self.queue.lock();
         queue.push_back(Arc::clone(me));
@@ -76,6 +77,7 @@ impl WriteQueue {
 
     /// Takes `group`, led by `leader`, off the queue, hands every other writer `result`, and
     /// wakes the queue.
+    #[inline]
     pub fn finish(&self, leader: &Arc<Writer>, group: &[Arc<Writer>], result: &Result<()>) {
         let mut queue = self.queue.lock();
         for w in group {

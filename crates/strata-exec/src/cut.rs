@@ -66,6 +66,12 @@ impl<K: Ord> Cutter<K> {
         }
     }
 
+    /// Whether table sizes matter to this cutter (some piece has a size target); when they do
+    /// not, callers may pass any size for an open table and skip computing it.
+    pub fn sizes_matter(&self) -> bool {
+        self.targets.iter().any(Option::is_some)
+    }
+
     /// Whether the table being written (of `open_table_size` bytes so far; `None` when no table
     /// is open) must end before `key`, the next user key of the output.
     pub fn cut_before<Q>(&mut self, key: &Q, open_table_size: Option<u64>) -> bool

@@ -236,9 +236,13 @@ impl Engine {
             .into_iter()
             .collect();
         projection.extend(merge_with.iter().map(|t| (t.smallest.clone(), t.size)));
-        let (tables, bytes_read) = source_iterators(vec![merge_with], &self.tables);
         let mut inputs: Vec<Box<dyn InternalIterator>> = vec![Box::new(flushed.iter())];
-        inputs.extend(tables);
+        let mut bytes_read = 0;
+        if !merge_with.is_empty() {
+            let (tables, bytes) = source_iterators(vec![merge_with], &self.tables);
+            inputs.extend(tables);
+            bytes_read = bytes;
+        }
         let older = OlderTables::below(
             &job.version,
             plan.output.level,
