@@ -42,6 +42,7 @@ mod super_version;
 pub mod table;
 mod table_cache;
 mod user_iter;
+mod wal_chain;
 mod write_queue;
 
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
@@ -53,3 +54,4 @@ pub use metrics::{LevelMetrics, Metrics};
 pub use options::{Options, WriteOptions};
 pub use table::Compression;
 pub use user_iter::DbIterator;
+pub use wal_chain::RecoveryStop;

@@ -39,6 +39,10 @@
 //!   reading there and reports it through [`LogReader::dropped_tail`];
 //!   [`RecoveryMode::AbsoluteConsistency`] reports [`Error::Corruption`] naming `o`.
 //!
+//! [`RecoveryMode::PointInTime`] never fails: any damage ends reading, and [`LogReader::damage`]
+//! says where and which kind. What a whole set of WALs may hold is decided above this module
+//! (`wal_chain`), which alone knows whether a log is the last of the history.
+//!
 //! One limitation follows from the format having no block structure: a torn record whose partial
 //! payload itself contains a complete valid record (a payload that embeds a copy of a log) is
 //! reported as corruption, since it cannot be told from a damaged length field followed by real
@@ -111,6 +115,22 @@ pub enum RecoveryMode {
     /// Any damage, a torn tail included, is an [`Error::Corruption`]. RocksDB's
     /// `kAbsoluteConsistency`: for logs that were synced after every record and closed cleanly.
     AbsoluteConsistency,
+    /// Stop at the first damage of any kind and keep what precedes it. A reader in this mode
+    /// never fails: it reports the damage through [`LogReader::damage`]. For WAL recovery it
+    /// means RocksDB's `kPointInTimeRecovery`: the database opens with a consistent prefix of its
+    /// history, and the WALs from the damage on are set aside unreplayed, never deleted.
+    PointInTime,
+}
+
+/// Damage that ended a reader's log (see the [module docs](self)).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// Where the damaged record starts: the valid part of the log ends here.
+    pub offset: u64,
+    /// What was wrong.
+    pub reason: String,
+    /// Whether it is a torn tail (no valid record follows) rather than damage in the middle.
+    pub torn: bool,
 }
 
 /// Appends records to a log file.
@@ -170,8 +190,8 @@ impl fmt::Debug for LogWriter {
 #[derive(Debug, Clone)]
 enum State {
     Reading,
-    /// A torn tail at this offset was dropped, for this reason.
-    Dropped(u64, String),
+    /// Damage ended the log: a torn tail, or (point-in-time mode) any damage.
+    Dropped(Damage),
     /// Damage at this offset is an error; every later call repeats it.
     Failed(u64, String),
 }
@@ -244,13 +264,21 @@ impl LogReader {
         } else {
             (why, find_valid_record(&self.data, self.pos + HEADER_LEN))
         };
-        self.state = match (follower, self.mode) {
-            (Some(next), _) => State::Failed(
-                offset,
-                format!("{why}, yet a valid record follows at offset {next}"),
-            ),
-            (None, RecoveryMode::TolerateCorruptedTail) => State::Dropped(offset, why),
-            (None, RecoveryMode::AbsoluteConsistency) => State::Failed(
+        let torn = follower.is_none();
+        let why = match follower {
+            Some(next) => format!("{why}, yet a valid record follows at offset {next}"),
+            None => why,
+        };
+        self.state = match (torn, self.mode) {
+            (_, RecoveryMode::PointInTime) | (true, RecoveryMode::TolerateCorruptedTail) => {
+                State::Dropped(Damage {
+                    offset,
+                    reason: why,
+                    torn,
+                })
+            }
+            (false, _) => State::Failed(offset, why),
+            (true, RecoveryMode::AbsoluteConsistency) => State::Failed(
                 offset,
                 format!("{why}: a torn tail, which absolute-consistency recovery does not accept"),
             ),
@@ -259,11 +287,30 @@ impl LogReader {
     }
 
     /// The torn tail that was dropped, if any: its offset (where the valid part of the log ends)
-    /// and what was wrong with it. Only in [`RecoveryMode::TolerateCorruptedTail`].
+    /// and what was wrong with it. Only in [`RecoveryMode::TolerateCorruptedTail`] and
+    /// [`RecoveryMode::PointInTime`].
     pub fn dropped_tail(&self) -> Option<(u64, String)> {
+        self.damage()
+            .filter(|d| d.torn)
+            .map(|d| (d.offset, d.reason.clone()))
+    }
+
+    /// The damage that ended reading without an error, if any: a dropped torn tail, or in
+    /// [`RecoveryMode::PointInTime`] any damage.
+    pub fn damage(&self) -> Option<&Damage> {
         match &self.state {
-            State::Dropped(offset, why) => Some((*offset, why.clone())),
+            State::Dropped(damage) => Some(damage),
             State::Reading | State::Failed(..) => None,
+        }
+    }
+
+    /// Bytes of the log read so far that hold valid records: after the last record returned,
+    /// or where the damage that ended reading starts.
+    pub fn valid_len(&self) -> u64 {
+        match &self.state {
+            State::Dropped(damage) => damage.offset,
+            State::Failed(offset, _) => *offset,
+            State::Reading => self.pos as u64,
         }
     }
 
@@ -284,6 +331,16 @@ impl fmt::Debug for LogReader {
             .field("state", &self.state)
             .finish()
     }
+}
+
+/// The payload of the log's first record, if it is valid.
+pub(crate) fn first_record(data: &[u8]) -> Option<&[u8]> {
+    parse_record(data, 0).ok().map(|range| &data[range])
+}
+
+/// Whether a valid record starts anywhere in `data`.
+pub(crate) fn holds_valid_record(data: &[u8]) -> bool {
+    first_record(data).is_some() || find_valid_record(data, 0).is_some()
 }
 
 /// The payload range of the record at `at`, or why it is damaged.

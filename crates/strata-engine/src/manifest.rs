@@ -43,6 +43,9 @@ pub enum FileKind {
     Lock,
     /// A temporary file of ours (`<name>.tmp`).
     Temp,
+    /// A WAL point-in-time recovery set aside unreplayed, `<n>.log.unreplayed`: kept for the
+    /// user, never replayed or deleted.
+    UnreplayedWal(u64),
 }
 
 /// Classifies a file name; `None` for files that are not Strata's.
@@ -60,6 +63,8 @@ pub fn classify(name: &str) -> Option<FileKind> {
         number(n).map(FileKind::Table)
     } else if let Some(n) = name.strip_suffix(".log") {
         number(n).map(FileKind::Wal)
+    } else if let Some(n) = name.strip_suffix(".log.unreplayed") {
+        number(n).map(FileKind::UnreplayedWal)
     } else {
         None
     }
@@ -73,6 +78,11 @@ pub fn table_file_name(n: u64) -> String {
 /// File name of WAL `n`.
 pub fn wal_file_name(n: u64) -> String {
     format!("{n:06}.log")
+}
+
+/// File name under which point-in-time recovery keeps WAL `n` unreplayed.
+pub fn unreplayed_wal_file_name(n: u64) -> String {
+    format!("{n:06}.log.unreplayed")
 }
 
 /// File name of manifest `n`.

@@ -8,8 +8,10 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use strata_engine::fs::{FileSystem, MemFs};
-use strata_engine::manifest::{classify, table_file_name, FileKind};
+use strata_engine::fs::{FaultFs, FaultKind, FileClasses, FileSystem, MemFs};
+use strata_engine::manifest::{
+    classify, table_file_name, unreplayed_wal_file_name, wal_file_name, FileKind,
+};
 use strata_engine::{Db, Error, Options, RecoveryMode, WriteBatch, WriteOptions};
 
 const DIR: &str = "/db";
@@ -261,7 +263,9 @@ fn wal_db(records: u32) -> (MemFs, PathBuf, Vec<Region>) {
         });
         at += 8 + len;
     }
-    assert_eq!(regions.len(), records as usize);
+    // The WAL's first record is its link to the WAL before it; then one record per write.
+    assert_eq!(regions.len(), records as usize + 1);
+    regions.remove(0);
     (fs, wal, regions)
 }
 
@@ -478,4 +482,108 @@ fn random_damage_is_never_a_panic_or_an_invented_value() {
         opened > 0,
         "some damage (in unread places) leaves a database that opens"
     );
+}
+
+/// The offsets at which the records of the log at `path` end.
+fn record_ends(fs: &MemFs, path: &Path) -> Vec<u64> {
+    let data = fs.read(path).unwrap();
+    let mut ends = Vec::new();
+    let mut at = 0usize;
+    while at < data.len() {
+        at += 8 + u32::from_le_bytes(data[at + 4..at + 8].try_into().unwrap()) as usize;
+        ends.push(at as u64);
+    }
+    ends
+}
+
+/// Numbers of the WAL files in the directory, in order.
+fn wal_numbers(fs: &MemFs) -> Vec<u64> {
+    let mut wals: Vec<u64> = fs
+        .list(Path::new(DIR))
+        .unwrap()
+        .iter()
+        .filter_map(|n| match classify(n) {
+            Some(FileKind::Wal(w)) => Some(w),
+            _ => None,
+        })
+        .collect();
+    wals.sort_unstable();
+    wals
+}
+
+/// Issue 10, item 1: an older WAL that lost its end (here cut at a record boundary, so it looks
+/// complete on its own) while a newer WAL exists is a hole in the history. Open must report it
+/// rather than drop synced writes and delete the WAL; point-in-time recovery keeps the prefix
+/// and sets the rest aside.
+#[test]
+fn an_older_wal_that_lost_its_end_is_corruption_or_a_point_in_time_prefix() {
+    let fs = MemFs::new();
+    let db = Db::open(DIR, options(&fs)).unwrap();
+    for i in 0..20 {
+        let mut batch = WriteBatch::new();
+        batch.put(key(i), value(i)).unwrap();
+        db.write(&WriteOptions::synced(), batch).unwrap();
+    }
+    db.close().unwrap();
+    // An open whose recovery flush fails (no table can be created) leaves the replayed WAL and
+    // starts the next one, which records how long the replayed one was.
+    let faults = FaultFs::new(Arc::new(fs.clone()), 1);
+    faults.set_targets(FileClasses::TABLE);
+    faults.set_probability(FaultKind::Create, 1.0);
+    let failed = Db::open(DIR, options(&fs).with_file_system(Arc::new(faults)));
+    assert!(failed.is_err(), "{failed:?}");
+    let wals = wal_numbers(&fs);
+    assert_eq!(wals.len(), 2, "{wals:?}");
+    let older = Path::new(DIR).join(wal_file_name(wals[0]));
+    let ends = record_ends(&fs, &older);
+    assert_eq!(ends.len(), 21, "a link record and 20 writes");
+    // Lose the last three synced writes, exactly at a record boundary.
+    let cut = ends[17];
+    fs.truncate(&older, cut).unwrap();
+
+    for mode in [
+        RecoveryMode::TolerateCorruptedTail,
+        RecoveryMode::AbsoluteConsistency,
+    ] {
+        let result = Db::open(DIR, options(&fs).with_wal_recovery_mode(mode));
+        assert_corruption(result, &wal_file_name(wals[0]), cut, cut + 1);
+        assert_eq!(
+            wal_numbers(&fs),
+            wals,
+            "{mode:?}: a damaged WAL is never deleted"
+        );
+    }
+
+    let pit = || options(&fs).with_wal_recovery_mode(RecoveryMode::PointInTime);
+    let db = Db::open(DIR, pit()).unwrap();
+    let stop = db.recovery_stop().expect("recovery stopped at the damage");
+    assert_eq!(stop.file, wal_file_name(wals[0]));
+    assert_eq!(stop.offset, cut);
+    assert_eq!(stop.set_aside, wals);
+    for i in 0..17 {
+        assert_eq!(
+            db.get(key(i)).unwrap().as_deref(),
+            Some(value(i).as_bytes())
+        );
+    }
+    for i in 17..20 {
+        assert_eq!(db.get(key(i)).unwrap(), None, "key {i} is after the hole");
+    }
+    db.put("after", "recovery").unwrap();
+    db.close().unwrap();
+    for &w in &wals {
+        let kept = Path::new(DIR).join(unreplayed_wal_file_name(w));
+        assert!(fs.exists(&kept), "{} was not kept", kept.display());
+    }
+    // The prefix is now the history: a default open finds no damage and nothing missing.
+    let db = Db::open(DIR, options(&fs)).unwrap();
+    assert_eq!(db.recovery_stop(), None);
+    assert_eq!(
+        db.get(key(16)).unwrap().as_deref(),
+        Some(value(16).as_bytes())
+    );
+    assert_eq!(db.get(key(17)).unwrap(), None);
+    assert_eq!(db.get("after").unwrap().as_deref(), Some(&b"recovery"[..]));
+    db.close().unwrap();
+    assert!(fs.exists(&Path::new(DIR).join(unreplayed_wal_file_name(wals[1]))));
 }

@@ -12,6 +12,7 @@ use crate::stats::Statistics;
 use crate::super_version::SuperVersion;
 use crate::table::BlockCache;
 use crate::table_cache::TableCache;
+use crate::wal_chain::{RecoveryStop, WalLink};
 use crate::write_queue::WriteQueue;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -26,8 +27,10 @@ use strata_policy::{BufferSummary, CompactionPolicy, Leases, PickContext, Worklo
 pub(crate) enum WalSlot {
     /// The WAL of the active memtable.
     Open(Wal),
-    /// No WAL: not opened yet, or closed for good after an error (failure rule 1), with the
-    /// error's message.
+    /// Not opened yet: open replayed the WALs up to this one (its number and the length
+    /// replayed), which the first WAL's link record names (see `wal_chain`).
+    Replayed(Option<WalLink>),
+    /// No WAL: closed for good after an error (failure rule 1), with the error's message.
     Closed(String),
 }
 
@@ -36,7 +39,21 @@ impl WalSlot {
     pub fn open_mut(&mut self) -> Result<&mut Wal> {
         match self {
             WalSlot::Open(wal) => Ok(wal),
+            WalSlot::Replayed(_) => Err(Error::ReadOnly("the WAL is not open yet".to_string())),
             WalSlot::Closed(why) => Err(Error::ReadOnly(why.clone())),
+        }
+    }
+
+    /// What the next WAL's link record names: the open WAL and its length, or the last WAL
+    /// replayed at open.
+    pub fn predecessor(&self) -> Option<WalLink> {
+        match self {
+            WalSlot::Open(wal) => Some(WalLink {
+                number: wal.number,
+                len: wal.writer.len(),
+            }),
+            WalSlot::Replayed(link) => *link,
+            WalSlot::Closed(_) => None,
         }
     }
 
@@ -147,6 +164,8 @@ pub(crate) struct Engine {
     pub flush_interval_nanos: AtomicU64,
     /// Nanoseconds a compaction took per MiB it wrote, smoothed over jobs (0: unknown).
     pub rewrite_nanos_per_mib: AtomicU64,
+    /// Where point-in-time WAL recovery stopped at open, if it met damage.
+    pub recovery_stop: Mutex<Option<RecoveryStop>>,
 }
 
 impl Engine {

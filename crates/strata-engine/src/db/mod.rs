@@ -234,6 +234,15 @@ impl Db {
         Arc::clone(&self.engine.policy)
     }
 
+    /// Where WAL replay stopped at this open, if it opened in [`RecoveryMode::PointInTime`] and
+    /// met damage: the history after that point is not in the database, and the WALs holding
+    /// it were kept as `<number>.log.unreplayed`.
+    ///
+    /// [`RecoveryMode::PointInTime`]: crate::RecoveryMode::PointInTime
+    pub fn recovery_stop(&self) -> Option<crate::RecoveryStop> {
+        self.engine.recovery_stop.lock().clone()
+    }
+
     /// Stops background work, syncs the WAL and releases the directory lock. Data in memtables
     /// stays in the WAL and is recovered on the next open. Further calls fail with
     /// [`Error::Closed`]. A WAL that failed earlier is never synced again (a sync after a
@@ -260,7 +269,7 @@ impl Db {
                 .writer
                 .sync()
                 .map_err(|e| Error::io("syncing the WAL on close".to_string(), e)),
-            WalSlot::Closed(_) => Ok(()),
+            WalSlot::Replayed(_) | WalSlot::Closed(_) => Ok(()),
         };
         self.engine.lock.lock().take();
         result

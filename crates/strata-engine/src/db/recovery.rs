@@ -2,11 +2,10 @@
 //! WALs, and clearing leftovers of earlier runs.
 
 use super::engine::{Engine, EngineState, WalSlot};
-use crate::batch::{self, BatchOp};
+use crate::batch::BatchOp;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::key::ValueKind;
-use crate::log::LogReader;
 use crate::manifest::{self, classify, FileKind, Manifest, ManifestRecord};
 use crate::memtable::Memtable;
 use crate::merge::WriteSettings;
@@ -15,6 +14,7 @@ use crate::stats::Statistics;
 use crate::super_version::SuperVersion;
 use crate::table::BlockCache;
 use crate::table_cache::TableCache;
+use crate::wal_chain::{self, WalFile, WalLink};
 use crate::write_queue::WriteQueue;
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -115,7 +115,12 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
     let max_in_dir = names
         .iter()
         .filter_map(|n| match classify(n) {
-            Some(FileKind::Table(x) | FileKind::Wal(x) | FileKind::Manifest(x)) => Some(x),
+            Some(
+                FileKind::Table(x)
+                | FileKind::Wal(x)
+                | FileKind::Manifest(x)
+                | FileKind::UnreplayedWal(x),
+            ) => Some(x),
             _ => None,
         })
         .max()
@@ -280,6 +285,7 @@ impl Engine {
             last_flush_nanos: AtomicU64::new(0),
             flush_interval_nanos: AtomicU64::new(0),
             rewrite_nanos_per_mib: AtomicU64::new(0),
+            recovery_stop: Mutex::new(None),
             options,
         });
         engine.recover_wals(&found.names, found.log_number)?;
@@ -290,39 +296,45 @@ impl Engine {
         Ok(engine)
     }
 
-    /// Replays WALs at or above `log_number` into a memtable, flushes it as the policy plans,
-    /// and opens a fresh WAL.
+    /// Replays WALs at or above `log_number` into a memtable (following `wal_chain`'s rule:
+    /// damage that is not the newest WAL's torn tail is corruption, or in point-in-time mode
+    /// the end of the replay), flushes it as the policy plans, and opens a fresh WAL.
     fn recover_wals(&self, names: &[String], log_number: u64) -> Result<()> {
-        let mut wals: Vec<u64> = names
+        let mut numbers: Vec<u64> = names
             .iter()
             .filter_map(|n| match classify(n) {
                 Some(FileKind::Wal(w)) if w >= log_number => Some(w),
                 _ => None,
             })
             .collect();
-        wals.sort_unstable();
-        let mut max_seq = self.last_sequence.load(Ordering::Acquire);
-        let memtable = Arc::new(Memtable::new(0));
-        for &number in &wals {
-            let name = manifest::wal_file_name(number);
-            let path = self.dir.join(&name);
+        numbers.sort_unstable();
+        let mut wals = Vec::with_capacity(numbers.len());
+        for number in numbers {
+            let path = self.dir.join(manifest::wal_file_name(number));
             let data = self
                 .fs
                 .read(&path)
                 .map_err(io_error(format!("reading {}", path.display())))?;
-            let mut reader = LogReader::new(data, name.clone(), self.options.wal_recovery_mode);
-            while let Some(payload) = reader.next_record()? {
-                let offset = reader.last_record_offset();
-                let last = batch::replay_wal_payload(&payload, |seq, op| match op {
-                    BatchOp::Put(k, v) => memtable.insert(k, seq, ValueKind::Put, v),
-                    BatchOp::Delete(k) => memtable.insert(k, seq, ValueKind::Delete, &[]),
-                })
-                .map_err(|reason| Error::corruption(&name, offset, reason))?;
-                if let Some(last) = last {
-                    max_seq = max_seq.max(last);
-                }
-            }
+            wals.push(WalFile { number, data });
         }
+        let memtable = Arc::new(Memtable::new(0));
+        let replayed = wal_chain::replay(
+            wals,
+            log_number,
+            self.options.wal_recovery_mode,
+            |seq, op| match op {
+                BatchOp::Put(k, v) => memtable.insert(k, seq, ValueKind::Put, v),
+                BatchOp::Delete(k) => memtable.insert(k, seq, ValueKind::Delete, &[]),
+            },
+        )?;
+        if let Some(stop) = &replayed.stopped {
+            self.set_aside(stop, replayed.last)?;
+        }
+        *self.wal.lock() = WalSlot::Replayed(replayed.last);
+        let max_seq = self
+            .last_sequence
+            .load(Ordering::Acquire)
+            .max(replayed.max_seq.unwrap_or(0));
         self.last_sequence.store(max_seq, Ordering::Release);
         let mut state = self.state.lock();
         // The recovered data becomes a frozen memtable; the new WAL starts empty.
@@ -342,6 +354,38 @@ impl Engine {
             let result = MutexGuard::unlocked(&mut state, || self.run_flush(&job));
             self.finish_flush(&mut state, job, result)?;
         }
+        Ok(())
+    }
+
+    /// Keeps the WALs point-in-time recovery did not replay, under names no open replays or
+    /// deletes (`<number>.log.unreplayed`): the WAL holding the damage is copied (its replayed
+    /// prefix stays in place until a flush makes it obsolete, as the new WAL's link records),
+    /// later ones are renamed. The directory is synced before anything is written after them.
+    fn set_aside(&self, stop: &wal_chain::RecoveryStop, last: Option<WalLink>) -> Result<()> {
+        for &number in &stop.set_aside {
+            let from = self.dir.join(manifest::wal_file_name(number));
+            let to = self.dir.join(manifest::unreplayed_wal_file_name(number));
+            let partly_replayed = last.is_some_and(|l| l.number == number);
+            let result = if partly_replayed {
+                self.fs.read(&from).and_then(|data| {
+                    let mut copy = self.fs.create(&to)?;
+                    copy.append(&data)?;
+                    copy.sync()
+                })
+            } else {
+                self.fs.rename(&from, &to)
+            };
+            result.map_err(io_error(format!(
+                "setting aside {} after point-in-time recovery stopped at offset {} of {}",
+                from.display(),
+                stop.offset,
+                stop.file
+            )))?;
+        }
+        self.fs
+            .sync_dir(&self.dir)
+            .map_err(io_error(format!("syncing {}", self.dir.display())))?;
+        *self.recovery_stop.lock() = Some(stop.clone());
         Ok(())
     }
 

@@ -10,6 +10,7 @@ use crate::manifest;
 use crate::memtable::Memtable;
 use crate::options::WriteOptions;
 use crate::stats::Statistics;
+use crate::wal_chain;
 use crate::write_queue::{Turn, Writer};
 use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering;
@@ -198,7 +199,7 @@ impl Engine {
                 .wait_for(state, std::time::Duration::from_millis(100));
         }
         Self::check_background_error(state)?;
-        {
+        let predecessor = {
             let mut slot = self.wal.lock();
             if let WalSlot::Open(old) = &mut *slot {
                 // Sync the finished WAL: a later synced write in the new WAL must not survive a
@@ -214,24 +215,37 @@ impl Engine {
                     return Err(err);
                 }
             }
-        }
+            slot.predecessor()
+        };
         let number = self.allocate_file_number();
         let path = self.dir.join(manifest::wal_file_name(number));
         let file = self
             .fs
             .create(&path)
             .map_err(|e| Error::io(format!("creating WAL {}", path.display()), e))?;
-        // The new WAL's directory entry must be durable before a synced write relies on it.
-        if let Err(e) = self.fs.sync_dir(&self.dir) {
-            drop(file);
+        // The link record lets recovery tell a lost end of the finished WAL from a torn tail
+        // (`wal_chain`); it reaches the OS now, so a WAL that holds writes always holds it.
+        let mut writer = LogWriter::new(file);
+        let started = writer
+            .add_record(&wal_chain::encode_link(predecessor))
+            .and_then(|()| writer.flush())
+            .map_err(|e| Error::io(format!("writing WAL {}", path.display()), e))
+            // The new WAL's directory entry must be durable before a synced write relies on it.
+            .and_then(|()| {
+                self.fs.sync_dir(&self.dir).map_err(|e| {
+                    Error::io(
+                        format!("syncing {} after creating WAL {number}", self.dir.display()),
+                        e,
+                    )
+                })
+            });
+        if let Err(e) = started {
+            drop(writer);
             let _ = self.fs.remove_file(&path);
-            return Err(Error::io(
-                format!("syncing {} after creating WAL {number}", self.dir.display()),
-                e,
-            ));
+            return Err(e);
         }
         *self.wal.lock() = WalSlot::Open(Wal {
-            writer: LogWriter::new(file),
+            writer,
             number,
             buffer: Vec::new(),
         });

@@ -122,7 +122,7 @@ impl FileClass {
             .map(|n| n.to_string_lossy())
             .unwrap_or_default();
         match classify(&name) {
-            Some(FileKind::Wal(_)) => FileClass::Wal,
+            Some(FileKind::Wal(_) | FileKind::UnreplayedWal(_)) => FileClass::Wal,
             Some(FileKind::Table(_)) => FileClass::Table,
             Some(FileKind::Manifest(_)) => FileClass::Manifest,
             Some(FileKind::Current) => FileClass::Current,
