@@ -148,6 +148,25 @@ fn io(context: String) -> impl FnOnce(std::io::Error) -> Error {
     move |e| Error::io(context, e)
 }
 
+/// Whether `data` is a first manifest as database creation writes it: exactly one valid record,
+/// a manifest record carrying a format version. Open overwrites a `MANIFEST-000001` left without
+/// `CURRENT` only if it is one (a creation that failed before installing `CURRENT`); any other
+/// file under that name may be the user's.
+pub fn is_first_manifest(data: &[u8]) -> bool {
+    let mut reader = LogReader::new(
+        data.to_vec(),
+        manifest_file_name(1),
+        RecoveryMode::AbsoluteConsistency,
+    );
+    let first = match reader.next_record() {
+        Ok(Some(payload)) => payload,
+        _ => return false,
+    };
+    matches!(reader.next_record(), Ok(None))
+        && serde_json::from_slice::<ManifestRecord>(&first)
+            .is_ok_and(|record| record.format_version.is_some())
+}
+
 /// Reads `CURRENT` and replays the manifest it names.
 pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
     let current = fs

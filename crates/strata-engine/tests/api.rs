@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
 use std::sync::Arc;
-use strata_engine::fs::{FileSystem, MemFs};
+use strata_engine::fs::{FaultFs, FaultKind, FileClasses, FileSystem, MemFs};
 use strata_engine::log::LogWriter;
 use strata_engine::manifest::{manifest_file_name, ManifestRecord};
 use strata_engine::{Db, Error, Options, WriteBatch, MAX_KEY_SIZE};
@@ -22,6 +22,48 @@ fn a_directory_with_foreign_files_is_not_a_database() {
         std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(),
         "mine"
     );
+}
+
+/// Issue 10, item 2: a file named like a first manifest, with no `CURRENT`, may be the user's.
+/// Open refuses it unless it is exactly what a failed creation of ours leaves, and never
+/// changes it.
+#[test]
+fn a_lone_manifest_that_is_not_ours_is_never_overwritten() {
+    let contents: [&[u8]; 4] = [
+        b"",
+        b"my notes",
+        &[0u8; 64],
+        b"\x12\x34\x56\x78\x05\0\0\0{\"a\":",
+    ];
+    for content in contents {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("MANIFEST-000001");
+        std::fs::write(&path, content).unwrap();
+        let e = Db::open(dir.path(), Options::new()).unwrap_err();
+        assert!(
+            matches!(e, Error::NotADatabase { ref example, .. } if example == "MANIFEST-000001"),
+            "{content:?}: {e}"
+        );
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            content,
+            "the file was changed"
+        );
+        assert!(!dir.path().join("CURRENT").exists());
+    }
+    // What a creation that failed before installing CURRENT leaves (here its cleanup failed
+    // too) is taken over by the next open.
+    let mem = MemFs::new();
+    let faults = FaultFs::new(Arc::new(mem.clone()), 1);
+    faults.fail_nth(FaultKind::Rename, FileClasses::ALL, 0);
+    faults.fail_nth(FaultKind::RemoveFile, FileClasses::ALL, 0);
+    let options = Options::new().with_file_system(Arc::new(faults));
+    Db::open("/db", options.clone()).unwrap_err();
+    assert!(mem.exists(std::path::Path::new("/db/MANIFEST-000001")));
+    assert!(!mem.exists(std::path::Path::new("/db/CURRENT")));
+    let db = Db::open("/db", options).unwrap();
+    db.put("k", "v").unwrap();
+    db.close().unwrap();
 }
 
 #[test]

@@ -56,9 +56,13 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
     if !has_current {
         // A creation that failed before `CURRENT` was installed leaves at most the lock, the
         // first manifest and `CURRENT`'s temporary file: still an empty directory.
+        // Open never overwrites a file it did not create: a `MANIFEST-000001` counts as a
+        // leftover only if it is exactly the first manifest creation writes.
         let leftover_of_creation = |n: &str| match classify(n) {
             Some(FileKind::Lock) => true,
-            Some(FileKind::Manifest(1)) => true,
+            Some(FileKind::Manifest(1)) => fs
+                .read(&dir.join(n))
+                .is_ok_and(|data| manifest::is_first_manifest(&data)),
             Some(FileKind::Temp) => n.starts_with(&format!("{}.", manifest::CURRENT)),
             _ => false,
         };
@@ -95,7 +99,13 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
             log_number: Some(0),
             ..ManifestRecord::default()
         };
-        let manifest = Manifest::create(fs, dir, 1, &version, counters)?;
+        let manifest = Manifest::create(fs, dir, 1, &version, counters).inspect_err(|_| {
+            // A creation that failed before `CURRENT` was installed removes what it wrote (best
+            // effort), so that a retry finds the directory as it was.
+            if !fs.exists(&dir.join(manifest::CURRENT)) {
+                let _ = fs.remove_file(&dir.join(manifest::manifest_file_name(1)));
+            }
+        })?;
         return Ok(Directory {
             names,
             lock,
