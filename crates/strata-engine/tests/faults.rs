@@ -680,7 +680,11 @@ fn a_background_error_stops_background_work_and_makes_writes_fail() {
         "at most one failure per background thread: {before}"
     );
     assert_keys(&db, 0..n, "before close");
-    db.close().unwrap();
+    // Closing a read-only database reports the error that made it read-only (issue 10, item 5).
+    match db.close() {
+        Err(Error::ReadOnly(m)) => assert!(m.contains("injected fault: sync"), "{m}"),
+        other => panic!("close of a read-only database returned {other:?}"),
+    }
     let db = env.reopen(false);
     assert_keys(&db, 0..n, "after reopen");
     assert_eq!(table_files(&env.mem), version_tables(&db));

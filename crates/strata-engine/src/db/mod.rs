@@ -247,7 +247,8 @@ impl Db {
     /// stays in the WAL and is recovered on the next open. Further calls fail with
     /// [`Error::Closed`]. A WAL that failed earlier is never synced again (a sync after a
     /// failed one can report success for lost bytes): writes acknowledged without `sync` before
-    /// the failure may then be lost to a power cut.
+    /// the failure may then be lost to a power cut. On a database that went read-only after an
+    /// error, close still releases everything and returns [`Error::ReadOnly`] with that error.
     pub fn close(self) -> Result<()> {
         self.shutdown()
     }
@@ -257,10 +258,11 @@ impl Db {
         if self.engine.shutting_down.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
-        {
-            let _state = self.engine.state.lock();
+        let background_error = {
+            let state = self.engine.state.lock();
             self.engine.background_work.notify_all();
-        }
+            state.background_error.clone()
+        };
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
@@ -270,6 +272,12 @@ impl Db {
                 .sync()
                 .map_err(|e| Error::io("syncing the WAL on close".to_string(), e)),
             WalSlot::Replayed(_) | WalSlot::Closed(_) => Ok(()),
+        };
+        // A database that went read-only lost work it had acknowledged or accepted: closing it
+        // reports why, as RocksDB's `Close` returns the background error.
+        let result = match background_error {
+            Some(why) => result.and(Err(Error::ReadOnly(why))),
+            None => result,
         };
         self.engine.lock.lock().take();
         result
