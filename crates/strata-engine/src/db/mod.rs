@@ -55,6 +55,10 @@
 //!     oldest newer one, so reads still meet every key's newest version first), before the
 //!     flush's edit moves the log number past the flushed memtable's WAL; an error there is a
 //!     WAL error (rule 1) and installs nothing.
+//! 11. **Recovery never opens with a hole.** Each WAL's first record links it to the WAL before
+//!     it and that WAL's finished length; damage anywhere but the last WAL's torn tail is
+//!     corruption, or in point-in-time mode the end of the replay with the rest kept aside
+//!     (`wal_chain`). A WAL with damage that was not replayed is never deleted.
 
 mod background;
 mod compaction;
