@@ -106,7 +106,7 @@ pub struct RecoveryStop {
     /// What was wrong.
     pub reason: String,
     /// The WALs not, or not wholly, replayed, in number order: the caller sets them aside. The
-    /// first may have had a prefix replayed (then it is [`Replayed::last`]).
+    /// first may have had a prefix replayed (then it is the last WAL replayed).
     pub set_aside: Vec<u64>,
 }
 
