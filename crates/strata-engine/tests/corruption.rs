@@ -555,6 +555,18 @@ fn an_older_wal_that_lost_its_end_is_corruption_or_a_point_in_time_prefix() {
     }
 
     let pit = || options(&fs).with_wal_recovery_mode(RecoveryMode::PointInTime);
+    // A read-only open stops at the same point and sets nothing aside.
+    let names_before = fs.file_names();
+    let db = Db::open_read_only(DIR, pit()).unwrap();
+    assert_eq!(db.recovery_stop().map(|s| s.offset), Some(cut));
+    assert_eq!(
+        db.get(key(16)).unwrap().as_deref(),
+        Some(value(16).as_bytes())
+    );
+    assert_eq!(db.get(key(17)).unwrap(), None);
+    db.close().unwrap();
+    assert_eq!(fs.file_names(), names_before);
+
     let db = Db::open(DIR, pit()).unwrap();
     let stop = db.recovery_stop().expect("recovery stopped at the damage");
     assert_eq!(stop.file, wal_file_name(wals[0]));

@@ -23,6 +23,10 @@ use std::time::Instant;
 use strata_meta::Version;
 use strata_policy::{BufferSummary, CompactionPolicy, Leases, PickContext, WorkloadStats};
 
+/// Why a database opened with [`crate::Db::open_read_only`] refuses writes.
+pub(crate) const OPENED_READ_ONLY: &str =
+    "the database was opened read-only (Db::open_read_only); reopen it with Db::open to write";
+
 /// The WAL slot: the open WAL, or why there is none.
 pub(crate) enum WalSlot {
     /// The WAL of the active memtable.
@@ -81,8 +85,9 @@ pub(crate) struct EngineState {
     pub frozen: VecDeque<Arc<Memtable>>,
     /// The current version.
     pub version: Arc<Version>,
-    /// The manifest edits are appended to.
-    pub manifest: Manifest,
+    /// The manifest edits are appended to; `None` for a database opened read-only
+    /// ([`crate::Db::open_read_only`]), which never writes to its directory.
+    pub manifest: Option<Manifest>,
     /// WALs below this number hold nothing that is not in tables.
     pub log_number: u64,
     /// Tables and key ranges held by running jobs.
@@ -275,11 +280,13 @@ impl Engine {
         self.background_work.notify_all();
     }
 
-    /// The read-only error, if a background error was recorded.
+    /// The read-only error, if a background error was recorded or the database was opened
+    /// read-only. Every path that would write to the directory checks it first.
     pub fn check_background_error(state: &EngineState) -> Result<()> {
-        match &state.background_error {
-            Some(e) => Err(Error::ReadOnly(e.clone())),
-            None => Ok(()),
+        match (&state.background_error, &state.manifest) {
+            (Some(e), _) => Err(Error::ReadOnly(e.clone())),
+            (None, None) => Err(Error::ReadOnly(OPENED_READ_ONLY.to_string())),
+            (None, Some(_)) => Ok(()),
         }
     }
 

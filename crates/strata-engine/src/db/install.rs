@@ -1,7 +1,7 @@
 //! Installing versions: applying an edit, logging it to the manifest, publishing it, and
 //! deleting the files no version needs any more.
 
-use super::engine::{Engine, EngineState};
+use super::engine::{Engine, EngineState, OPENED_READ_ONLY};
 use crate::error::{Error, Result};
 use crate::listener::CompletedJob;
 use crate::manifest::{self, classify, FileKind, Manifest, ManifestRecord};
@@ -45,7 +45,11 @@ impl Engine {
             log_number,
             edit,
         };
-        if let Err(e) = state.manifest.append(&record) {
+        let appended = match state.manifest.as_mut() {
+            Some(manifest) => manifest.append(&record),
+            None => Err(Error::ReadOnly(OPENED_READ_ONLY.to_string())),
+        };
+        if let Err(e) = appended {
             // The outputs stay on disk: the record may name them after a reopen.
             self.record_background_error(state, &e);
             return Err(e);
@@ -65,7 +69,11 @@ impl Engine {
             state.log_number = n;
         }
         self.install_super_version(state);
-        if state.manifest.size() > self.options.max_manifest_file_size {
+        if state
+            .manifest
+            .as_ref()
+            .is_some_and(|m| m.size() > self.options.max_manifest_file_size)
+        {
             if let Err(e) = self.rotate_manifest(state) {
                 // The edit is durable in the old manifest; only the rotation failed (rule 6).
                 self.record_background_error(state, &e);
@@ -100,7 +108,9 @@ impl Engine {
     /// Starts a fresh manifest holding a snapshot of the live version and points `CURRENT` at
     /// it. On failure the old manifest stays open and on disk (`CURRENT` may name either).
     fn rotate_manifest(&self, state: &mut MutexGuard<'_, EngineState>) -> Result<()> {
-        let old = state.manifest.number();
+        let Some(old) = state.manifest.as_ref().map(Manifest::number) else {
+            return Err(Error::ReadOnly(OPENED_READ_ONLY.to_string()));
+        };
         let number = self.allocate_file_number();
         let counters = ManifestRecord {
             next_file_number: Some(self.next_file_number.load(Ordering::Relaxed)),
@@ -108,13 +118,13 @@ impl Engine {
             log_number: Some(state.log_number),
             ..ManifestRecord::default()
         };
-        state.manifest = Manifest::create(
+        state.manifest = Some(Manifest::create(
             self.fs.as_ref(),
             &self.dir,
             number,
             &state.version,
             counters,
-        )?;
+        )?);
         // Best effort: a manifest CURRENT does not name is deleted by the next open anyway.
         let _ = self
             .fs

@@ -79,6 +79,7 @@ use crate::user_iter::DbIterator;
 use bytes::Bytes;
 use engine::{Engine, WalSlot};
 use parking_lot::Mutex;
+use recovery::Access;
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
 use std::sync::atomic::Ordering;
@@ -102,7 +103,7 @@ impl Db {
     /// it, if a file has an unknown format version, or if recovery finds corruption it cannot
     /// tolerate under the configured WAL recovery mode.
     pub fn open(path: impl AsRef<Path>, options: crate::Options) -> Result<Db> {
-        let engine = Engine::open(path.as_ref().to_path_buf(), options)?;
+        let engine = Engine::open(path.as_ref().to_path_buf(), options, Access::ReadWrite)?;
         let db = Db {
             engine,
             threads: Mutex::new(Vec::new()),
@@ -111,6 +112,29 @@ impl Db {
             db.start_background_threads();
         }
         Ok(db)
+    }
+
+    /// Opens the database in `path` for reading only, writing nothing to the directory (so it
+    /// works on read-only storage, and beside a process that has the database open for
+    /// writing). RocksDB: `DB::OpenForReadOnly`.
+    ///
+    /// The handle sees the database as it is at this moment: the manifest's version plus the
+    /// WALs replayed into memory (under the configured [`RecoveryMode`], which may stop at
+    /// damage: see [`Db::recovery_stop`]; nothing is set aside). Reads, iterators, snapshots
+    /// and metrics work as on a read-write handle; writes, flushes and compactions fail with
+    /// [`Error::ReadOnly`]. No lock is taken, no file is created, renamed or deleted, and no
+    /// background thread runs. Fails like [`Db::open`] on damage, and if the directory holds
+    /// no database (it is never created). Beside a writer, the view does not follow later
+    /// writes, and a table the writer deletes afterwards (a compaction's input) makes reads
+    /// that need it fail with an I/O error, never return other data; reopen to catch up.
+    ///
+    /// [`RecoveryMode`]: crate::RecoveryMode
+    pub fn open_read_only(path: impl AsRef<Path>, options: crate::Options) -> Result<Db> {
+        let engine = Engine::open(path.as_ref().to_path_buf(), options, Access::ReadOnly)?;
+        Ok(Db {
+            engine,
+            threads: Mutex::new(Vec::new()),
+        })
     }
 
     /// Starts one flush thread and `max_background_jobs - 1` (at least one) compaction threads.

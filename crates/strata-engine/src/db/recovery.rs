@@ -25,18 +25,28 @@ use std::time::Instant;
 use strata_meta::{TableId, Version, VersionEdit};
 use strata_policy::Leases;
 
+/// How open may use the directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Lock it, write a fresh manifest, replay WALs into tables, delete leftovers.
+    ReadWrite,
+    /// Write nothing at all: no lock, no manifest, WALs replayed into memory only.
+    ReadOnly,
+}
+
 /// What the directory holds when open starts.
 struct Directory {
     /// Its file names.
     names: Vec<String>,
-    /// The lock on it.
-    lock: Box<dyn FileLock>,
+    /// The lock on it (`None` when opened read-only).
+    lock: Option<Box<dyn FileLock>>,
     /// The manifest's state, recovered or new.
     version: Version,
     next_file_number: u64,
     last_sequence: u64,
     log_number: u64,
-    manifest: Manifest,
+    /// The manifest edits go to (`None` when opened read-only).
+    manifest: Option<Manifest>,
 }
 
 /// Wraps an I/O error with what was being done.
@@ -108,20 +118,74 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
         })?;
         return Ok(Directory {
             names,
-            lock,
+            lock: Some(lock),
             version,
             next_file_number: 2,
             last_sequence: 0,
             log_number: 0,
-            manifest,
+            manifest: Some(manifest),
         });
     }
     let r = manifest::recover(fs, dir)?;
     check_live_files(fs, dir, &names, &r)?;
-    // Never reuse a number a file in the directory has (failure rule 9): files created after the
-    // manifest last recorded the counter (a WAL, outputs of a job that failed) may still be
-    // there. File numbers near u64::MAX would leave no number to allocate next: that is damage
-    // (or a foreign file), not a state a running database reaches.
+    let number = first_free_file_number(&names, &r)?;
+    let counters = ManifestRecord {
+        next_file_number: Some(number + 1),
+        last_seqno: Some(r.last_seqno),
+        log_number: Some(r.log_number),
+        ..ManifestRecord::default()
+    };
+    // A fresh manifest on every open keeps recovery from reading a long history twice.
+    let manifest = Manifest::create(fs, dir, number, &r.version, counters)?;
+    Ok(Directory {
+        names,
+        lock: Some(lock),
+        version: r.version,
+        next_file_number: number + 1,
+        last_sequence: r.last_seqno,
+        log_number: r.log_number,
+        manifest: Some(manifest),
+    })
+}
+
+/// [`open_directory`] for a read-only open: checks that `dir` holds a database and recovers its
+/// manifest, reading only. Nothing is created, locked or deleted, so a writer may hold the
+/// directory meanwhile (the read-only handle sees the state of this moment).
+fn open_directory_read_only(fs: &dyn FileSystem, dir: &Path) -> Result<Directory> {
+    let names = fs
+        .list(dir)
+        .map_err(io_error(format!("listing {}", dir.display())))?;
+    if !names.iter().any(|n| n == manifest::CURRENT) {
+        return Err(match names.first() {
+            Some(example) => Error::NotADatabase {
+                path: dir.to_path_buf(),
+                example: example.clone(),
+            },
+            None => Error::InvalidArgument(format!(
+                "{} holds no database, and a read-only open never creates one",
+                dir.display()
+            )),
+        });
+    }
+    let r = manifest::recover(fs, dir)?;
+    check_live_files(fs, dir, &names, &r)?;
+    let number = first_free_file_number(&names, &r)?;
+    Ok(Directory {
+        names,
+        lock: None,
+        version: r.version,
+        next_file_number: number,
+        last_sequence: r.last_seqno,
+        log_number: r.log_number,
+        manifest: None,
+    })
+}
+
+/// The first file number open may allocate. Never reuse a number a file in the directory has
+/// (failure rule 9): files created after the manifest last recorded the counter (a WAL, outputs
+/// of a job that failed) may still be there. File numbers near `u64::MAX` would leave no number
+/// to allocate next: that is damage (or a foreign file), not a state a running database reaches.
+fn first_free_file_number(names: &[String], r: &manifest::Recovered) -> Result<u64> {
     let max_in_dir = names
         .iter()
         .filter_map(|n| match classify(n) {
@@ -143,23 +207,7 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
             format!("file numbers reach {number}, leaving none to allocate"),
         ));
     }
-    let counters = ManifestRecord {
-        next_file_number: Some(number + 1),
-        last_seqno: Some(r.last_seqno),
-        log_number: Some(r.log_number),
-        ..ManifestRecord::default()
-    };
-    // A fresh manifest on every open keeps recovery from reading a long history twice.
-    let manifest = Manifest::create(fs, dir, number, &r.version, counters)?;
-    Ok(Directory {
-        names,
-        lock,
-        version: r.version,
-        next_file_number: number + 1,
-        last_sequence: r.last_seqno,
-        log_number: r.log_number,
-        manifest,
-    })
+    Ok(number)
 }
 
 /// Checks, before open writes anything, that the files the recovered manifest relies on are
@@ -226,13 +274,18 @@ fn check_live_files(
 }
 
 impl Engine {
-    /// Opens the database in `dir` (creating it if allowed and missing): recovers the manifest,
-    /// replays the WALs into tables, checks tables if asked, and deletes leftovers.
-    pub fn open(dir: PathBuf, options: Options) -> Result<Arc<Engine>> {
+    /// Opens the database in `dir`. Read-write (creating it if allowed and missing): recovers
+    /// the manifest, replays the WALs into tables, checks tables if asked, and deletes
+    /// leftovers. Read-only: recovers the manifest and replays the WALs into a memtable,
+    /// writing nothing.
+    pub fn open(dir: PathBuf, options: Options, access: Access) -> Result<Arc<Engine>> {
         options.validate()?;
         let policy = options.build_policy()?;
         let fs = Arc::clone(&options.fs);
-        let found = open_directory(fs.as_ref(), &dir, &options)?;
+        let found = match access {
+            Access::ReadWrite => open_directory(fs.as_ref(), &dir, &options)?,
+            Access::ReadOnly => open_directory_read_only(fs.as_ref(), &dir)?,
+        };
         let stats = Arc::new(Statistics::default());
         let block_cache = Arc::new(BlockCache::new(options.block_cache_capacity));
         let tables = Arc::new(TableCache::new(
@@ -290,7 +343,7 @@ impl Engine {
             snapshots: Mutex::new(BTreeMap::new()),
             shutting_down: AtomicBool::new(false),
             failed: AtomicBool::new(false),
-            lock: Mutex::new(Some(found.lock)),
+            lock: Mutex::new(found.lock),
             opened_at: Instant::now(),
             last_flush_nanos: AtomicU64::new(0),
             flush_interval_nanos: AtomicU64::new(0),
@@ -298,18 +351,27 @@ impl Engine {
             recovery_stop: Mutex::new(None),
             options,
         });
-        engine.recover_wals(&found.names, found.log_number)?;
+        match access {
+            Access::ReadWrite => engine.recover_wals(&found.names, found.log_number)?,
+            Access::ReadOnly => engine.replay_wals_in_memory(&found.names, found.log_number)?,
+        }
         if engine.options.paranoid_checks {
             engine.verify_all_tables()?;
         }
-        engine.delete_obsolete_files_on_open()?;
+        if access == Access::ReadWrite {
+            engine.delete_obsolete_files_on_open()?;
+        }
         Ok(engine)
     }
 
-    /// Replays WALs at or above `log_number` into a memtable (following `wal_chain`'s rule:
+    /// Replays WALs at or above `log_number` into a memtable, following `wal_chain`'s rule:
     /// damage that is not the newest WAL's torn tail is corruption, or in point-in-time mode
-    /// the end of the replay), flushes it as the policy plans, and opens a fresh WAL.
-    fn recover_wals(&self, names: &[String], log_number: u64) -> Result<()> {
+    /// the end of the replay.
+    fn replay_wals(
+        &self,
+        names: &[String],
+        log_number: u64,
+    ) -> Result<(Arc<Memtable>, wal_chain::Replayed)> {
         let mut numbers: Vec<u64> = names
             .iter()
             .filter_map(|n| match classify(n) {
@@ -337,15 +399,35 @@ impl Engine {
                 BatchOp::Delete(k) => memtable.insert(k, seq, ValueKind::Delete, &[]),
             },
         )?;
-        if let Some(stop) = &replayed.stopped {
-            self.set_aside(stop, replayed.last)?;
-        }
-        *self.wal.lock() = WalSlot::Replayed(replayed.last);
         let max_seq = self
             .last_sequence
             .load(Ordering::Acquire)
             .max(replayed.max_seq.unwrap_or(0));
         self.last_sequence.store(max_seq, Ordering::Release);
+        Ok((memtable, replayed))
+    }
+
+    /// A read-only open's replay: the WALs' data becomes the memtable readers see, and no WAL
+    /// is opened. Point-in-time recovery stops at damage as on a read-write open, but sets
+    /// nothing aside (the files stay as they are).
+    fn replay_wals_in_memory(&self, names: &[String], log_number: u64) -> Result<()> {
+        let (memtable, replayed) = self.replay_wals(names, log_number)?;
+        *self.recovery_stop.lock() = replayed.stopped;
+        *self.wal.lock() = WalSlot::Closed(super::engine::OPENED_READ_ONLY.to_string());
+        let mut state = self.state.lock();
+        state.memtable = memtable;
+        self.install_super_version(&state);
+        Ok(())
+    }
+
+    /// Replays the WALs (see [`Engine::replay_wals`]), flushes what they held as the policy
+    /// plans, and opens a fresh WAL.
+    fn recover_wals(&self, names: &[String], log_number: u64) -> Result<()> {
+        let (memtable, replayed) = self.replay_wals(names, log_number)?;
+        if let Some(stop) = &replayed.stopped {
+            self.set_aside(stop, replayed.last)?;
+        }
+        *self.wal.lock() = WalSlot::Replayed(replayed.last);
         let mut state = self.state.lock();
         // The recovered data becomes a frozen memtable; the new WAL starts empty.
         state.memtable = memtable;
@@ -419,7 +501,9 @@ impl Engine {
             let obsolete = match classify(&name) {
                 Some(FileKind::Table(n)) => state.version.table_location(TableId(n)).is_none(),
                 Some(FileKind::Wal(n)) => n < state.log_number,
-                Some(FileKind::Manifest(n)) => n != state.manifest.number(),
+                Some(FileKind::Manifest(n)) => {
+                    state.manifest.as_ref().is_some_and(|m| m.number() != n)
+                }
                 Some(FileKind::Temp) => true,
                 _ => false,
             };
