@@ -88,25 +88,48 @@ pub fn format_size(bytes: u64) -> String {
     bytes.to_string()
 }
 
-/// Parses a byte size such as `4096`, `64MiB`, `1M` or `2GiB` (binary units: K = KiB = 1024).
+/// The units [`parse_size`] accepts, as its error messages list them.
+const SIZE_UNITS: &str = "B, K, KB, KiB, M, MB, MiB, G, GB, GiB, T, TB, TiB \
+     (any case; all binary: 1K = 1KB = 1KiB = 1024)";
+
+/// Parses a byte size such as `4096`, `64MiB`, `1.5k` or `2GB`.
+///
+/// The rule, one for every size in Strata (command-line flags, policy options, workload files):
+/// a whole or decimal number, optional spaces, then an optional unit. Every unit is binary, so
+/// `K`, `KB` and `KiB` all mean 1024 (`M`/`MB`/`MiB` 2^20, `G`/`GB`/`GiB` 2^30, `T`/`TB`/`TiB`
+/// 2^40), and units are read in any case (`4k`, `4K`, `4kb` and `4KiB` are all 4096): storage
+/// engines size buffers in powers of two, and a `4KB` that silently meant 4000 would be a
+/// surprise. A bare number or `B` is bytes. Decimal numbers are rounded to the nearest byte.
+/// Negative numbers, other units and sizes above `u64::MAX` are errors that list the accepted
+/// units.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let text = text.trim();
+    if text.starts_with('-') {
+        return Err(format!("size {text:?} is negative"));
+    }
     let digits_end = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(digits_end);
-    let multiplier: u64 = match unit.trim() {
-        "" | "B" => 1,
-        "K" | "KiB" | "KB" | "k" => 1 << 10,
-        "M" | "MiB" | "MB" => 1 << 20,
-        "G" | "GiB" | "GB" => 1 << 30,
-        "T" | "TiB" | "TB" => 1 << 40,
-        other => {
+    if number.is_empty() {
+        return Err(format!(
+            "size {text:?} does not start with a number (expected e.g. 4096, 64MiB or 1.5G; units: {SIZE_UNITS})"
+        ));
+    }
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => {
             return Err(format!(
-                "unknown size unit {other:?} in {text:?} (use B, KiB, MiB, GiB or TiB)"
+                "unknown size unit {:?} in {text:?} (units: {SIZE_UNITS})",
+                unit.trim()
             ))
         }
     };
+    let multiplier = 1u64 << shift;
     if number.contains('.') {
         let value: f64 = number
             .parse()
@@ -119,7 +142,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     } else {
         let value: u64 = number
             .parse()
-            .map_err(|_| format!("size {text:?} is not a number"))?;
+            .map_err(|_| format!("size {text:?} is out of range"))?;
         value
             .checked_mul(multiplier)
             .ok_or_else(|| format!("size {text:?} is out of range"))
@@ -438,9 +461,50 @@ L2:
         assert_eq!(parse_size("1.5K").unwrap(), 1536);
         assert!(parse_size("3 parsecs").is_err());
         assert!(parse_size("99999999999999999999T").is_err());
+        assert!(parse_size("99999999999999999999").is_err());
+        assert!(parse_size("16777216T").is_err(), "2^64 overflows");
         for n in [0, 1, 1023, 1024, 1536, 1 << 20, 3 << 30, (1 << 40) + 1] {
             assert_eq!(parse_size(&format_size(n)).unwrap(), n);
         }
         assert_eq!(format_size(64 << 20), "64MiB");
+    }
+
+    #[test]
+    fn every_unit_is_binary_in_any_case() {
+        for text in [
+            "4K", "4k", "4KB", "4kb", "4Kb", "4KiB", "4kib", "4 KiB", " 4096 ", "4096B",
+        ] {
+            assert_eq!(parse_size(text).unwrap(), 4096, "{text}");
+        }
+        for (text, bytes) in [
+            ("3m", 3u64 << 20),
+            ("3MB", 3 << 20),
+            ("3mib", 3 << 20),
+            ("2g", 2 << 30),
+            ("2GB", 2 << 30),
+            ("1t", 1 << 40),
+            ("1TiB", 1 << 40),
+            ("0", 0),
+            ("0.5k", 512),
+        ] {
+            assert_eq!(parse_size(text).unwrap(), bytes, "{text}");
+        }
+    }
+
+    #[test]
+    fn bad_sizes_say_what_is_accepted() {
+        for text in ["4PB", "4 kilobytes", "4Ki", "4kB/s", "1e3"] {
+            let e = parse_size(text).unwrap_err();
+            assert!(
+                e.contains("unknown size unit") && e.contains(SIZE_UNITS),
+                "{e}"
+            );
+        }
+        assert!(parse_size("-4K").unwrap_err().contains("negative"));
+        for text in ["", "K", "MiB", "abc"] {
+            let e = parse_size(text).unwrap_err();
+            assert!(e.contains("does not start with a number"), "{text:?}: {e}");
+        }
+        assert!(parse_size("1.2.3K").unwrap_err().contains("not a number"));
     }
 }
