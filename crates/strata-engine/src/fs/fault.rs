@@ -771,7 +771,7 @@ mod tests {
         assert_eq!(stats.injected(FaultKind::Sync), 1);
         assert_eq!(stats.operations(FaultKind::Sync), 4);
         assert_eq!(stats.total_injected(), 1);
-        mem.simulate_power_loss();
+        mem.simulate_power_loss_keeping_entries();
         assert_eq!(mem.read(Path::new("/db/000001.log")).expect("read"), b"ab");
     }
 
@@ -787,7 +787,7 @@ mod tests {
         assert!(wal.sync().is_err());
         drop(wal);
         assert_eq!(mem.read(path).expect("read"), b"durable+lost");
-        mem.simulate_power_loss();
+        mem.simulate_power_loss_keeping_entries();
         assert_eq!(mem.read(path).expect("read"), b"durable");
     }
 
@@ -910,7 +910,7 @@ mod tests {
         assert_eq!(fault.stats().refused_while_inactive, 3);
         fault.set_active(true);
         drop(f);
-        mem.simulate_power_loss();
+        mem.simulate_power_loss_keeping_entries();
         assert_eq!(mem.read(path).expect("read"), b"synced");
     }
 }

@@ -35,6 +35,9 @@ pub struct MemFs {
 #[derive(Debug, Default)]
 struct State {
     files: BTreeMap<PathBuf, Arc<RwLock<MemFile>>>,
+    /// The namespace a power loss leaves: each directory's entries as of its last
+    /// [`sync_dir`](FileSystem::sync_dir) (none for a directory never synced).
+    durable_files: BTreeMap<PathBuf, Arc<RwLock<MemFile>>>,
     dirs: BTreeSet<PathBuf>,
     locks: BTreeSet<PathBuf>,
 }
@@ -107,19 +110,33 @@ impl MemFs {
     /// bytes appended (or flushed) but never synced are lost, and a file created but never synced
     /// becomes empty.
     ///
-    /// Simplification: the *namespace* is durable immediately. Creations, renames and removals
-    /// survive even without [`sync_dir`](FileSystem::sync_dir), so this cannot catch a missing
-    /// directory sync (a real file system may lose such an entry, or keep it).
+    /// The namespace goes back to the last [`sync_dir`](FileSystem::sync_dir) of each
+    /// directory: a file created (or renamed into place) since is gone, a file removed (or
+    /// renamed away) since is back under its old name. A real file system may lose such an
+    /// entry or keep it; this takes the loss every time, so a missing directory sync shows.
+    /// Directories themselves (from [`create_dir_all`](FileSystem::create_dir_all)) survive.
     ///
     /// Writers still open keep working on the cut files; a crash test should drop the database
     /// first (which flushes unsynced data into the files, where this then discards it).
     pub fn simulate_power_loss(&self) {
-        let state = self.state.lock();
+        let mut state = self.state.lock();
+        state.files = state.durable_files.clone();
         for file in state.files.values() {
             let mut file = file.write();
             let synced = file.synced_len;
             file.data.truncate(synced);
         }
+    }
+
+    /// Simulates a power loss that keeps every directory entry, as if each directory had been
+    /// synced just before it (a file system that happened to write its metadata in time): only
+    /// unsynced file contents are lost.
+    pub fn simulate_power_loss_keeping_entries(&self) {
+        {
+            let mut state = self.state.lock();
+            state.durable_files = state.files.clone();
+        }
+        self.simulate_power_loss();
     }
 
     /// Paths of all files, sorted.
@@ -285,15 +302,24 @@ impl FileSystem for MemFs {
         Ok(len)
     }
 
-    /// Checks that the directory exists; otherwise nothing to do, since the namespace is durable
-    /// immediately (see [`MemFs::simulate_power_loss`]).
+    /// Makes the directory's current entries the ones a power loss leaves (see
+    /// [`MemFs::simulate_power_loss`]).
     fn sync_dir(&self, path: &Path) -> io::Result<()> {
         let path = normalize(path);
-        if self.state.lock().is_dir(&path) {
-            Ok(())
-        } else {
-            Err(not_found("syncing directory", &path))
+        let mut state = self.state.lock();
+        if !state.is_dir(&path) {
+            return Err(not_found("syncing directory", &path));
         }
+        let in_dir = |p: &Path| p.parent() == Some(path.as_path());
+        state.durable_files.retain(|p, _| !in_dir(p));
+        let entries: Vec<_> = state
+            .files
+            .iter()
+            .filter(|(p, _)| in_dir(p))
+            .map(|(p, f)| (p.clone(), Arc::clone(f)))
+            .collect();
+        state.durable_files.extend(entries);
+        Ok(())
     }
 
     fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
@@ -429,10 +455,11 @@ mod tests {
         let mut w2 = fs.create(never_synced).expect("create");
         w2.append(b"data").expect("append");
         drop(w2);
+        fs.sync_dir(Path::new("/db")).expect("sync_dir");
 
         fs.simulate_power_loss();
         assert_eq!(fs.read(path).expect("read"), b"synced");
-        assert!(fs.exists(never_synced), "the namespace is durable");
+        assert!(fs.exists(never_synced), "its directory entry was synced");
         assert_eq!(fs.file_size(never_synced).expect("size"), 0);
 
         // A writer kept open continues after the cut; a second sync makes the new bytes durable.
@@ -440,6 +467,43 @@ mod tests {
         w.sync().expect("sync");
         fs.simulate_power_loss();
         assert_eq!(fs.read(path).expect("read"), b"synced+buffered+more");
+    }
+
+    #[test]
+    fn power_loss_undoes_directory_changes_since_the_last_directory_sync() {
+        let fs = MemFs::new();
+        let write = |name: &str, data: &[u8]| {
+            let mut w = fs.create(Path::new(name)).expect("create");
+            w.append(data).expect("append");
+            w.sync().expect("sync");
+        };
+        write("/db/kept", b"k");
+        write("/db/removed", b"r");
+        write("/db/old-name", b"o");
+        write("/other/elsewhere", b"e");
+        fs.sync_dir(Path::new("/db")).expect("sync_dir");
+        // Changes after the directory sync: all lost, whatever their files' syncs.
+        write("/db/created", b"c");
+        fs.remove_file(Path::new("/db/removed")).expect("remove");
+        fs.rename(Path::new("/db/old-name"), Path::new("/db/new-name"))
+            .expect("rename");
+        fs.simulate_power_loss();
+        let names = |dir: &str| fs.list(Path::new(dir)).unwrap_or_default();
+        assert_eq!(names("/db"), ["kept", "old-name", "removed"]);
+        assert_eq!(fs.read(Path::new("/db/removed")).expect("read"), b"r");
+        assert_eq!(fs.read(Path::new("/db/old-name")).expect("read"), b"o");
+        assert!(
+            !fs.exists(Path::new("/other/elsewhere")),
+            "/other was never synced"
+        );
+
+        // A second directory sync makes the same changes durable.
+        write("/db/created", b"c");
+        fs.rename(Path::new("/db/old-name"), Path::new("/db/new-name"))
+            .expect("rename");
+        fs.sync_dir(Path::new("/db")).expect("sync_dir");
+        fs.simulate_power_loss();
+        assert_eq!(names("/db"), ["created", "kept", "new-name", "removed"]);
     }
 
     #[test]
@@ -459,7 +523,7 @@ mod tests {
         );
         w.append(b"x").expect("append");
         drop(w);
-        fs.simulate_power_loss();
+        fs.simulate_power_loss_keeping_entries();
         assert_eq!(fs.file_size(path).expect("size"), 0);
     }
 
@@ -482,7 +546,7 @@ mod tests {
         assert_eq!(fs.read(path).expect("read"), [0, 1]);
         fs.truncate(path, 5).expect("extend");
         assert_eq!(fs.read(path).expect("read"), [0, 1, 0, 0, 0]);
-        fs.simulate_power_loss();
+        fs.simulate_power_loss_keeping_entries();
         assert_eq!(fs.read(path).expect("read"), [0, 1]);
         let e = fs.truncate(Path::new("/db/g"), 0).expect_err("missing");
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
