@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use strata_engine::fs::{FaultFs, FaultKind, FaultStats, FileClasses, FileSystem, MemFs};
 use strata_engine::manifest::{classify, FileKind};
-use strata_engine::{Db, Error, Options, WriteBatch, WriteOptions};
+use strata_engine::{Db, Error, Options, RecoveryMode, WriteBatch, WriteOptions};
 use strata_policy::{testing, PolicySpec};
 
 const DIR: &str = "/db";
@@ -215,6 +215,8 @@ fn schedule_range(kind: FaultKind) -> u64 {
         FaultKind::Flush | FaultKind::Sync => 150,
         FaultKind::Create | FaultKind::Open | FaultKind::RemoveFile | FaultKind::SyncDir => 12,
         FaultKind::Rename | FaultKind::Read => 3,
+        // Truncation happens only after a failed WAL write.
+        FaultKind::Truncate => 1,
     }
 }
 
@@ -528,6 +530,71 @@ fn assert_read_only(db: &Db, cause: &str) {
         db.compact_range::<&str, _>(..),
         Err(Error::ReadOnly(_))
     ));
+}
+
+/// Issue 10, item 5: a write that fails part-way leaves no partial record at the WAL's end
+/// (it is cut off), so even the strictest recovery mode reopens the database; if the cut itself
+/// fails, the strict mode reports the torn record and the default mode drops it.
+#[test]
+fn a_failed_wal_write_leaves_a_wal_the_strict_mode_reopens() {
+    for (kind, truncate_fails) in [
+        (FaultKind::ShortWrite, false),
+        (FaultKind::Flush, false),
+        (FaultKind::ShortWrite, true),
+    ] {
+        let context = format!("{kind}, truncate fails {truncate_fails}");
+        let env = Env::new();
+        let db = env.open();
+        db.put("a", "1").unwrap();
+        db.write(&WriteOptions::synced(), {
+            let mut b = WriteBatch::new();
+            b.put("b", "2").unwrap();
+            b
+        })
+        .unwrap();
+        env.fault.fail_nth(kind, FileClasses::WAL, 0);
+        if truncate_fails {
+            env.fault.fail_nth(FaultKind::Truncate, FileClasses::WAL, 0);
+        }
+        let mut b = WriteBatch::new();
+        b.put("c", "x".repeat(300)).unwrap();
+        assert!(db.write(&WriteOptions::default(), b).is_err(), "{context}");
+        drop(db);
+        env.fault.set_enabled(false);
+        env.fault.clear();
+        let strict = env
+            .options(true)
+            .with_wal_recovery_mode(RecoveryMode::AbsoluteConsistency);
+        match Db::open(DIR, strict) {
+            Ok(db) => {
+                assert!(!truncate_fails, "{context}: the torn record went unnoticed");
+                assert_eq!(
+                    db.get("a").unwrap().as_deref(),
+                    Some(&b"1"[..]),
+                    "{context}"
+                );
+                assert_eq!(
+                    db.get("b").unwrap().as_deref(),
+                    Some(&b"2"[..]),
+                    "{context}"
+                );
+                assert_eq!(db.get("c").unwrap(), None, "{context}");
+                db.close().unwrap();
+            }
+            Err(e) => {
+                assert!(truncate_fails, "{context}: {e}");
+                assert!(matches!(e, Error::Corruption { .. }), "{context}: {e}");
+                let db = Db::open(DIR, env.options(true)).unwrap();
+                assert_eq!(
+                    db.get("b").unwrap().as_deref(),
+                    Some(&b"2"[..]),
+                    "{context}"
+                );
+                assert_eq!(db.get("c").unwrap(), None, "{context}");
+                db.close().unwrap();
+            }
+        }
+    }
 }
 
 #[test]

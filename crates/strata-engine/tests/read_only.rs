@@ -41,6 +41,9 @@ impl FileSystem for ReadOnlyStorage {
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         Err(refused("removing", path))
     }
+    fn truncate(&self, path: &Path, _len: u64) -> io::Result<()> {
+        Err(refused("truncating", path))
+    }
     fn exists(&self, path: &Path) -> bool {
         self.0.exists(path)
     }

@@ -116,26 +116,37 @@ impl Engine {
         let mut payload = std::mem::take(&mut wal.buffer);
         payload.clear();
         encode(&mut payload);
-        let written = wal.writer.add_record(&payload).and_then(|()| {
-            if sync {
-                wal.writer.sync()
-            } else {
-                // Hand the record to the OS so a process crash cannot lose it.
-                wal.writer.flush()
-            }
-        });
+        // Every earlier record reached the OS whole (each is flushed before the next), so the
+        // file holds exactly this many bytes of complete records.
+        let complete_len = wal.writer.len();
+        // Hand the record to the OS so a process crash cannot lose it, then sync if asked. The
+        // two steps fail differently: a failed write may leave a partial record, a failed sync
+        // leaves a whole record whose pages may be lost.
+        let written = wal
+            .writer
+            .add_record(&payload)
+            .and_then(|()| wal.writer.flush());
+        let write_failed = written.is_err();
+        let result = written.and_then(|()| if sync { wal.writer.sync() } else { Ok(()) });
         let len = payload.len();
         wal.buffer = payload;
-        match written {
+        let number = wal.number;
+        match result {
             Ok(()) => Ok(len),
             Err(e) => {
-                let err = Error::io(
-                    format!("writing WAL {}", manifest::wal_file_name(wal.number)),
-                    e,
-                );
-                // The record may be partial and the sync may have lost pages: close the WAL
-                // without writing or syncing it again.
+                let name = manifest::wal_file_name(number);
+                let err = Error::io(format!("writing WAL {name}"), e);
+                // The sync may have lost pages: close the WAL without writing or syncing it
+                // again. This drops the writer, so nothing it still buffered can land after
+                // the cut below.
                 slot.close(&err);
+                if write_failed {
+                    // Cut a partial record off, so that the WAL ends at a record boundary and
+                    // a reopen in a strict recovery mode finds no damage. Best effort, and no
+                    // sync: a sync could report success for earlier pages a failed writeback
+                    // lost (rule 1).
+                    let _ = self.fs.truncate(&self.dir.join(&name), complete_len);
+                }
                 Err(err)
             }
         }

@@ -38,11 +38,13 @@ pub enum FaultKind {
     ReadAt,
     /// [`FileSystem::sync_dir`] fails.
     SyncDir,
+    /// [`FileSystem::truncate`] fails; the file keeps its length.
+    Truncate,
 }
 
 impl FaultKind {
     /// Every kind, in declaration order.
-    pub const ALL: [FaultKind; 11] = [
+    pub const ALL: [FaultKind; 12] = [
         FaultKind::Create,
         FaultKind::Open,
         FaultKind::Append,
@@ -54,6 +56,7 @@ impl FaultKind {
         FaultKind::Read,
         FaultKind::ReadAt,
         FaultKind::SyncDir,
+        FaultKind::Truncate,
     ];
 
     /// Number of kinds.
@@ -73,6 +76,7 @@ impl FaultKind {
             FaultKind::Read => "read",
             FaultKind::ReadAt => "read-at",
             FaultKind::SyncDir => "sync-dir",
+            FaultKind::Truncate => "truncate",
         }
     }
 
@@ -630,6 +634,16 @@ impl FileSystem for FaultFs {
             path,
         )?;
         self.inner.remove_file(path)
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        self.check(
+            FaultKind::Truncate,
+            FileClass::of_path(path),
+            "truncating",
+            path,
+        )?;
+        self.inner.truncate(path, len)
     }
 
     fn exists(&self, path: &Path) -> bool {

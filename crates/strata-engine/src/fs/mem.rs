@@ -266,6 +266,10 @@ impl FileSystem for MemFs {
         }
     }
 
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        MemFs::truncate(self, path, len)
+    }
+
     fn exists(&self, path: &Path) -> bool {
         let path = normalize(path);
         let state = self.state.lock();

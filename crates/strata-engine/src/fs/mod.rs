@@ -62,6 +62,8 @@ pub trait FileSystem: Send + Sync + Debug + 'static {
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     /// Deletes a file.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Cuts the file at `path` to `len` bytes (`ftruncate`), without syncing it.
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()>;
     /// Whether `path` exists.
     fn exists(&self, path: &Path) -> bool;
     /// Names (not paths) of the entries of directory `path`.

@@ -81,6 +81,14 @@ impl FileSystem for StdFs {
         fs::remove_file(path).map_err(context("removing", path))
     }
 
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_len(len))
+            .map_err(context("truncating", path))
+    }
+
     fn exists(&self, path: &Path) -> bool {
         path.exists()
     }
