@@ -19,8 +19,9 @@ mod stream;
 
 pub use generator::{phase_seed, thread_seed, Generator, Op, OpKind};
 pub use keys::{encode_key, scramble, KeySpace, MAX_KEY};
-pub use presets::{PresetParams, PRESETS};
+pub use presets::{ParamError, PresetParams, DISTRIBUTIONS, PRESETS};
 pub use spec::{
     InsertOrder, KeyDist, Mix, OpenLoop, OptionValue, PhaseSpec, RateLimitedWriter, WorkloadSpec,
+    MAX_THREADS,
 };
 pub use stream::OpStream;

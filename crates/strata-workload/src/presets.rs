@@ -1,8 +1,9 @@
 //! Named workloads: db_bench phases, YCSB A–F, the papers' workloads, and the simulator's fills.
 
 use crate::spec::{
-    InsertOrder, KeyDist, Mix, OpenLoop, PhaseSpec, RateLimitedWriter, WorkloadSpec,
+    InsertOrder, KeyDist, Mix, OpenLoop, PhaseSpec, RateLimitedWriter, WorkloadSpec, MAX_THREADS,
 };
+use std::fmt;
 
 /// Parameters the presets take from the command line.
 #[derive(Clone, Debug, PartialEq)]
@@ -52,6 +53,104 @@ impl Default for PresetParams {
     }
 }
 
+/// A preset parameter out of range: which [`PresetParams`] field, and what is wrong with it. A
+/// command line maps `param` to the flag that set it, so its message names what the user typed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParamError {
+    /// The field of [`PresetParams`] (`entries`, `theta`, ...).
+    pub param: &'static str,
+    /// What is wrong, as a phrase that follows the name ("is 0; it must be at least 1").
+    pub problem: String,
+}
+
+impl fmt::Display for ParamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.param, self.problem)
+    }
+}
+
+impl std::error::Error for ParamError {}
+
+/// The distributions [`PresetParams::distribution`] may name.
+pub const DISTRIBUTIONS: &[&str] = &["uniform", "zipfian", "latest"];
+
+impl PresetParams {
+    /// Checks every parameter, whether or not the preset uses it, so a bad value is caught
+    /// before anything runs; the error names the first bad field.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        let err = |param: &'static str, problem: String| Err(ParamError { param, problem });
+        let count = |param: &'static str, value: u64| {
+            if value == 0 {
+                err(param, "is 0; it must be at least 1".to_string())
+            } else {
+                Ok(())
+            }
+        };
+        let positive = |param: &'static str, value: f64| {
+            if value.is_finite() && value > 0.0 {
+                Ok(())
+            } else {
+                err(
+                    param,
+                    format!("is {value}; it must be a finite number above 0"),
+                )
+            }
+        };
+        count("entries", self.entries)?;
+        count("ops", self.ops)?;
+        let tracked = crate::keys::MAX_TRACKED_INDEX;
+        for (param, value) in [("entries", self.entries), ("ops", self.ops)] {
+            if value > tracked {
+                return err(
+                    param,
+                    format!("is {value}, more than the {tracked} keys a workload can track"),
+                );
+            }
+        }
+        if self.key_size < 8 {
+            return err(
+                "key_size",
+                format!(
+                    "is {}; it must be at least 8 (keys carry an 8-byte number)",
+                    self.key_size
+                ),
+            );
+        }
+        if self.threads == 0 || self.threads > MAX_THREADS {
+            return err(
+                "threads",
+                format!(
+                    "is {}; it must be between 1 and {MAX_THREADS}",
+                    self.threads
+                ),
+            );
+        }
+        if let Some(d) = &self.distribution {
+            if !DISTRIBUTIONS.contains(&d.as_str()) {
+                return err(
+                    "distribution",
+                    format!("is {d:?}; use {}", DISTRIBUTIONS.join(", ")),
+                );
+            }
+        }
+        positive("theta", self.theta)?;
+        positive("write_rate_mib", self.write_rate_mib)?;
+        positive("query_rate", self.query_rate)?;
+        if !(0.0..=1.0).contains(&self.long_scan_share) {
+            return err(
+                "long_scan_share",
+                format!(
+                    "is {}; it must be a share between 0 and 1",
+                    self.long_scan_share
+                ),
+            );
+        }
+        count("hot_period_ops", self.hot_period_ops)?;
+        count("disorder", self.disorder)?;
+        Ok(())
+    }
+}
+
 /// Names of the presets, with one line each.
 pub const PRESETS: &[(&str, &str)] = &[
     ("fillunique", "insert distinct keys in random order (YCSB's load phase; the simulator's default)"),
@@ -87,8 +186,10 @@ pub const PRESETS: &[(&str, &str)] = &[
 
 impl WorkloadSpec {
     /// The preset `name` (see [`PRESETS`]); db_bench names may be comma-separated to run them in
-    /// order on one database, like db_bench's `--benchmarks`.
+    /// order on one database, like db_bench's `--benchmarks`. The parameters are checked first
+    /// ([`PresetParams::validate`]).
     pub fn preset(name: &str, p: &PresetParams) -> Result<WorkloadSpec, String> {
+        p.validate().map_err(|e| e.to_string())?;
         let names: Vec<&str> = name
             .split(',')
             .map(str::trim)

@@ -1,5 +1,9 @@
 //! Workload descriptions: phases of operation mixes over key distributions, loaded from presets
 //! or TOML files.
+//!
+//! Every struct a TOML file deserializes into refuses keys it does not know, so a misspelled key
+//! (`writ = 3.0`, `thread = 8`) is an error naming the key, its line and its column instead of a
+//! setting silently ignored. `examples/workloads/` has a commented file for each group of keys.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -7,7 +11,12 @@ use std::fmt;
 
 /// How existing keys are chosen for reads, updates, scans, deletes and read-modify-writes.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[serde(
+    tag = "kind",
+    rename_all = "kebab-case",
+    from = "KeyDistFile",
+    deny_unknown_fields
+)]
 pub enum KeyDist {
     /// Uniform over the keys inserted so far.
     Uniform,
@@ -33,7 +42,12 @@ pub enum KeyDist {
 
 /// How new keys are chosen by inserts.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+#[serde(
+    tag = "kind",
+    rename_all = "kebab-case",
+    from = "InsertOrderFile",
+    deny_unknown_fields
+)]
 pub enum InsertOrder {
     /// Unique keys in random order.
     #[default]
@@ -70,9 +84,81 @@ pub enum InsertOrder {
     },
 }
 
+// What a file may write for a `KeyDist` or an `InsertOrder`: the same variants, each a struct, so
+// that `deny_unknown_fields` also refuses extra keys beside the field-less kinds
+// (`{ kind = "uniform", theta = 0.9 }`), which serde accepts silently for unit variants.
+
+/// [`KeyDist`] as a file spells it.
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+enum KeyDistFile {
+    Uniform {},
+    Zipfian { theta: f64 },
+    Latest { theta: f64 },
+    ShiftingZipfian { theta: f64, period_ops: u64 },
+}
+
+impl From<KeyDistFile> for KeyDist {
+    fn from(file: KeyDistFile) -> KeyDist {
+        match file {
+            KeyDistFile::Uniform {} => KeyDist::Uniform,
+            KeyDistFile::Zipfian { theta } => KeyDist::Zipfian { theta },
+            KeyDistFile::Latest { theta } => KeyDist::Latest { theta },
+            KeyDistFile::ShiftingZipfian { theta, period_ops } => {
+                KeyDist::ShiftingZipfian { theta, period_ops }
+            }
+        }
+    }
+}
+
+/// [`InsertOrder`] as a file spells it.
+#[derive(Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+enum InsertOrderFile {
+    Random {},
+    Sequential {},
+    NearlySorted {
+        window: u64,
+    },
+    UniformDomain {
+        size: u64,
+    },
+    ShiftingNormal {
+        domain: u64,
+        sigma: f64,
+        period_inserts: u64,
+    },
+    TpccNewOrder {
+        warehouses: u64,
+    },
+}
+
+impl From<InsertOrderFile> for InsertOrder {
+    fn from(file: InsertOrderFile) -> InsertOrder {
+        match file {
+            InsertOrderFile::Random {} => InsertOrder::Random,
+            InsertOrderFile::Sequential {} => InsertOrder::Sequential,
+            InsertOrderFile::NearlySorted { window } => InsertOrder::NearlySorted { window },
+            InsertOrderFile::UniformDomain { size } => InsertOrder::UniformDomain { size },
+            InsertOrderFile::ShiftingNormal {
+                domain,
+                sigma,
+                period_inserts,
+            } => InsertOrder::ShiftingNormal {
+                domain,
+                sigma,
+                period_inserts,
+            },
+            InsertOrderFile::TpccNewOrder { warehouses } => {
+                InsertOrder::TpccNewOrder { warehouses }
+            }
+        }
+    }
+}
+
 /// Relative weights of operation types.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Mix {
     /// Inserts of new keys.
     pub insert: f64,
@@ -94,10 +180,42 @@ impl Mix {
     fn total(&self) -> f64 {
         self.insert + self.update + self.read + self.scan + self.long_scan + self.delete + self.rmw
     }
+
+    /// The weights by their TOML names.
+    fn weights(&self) -> [(&'static str, f64); 7] {
+        [
+            ("insert", self.insert),
+            ("update", self.update),
+            ("read", self.read),
+            ("scan", self.scan),
+            ("long_scan", self.long_scan),
+            ("delete", self.delete),
+            ("rmw", self.rmw),
+        ]
+    }
+
+    /// Checks that every weight is a finite number, not negative, and that some weight is
+    /// positive; `at` names the mix in the error (`mix`, `writer.mix`).
+    fn validate(&self, at: &str) -> Result<(), String> {
+        for (name, weight) in self.weights() {
+            if !(weight.is_finite() && weight >= 0.0) {
+                return Err(format!(
+                    "{at}.{name} is {weight}; a weight must be a finite number, 0 or more"
+                ));
+            }
+        }
+        if self.total() <= 0.0 {
+            return Err(format!(
+                "{at} has no operation with a positive weight (give e.g. {at} = {{ insert = 1.0 }})"
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// An open-loop query stream: arrivals at a fixed rate, latency counted from the arrival.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct OpenLoop {
     /// Query arrivals per second, over all query threads.
     pub queries_per_sec: f64,
@@ -105,6 +223,7 @@ pub struct OpenLoop {
 
 /// A background writer beside the main threads, at a fixed rate (EcoTune's rate-limited writer).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RateLimitedWriter {
     /// User bytes per second.
     pub mib_per_sec: f64,
@@ -130,6 +249,7 @@ fn default_long_scan() -> usize {
 
 /// One phase: a number of operations (or a duration) of a mix, on some threads.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PhaseSpec {
     /// Name shown in results.
     pub name: String,
@@ -181,6 +301,7 @@ fn uniform() -> KeyDist {
 
 /// A workload: key and value sizes and phases run in order on one database.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {
     /// Name.
     pub name: String,
@@ -249,15 +370,55 @@ fn default_value_size() -> usize {
     100
 }
 
+/// The most threads a phase may run: far more than the cores of any machine the benchmark
+/// targets, and few enough that a typo (`threads = 80000`) is an error rather than an attempt to
+/// spawn them.
+pub const MAX_THREADS: usize = 1024;
+
+/// Where byte `offset` of `text` is: "line L, column C" (both from 1, the column in characters)
+/// and the line itself, so that an error about a value names the key it belongs to.
+fn position(text: &str, offset: usize) -> String {
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    let source = text[line_start..].lines().next().unwrap_or("").trim();
+    if source.is_empty() {
+        format!("line {line}, column {column}")
+    } else {
+        let shown: String = source.chars().take(80).collect();
+        let more = if shown.len() < source.len() {
+            "..."
+        } else {
+            ""
+        };
+        format!("line {line}, column {column} (`{shown}{more}`)")
+    }
+}
+
 impl WorkloadSpec {
-    /// Loads a workload from TOML text.
+    /// Loads a workload from TOML text and validates it ([`WorkloadSpec::validate`]). A syntax
+    /// error, an unknown key or a value of the wrong type is reported with its line, column and
+    /// source line (``line 7, column 1 (`writ = 3.0`): unknown field `writ`, expected one of
+    /// ...``).
     pub fn from_toml(text: &str) -> Result<WorkloadSpec, String> {
-        let spec: WorkloadSpec = toml::from_str(text).map_err(|e| format!("workload file: {e}"))?;
+        let spec: WorkloadSpec = toml::from_str(text).map_err(|e| {
+            let message = e.message().trim_end();
+            match e.span() {
+                Some(span) => format!("{}: {message}", position(text, span.start)),
+                None => message.to_string(),
+            }
+        })?;
         spec.validate()?;
         Ok(spec)
     }
 
-    /// Checks the parameters, naming the first problem.
+    /// Checks the parameters, naming the first problem by its TOML key (`phase "run":
+    /// mix.read is -1; ...`). Presets and files go through the same checks.
     pub fn validate(&self) -> Result<(), String> {
         if self.key_size < 8 {
             return Err(format!(
@@ -266,48 +427,114 @@ impl WorkloadSpec {
             ));
         }
         if self.phases.is_empty() {
-            return Err("a workload needs at least one phase".to_string());
+            return Err("a workload needs at least one phase ([[phases]])".to_string());
         }
         for p in &self.phases {
-            let tracked = crate::keys::MAX_TRACKED_INDEX;
-            let domain = match p.inserts {
-                InsertOrder::UniformDomain { size } => size,
-                _ => 0,
-            };
-            if p.ops > tracked || domain > tracked {
-                return Err(format!(
-                    "phase {:?}: {} keys are more than the {tracked} the workload can track",
-                    p.name,
-                    p.ops.max(domain)
-                ));
+            p.validate()
+                .map_err(|e| format!("phase {:?}: {e}", p.name))?;
+        }
+        if let Some(empty) = self.policies.iter().position(|p| p.trim().is_empty()) {
+            return Err(format!("policies[{empty}] is empty"));
+        }
+        Ok(())
+    }
+}
+
+/// Errors unless `value` is finite and above zero; `what` names it.
+fn positive(what: &str, value: f64) -> Result<(), String> {
+    if value.is_finite() && value > 0.0 {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} is {value}; it must be a finite number above 0"
+        ))
+    }
+}
+
+/// Errors when a count is zero; `what` names it.
+fn at_least_one(what: &str, value: u64) -> Result<(), String> {
+    if value == 0 {
+        Err(format!("{what} is 0; it must be at least 1"))
+    } else {
+        Ok(())
+    }
+}
+
+impl PhaseSpec {
+    /// Checks one phase, naming the first problem by its TOML key.
+    fn validate(&self) -> Result<(), String> {
+        let tracked = crate::keys::MAX_TRACKED_INDEX;
+        if self.ops > tracked {
+            return Err(format!(
+                "ops {} is more than the {tracked} keys the workload can track",
+                self.ops
+            ));
+        }
+        if !(self.duration_secs.is_finite() && self.duration_secs >= 0.0) {
+            return Err(format!(
+                "duration_secs is {}; it must be a finite number of seconds, 0 or more",
+                self.duration_secs
+            ));
+        }
+        if self.ops == 0 && self.duration_secs == 0.0 {
+            return Err("has neither ops nor duration_secs (give either, or both)".to_string());
+        }
+        if self.threads == 0 || self.threads > MAX_THREADS {
+            return Err(format!(
+                "threads is {}; it must be between 1 and {MAX_THREADS}",
+                self.threads
+            ));
+        }
+        self.mix.validate("mix")?;
+        if self.mix.scan > 0.0 {
+            at_least_one("scan_length", self.scan_length as u64)?;
+        }
+        if self.mix.long_scan > 0.0 {
+            at_least_one("long_scan_length", self.long_scan_length as u64)?;
+        }
+        match &self.keys {
+            KeyDist::Uniform => {}
+            KeyDist::Zipfian { theta } | KeyDist::Latest { theta } => {
+                positive("keys.theta", *theta)?
             }
-            if p.ops == 0 && p.duration_secs <= 0.0 {
-                return Err(format!(
-                    "phase {:?} has neither ops nor duration_secs",
-                    p.name
-                ));
+            KeyDist::ShiftingZipfian { theta, period_ops } => {
+                positive("keys.theta", *theta)?;
+                at_least_one("keys.period_ops", *period_ops)?;
             }
-            if p.mix.total().is_nan() || p.mix.total() <= 0.0 {
-                return Err(format!(
-                    "phase {:?} has no operation with a positive weight",
-                    p.name
-                ));
-            }
-            if p.threads == 0 {
-                return Err(format!("phase {:?} has 0 threads", p.name));
-            }
-            for (what, theta) in match &p.keys {
-                KeyDist::Zipfian { theta }
-                | KeyDist::Latest { theta }
-                | KeyDist::ShiftingZipfian { theta, .. } => {
-                    vec![("theta", *theta)]
+        }
+        match &self.inserts {
+            InsertOrder::Random | InsertOrder::Sequential => {}
+            InsertOrder::NearlySorted { window } => at_least_one("inserts.window", *window)?,
+            InsertOrder::UniformDomain { size } => {
+                at_least_one("inserts.size", *size)?;
+                if *size > tracked {
+                    return Err(format!(
+                        "inserts.size {size} is more than the {tracked} keys the workload can track"
+                    ));
                 }
-                KeyDist::Uniform => vec![],
-            } {
-                if !(theta.is_finite() && theta > 0.0) {
-                    return Err(format!("phase {:?}: {what} must be positive", p.name));
-                }
             }
+            InsertOrder::ShiftingNormal {
+                domain,
+                sigma,
+                period_inserts,
+            } => {
+                at_least_one("inserts.domain", *domain)?;
+                positive("inserts.sigma", *sigma)?;
+                at_least_one("inserts.period_inserts", *period_inserts)?;
+            }
+            InsertOrder::TpccNewOrder { warehouses } => {
+                at_least_one("inserts.warehouses", *warehouses)?
+            }
+        }
+        if let Some(o) = &self.open_loop {
+            positive("open_loop.queries_per_sec", o.queries_per_sec)?;
+        }
+        if let Some(w) = &self.writer {
+            positive("writer.mib_per_sec", w.mib_per_sec)?;
+            w.mix.validate("writer.mix")?;
+        }
+        if let Some(m) = &self.background_writer {
+            m.validate("background_writer")?;
         }
         Ok(())
     }
