@@ -10,6 +10,10 @@ pub mod runner;
 /// Workloads come from `strata-workload`, shared with the simulator.
 pub use strata_workload as workload;
 
+/// The engine's limits on key and value sizes, so a command line can refuse a workload the
+/// engine would fail on before any run starts.
+pub use strata_engine::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
+
 use anyhow::{bail, Context, Result};
 use engines::{open_peer, EngineSettings, KvEngine, Strata};
 use results::Comparison;
@@ -30,7 +34,10 @@ pub struct BenchConfig {
     pub baseline: Option<String>,
     /// Matched engine settings.
     pub settings: EngineSettings,
-    /// Parent directory of the databases (a temporary one when `None`).
+    /// Where the databases go: each comparison makes a fresh `strata-bench-*` directory in it
+    /// (created if missing; the system's temporary directory when `None`) and removes it when it
+    /// ends, whether its runs succeeded or not, so a failed or interrupted comparison never
+    /// blocks the next one.
     pub dir: Option<PathBuf>,
     /// Seed of every generator.
     pub seed: u64,
@@ -38,22 +45,45 @@ pub struct BenchConfig {
     pub progress: bool,
 }
 
-/// Runs every configuration of `config` and collects the results.
+/// Runs every configuration of `config` and collects the results. The baseline is checked before
+/// the first run; each run's database is removed when the run ends, and the comparison's
+/// directory when the comparison ends (see [`BenchConfig::dir`]).
 pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
-    let temp = tempfile::Builder::new()
-        .prefix("strata-bench-")
-        .tempdir()
-        .context("creating a temporary directory")?;
-    let base = config
-        .dir
-        .clone()
-        .unwrap_or_else(|| temp.path().to_path_buf());
     let mut labels: Vec<(String, bool)> =
         config.policies.iter().map(|p| (p.clone(), true)).collect();
     labels.extend(config.peers.iter().map(|p| (p.clone(), false)));
     if labels.is_empty() {
         bail!("nothing to run: give at least one policy or peer");
     }
+    let baseline = config
+        .baseline
+        .clone()
+        .unwrap_or_else(|| labels[0].0.clone());
+    if !labels.iter().any(|(l, _)| *l == baseline) {
+        bail!(
+            "baseline {baseline:?} is not among the runs ({})",
+            labels
+                .iter()
+                .map(|(l, _)| l.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    // A fresh directory per comparison, even inside a given --dir: dropping it (at the end, or on
+    // the first error) removes whatever the runs left, and leftovers of a killed comparison
+    // never collide with the next one's.
+    let mut builder = tempfile::Builder::new();
+    builder.prefix("strata-bench-");
+    let temp = match &config.dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating the database directory {}", dir.display()))?;
+            builder.tempdir_in(dir)
+        }
+        None => builder.tempdir(),
+    }
+    .context("creating the comparison's database directory")?;
+    let base = temp.path().to_path_buf();
     let mut runs = Vec::new();
     for (label, is_policy) in &labels {
         // Policy specifications may hold ':', '=' and ','; keep directory names plain.
@@ -68,8 +98,9 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
             })
             .collect();
         let dir = base.join(dir_name);
+        // Two labels may map to one name; the earlier run's directory is gone by now.
         if dir.exists() {
-            bail!("{} already exists; give an empty --dir", dir.display());
+            bail!("{} already exists", dir.display());
         }
         let engine: Arc<dyn KvEngine> = if *is_policy {
             Arc::new(
@@ -91,13 +122,6 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
         // Free the disk before the next configuration runs.
         let _ = std::fs::remove_dir_all(&dir);
         runs.push(result);
-    }
-    let baseline = config
-        .baseline
-        .clone()
-        .unwrap_or_else(|| labels[0].0.clone());
-    if !runs.iter().any(|r| r.label == baseline) {
-        bail!("baseline {baseline:?} is not among the runs");
     }
     Ok(Comparison {
         workload: config.workload.name.clone(),
