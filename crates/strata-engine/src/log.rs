@@ -131,6 +131,10 @@ pub struct Damage {
     pub reason: String,
     /// Whether it is a torn tail (no valid record follows) rather than damage in the middle.
     pub torn: bool,
+    /// Whether the file ends inside the damaged record (its header or payload is cut short) or
+    /// only zeros are left: the file ended mid-append. A record that fits but fails its
+    /// checksum is not cut short.
+    pub cut_short: bool,
 }
 
 /// Appends records to a log file.
@@ -246,23 +250,24 @@ impl LogReader {
                 self.pos = payload.end;
                 Ok(Some(self.data[payload].to_vec()))
             }
-            Err(why) => self.damaged(why),
+            Err(bad) => self.damaged(bad),
         }
     }
 
     /// Classifies the damage at `self.pos` (see the module docs) and ends reading.
-    fn damaged(&mut self, why: String) -> Result<Option<Vec<u8>>> {
+    fn damaged(&mut self, bad: BadRecord) -> Result<Option<Vec<u8>>> {
         let offset = self.pos as u64;
         let rest = &self.data[self.pos..];
-        let (why, follower) = if rest.iter().all(|&b| b == 0) {
+        let (why, follower, cut_short) = if rest.iter().all(|&b| b == 0) {
             // Nothing valid starts in zeros; skip the search and say what it was.
             let zeros = format!(
                 "zero-filled tail of {} bytes (preallocated space)",
                 rest.len()
             );
-            (zeros, None)
+            (zeros, None, true)
         } else {
-            (why, find_valid_record(&self.data, self.pos + HEADER_LEN))
+            let follower = find_valid_record(&self.data, self.pos + HEADER_LEN);
+            (bad.why, follower, bad.cut_short)
         };
         let torn = follower.is_none();
         let why = match follower {
@@ -275,6 +280,7 @@ impl LogReader {
                     offset,
                     reason: why,
                     torn,
+                    cut_short,
                 })
             }
             (false, _) => State::Failed(offset, why),
@@ -344,26 +350,46 @@ pub(crate) fn holds_valid_record(data: &[u8]) -> bool {
 }
 
 /// The payload range of the record at `at`, or why it is damaged.
-fn parse_record(data: &[u8], at: usize) -> std::result::Result<Range<usize>, String> {
+/// Why the record at an offset is not valid.
+struct BadRecord {
+    why: String,
+    /// The file ends inside the record.
+    cut_short: bool,
+}
+
+fn parse_record(data: &[u8], at: usize) -> std::result::Result<Range<usize>, BadRecord> {
     let avail = data.len() - at;
+    let bad = |why: String, cut_short: bool| Err(BadRecord { why, cut_short });
     let (Some(stored), Some(len)) = (read_u32(data, at), read_u32(data, at + 4)) else {
-        return Err(format!(
-            "record header cut short: {avail} of {HEADER_LEN} bytes before the end of the file"
-        ));
+        return bad(
+            format!(
+                "record header cut short: {avail} of {HEADER_LEN} bytes before the end of the file"
+            ),
+            true,
+        );
     };
     if len == u32::MAX {
-        return Err("record length field holds the reserved value 0xffffffff".to_string());
+        return bad(
+            "record length field holds the reserved value 0xffffffff".to_string(),
+            false,
+        );
     }
     let start = at + HEADER_LEN;
     let payload = start..start.saturating_add(len as usize);
     if payload.end > data.len() {
-        return Err(format!(
-            "record of {len} bytes cut short: {} bytes before the end of the file",
-            avail - HEADER_LEN
-        ));
+        return bad(
+            format!(
+                "record of {len} bytes cut short: {} bytes before the end of the file",
+                avail - HEADER_LEN
+            ),
+            true,
+        );
     }
     if record_checksum(len.to_le_bytes(), &data[payload.clone()]) != stored {
-        return Err(format!("checksum mismatch in a record of {len} bytes"));
+        return bad(
+            format!("checksum mismatch in a record of {len} bytes"),
+            false,
+        );
     }
     Ok(payload)
 }

@@ -122,7 +122,7 @@ pub struct Recovered {
     pub log_number: u64,
     /// The manifest's number.
     pub manifest_number: u64,
-    /// Where the manifest's tail was dropped, if it was torn.
+    /// Where the manifest's tail was dropped, if the file ended inside its last record.
     pub dropped_tail: Option<(u64, String)>,
 }
 
@@ -251,6 +251,21 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
     }
     if records == 0 {
         return Err(Error::corruption(name, 0, "the manifest holds no record"));
+    }
+    // Only a record the file ends inside of is a torn write (a crash mid-append; the edit was
+    // never acknowledged). A last record that is all there but fails its checksum is damage:
+    // rolling its edit back silently could resurrect deleted files' versions or drop new ones.
+    if let Some(damage) = reader.damage().filter(|d| !d.cut_short) {
+        return Err(Error::corruption(
+            name,
+            damage.offset,
+            format!(
+                "the last record is damaged ({}); it is whole, so it is not a torn write. If \
+                 the file system may have lost part of it in a power cut, cutting the file at \
+                 offset {} rolls back its edit",
+                damage.reason, damage.offset
+            ),
+        ));
     }
     Ok(Recovered {
         version,

@@ -359,10 +359,11 @@ fn a_flipped_byte_in_the_manifest_fails_open() {
     );
 }
 
+/// Issue 10, item 5: a last manifest record that is whole but fails its checksum is damage,
+/// reported at its offset; only a record the file ends inside of is a torn write, dropped, and
+/// then open still checks that the older version's files exist.
 #[test]
 fn a_damaged_last_manifest_record_never_loses_data_silently() {
-    // The last record is dropped as a torn tail; if the files it accounted for are gone, open
-    // must say so instead of going back to an older version.
     let fs = MemFs::new();
     let db = Db::open(DIR, options(&fs)).unwrap();
     for i in 0..KEYS {
@@ -377,10 +378,23 @@ fn a_damaged_last_manifest_record_never_loses_data_silently() {
     db.close().unwrap();
     let (path, records) = manifest_records(&fs);
     let last = *records.last().unwrap();
+    let original = fs.read(&path).unwrap();
+
+    // A flipped byte: the record is whole, so this is not a torn write.
     fs.corrupt(&path, last.middle(), 0x40).unwrap();
+    assert_corruption(
+        Db::open(DIR, options(&fs)),
+        &file_name(&path),
+        last.offset,
+        last.offset + 1,
+    );
+    fs.corrupt(&path, last.middle(), 0x40).unwrap();
+
+    // Cut inside the record: a torn write, dropped; the version before it names a compaction
+    // input deleted since, which open reports instead of going back to it.
+    fs.truncate(&path, last.middle()).unwrap();
     match Db::open(DIR, options(&fs)) {
         Err(Error::Corruption { file, reason, .. }) => {
-            // The recovered (older) version names a compaction input deleted since.
             assert!(
                 matches!(classify(&file), Some(FileKind::Table(_))),
                 "{file}: {reason}"
@@ -392,12 +406,31 @@ fn a_damaged_last_manifest_record_never_loses_data_silently() {
         }
         other => panic!("expected corruption, got {other:?}"),
     }
-    // Nothing was deleted by the failed open: repairing the byte recovers everything.
-    fs.corrupt(&path, last.middle(), 0x40).unwrap();
+
+    // Nothing was deleted by the failed opens: the repaired manifest recovers everything.
+    let mut f = fs.create(&path).unwrap();
+    f.append(&original).unwrap();
+    f.sync().unwrap();
+    drop(f);
     let db = Db::open(DIR, options(&fs)).unwrap();
     for i in 0..KEYS {
         assert_eq!(db.get(key(i)).unwrap().as_deref(), Some(&b"newer"[..]));
     }
+    db.close().unwrap();
+
+    // A torn append after the last record (the start of a record that never finished) is
+    // dropped: open succeeds with everything.
+    let (path, records) = manifest_records(&fs);
+    let data = fs.read(&path).unwrap();
+    let first = records[0];
+    let partial = &data[first.offset as usize..(first.offset + first.len / 2) as usize];
+    let mut f = fs.create(&path).unwrap();
+    f.append(&data).unwrap();
+    f.append(partial).unwrap();
+    f.sync().unwrap();
+    drop(f);
+    let db = Db::open(DIR, options(&fs)).unwrap();
+    assert_eq!(db.get(key(0)).unwrap().as_deref(), Some(&b"newer"[..]));
     db.close().unwrap();
 }
 

@@ -843,6 +843,8 @@ mod tests {
         assert!(fault.read(&a).is_err());
         assert!(fault.open(&a).is_err());
         assert!(fault.sync_dir(dir).is_err());
+        assert!(fault.truncate(&a, 1).is_err());
+        assert_eq!(mem.file_size(&a).expect("size"), 4);
         fault.set_probability(FaultKind::Open, 0.0);
         let r = fault.open(&a).expect("open");
         let mut buf = [0u8; 2];
