@@ -253,25 +253,44 @@ pub fn source_iterators(
     (iters, bytes)
 }
 
+/// Why a merge failed: reading its inputs, which left the stored data as it was and may
+/// succeed when tried again, or anything else (writing outputs, stopping).
+#[derive(Debug)]
+pub enum MergeError {
+    /// Reading an input failed.
+    Input(Error),
+    /// Writing an output failed, or the merge was told to stop.
+    Output(Error),
+}
+
+impl From<MergeError> for Error {
+    fn from(e: MergeError) -> Error {
+        match e {
+            MergeError::Input(e) | MergeError::Output(e) => e,
+        }
+    }
+}
+
 /// Merges `inputs` (newest first) through `filter` into `out`. Returns the number of entries read.
 pub fn merge_into(
     inputs: Vec<Box<dyn InternalIterator>>,
     filter: &mut MergeFilter,
     out: &mut OutputWriter<'_>,
     stop: &dyn Fn() -> bool,
-) -> Result<u64> {
+) -> std::result::Result<u64, MergeError> {
     let mut merged = MergingIterator::new(inputs);
-    merged.seek_to_first()?;
+    merged.seek_to_first().map_err(MergeError::Input)?;
     let mut read = 0u64;
     while merged.valid() {
         read += 1;
         if read.is_multiple_of(4096) && stop() {
-            return Err(Error::Closed);
+            return Err(MergeError::Output(Error::Closed));
         }
         if filter.keep(merged.key()) {
-            out.add(merged.key(), merged.value())?;
+            out.add(merged.key(), merged.value())
+                .map_err(MergeError::Output)?;
         }
-        merged.next()?;
+        merged.next().map_err(MergeError::Input)?;
     }
     Ok(read)
 }

@@ -70,6 +70,8 @@ pub struct Metrics {
     pub write_groups: u64,
     /// Microseconds writers were delayed or stopped.
     pub stall_micros: u64,
+    /// Compactions started again after reading an input failed (each retry counts once).
+    pub compaction_read_retries: u64,
     /// Bytes of live table files.
     pub table_bytes: u64,
     /// Bytes held by memtables.
@@ -125,6 +127,7 @@ impl Metrics {
             batches: g(&s.batches),
             write_groups: g(&s.write_groups),
             stall_micros: g(&s.stall_micros),
+            compaction_read_retries: g(&s.compaction_read_retries),
             table_bytes: version.size(),
             memtable_bytes,
             block_cache_bytes: cache.used_bytes(),

@@ -55,6 +55,8 @@ pub struct Statistics {
     pub get_tables_probed: AtomicU64,
     /// Microseconds writers spent slowed down or stopped by the write controller.
     pub stall_micros: AtomicU64,
+    /// Compactions started again after reading an input failed.
+    pub compaction_read_retries: AtomicU64,
 }
 
 impl Statistics {

@@ -532,6 +532,52 @@ fn assert_read_only(db: &Db, cause: &str) {
     ));
 }
 
+/// Issue 10, item 5: a compaction whose input read fails once is tried again and succeeds,
+/// leaving the database writable; one whose reads keep failing gives up after three attempts
+/// and makes the database read-only (rule 3).
+#[test]
+fn a_failed_read_of_a_compaction_input_is_retried() {
+    let env = Env::new();
+    let db = env.open();
+    let write = |round: u32| {
+        for i in 0..300 {
+            db.put(key(i), format!("{round}-{}", value(i))).unwrap();
+        }
+        db.flush().unwrap();
+        db.wait_for_compactions().unwrap();
+    };
+    write(0);
+    write(1);
+    env.fault.fail_nth(FaultKind::ReadAt, FileClasses::TABLE, 0);
+    db.compact_range::<&str, _>(..).unwrap();
+    assert_eq!(env.fault.stats().injected(FaultKind::ReadAt), 1);
+    assert_eq!(db.metrics().compaction_read_retries, 1);
+    for i in 0..300 {
+        assert_eq!(
+            db.get(key(i)).unwrap().unwrap(),
+            format!("1-{}", value(i)).as_bytes()
+        );
+    }
+
+    write(2);
+    env.fault.set_targets(FileClasses::TABLE);
+    env.fault.set_probability(FaultKind::Open, 1.0);
+    env.fault.set_probability(FaultKind::ReadAt, 1.0);
+    let e = db.compact_range::<&str, _>(..).unwrap_err();
+    assert!(is_injected(&e), "{e}");
+    assert_eq!(db.metrics().compaction_read_retries, 1 + 2);
+    assert_read_only(&db, "injected fault");
+    drop(db);
+    let db = env.reopen(false);
+    for i in 0..300 {
+        assert_eq!(
+            db.get(key(i)).unwrap().unwrap(),
+            format!("2-{}", value(i)).as_bytes()
+        );
+    }
+    db.close().unwrap();
+}
+
 /// Issue 10, item 5: a write that fails part-way leaves no partial record at the WAL's end
 /// (it is cut off), so even the strictest recovery mode reopens the database; if the cut itself
 /// fails, the strict mode reports the torn record and the default mode drops it.

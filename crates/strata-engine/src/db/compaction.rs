@@ -6,18 +6,21 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
 use crate::listener::{CompletedJob, JobKind};
-use crate::merge::{merge_into, source_iterators, MergeFilter, OutputWriter};
+use crate::merge::{merge_into, source_iterators, MergeError, MergeFilter, OutputWriter};
 use crate::stats::Statistics;
 use bytes::Bytes;
 use parking_lot::MutexGuard;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use strata_exec::sources::merge_sources;
 use strata_exec::{compaction_edit, OlderTables};
 use strata_meta::{TableId, TableMeta, Version};
 use strata_policy::{ManualRange, Plan, PlanAction, PlanOutput, PolicyError};
+
+/// Times a compaction reads its inputs before a read error stops background work.
+pub(crate) const INPUT_READ_ATTEMPTS: u32 = 3;
 
 /// Plans a caller runs in a row before declaring the policy non-convergent.
 pub(crate) const MAX_INLINE_PLANS: usize = 100_000;
@@ -121,6 +124,11 @@ impl Engine {
     }
 
     /// Writes a merge's tables: its inputs, newest run first, through the merge filter.
+    ///
+    /// A failure to read an input is tried again, up to [`INPUT_READ_ATTEMPTS`] times in all,
+    /// with the inputs reopened: the stored data is unchanged by a failed read, and a transient
+    /// device or network error should not make the whole database read-only. A failure to
+    /// write is never retried (failure rule 3).
     pub fn run_compaction(&self, job: &CompactionJob) -> Result<CompactionOutput> {
         let plan = &job.plan;
         let output = plan
@@ -133,12 +141,31 @@ impl Engine {
             .flatten()
             .map(|t| (t.smallest.clone(), t.size))
             .collect();
-        let (inputs, bytes_read) = source_iterators(sources, &self.tables);
         let input_ids: Vec<TableId> = plan.input_tables().collect();
-        let older = OlderTables::below(&job.version, output.level, output.run, &input_ids);
-        let filter = MergeFilter::new(job.snapshots.clone(), older);
-        let started = Instant::now();
-        let (tables, files) = self.write_outputs(inputs, filter, output, &projection)?;
+        let mut attempt = 1;
+        let (tables, bytes_read, started) = loop {
+            let (inputs, bytes_read) = source_iterators(sources.clone(), &self.tables);
+            let older = OlderTables::below(&job.version, output.level, output.run, &input_ids);
+            let filter = MergeFilter::new(job.snapshots.clone(), older);
+            let started = Instant::now();
+            match self.write_outputs(inputs, filter, output, &projection) {
+                Ok((tables, files)) => break ((tables, files), bytes_read, started),
+                Err(MergeError::Input(_))
+                    if attempt < INPUT_READ_ATTEMPTS && !self.stop_requested() =>
+                {
+                    // The outputs are deleted already; drop cached handles of the inputs, in
+                    // case the failure was in one, and back off before reading again.
+                    for id in &input_ids {
+                        self.tables.evict(id.0);
+                    }
+                    Statistics::add(&self.stats.compaction_read_retries, 1);
+                    std::thread::sleep(Duration::from_millis(10 << attempt));
+                    attempt += 1;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        };
+        let (tables, files) = tables;
         let bytes_written = tables.iter().map(|t| t.size).sum();
         self.note_rewrite(
             bytes_written,
@@ -161,7 +188,7 @@ impl Engine {
         mut filter: MergeFilter,
         output: &PlanOutput,
         projection: &[(Bytes, u64)],
-    ) -> Result<(Vec<TableMeta>, Vec<u64>)> {
+    ) -> std::result::Result<(Vec<TableMeta>, Vec<u64>), MergeError> {
         let allocate = || {
             let n = self.allocate_file_number();
             self.state.lock().pending_outputs.insert(n);
@@ -180,18 +207,7 @@ impl Engine {
         let stop = || self.stop_requested() || self.failed.load(Ordering::Acquire);
         let merged = merge_into(inputs, &mut filter, &mut writer, &stop);
         let files = writer.started_files();
-        let tables = merged.and_then(|_| writer.finish()).and_then(|tables| {
-            // Rule 5: the outputs' directory entries are durable before the manifest names them.
-            if !tables.is_empty() {
-                self.fs.sync_dir(&self.dir).map_err(|e| {
-                    Error::io(
-                        format!("syncing {} after writing tables", self.dir.display()),
-                        e,
-                    )
-                })?;
-            }
-            Ok(tables)
-        });
+        let tables = merged.and_then(|_| self.finish_outputs(writer).map_err(MergeError::Output));
         match tables {
             Ok(tables) => Ok((tables, files)),
             Err(e) => {
@@ -200,6 +216,21 @@ impl Engine {
                 Err(e)
             }
         }
+    }
+
+    /// Finishes the last output table and makes the outputs' directory entries durable before
+    /// a manifest record names them (rule 5).
+    fn finish_outputs(&self, writer: OutputWriter<'_>) -> Result<Vec<TableMeta>> {
+        let tables = writer.finish()?;
+        if !tables.is_empty() {
+            self.fs.sync_dir(&self.dir).map_err(|e| {
+                Error::io(
+                    format!("syncing {} after writing tables", self.dir.display()),
+                    e,
+                )
+            })?;
+        }
+        Ok(tables)
     }
 
     /// Installs a finished merge and releases its leases.

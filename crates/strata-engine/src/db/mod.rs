@@ -31,7 +31,9 @@
 //!    whose outcome the caller never learned.
 //! 3. **Background errors stop background work.** A failed flush or compaction (writing or
 //!    reading) records the error; background threads then pick no new work, running jobs stop at
-//!    their next check, and no job installs its result after the error.
+//!    their next check, and no job installs its result after the error. A compaction that fails
+//!    to *read* an input first deletes its outputs and tries again with the inputs reopened,
+//!    three attempts in all (a failed read changes nothing stored); only then is it an error.
 //! 4. **Nothing is appended to the manifest after a background error**, for the same reason as
 //!    rule 1. A failed manifest append leaves the record's fate unknown (it may be complete in
 //!    the file), so the job's output tables are kept and nothing the edit would delete is
