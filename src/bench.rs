@@ -1,20 +1,24 @@
 //! `strata bench`: the benchmark tool's command line.
 
+use crate::checks;
 use crate::policies::policy_specs;
-use crate::workload_args::{ingest_bytes, WorkloadArgs};
-use anyhow::{Context, Result};
+use crate::workload_args::{
+    ingest_bytes, show_size, size_arg, usize_arg, warn, warn_if_smaller_than_a_buffer, WorkloadArgs,
+};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::PathBuf;
-use strata_bench::engines::{available_peers, EngineSettings};
+use strata_bench::engines::{available_peers, EngineSettings, Strata};
+use strata_bench::runner::WINDOW_OPS;
+use strata_bench::workload::WorkloadSpec;
 use strata_bench::{report, run_comparison, BenchConfig};
-use strata_meta::parse_size;
-
-fn size_arg(text: &str) -> Result<u64, String> {
-    parse_size(text)
-}
+use strata_policy::build_policy;
+use strata_sim::human_bytes;
 
 /// Options of `strata bench`. With none, it compares every built-in policy (and every peer the
-/// build has) on the `mixed` workload and writes a report.
+/// build has) on the `mixed` workload and writes a report. Every flag, the workload and the
+/// report and database directories are checked before the first run. Sizes take units with one
+/// rule: binary, any case (4K = 4KB = 4KiB = 4096).
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// The workload (shared with `strata sim`).
@@ -26,7 +30,7 @@ pub struct BenchArgs {
     /// Strata policies to run: comma-separated names, each optionally with options
     /// (`leveled:level0_trigger=8,tiered`), "all" for every built-in policy, or "none".
     /// Default: the workload file's `policies`, else all.
-    #[arg(long)]
+    #[arg(long, visible_alias = "policy")]
     policies: Option<String>,
     /// An option for every selected policy that declares it, as name=value (repeatable), e.g.
     /// `--policy-option num_levels=5`; `strata sim --list-policies` shows each policy's options.
@@ -36,35 +40,71 @@ pub struct BenchArgs {
     /// build with `--features peers`). Default: every peer the build has.
     #[arg(long)]
     peers: Option<String>,
-    /// Label ratios are computed against (default: the first run).
+    /// The run ratios are computed against: a run's label (`leveled:level0_trigger=8`), a
+    /// policy name that only one run has, or a peer (default: the first run).
     #[arg(long)]
     baseline: Option<String>,
-    /// Write buffer size. RocksDB: write_buffer_size (whose default is 64 MiB; the smaller
-    /// default here gives a default-sized run several levels to compact).
-    #[arg(long, default_value = "8MiB", value_parser = size_arg)]
+    /// Write buffer size, at least 4KiB. RocksDB: write_buffer_size (whose default is 64 MiB; the
+    /// smaller default here gives a default-sized run several levels to compact). [SIZE: 4K =
+    /// 4KB = 4KiB, any case]
+    #[arg(
+        long,
+        visible_alias = "buffer-size",
+        value_name = "SIZE",
+        default_value = "8MiB",
+        value_parser = size_arg,
+        allow_hyphen_values = true
+    )]
     write_buffer_size: u64,
-    /// Table target size. RocksDB: target_file_size_base.
-    #[arg(long, default_value = "8MiB", value_parser = size_arg)]
+    /// Table target size. RocksDB: target_file_size_base. [SIZE: 4K = 4KB = 4KiB, any case]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "8MiB",
+        value_parser = size_arg,
+        allow_hyphen_values = true
+    )]
     target_file_size: u64,
-    /// Block cache capacity.
-    #[arg(long, default_value = "32MiB", value_parser = size_arg)]
+    /// Block cache capacity. [SIZE: 4K = 4KB = 4KiB, any case]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "32MiB",
+        value_parser = size_arg,
+        allow_hyphen_values = true
+    )]
     block_cache: u64,
-    /// Size ratio T. RocksDB: max_bytes_for_level_multiplier.
-    #[arg(long, default_value_t = 10.0)]
+    /// Size ratio T, above 1. RocksDB: max_bytes_for_level_multiplier.
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     size_ratio: f64,
-    /// Base level bound. RocksDB: max_bytes_for_level_base.
-    #[arg(long, default_value = "32MiB", value_parser = size_arg)]
+    /// Base level bound. RocksDB: max_bytes_for_level_base. [SIZE: 4K = 4KB = 4KiB, any case]
+    #[arg(
+        long = "max-bytes-for-level-base",
+        visible_alias = "level-base",
+        value_name = "SIZE",
+        default_value = "32MiB",
+        value_parser = size_arg,
+        allow_hyphen_values = true
+    )]
     level_base: u64,
-    /// Bloom filter bits per key.
-    #[arg(long, default_value_t = 10.0)]
+    /// Bloom filter bits per key, 0 or more (0: no filter).
+    #[arg(
+        long = "bloom-bits-per-key",
+        visible_alias = "bloom-bits",
+        default_value_t = 10.0,
+        allow_negative_numbers = true
+    )]
     bloom_bits: f64,
-    /// Background jobs. RocksDB: max_background_jobs.
-    #[arg(long, default_value_t = 2)]
+    /// Background jobs, at least 1. RocksDB: max_background_jobs.
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = usize_arg)]
     jobs: usize,
-    /// Parent directory for the databases (default: a temporary directory).
+    /// Where the databases go (created if missing): each invocation works in a fresh
+    /// strata-bench-* directory inside it and removes it at the end, even after a failure.
+    /// Default: the system's temporary directory.
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// Where to write the report (HTML, SVG charts, JSON, CSV). Default: ./bench-report.
+    /// The directory to write the report to (HTML, SVG charts, JSON, CSV); created, and checked
+    /// to be writable, before the first run. Default: ./bench-report.
     #[arg(long, default_value = "bench-report")]
     report: PathBuf,
     /// Print the results as JSON (a list of runs) instead of the table.
@@ -87,12 +127,151 @@ fn list_names(arg: &str, all: &[&str]) -> Vec<String> {
     }
 }
 
+impl BenchArgs {
+    /// Checks the benchmark's own flags (the workload's are checked when it is built).
+    fn check(&self) -> Result<()> {
+        checks::size_at_least(
+            "--write-buffer-size",
+            self.write_buffer_size,
+            checks::MIN_WRITE_BUFFER_SIZE,
+        )?;
+        checks::size_at_least("--target-file-size", self.target_file_size, 1)?;
+        checks::above("--size-ratio", self.size_ratio, 1.0)?;
+        checks::size_at_least(
+            "--max-bytes-for-level-base (--level-base)",
+            self.level_base,
+            1,
+        )?;
+        checks::not_negative("--bloom-bits-per-key (--bloom-bits)", self.bloom_bits)?;
+        checks::at_least("--jobs", self.jobs as u64, 1)?;
+        Ok(())
+    }
+}
+
+/// The label of the baseline run `--baseline` names: a label itself, or a policy name that
+/// exactly one run has.
+fn resolve_baseline(baseline: &str, labels: &[String]) -> Result<String> {
+    if labels.iter().any(|l| l == baseline) {
+        return Ok(baseline.to_string());
+    }
+    let by_name: Vec<&String> = labels
+        .iter()
+        .filter(|l| l.split(':').next() == Some(baseline))
+        .collect();
+    match by_name.as_slice() {
+        [one] => Ok(one.to_string()),
+        [] => bail!(
+            "--baseline {baseline:?} names none of the runs ({}); give one of them",
+            labels.join(", ")
+        ),
+        several => bail!(
+            "--baseline {baseline:?} matches several runs ({}); give the full label",
+            several
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// The peers `--peers` selects, each one this build can run.
+fn peers(arg: Option<&str>) -> Result<Vec<String>> {
+    let Some(arg) = arg else {
+        return Ok(available_peers().iter().map(|s| s.to_string()).collect());
+    };
+    let names = list_names(arg, &["rocksdb", "fjall"]);
+    for name in &names {
+        if !["rocksdb", "fjall"].contains(&name.as_str()) {
+            bail!("--peers: unknown peer {name:?}; peers are rocksdb and fjall");
+        }
+        if !available_peers().contains(&name.as_str()) {
+            bail!(
+                "--peers {name}: this build has no {name} peer; build with `--features peers` \
+                 (or `--features {name}`)"
+            );
+        }
+    }
+    Ok(names)
+}
+
+/// Memory one round of operations may hold beyond the caches, from this machine's
+/// MemAvailable (Linux): each thread's value buffer and the engine's copies of a value on its
+/// way to a table (write-ahead log record, memtable entry), plus the write buffers and the
+/// block cache. Errors when it cannot fit, naming the flags that set it.
+fn check_memory(workload: &WorkloadSpec, settings: &EngineSettings) -> Result<()> {
+    let Some(available) = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let line = m
+                .lines()
+                .find(|l| l.starts_with("MemAvailable:"))?
+                .to_string();
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map(|kib| kib.saturating_mul(1024))
+    else {
+        return Ok(());
+    };
+    let threads = workload
+        .phases
+        .iter()
+        .map(|p| {
+            p.threads as u64
+                + u64::from(p.writer.is_some())
+                + u64::from(p.background_writer.is_some())
+        })
+        .max()
+        .unwrap_or(1);
+    let entry = (workload.key_size + workload.value_size) as u64;
+    let needed = threads
+        .saturating_mul(entry)
+        .saturating_mul(3)
+        .saturating_add(settings.write_buffer_size.saturating_mul(2))
+        .saturating_add(settings.block_cache);
+    if needed > available {
+        bail!(
+            "--value-size {} with {threads} thread(s) needs about {} of memory at once (each \
+             thread's value and the engine's copies of it, two write buffers of {}, a block \
+             cache of {}), more than the {} this machine has available; lower --value-size, \
+             --threads, --write-buffer-size or --block-cache",
+            show_size(workload.value_size as u64),
+            human_bytes(needed),
+            show_size(settings.write_buffer_size),
+            show_size(settings.block_cache),
+            human_bytes(available)
+        );
+    }
+    Ok(())
+}
+
+/// Warns when the measured phases are too short for a worst-window throughput.
+fn warn_if_too_short(workload: &WorkloadSpec) {
+    let measured: Vec<_> = workload.phases.iter().filter(|p| p.measured).collect();
+    // Phases bounded by time may run any number of operations.
+    if measured.iter().any(|p| p.ops == 0) {
+        return;
+    }
+    let longest = measured.iter().map(|p| p.ops).max().unwrap_or(0);
+    if longest < WINDOW_OPS {
+        warn(&format!(
+            "the longest measured phase runs {longest} operation{}, fewer than one \
+             worst-throughput window ({WINDOW_OPS} operations): the worst window is the whole \
+             phase, and throughput, latency and ratios come from too few operations to \
+             compare runs; raise --entries/--ops",
+            if longest == 1 { "" } else { "s" }
+        ));
+    }
+}
+
 /// Runs `strata bench`.
 pub fn run(args: BenchArgs) -> Result<()> {
     if args.workload.list_if_asked() {
         return Ok(());
     }
     if let Some(path) = &args.from_json {
+        checks::readable_file("--from-json", path)?;
+        checks::writable_dir("--report", &args.report)?;
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let comparison: strata_bench::results::Comparison = serde_json::from_str(&text)
@@ -105,6 +284,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
         );
         return Ok(());
     }
+    // Everything is checked before the first run: flags, the workload, every policy as it will
+    // be built, the peers, the baseline, then the directories (created here).
+    args.check()?;
     let workload = args.workload.spec("mixed", 2_000_000, Some(2_000_000))?;
     // Engine settings fill the rest of each policy's options when it opens.
     let policies: Vec<String> = policy_specs(
@@ -116,10 +298,16 @@ pub fn run(args: BenchArgs) -> Result<()> {
     .iter()
     .map(ToString::to_string)
     .collect();
-    let peers = match &args.peers {
-        None => available_peers().iter().map(|s| s.to_string()).collect(),
-        Some(p) => list_names(p, &["rocksdb", "fjall"]),
-    };
+    let peers = peers(args.peers.as_deref())?;
+    let labels: Vec<String> = policies.iter().chain(&peers).cloned().collect();
+    if labels.is_empty() {
+        bail!("--policies and --peers select nothing to run");
+    }
+    let baseline = args
+        .baseline
+        .as_deref()
+        .map(|b| resolve_baseline(b, &labels))
+        .transpose()?;
     let user_bytes = ingest_bytes(&workload);
     let settings = EngineSettings {
         write_buffer_size: args.write_buffer_size,
@@ -131,11 +319,23 @@ pub fn run(args: BenchArgs) -> Result<()> {
         background_jobs: args.jobs,
         expected_data_size: user_bytes.max(1),
     };
+    for policy in &policies {
+        Strata::policy_spec(policy, &settings)
+            .and_then(|spec| Ok(build_policy(&spec)?))
+            .map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    }
+    check_memory(&workload, &settings)?;
+    if let Some(dir) = &args.dir {
+        checks::writable_dir("--dir", dir)?;
+    }
+    checks::writable_dir("--report", &args.report)?;
+    warn_if_too_short(&workload);
+    warn_if_smaller_than_a_buffer(&workload, args.write_buffer_size);
     let config = BenchConfig {
         workload,
         policies,
         peers,
-        baseline: args.baseline.clone(),
+        baseline,
         settings,
         dir: args.dir.clone(),
         seed: args.workload.seed,

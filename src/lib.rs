@@ -4,6 +4,7 @@
 //! those policies selectable by name, as `examples/custom-policy` shows.
 
 mod bench;
+mod checks;
 mod policies;
 mod sim;
 mod workload_args;

@@ -1,8 +1,8 @@
 //! Choosing policies on the command line: specifications, `--policy-option`, workload files,
 //! defaults.
 
-use anyhow::{bail, Result};
-use strata_policy::{registry, PolicySpec};
+use anyhow::{anyhow, bail, Result};
+use strata_policy::{build_policy, registry, PolicySpec};
 use strata_workload::WorkloadSpec;
 
 /// The policies to run: `list` (comma-separated specifications, "all" for the built-in policies,
@@ -11,44 +11,68 @@ use strata_workload::WorkloadSpec;
 /// `defaults`, wherever it declares the option and does not set it itself. A `--policy-option`
 /// that no selected policy declares is an error, and so is a file option when the file's own
 /// `policies` are run; when the command line picks the policies, the file's options go to those
-/// that have them.
+/// that have them. Errors name where the bad value came from: `--policies`, `--policy-option`,
+/// or the workload file's `policies` / `policy_options`.
 pub fn policy_specs(
     list: Option<&str>,
     workload: &WorkloadSpec,
     policy_options: &[String],
     defaults: &[(&str, String)],
 ) -> Result<Vec<PolicySpec>> {
+    let source = if list.is_some() || workload.policies.is_empty() {
+        "--policies"
+    } else {
+        "the workload file's policies"
+    };
     let mut specs = match list.map(str::trim) {
         Some("all") => builtins(),
         Some("none" | "") => Vec::new(),
-        Some(list) => PolicySpec::parse_list(list)?,
+        Some(list) => PolicySpec::parse_list(list).map_err(|e| anyhow!("--policies: {e}"))?,
         None if workload.policies.is_empty() => builtins(),
-        None => PolicySpec::parse_list(&workload.policies.join(","))?,
+        None => PolicySpec::parse_list(&workload.policies.join(","))
+            .map_err(|e| anyhow!("{source}: {e}"))?,
     };
     let declared = specs
         .iter()
         .map(|s| registry::lookup(&s.name))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow!("{source}: {e}"))?;
+    // Each specification as written, so a bad value is blamed on where it was written rather
+    // than found when the policy is built for its run.
+    for spec in &specs {
+        build_policy(spec).map_err(|e| anyhow!("{source}: {e}"))?;
+    }
     let file_options = workload.policy_option_args();
     let strict_file_options = list.is_none();
     let mut shared = Vec::new();
     let mut lenient = Vec::new();
-    for (option, strict) in policy_options
+    for (option, strict, from) in policy_options
         .iter()
-        .map(|o| (o.clone(), true))
-        .chain(file_options.into_iter().map(|o| (o, strict_file_options)))
+        .map(|o| (o.clone(), true, "--policy-option"))
+        .chain(
+            file_options
+                .into_iter()
+                .map(|o| (o, strict_file_options, "the workload file's policy_options")),
+        )
     {
         let Some((name, value)) = option.split_once('=') else {
-            bail!("policy option {option:?} should look like name=value");
+            bail!("{from} {option:?} should look like name=value");
         };
         let name = name.trim();
+        // Each value alone, with every other option at its default, for every selected policy
+        // that declares it.
+        for r in declared.iter().filter(|r| r.has_option(name)) {
+            let mut alone = PolicySpec::new(r.name);
+            alone.fill_defaults([(name, value.trim())])?;
+            build_policy(&alone).map_err(|e| anyhow!("{from} {name}={}: {e}", value.trim()))?;
+        }
         if !strict {
             lenient.push((name.to_string(), value.trim().to_string()));
             continue;
         }
         if !declared.iter().any(|r| r.has_option(name)) {
             bail!(
-                "policy option {name}: none of the selected policies ({}) has this option; \
+                "{from} {name}: none of the selected policies ({}) has this option; \
                  `strata sim --list-policies` shows each policy's options",
                 specs
                     .iter()

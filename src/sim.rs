@@ -1,25 +1,26 @@
 //! `strata sim`: the simulator's command line.
 
+use crate::checks;
 use crate::policies::policy_specs;
-use crate::workload_args::{ingest_bytes, WorkloadArgs};
+use crate::workload_args::{
+    ingest_bytes, size_arg, usize_arg, warn_if_smaller_than_a_buffer, WorkloadArgs,
+};
 use anyhow::{Context, Result};
 use clap::Args;
 use std::io::Write as _;
 use std::time::Instant;
-use strata_meta::parse_size;
 use strata_policy::{build_policy, registry};
 use strata_sim::{comparison_table, human_bytes, SimConfig, SimReport, Simulator, Timing};
+use strata_workload::OpStream;
 
-fn size_arg(text: &str) -> Result<u64, String> {
-    parse_size(text)
-}
-
-/// Options of `strata sim`.
+/// Options of `strata sim`. Sizes take units with one rule: binary, any case (4K = 4KB = 4KiB =
+/// 4096).
 #[derive(Args, Debug)]
 pub struct SimArgs {
     /// Policies to compare: comma-separated names, each optionally with options
-    /// (`leveled:level0_trigger=1,tiered`), or "all" for every built-in policy.
-    #[arg(long)]
+    /// (`leveled:level0_trigger=1,tiered`), or "all" for every built-in policy. Default: the
+    /// workload file's `policies`, else all.
+    #[arg(long = "policies", visible_alias = "policy")]
     policy: Option<String>,
     /// An option for every selected policy that declares it, as name=value (repeatable), e.g.
     /// `--policy-option levels=3`. `strata sim --list-policies` shows each policy's options.
@@ -31,43 +32,107 @@ pub struct SimArgs {
     /// The workload (shared with `strata bench`).
     #[command(flatten)]
     workload: WorkloadArgs,
-    /// Write buffer (memtable) size; also every policy's write_buffer_size unless set.
-    /// RocksDB: write_buffer_size.
-    #[arg(long, default_value = "4MiB", value_parser = size_arg)]
+    /// Write buffer (memtable) size, at least 4KiB; also every policy's write_buffer_size unless
+    /// set. RocksDB: write_buffer_size. [SIZE: 4K = 4KB = 4KiB, any case]
+    #[arg(
+        long = "write-buffer-size",
+        visible_alias = "buffer-size",
+        value_name = "SIZE",
+        default_value = "4MiB",
+        value_parser = size_arg,
+        allow_hyphen_values = true
+    )]
     buffer_size: u64,
-    /// Size ratio T of every policy that has one, unless set. RocksDB:
+    /// Size ratio T of every policy that has one, unless set; above 1. RocksDB:
     /// max_bytes_for_level_multiplier.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
     size_ratio: f64,
     /// Output table size of every policy, unless set. RocksDB: target_file_size_base.
-    /// Default: the buffer size.
-    #[arg(long, value_parser = size_arg)]
+    /// Default: the write buffer size. [SIZE: 4K = 4KB = 4KiB, any case]
+    #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
     target_file_size: Option<u64>,
-    /// Bloom filter bits per key of every policy, unless set.
-    #[arg(long, default_value_t = 10.0)]
+    /// Base level bound of every policy that has max_bytes_for_level_base, unless set. RocksDB:
+    /// max_bytes_for_level_base. Default: the policy's (size ratio × write buffer size).
+    /// [SIZE: 4K = 4KB = 4KiB, any case]
+    #[arg(
+        long = "max-bytes-for-level-base",
+        visible_alias = "level-base",
+        value_name = "SIZE",
+        value_parser = size_arg,
+        allow_hyphen_values = true
+    )]
+    level_base: Option<u64>,
+    /// Bloom filter bits per key of every policy, unless set; 0 or more (0: no filter).
+    #[arg(
+        long = "bloom-bits-per-key",
+        visible_alias = "bloom-bits",
+        default_value_t = 10.0,
+        allow_negative_numbers = true
+    )]
     bloom_bits: f64,
     /// Model time: writes arrive at --ingest-rate and compactions run at --compaction-rate on
     /// --jobs workers (default: synchronous, every compaction finishes at once).
     #[arg(long)]
     timed: bool,
-    /// User bytes per simulated second (timed mode).
-    #[arg(long, default_value = "64MiB", value_parser = size_arg)]
+    /// User bytes per simulated second (timed mode). [SIZE: 4K = 4KB = 4KiB, any case]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "64MiB",
+        value_parser = size_arg,
+        allow_hyphen_values = true
+    )]
     ingest_rate: u64,
-    /// Bytes one compaction writes per simulated second (timed mode).
-    #[arg(long, default_value = "256MiB", value_parser = size_arg)]
+    /// Bytes one compaction writes per simulated second (timed mode). [SIZE: 4K = 4KB = 4KiB,
+    /// any case]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "256MiB",
+        value_parser = size_arg,
+        allow_hyphen_values = true
+    )]
     compaction_rate: u64,
-    /// Compactions that may run at once (timed mode). RocksDB: max_background_compactions.
-    #[arg(long, default_value_t = 2)]
+    /// Compactions that may run at once (timed mode), at least 1. RocksDB:
+    /// max_background_compactions.
+    #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = usize_arg)]
     jobs: usize,
     /// Print JSON (one object for one policy, an array for several) instead of a table.
     #[arg(long)]
     json: bool,
     /// Timeline samples kept in the JSON output (one per flush before thinning).
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, allow_negative_numbers = true, value_parser = usize_arg)]
     timeline_points: usize,
-    /// Write the full per-flush timeline of every policy as CSV to this file.
+    /// Write the full per-flush timeline of every policy as CSV to this file (its directory must
+    /// exist).
     #[arg(long)]
     timeline_csv: Option<std::path::PathBuf>,
+}
+
+impl SimArgs {
+    /// Checks the simulator's own flags (the workload's are checked when it is built).
+    fn check(&self) -> Result<()> {
+        checks::size_at_least(
+            "--write-buffer-size (--buffer-size)",
+            self.buffer_size,
+            checks::MIN_WRITE_BUFFER_SIZE,
+        )?;
+        checks::above("--size-ratio", self.size_ratio, 1.0)?;
+        if let Some(t) = self.target_file_size {
+            checks::size_at_least("--target-file-size", t, 1)?;
+        }
+        if let Some(b) = self.level_base {
+            checks::size_at_least("--max-bytes-for-level-base (--level-base)", b, 1)?;
+        }
+        checks::not_negative("--bloom-bits-per-key (--bloom-bits)", self.bloom_bits)?;
+        checks::size_at_least("--ingest-rate", self.ingest_rate, 1)?;
+        checks::size_at_least("--compaction-rate", self.compaction_rate, 1)?;
+        checks::at_least("--jobs", self.jobs as u64, 1)?;
+        if let Some(path) = &self.timeline_csv {
+            checks::creatable_file("--timeline-csv", path)?;
+        }
+        Ok(())
+    }
 }
 
 /// Peak resident set size of this process, from /proc (Linux only).
@@ -107,26 +172,56 @@ pub fn run(args: SimArgs) -> Result<()> {
     if args.workload.list_if_asked() {
         return Ok(());
     }
+    // Everything is checked before the first simulation: flags, the workload, every policy.
+    args.check()?;
     let workload = args.workload.spec("fillunique", 10_000_000, None)?;
+    OpStream::new(&workload, args.workload.seed).map_err(|e| {
+        anyhow::anyhow!(
+            "--workload {}: the simulator cannot replay it: {e}",
+            args.workload.workload.as_deref().unwrap_or(&workload.name)
+        )
+    })?;
     let ingest_bytes = ingest_bytes(&workload);
     let (key_size, value_size) = (workload.key_size as u64, workload.value_size as u64);
+    let mut defaults = vec![
+        ("write_buffer_size", args.buffer_size.to_string()),
+        ("size_ratio", args.size_ratio.to_string()),
+        (
+            "target_file_size",
+            args.target_file_size
+                .unwrap_or(args.buffer_size)
+                .to_string(),
+        ),
+        ("bloom_bits_per_key", args.bloom_bits.to_string()),
+        ("expected_data_size", ingest_bytes.max(1).to_string()),
+    ];
+    if let Some(base) = args.level_base {
+        defaults.push(("max_bytes_for_level_base", base.to_string()));
+    }
     let specs = policy_specs(
         args.policy.as_deref(),
         &workload,
         &args.policy_options,
-        &[
-            ("write_buffer_size", args.buffer_size.to_string()),
-            ("size_ratio", args.size_ratio.to_string()),
-            (
-                "target_file_size",
-                args.target_file_size
-                    .unwrap_or(args.buffer_size)
-                    .to_string(),
-            ),
-            ("bloom_bits_per_key", args.bloom_bits.to_string()),
-            ("expected_data_size", ingest_bytes.max(1).to_string()),
-        ],
+        &defaults,
     )?;
+    if specs.is_empty() {
+        anyhow::bail!("--policies names no policy; nothing to simulate");
+    }
+    if args.level_base.is_some()
+        && !specs.iter().any(|s| {
+            registry::lookup(&s.name).is_ok_and(|r| r.has_option("max_bytes_for_level_base"))
+        })
+    {
+        crate::workload_args::warn(
+            "--max-bytes-for-level-base ignored: none of the selected policies has \
+             max_bytes_for_level_base",
+        );
+    }
+    let policies = specs
+        .iter()
+        .map(|spec| build_policy(spec).map_err(anyhow::Error::from))
+        .collect::<Result<Vec<_>>>()?;
+    warn_if_smaller_than_a_buffer(&workload, args.buffer_size);
     let timing = if args.timed {
         Timing::Timed {
             ingest_bytes_per_sec: args.ingest_rate as f64,
@@ -158,9 +253,8 @@ pub fn run(args: SimArgs) -> Result<()> {
         );
     }
     let mut reports = Vec::new();
-    for spec in &specs {
+    for (spec, policy) in specs.iter().zip(policies) {
         let name = &spec.name;
-        let policy = build_policy(spec).with_context(|| format!("building {spec}"))?;
         let start = Instant::now();
         let mut report = Simulator::run(policy, config.clone(), &workload, args.workload.seed)
             .with_context(|| format!("simulating {name}"))?;

@@ -93,15 +93,7 @@ impl Strata {
     /// the specification leaves unset: size ratio, buffer size, target file size, level base,
     /// Bloom bits and expected data size.
     pub fn open(dir: &Path, policy: &str, s: &EngineSettings) -> Result<Strata> {
-        let mut spec: PolicySpec = policy.parse()?;
-        spec.fill_defaults([
-            ("size_ratio", s.size_ratio.to_string()),
-            ("write_buffer_size", s.write_buffer_size.to_string()),
-            ("target_file_size", s.target_file_size.to_string()),
-            ("max_bytes_for_level_base", s.level_base.to_string()),
-            ("bloom_bits_per_key", s.bloom_bits_per_key.to_string()),
-            ("expected_data_size", s.expected_data_size.to_string()),
-        ])?;
+        let spec = Strata::policy_spec(policy, s)?;
         let options = strata_engine::Options::new()
             .with_write_buffer_size(s.write_buffer_size)
             .with_block_cache_capacity(s.block_cache)
@@ -112,6 +104,24 @@ impl Strata {
             policy: policy.to_string(),
             dir: dir.to_path_buf(),
         })
+    }
+}
+
+impl Strata {
+    /// The policy specification [`Strata::open`] builds `policy` from: `policy` with the
+    /// settings filling the options it declares and leaves unset. Building it
+    /// (`strata_policy::build_policy`) checks a run's policy before any run starts.
+    pub fn policy_spec(policy: &str, s: &EngineSettings) -> Result<PolicySpec> {
+        let mut spec: PolicySpec = policy.parse()?;
+        spec.fill_defaults([
+            ("size_ratio", s.size_ratio.to_string()),
+            ("write_buffer_size", s.write_buffer_size.to_string()),
+            ("target_file_size", s.target_file_size.to_string()),
+            ("max_bytes_for_level_base", s.level_base.to_string()),
+            ("bloom_bits_per_key", s.bloom_bits_per_key.to_string()),
+            ("expected_data_size", s.expected_data_size.to_string()),
+        ])?;
+        Ok(spec)
     }
 }
 

@@ -89,8 +89,8 @@ pub fn format_size(bytes: u64) -> String {
 }
 
 /// The units [`parse_size`] accepts, as its error messages list them.
-const SIZE_UNITS: &str = "B, K, KB, KiB, M, MB, MiB, G, GB, GiB, T, TB, TiB \
-     (any case; all binary: 1K = 1KB = 1KiB = 1024)";
+const SIZE_UNITS: &str = "B, K, KB, KiB, M, MB, MiB, G, GB, GiB, T, TB, TiB, in any case, all \
+     binary: 1K = 1KB = 1KiB = 1024";
 
 /// Parses a byte size such as `4096`, `64MiB`, `1.5k` or `2GB`.
 ///
@@ -113,7 +113,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let (number, unit) = text.split_at(digits_end);
     if number.is_empty() {
         return Err(format!(
-            "size {text:?} does not start with a number (expected e.g. 4096, 64MiB or 1.5G; units: {SIZE_UNITS})"
+            "size {text:?} does not start with a number (e.g. 4096, 64MiB, 1.5G; units: {SIZE_UNITS})"
         ));
     }
     let shift = match unit.trim().to_ascii_lowercase().as_str() {
