@@ -20,7 +20,7 @@ pub struct SimArgs {
     /// Policies to compare: comma-separated names, each optionally with options
     /// (`leveled:level0_trigger=1,tiered`), or "all" for every built-in policy. Default: the
     /// workload file's `policies`, else all.
-    #[arg(long = "policies", visible_alias = "policy")]
+    #[arg(long = "policies", visible_alias = "policy", value_name = "POLICIES")]
     policy: Option<String>,
     /// An option for every selected policy that declares it, as name=value (repeatable), e.g.
     /// `--policy-option levels=3`. `strata sim --list-policies` shows each policy's options.

@@ -1,0 +1,754 @@
+//! The `strata` binary checks its arguments and workload files before any work: every bad flag,
+//! file or directory is refused at once, naming the flag (or the file's key with its line and
+//! column); runs too small to measure warn; both commands take the same spellings and size
+//! units; a failed run leaves nothing that blocks the next.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What one invocation did.
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+    seconds: f64,
+}
+
+impl Run {
+    /// The first line of stderr that is not a warning: the error.
+    fn error(&self) -> &str {
+        self.stderr
+            .lines()
+            .find(|l| !l.starts_with("warning:"))
+            .unwrap_or("")
+    }
+}
+
+/// A fresh scratch directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `strata args` in `dir`, killing it after `limit` (a check that runs only after the
+/// work would otherwise take minutes).
+fn strata_in(dir: &Path, args: &[&str], limit: Duration) -> Run {
+    let out = dir.join(format!("stdout-{}", std::process::id()));
+    let err = dir.join(format!("stderr-{}", std::process::id()));
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!(
+                "strata {} still running after {limit:?}: it did not fail fast",
+                args.join(" ")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Run {
+        code: status.code(),
+        stdout: std::fs::read_to_string(&out).unwrap(),
+        stderr: std::fs::read_to_string(&err).unwrap(),
+        seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+fn strata(dir: &Path, args: &[&str]) -> Run {
+    strata_in(dir, args, Duration::from_secs(60))
+}
+
+/// Runs `args`, expecting exit code 1 (an error of the tool, not clap's usage error 2 or an
+/// abort) within 10 seconds, with an error line containing every one of `expected`.
+fn refused(dir: &Path, args: &[&str], expected: &[&str]) -> Run {
+    let run = strata_in(dir, args, Duration::from_secs(10));
+    assert_eq!(
+        run.code,
+        Some(1),
+        "strata {}: {}",
+        args.join(" "),
+        run.stderr
+    );
+    for e in expected {
+        assert!(
+            run.error().contains(e),
+            "strata {}: error {:?} lacks {e:?}",
+            args.join(" "),
+            run.error()
+        );
+    }
+    run
+}
+
+/// Runs `args`, expecting clap to refuse a value (exit code 2) naming `flag` and saying `what`.
+fn refused_by_parser(dir: &Path, args: &[&str], flag: &str, what: &str) {
+    let run = strata_in(dir, args, Duration::from_secs(10));
+    assert_eq!(
+        run.code,
+        Some(2),
+        "strata {}: {}",
+        args.join(" "),
+        run.stderr
+    );
+    let first = run.stderr.lines().next().unwrap_or("");
+    assert!(
+        first.contains(flag) && first.contains(what),
+        "strata {}: {first}",
+        args.join(" ")
+    );
+}
+
+fn succeeded(dir: &Path, args: &[&str]) -> Run {
+    let run = strata(dir, args);
+    assert_eq!(
+        run.code,
+        Some(0),
+        "strata {}: {}",
+        args.join(" "),
+        run.stderr
+    );
+    run
+}
+
+/// `bench` followed by `extra`.
+fn small_bench<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["bench"];
+    args.extend_from_slice(extra);
+    args
+}
+
+#[test]
+fn bench_checks_report_baseline_and_directories_before_the_first_run() {
+    let dir = scratch("bench-paths");
+    std::fs::write(dir.join("a-file"), "x").unwrap();
+    // The default workload (2,000,000 records) runs for minutes: each error must come first.
+    let run = refused(
+        &dir,
+        &["bench", "--policies", "leveled", "--report", "a-file"],
+        &["--report", "a-file", "is an existing file"],
+    );
+    assert!(run.seconds < 10.0);
+    refused(
+        &dir,
+        &["bench", "--policies", "leveled", "--report", "a-file/sub"],
+        &["--report", "cannot create"],
+    );
+    refused(
+        &dir,
+        &[
+            "bench",
+            "--policies",
+            "leveled,tiered",
+            "--baseline",
+            "tierd",
+        ],
+        &["--baseline", "\"tierd\"", "leveled, tiered"],
+    );
+    refused(
+        &dir,
+        &["bench", "--policies", "leveled", "--dir", "a-file"],
+        &["--dir", "a-file"],
+    );
+    refused(
+        &dir,
+        &["bench", "--from-json", "missing.json"],
+        &["--from-json", "missing.json", "no such file"],
+    );
+    refused(
+        &dir,
+        &["bench", "--policies", "none", "--peers", "none"],
+        &["--policies and --peers select nothing"],
+    );
+    refused(
+        &dir,
+        &["bench", "--peers", "rocksdb-ish"],
+        &["--peers", "unknown peer"],
+    );
+    refused(
+        &dir,
+        &["bench", "--policies", "leveled:level0_trigger=0"],
+        &["--policies", "level0_trigger"],
+    );
+    // No report directory was left by the refused runs.
+    assert!(!dir.join("bench-report").exists());
+}
+
+#[test]
+fn a_baseline_may_be_a_policy_name_when_options_decorate_its_label() {
+    let dir = scratch("baseline-name");
+    let run = succeeded(
+        &dir,
+        &small_bench(&[
+            "--workload",
+            "fillunique",
+            "--entries",
+            "2000",
+            "--policies",
+            "leveled:level0_trigger=2,tiered",
+            "--baseline",
+            "leveled",
+            "--quiet",
+            "--dir",
+            "db",
+            "--report",
+            "r",
+        ]),
+    );
+    assert!(
+        run.stdout.contains("vs leveled:level0_trigger=2"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn sim_checks_its_output_file_and_policies_before_simulating() {
+    let dir = scratch("sim-paths");
+    // 10,000,000 entries by default: seconds of work that must not happen first.
+    refused(
+        &dir,
+        &["sim", "--timeline-csv", "no-such-dir/t.csv"],
+        &["--timeline-csv", "no-such-dir", "does not exist"],
+    );
+    refused(
+        &dir,
+        &["sim", "--timeline-csv", "."],
+        &["--timeline-csv", "is a directory"],
+    );
+    refused(
+        &dir,
+        &["sim", "--policies", "levled"],
+        &["--policies", "levled"],
+    );
+    refused(
+        &dir,
+        &[
+            "sim",
+            "--policies",
+            "leveled",
+            "--policy-option",
+            "size_ratio=abc",
+        ],
+        &["--policy-option size_ratio=abc", "not a number"],
+    );
+    refused(
+        &dir,
+        &["sim", "--policies", "tiered", "--policy-option", "fanout=3"],
+        &["--policy-option fanout"],
+    );
+}
+
+#[test]
+fn zero_and_negative_counts_name_the_flag() {
+    let dir = scratch("counts");
+    for cmd in ["sim", "bench"] {
+        let run = refused(&dir, &[cmd, "--entries", "0"], &["--entries is 0"]);
+        // Not the preset's phase fields, which the user never wrote.
+        assert!(!run.stderr.contains("duration_secs"), "{}", run.stderr);
+        refused(&dir, &[cmd, "--ops", "0"], &["--ops is 0"]);
+        refused(&dir, &[cmd, "--threads", "0"], &["--threads is 0"]);
+        refused(&dir, &[cmd, "--zipf-theta", "0"], &["--zipf-theta", "is 0"]);
+        refused(&dir, &[cmd, "--theta", "nan"], &["--zipf-theta", "is NaN"]);
+        refused(
+            &dir,
+            &[cmd, "--long-scan-share", "1.5"],
+            &["--long-scan-share"],
+        );
+        refused(&dir, &[cmd, "--distribution", "zipf"], &["--distribution"]);
+        refused(&dir, &[cmd, "--hot-period", "0"], &["--hot-period is 0"]);
+        refused(&dir, &[cmd, "--disorder", "0"], &["--disorder is 0"]);
+        refused(&dir, &[cmd, "--size-ratio", "1"], &["--size-ratio is 1"]);
+        refused(&dir, &[cmd, "--jobs", "0"], &["--jobs is 0"]);
+        refused(
+            &dir,
+            &[cmd, "--bloom-bits", "-1"],
+            &["--bloom-bits", "is -1"],
+        );
+        refused_by_parser(&dir, &[cmd, "--entries", "-5"], "--entries", "negative");
+        refused_by_parser(
+            &dir,
+            &[cmd, "--threads", "1.5"],
+            "--threads",
+            "whole number",
+        );
+    }
+    refused(&dir, &["sim", "--ingest-rate", "0"], &["--ingest-rate"]);
+}
+
+#[test]
+fn key_and_value_sizes_are_bounded_by_the_engine_and_named() {
+    let dir = scratch("sizes");
+    for cmd in ["sim", "bench"] {
+        refused(
+            &dir,
+            &[cmd, "--key-size", "4"],
+            &["--key-size 4 is below 8"],
+        );
+        refused(
+            &dir,
+            &[cmd, "--key-size", "1MiB"],
+            &["--key-size 1MiB", "limit of 64KiB"],
+        );
+        // Once an allocation failure (exit 134) in bench.
+        refused(
+            &dir,
+            &[cmd, "--value-size", "100000000000"],
+            &["--value-size", "limit of 256MiB"],
+        );
+        refused(
+            &dir,
+            &[cmd, "--value-size", "1GiB"],
+            &["--value-size 1GiB", "limit of 256MiB"],
+        );
+        refused_by_parser(
+            &dir,
+            &[cmd, "--value-size", "-4K"],
+            "--value-size",
+            "negative",
+        );
+        refused_by_parser(
+            &dir,
+            &[cmd, "--value-size", "4PB"],
+            "--value-size",
+            "units: B, K, KB, KiB, M, MB, MiB, G, GB, GiB, T, TB, TiB",
+        );
+    }
+    // Within the limits but not within memory: every thread holds a value in flight.
+    refused(
+        &dir,
+        &[
+            "bench",
+            "--policies",
+            "leveled",
+            "--value-size",
+            "256MiB",
+            "--threads",
+            "1024",
+        ],
+        &["--value-size 256MiB with 1024 thread(s)", "memory"],
+    );
+    refused(
+        &dir,
+        &["bench", "--write-buffer-size", "1K"],
+        &["--write-buffer-size is 1KiB", "at least 4KiB"],
+    );
+    refused(
+        &dir,
+        &["sim", "--buffer-size", "100"],
+        &["--write-buffer-size", "at least 4KiB"],
+    );
+}
+
+/// The simulator's JSON without the fields that vary from run to run.
+fn sim_json(dir: &Path, args: &[&str]) -> String {
+    let mut all = vec!["sim", "--policies", "leveled", "--json"];
+    all.extend_from_slice(args);
+    let run = succeeded(dir, &all);
+    run.stdout
+        .lines()
+        .filter(|l| !l.contains("wall_seconds") && !l.contains("rss"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Asserts two outputs are the same, showing the first line that differs.
+fn assert_same(a: &str, b: &str, what: &str) {
+    if let Some((x, y)) = a.lines().zip(b.lines()).find(|(x, y)| x != y) {
+        panic!("{what}: {x:?} != {y:?}");
+    }
+    assert_eq!(a.lines().count(), b.lines().count(), "{what}");
+}
+
+#[test]
+fn every_size_flag_takes_units_with_one_rule() {
+    let dir = scratch("units");
+    let base = sim_json(
+        &dir,
+        &[
+            "--entries",
+            "20000",
+            "--key-size",
+            "16",
+            "--value-size",
+            "1024",
+            "--write-buffer-size",
+            "65536",
+            "--target-file-size",
+            "32768",
+            "--max-bytes-for-level-base",
+            "262144",
+        ],
+    );
+    for (key, value, buffer, target, base_level) in [
+        ("16B", "1K", "64K", "32K", "256K"),
+        ("16b", "1k", "64KB", "32kb", "256KiB"),
+        ("16", "1KiB", "64kib", "0.03125m", "0.25MB"),
+    ] {
+        let same = sim_json(
+            &dir,
+            &[
+                "--entries",
+                "20000",
+                "--key-size",
+                key,
+                "--value-size",
+                value,
+                "--buffer-size",
+                buffer,
+                "--target-file-size",
+                target,
+                "--level-base",
+                base_level,
+            ],
+        );
+        assert_same(
+            &same,
+            &base,
+            &format!("{key} {value} {buffer} {target} {base_level}"),
+        );
+    }
+    assert!(base.contains("\"value_size\": 1024"), "{base}");
+    assert!(base.contains("max_bytes_for_level_base"), "{base}");
+}
+
+#[test]
+fn both_commands_take_both_spellings_and_the_help_shows_them() {
+    let dir = scratch("aliases");
+    // Each spelling selects the same run.
+    let a = sim_json(
+        &dir,
+        &[
+            "--entries",
+            "20000",
+            "--buffer-size",
+            "64KiB",
+            "--theta",
+            "0.8",
+            "--level-base",
+            "1MiB",
+        ],
+    );
+    let b = sim_json(
+        &dir,
+        &[
+            "--entries",
+            "20000",
+            "--write-buffer-size",
+            "64KiB",
+            "--zipf-theta",
+            "0.8",
+            "--max-bytes-for-level-base",
+            "1MiB",
+        ],
+    );
+    assert_same(&a, &b, "--buffer-size --theta --level-base");
+    let c = succeeded(
+        &dir,
+        &[
+            "sim",
+            "--policy",
+            "leveled",
+            "--entries",
+            "20000",
+            "--buffer-size",
+            "64KiB",
+            "--json",
+        ],
+    );
+    assert!(c.stdout.contains("\"policy\": \"leveled\""));
+    for spelling in [
+        [
+            "--policy",
+            "--buffer-size",
+            "--theta",
+            "--level-base",
+            "--bloom-bits",
+        ],
+        [
+            "--policies",
+            "--write-buffer-size",
+            "--zipf-theta",
+            "--max-bytes-for-level-base",
+            "--bloom-bits-per-key",
+        ],
+    ] {
+        succeeded(
+            &dir,
+            &[
+                "bench",
+                "--workload",
+                "fillunique",
+                "--entries",
+                "2000",
+                spelling[0],
+                "leveled",
+                spelling[1],
+                "64KiB",
+                spelling[2],
+                "0.9",
+                spelling[3],
+                "1MiB",
+                spelling[4],
+                "8",
+                "--quiet",
+                "--dir",
+                "db",
+                "--report",
+                "r",
+            ],
+        );
+    }
+    for cmd in ["sim", "bench"] {
+        let help = succeeded(&dir, &[cmd, "--help"]).stdout;
+        for (flag, alias) in [
+            ("--policies", "--policy"),
+            ("--write-buffer-size", "--buffer-size"),
+            ("--zipf-theta", "--theta"),
+            ("--max-bytes-for-level-base", "--level-base"),
+            ("--bloom-bits-per-key", "--bloom-bits"),
+        ] {
+            let line = help
+                .lines()
+                .position(|l| l.trim_start().starts_with(&format!("{flag} ")))
+                .unwrap_or_else(|| panic!("{cmd} --help lacks {flag}"));
+            let entry: String = help.lines().skip(line).take(3).collect();
+            assert!(
+                entry.contains(&format!("[alias: {alias}]")),
+                "{cmd} {flag}: {entry}"
+            );
+        }
+        assert!(
+            help.contains("4K = 4KB = 4KiB"),
+            "{cmd} documents the size rule"
+        );
+    }
+}
+
+#[test]
+fn workload_files_are_checked_by_key_with_line_and_column() {
+    let dir = scratch("files");
+    let good = "name = \"w\"\n[[phases]]\nname = \"load\"\nops = 2000\nmix = { insert = 1.0 }\n";
+    std::fs::write(dir.join("good.toml"), good).unwrap();
+    std::fs::write(
+        dir.join("writ.toml"),
+        good.replace("insert = 1.0", "insert = 1.0, writ = 3.0"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("thread.toml"),
+        good.replace("ops = 2000", "ops = 2000\nthread = 8"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("negative.toml"),
+        good.replace("insert = 1.0", "insert = 1.0, read = -2.0"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("duration.toml"),
+        good.replace("ops = 2000", "ops = 2000\nduration_secs = -1.0"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("big-key.toml"),
+        good.replace("name = \"w\"", "name = \"w\"\nkey_size = 100000"),
+    )
+    .unwrap();
+    for cmd in ["sim", "bench"] {
+        refused(
+            &dir,
+            &[cmd, "--workload", "writ.toml"],
+            &[
+                "workload file writ.toml",
+                "line 5, column 23",
+                "unknown field `writ`",
+            ],
+        );
+        refused(
+            &dir,
+            &[cmd, "--workload", "thread.toml"],
+            &["line 5, column 1", "unknown field `thread`", "`threads`"],
+        );
+        refused(
+            &dir,
+            &[cmd, "--workload", "negative.toml"],
+            &["phase \"load\"", "mix.read is -2"],
+        );
+        refused(
+            &dir,
+            &[cmd, "--workload", "duration.toml"],
+            &["duration_secs is -1"],
+        );
+        refused(
+            &dir,
+            &[cmd, "--workload", "big-key.toml"],
+            &["big-key.toml", "key_size 100000", "limit of 64KiB"],
+        );
+        refused(
+            &dir,
+            &[cmd, "--workload", "missing.toml"],
+            &["--workload missing.toml", "cannot read"],
+        );
+    }
+    // Preset flags do not apply to a file: said, not silently dropped.
+    let run = succeeded(
+        &dir,
+        &[
+            "sim",
+            "--workload",
+            "good.toml",
+            "--entries",
+            "5",
+            "--policies",
+            "leveled",
+        ],
+    );
+    assert!(
+        run.stderr.contains("warning: --entries ignored"),
+        "{}",
+        run.stderr
+    );
+    // A file the simulator cannot replay is refused before simulating.
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workloads");
+    let durations = examples.join("durations.toml");
+    refused(
+        &dir,
+        &["sim", "--workload", durations.to_str().unwrap()],
+        &["cannot replay", "runs for a duration"],
+    );
+}
+
+#[test]
+fn the_example_policies_file_names_registered_policies_and_options() {
+    // `crates/strata-workload/tests/files.rs` loads and validates every example; what only the
+    // command line can check is that a file's policies and options exist in the registry.
+    let dir = scratch("examples");
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/workloads/policies.toml");
+    let run = succeeded(
+        &dir,
+        &[
+            "sim",
+            "--workload",
+            file.to_str().unwrap(),
+            "--write-buffer-size",
+            "1MiB",
+            "--json",
+        ],
+    );
+    assert!(
+        run.stdout.contains("\"policy\": \"leveled\"")
+            && run.stdout.contains("\"policy\": \"tiered\""),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout.contains("\"size_ratio\": \"6\""),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn runs_too_small_to_measure_warn_but_run() {
+    let dir = scratch("small");
+    let run = succeeded(
+        &dir,
+        &[
+            "bench",
+            "--entries",
+            "1",
+            "--ops",
+            "1",
+            "--policies",
+            "leveled",
+            "--quiet",
+            "--dir",
+            "db",
+            "--report",
+            "r",
+        ],
+    );
+    assert!(
+        run.stderr
+            .contains("warning: the longest measured phase runs 1 operation,")
+            && run
+                .stderr
+                .contains("worst-throughput window (100000 operations)"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("less than one write buffer (8MiB)"),
+        "{}",
+        run.stderr
+    );
+    let run = succeeded(&dir, &["sim", "--policies", "leveled", "--entries", "10"]);
+    assert!(
+        run.stderr.contains("less than one write buffer (4MiB)"),
+        "{}",
+        run.stderr
+    );
+    // A run large enough says nothing.
+    let run = succeeded(
+        &dir,
+        &[
+            "sim",
+            "--policies",
+            "leveled",
+            "--entries",
+            "100000",
+            "--buffer-size",
+            "1MiB",
+        ],
+    );
+    assert!(!run.stderr.contains("warning"), "{}", run.stderr);
+}
+
+#[test]
+fn what_an_earlier_run_left_in_the_database_directory_does_not_block_the_next() {
+    let dir = scratch("leftovers");
+    // A directory named after the run, as a run that failed after creating its database left it
+    // (and as a killed run still does).
+    std::fs::create_dir_all(dir.join("db/leveled")).unwrap();
+    std::fs::write(dir.join("db/leveled/CURRENT"), "x").unwrap();
+    let args = small_bench(&[
+        "--workload",
+        "fillunique",
+        "--entries",
+        "2000",
+        "--policies",
+        "leveled",
+        "--quiet",
+        "--dir",
+        "db",
+        "--report",
+        "r",
+    ]);
+    succeeded(&dir, &args);
+    succeeded(&dir, &args);
+    let mut left: Vec<String> = std::fs::read_dir(dir.join("db"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, vec!["leveled"], "each run removes its own directory");
+}
