@@ -114,13 +114,15 @@ fn flag_of(param: &str) -> &'static str {
     }
 }
 
-/// A size as [`format_size`] writes it, with "bytes" after a bare number.
+/// A size for messages: `64KiB` when it is a small whole number of a unit, else `N bytes` (so
+/// 100000000000 does not read as 97656250KiB).
 pub fn show_size(bytes: u64) -> String {
     let text = format_size(bytes);
-    if text.bytes().all(|b| b.is_ascii_digit()) {
-        format!("{text} bytes")
-    } else {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    if digits < text.len() && digits <= 4 {
         text
+    } else {
+        format!("{bytes} bytes")
     }
 }
 

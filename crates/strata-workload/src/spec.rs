@@ -407,7 +407,11 @@ impl WorkloadSpec {
     /// ...``).
     pub fn from_toml(text: &str) -> Result<WorkloadSpec, String> {
         let spec: WorkloadSpec = toml::from_str(text).map_err(|e| {
-            let message = e.message().trim_end();
+            // serde's wording for a key beside a kind that takes none.
+            let message = e
+                .message()
+                .trim_end()
+                .replace(", there are no fields", ": this kind takes no other keys");
             match e.span() {
                 Some(span) => format!("{}: {message}", position(text, span.start)),
                 None => message.to_string(),

@@ -209,6 +209,17 @@ fn bad_values_are_refused_naming_their_key() {
 }
 
 #[test]
+fn a_key_beside_a_kind_without_fields_says_so() {
+    let e = error(&phase(
+        "ops = 1\nmix = { read = 1.0 }\nkeys = { kind = \"uniform\", theta = 0.5 }",
+    ));
+    assert!(
+        e.ends_with("unknown field `theta`: this kind takes no other keys"),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_kind_without_extra_keys_still_loads() {
     let w = WorkloadSpec::from_toml(&phase(
         "ops = 1\nmix = { read = 1.0 }\nkeys = { kind = \"uniform\" }\ninserts = { kind = \"sequential\" }",
