@@ -146,7 +146,10 @@ impl WriteBatch {
 
 /// Appends a WAL payload for a group of batches: header with the first sequence number and the
 /// total count, then every batch's records.
-pub(crate) fn encode_group(out: &mut Vec<u8>, first_seq: SeqNo, batches: &[&WriteBatch]) {
+///
+/// Public (but hidden) so that the `write_batch` fuzz target in `fuzz/` round-trips through it.
+#[doc(hidden)]
+pub fn encode_group(out: &mut Vec<u8>, first_seq: SeqNo, batches: &[&WriteBatch]) {
     let count: u32 = batches.iter().map(|b| b.count).sum();
     out.extend_from_slice(&first_seq.to_le_bytes());
     out.extend_from_slice(&count.to_le_bytes());

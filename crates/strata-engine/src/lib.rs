@@ -42,7 +42,9 @@ mod super_version;
 pub mod table;
 mod table_cache;
 mod user_iter;
-mod wal_chain;
+// Public (but hidden) so that the `wal_reader` fuzz target in `fuzz/` drives the chain rule.
+#[doc(hidden)]
+pub mod wal_chain;
 mod write_queue;
 
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
