@@ -107,6 +107,11 @@ pub struct ManifestRecord {
     /// WALs below this number hold only data that is in tables.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_number: Option<u64>,
+    /// WALs a window flush re-logged buffered entries into (added to those of earlier
+    /// records): they hold entries older than data already in tables, so point-in-time
+    /// recovery must not drop them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub relogged_into: Vec<u64>,
 }
 
 /// What recovery read from the manifest.
@@ -120,6 +125,8 @@ pub struct Recovered {
     pub last_seqno: u64,
     /// WALs at or above this number must be replayed.
     pub log_number: u64,
+    /// WALs at or above `log_number` that hold entries re-logged by window flushes.
+    pub relog_wals: Vec<u64>,
     /// The manifest's number.
     pub manifest_number: u64,
     /// Where the manifest's tail was dropped, if the file ended inside its last record.
@@ -200,6 +207,7 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
     };
     let mut last_seqno = 0;
     let mut log_number = 0;
+    let mut relog_wals: Vec<u64> = Vec::new();
     let mut records = 0u64;
     while let Some(payload) = reader.next_record()? {
         let offset = reader.last_record_offset();
@@ -248,6 +256,7 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         if let Some(n) = record.log_number {
             log_number = log_number.max(n);
         }
+        relog_wals.extend(&record.relogged_into);
     }
     if records == 0 {
         return Err(Error::corruption(name, 0, "the manifest holds no record"));
@@ -272,6 +281,12 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         next_file_number,
         last_seqno,
         log_number,
+        relog_wals: {
+            relog_wals.retain(|&n| n >= log_number);
+            relog_wals.sort_unstable();
+            relog_wals.dedup();
+            relog_wals
+        },
         manifest_number,
         dropped_tail: reader.dropped_tail(),
     })

@@ -27,7 +27,11 @@
 //! Anything else is a *hole*. [`RecoveryMode::TolerateCorruptedTail`] and
 //! [`RecoveryMode::AbsoluteConsistency`] report it as [`Error::Corruption`] naming the file and
 //! offset, before anything is written; [`RecoveryMode::PointInTime`] replays everything before it
-//! and reports where it stopped, and the caller sets the WALs from there on aside.
+//! and reports where it stopped, and the caller sets the WALs from there on aside, unless one of
+//! those holds entries a window flush re-logged (the manifest lists such WALs): those are older
+//! than data already in tables, so stopping before them would not leave a prefix of the history,
+//! and point-in-time recovery reports the hole as corruption too. The crash test's damage cases
+//! found this (a policy with window flushes, a byte flipped in the newest WAL).
 //!
 //! WALs written before links existed have none: they are checked by the last rule only. A WAL
 //! without a single valid record that no link names is left out: a switch whose link record
@@ -127,6 +131,7 @@ pub struct Replayed {
 pub fn replay(
     wals: Vec<WalFile>,
     log_number: u64,
+    relog_wals: &[u64],
     mode: RecoveryMode,
     mut apply: impl FnMut(SeqNo, BatchOp<'_>),
 ) -> Result<Replayed> {
@@ -152,7 +157,7 @@ pub fn replay(
     for (i, wal) in wals.into_iter().enumerate() {
         let name = manifest::wal_file_name(wal.number);
         let hole = |out: Replayed, file: &str, offset: u64, reason: String| {
-            stop_or_fail(mode, out, &numbers[i..], file, offset, reason)
+            stop_or_fail(mode, out, &numbers[i..], relog_wals, file, offset, reason)
         };
         // The chain into this WAL.
         if let Some(link) = links[i] {
@@ -266,12 +271,25 @@ fn stop_or_fail(
     mode: RecoveryMode,
     mut out: Replayed,
     rest: &[u64],
+    relog_wals: &[u64],
     file: &str,
     offset: u64,
     reason: String,
 ) -> Result<Replayed> {
     if mode != RecoveryMode::PointInTime {
         return Err(Error::corruption(file, offset, reason));
+    }
+    if let Some(relog) = rest.iter().find(|n| relog_wals.contains(n)) {
+        // Its re-logged entries are older than data already in tables: dropping them would
+        // keep newer writes while losing older ones.
+        return Err(Error::corruption(
+            file,
+            offset,
+            format!(
+                "{reason}; point-in-time recovery cannot stop here, since WAL {relog} holds \
+                 entries a window flush re-logged, older than data already in tables"
+            ),
+        ));
     }
     out.stopped = Some(RecoveryStop {
         file: file.to_string(),
@@ -329,7 +347,7 @@ mod tests {
             .map(|(number, data)| WalFile { number, data })
             .collect();
         let mut seqs = Vec::new();
-        let result = replay(files, 5, mode, |seq, _| seqs.push(seq));
+        let result = replay(files, 5, &[], mode, |seq, _| seqs.push(seq));
         (result, seqs)
     }
 
@@ -396,6 +414,55 @@ mod tests {
                 len: ends[6]
             })
         );
+    }
+
+    /// A WAL holding entries a window flush re-logged may not be dropped by point-in-time
+    /// recovery: they are older than data already in tables, so the result would not be a
+    /// prefix of the history. Damage in a WAL before it, or after it, is handled as usual.
+    #[test]
+    fn point_in_time_never_drops_a_wal_with_re_logged_entries() {
+        let (mut five, ends, six) = chain();
+        five.truncate(ends[6] as usize);
+        let files = |five: &[u8], six: &[u8]| {
+            vec![
+                WalFile {
+                    number: 5,
+                    data: five.to_vec(),
+                },
+                WalFile {
+                    number: 6,
+                    data: six.to_vec(),
+                },
+            ]
+        };
+        for relog in [5, 6] {
+            let result = replay(
+                files(&five, &six),
+                5,
+                &[relog],
+                RecoveryMode::PointInTime,
+                |_, _| {},
+            );
+            match result {
+                Err(Error::Corruption { file, reason, .. }) => {
+                    assert_eq!(file, "000005.log");
+                    assert!(
+                        reason.contains(&format!("WAL {relog} holds entries")),
+                        "{reason}"
+                    );
+                }
+                other => panic!("re-logged into {relog}: {other:?}"),
+            }
+        }
+        // A re-log WAL before the damage was replayed whole: the stop stays a prefix.
+        let result = replay(
+            files(&five, &six),
+            5,
+            &[4],
+            RecoveryMode::PointInTime,
+            |_, _| {},
+        );
+        assert!(result.unwrap().stopped.is_some());
     }
 
     #[test]

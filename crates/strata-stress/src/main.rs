@@ -27,7 +27,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use strata_engine::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata_engine::log::LogReader;
+use strata_engine::manifest::{classify, FileKind};
+use strata_engine::{Db, Options, ReadOptions, RecoveryMode, WriteBatch, WriteOptions};
 use strata_policy::{testing, PolicySpec};
 
 #[derive(Parser)]
@@ -87,6 +89,12 @@ struct CrashArgs {
     /// Seed of the driver.
     #[arg(long, default_value_t = 7)]
     seed: u64,
+    /// Every this many cycles (0: never), damage a WAL after the kill: cut the end off an older
+    /// WAL or flip a byte before the newest WAL's last record. A default open must refuse it as
+    /// corruption naming the file, a point-in-time open (of a copy) must hold a prefix of every
+    /// thread's history, and after the damage is undone the next cycle verifies everything.
+    #[arg(long, default_value_t = 0)]
+    wal_damage_every: u64,
 }
 
 /// Small buffers and tables, so a short run flushes and compacts many times.
@@ -159,6 +167,8 @@ struct Replayed {
     next_seq: u64,
     /// Acknowledged writes in the log.
     acked: u64,
+    /// The acknowledged writes in order (a thread waits for each before the next).
+    history: Vec<Intent>,
 }
 
 fn parse_intent(rest: &str) -> Option<Intent> {
@@ -200,10 +210,11 @@ fn replay(path: &Path) -> Result<Replayed> {
                     .parse()
                     .with_context(|| format!("bad line {line:?}"))?;
                 if let Some(i) = pending.remove(&seq) {
-                    for (k, v) in i.writes {
-                        r.model.insert(k, v);
+                    for (k, v) in &i.writes {
+                        r.model.insert(k.clone(), v.clone());
                     }
                     r.acked += 1;
+                    r.history.push(i);
                 }
             }
             "X" => {
@@ -497,8 +508,276 @@ struct CrashSummary {
     in_flight_applied: u64,
     in_flight_absent: u64,
     per_policy_cycles: BTreeMap<String, u64>,
+    /// WAL damage cases made (`--wal-damage-every`).
+    wal_damage_cases: u64,
+    /// ... of which an older WAL lost its end.
+    wal_damage_older_truncated: u64,
+    /// Cases a default open refused as corruption naming the damaged WAL.
+    wal_damage_detected: u64,
+    /// Acknowledged writes a point-in-time open left out (after its stop), over all cases.
+    point_in_time_writes_dropped: u64,
+    /// Cycles where no WAL could be damaged (none with enough records).
+    wal_damage_skipped: u64,
+    /// Point-in-time opens that refused because a dropped WAL held re-logged entries.
+    point_in_time_refused: u64,
+    /// Where the last point-in-time open stopped (for a failure's report).
+    #[serde(skip)]
+    last_stop: Option<String>,
     seconds: f64,
     first_failure: Option<String>,
+}
+
+/// WAL files of `dir`, by number: (number, path).
+fn wal_files(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
+    let mut wals = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let entry = entry?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(FileKind::Wal(n)) = classify(&name) {
+            wals.push((n, entry.path()));
+        }
+    }
+    wals.sort();
+    Ok(wals)
+}
+
+/// Offsets at which the complete records of a log start.
+fn record_offsets(data: &[u8]) -> Vec<u64> {
+    let mut reader = LogReader::new(
+        data.to_vec(),
+        String::new(),
+        RecoveryMode::TolerateCorruptedTail,
+    );
+    let mut offsets = Vec::new();
+    while let Ok(Some(_)) = reader.next_record() {
+        offsets.push(reader.last_record_offset());
+    }
+    offsets
+}
+
+/// One WAL damage case on the database a kill just left in `dir` (see `--wal-damage-every`).
+/// The damage is undone before returning, whatever happened.
+fn damage_case(
+    dir: &Path,
+    policy: &str,
+    threads: usize,
+    rng: &mut Pcg64Mcg,
+    s: &mut CrashSummary,
+) -> Result<()> {
+    // Only WALs recovery replays: one below the manifest's log number is obsolete (a kill may
+    // come between the manifest record and its deletion), and damage there is harmless.
+    let log_number = strata_engine::manifest::recover(&strata_engine::fs::StdFs, dir)
+        .context("reading the manifest")?
+        .log_number;
+    let wals: Vec<_> = wal_files(dir)?
+        .into_iter()
+        .filter(|(n, _)| *n >= log_number)
+        .collect();
+    // An older WAL is damaged by cutting its end (synced history lost), the newest by a flipped
+    // byte before its last record (a torn tail there would be legitimate).
+    let older = wals.len() >= 2 && rng.random_bool(0.5);
+    let (number, path) = if older {
+        wals[wals.len() - 2].clone()
+    } else {
+        match wals.last() {
+            Some(w) => w.clone(),
+            None => {
+                s.wal_damage_skipped += 1;
+                return Ok(());
+            }
+        }
+    };
+    let original = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let offsets = record_offsets(&original);
+    // The link record and at least two more: there is something before the last to damage.
+    if offsets.len() < 3 {
+        s.wal_damage_skipped += 1;
+        return Ok(());
+    }
+    let mut damaged = original.clone();
+    if older {
+        let cut = rng.random_range(1..=(original.len() as u64 / 2).clamp(1, 50_000));
+        damaged.truncate(original.len() - cut as usize);
+        s.wal_damage_older_truncated += 1;
+    } else {
+        let record = rng.random_range(1..offsets.len() - 1);
+        let (start, end) = (offsets[record], offsets[record + 1]);
+        let at = rng.random_range(start..end) as usize;
+        damaged[at] ^= 1 << rng.random_range(0..8);
+    }
+    std::fs::write(&path, &damaged)?;
+    s.wal_damage_cases += 1;
+    let result = check_damage(dir, policy, threads, number, older, s);
+    // Undo the damage: the next child verifies everything, as after any kill.
+    std::fs::write(&path, &original).with_context(|| format!("restoring {}", path.display()))?;
+    result
+}
+
+/// What a damaged WAL must give: corruption naming it from a default open, with every WAL
+/// still there, and a consistent prefix from a point-in-time open of a copy.
+fn check_damage(
+    dir: &Path,
+    policy: &str,
+    threads: usize,
+    number: u64,
+    older: bool,
+    s: &mut CrashSummary,
+) -> Result<()> {
+    let name = format!("{number:06}.log");
+    let wals_before = wal_files(dir)?;
+    match Db::open(dir, options(policy)?) {
+        Ok(_) => bail!("a default open accepted damaged {name}: a silent hole"),
+        Err(e @ strata_engine::Error::Corruption { .. }) if e.to_string().contains(&name) => {
+            s.wal_damage_detected += 1;
+        }
+        Err(e) => bail!("a default open of damaged {name} failed otherwise: {e}"),
+    }
+    if wal_files(dir)? != wals_before {
+        bail!("a failed open changed the WALs");
+    }
+    let copy = dir.with_extension("pit");
+    let _ = std::fs::remove_dir_all(&copy);
+    std::fs::create_dir_all(&copy)?;
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_file() {
+            std::fs::copy(entry.path(), copy.join(entry.file_name()))?;
+        }
+    }
+    let result = (|| {
+        let opened = Db::open(
+            &copy,
+            options(policy)?.with_wal_recovery_mode(RecoveryMode::PointInTime),
+        );
+        let db = match opened {
+            // Window flushes re-logged older entries after the damage: no prefix exists, and
+            // point-in-time recovery must say so rather than open with a hole.
+            Err(e @ strata_engine::Error::Corruption { .. })
+                if e.to_string().contains("re-logged") =>
+            {
+                s.point_in_time_refused += 1;
+                return Ok(());
+            }
+            other => other.context("a point-in-time open")?,
+        };
+        match db.recovery_stop() {
+            Some(stop) if stop.file == name => {
+                s.last_stop = Some(format!("{stop:?}"));
+            }
+            other => bail!("point-in-time recovery stopped at {other:?}, not in {name}"),
+        }
+        s.point_in_time_writes_dropped += verify_prefix(&db, &side_log_dir(dir), threads)
+            .with_context(|| {
+                format!(
+                    "{} damage, stop {}",
+                    if older { "older-WAL cut" } else { "byte flip" },
+                    s.last_stop.clone().unwrap_or_default()
+                )
+            })?;
+        db.close()?;
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&copy);
+    result
+}
+
+/// Checks that `db` holds, for every thread, exactly the state after some prefix of the
+/// thread's acknowledged writes (and possibly its in-flight one): what point-in-time recovery
+/// must leave, since a thread issues a write only after the previous one was acknowledged.
+/// Returns the acknowledged writes past the prefixes found. Writes nothing to the side logs.
+fn verify_prefix(db: &Db, logs: &Path, threads: usize) -> Result<u64> {
+    let mut dropped = 0;
+    for t in 0..threads {
+        let r = replay(&logs.join(format!("thread-{t:02}.log")))?;
+        let (start, end) = (format!("t{t:02}-"), format!("t{t:02}-l"));
+        let mut actual: BTreeMap<String, String> = BTreeMap::new();
+        for entry in db.range(start.as_str()..end.as_str())? {
+            let (k, v) = entry?;
+            actual.insert(
+                String::from_utf8_lossy(&k).into_owned(),
+                String::from_utf8_lossy(&v).into_owned(),
+            );
+        }
+        // Walk the history, keeping the number of keys whose state differs from the database.
+        let mut state: HashMap<String, Option<String>> = HashMap::new();
+        let mut differing = actual.len();
+        let mut longest = (differing == 0).then_some(0usize);
+        let steps = r.history.iter().chain(&r.in_flight);
+        for (i, intent) in steps.enumerate() {
+            for (k, v) in &intent.writes {
+                let found = actual.get(k);
+                let before = state.get(k).cloned().flatten();
+                let was_equal = before.as_ref() == found;
+                let is_equal = v.as_ref() == found;
+                state.insert(k.clone(), v.clone());
+                match (was_equal, is_equal) {
+                    (true, false) => differing += 1,
+                    (false, true) => differing -= 1,
+                    _ => {}
+                }
+            }
+            if differing == 0 {
+                longest = Some(i + 1);
+            }
+        }
+        let Some(prefix) = longest else {
+            bail!(
+                "thread {t}: the database matches no prefix of its history: a hole ({})",
+                explain_mismatch(&actual, &r)
+            );
+        };
+        dropped += (r.history.len() as u64).saturating_sub(prefix as u64);
+    }
+    Ok(dropped)
+}
+
+/// For a failed [`verify_prefix`]: the closest prefix and a few keys that differ there, with
+/// the step of the history that wrote the value found.
+fn explain_mismatch(actual: &BTreeMap<String, String>, r: &Replayed) -> String {
+    let steps: Vec<&Intent> = r.history.iter().chain(&r.in_flight).collect();
+    let state_after = |n: usize| {
+        let mut state: BTreeMap<String, Option<String>> = BTreeMap::new();
+        for intent in &steps[..n] {
+            for (k, v) in &intent.writes {
+                state.insert(k.clone(), v.clone());
+            }
+        }
+        state
+    };
+    let differing = |state: &BTreeMap<String, Option<String>>| -> Vec<String> {
+        let keys: std::collections::BTreeSet<&String> = state.keys().chain(actual.keys()).collect();
+        keys.into_iter()
+            .filter(|k| state.get(*k).cloned().flatten().as_ref() != actual.get(*k))
+            .cloned()
+            .collect()
+    };
+    let (best, diff) = (0..=steps.len())
+        .map(|n| (n, differing(&state_after(n))))
+        .min_by_key(|(_, d)| d.len())
+        .unwrap_or_default();
+    let state = state_after(best);
+    let samples: Vec<String> = diff
+        .iter()
+        .take(3)
+        .map(|k| {
+            let found = actual.get(k);
+            let wrote = steps.iter().position(|i| {
+                i.writes
+                    .iter()
+                    .any(|(wk, wv)| wk == k && wv.as_ref() == found)
+            });
+            format!(
+                "{k}: found {found:?} (written at step {wrote:?}), prefix has {:?}",
+                state.get(k).cloned().flatten()
+            )
+        })
+        .collect();
+    format!(
+        "{} steps, closest prefix {best} differs in {} keys: {}",
+        steps.len(),
+        diff.len(),
+        samples.join("; ")
+    )
 }
 
 fn crash(args: CrashArgs) -> Result<()> {
@@ -567,6 +846,13 @@ fn crash(args: CrashArgs) -> Result<()> {
             s.failures += 1;
             s.first_failure
                 .get_or_insert_with(|| format!("cycle {cycle} ({policy}): {}", stderr.trim()));
+        }
+        if args.wal_damage_every > 0 && cycle % args.wal_damage_every == args.wal_damage_every - 1 {
+            if let Err(e) = damage_case(&dir, policy, args.threads, &mut rng, &mut s) {
+                s.failures += 1;
+                s.first_failure
+                    .get_or_insert_with(|| format!("cycle {cycle} ({policy}), WAL damage: {e:#}"));
+            }
         }
         if killed && out.status.code().is_none() {
             s.kills += 1;

@@ -101,7 +101,7 @@ impl Engine {
         plan: &Plan,
     ) -> Result<()> {
         let edit = compaction_edit(&state.version, plan, Vec::new())?;
-        self.install(state, edit, &[], None)?;
+        self.install(state, edit, &[], None, None)?;
         self.notify(&CompletedJob {
             kind: JobKind::Compaction(plan.action),
             flushes_before: Statistics::get(&self.stats.flushes),
@@ -267,7 +267,7 @@ impl Engine {
                 return Err(self.job_failed(state, e.into()));
             }
         };
-        self.install(state, edit, &out.files, None)?;
+        self.install(state, edit, &out.files, None, None)?;
         self.notify(&CompletedJob {
             kind: JobKind::Compaction(plan.action),
             flushes_before,

@@ -111,6 +111,9 @@ pub(crate) struct EngineState {
     pub live_versions: Vec<Weak<Version>>,
     /// The first background error (see the failure rules in [`crate::db`]): read-only.
     pub background_error: Option<String>,
+    /// WALs window flushes re-logged entries into (see [`crate::manifest::ManifestRecord`]),
+    /// at or above the log number as of open, and added since.
+    pub relog_wals: Vec<u64>,
 }
 
 /// An open database's shared core. [`crate::Db`] is the user's handle to it; background threads

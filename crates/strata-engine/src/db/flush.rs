@@ -308,7 +308,9 @@ impl Engine {
             .frozen
             .get(flushed)
             .map_or(state.memtable.wal_number(), |m| m.wal_number());
-        self.install(state, edit, &out.files, Some(next_log))?;
+        // Re-logged leftovers went into the open WAL: recorded, for point-in-time recovery.
+        let relogged_into = (!out.remainder.is_empty()).then(|| state.memtable.wal_number());
+        self.install(state, edit, &out.files, Some(next_log), relogged_into)?;
         state.frozen.drain(..flushed);
         self.install_super_version(state);
         self.notify(&CompletedJob {

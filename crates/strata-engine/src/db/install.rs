@@ -24,6 +24,7 @@ impl Engine {
         edit: VersionEdit,
         files: &[u64],
         log_number: Option<u64>,
+        relogged_into: Option<u64>,
     ) -> Result<()> {
         if let Err(e) = Self::check_background_error(state) {
             self.discard_outputs(state, files);
@@ -44,6 +45,7 @@ impl Engine {
             last_seqno: Some(self.last_sequence.load(Ordering::Acquire)),
             log_number,
             edit,
+            relogged_into: relogged_into.into_iter().collect(),
         };
         let appended = match state.manifest.as_mut() {
             Some(manifest) => manifest.append(&record),
@@ -67,6 +69,9 @@ impl Engine {
         state.version = new_version;
         if let Some(n) = log_number {
             state.log_number = n;
+        }
+        if let Some(n) = relogged_into {
+            state.relog_wals.push(n);
         }
         self.install_super_version(state);
         if state
@@ -116,6 +121,7 @@ impl Engine {
             next_file_number: Some(self.next_file_number.load(Ordering::Relaxed)),
             last_seqno: Some(self.last_sequence.load(Ordering::Acquire)),
             log_number: Some(state.log_number),
+            relogged_into: live_relog_wals(state),
             ..ManifestRecord::default()
         };
         state.manifest = Some(Manifest::create(
@@ -174,4 +180,17 @@ impl Engine {
             }
         }
     }
+}
+
+/// The re-log WALs recovery still needs to know about: those at or above the log number.
+fn live_relog_wals(state: &EngineState) -> Vec<u64> {
+    let mut wals: Vec<u64> = state
+        .relog_wals
+        .iter()
+        .copied()
+        .filter(|&n| n >= state.log_number)
+        .collect();
+    wals.sort_unstable();
+    wals.dedup();
+    wals
 }

@@ -45,6 +45,8 @@ struct Directory {
     next_file_number: u64,
     last_sequence: u64,
     log_number: u64,
+    /// WALs holding re-logged entries (see `manifest::Recovered::relog_wals`).
+    relog_wals: Vec<u64>,
     /// The manifest edits go to (`None` when opened read-only).
     manifest: Option<Manifest>,
 }
@@ -123,6 +125,7 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
             next_file_number: 2,
             last_sequence: 0,
             log_number: 0,
+            relog_wals: Vec::new(),
             manifest: Some(manifest),
         });
     }
@@ -133,6 +136,7 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
         next_file_number: Some(number + 1),
         last_seqno: Some(r.last_seqno),
         log_number: Some(r.log_number),
+        relogged_into: r.relog_wals.clone(),
         ..ManifestRecord::default()
     };
     // A fresh manifest on every open keeps recovery from reading a long history twice.
@@ -144,6 +148,7 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
         next_file_number: number + 1,
         last_sequence: r.last_seqno,
         log_number: r.log_number,
+        relog_wals: r.relog_wals,
         manifest: Some(manifest),
     })
 }
@@ -177,6 +182,7 @@ fn open_directory_read_only(fs: &dyn FileSystem, dir: &Path) -> Result<Directory
         next_file_number: number,
         last_sequence: r.last_seqno,
         log_number: r.log_number,
+        relog_wals: r.relog_wals,
         manifest: None,
     })
 }
@@ -332,6 +338,7 @@ impl Engine {
                 pending_outputs: HashSet::new(),
                 obsolete_tables: Vec::new(),
                 background_error: None,
+                relog_wals: found.relog_wals,
             }),
             background_work: Condvar::new(),
             super_version: RwLock::new(super_version),
@@ -390,9 +397,11 @@ impl Engine {
             wals.push(WalFile { number, data });
         }
         let memtable = Arc::new(Memtable::new(0));
+        let relog_wals = self.state.lock().relog_wals.clone();
         let replayed = wal_chain::replay(
             wals,
             log_number,
+            &relog_wals,
             self.options.wal_recovery_mode,
             |seq, op| match op {
                 BatchOp::Put(k, v) => memtable.insert(k, seq, ValueKind::Put, v),
@@ -435,7 +444,7 @@ impl Engine {
         if state.frozen.is_empty() {
             // Record that older WALs are no longer needed.
             let log = state.memtable.wal_number();
-            return self.install(&mut state, VersionEdit::new(), &[], Some(log));
+            return self.install(&mut state, VersionEdit::new(), &[], Some(log), None);
         }
         while !state.frozen.is_empty() {
             let Some(job) = self.pick_flush(&mut state)? else {
