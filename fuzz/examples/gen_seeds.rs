@@ -1,6 +1,7 @@
 //! Writes seed corpora for the fuzz targets with the engine's own writers:
 //! `cargo run --manifest-path fuzz/Cargo.toml --example gen-seeds -- fuzz/corpus` (from the
-//! repository root) fills `fuzz/corpus/{block_decoder,table_reader,wal_reader,manifest_decoder}`.
+//! repository root) fills `fuzz/corpus/<target>/` for every target but `workload_toml`, which gets its seeds
+//! from `examples/workloads/*.toml`.
 //! Corpora are data and stay out of git; this regenerates the seeds deterministically.
 
 use std::error::Error;
@@ -11,6 +12,7 @@ use strata_engine::fs::{FileSystem, MemFs};
 use strata_engine::key::{internal_key, ValueKind};
 use strata_engine::log::LogReader;
 use strata_engine::table::{TableBuilder, TableOptions};
+use strata_engine::wal_chain::{encode_link, WalLink};
 use strata_engine::{Compression, Db, Options, RecoveryMode, WriteBatch, WriteOptions};
 use strata_fuzz::{decode_stored, footer_handles, index_handles, write_log, VecFile};
 
@@ -216,6 +218,47 @@ fn wals(out: &Out) -> Res<()> {
         }
     }
     db.close()?;
+
+    // Chains of two WALs (`wal_chain` target: u32 LE length of WAL 5, WAL 5, WAL 6): linked,
+    // unlinked, and with the older one cut short of the length the link records.
+    let five = write_log([
+        encode_link(None).as_slice(),
+        group(1, &[(b"a", Some(b"1"))]).as_slice(),
+        group(2, &[(b"b", Some(b"2")), (b"c", None)]).as_slice(),
+    ]);
+    let link = WalLink {
+        number: 5,
+        len: five.len() as u64,
+    };
+    let six = write_log([
+        encode_link(Some(link)).as_slice(),
+        group(4, &[(b"a", None)]).as_slice(),
+    ]);
+    let chain = |five: &[u8], six: &[u8]| {
+        let mut bytes = (five.len() as u32).to_le_bytes().to_vec();
+        bytes.extend_from_slice(five);
+        bytes.extend_from_slice(six);
+        bytes
+    };
+    out.put("wal_chain", "linked", &chain(&five, &six))?;
+    out.put("wal_chain", "older-cut", &chain(&five[..five.len() - 9], &six))?;
+    out.put("wal_chain", "newest-torn", &chain(&five, &six[..six.len() - 3]))?;
+    let unlinked = write_log([group(4, &[(b"a", None)]).as_slice()]);
+    out.put("wal_chain", "unlinked", &chain(&five, &unlinked))?;
+    // Write-batch payloads (`write_batch` target: an even selector byte, then the payload).
+    for (i, g) in groups.iter().enumerate() {
+        let mut bytes = vec![0u8];
+        bytes.extend_from_slice(g);
+        out.put("write_batch", &format!("payload-{i}"), &bytes)?;
+    }
+    // And a script (odd selector, sequence byte, then kind/key length/value length/bytes).
+    let mut script = vec![1u8, 3];
+    script.extend_from_slice(&[0, 2, 3]);
+    script.extend_from_slice(b"k1v11");
+    script.extend_from_slice(&[1, 2, 0]);
+    script.extend_from_slice(b"k2");
+    script.extend_from_slice(&[2, 0, 0, 0, 1, 0]);
+    out.put("write_batch", "script", &script)?;
     Ok(())
 }
 

@@ -92,7 +92,7 @@ fn check_payload(payload: &[u8]) {
 /// Reads a script of operations: kind, key length, value length (LEB128, capped), bytes.
 fn script(mut data: &[u8]) -> Vec<Vec<Op>> {
     let mut batches = vec![Vec::new()];
-    let mut take = |data: &mut &[u8], n: usize| {
+    let take = |data: &mut &[u8], n: usize| {
         let n = n.min(data.len());
         let (head, rest) = data.split_at(n);
         *data = rest;

@@ -244,7 +244,19 @@ fn replay_log(
             Some(Ok(_)) if first => Ok(None),
             Some(Ok(_)) => Err("a link record that is not the WAL's first record".to_string()),
             Some(Err(why)) => Err(why),
-            None => batch::replay_wal_payload(&payload, &mut *apply),
+            None => {
+                // Decode the whole record before applying any of it: a record that fails part
+                // way is damage, and none of its batch may reach the memtable (a point-in-time
+                // stop there would otherwise keep part of a batch). Found by the `wal_chain`
+                // fuzz target.
+                let mut ops = Vec::new();
+                batch::replay_wal_payload(&payload, |seq, op| ops.push((seq, op))).map(|last| {
+                    for (seq, op) in ops {
+                        apply(seq, op);
+                    }
+                    last
+                })
+            }
         };
         first = false;
         match decoded {
@@ -414,6 +426,44 @@ mod tests {
                 len: ends[6]
             })
         );
+    }
+
+    /// A record that fails to decode part way is damage, and none of its operations is
+    /// applied: a point-in-time stop there keeps whole batches only.
+    #[test]
+    fn a_record_that_fails_part_way_applies_nothing() {
+        let fs = MemFs::new();
+        let path = Path::new("/wal");
+        let mut writer = crate::log::LogWriter::new(fs.create(path).unwrap());
+        writer.add_record(&encode_link(None)).unwrap();
+        let mut two = WriteBatch::new();
+        two.put("a", "1").unwrap().put("b", "2").unwrap();
+        let mut payload = Vec::new();
+        encode_group(&mut payload, 1, &[&two]);
+        writer.add_record(&payload).unwrap();
+        // Announces one operation, holds two: the first decodes before the count fails.
+        let mut bad = Vec::new();
+        encode_group(&mut bad, 3, &[&two]);
+        bad[8..12].copy_from_slice(&1u32.to_le_bytes());
+        writer.add_record(&bad).unwrap();
+        let mut after = Vec::new();
+        encode_group(&mut after, 5, &[&two]);
+        writer.add_record(&after).unwrap();
+        writer.sync().unwrap();
+        let data = fs.read(path).unwrap();
+        let mut seqs = Vec::new();
+        let files = vec![WalFile { number: 5, data }];
+        let replayed = replay(files, 5, &[], RecoveryMode::PointInTime, |seq, _| {
+            seqs.push(seq)
+        })
+        .unwrap();
+        assert_eq!(seqs, [1, 2], "only the whole batch before the bad record");
+        assert_eq!(replayed.max_seq, Some(2));
+        assert!(replayed
+            .stopped
+            .unwrap()
+            .reason
+            .contains("announces 1 operations"));
     }
 
     /// A WAL holding entries a window flush re-logged may not be dropped by point-in-time
