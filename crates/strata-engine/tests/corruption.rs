@@ -632,3 +632,59 @@ fn an_older_wal_that_lost_its_end_is_corruption_or_a_point_in_time_prefix() {
     db.close().unwrap();
     assert!(fs.exists(&Path::new(DIR).join(unreplayed_wal_file_name(wals[1]))));
 }
+
+/// Issue 10: a window flush re-logs the entries it leaves buffered into the open WAL, behind
+/// newer writes whose keys went to tables. The manifest names that WAL, and point-in-time
+/// recovery refuses to stop before it (dropping the re-logged entries would keep newer writes
+/// and lose older ones); the crash test's WAL damage cases found this hole.
+#[test]
+fn point_in_time_recovery_never_drops_re_logged_entries() {
+    strata_policy::testing::register();
+    let fs = MemFs::new();
+    let options = || {
+        Options::new()
+            .with_file_system(Arc::new(fs.clone()))
+            .with_write_buffer_size(16 << 10)
+            .with_synchronous_compaction(true)
+            .with_policy_named("exercise-executor:target_file_size=8KiB")
+            .unwrap()
+    };
+    let db = Db::open(DIR, options()).unwrap();
+    for i in 0..3000u32 {
+        db.put(
+            format!("k{:06}", i.wrapping_mul(7919) % 100_000),
+            format!("v{i}"),
+        )
+        .unwrap();
+    }
+    assert!(db.metrics().memtable_bytes > 0);
+    db.close().unwrap();
+    let recovered = strata_engine::manifest::recover(&fs, Path::new(DIR)).unwrap();
+    let wals = wal_numbers(&fs);
+    assert_eq!(wals.len(), 1);
+    assert_eq!(
+        recovered.relog_wals, wals,
+        "the open WAL holds re-logged entries"
+    );
+
+    let path = Path::new(DIR).join(wal_file_name(wals[0]));
+    let ends = record_ends(&fs, &path);
+    assert!(ends.len() >= 3, "{ends:?}");
+    // A byte inside the second record: damage with valid records after it.
+    fs.corrupt(&path, ends[0] + 10, 0x20).unwrap();
+    let pit = Db::open(
+        DIR,
+        options().with_wal_recovery_mode(RecoveryMode::PointInTime),
+    );
+    match pit {
+        Err(e @ Error::Corruption { .. }) => {
+            assert!(e.to_string().contains("re-logged"), "{e}");
+        }
+        other => panic!("expected corruption, got {other:?}"),
+    }
+    assert_eq!(wal_numbers(&fs), wals, "nothing was set aside");
+    fs.corrupt(&path, ends[0] + 10, 0x20).unwrap();
+    let db = Db::open(DIR, options()).unwrap();
+    assert!(db.get("k000000").unwrap().is_some());
+    db.close().unwrap();
+}
