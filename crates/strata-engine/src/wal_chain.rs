@@ -250,11 +250,10 @@ fn replay_log(
                 // stop there would otherwise keep part of a batch). Found by the `wal_chain`
                 // fuzz target.
                 let mut ops = Vec::new();
-                batch::replay_wal_payload(&payload, |seq, op| ops.push((seq, op))).map(|last| {
+                batch::replay_wal_payload(&payload, |seq, op| ops.push((seq, op))).inspect(|_| {
                     for (seq, op) in ops {
                         apply(seq, op);
                     }
-                    last
                 })
             }
         };
