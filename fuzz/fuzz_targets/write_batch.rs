@@ -48,6 +48,16 @@ fn decode(payload: &[u8]) -> Result<(u64, Vec<Op>, Option<u64>), String> {
     Ok((first, ops, last))
 }
 
+/// Key and value bytes of `ops`, as `WriteBatch::user_bytes` counts them.
+fn user_bytes(ops: &[Op]) -> usize {
+    ops.iter()
+        .map(|op| match op {
+            Op::Put(k, v) => k.len() + v.len(),
+            Op::Delete(k) => k.len(),
+        })
+        .sum()
+}
+
 /// The operations as one batch, if the encoder accepts every key and value.
 fn batch_of(ops: &[Op]) -> Option<WriteBatch> {
     let mut batch = WriteBatch::new();
@@ -65,13 +75,7 @@ fn check_payload(payload: &[u8]) {
         return;
     };
     // The decoder never hands out more bytes than the payload holds.
-    let bytes: usize = ops
-        .iter()
-        .map(|op| match op {
-            Op::Put(k, v) => k.len() + v.len(),
-            Op::Delete(k) => k.len(),
-        })
-        .sum();
+    let bytes = user_bytes(&ops);
     assert!(HEADER_LEN + bytes <= payload.len());
     let Some(batch) = batch_of(&ops) else {
         // Only a key beyond the limit can be refused (a value is bounded by the payload).
@@ -140,13 +144,7 @@ fn check_script(data: &[u8]) {
             .map(|op| own(op.expect("a built batch iterates")))
             .collect();
         assert_eq!(&iterated, ops, "a batch iterates differently than built");
-        let user_bytes: usize = ops
-            .iter()
-            .map(|op| match op {
-                Op::Put(k, v) => k.len() + v.len(),
-                Op::Delete(k) => k.len(),
-            })
-            .sum();
+        let user_bytes = user_bytes(ops);
         assert_eq!(batch.user_bytes(), user_bytes as u64);
     }
     let all: Vec<Op> = groups.concat();
