@@ -13,8 +13,9 @@ use strata_policy::CutRule;
 /// - the output is divided into pieces at the boundaries: a new table always starts at the first
 ///   key at or after each boundary;
 /// - within a piece, a table ends once its size reaches the piece's target: the rule's target
-///   table size, or, when the piece's *projected* size exceeds `split_above`, half the projected
-///   size (Spooky's split in two);
+///   table size, or, when the piece's *projected* size exceeds `split_above`, the projected size
+///   divided into the fewest equal parts no larger than `split_above` (Spooky's split in two,
+///   which is the case of a piece up to twice the limit);
 /// - the projected size of a piece is the total size of the merge's inputs that start in it
 ///   (each input table, and a flushed buffer, counts fully in the piece holding its smallest
 ///   key). It is known before the merge runs, so both executors decide identically; it
@@ -54,7 +55,7 @@ impl<K: Ord> Cutter<K> {
         let targets = projected
             .iter()
             .map(|&bytes| match rule.split_above {
-                Some(limit) if bytes > limit => Some(bytes.div_ceil(2)),
+                Some(limit) if bytes > limit => Some(bytes.div_ceil(bytes.div_ceil(limit))),
                 _ => rule.target_table_size,
             })
             .collect();
@@ -171,6 +172,23 @@ mod tests {
         assert_eq!(
             tables.iter().map(Vec::len).collect::<Vec<_>>(),
             vec![6, 4, 3, 3, 3, 1]
+        );
+    }
+
+    #[test]
+    fn a_piece_far_above_split_above_is_cut_into_equal_parts_within_the_limit() {
+        let entries: Vec<(u64, u64)> = (0..30).map(|k| (k, 10)).collect();
+        // 300 projected bytes, limit 100: three tables of 100, not two of 150.
+        let tables = cut(&rule(None, &[], Some(100)), &entries, &[(0, 300)]);
+        assert_eq!(
+            tables.iter().map(Vec::len).collect::<Vec<_>>(),
+            vec![10, 10, 10]
+        );
+        // 310 bytes need four parts of at most 100: targets of 78 bytes, cut at 80.
+        let tables = cut(&rule(None, &[], Some(100)), &entries, &[(0, 310)]);
+        assert_eq!(
+            tables.iter().map(Vec::len).collect::<Vec<_>>(),
+            vec![8, 8, 8, 6]
         );
     }
 }

@@ -13,8 +13,11 @@
 //! - `targets`: prints the dynamic level targets (leveled only).
 //! - `apply-flush smallest=K largest=K size=S` and `apply [leased=...]`: execute the flush plan or
 //!   the picked plan on the shape only, through the shared executor's edits (`strata_exec`): a
-//!   merge writes one table covering the inputs' combined key range with their summed size. Prints
-//!   the plan and the new version.
+//!   merge writes one table per piece between its cut rule's boundaries, each covering the
+//!   inputs' keys in that piece (ending at the largest input endpoint inside it) with the inputs'
+//!   sizes shared evenly among the pieces each spans; a piece above `split_above` is split at
+//!   input endpoints into as many equal parts as the rule asks, where endpoints allow. Target
+//!   table sizes are not modelled (shapes know no keys). Prints the plan and the new version.
 //! - `run flushes=N smallest=K largest=K size=S`: N times, flush and then pick and apply until the
 //!   policy returns none; prints one line per plan and the final version.
 //!
@@ -25,9 +28,9 @@
 
 use crate::edit::{compaction_edit, flush_edit};
 use std::sync::Arc;
-use strata_meta::{parse_key, parse_size, TableId, TableMeta, Version};
+use strata_meta::{parse_key, parse_size, Bytes, TableId, TableMeta, Version};
 use strata_policy::{
-    build_policy, registry, BufferSummary, CompactionPolicy, FlushPlan, Leases, Leveled,
+    build_policy, registry, BufferSummary, CompactionPolicy, CutRule, FlushPlan, Leases, Leveled,
     PickContext, Plan, PlanAction, PolicySpec, WorkloadStats,
 };
 
@@ -101,23 +104,96 @@ fn leases_arg(tc: &mut datadriven::TestCase, version: &Version) -> Leases {
     leases
 }
 
-/// Executes `plan` on the shape through the shared executor: a merge writes one table spanning
-/// its inputs.
+/// Executes `plan` on the shape through the shared executor (see the module documentation for
+/// how a merge's output is shaped).
 fn apply_plan(version: &Version, plan: &Plan) -> Version {
     let mut outputs = Vec::new();
     if let (PlanAction::Merge, Some(output)) = (plan.action, &plan.output) {
-        let inputs = plan
+        let inputs: Vec<TableMeta> = plan
             .input_tables()
-            .map(|t| version.table(t).expect("input exists").as_ref());
-        let mut table = combined(version.next_table_id(), inputs);
-        table.bloom_bits_per_key = output.bloom_bits_per_key;
-        outputs.push(table);
+            .map(|t| version.table(t).expect("input exists").as_ref().clone())
+            .collect();
+        outputs = cut_shape(version.next_table_id(), &inputs, &output.cut);
+        for t in &mut outputs {
+            t.bloom_bits_per_key = output.bloom_bits_per_key;
+        }
     }
     let edit = compaction_edit(version, plan, outputs)
         .unwrap_or_else(|e| panic!("plan has no edit: {e}\n{plan}"));
     version
         .apply(&edit)
         .unwrap_or_else(|e| panic!("plan does not apply: {e}\n{plan}"))
+}
+
+/// The tables a merge of `inputs` writes under `rule`, on shapes (module documentation).
+fn cut_shape(first_id: u64, inputs: &[TableMeta], rule: &CutRule) -> Vec<TableMeta> {
+    let all = combined(first_id, inputs.iter());
+    let cuts: Vec<&Bytes> = rule
+        .boundaries
+        .iter()
+        .filter(|b| all.smallest < **b && **b <= all.largest)
+        .collect();
+    let piece_of = |key: &Bytes| cuts.partition_point(|b| *b <= key);
+    let mut endpoints: Vec<&Bytes> = inputs
+        .iter()
+        .flat_map(|t| [&t.smallest, &t.largest])
+        .collect();
+    endpoints.sort();
+    endpoints.dedup();
+    let mut outputs: Vec<TableMeta> = Vec::new();
+    for piece in 0..=cuts.len() {
+        let low = if piece == 0 {
+            &all.smallest
+        } else {
+            cuts[piece - 1]
+        };
+        let high = cuts.get(piece).copied();
+        let mut share = 0.0f64;
+        for t in inputs {
+            let (a, b) = (piece_of(&t.smallest), piece_of(&t.largest));
+            if (a..=b).contains(&piece) {
+                share += t.size as f64 / (b - a + 1) as f64;
+            }
+        }
+        if share == 0.0 {
+            continue;
+        }
+        // Split points: input endpoints inside the piece, evenly chosen.
+        let inside: Vec<&Bytes> = endpoints
+            .iter()
+            .copied()
+            .filter(|e| *e > low && high.is_none_or(|h| *e < h))
+            .collect();
+        let parts = match rule.split_above {
+            Some(limit) if share > limit as f64 => (share / limit as f64).ceil() as usize,
+            _ => 1,
+        }
+        .min(inside.len() + 1);
+        let mut starts = vec![low];
+        for j in 1..parts {
+            starts.push(inside[j * inside.len() / parts]);
+        }
+        starts.dedup();
+        for (j, start) in starts.iter().enumerate() {
+            let end = starts.get(j + 1).copied().or(high);
+            let largest = endpoints
+                .iter()
+                .copied()
+                .filter(|e| *e >= *start && end.is_none_or(|h| *e < h))
+                .max()
+                .unwrap_or(start);
+            let size = (share / starts.len() as f64).round() as u64;
+            let mut t = all.clone();
+            t.id = TableId(first_id + outputs.len() as u64);
+            t.smallest = (*start).clone();
+            t.largest = largest.clone();
+            t.size = size;
+            t.entries = (all.entries as f64 * size as f64 / all.size.max(1) as f64) as u64;
+            t.tombstones = 0;
+            outputs.push(t);
+        }
+    }
+    outputs
 }
 
 fn combined<'a>(id: u64, tables: impl Iterator<Item = &'a TableMeta>) -> TableMeta {
@@ -161,8 +237,11 @@ fn apply_flush(version: &Version, plan: &FlushPlan, buffer: &BufferSummary) -> V
                 .clone(),
         );
     }
-    let table = combined(version.next_table_id(), parts.iter());
-    let edit = flush_edit(version, plan, vec![table])
+    let mut tables = cut_shape(version.next_table_id(), &parts, &plan.output.cut);
+    for t in &mut tables {
+        t.bloom_bits_per_key = plan.output.bloom_bits_per_key;
+    }
+    let edit = flush_edit(version, plan, tables)
         .unwrap_or_else(|e| panic!("flush has no edit: {e}\n{plan}"));
     version
         .apply(&edit)

@@ -74,3 +74,11 @@ pub fn flush_blocked(plan: &FlushPlan, buffer: &BufferSummary, leases: &Leases) 
         || (plan.output.run != OutputRun::New
             && leases.is_range_being_written(plan.output.level, &buffer.key_range()))
 }
+
+/// Whether a job that changes the policy state (`changes_state`) may start while another job that
+/// changes it runs (`state_change_running`): it may not, because each carries the whole state
+/// computed from the version it was picked from, and the later install would undo the earlier.
+/// Jobs that leave the state alone start beside anything their leases allow.
+pub fn may_start(changes_state: bool, state_change_running: bool) -> bool {
+    !(changes_state && state_change_running)
+}

@@ -13,7 +13,8 @@
 //!
 //! Policies are selected by name through the [`registry`]: each declares its options
 //! ([`OptionSpec`]) and a constructor. Built-in policies: [`Leveled`], [`LeveledFull`],
-//! [`Tiered`], [`LazyLeveled`], [`HorizontalLeveled`], [`HorizontalTiered`]. A policy written
+//! [`Tiered`], [`LazyLeveled`], [`HorizontalLeveled`], [`HorizontalTiered`], [`Spooky`] (with
+//! its lazy and tiered variants). A policy written
 //! outside this crate implements [`CompactionPolicy`], builds its plans with [`helpers`], and
 //! calls [`registry::register`].
 
@@ -35,6 +36,7 @@ pub use builtin::horizontal::{
 pub use builtin::lazy_leveled::LazyLeveled;
 pub use builtin::leveled::{LevelTargets, Leveled};
 pub use builtin::leveled_full::LeveledFull;
+pub use builtin::spooky::{Layout as SpookyLayout, Round as SpookyRound, Spooky, SpookyState};
 pub use builtin::tiered::Tiered;
 pub use context::{BufferSummary, Leases, ManualRange, PickContext, WorkloadStats};
 pub use error::PolicyError;

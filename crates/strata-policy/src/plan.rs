@@ -44,8 +44,9 @@ pub enum OutputRun {
 /// How the executor cuts a merge's output into tables. Rules combine: a table always starts at
 /// the first key at or after each of `boundaries`, which divide the output into pieces; within a
 /// piece a table ends once it reaches `target_table_size`, except that a piece whose projected
-/// size (the sizes of the merge's inputs that start in it) exceeds `split_above` is cut into two
-/// tables of half that size instead (Spooky's split in two). Tables are cut only between user
+/// size (the sizes of the merge's inputs that start in it) exceeds `split_above` is cut into the
+/// fewest tables of equal size no larger than `split_above` instead (Spooky's split in two, for a
+/// piece up to twice the limit). Tables are cut only between user
 /// keys. `strata_exec::Cutter` is the one implementation. Coalescing small neighbours needs no
 /// rule of its own: the policy takes the neighbours as inputs of one plan and leaves out the
 /// boundary between them.
@@ -55,7 +56,8 @@ pub struct CutRule {
     pub target_table_size: Option<u64>,
     /// Start a new table at each of these keys (sorted ascending).
     pub boundaries: Vec<Bytes>,
-    /// Cut a piece between boundaries into two tables when its projected size exceeds this.
+    /// Cut a piece between boundaries into equal tables no larger than this when its projected
+    /// size exceeds it.
     pub split_above: Option<u64>,
 }
 

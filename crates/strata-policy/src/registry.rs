@@ -28,6 +28,9 @@ const BUILTIN: &[PolicyRegistration] = &[
     crate::builtin::lazy_leveled::REGISTRATION,
     crate::builtin::horizontal::LEVELED_REGISTRATION,
     crate::builtin::horizontal::TIERED_REGISTRATION,
+    crate::builtin::spooky::REGISTRATION,
+    crate::builtin::spooky::LAZY_REGISTRATION,
+    crate::builtin::spooky::TIERED_REGISTRATION,
 ];
 
 fn extra() -> &'static RwLock<Vec<PolicyRegistration>> {

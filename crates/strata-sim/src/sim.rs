@@ -5,7 +5,7 @@ use crate::merge::{merge_runs, sort_buffer, RunCursor};
 use crate::report::{LevelReport, Metrics, SimReport, TimelineSample};
 use std::collections::HashMap;
 use std::sync::Arc;
-use strata_exec::sources::{flush_blocked, flush_merge_tables, merge_sources};
+use strata_exec::sources::{flush_blocked, flush_merge_tables, may_start, merge_sources};
 use strata_exec::window::{key_position, most_compact_window};
 use strata_exec::{compaction_edit, flush_edit, Cutter, OlderTables};
 use strata_meta::{EditError, SeqRange, TableId, TableMeta, Version, VersionEdit};
@@ -506,6 +506,7 @@ impl Simulator {
                 .plan_flush(&self.version, &ctx)
                 .map_err(|e| self.policy_error(e))?;
             let blocked = flush_blocked(&plan, &summary, &self.leases)
+                || !may_start(plan.policy_state.is_some(), self.state_change_running())
                 || (plan.output.level == 0
                     && self.version.level(0).runs().len() >= self.cfg.level0_stop_runs
                     && !self.running.is_empty());
@@ -758,6 +759,9 @@ impl Simulator {
             }
             plan.validate(&self.version, |t| self.leases.is_table_leased(t))
                 .map_err(|e| self.policy_error(e))?;
+            if !may_start(plan.policy_state.is_some(), self.state_change_running()) {
+                break;
+            }
             let job = self.start_job(plan)?;
             if job.end <= self.now {
                 self.finish_job(job)?;
@@ -831,6 +835,11 @@ impl Simulator {
             output_bytes,
             read_bytes,
         })
+    }
+
+    /// Whether a running job changes the policy state.
+    fn state_change_running(&self) -> bool {
+        self.running.iter().any(|j| j.plan.policy_state.is_some())
     }
 
     fn in_flight_bytes(&self) -> u64 {

@@ -14,7 +14,7 @@ use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use strata_exec::sources::merge_sources;
+use strata_exec::sources::{may_start, merge_sources};
 use strata_exec::{compaction_edit, OlderTables};
 use strata_meta::{TableId, TableMeta, Version};
 use strata_policy::{ManualRange, Plan, PlanAction, PlanOutput, PolicyError};
@@ -61,10 +61,7 @@ impl Engine {
     ) -> Result<Option<CompactionJob>> {
         let max_compactions = self.options.max_background_jobs.saturating_sub(1).max(1);
         for _ in 0..MAX_INLINE_PLANS {
-            if state.running_compactions >= max_compactions
-                || state.stateful_running
-                || state.manual_compaction
-            {
+            if state.running_compactions >= max_compactions || state.manual_compaction {
                 return Ok(None);
             }
             let stats = self.workload_stats();
@@ -73,6 +70,9 @@ impl Engine {
                 return Ok(None);
             };
             plan.validate(&state.version, |t| state.leases.is_table_leased(t))?;
+            if !may_start(plan.policy_state.is_some(), state.stateful_running) {
+                return Ok(None);
+            }
             if plan.action != PlanAction::Merge {
                 self.install_without_data(state, &plan)?;
                 continue;

@@ -13,7 +13,7 @@ use crate::stats::Statistics;
 use bytes::Bytes;
 use parking_lot::MutexGuard;
 use std::sync::Arc;
-use strata_exec::sources::{flush_blocked, flush_merge_tables};
+use strata_exec::sources::{flush_blocked, flush_merge_tables, may_start};
 use strata_exec::window::{key_position, most_compact_window};
 use strata_exec::{flush_edit, OlderTables};
 use strata_meta::{TableMeta, Version};
@@ -184,7 +184,7 @@ impl Engine {
             plan = ask(&summary)?;
         }
         plan.output.cut.validate()?;
-        if (plan.policy_state.is_some() && state.stateful_running)
+        if !may_start(plan.policy_state.is_some(), state.stateful_running)
             || flush_blocked(&plan, &summary, &state.leases)
         {
             return Ok(None);

@@ -5,4 +5,5 @@ pub mod horizontal;
 pub mod lazy_leveled;
 pub mod leveled;
 pub mod leveled_full;
+pub mod spooky;
 pub mod tiered;
