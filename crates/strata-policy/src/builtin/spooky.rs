@@ -205,6 +205,22 @@ pub struct Round {
     pub next: Option<String>,
 }
 
+impl Round {
+    /// The position: the smallest key of the next piece to consider.
+    fn cursor(&self) -> Result<Option<Bytes>, PolicyError> {
+        self.next
+            .as_deref()
+            .map(|key| {
+                parse_key(key).map_err(|reason| PolicyError::BadState {
+                    policy: NAME,
+                    state: key.to_string(),
+                    reason,
+                })
+            })
+            .transpose()
+    }
+}
+
 /// The Spooky policy and its variants. See the module documentation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Spooky {
@@ -254,8 +270,15 @@ struct Pieces {
 }
 
 impl Pieces {
-    fn of(run: Option<&Arc<Run>>) -> Self {
-        let bounds = run
+    /// The pieces a version is partitioned into: by the oldest run of the round's partition level
+    /// (the last level when no round runs), with the round's position as one more boundary, so
+    /// that nothing written during a round straddles the pieces it has already merged.
+    fn of(version: &Version, round: Option<&Round>, last: usize) -> Result<Self, PolicyError> {
+        let level = round.map_or(last, |r| r.partition_level);
+        let mut bounds: Vec<Bytes> = version
+            .level(level)
+            .runs()
+            .last()
             .map(|r| {
                 r.tables()
                     .iter()
@@ -264,7 +287,12 @@ impl Pieces {
                     .collect()
             })
             .unwrap_or_default();
-        Pieces { bounds }
+        if let Some(cursor) = round.map(Round::cursor).transpose()?.flatten() {
+            if let Err(at) = bounds.binary_search(&cursor) {
+                bounds.insert(at, cursor);
+            }
+        }
+        Ok(Pieces { bounds })
     }
 
     fn count(&self) -> usize {
@@ -426,11 +454,6 @@ impl Spooky {
         self.layout != Layout::Leveled && shape.x < shape.last
     }
 
-    /// The run whose tables define the pieces of `level`: its oldest.
-    fn partition_run(version: &Version, level: usize) -> Option<&Arc<Run>> {
-        version.level(level).runs().last()
-    }
-
     fn cut(&self, boundaries: Vec<Bytes>, split_above: Option<u64>) -> CutRule {
         CutRule {
             target_table_size: None,
@@ -501,14 +524,14 @@ impl Spooky {
         &self,
         version: &Version,
         shape: &Shape,
-        partition_level: usize,
+        round: Option<&Round>,
         leases: &Leases,
-    ) -> (Option<Plan>, bool) {
+    ) -> Result<(Option<Plan>, bool), PolicyError> {
         let l0_runs = version.level(0).runs().len();
         let level1_full =
             shape.x > 1 && version.level(1).size() as f64 >= shape.caps[1] && l0_runs == 0;
         if l0_runs < self.level0_trigger && !level1_full {
-            return (None, false);
+            return Ok((None, false));
         }
         let x_tiered = self.x_is_tiered(shape);
         // q: the smallest level above X that takes L0..Lq without reaching its capacity.
@@ -547,7 +570,7 @@ impl Spooky {
                         "full merge into the last level",
                     )
                 } else {
-                    let pieces = Pieces::of(Self::partition_run(version, partition_level));
+                    let pieces = Pieces::of(version, round, shape.last)?;
                     (
                         if x_tiered { 0..=x - 1 } else { 0..=x },
                         self.cut(pieces.bounds, None),
@@ -568,12 +591,12 @@ impl Spooky {
             }
         };
         if plan.input_table_count() == 0 {
-            return (None, false);
+            return Ok((None, false));
         }
         if leased(version, levels, leases) {
-            return (None, true);
+            return Ok((None, true));
         }
-        (Some(plan), false)
+        Ok((Some(plan), false))
     }
 
     /// Step 3: merge the buffer-sized L0 runs no running job reads into one.
@@ -647,7 +670,7 @@ impl Spooky {
         round: Round,
         why: &str,
     ) -> Result<Option<Plan>, PolicyError> {
-        let pieces = Pieces::of(Self::partition_run(version, round.partition_level));
+        let pieces = Pieces::of(version, Some(&round), shape.last)?;
         let n = pieces.count();
         // Levels whose tables the round moves down, and whether the target's run is merged into
         // (leveled) or written beside (tiered).
@@ -662,14 +685,7 @@ impl Spooky {
             let (a, b) = pieces.span(&t.smallest, &t.largest);
             has_new[a..=b].iter_mut().for_each(|p| *p = true);
         }
-        let start = match &round.next {
-            Some(key) => pieces.of_key(&parse_key(key).map_err(|e| PolicyError::BadState {
-                policy: self.name_of(),
-                state: key.clone(),
-                reason: e,
-            })?),
-            None => 0,
-        };
+        let start = round.cursor()?.map_or(0, |key| pieces.of_key(&key));
         let Some(first) = (start..n).find(|&p| has_new[p]) else {
             let state = self.store(&SpookyState { round: None })?;
             return Ok(Some(Plan {
@@ -823,12 +839,8 @@ impl CompactionPolicy for Spooky {
             if untouched {
                 let shape = self.shape(version);
                 let state = self.state(version)?;
-                let partition_level = state
-                    .round
-                    .as_ref()
-                    .map_or(shape.last, |r| r.partition_level);
                 let cut = if shape.x <= 1 && shape.last > 1 {
-                    let pieces = Pieces::of(Self::partition_run(version, partition_level));
+                    let pieces = Pieces::of(version, state.round.as_ref(), shape.last)?;
                     self.cut(pieces.bounds, None)
                 } else {
                     CutRule::single_table()
@@ -865,12 +877,8 @@ impl CompactionPolicy for Spooky {
                 return Ok(Some(plan));
             }
         }
-        let partition_level = state
-            .round
-            .as_ref()
-            .map_or(shape.last, |r| r.partition_level);
         let (smaller, blocked) =
-            self.smaller_levels_plan(version, &shape, partition_level, ctx.leases);
+            self.smaller_levels_plan(version, &shape, state.round.as_ref(), ctx.leases)?;
         if smaller.is_some() {
             return Ok(smaller);
         }
