@@ -226,6 +226,10 @@ pub struct TraceEvent {
     pub bytes_written: u64,
     /// The policy's reason.
     pub reason: String,
+    /// Simulated time the job started, in nanoseconds (0 in synchronous mode).
+    pub started_nanos: u64,
+    /// Simulated time the job was installed, in nanoseconds.
+    pub finished_nanos: u64,
 }
 
 impl TraceEvent {
@@ -591,6 +595,8 @@ impl Simulator {
                 output_tables: outputs.len(),
                 bytes_written: written,
                 reason: plan.reason.clone(),
+                started_nanos: self.now_nanos(),
+                finished_nanos: self.now_nanos(),
             });
         }
         let (metas, arrays) = outputs.into_iter().unzip();
@@ -901,6 +907,8 @@ impl Simulator {
                 output_tables: job.output_tables,
                 bytes_written: job.output_bytes,
                 reason: job.plan.reason.clone(),
+                started_nanos: (job.start * 1e9) as u64,
+                finished_nanos: (job.end * 1e9) as u64,
             });
         }
         self.sample_space(self.in_flight_bytes());

@@ -879,29 +879,40 @@ impl CompactionPolicy for Spooky {
         }
         let (smaller, blocked) =
             self.smaller_levels_plan(version, &shape, state.round.as_ref(), ctx.leases)?;
-        if smaller.is_some() {
-            return Ok(smaller);
-        }
-        if blocked {
-            if let Some(plan) = self.intra_l0_plan(version, ctx.leases) {
-                return Ok(Some(plan));
-            }
-        }
-        match state.round {
-            Some(round) => {
-                if leased(version, round.from..=round.into, ctx.leases) {
-                    return Ok(None);
+        // A round due or under way goes before the next merge into level X (the paper never runs
+        // the two together, and merging into X first would keep X busy, starving the round while
+        // writes continue); merges that stay above X run beside it.
+        let round_due = state.round.is_some()
+            || (shape.x < shape.last
+                && version.level(shape.x).size() as f64 >= shape.caps[shape.x]);
+        let deferred = match smaller {
+            Some(plan) => {
+                let into_x = plan.output.as_ref().is_some_and(|o| o.level == shape.x);
+                if !(round_due && into_x) {
+                    return Ok(Some(plan));
                 }
+                true
+            }
+            None => false,
+        };
+        let round = match state.round {
+            Some(round) if !leased(version, round.from..=round.into, ctx.leases) => {
                 let why = format!("round into L{} continues", round.into);
-                self.round_plan(version, &shape, round, &why)
+                self.round_plan(version, &shape, round, &why)?
             }
-            None => {
-                if leased(version, shape.x..=shape.last, ctx.leases) {
-                    return Ok(None);
-                }
-                self.start_round(version, &shape)
+            Some(_) => None,
+            None if !leased(version, shape.x..=shape.last, ctx.leases) => {
+                self.start_round(version, &shape)?
             }
+            None => None,
+        };
+        if round.is_some() {
+            return Ok(round);
         }
+        if blocked || deferred {
+            return Ok(self.intra_l0_plan(version, ctx.leases));
+        }
+        Ok(None)
     }
 
     crate::plan_manual_with_own_output!();
