@@ -51,24 +51,31 @@ def run(policy, workload):
     return report
 
 
+def update_wa(report):
+    """Write amplification of the update phase (the workload's last)."""
+    return report["phases"][-1]["write_amp"]
+
+
 def main():
     for workload in WORKLOADS:
         results = {p: run(p, workload) for p in POLICIES}
         print(f"\n#### `{workload}`\n")
-        print("| policy | WA | compaction WA (WA − 1) | peak bytes ÷ live − 1 | final space amp | "
-              "levels | max tables | wall s |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("| policy | WA, whole run | WA, update phase | compaction WA of the updates "
+              "(WA − 1) | peak bytes ÷ live − 1 | final space amp | levels | max tables | "
+              "wall s |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for p, r in results.items():
-            print(f"| `{p}` | {r['write_amp']:.2f} | {r['write_amp'] - 1:.2f} | "
+            up = update_wa(r)
+            print(f"| `{p}` | {r['write_amp']:.2f} | {up:.2f} | {up - 1:.2f} | "
                   f"{r['peak_space_over_final_live'] - 1:.3f} | {r['final_space_amp']:.3f} | "
                   f"{len([l for l in r['levels'] if l['bytes'] > 0])} | {r['max_tables']} | "
                   f"{r['wall_seconds']:.0f} |")
         s, lv, fm = (results["spooky"], results["leveled"],
                      results["leveled-full:dynamic_level_bytes=true"])
         extra = (s["peak_space_over_final_live"] - 1) / (fm["peak_space_over_final_live"] - 1)
-        cwa = (s["write_amp"] - 1) / (lv["write_amp"] - 1)
+        cwa = (update_wa(s) - 1) / (update_wa(lv) - 1)
         print(f"\nspooky ÷ leveled-full peak extra space: {extra:.3f} (target ≤ 0.5); "
-              f"spooky ÷ leveled compaction WA: {cwa:.3f} (target ≤ 0.8)")
+              f"spooky ÷ leveled compaction WA: {cwa:.3f} (target ≤ 0.8, update phase)")
         print("\nCommands: " + "; ".join(
             f"`strata {' '.join(args(p, workload))}`" for p in POLICIES))
 

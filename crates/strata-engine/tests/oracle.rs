@@ -33,6 +33,9 @@ fn options(fs: &MemFs, policy: &str, synchronous: bool) -> Options {
         .with_block_size(512)
         .with_block_cache_capacity(64 << 10)
         .with_synchronous_compaction(synchronous)
+        // Two compaction threads: policies that run jobs side by side (Spooky's pieces beside
+        // merges out of L0, intra-L0 merges) do so here.
+        .with_max_background_jobs(3)
         .with_policy_spec(spec)
         .unwrap()
 }

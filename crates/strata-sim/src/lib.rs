@@ -18,7 +18,9 @@ mod report;
 mod sim;
 
 pub use keys::{is_tombstone, key_at_or_after, key_bytes, key_from_bytes, key_of};
-pub use report::{comparison_table, human_bytes, LevelReport, SimReport, TimelineSample};
+pub use report::{
+    comparison_table, human_bytes, LevelReport, PhaseReport, SimReport, TimelineSample,
+};
 pub use sim::{
     bloom_fpr, RawSizer, SimConfig, SimError, Simulator, TableEstimate, TableSizer, Timing,
     TraceEvent, TraceKind,

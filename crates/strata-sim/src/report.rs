@@ -58,6 +58,24 @@ pub struct TimelineSample {
     pub lookup_cost: f64,
 }
 
+/// One workload phase of a simulation.
+#[derive(Clone, Debug, Serialize)]
+pub struct PhaseReport {
+    /// The phase's name in the workload.
+    pub name: String,
+    /// User key+value bytes ingested during the phase.
+    pub user_bytes: u64,
+    /// Bytes written by flushes and compactions during the phase (the buffer left over from the
+    /// phase before is flushed in this one).
+    pub bytes_written: u64,
+    /// `bytes_written / user_bytes`.
+    pub write_amp: f64,
+    /// Peak bytes of tables plus in-flight outputs during the phase.
+    pub peak_space_bytes: u64,
+    /// `peak_space_bytes` / live bytes at the phase's end.
+    pub peak_space_over_live: f64,
+}
+
 /// The result of one simulation. Amplifications follow the measuring conventions of
 /// `docs/architecture.md`: write amplification is bytes written by flushes and compactions over
 /// user bytes ingested; space amplification is
@@ -129,6 +147,11 @@ pub struct SimReport {
     pub stall_seconds: f64,
     /// Simulated seconds elapsed (0 in synchronous mode).
     pub simulated_seconds: f64,
+    /// Each workload phase on its own (empty when the operations were fed one by one without
+    /// [`crate::Simulator::begin_phase`]): a fill's write amplification does not hide the
+    /// steady state's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub phases: Vec<PhaseReport>,
     /// Modelled I/Os per point lookup at the end: Σ over runs of the run's Bloom false-positive
     /// rate, plus 1.
     pub lookup_cost: f64,

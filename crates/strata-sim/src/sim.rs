@@ -2,7 +2,7 @@
 
 use crate::keys::{self, is_tombstone, key_at_or_after, key_bytes, key_of};
 use crate::merge::{merge_runs, sort_buffer, RunCursor};
-use crate::report::{LevelReport, Metrics, SimReport, TimelineSample};
+use crate::report::{PhaseReport, LevelReport, Metrics, SimReport, TimelineSample};
 use std::collections::HashMap;
 use std::sync::Arc;
 use strata_exec::sources::{flush_blocked, flush_merge_tables, may_start, merge_sources};
@@ -276,6 +276,17 @@ pub struct Simulator {
     trace: Vec<TraceEvent>,
     timeline: Vec<TimelineSample>,
     last_sample_bytes: u64,
+    /// Workload phases closed so far, and the one under way.
+    phases: Vec<PhaseReport>,
+    phase: Option<PhaseMark>,
+}
+
+/// Where the current workload phase started, and its peak space so far.
+struct PhaseMark {
+    name: String,
+    user_bytes: u64,
+    bytes_written: u64,
+    peak_space_bytes: u64,
 }
 
 impl Simulator {
@@ -326,6 +337,8 @@ impl Simulator {
             live_entries: 0,
             metrics: Metrics::default(),
             trace: Vec::new(),
+            phases: Vec::new(),
+            phase: None,
             timeline: Vec::new(),
             last_sample_bytes: 0,
         })
@@ -372,6 +385,38 @@ impl Simulator {
             .filter(|&(_, live)| live)
             .map(|(k, _)| k)
             .collect()
+    }
+
+    /// Starts workload phase `name`: what follows is reported apart in [`SimReport::phases`]
+    /// (the phase before it ends here). [`Simulator::run`] calls it at every phase of the
+    /// workload; callers feeding operations themselves may.
+    pub fn begin_phase(&mut self, name: &str) {
+        self.end_phase();
+        self.phase = Some(PhaseMark {
+            name: name.to_string(),
+            user_bytes: self.stats.bytes_ingested,
+            bytes_written: self.metrics.flush_bytes + self.metrics.compaction_bytes,
+            peak_space_bytes: self.version.size(),
+        });
+    }
+
+    fn end_phase(&mut self) {
+        let Some(mark) = self.phase.take() else {
+            return;
+        };
+        let user_bytes = self.stats.bytes_ingested - mark.user_bytes;
+        let bytes_written =
+            self.metrics.flush_bytes + self.metrics.compaction_bytes - mark.bytes_written;
+        let live = self.live_entries * (self.cfg.key_size + self.cfg.value_size);
+        let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+        self.phases.push(PhaseReport {
+            name: mark.name,
+            user_bytes,
+            bytes_written,
+            write_amp: ratio(bytes_written, user_bytes),
+            peak_space_bytes: mark.peak_space_bytes,
+            peak_space_over_live: ratio(mark.peak_space_bytes, live),
+        });
     }
 
     /// Tells the simulator how many distinct keys are live, for space amplification.
@@ -460,6 +505,11 @@ impl Simulator {
         let mut stream = OpStream::new(spec, seed).map_err(SimError::Config)?;
         let (mut ops, mut inserts) = (0u64, 0u64);
         while let Some(op) = stream.next() {
+            if let Some(phase) = stream.phase() {
+                if sim.phase.as_ref().is_none_or(|p| p.name != phase.name) {
+                    sim.begin_phase(&phase.name);
+                }
+            }
             sim.live_entries = stream.live_keys();
             ops += 1;
             match op.kind {
@@ -948,6 +998,9 @@ impl Simulator {
     fn sample_space(&mut self, in_flight: u64) {
         let durable = self.version.size();
         self.metrics.peak_space_bytes = self.metrics.peak_space_bytes.max(durable + in_flight);
+        if let Some(phase) = &mut self.phase {
+            phase.peak_space_bytes = phase.peak_space_bytes.max(durable + in_flight);
+        }
         let live = self.live_entries * (self.cfg.key_size + self.cfg.value_size);
         if live == 0 {
             return;
@@ -1018,6 +1071,7 @@ impl Simulator {
         while let Some(end) = self.running.iter().map(|j| j.end).reduce(f64::max) {
             self.advance_to(end)?;
         }
+        self.end_phase();
         let user_bytes = self.stats.bytes_ingested;
         let m = &self.metrics;
         let live = self.live_entries * (self.cfg.key_size + self.cfg.value_size);
@@ -1073,6 +1127,7 @@ impl Simulator {
             max_concurrent_jobs: m.max_concurrent_jobs,
             stall_seconds: m.stall_seconds,
             simulated_seconds: self.now,
+            phases: self.phases.clone(),
             lookup_cost: self.lookup_cost(),
             avg_lookup_cost: ratio(m.weighted_lookup_cost, m.weight),
             range_scan_runs: self.version.run_count() as u64,

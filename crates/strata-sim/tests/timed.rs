@@ -101,3 +101,32 @@ fn overlapping_work_does_not_inflate_write_amplification() {
         );
     }
 }
+
+#[test]
+fn phases_are_reported_apart_and_add_up() {
+    let mut spec = PolicySpec::new("leveled-full");
+    spec.fill_defaults([("write_buffer_size", BUFFER.to_string())])
+        .unwrap();
+    let params = PresetParams {
+        entries: 100 * BUFFER / 116,
+        ops: 100 * BUFFER / 116,
+        ..PresetParams::default()
+    };
+    let workload = WorkloadSpec::preset("updaterandom", &params).unwrap();
+    let config = SimConfig {
+        buffer_size: BUFFER,
+        ..SimConfig::default()
+    };
+    let r = Simulator::run(build_policy(&spec).unwrap(), config, &workload, 42).unwrap();
+    let names: Vec<&str> = r.phases.iter().map(|p| p.name.as_str()).collect();
+    let expected: Vec<&str> = workload.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, expected);
+    let user: u64 = r.phases.iter().map(|p| p.user_bytes).sum();
+    let written: u64 = r.phases.iter().map(|p| p.bytes_written).sum();
+    assert_eq!(user, r.user_bytes);
+    assert_eq!(written, r.flush_bytes + r.compaction_bytes_written);
+    // The fill grows the tree from nothing; the updates rewrite a full one, at another cost.
+    assert!(r.phases[0].write_amp > 0.0 && r.phases[1].write_amp > 0.0);
+    assert_ne!(r.phases[0].write_amp, r.phases[1].write_amp);
+    assert!(r.phases[1].peak_space_bytes >= r.phases[0].peak_space_bytes / 2);
+}
