@@ -45,6 +45,13 @@ pub struct PhaseResult {
     /// Latency per operation type ("insert", "update", "read", "scan", "delete", "rmw", ...),
     /// plus "all".
     pub latency: BTreeMap<String, LatencySummary>,
+    /// User key+value bytes the phase wrote.
+    #[serde(default)]
+    pub user_bytes: u64,
+    /// Table bytes written during the phase (flushes and compactions, including work left over
+    /// from the phase before) ÷ `user_bytes`; absent when the engine does not count table bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_amp: Option<f64>,
 }
 
 /// Shape of one level at the end of a run.

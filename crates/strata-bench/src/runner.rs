@@ -231,10 +231,17 @@ pub fn run(
             progress,
             label,
         ) {
-            Ok((p, written_bytes, reads)) => {
+            Ok((mut p, written_bytes, reads)) => {
                 user_bytes += written_bytes;
                 if phase.measured {
                     let after = engine.stats();
+                    p.user_bytes = written_bytes;
+                    p.write_amp = match (after.table_bytes_written, before.table_bytes_written) {
+                        (Some(a), Some(b)) if written_bytes > 0 => {
+                            Some((a - b) as f64 / written_bytes as f64)
+                        }
+                        _ => None,
+                    };
                     reads_measured += reads;
                     if let (Some(a), Some(b)) = (after.blocks_read, before.blocks_read) {
                         blocks_read_measured += a - b;
@@ -550,6 +557,8 @@ fn run_phase(
             worst_window_ops_per_sec: worst_window(&samples, WINDOW_OPS),
             throughput_samples: throughput_series(&samples, 1.0),
             latency,
+            user_bytes: written,
+            write_amp: None,
         },
         written,
         reads,

@@ -66,6 +66,20 @@ fn ycsb_a_measures_throughput_latency_and_amplification() {
             r.write_amp
         );
         assert!(r.peak_space_amp >= r.final_space_amp * 0.99);
+        // Each phase's write amplification, weighted by its user bytes, adds up to the run's.
+        let user: u64 = r.phases.iter().map(|p| p.user_bytes).sum();
+        assert_eq!(user, r.user_bytes, "{}", r.label);
+        let weighted: f64 = r
+            .phases
+            .iter()
+            .map(|p| p.write_amp.unwrap() * p.user_bytes as f64)
+            .sum();
+        assert!(
+            (weighted / user as f64 - r.write_amp).abs() < 0.2 * r.write_amp,
+            "{}: phases {weighted} vs run {}",
+            r.label,
+            r.write_amp
+        );
         assert!(r.peak_disk_bytes > 0 && !r.disk_samples.is_empty());
         assert!(r.read_amp.is_some() && r.runs_probed_per_lookup.is_some());
         assert!(!r.shape.is_empty());

@@ -2,7 +2,7 @@
 
 use crate::keys::{self, is_tombstone, key_at_or_after, key_bytes, key_of};
 use crate::merge::{merge_runs, sort_buffer, RunCursor};
-use crate::report::{PhaseReport, LevelReport, Metrics, SimReport, TimelineSample};
+use crate::report::{LevelReport, Metrics, PhaseReport, SimReport, TimelineSample};
 use std::collections::HashMap;
 use std::sync::Arc;
 use strata_exec::sources::{flush_blocked, flush_merge_tables, may_start, merge_sources};

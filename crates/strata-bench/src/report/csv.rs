@@ -4,7 +4,7 @@ use crate::results::{Comparison, LatencySummary, PhaseResult, RunResult};
 
 /// Column names, in order. Run-level columns repeat on every row of the run so each row stands on
 /// its own in a spreadsheet or a dataframe.
-const HEADER: [&str; 32] = [
+const HEADER: [&str; 33] = [
     "workload",
     "label",
     "engine",
@@ -30,6 +30,7 @@ const HEADER: [&str; 32] = [
     "phase_seconds",
     "phase_ops_per_sec",
     "phase_worst_window_ops_per_sec",
+    "phase_write_amp",
     "op",
     "count",
     "mean_us",
@@ -100,8 +101,9 @@ fn row(
             float(Some(p.seconds)),
             float(Some(p.ops_per_sec)),
             float(Some(p.worst_window_ops_per_sec)),
+            float(p.write_amp),
         ]),
-        None => fields.extend(std::iter::repeat_n(String::new(), 5)),
+        None => fields.extend(std::iter::repeat_n(String::new(), 6)),
     }
     match latency {
         Some((op, l)) => fields.extend([

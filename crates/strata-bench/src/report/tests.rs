@@ -29,6 +29,8 @@ fn phase(name: &str, ops_per_sec: f64, ops: &[(&str, LatencySummary)]) -> PhaseR
             .iter()
             .map(|(op, l)| ((*op).to_owned(), l.clone()))
             .collect::<BTreeMap<_, _>>(),
+        user_bytes: 116_000_000,
+        write_amp: Some(3.5),
     }
 }
 
