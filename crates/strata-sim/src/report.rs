@@ -70,6 +70,8 @@ pub struct PhaseReport {
     pub bytes_written: u64,
     /// `bytes_written / user_bytes`.
     pub write_amp: f64,
+    /// Bytes written into each level during the phase (index = level).
+    pub bytes_written_per_level: Vec<u64>,
     /// Peak bytes of tables plus in-flight outputs during the phase.
     pub peak_space_bytes: u64,
     /// `peak_space_bytes` / live bytes at the phase's end.

@@ -286,6 +286,7 @@ struct PhaseMark {
     name: String,
     user_bytes: u64,
     bytes_written: u64,
+    bytes_written_per_level: Vec<u64>,
     peak_space_bytes: u64,
 }
 
@@ -396,6 +397,7 @@ impl Simulator {
             name: name.to_string(),
             user_bytes: self.stats.bytes_ingested,
             bytes_written: self.metrics.flush_bytes + self.metrics.compaction_bytes,
+            bytes_written_per_level: self.metrics.bytes_written_per_level.clone(),
             peak_space_bytes: self.version.size(),
         });
     }
@@ -409,10 +411,15 @@ impl Simulator {
             self.metrics.flush_bytes + self.metrics.compaction_bytes - mark.bytes_written;
         let live = self.live_entries * (self.cfg.key_size + self.cfg.value_size);
         let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
+        let per_level = &self.metrics.bytes_written_per_level;
+        let bytes_written_per_level = (0..per_level.len())
+            .map(|l| per_level[l] - mark.bytes_written_per_level.get(l).copied().unwrap_or(0))
+            .collect();
         self.phases.push(PhaseReport {
             name: mark.name,
             user_bytes,
             bytes_written,
+            bytes_written_per_level,
             write_amp: ratio(bytes_written, user_bytes),
             peak_space_bytes: mark.peak_space_bytes,
             peak_space_over_live: ratio(mark.peak_space_bytes, live),

@@ -125,6 +125,14 @@ fn phases_are_reported_apart_and_add_up() {
     let written: u64 = r.phases.iter().map(|p| p.bytes_written).sum();
     assert_eq!(user, r.user_bytes);
     assert_eq!(written, r.flush_bytes + r.compaction_bytes_written);
+    for (level, &bytes) in r.bytes_written_per_level.iter().enumerate() {
+        let per_phase: u64 = r
+            .phases
+            .iter()
+            .map(|p| p.bytes_written_per_level.get(level).copied().unwrap_or(0))
+            .sum();
+        assert_eq!(per_phase, bytes, "level {level}");
+    }
     // The fill grows the tree from nothing; the updates rewrite a full one, at another cost.
     assert!(r.phases[0].write_amp > 0.0 && r.phases[1].write_amp > 0.0);
     assert_ne!(r.phases[0].write_amp, r.phases[1].write_amp);
