@@ -54,7 +54,9 @@ use crate::plan::{CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, Pl
 use crate::policy::CompactionPolicy;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use strata_meta::{format_key, format_size, parse_key, Bytes, PolicyState, Run, Version};
+use strata_meta::{
+    format_key, format_size, parse_key, Bytes, PolicyState, RunId, TableMeta, Version,
+};
 
 /// Name of the leveled policy.
 pub const NAME: &str = "spooky";
@@ -261,6 +263,15 @@ struct Shape {
     caps: Vec<f64>,
     /// Largest last-level table: `N_L / T^(L−X)`.
     file_max: u64,
+}
+
+/// A table of a round's input levels and the pieces it touches.
+struct Placed<'a> {
+    level: usize,
+    first: usize,
+    last: usize,
+    run: RunId,
+    table: &'a TableMeta,
 }
 
 /// Pieces: the key ranges of one run's tables, extended to cover every key.
@@ -700,29 +711,31 @@ impl Spooky {
             }));
         };
         // Tables of the input levels by the pieces they touch.
-        let tables: Vec<(usize, usize, usize, &Arc<Run>, u64, &strata_meta::TableMeta)> =
+        let tables: Vec<Placed<'_>> =
             input_levels
                 .clone()
-                .flat_map(|l| {
-                    version
-                        .level(l)
-                        .runs()
-                        .iter()
-                        .flat_map(move |r| r.tables().iter().map(move |t| (l, r, t)))
+                .flat_map(|level| {
+                    version.level(level).runs().iter().flat_map(move |run| {
+                        run.tables().iter().map(move |table| (level, run, table))
+                    })
                 })
-                .map(|(l, r, t)| {
-                    let (a, b) = pieces.span(&t.smallest, &t.largest);
-                    (l, a, b, r, t.size, t.as_ref())
+                .map(|(level, run, table)| {
+                    let (first, last) = pieces.span(&table.smallest, &table.largest);
+                    Placed {
+                        level,
+                        first,
+                        last,
+                        run: run.id(),
+                        table,
+                    }
                 })
                 .collect();
+        let touching =
+            |lo: usize, hi: usize| tables.iter().filter(move |t| t.first <= hi && t.last >= lo);
+        // Widen pieces lo..=hi until no table of the input levels crosses their edge.
         let close = |mut lo: usize, mut hi: usize| loop {
-            let (mut new_lo, mut new_hi) = (lo, hi);
-            for &(_, a, b, ..) in &tables {
-                if a <= hi && b >= lo {
-                    new_lo = new_lo.min(a);
-                    new_hi = new_hi.max(b);
-                }
-            }
+            let (new_lo, new_hi) =
+                touching(lo, hi).fold((lo, hi), |(l, h), t| (l.min(t.first), h.max(t.last)));
             if (new_lo, new_hi) == (lo, hi) {
                 return (lo, hi);
             }
@@ -732,32 +745,23 @@ impl Spooky {
         let into_last = round.into == shape.last && into_is_leveled;
         if into_last {
             // Seamless adaptation: take in following pieces while all of it fits one table.
-            let size_of = |lo: usize, hi: usize| -> u64 {
-                tables
-                    .iter()
-                    .filter(|&&(_, a, b, ..)| a <= hi && b >= lo)
-                    .map(|t| t.4)
-                    .sum()
-            };
             while hi + 1 < n {
                 let (_, wider) = close(lo, hi + 1);
-                if size_of(lo, wider) >= shape.file_max {
+                let size: u64 = touching(lo, wider).map(|t| t.table.size).sum();
+                if size >= shape.file_max {
                     break;
                 }
                 hi = wider;
             }
         }
         let mut inputs: Vec<PlanInput> = Vec::new();
-        for &(level, a, b, run, _, t) in &tables {
-            if a > hi || b < lo {
-                continue;
-            }
-            match inputs.iter_mut().find(|i| i.run == run.id()) {
-                Some(input) => input.tables.push(t.id),
+        for t in touching(lo, hi) {
+            match inputs.iter_mut().find(|i| i.run == t.run) {
+                Some(input) => input.tables.push(t.table.id),
                 None => inputs.push(PlanInput {
-                    level,
-                    run: run.id(),
-                    tables: vec![t.id],
+                    level: t.level,
+                    run: t.run,
+                    tables: vec![t.table.id],
                 }),
             }
         }
