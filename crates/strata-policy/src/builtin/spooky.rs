@@ -489,13 +489,25 @@ impl Spooky {
         let capacity = shape.caps[last];
         if self.layout == Layout::Tiered && last > 1 {
             if runs.len() >= runs_per_level(self.size_ratio) {
+                // The runs merge into one: at a new level once they reach the last level's
+                // capacity, else in place, so that updates alone do not deepen the tree.
+                let into = if n_last as f64 >= capacity {
+                    last + 1
+                } else {
+                    last
+                };
                 let round = Round {
                     from: last,
-                    into: last + 1,
+                    into,
                     partition_level: last,
                     next: None,
                 };
-                let why = format!("L{last} holds {} runs", runs.len());
+                let why = format!(
+                    "L{last} holds {} runs ({} of capacity {})",
+                    runs.len(),
+                    format_size(n_last),
+                    format_size(capacity as u64)
+                );
                 return self.round_plan(version, shape, round, &why);
             }
             return Ok(None);
@@ -689,7 +701,9 @@ impl Spooky {
         let input_levels = if into_is_leveled {
             round.from..=round.into
         } else {
-            round.from..=round.into - 1
+            // Into a run being written: the levels above it, or its own level when the runs of
+            // the last level merge in place (the run being written holds only merged pieces).
+            round.from..=round.into.saturating_sub(1).max(round.from)
         };
         let mut has_new = vec![false; n];
         for t in version.level(round.from).tables() {
@@ -772,8 +786,10 @@ impl Spooky {
                 _ => OutputRun::New,
             }
         } else if round.next.is_some() {
-            match target_runs.first() {
-                Some(front) => OutputRun::Existing(front.id()),
+            // The run the round's first piece created: run ids only grow, and nothing else
+            // writes a new run into this level while the round lasts.
+            match target_runs.iter().max_by_key(|r| r.id()) {
+                Some(newest) => OutputRun::Existing(newest.id()),
                 None => OutputRun::New,
             }
         } else {
@@ -804,7 +820,7 @@ impl Spooky {
             reason: format!(
                 "{why}; partitioned merge L{}..L{} into L{}, keys {}{}",
                 round.from,
-                round.into - usize::from(!into_is_leveled),
+                input_levels.end(),
                 round.into,
                 pieces.describe(lo, hi),
                 if more {
