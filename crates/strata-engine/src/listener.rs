@@ -1,5 +1,6 @@
 //! Event listeners: callbacks after every flush and compaction (RocksDB's `EventListener`).
 
+use std::time::Instant;
 use strata_policy::PlanAction;
 
 /// What kind of job completed.
@@ -32,6 +33,10 @@ pub struct CompletedJob {
     pub bytes_read: u64,
     /// The policy's reason.
     pub reason: String,
+    /// When the job was picked (for a plan that writes nothing, when it was installed).
+    pub started: Instant,
+    /// When its result was installed.
+    pub finished: Instant,
 }
 
 /// Receives notifications from background work. Callbacks run on the thread that did the work,

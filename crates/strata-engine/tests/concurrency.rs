@@ -117,3 +117,75 @@ fn concurrent_writers_readers_and_flushes_lose_nothing() {
         db.close().unwrap();
     }
 }
+
+/// Records every completed job.
+#[derive(Default)]
+struct Jobs(std::sync::Mutex<Vec<strata_engine::CompletedJob>>);
+
+impl strata_engine::EventListener for Jobs {
+    fn on_job_completed(&self, job: &strata_engine::CompletedJob) {
+        self.0.lock().unwrap().push(job.clone());
+    }
+}
+
+/// With two compaction threads, Spooky's partitioned merges (which carry the round as policy
+/// state) run beside merges out of L0 (which carry none): the engine holds off only a second
+/// state-carrying job. Timing decides whether two jobs meet, so the test writes until they do,
+/// up to a bound that is far above what a working engine needs.
+#[test]
+fn partitioned_merges_run_beside_merges_out_of_level_0() {
+    let mut spec = PolicySpec::new("spooky");
+    spec.fill_defaults([("size_ratio", "4"), ("write_buffer_size", "64KiB")])
+        .unwrap();
+    let jobs = Arc::new(Jobs::default());
+    let options = Options::new()
+        .with_file_system(Arc::new(MemFs::default()))
+        .with_write_buffer_size(64 << 10)
+        .with_max_background_jobs(3)
+        .with_policy_spec(spec)
+        .unwrap()
+        .with_event_listener(jobs.clone());
+    let db = Db::open("/db", options).unwrap();
+    let value = vec![b'v'; 100];
+    let is_piece = |j: &strata_engine::CompletedJob| j.reason.contains("partitioned merge");
+    let out_of_l0 = |j: &strata_engine::CompletedJob| {
+        matches!(j.kind, strata_engine::JobKind::Compaction(_))
+            && j.input_levels.first() == Some(&0)
+    };
+    let mut met = false;
+    let mut written = 0u64;
+    // Scrambled keys, so that every piece gets new data.
+    let mut key = 0x9E37_79B9_7F4A_7C15u64;
+    while !met && written < 200_000 * 8 {
+        for _ in 0..20_000 {
+            key = key
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            db.put((key % 400_000).to_be_bytes(), &value).unwrap();
+        }
+        written += 20_000;
+        let jobs = jobs.0.lock().unwrap();
+        // A merge out of L0 that started while a piece was running (the other order proves
+        // nothing: a piece may always start beside a job that carries no state).
+        met = jobs.iter().filter(|j| is_piece(j)).any(|p| {
+            jobs.iter()
+                .filter(|j| out_of_l0(j))
+                .any(|m| p.started < m.started && m.started < p.finished)
+        });
+    }
+    db.close().unwrap();
+    let jobs = jobs.0.lock().unwrap();
+    let pieces = jobs.iter().filter(|j| is_piece(j)).count();
+    assert!(
+        met,
+        "after {written} writes, {pieces} pieces and {} merges out of L0, none started during a piece",
+        jobs.iter().filter(|j| out_of_l0(j)).count()
+    );
+    // Pieces never overlap each other: one state-carrying job at a time.
+    let pieces: Vec<_> = jobs.iter().filter(|j| is_piece(j)).collect();
+    for (i, a) in pieces.iter().enumerate() {
+        for b in &pieces[i + 1..] {
+            assert!(a.finished <= b.started || b.finished <= a.started);
+        }
+    }
+}

@@ -35,6 +35,8 @@ pub(crate) struct CompactionJob {
     pub snapshots: Vec<SeqNo>,
     /// Flushes finished when the job was picked (for listeners).
     pub flushes_before: u64,
+    /// When the job was picked (for listeners).
+    pub started: Instant,
 }
 
 /// What running a merge produced.
@@ -86,6 +88,7 @@ impl Engine {
                 snapshots: self.snapshot_list(),
                 flushes_before: Statistics::get(&self.stats.flushes),
                 plan,
+                started: Instant::now(),
             }));
         }
         Err(Error::Policy(PolicyError::InvalidPlan(format!(
@@ -116,6 +119,8 @@ impl Engine {
             bytes_written: 0,
             bytes_read: 0,
             reason: plan.reason.clone(),
+            started: Instant::now(),
+            finished: Instant::now(),
         });
         if plan.action == PlanAction::Move {
             Statistics::add(&self.stats.trivial_moves, 1);
@@ -248,6 +253,7 @@ impl Engine {
             plan,
             flushes_before,
             version,
+            started,
             ..
         } = job;
         drop(version);
@@ -278,6 +284,8 @@ impl Engine {
             bytes_written: out.bytes_written,
             bytes_read: out.bytes_read,
             reason: plan.reason.clone(),
+            started,
+            finished: Instant::now(),
         });
         Statistics::add(&self.stats.compactions, 1);
         Statistics::add(&self.stats.compaction_bytes_written, out.bytes_written);
@@ -341,6 +349,7 @@ impl Engine {
             snapshots: self.snapshot_list(),
             flushes_before: Statistics::get(&self.stats.flushes),
             plan,
+            started: Instant::now(),
         };
         let result = MutexGuard::unlocked(state, || self.run_compaction(&job));
         self.finish_compaction(state, job, result)

@@ -13,6 +13,7 @@ use crate::stats::Statistics;
 use bytes::Bytes;
 use parking_lot::MutexGuard;
 use std::sync::Arc;
+use std::time::Instant;
 use strata_exec::sources::{flush_blocked, flush_merge_tables, may_start};
 use strata_exec::window::{key_position, most_compact_window};
 use strata_exec::{flush_edit, OlderTables};
@@ -36,6 +37,8 @@ pub(crate) struct FlushJob {
     pub version: Arc<Version>,
     /// Live snapshots when the job started.
     pub snapshots: Vec<SeqNo>,
+    /// When the job was picked (for listeners).
+    pub started: Instant,
 }
 
 /// What running a flush produced.
@@ -214,6 +217,7 @@ impl Engine {
             lease,
             version: Arc::clone(&state.version),
             snapshots: self.snapshot_list(),
+            started: Instant::now(),
         }))
     }
 
@@ -276,6 +280,7 @@ impl Engine {
             plan,
             version,
             memtables,
+            started: job_started,
             ..
         } = job;
         drop(version);
@@ -323,6 +328,8 @@ impl Engine {
             bytes_written: out.bytes_written,
             bytes_read: out.bytes_read,
             reason: plan.reason.clone(),
+            started: job_started,
+            finished: Instant::now(),
         });
         Statistics::add(&self.stats.flushes, 1);
         Statistics::add(&self.stats.flush_bytes, out.bytes_written);
