@@ -227,7 +227,14 @@ pub fn human_bytes(bytes: u64) -> String {
 /// peaks of ratios over the run (which a fill reaches early, while the tree is small);
 /// "peak/final" is the peak of table bytes over the final live bytes.
 pub fn comparison_table(reports: &[SimReport]) -> String {
-    let header = [
+    // With several phases (a fill, then updates), the last phase's write amplification is the
+    // steady state the fill's would hide.
+    let last_phase = reports
+        .iter()
+        .find(|r| r.phases.len() > 1)
+        .and_then(|r| r.phases.last())
+        .map(|p| format!("WA {}", p.name));
+    let mut header = vec![
         "policy",
         "WA",
         "peak SA",
@@ -242,10 +249,13 @@ pub fn comparison_table(reports: &[SimReport]) -> String {
         "avg lookup",
         "wall s",
     ];
+    if let Some(name) = &last_phase {
+        header.insert(2, name);
+    }
     let rows: Vec<Vec<String>> = reports
         .iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 r.policy.clone(),
                 format!("{:.2}", r.write_amp),
                 format!("{:.2}", r.peak_space_amp),
@@ -259,7 +269,15 @@ pub fn comparison_table(reports: &[SimReport]) -> String {
                 format!("{:.3}", r.lookup_cost),
                 format!("{:.3}", r.avg_lookup_cost),
                 format!("{:.1}", r.wall_seconds),
-            ]
+            ];
+            if last_phase.is_some() {
+                let wa = r.phases.last().filter(|_| r.phases.len() > 1);
+                row.insert(
+                    2,
+                    wa.map_or("-".to_string(), |p| format!("{:.2}", p.write_amp)),
+                );
+            }
+            row
         })
         .collect();
     let widths: Vec<usize> = (0..header.len())
@@ -286,7 +304,7 @@ pub fn comparison_table(reports: &[SimReport]) -> String {
             .collect();
         let _ = writeln!(out, "{}", parts.join("  ").trim_end());
     };
-    line(header.to_vec(), &mut out);
+    line(header.clone(), &mut out);
     for r in &rows {
         line(r.iter().map(String::as_str).collect(), &mut out);
     }
