@@ -756,36 +756,27 @@ fn what_an_earlier_run_left_in_the_database_directory_does_not_block_the_next() 
 #[test]
 fn sim_shows_the_last_phase_write_amplification_beside_the_whole_run() {
     let dir = scratch("phases");
-    let common = ["sim", "--policies", "spooky,leveled", "--entries", "20000"];
-    let updates = succeeded(
-        &dir,
-        &[
-            &common[..],
-            &["--workload", "updaterandom", "--buffer-size", "64KiB"],
-        ]
-        .concat(),
-    );
-    let header = updates
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("policy"))
-        .unwrap();
-    assert!(header.contains("WA run"), "{header}");
-    let fill = succeeded(
-        &dir,
-        &[
-            &common[..],
-            &["--workload", "fillunique", "--buffer-size", "64KiB"],
-        ]
-        .concat(),
-    );
-    let header = fill
-        .stdout
-        .lines()
-        .find(|l| l.starts_with("policy"))
-        .unwrap();
-    assert!(
-        !header.contains("WA run") && header.contains("WA"),
-        "{header}"
-    );
+    for (workload, phases) in [("updaterandom", true), ("fillunique", false)] {
+        let run = succeeded(
+            &dir,
+            &[
+                "sim",
+                "--policies",
+                "spooky,leveled",
+                "--entries",
+                "20000",
+                "--workload",
+                workload,
+                "--buffer-size",
+                "64KiB",
+            ],
+        );
+        let header = run
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("policy"))
+            .unwrap();
+        assert!(header.contains("WA"), "{header}");
+        assert_eq!(header.contains("WA run"), phases, "{workload}: {header}");
+    }
 }

@@ -208,6 +208,17 @@ pub struct Round {
 }
 
 impl Round {
+    /// A round from level `from` into `into`, partitioned by `partition_level`, before its
+    /// first piece.
+    fn starting(from: usize, into: usize, partition_level: usize) -> Self {
+        Round {
+            from,
+            into,
+            partition_level,
+            next: None,
+        }
+    }
+
     /// The position: the smallest key of the next piece to consider.
     fn cursor(&self) -> Result<Option<Bytes>, PolicyError> {
         self.next
@@ -496,12 +507,7 @@ impl Spooky {
                 } else {
                     last
                 };
-                let round = Round {
-                    from: last,
-                    into,
-                    partition_level: last,
-                    next: None,
-                };
+                let round = Round::starting(last, into, last);
                 let why = format!(
                     "L{last} holds {} runs ({} of capacity {})",
                     runs.len(),
@@ -671,12 +677,7 @@ impl Spooky {
                 }
             }
         }
-        let round = Round {
-            from: x,
-            into,
-            partition_level: last,
-            next: None,
-        };
+        let round = Round::starting(x, into, last);
         let why = format!(
             "L{x} holds {} >= its capacity {}",
             format_size(n_x),
