@@ -511,9 +511,12 @@ impl Simulator {
         let mut sim = Simulator::new(policy, cfg)?;
         let mut stream = OpStream::new(spec, seed).map_err(SimError::Config)?;
         let (mut ops, mut inserts) = (0u64, 0u64);
+        let mut phase_index = None;
         while let Some(op) = stream.next() {
-            if let Some(phase) = stream.phase() {
-                if sim.phase.as_ref().is_none_or(|p| p.name != phase.name) {
+            // An index compare per operation; the name only when a phase starts.
+            if phase_index != Some(stream.phase_index()) {
+                phase_index = Some(stream.phase_index());
+                if let Some(phase) = stream.phase() {
                     sim.begin_phase(&phase.name);
                 }
             }

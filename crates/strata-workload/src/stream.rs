@@ -58,6 +58,12 @@ impl OpStream {
         self.phases.iter().map(|p| p.ops).sum()
     }
 
+    /// Index of the phase the last operation returned came from (of the next one, before the
+    /// first).
+    pub fn phase_index(&self) -> usize {
+        self.phase
+    }
+
     /// The phase the next operation comes from, if any is left.
     pub fn phase(&self) -> Option<&PhaseSpec> {
         self.phases.get(self.phase)

@@ -43,8 +43,8 @@
 use crate::context::{Leases, PickContext};
 use crate::error::PolicyError;
 use crate::helpers::{
-    check_bloom, check_positive, check_size_ratio, flush_to_new_run, load_state, merge_levels,
-    move_run, run_input, runs_per_level, store_state,
+    any_leased, check_bloom, check_positive, check_size_ratio, flush_to_new_run, load_state,
+    merge_levels, move_run, run_input, runs_per_level, store_state,
 };
 use crate::options::{
     OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO,
@@ -492,7 +492,7 @@ impl Spooky {
         leases: &Leases,
     ) -> Result<Option<Plan>, PolicyError> {
         let last = shape.last;
-        if leased(version, last..=last, leases) || last + 1 >= Version::MAX_LEVELS {
+        if any_leased(version, last..=last, leases) || last + 1 >= Version::MAX_LEVELS {
             return Ok(None);
         }
         let runs = version.level(last).runs();
@@ -606,14 +606,8 @@ impl Spooky {
                         "dividing merge at the last level's boundaries",
                     )
                 };
-                let mut plan = merge_levels(
-                    version,
-                    from.clone(),
-                    x,
-                    !x_tiered,
-                    cut,
-                    self.bloom_bits_per_key,
-                );
+                let mut plan =
+                    merge_levels(version, from, x, !x_tiered, cut, self.bloom_bits_per_key);
                 plan.reason =
                     format!("L0 has {l0_runs} runs; no level above L{x} takes them: {what} L{x}");
                 (0..=x, plan)
@@ -622,7 +616,7 @@ impl Spooky {
         if plan.input_table_count() == 0 {
             return Ok((None, false));
         }
-        if leased(version, levels, leases) {
+        if any_leased(version, levels, leases) {
             return Ok((None, true));
         }
         Ok((Some(plan), false))
@@ -834,11 +828,6 @@ impl Spooky {
     }
 }
 
-/// Whether any table of `levels` is leased.
-fn leased(version: &Version, levels: std::ops::RangeInclusive<usize>, leases: &Leases) -> bool {
-    crate::helpers::any_leased(version, levels, leases)
-}
-
 impl CompactionPolicy for Spooky {
     fn name(&self) -> &'static str {
         self.name_of()
@@ -855,7 +844,7 @@ impl CompactionPolicy for Spooky {
         if let (Some(buffer), [run], true) = (ctx.buffer, level1, version.level(0).is_empty()) {
             let range = buffer.key_range();
             let untouched = run.overlapping(&range).is_empty()
-                && !leased(version, 1..=1, ctx.leases)
+                && !any_leased(version, 1..=1, ctx.leases)
                 && !ctx.leases.is_level_being_written(1);
             if untouched {
                 let shape = self.shape(version);
@@ -917,12 +906,12 @@ impl CompactionPolicy for Spooky {
             None => false,
         };
         let round = match state.round {
-            Some(round) if !leased(version, round.from..=round.into, ctx.leases) => {
+            Some(round) if !any_leased(version, round.from..=round.into, ctx.leases) => {
                 let why = format!("round into L{} continues", round.into);
                 self.round_plan(version, &shape, round, &why)?
             }
             Some(_) => None,
-            None if !leased(version, shape.x..=shape.last, ctx.leases) => {
+            None if !any_leased(version, shape.x..=shape.last, ctx.leases) => {
                 self.start_round(version, &shape)?
             }
             None => None,
