@@ -366,6 +366,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&comparison.runs)?);
     } else {
         println!("\n{}", report::render_table(&comparison));
+        // Policies that keep state (counters, rounds, tuning decisions) show where they ended.
+        for run in &comparison.runs {
+            if let Some(state) = &run.policy_state {
+                println!("{} policy state: {state}", run.label);
+            }
+        }
         println!("report: {}", index.display());
     }
     Ok(())

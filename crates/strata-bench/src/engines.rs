@@ -20,6 +20,8 @@ pub struct EngineStats {
     pub stall_micros: Option<u64>,
     /// The LSM shape, if known.
     pub shape: Vec<LevelShape>,
+    /// The compaction policy's persisted state (its decisions so far), if it has one.
+    pub policy_state: Option<String>,
 }
 
 /// What the benchmark needs from an engine. Implementations must be usable from many threads.
@@ -173,6 +175,11 @@ impl KvEngine for Strata {
                     bytes: l.bytes,
                 })
                 .collect(),
+            policy_state: {
+                let version = self.db.version();
+                let state = version.policy_state().as_str();
+                (!state.is_empty()).then(|| state.to_string())
+            },
         }
     }
     fn dir(&self) -> &Path {
@@ -289,6 +296,7 @@ mod rocks {
                 tables_probed: None,
                 stall_micros: Some(self.ticker("rocksdb.stall.micros")),
                 shape: Vec::new(),
+                policy_state: None,
             }
         }
         fn dir(&self) -> &Path {

@@ -120,6 +120,10 @@ pub struct RunResult {
     pub disk_samples: Vec<(f64, u64)>,
     /// The LSM shape at the end (Strata only).
     pub shape: Vec<LevelShape>,
+    /// The compaction policy's persisted state at the end (Strata policies that keep one: their
+    /// counters, rounds and tuning decisions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_state: Option<String>,
     /// The phases, in order.
     pub phases: Vec<PhaseResult>,
 }

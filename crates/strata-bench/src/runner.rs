@@ -309,6 +309,7 @@ pub fn run(
         final_disk_bytes: final_disk,
         disk_samples,
         shape: stats.shape,
+        policy_state: stats.policy_state,
         phases,
     })
 }

@@ -20,6 +20,9 @@
 //!   table sizes are not modelled (shapes know no keys). Prints the plan and the new version.
 //! - `run flushes=N smallest=K largest=K size=S`: N times, flush and then pick and apply until the
 //!   policy returns none; prints one line per plan and the final version.
+//! - `stats [puts=N] [point_reads=N] [scans=N] [bytes=S] [skew=α]`: sets the workload statistics
+//!   later directives pass to the policy (all zero, no skew estimate, until set; `define` resets
+//!   them).
 //!
 //! Run with `REWRITE=1` to regenerate expectations (then read the diff).
 
@@ -38,6 +41,7 @@ struct State {
     policy: Option<Arc<dyn CompactionPolicy>>,
     spec: PolicySpec,
     version: Version,
+    stats: WorkloadStats,
 }
 
 /// The value of option `name` in `spec`, or its registered default.
@@ -252,9 +256,9 @@ fn pick(
     policy: &dyn CompactionPolicy,
     version: &Version,
     leases: &Leases,
+    stats: &WorkloadStats,
 ) -> Result<Option<Plan>, String> {
-    let stats = WorkloadStats::default();
-    let ctx = PickContext::new(leases, &stats);
+    let ctx = PickContext::new(leases, stats);
     let plan = policy
         .pick(version, &ctx)
         .map_err(|e| format!("error: {e}\n"))?;
@@ -280,6 +284,7 @@ pub fn run_policy_tests(path: &str) {
             policy: None,
             spec: PolicySpec::new("leveled"),
             version: Version::new(),
+            stats: WorkloadStats::default(),
         };
         file.run(|tc| -> String {
             match tc.directive.as_str() {
@@ -303,6 +308,7 @@ pub fn run_policy_tests(path: &str) {
                             state.policy = Some(p);
                             state.spec = spec;
                             state.version = v;
+                            state.stats = WorkloadStats::default();
                             "ok\n".to_string()
                         }
                         (Err(e), _) => format!("error: {e}\n"),
@@ -313,8 +319,7 @@ pub fn run_policy_tests(path: &str) {
                     let policy = state.policy.clone().expect("define first");
                     let buf = buffer(tc);
                     let leases = Leases::new();
-                    let stats = WorkloadStats::default();
-                    let ctx = PickContext::new(&leases, &stats).with_buffer(&buf);
+                    let ctx = PickContext::new(&leases, &state.stats).with_buffer(&buf);
                     match policy.plan_flush(&state.version, &ctx) {
                         Err(e) => format!("error: {e}\n"),
                         Ok(plan) if tc.directive == "flush" => plan.to_string(),
@@ -327,7 +332,7 @@ pub fn run_policy_tests(path: &str) {
                 "pick" | "apply" => {
                     let policy = state.policy.clone().expect("define first");
                     let leases = leases_arg(tc, &state.version);
-                    match pick(policy.as_ref(), &state.version, &leases) {
+                    match pick(policy.as_ref(), &state.version, &leases, &state.stats) {
                         Err(e) => e,
                         Ok(None) => "none\n".to_string(),
                         Ok(Some(plan)) if tc.directive == "pick" => plan.to_string(),
@@ -362,16 +367,15 @@ pub fn run_policy_tests(path: &str) {
                     let buf = buffer(tc);
                     let mut out = String::new();
                     let leases = Leases::new();
-                    let stats = WorkloadStats::default();
                     for n in 1..=flushes {
-                        let ctx = PickContext::new(&leases, &stats).with_buffer(&buf);
+                        let ctx = PickContext::new(&leases, &state.stats).with_buffer(&buf);
                         let plan = match policy.plan_flush(&state.version, &ctx) {
                             Ok(p) => p,
                             Err(e) => return format!("{out}flush {n}: error: {e}\n"),
                         };
                         state.version = apply_flush(&state.version, &plan, &buf);
                         for _ in 0..1000 {
-                            match pick(policy.as_ref(), &state.version, &leases) {
+                            match pick(policy.as_ref(), &state.version, &leases, &state.stats) {
                                 Err(e) => return format!("{out}flush {n}: {e}\n"),
                                 Ok(None) => break,
                                 Ok(Some(p)) => {
@@ -383,6 +387,18 @@ pub fn run_policy_tests(path: &str) {
                     }
                     out.push_str(&state.version.to_string());
                     out
+                }
+                "stats" => {
+                    let count = |tc: &mut datadriven::TestCase, name| arg::<u64>(tc, name);
+                    let s = &mut state.stats;
+                    s.puts = count(tc, "puts").unwrap_or(s.puts);
+                    s.point_reads = count(tc, "point_reads").unwrap_or(s.point_reads);
+                    s.short_scans = count(tc, "scans").unwrap_or(s.short_scans);
+                    s.bytes_ingested = size_arg(tc, "bytes").unwrap_or(s.bytes_ingested);
+                    if let Some(alpha) = arg::<f64>(tc, "skew") {
+                        s.skew = Some(alpha);
+                    }
+                    format!("{s:?}\n")
                 }
                 other => panic!("unknown directive {other}"),
             }

@@ -11,6 +11,7 @@
 //!   dropped only when nothing older can hold its key;
 //! - [`Cutter`]: where output is cut into tables, for every [`strata_policy::CutRule`] (target
 //!   size, boundaries, split-in-two above a size);
+//! - [`skew`]: the skew estimate α (Vertiorizon §5.3) from the keys each flush writes;
 //! - [`window`]: the most compact window of a buffer (Min-Max bucket ingestion);
 //! - [`edit`]: the version edit that installs a finished compaction or flush, including where a
 //!   new run goes and which id it gets.
@@ -23,6 +24,7 @@ mod cut;
 pub mod datadriven;
 pub mod edit;
 mod older;
+pub mod skew;
 pub mod sources;
 pub mod window;
 

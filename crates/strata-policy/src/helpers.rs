@@ -7,7 +7,7 @@ use crate::plan::{CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, Pl
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::ops::RangeInclusive;
-use strata_meta::{Bytes, PolicyState, Run, TableId, Version};
+use strata_meta::{format_size, Bytes, KeyRange, PolicyState, Run, TableId, TableMeta, Version};
 
 /// Every table of `run` as one input.
 pub fn run_input(level: usize, run: &Run) -> PlanInput {
@@ -71,6 +71,93 @@ pub fn merge_levels(
         policy_state: None,
         reason: String::new(),
     }
+}
+
+/// Tables of `runs` (the runs of `level`) overlapping `range`, as inputs, and the run that should
+/// receive the output: the level's run when it has exactly one, else a new run.
+pub fn overlapping_inputs(
+    level: usize,
+    runs: &[std::sync::Arc<Run>],
+    range: &KeyRange,
+) -> (Vec<PlanInput>, OutputRun) {
+    let inputs: Vec<PlanInput> = runs
+        .iter()
+        .map(|run| PlanInput {
+            level,
+            run: run.id(),
+            tables: run.overlapping(range).iter().map(|t| t.id).collect(),
+        })
+        .filter(|i| !i.tables.is_empty())
+        .collect();
+    let output = match runs {
+        [only] => OutputRun::Existing(only.id()),
+        _ => OutputRun::New,
+    };
+    (inputs, output)
+}
+
+/// A partial (file-granularity) merge out of `level`: the one table whose key range overlaps the
+/// fewest bytes of `level + 1` per byte of its own size (RocksDB's `kMinOverlappingRatio`),
+/// merged with the overlapping tables there, or moved down unrewritten when nothing overlaps.
+/// Tables held by running jobs, or whose range a running job writes into either level, are
+/// skipped. `output` places the result in `level + 1` given the run to write. The reason names
+/// the table and its ratio. `None` when no table can go.
+pub fn partial_merge(
+    version: &Version,
+    level: usize,
+    leases: &Leases,
+    output: impl Fn(OutputRun) -> PlanOutput,
+) -> Option<Plan> {
+    let runs = version.level(level).runs();
+    let next_runs = version.level(level + 1).runs();
+    let mut best: Option<(f64, &TableMeta, Vec<PlanInput>, OutputRun, usize)> = None;
+    for (position, run) in runs.iter().enumerate() {
+        for table in run.tables() {
+            if leases.is_table_leased(table.id) {
+                continue;
+            }
+            let range = table.key_range();
+            // A job writing into this level over the same range could need this table's run,
+            // and one writing into the next level over it would race this job's output.
+            if leases.is_range_being_written(level, &range)
+                || leases.is_range_being_written(level + 1, &range)
+            {
+                continue;
+            }
+            let (overlap, output_run) = overlapping_inputs(level + 1, next_runs, &range);
+            if overlap.iter().any(|i| leases.any_leased(i.tables.iter())) {
+                continue;
+            }
+            let overlap_bytes: u64 = next_runs.iter().map(|r| r.overlapping_size(&range)).sum();
+            let ratio = overlap_bytes as f64 / table.size.max(1) as f64;
+            if best.as_ref().is_none_or(|(b, ..)| ratio < *b) {
+                best = Some((ratio, table, overlap, output_run, position));
+            }
+        }
+    }
+    let (ratio, table, overlap, output_run, position) = best?;
+    let action = if overlap.is_empty() {
+        PlanAction::Move
+    } else {
+        PlanAction::Merge
+    };
+    let mut inputs = vec![PlanInput {
+        level,
+        run: runs[position].id(),
+        tables: vec![table.id],
+    }];
+    inputs.extend(overlap);
+    Some(Plan {
+        action,
+        inputs,
+        output: Some(output(output_run)),
+        policy_state: None,
+        reason: format!(
+            "table {} ({}) has the smallest overlap ratio {ratio:.2}",
+            table.id,
+            format_size(table.size)
+        ),
+    })
 }
 
 /// A move of every table of the single run at `from` into a new run at `into`.

@@ -14,10 +14,11 @@
 //! Policies are selected by name through the [`registry`]: each declares its options
 //! ([`OptionSpec`]) and a constructor. Built-in policies: [`Leveled`], [`LeveledFull`],
 //! [`Tiered`], [`LazyLeveled`], [`HorizontalLeveled`], [`HorizontalTiered`], [`Spooky`] (with
-//! its lazy and tiered variants). A policy written
+//! its lazy and tiered variants), [`Vertiorizon`] (with its lazy-leveling backbone). A policy written
 //! outside this crate implements [`CompactionPolicy`], builds its plans with [`helpers`], and
 //! calls [`registry::register`].
 
+pub mod bloom;
 mod builtin;
 mod context;
 mod error;
@@ -38,11 +39,12 @@ pub use builtin::leveled::{LevelTargets, Leveled};
 pub use builtin::leveled_full::LeveledFull;
 pub use builtin::spooky::{Layout as SpookyLayout, Round as SpookyRound, Spooky, SpookyState};
 pub use builtin::tiered::Tiered;
+pub use builtin::vertiorizon::{VerticalPart, Vertiorizon, VertiorizonState};
 pub use context::{BufferSummary, Leases, ManualRange, PickContext, WorkloadStats};
 pub use error::PolicyError;
 pub use options::{
     BuildFn, OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY,
-    SIZE_RATIO, TARGET_FILE_SIZE, WRITE_BUFFER_SIZE,
+    BLOOM_LAYOUT, SIZE_RATIO, TARGET_FILE_SIZE, WRITE_BUFFER_SIZE,
 };
 pub use plan::{
     BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput,

@@ -246,6 +246,17 @@ impl PolicyRegistration {
     }
 }
 
+/// How Bloom bits are spread over levels ([`crate::bloom`]). Every policy takes it, declared or
+/// not: the registry applies it around the policy it builds. A policy declares it only to change
+/// the default.
+pub const BLOOM_LAYOUT: OptionSpec = OptionSpec {
+    name: "bloom_layout",
+    kind: OptionKind::Text,
+    default: "uniform",
+    rocksdb: None,
+    doc: "uniform: every output gets bloom_bits_per_key; dynamic: that average spread over levels by occupancy (Monkey-style)",
+};
+
 /// Size ratio T, declared the same way by every policy that has one.
 pub const SIZE_RATIO: OptionSpec = OptionSpec {
     name: "size_ratio",

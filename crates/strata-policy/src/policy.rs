@@ -50,6 +50,13 @@ pub trait CompactionPolicy: Send + Sync + fmt::Debug {
         Ok(helpers::range_merge(version, range, None))
     }
 
+    /// Bytes the policy expects each level (indexed by level) to hold soon, used by the dynamic
+    /// Bloom layout ([`crate::bloom`]) where it exceeds the level's current size. The default,
+    /// empty, means no expectation beyond the current sizes.
+    fn expected_level_bytes(&self, _version: &Version) -> Vec<u64> {
+        Vec::new()
+    }
+
     /// The policy's options as (name, value) pairs, for reports.
     fn options(&self) -> Vec<(&'static str, String)>;
 }

@@ -11,8 +11,9 @@
 //! outside this crate calls [`register`] once at start-up and is then selectable everywhere, like
 //! `examples/custom-policy` does.
 
+use crate::bloom::{BloomLayout, DynamicBloom};
 use crate::error::PolicyError;
-use crate::options::{unknown_option, PolicyConfig, PolicyRegistration};
+use crate::options::{unknown_option, PolicyConfig, PolicyRegistration, BLOOM_LAYOUT};
 use crate::policy::CompactionPolicy;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -31,6 +32,8 @@ const BUILTIN: &[PolicyRegistration] = &[
     crate::builtin::spooky::REGISTRATION,
     crate::builtin::spooky::LAZY_REGISTRATION,
     crate::builtin::spooky::TIERED_REGISTRATION,
+    crate::builtin::vertiorizon::REGISTRATION,
+    crate::builtin::vertiorizon::LAZY_REGISTRATION,
 ];
 
 fn extra() -> &'static RwLock<Vec<PolicyRegistration>> {
@@ -206,7 +209,19 @@ impl fmt::Display for PolicySpec {
 pub fn build_policy(spec: &PolicySpec) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
     let registration = lookup(&spec.name)?;
     let mut values = BTreeMap::new();
+    // Every policy takes `bloom_layout`; one that declares it sets its own default.
+    let mut layout = registration
+        .options
+        .iter()
+        .find(|o| o.name == BLOOM_LAYOUT.name)
+        .map_or(BLOOM_LAYOUT.default, |o| o.default);
     for (name, value) in &spec.options {
+        if name == BLOOM_LAYOUT.name {
+            layout = value;
+            if !registration.has_option(name) {
+                continue;
+            }
+        }
         let option = registration
             .options
             .iter()
@@ -222,7 +237,17 @@ pub fn build_policy(spec: &PolicySpec) -> Result<Arc<dyn CompactionPolicy>, Poli
         }
         values.insert(name.clone(), value.clone());
     }
-    (registration.build)(&PolicyConfig::new(&registration, values))
+    let layout = BloomLayout::parse(layout).ok_or_else(|| PolicyError::BadOptionValue {
+        policy: registration.name.to_string(),
+        option: BLOOM_LAYOUT.name.to_string(),
+        value: layout.to_string(),
+        expected: "uniform or dynamic".to_string(),
+    })?;
+    let policy = (registration.build)(&PolicyConfig::new(&registration, values))?;
+    Ok(match layout {
+        BloomLayout::Uniform => policy,
+        BloomLayout::Dynamic => Arc::new(DynamicBloom::new(policy)),
+    })
 }
 
 /// The registered policies and their options as a table (what `strata sim --list-policies`
@@ -251,6 +276,13 @@ pub fn describe_policies() -> String {
         }
         out.push('\n');
     }
+    out.push_str(&format!(
+        "every policy also takes:\n  {:<26} {:<8} default {:<10} {}\n",
+        BLOOM_LAYOUT.name,
+        BLOOM_LAYOUT.kind.name(),
+        BLOOM_LAYOUT.default,
+        BLOOM_LAYOUT.doc
+    ));
     out
 }
 
@@ -276,6 +308,30 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn every_policy_takes_a_bloom_layout() {
+        for name in builtin_names() {
+            let dynamic =
+                build_policy(&PolicySpec::new(name).with("bloom_layout", "dynamic")).unwrap();
+            assert_eq!(dynamic.name(), name);
+            assert!(dynamic
+                .options()
+                .contains(&("bloom_layout", "dynamic".to_string())));
+            let uniform =
+                build_policy(&PolicySpec::new(name).with("bloom_layout", "uniform")).unwrap();
+            assert!(!uniform
+                .options()
+                .contains(&("bloom_layout", "dynamic".to_string())));
+        }
+        let err = build_policy(&PolicySpec::new("leveled").with("bloom_layout", "monkey"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("bloom_layout") && err.contains("monkey"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -5,6 +5,7 @@ use crate::merge::{merge_runs, sort_buffer, RunCursor};
 use crate::report::{LevelReport, Metrics, PhaseReport, SimReport, TimelineSample};
 use std::collections::HashMap;
 use std::sync::Arc;
+use strata_exec::skew::{FlushKeySample, SkewEstimator};
 use strata_exec::sources::{flush_blocked, flush_merge_tables, may_start, merge_sources};
 use strata_exec::window::{key_position, most_compact_window};
 use strata_exec::{compaction_edit, flush_edit, Cutter, OlderTables};
@@ -268,6 +269,8 @@ pub struct Simulator {
     leases: Leases,
     running: Vec<Job>,
     stats: WorkloadStats,
+    /// The skew estimate, fed the keys of every flush as the engine's is.
+    skew: SkewEstimator,
     now: f64,
     last_flush_time: Option<f64>,
     plans_since_flush: usize,
@@ -332,6 +335,7 @@ impl Simulator {
             leases: Leases::new(),
             running: Vec::new(),
             stats: WorkloadStats::default(),
+            skew: SkewEstimator::new(),
             now: 0.0,
             last_flush_time: None,
             plans_since_flush: 0,
@@ -613,6 +617,10 @@ impl Simulator {
             self.buffer = keep;
             self.buffer_seqnos = Some(buffer_seqnos);
         }
+        let mut key_sample = FlushKeySample::new();
+        for &e in &entries {
+            key_sample.add(&key_of(e).to_be_bytes());
+        }
         let merge_with =
             flush_merge_tables(&self.version, &plan).map_err(|e| self.policy_error(e))?;
         let mut merge_arrays = Vec::with_capacity(merge_with.len());
@@ -671,6 +679,8 @@ impl Simulator {
         self.count_level_write(plan.output.level, written);
         self.metrics.flush_read_bytes += read_bytes;
         self.stats.flushes += 1;
+        self.skew.observe(key_sample);
+        self.stats.skew = self.skew.alpha();
         if let Some(previous) = self.last_flush_time {
             self.stats.flush_interval_nanos = Some(((self.now - previous) * 1e9) as u64);
         }
@@ -1149,23 +1159,4 @@ impl Simulator {
     }
 }
 
-/// False-positive rate of a Bloom filter with `bits` bits per key and the optimal number of hash
-/// functions: e^(−bits·ln²2). No filter (0 bits) means every probe reads.
-pub fn bloom_fpr(bits: f64) -> f64 {
-    if bits <= 0.0 {
-        1.0
-    } else {
-        (-bits * std::f64::consts::LN_2 * std::f64::consts::LN_2).exp()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bloom_fpr_matches_the_formula() {
-        assert!((bloom_fpr(10.0) - 0.00819).abs() < 1e-4);
-        assert_eq!(bloom_fpr(0.0), 1.0);
-    }
-}
+pub use strata_policy::math::bloom_fpr;

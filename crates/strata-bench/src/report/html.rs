@@ -81,6 +81,13 @@ fn push_shape(out: &mut String, index: usize, run: &RunResult) {
         esc(&run.engine),
         esc(&run.policy)
     );
+    if let Some(state) = &run.policy_state {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">Policy state at the end: <code>{}</code></p>",
+            esc(state)
+        );
+    }
     if run.shape.is_empty() {
         out.push_str("<p class=\"note\">No shape reported.</p>\n");
         return;

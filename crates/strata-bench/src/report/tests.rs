@@ -74,6 +74,7 @@ fn comparison() -> Comparison {
                 bytes: 110 << 20,
             },
         ],
+        policy_state: Some("{\"tuning\":\"tiering ℓ=3\"}".to_string()),
         phases: vec![
             phase(
                 "load",
@@ -128,6 +129,7 @@ fn comparison() -> Comparison {
         runs_probed_per_lookup: None,
         disk_samples: Vec::new(),
         shape: Vec::new(),
+        policy_state: None,
         phases: vec![PhaseResult {
             throughput_samples: Vec::new(),
             ..phase("run", 50_000.0, &[("all", latency(10.0, 400.0, 2000.0))])
@@ -419,6 +421,12 @@ fn index_html_embeds_every_chart_and_the_tables() -> std::io::Result<()> {
     assert!(page
         .contains("<td class=\"label\">L1</td><td class=\"num\">1</td><td class=\"num\">30</td>"));
     assert!(page.contains("No shape reported."), "peer has no shape");
+    assert!(
+        page.contains(
+            "Policy state at the end: <code>{&quot;tuning&quot;:&quot;tiering ℓ=3&quot;}</code>"
+        ),
+        "the policy's decisions are shown"
+    );
     // Self-contained: nothing fetched from elsewhere.
     assert!(!page.contains("http://") && !page.contains("https://") && !page.contains("<script"));
     Ok(())

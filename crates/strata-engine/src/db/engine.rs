@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
+use strata_exec::skew::SkewEstimator;
 use strata_meta::Version;
 use strata_policy::{BufferSummary, CompactionPolicy, Leases, PickContext, WorkloadStats};
 
@@ -174,6 +175,8 @@ pub(crate) struct Engine {
     pub rewrite_nanos_per_mib: AtomicU64,
     /// Where point-in-time WAL recovery stopped at open, if it met damage.
     pub recovery_stop: Mutex<Option<RecoveryStop>>,
+    /// The skew estimate α policies see, from the keys of consecutive flushes.
+    pub skew: Mutex<SkewEstimator>,
 }
 
 impl Engine {
@@ -217,7 +220,7 @@ impl Engine {
             long_scans: Statistics::get(&s.long_scans),
             bytes_ingested: Statistics::get(&s.user_bytes),
             flushes: Statistics::get(&s.flushes),
-            skew: None,
+            skew: self.skew.lock().alpha(),
             flush_interval_nanos: known(self.flush_interval_nanos.load(Ordering::Relaxed)),
             rewrite_nanos_per_mib: known(self.rewrite_nanos_per_mib.load(Ordering::Relaxed)),
         }

@@ -14,6 +14,7 @@ use bytes::Bytes;
 use parking_lot::MutexGuard;
 use std::sync::Arc;
 use std::time::Instant;
+use strata_exec::skew::FlushKeySample;
 use strata_exec::sources::{flush_blocked, flush_merge_tables, may_start};
 use strata_exec::window::{key_position, most_compact_window};
 use strata_exec::{flush_edit, OlderTables};
@@ -53,6 +54,8 @@ pub(crate) struct FlushOutput {
     pub bytes_written: u64,
     /// Entries a window flush left out, to be buffered again.
     pub remainder: Vec<BufferedEntry>,
+    /// The flushed keys' sample for the skew estimate.
+    pub key_sample: FlushKeySample,
 }
 
 /// The buffer summary a policy sees for `memtables` together, or `None` when they are empty.
@@ -100,6 +103,18 @@ fn combined(memtables: &[Arc<Memtable>]) -> Result<Arc<Memtable>> {
         }
     }
     Ok(buffer)
+}
+
+/// The skew estimator's sample of the user keys in `memtable`.
+fn sample_keys(memtable: &Arc<Memtable>) -> Result<FlushKeySample> {
+    let mut sample = FlushKeySample::new();
+    let mut it = memtable.iter();
+    it.seek_to_first()?;
+    while it.valid() {
+        sample.add(key::user_key(it.key()));
+        it.next()?;
+    }
+    Ok(sample)
 }
 
 /// Splits `memtable` for a flush of its most compact window of `width` user keys: a memtable
@@ -232,6 +247,7 @@ impl Engine {
                 split_window(&buffer, entries, job.snapshots.clone())?
             }
         };
+        let key_sample = sample_keys(&flushed)?;
         let merge_with = flush_merge_tables(&job.version, plan)?;
         // The buffer counts as one input of the cutter's projection, at its smallest key.
         let mut projection: Vec<(Bytes, u64)> = flushed
@@ -261,6 +277,7 @@ impl Engine {
             files,
             bytes_read,
             remainder,
+            key_sample,
         })
     }
 
@@ -300,6 +317,7 @@ impl Engine {
             return Err(self.job_failed(state, e));
         }
         let output_tables = out.tables.len();
+        let key_sample = std::mem::take(&mut out.key_sample);
         let edit = match flush_edit(&state.version, &plan, out.tables) {
             Ok(edit) => edit,
             Err(e) => {
@@ -331,6 +349,7 @@ impl Engine {
             started: job_started,
             finished: Instant::now(),
         });
+        self.skew.lock().observe(key_sample);
         Statistics::add(&self.stats.flushes, 1);
         Statistics::add(&self.stats.flush_bytes, out.bytes_written);
         Statistics::add(&self.stats.compaction_bytes_read, out.bytes_read);

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+use strata_exec::skew::SkewEstimator;
 use strata_meta::{TableId, Version, VersionEdit};
 use strata_policy::Leases;
 
@@ -356,6 +357,7 @@ impl Engine {
             flush_interval_nanos: AtomicU64::new(0),
             rewrite_nanos_per_mib: AtomicU64::new(0),
             recovery_stop: Mutex::new(None),
+            skew: Mutex::new(SkewEstimator::new()),
             options,
         });
         match access {

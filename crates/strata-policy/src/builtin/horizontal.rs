@@ -154,8 +154,57 @@ fn check_counters(
     }
 }
 
+/// One pass of Algorithm 1's counter loop over `counters` (`counters[i − 1]` is C[i]), with δ
+/// added to level 1's threshold: level i merges into i + 1 when C[i] > C[i+1] (+ δ for i = 1),
+/// and consecutive merges cascade. Returns the first and last level merged (into `last + 1`) and
+/// why, with the counters updated, or `None` when no level is due.
+pub(crate) fn leveling_step(counters: &mut [i64], delta: i64) -> Option<(usize, usize, String)> {
+    let threshold = |c: &[i64], i: usize| c[i] + if i == 1 { delta } else { 0 };
+    let levels = counters.len();
+    let first = (1..levels).find(|&i| counters[i - 1] > threshold(counters, i))?;
+    let mut reasons = Vec::new();
+    let mut last = first;
+    for i in first..levels {
+        if counters[i - 1] <= threshold(counters, i) {
+            break;
+        }
+        reasons.push(if i == 1 && delta != 0 {
+            format!("C1={} > C2+δ={}+{delta}", counters[0], counters[1])
+        } else {
+            format!("C{i}={} > C{}={}", counters[i - 1], i + 1, counters[i])
+        });
+        counters[i] += 1;
+        counters[i - 1] = 0;
+        last = i;
+    }
+    Some((first, last, reasons.join(", ")))
+}
+
+/// One pass of Algorithm 2's counter loop after a flush has decremented C[1]: when C[1] is 0,
+/// levels 1..=last merge into a new run at `last + 1` (cascading while the counters are 0), and
+/// the counters of the merged levels restart from the decremented C[last+1]. Returns `last`, with
+/// the counters updated, or `None` when nothing is due. Asked again after a cascade, C1 is 0 only
+/// when every counter is, which means the schedule is complete and waits for the next flush.
+pub(crate) fn tiering_step(counters: &mut [i64]) -> Option<usize> {
+    let levels = counters.len();
+    if levels < 2 || counters[0] != 0 || counters.iter().all(|&x| x == 0) {
+        return None;
+    }
+    let mut last = 0;
+    for i in 1..levels {
+        if counters[i - 1] != 0 {
+            break;
+        }
+        counters[i] -= 1;
+        let reset = counters[i];
+        counters[..i].iter_mut().for_each(|x| *x = reset);
+        last = i;
+    }
+    Some(last)
+}
+
 /// "L1" or "L1..L3".
-fn level_span(first: usize, last: usize) -> String {
+pub(crate) fn level_span(first: usize, last: usize) -> String {
     if first == last {
         format!("L{first}")
     } else {
@@ -295,30 +344,10 @@ impl CompactionPolicy for HorizontalLeveled {
         if any_leased(version, 1..=self.levels, ctx.leases) {
             return Ok(None);
         }
-        let delta = self.delta(ctx);
-        let threshold = |c: &[i64], i: usize| c[i] + if i == 1 { delta } else { 0 };
         let mut counters = state.counters.clone();
-        // counters[i - 1] is C[i]; level i merges into i + 1 when C[i] > C[i+1] (+ δ for i = 1).
-        let Some(first) = (1..self.levels).find(|&i| counters[i - 1] > threshold(&counters, i))
-        else {
+        let Some((first, last, reasons)) = leveling_step(&mut counters, self.delta(ctx)) else {
             return Ok(None);
         };
-        let mut reasons = Vec::new();
-        let mut last = first;
-        for i in first..self.levels {
-            if counters[i - 1] <= threshold(&counters, i) {
-                break;
-            }
-            reasons.push(format!(
-                "C{i}={} > C{}={}",
-                counters[i - 1],
-                i + 1,
-                threshold(&counters, i)
-            ));
-            counters[i] += 1;
-            counters[i - 1] = 0;
-            last = i;
-        }
         let new_state = store_state(
             LEVELED_NAME,
             &HorizontalLeveledState {
@@ -326,8 +355,7 @@ impl CompactionPolicy for HorizontalLeveled {
             },
         )?;
         let reason = format!(
-            "{}: {} -> L{}; counters {}",
-            reasons.join(", "),
+            "{reasons}: {} -> L{}; counters {}",
             level_span(first, last),
             last + 1,
             format_counters(&counters)
@@ -535,22 +563,10 @@ impl CompactionPolicy for HorizontalTiered {
             plan.reason = format!("new phase: merge the {runs} runs of L{last_level} into one");
             return Ok(Some(plan));
         }
-        let c = &mut state.counters;
-        // Algorithm 2 runs its loop once per flush; asked again after a cascade, C1 is 0 only when
-        // every counter is, which means the phase is over and waits for the next flush.
-        if self.levels < 2 || c[0] != 0 || c.iter().all(|&x| x == 0) {
+        let Some(last) = tiering_step(&mut state.counters) else {
             return Ok(None);
-        }
-        let mut last = 0;
-        for i in 1..self.levels {
-            if c[i - 1] != 0 {
-                break;
-            }
-            c[i] -= 1;
-            let reset = c[i];
-            c[..i].iter_mut().for_each(|x| *x = reset);
-            last = i;
-        }
+        };
+        let c = &state.counters;
         let reason = format!(
             "C1=0: {} -> new run in L{}; counters {}",
             level_span(1, last),

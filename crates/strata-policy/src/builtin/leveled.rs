@@ -18,7 +18,10 @@
 
 use crate::context::PickContext;
 use crate::error::PolicyError;
-use crate::helpers::{check_bloom, check_positive, check_size_ratio, flush_to_new_run};
+use crate::helpers::{
+    check_bloom, check_positive, check_size_ratio, flush_to_new_run, overlapping_inputs,
+    partial_merge,
+};
 use crate::options::{
     OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO,
     TARGET_FILE_SIZE, WRITE_BUFFER_SIZE,
@@ -26,7 +29,7 @@ use crate::options::{
 use crate::plan::{CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput};
 use crate::policy::CompactionPolicy;
 use std::sync::Arc;
-use strata_meta::{format_size, KeyRange, Run, TableMeta, Version};
+use strata_meta::{format_size, TableMeta, Version};
 
 /// The policy's name.
 pub const NAME: &str = "leveled";
@@ -294,83 +297,12 @@ impl Leveled {
         score: f64,
         ctx: &PickContext<'_>,
     ) -> Option<Plan> {
-        let runs = version.level(level).runs();
-        let next_runs = version.level(level + 1).runs();
-        let mut best: Option<(f64, &TableMeta, Vec<PlanInput>, OutputRun, usize)> = None;
-        for (position, run) in runs.iter().enumerate() {
-            for table in run.tables() {
-                if ctx.leases.is_table_leased(table.id) {
-                    continue;
-                }
-                let range = table.key_range();
-                // A job writing into this level over the same range could need this table's run,
-                // and one writing into the next level over it would race this job's output.
-                if ctx.leases.is_range_being_written(level, &range)
-                    || ctx.leases.is_range_being_written(level + 1, &range)
-                {
-                    continue;
-                }
-                let (overlap, output_run) = overlapping_inputs(level + 1, next_runs, &range);
-                if overlap
-                    .iter()
-                    .any(|i| ctx.leases.any_leased(i.tables.iter()))
-                {
-                    continue;
-                }
-                let overlap_bytes: u64 = next_runs.iter().map(|r| r.overlapping_size(&range)).sum();
-                let ratio = overlap_bytes as f64 / table.size.max(1) as f64;
-                if best.as_ref().is_none_or(|(b, ..)| ratio < *b) {
-                    best = Some((ratio, table, overlap, output_run, position));
-                }
-            }
-        }
-        let (ratio, table, overlap, output_run, position) = best?;
-        let action = if overlap.is_empty() {
-            PlanAction::Move
-        } else {
-            PlanAction::Merge
-        };
-        let mut inputs = vec![PlanInput {
-            level,
-            run: runs[position].id(),
-            tables: vec![table.id],
-        }];
-        inputs.extend(overlap);
-        Some(Plan {
-            action,
-            inputs,
-            output: Some(self.output(level + 1, output_run)),
-            policy_state: None,
-            reason: format!(
-                "L{level} score {score:.2}; table {} ({}) has the smallest overlap ratio {ratio:.2}",
-                table.id,
-                format_size(table.size)
-            ),
-        })
+        let mut plan = partial_merge(version, level, ctx.leases, |run| {
+            self.output(level + 1, run)
+        })?;
+        plan.reason = format!("L{level} score {score:.2}; {}", plan.reason);
+        Some(plan)
     }
-}
-
-/// Tables of `runs` (the runs of `level`) overlapping `range`, as inputs, and the run that should
-/// receive the output: the level's run when it has exactly one, else a new run.
-fn overlapping_inputs(
-    level: usize,
-    runs: &[std::sync::Arc<Run>],
-    range: &KeyRange,
-) -> (Vec<PlanInput>, OutputRun) {
-    let inputs: Vec<PlanInput> = runs
-        .iter()
-        .map(|run| PlanInput {
-            level,
-            run: run.id(),
-            tables: run.overlapping(range).iter().map(|t| t.id).collect(),
-        })
-        .filter(|i| !i.tables.is_empty())
-        .collect();
-    let output = match runs {
-        [only] => OutputRun::Existing(only.id()),
-        _ => OutputRun::New,
-    };
-    (inputs, output)
 }
 
 impl CompactionPolicy for Leveled {

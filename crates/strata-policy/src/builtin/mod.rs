@@ -7,3 +7,4 @@ pub mod leveled;
 pub mod leveled_full;
 pub mod spooky;
 pub mod tiered;
+pub mod vertiorizon;
