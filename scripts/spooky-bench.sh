@@ -3,7 +3,7 @@
 # 5 GiB of user data loaded (46,281,965 entries of 16-byte keys and 100-byte values), then half as
 # many updates; T = 5 and a 16 MiB buffer give the full-merge policies L = 4 levels. Three
 # background jobs (one flush thread, two compaction threads), so Spooky's pieces run beside merges
-# out of L0. Reports go to target/spooky-bench/<workload>/. About 100 minutes on 2 cores; run it
+# out of L0. Reports go to target/spooky-bench/<workload>/. About 70 minutes on 2 cores; run it
 # with nothing else on the machine (throughput and p99 are measured).
 #
 # Usage: sh scripts/spooky-bench.sh [directory for the databases, default /tmp]
