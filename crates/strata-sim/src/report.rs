@@ -159,6 +159,9 @@ pub struct SimReport {
     pub lookup_cost: f64,
     /// The same, averaged over the run (each flush interval weighted by the bytes ingested in it).
     pub avg_lookup_cost: f64,
+    /// Bloom filter bits per key over every table at the end (entries-weighted): the filter
+    /// memory the lookup cost was bought with.
+    pub filter_bits_per_key: f64,
     /// Sorted runs a range scan touches at the end (every run).
     pub range_scan_runs: u64,
     /// The same, averaged over the run.

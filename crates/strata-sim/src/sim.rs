@@ -1150,6 +1150,15 @@ impl Simulator {
             phases: self.phases.clone(),
             lookup_cost: self.lookup_cost(),
             avg_lookup_cost: ratio(m.weighted_lookup_cost, m.weight),
+            filter_bits_per_key: {
+                let (bits, entries) =
+                    self.version
+                        .tables()
+                        .fold((0.0, 0u64), |(b, e), (_, _, t)| {
+                            (b + t.bloom_bits_per_key * t.entries as f64, e + t.entries)
+                        });
+                ratio(bits, entries as f64)
+            },
             range_scan_runs: self.version.run_count() as u64,
             avg_range_scan_runs: ratio(m.weighted_range_runs, m.weight),
             levels,
