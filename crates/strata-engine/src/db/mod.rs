@@ -254,6 +254,13 @@ impl Db {
         )
     }
 
+    /// What the compaction policy sees of the workload: operation counts since open, flushes,
+    /// the skew estimate α (the fraction of a flush's keys the previous flush also held), and
+    /// the measured flush interval and rewrite speed.
+    pub fn workload_stats(&self) -> strata_policy::WorkloadStats {
+        self.engine.workload_stats()
+    }
+
     /// The current version (the tree's shape and the policy's state).
     pub fn version(&self) -> Arc<Version> {
         Arc::clone(&self.engine.state.lock().version)
