@@ -6,7 +6,7 @@ use crate::fs::FileSystem;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
 use crate::manifest::table_file_name;
-use crate::table::{Compression, TableBuilder, TableOptions, TableSummary};
+use crate::table::{Compression, ReadPurpose, TableBuilder, TableOptions, TableSummary};
 use crate::table_cache::{RunIterator, TableCache};
 use bytes::Bytes;
 use std::path::Path;
@@ -248,7 +248,13 @@ pub fn source_iterators(
     let bytes = sources.iter().flatten().map(|t| t.size).sum();
     let iters = sources
         .into_iter()
-        .map(|run| Box::new(RunIterator::new(Arc::clone(tables), run)) as Box<dyn InternalIterator>)
+        .map(|run| {
+            Box::new(RunIterator::new(
+                Arc::clone(tables),
+                run,
+                ReadPurpose::Compaction,
+            )) as Box<dyn InternalIterator>
+        })
         .collect();
     (iters, bytes)
 }

@@ -50,13 +50,17 @@ pub struct Metrics {
     pub scans: u64,
     /// Tables probed by point lookups.
     pub get_tables_probed: u64,
-    /// Data blocks read from storage.
+    /// Data blocks read from storage by lookups and scans.
     pub blocks_read: u64,
-    /// Bytes of data blocks read from storage.
+    /// Bytes of the data blocks in `blocks_read`.
     pub block_bytes_read: u64,
-    /// Block-cache hits.
+    /// Data blocks read from storage by compactions and merging flushes.
+    pub compaction_blocks_read: u64,
+    /// Properties, index and filter blocks read when tables were opened.
+    pub metadata_blocks_read: u64,
+    /// Block-cache hits of lookups and scans.
     pub block_cache_hits: u64,
-    /// Block-cache misses.
+    /// Block-cache misses of lookups and scans.
     pub block_cache_misses: u64,
     /// Bloom-filter probes.
     pub bloom_checks: u64,
@@ -119,6 +123,8 @@ impl Metrics {
             get_tables_probed: g(&s.get_tables_probed),
             blocks_read: g(&s.blocks_read),
             block_bytes_read: g(&s.block_bytes_read),
+            compaction_blocks_read: g(&s.compaction_blocks_read),
+            metadata_blocks_read: g(&s.metadata_blocks_read),
             block_cache_hits: g(&s.block_cache_hits),
             block_cache_misses: g(&s.block_cache_misses),
             bloom_checks: g(&s.bloom_checks),
@@ -169,12 +175,14 @@ impl fmt::Display for Metrics {
         )?;
         writeln!(
             f,
-            "reads: {} gets probing {} tables, {} scans; {} blocks read ({} bytes); cache {} hits / {} misses; bloom {} of {} probes negative",
+            "reads: {} gets probing {} tables, {} scans; {} blocks read ({} bytes), {} more by compactions, {} metadata blocks; cache {} hits / {} misses; bloom {} of {} probes negative",
             self.gets,
             self.get_tables_probed,
             self.scans,
             self.blocks_read,
             self.block_bytes_read,
+            self.compaction_blocks_read,
+            self.metadata_blocks_read,
             self.block_cache_hits,
             self.block_cache_misses,
             self.bloom_negatives,

@@ -6,7 +6,7 @@ use crate::iter::InternalIterator;
 use crate::key::user_key;
 use crate::manifest::table_file_name;
 use crate::stats::Statistics;
-use crate::table::{BlockCache, Table, TableIterator};
+use crate::table::{BlockCache, ReadPurpose, Table, TableIterator};
 use std::path::PathBuf;
 use std::sync::Arc;
 use strata_meta::TableMeta;
@@ -79,16 +79,19 @@ impl TableCache {
 pub struct RunIterator {
     cache: Arc<TableCache>,
     tables: Vec<Arc<TableMeta>>,
+    purpose: ReadPurpose,
     index: usize,
     current: Option<TableIterator>,
 }
 
 impl RunIterator {
-    /// A cursor over `tables`, which must be sorted by key and disjoint.
-    pub fn new(cache: Arc<TableCache>, tables: Vec<Arc<TableMeta>>) -> Self {
+    /// A cursor over `tables`, which must be sorted by key and disjoint, reading blocks for
+    /// `purpose`.
+    pub fn new(cache: Arc<TableCache>, tables: Vec<Arc<TableMeta>>, purpose: ReadPurpose) -> Self {
         RunIterator {
             cache,
             tables,
+            purpose,
             index: 0,
             current: None,
         }
@@ -99,7 +102,7 @@ impl RunIterator {
         match self.tables.get(index) {
             Some(meta) => {
                 let table = self.cache.get(meta.id.0)?;
-                self.current = Some(table.iter());
+                self.current = Some(table.iter_for(self.purpose));
                 Ok(true)
             }
             None => {

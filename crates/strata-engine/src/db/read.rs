@@ -5,6 +5,7 @@ use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind};
 use crate::stats::Statistics;
+use crate::table::ReadPurpose;
 use crate::table_cache::RunIterator;
 use crate::user_iter::{DbIterator, ScanCount};
 use bytes::Bytes;
@@ -117,6 +118,7 @@ impl Engine {
                 children.push(Box::new(RunIterator::new(
                     Arc::clone(&self.tables),
                     run.tables().to_vec(),
+                    ReadPurpose::Query,
                 )));
             }
         }

@@ -64,7 +64,7 @@ pub use builder::{BlockRange, TableBuilder, TableSummary};
 pub use format::TableProperties;
 #[doc(hidden)]
 pub use fuzzing::{fuzz_decode_block, FuzzBlockWalk};
-pub use reader::{BlockCache, Table, TableIterator};
+pub use reader::{BlockCache, ReadPurpose, Table, TableIterator};
 
 /// How a table's blocks are compressed. Blocks that do not shrink by at least 1/8 are stored
 /// uncompressed whatever the setting.

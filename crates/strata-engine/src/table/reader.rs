@@ -108,9 +108,25 @@ struct TableFile {
     stats: Arc<Statistics>,
 }
 
+/// Who reads a block, which decides the counter it is charged to and whether it may enter the
+/// block cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadPurpose {
+    /// A point lookup or a scan: counted in `blocks_read`, cached.
+    Query,
+    /// A compaction or merging flush reading its inputs: counted in `compaction_blocks_read`,
+    /// never cached (as RocksDB's compaction reads with `fill_cache = false`): a merge reads each
+    /// block once, and caching it would evict the blocks lookups need.
+    Compaction,
+    /// Properties, index and filter blocks read at open, and every block a checksum
+    /// verification reads: counted in `metadata_blocks_read`.
+    Metadata,
+}
+
 impl TableFile {
-    /// Reads the block at `handle`, verifies its checksum and decompresses it.
-    fn read_block(&self, handle: BlockHandle, what: &str) -> Result<Vec<u8>> {
+    /// Reads the block at `handle`, verifies its checksum and decompresses it, charging the read
+    /// to `purpose`'s counter.
+    fn read_block(&self, handle: BlockHandle, what: &str, purpose: ReadPurpose) -> Result<Vec<u8>> {
         let total = handle
             .size
             .checked_add(BLOCK_TRAILER_LEN as u64)
@@ -143,8 +159,14 @@ impl TableFile {
                     e,
                 )
             })?;
-        Statistics::add(&self.stats.blocks_read, 1);
-        Statistics::add(&self.stats.block_bytes_read, total as u64);
+        match purpose {
+            ReadPurpose::Query => {
+                Statistics::add(&self.stats.blocks_read, 1);
+                Statistics::add(&self.stats.block_bytes_read, total as u64);
+            }
+            ReadPurpose::Compaction => Statistics::add(&self.stats.compaction_blocks_read, 1),
+            ReadPurpose::Metadata => Statistics::add(&self.stats.metadata_blocks_read, 1),
+        }
         let stored = total - BLOCK_TRAILER_LEN;
         let (block_type, crc) = match buf.get(stored..) {
             Some(&[t, a, b, c, d]) => (t, u32::from_le_bytes([a, b, c, d])),
@@ -164,8 +186,13 @@ impl TableFile {
     }
 
     /// Reads and checks the layout of the block at `handle`.
-    fn read_parsed_block(&self, handle: BlockHandle, what: &str) -> Result<Block> {
-        let contents = self.read_block(handle, what)?;
+    fn read_parsed_block(
+        &self,
+        handle: BlockHandle,
+        what: &str,
+        purpose: ReadPurpose,
+    ) -> Result<Block> {
+        let contents = self.read_block(handle, what, purpose)?;
         Block::new(Bytes::from(contents)).map_err(|e| self.decode_error(handle, what, e))
     }
 
@@ -215,7 +242,7 @@ impl Index {
     /// internal keys in increasing order, blocks lie in `data_end` in file order, each holds at
     /// least one entry, and first keys are consistent with last keys.
     fn load(src: &TableFile, handle: BlockHandle, data_end: u64) -> Result<Index> {
-        let block = src.read_parsed_block(handle, "index")?;
+        let block = src.read_parsed_block(handle, "index", ReadPurpose::Metadata)?;
         let data = block.data().clone();
         let corrupt = |reason: String| Error::corruption(&src.name, handle.offset, reason);
         if u32::try_from(data.len()).is_err() {
@@ -418,7 +445,8 @@ impl Table {
             data_end = data_end.min(h.offset);
         }
 
-        let props_block = src.read_parsed_block(footer.properties, "properties")?;
+        let props_block =
+            src.read_parsed_block(footer.properties, "properties", ReadPurpose::Metadata)?;
         let properties = TableProperties::decode(&props_block).map_err(|reason| {
             Error::corruption(
                 &src.name,
@@ -429,7 +457,7 @@ impl Table {
         let index = Index::load(&src, footer.index, data_end)?;
         let filter = match footer.filter {
             Some(h) => {
-                let contents = src.read_block(h, "filter")?;
+                let contents = src.read_block(h, "filter", ReadPurpose::Metadata)?;
                 Some(
                     BloomFilter::decode(Bytes::from(contents)).map_err(|reason| {
                         Error::corruption(&src.name, h.offset, format!("filter block: {reason}"))
@@ -495,7 +523,7 @@ impl Table {
         if self.index.first_user_key(entry) > user_key {
             return Ok(None);
         }
-        let block = self.data_block(entry)?;
+        let block = self.data_block(entry, ReadPurpose::Query)?;
         let mut cursor = Cursor::with_buffer(take_scratch());
         let result = match cursor.seek(&block, user_key, trailer) {
             Err(e) => Err(self.src.decode_error(entry.handle, "data", e)),
@@ -532,10 +560,17 @@ impl Table {
         self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
     }
 
-    /// An iterator over all entries; it holds the table alive.
+    /// An iterator over all entries for a lookup or scan; it holds the table alive.
     pub fn iter(self: &Arc<Self>) -> TableIterator {
+        self.iter_for(ReadPurpose::Query)
+    }
+
+    /// An iterator over all entries whose block reads are charged to `purpose` (and fill the
+    /// block cache only for [`ReadPurpose::Query`]).
+    pub fn iter_for(self: &Arc<Self>, purpose: ReadPurpose) -> TableIterator {
         TableIterator {
             table: Arc::clone(self),
+            purpose,
             block: None,
             block_index: 0,
             cursor: Cursor::default(),
@@ -597,15 +632,19 @@ impl Table {
     /// contents: each data block must decode completely, hold the number of entries the index
     /// says, in increasing order, and end with the key the index lists.
     pub fn verify_checksums(&self) -> Result<()> {
-        self.src.read_block(self.footer.properties, "properties")?;
-        self.src.read_block(self.footer.index, "index")?;
+        self.src
+            .read_block(self.footer.properties, "properties", ReadPurpose::Metadata)?;
+        self.src
+            .read_block(self.footer.index, "index", ReadPurpose::Metadata)?;
         if let Some(h) = self.footer.filter {
-            self.src.read_block(h, "filter")?;
+            self.src.read_block(h, "filter", ReadPurpose::Metadata)?;
         }
         let mut cursor = Cursor::default();
         let mut previous: Vec<u8> = Vec::new();
         for entry in &self.index.entries {
-            let block = self.src.read_parsed_block(entry.handle, "data")?;
+            let block = self
+                .src
+                .read_parsed_block(entry.handle, "data", ReadPurpose::Metadata)?;
             let corrupt =
                 |reason: &str| Error::corruption(&self.src.name, entry.handle.offset, reason);
             let mut count = 0u64;
@@ -640,19 +679,29 @@ impl Table {
         Ok(())
     }
 
-    /// The data block of `entry`, from the cache or the file.
-    fn data_block(&self, entry: &IndexEntry) -> Result<Arc<Block>> {
+    /// The data block of `entry`, from the cache or the file. Only queries count cache hits and
+    /// misses and fill the cache; a compaction takes a cached block but leaves the cache as it is.
+    fn data_block(&self, entry: &IndexEntry, purpose: ReadPurpose) -> Result<Arc<Block>> {
         let Some(cache) = &self.cache else {
-            return Ok(Arc::new(self.src.read_parsed_block(entry.handle, "data")?));
+            return Ok(Arc::new(self.src.read_parsed_block(
+                entry.handle,
+                "data",
+                purpose,
+            )?));
         };
         let key = (self.file_number, entry.handle.offset);
+        let query = purpose == ReadPurpose::Query;
         if let Some(block) = cache.cache.get(&key) {
-            Statistics::add(&self.src.stats.block_cache_hits, 1);
+            if query {
+                Statistics::add(&self.src.stats.block_cache_hits, 1);
+            }
             return Ok(block);
         }
-        Statistics::add(&self.src.stats.block_cache_misses, 1);
-        let block = Arc::new(self.src.read_parsed_block(entry.handle, "data")?);
-        cache.cache.insert(key, Arc::clone(&block));
+        let block = Arc::new(self.src.read_parsed_block(entry.handle, "data", purpose)?);
+        if query {
+            Statistics::add(&self.src.stats.block_cache_misses, 1);
+            cache.cache.insert(key, Arc::clone(&block));
+        }
         Ok(block)
     }
 }
@@ -661,6 +710,8 @@ impl Table {
 /// buffer for every entry and block it visits.
 pub struct TableIterator {
     table: Arc<Table>,
+    /// Who the block reads are for.
+    purpose: ReadPurpose,
     /// The loaded block; `None` when the iterator is not positioned.
     block: Option<Arc<Block>>,
     /// Position of `block` in the index.
@@ -687,7 +738,7 @@ impl TableIterator {
         };
         if self.block.is_none() || self.block_index != i {
             self.block = None;
-            self.block = Some(self.table.data_block(entry)?);
+            self.block = Some(self.table.data_block(entry, self.purpose)?);
             self.block_index = i;
         }
         Ok(true)

@@ -14,6 +14,7 @@ use rand::{Rng, SeedableRng};
 use super::block::{Block, BlockBuilder};
 use super::compress::{block_crc, BLOCK_TRAILER_LEN};
 use super::format::{BlockHandle, Footer, IndexValue, FOOTER_LEN, FORMAT_VERSION};
+use super::reader::ReadPurpose;
 use super::*;
 use crate::error::Error;
 use crate::fs::{RandomAccessFile, WritableFile};
@@ -664,9 +665,9 @@ fn bloom_false_positive_rate_at_10_bits_per_key_is_below_1_5_percent() {
     assert_eq!(Statistics::get(&stats.bloom_checks), 1000);
     let negatives = Statistics::get(&stats.bloom_negatives);
     assert!(negatives >= 970, "{negatives} negatives");
-    // Index, properties and filter were read at open; false positives read nothing either,
-    // since no absent key falls inside a block's key range... except those that do.
-    assert!(Statistics::get(&stats.blocks_read) <= 3 + (1000 - negatives));
+    // Only a false positive whose key falls inside a block's key range reads a data block
+    // (index, properties and filter count apart, as metadata).
+    assert!(Statistics::get(&stats.blocks_read) <= 1000 - negatives);
 }
 
 // ---- statistics and the block cache ----
@@ -687,7 +688,12 @@ fn block_cache_serves_repeated_reads_and_counts_hits_and_misses() {
     assert_eq!(cache.used_bytes(), 0);
     let (table, stats) = open_with(bytes, 77, Some(Arc::clone(&cache))).unwrap();
     let reads_at_open = Statistics::get(&stats.blocks_read);
-    assert_eq!(reads_at_open, 3, "properties, index and filter");
+    assert_eq!(reads_at_open, 0, "opening reads no data block");
+    assert_eq!(
+        Statistics::get(&stats.metadata_blocks_read),
+        3,
+        "properties, index and filter"
+    );
     for _ in 0..2 {
         for i in (0..2000).step_by(7) {
             assert!(table
@@ -710,6 +716,40 @@ fn block_cache_serves_repeated_reads_and_counts_hits_and_misses() {
     let (table, _) = open_with(bytes, 78, Some(Arc::clone(&small))).unwrap();
     assert_eq!(collect_forward(&mut table.iter()).len(), entries.len());
     assert!(small.used_bytes() <= small.capacity());
+}
+
+#[test]
+fn compaction_reads_are_counted_apart_and_leave_the_cache_alone() {
+    let entries: Vec<Entry> = (0..2000u32)
+        .map(|i| {
+            (
+                internal_key(format!("k{i:05}").as_bytes(), 1, ValueKind::Put),
+                vec![b'v'; 100],
+            )
+        })
+        .collect();
+    let (bytes, summary) = build(&entries, TableOptions::default());
+    let cache = Arc::new(BlockCache::new(4 << 20));
+    let (table, stats) = open_with(bytes, 79, Some(Arc::clone(&cache))).unwrap();
+    let merged = collect_forward(&mut table.iter_for(ReadPurpose::Compaction));
+    assert_eq!(merged.len(), entries.len());
+    assert_eq!(
+        Statistics::get(&stats.compaction_blocks_read),
+        summary.data_blocks
+    );
+    assert_eq!(Statistics::get(&stats.blocks_read), 0);
+    assert_eq!(Statistics::get(&stats.block_cache_misses), 0);
+    assert_eq!(cache.used_bytes(), 0, "a compaction read filled the cache");
+
+    // A scan fills the cache; a compaction then takes the cached blocks without reading.
+    assert_eq!(collect_forward(&mut table.iter()).len(), entries.len());
+    assert_eq!(Statistics::get(&stats.blocks_read), summary.data_blocks);
+    let _ = collect_forward(&mut table.iter_for(ReadPurpose::Compaction));
+    assert_eq!(
+        Statistics::get(&stats.compaction_blocks_read),
+        summary.data_blocks,
+        "cached blocks were read again"
+    );
 }
 
 #[test]
