@@ -184,15 +184,23 @@ pub(crate) fn leveling_step(counters: &mut [i64], delta: i64) -> Option<(usize, 
 /// levels 1..=last merge into a new run at `last + 1` (cascading while the counters are 0), and
 /// the counters of the merged levels restart from the decremented C[last+1]. Returns `last`, with
 /// the counters updated, or `None` when nothing is due. Asked again after a cascade, C1 is 0 only
-/// when every counter is, which means the schedule is complete and waits for the next flush.
+/// when every counter above it is, which means the schedule is complete and waits for the next
+/// flush.
+///
+/// In the engine, flushes go on while a due merge waits for a running job, so C[1] can be below
+/// 0 when the merge is finally planned: the merge takes those extra runs of level 1 with it, and
+/// the flushes they stand for are carried into the restarted C[1] (which may leave it at or below
+/// 0, due again), so the phase still spends exactly its flushes. The simulator, which runs every
+/// merge before the next flush, never sees C[1] below 0.
 pub(crate) fn tiering_step(counters: &mut [i64]) -> Option<usize> {
     let levels = counters.len();
-    if levels < 2 || counters[0] != 0 || counters.iter().all(|&x| x == 0) {
+    if levels < 2 || counters[0] > 0 || counters[1..].iter().all(|&x| x == 0) {
         return None;
     }
+    let carried = counters[0];
     let mut last = 0;
     for i in 1..levels {
-        if counters[i - 1] != 0 {
+        if i > 1 && counters[i - 1] != 0 {
             break;
         }
         counters[i] -= 1;
@@ -200,6 +208,7 @@ pub(crate) fn tiering_step(counters: &mut [i64]) -> Option<usize> {
         counters[..i].iter_mut().for_each(|x| *x = reset);
         last = i;
     }
+    counters[0] += carried;
     Some(last)
 }
 
@@ -607,5 +616,49 @@ impl CompactionPolicy for HorizontalTiered {
             ("target_file_size", format_size(self.target_file_size)),
             ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tiering_step;
+
+    #[test]
+    fn tiering_step_follows_the_binomial_schedule() {
+        // ℓ = 2, k = 3: runs merge into L2 after 3, then 2, then 1 flushes (C(4, 2) = 6 flushes).
+        let mut counters = vec![3, 3];
+        let mut merges_after = Vec::new();
+        let mut flushes = 0;
+        for _ in 0..6 {
+            counters[0] -= 1;
+            flushes += 1;
+            if let Some(last) = tiering_step(&mut counters) {
+                assert_eq!(last, 1);
+                merges_after.push(flushes);
+            }
+        }
+        assert_eq!(merges_after, vec![3, 5, 6]);
+        assert_eq!(counters, vec![0, 0], "the schedule is complete");
+        counters[0] -= 1;
+        assert_eq!(
+            tiering_step(&mut counters),
+            None,
+            "complete: nothing more is due"
+        );
+    }
+
+    #[test]
+    fn a_late_merge_carries_the_flushes_that_came_while_it_waited() {
+        // The merge fell due at C1 = 0, but two more flushes came before it could run.
+        let mut counters = vec![-2, 3];
+        assert_eq!(tiering_step(&mut counters), Some(1));
+        // C2 counts the merge; C1 restarts from C2 = 2 less the two flushes already taken.
+        assert_eq!(counters, vec![0, 2]);
+        // Due again at once; the next merge restarts C1 at 1.
+        assert_eq!(tiering_step(&mut counters), Some(1));
+        assert_eq!(counters, vec![1, 1]);
+        // Past the end of the schedule, extra flushes never make a merge due.
+        let mut done = vec![-3, 0];
+        assert_eq!(tiering_step(&mut done), None);
     }
 }
