@@ -78,8 +78,10 @@ def main():
         for n in names:
             r = runs.get(n)
             if r:
+                ra = "—" if r["ra"] != r["ra"] else f"{r['ra']:.2f}"  # NaN: no point lookups
+                probed = "—" if r["runs"] != r["runs"] else f"{r['runs']:.2f}"
                 print(f"| {n} | {r['ops']:,.0f} | {r['worst']:,.0f} | {r['p99']:.1f} | {r['wa']:.2f} "
-                      f"| {r['sa']:.2f} | {r['ra']:.2f} | {r['runs']:.2f} | {r['stall']:.1f} |")
+                      f"| {r['sa']:.2f} | {ra} | {probed} | {r['stall']:.1f} |")
         print()
 
     rows = []
