@@ -672,16 +672,21 @@ fn bloom_false_positive_rate_at_10_bits_per_key_is_below_1_5_percent() {
 
 // ---- statistics and the block cache ----
 
-#[test]
-fn block_cache_serves_repeated_reads_and_counts_hits_and_misses() {
-    let entries: Vec<Entry> = (0..2000u32)
+/// Entries "k00000", "k00001", … with 100-byte values, all at seq 1.
+fn numbered_entries(n: u32) -> Vec<Entry> {
+    (0..n)
         .map(|i| {
             (
                 internal_key(format!("k{i:05}").as_bytes(), 1, ValueKind::Put),
                 vec![b'v'; 100],
             )
         })
-        .collect();
+        .collect()
+}
+
+#[test]
+fn block_cache_serves_repeated_reads_and_counts_hits_and_misses() {
+    let entries = numbered_entries(2000);
     let (bytes, summary) = build(&entries, TableOptions::default());
     let cache = Arc::new(BlockCache::new(4 << 20));
     assert_eq!(cache.capacity(), 4 << 20);
@@ -720,14 +725,7 @@ fn block_cache_serves_repeated_reads_and_counts_hits_and_misses() {
 
 #[test]
 fn compaction_reads_are_counted_apart_and_leave_the_cache_alone() {
-    let entries: Vec<Entry> = (0..2000u32)
-        .map(|i| {
-            (
-                internal_key(format!("k{i:05}").as_bytes(), 1, ValueKind::Put),
-                vec![b'v'; 100],
-            )
-        })
-        .collect();
+    let entries = numbered_entries(2000);
     let (bytes, summary) = build(&entries, TableOptions::default());
     let cache = Arc::new(BlockCache::new(4 << 20));
     let (table, stats) = open_with(bytes, 79, Some(Arc::clone(&cache))).unwrap();
