@@ -407,10 +407,13 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
     model.verify(&db, KEYS, !power_loss, &context);
     // The database accepts writes again.
     for k in 0..20 {
-        db.put(format!("after{k}"), "ok").unwrap();
+        db.put(format!("after{k}"), "ok")
+            .unwrap_or_else(|e| panic!("{context}: a write after reopening failed: {e}"));
     }
-    db.flush().unwrap();
-    db.wait_for_compactions().unwrap();
+    db.flush()
+        .unwrap_or_else(|e| panic!("{context}: a flush after reopening failed: {e}"));
+    db.wait_for_compactions()
+        .unwrap_or_else(|e| panic!("{context}: compactions after reopening failed: {e}"));
     assert_eq!(db.get("after7").unwrap().as_deref(), Some(&b"ok"[..]));
     // Files are deleted at version changes once nothing reads them; with no reader left, the
     // last change left only the live tables (leftovers of the faults were deleted at open).

@@ -18,7 +18,7 @@ use strata_exec::skew::FlushKeySample;
 use strata_exec::sources::{flush_blocked, flush_merge_tables, may_start};
 use strata_exec::window::{key_position, most_compact_window};
 use strata_exec::{flush_edit, OlderTables};
-use strata_meta::{TableMeta, Version};
+use strata_meta::{TableId, TableMeta, Version};
 use strata_policy::{
     BufferSelection, BufferSummary, FlushPlan, OutputRun, Plan, PlanAction, PlanInput,
 };
@@ -207,13 +207,28 @@ impl Engine {
         {
             return Ok(None);
         }
+        // A flush into an existing run leases the whole run, not only the tables it merges
+        // with: a merge that consumed the run while the flush wrote into it would leave the
+        // flush's edit naming a run that is gone (seen as "run 2 does not exist in level 1"
+        // when a leveling horizontal part flushed a buffer overlapping none of L1's tables).
+        let run_tables: Vec<TableId> = match plan.output.run {
+            OutputRun::Existing(run) => state
+                .version
+                .run(plan.output.level, run)
+                .map(|r| r.tables().iter().map(|t| t.id).collect())
+                .unwrap_or_default(),
+            OutputRun::New => Vec::new(),
+        };
+        if state.leases.any_leased(run_tables.iter()) {
+            return Ok(None);
+        }
         let lease = Plan {
             action: PlanAction::Merge,
             inputs: match plan.output.run {
-                OutputRun::Existing(run) if !plan.merge_with.is_empty() => vec![PlanInput {
+                OutputRun::Existing(run) if !run_tables.is_empty() => vec![PlanInput {
                     level: plan.output.level,
                     run,
-                    tables: plan.merge_with.clone(),
+                    tables: run_tables,
                 }],
                 _ => Vec::new(),
             },
