@@ -107,6 +107,11 @@ pub struct BenchArgs {
     /// to be writable, before the first run. Default: ./bench-report.
     #[arg(long, default_value = "bench-report")]
     report: PathBuf,
+    /// Write a job log per Strata run into this directory (created if missing): one CSV row per
+    /// flush and compaction with its levels, tables, bytes and the policy's reason, named after
+    /// the run's label. `strata sim --job-log` writes the same format.
+    #[arg(long)]
+    job_log: Option<PathBuf>,
     /// Print the results as JSON (a list of runs) instead of the table.
     #[arg(long)]
     json: bool,
@@ -329,6 +334,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
         checks::writable_dir("--dir", dir)?;
     }
     checks::writable_dir("--report", &args.report)?;
+    if let Some(dir) = &args.job_log {
+        checks::writable_dir("--job-log", dir)?;
+    }
     warn_if_too_short(&workload);
     warn_if_smaller_than_a_buffer(&workload, args.write_buffer_size);
     let config = BenchConfig {
@@ -340,6 +348,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         dir: args.dir.clone(),
         seed: args.workload.seed,
         progress: !args.quiet && !args.json,
+        job_log: args.job_log.clone(),
     };
     if !args.json {
         let w = &config.workload;

@@ -9,8 +9,11 @@ use anyhow::{Context, Result};
 use clap::Args;
 use std::io::Write as _;
 use std::time::Instant;
+use strata_bench::job_log::{action_name, job_log_file_name, write_job_log, JobRecord};
 use strata_policy::{build_policy, registry};
-use strata_sim::{comparison_table, human_bytes, SimConfig, SimReport, Simulator, Timing};
+use strata_sim::{
+    comparison_table, human_bytes, SimConfig, SimReport, Simulator, Timing, TraceEvent, TraceKind,
+};
 use strata_workload::OpStream;
 
 /// Options of `strata sim`. Sizes take units with one rule: binary, any case (4K = 4KB = 4KiB =
@@ -107,6 +110,10 @@ pub struct SimArgs {
     /// exist).
     #[arg(long)]
     timeline_csv: Option<std::path::PathBuf>,
+    /// Write a job log per policy into this directory (created if missing): one CSV row per
+    /// flush and plan, in the format and with the file names of `strata bench --job-log`.
+    #[arg(long)]
+    job_log: Option<std::path::PathBuf>,
 }
 
 impl SimArgs {
@@ -130,6 +137,9 @@ impl SimArgs {
         checks::at_least("--jobs", self.jobs as u64, 1)?;
         if let Some(path) = &self.timeline_csv {
             checks::creatable_file("--timeline-csv", path)?;
+        }
+        if let Some(dir) = &self.job_log {
+            checks::writable_dir("--job-log", dir)?;
         }
         Ok(())
     }
@@ -161,6 +171,25 @@ fn write_timeline_csv(path: &std::path::Path, reports: &[SimReport]) -> Result<(
     }
     out.flush()?;
     Ok(())
+}
+
+/// A simulator trace event as a job-log row (the simulator does not count reads per job).
+fn job_record(event: &TraceEvent) -> JobRecord {
+    JobRecord {
+        flushes_before: event.flush,
+        kind: match event.kind {
+            TraceKind::Flush => "flush",
+            TraceKind::Compaction(action) => action_name(action),
+        },
+        input_levels: event.input_levels.clone(),
+        input_tables: event.input_tables,
+        output_level: event.output_level,
+        output_tables: event.output_tables,
+        bytes_read: None,
+        bytes_written: event.bytes_written,
+        seconds: event.finished_nanos.saturating_sub(event.started_nanos) as f64 / 1e9,
+        reason: event.reason.clone(),
+    }
 }
 
 /// Runs `strata sim`.
@@ -236,8 +265,16 @@ pub fn run(args: SimArgs) -> Result<()> {
         value_size,
         buffer_size: args.buffer_size,
         timing,
+        trace: args.job_log.is_some(),
         ..SimConfig::default()
     };
+    // Job logs are named after the policies as given, before the defaults above fill them, as
+    // `strata bench` names its runs.
+    let labels: Vec<String> =
+        policy_specs(args.policy.as_deref(), &workload, &args.policy_options, &[])?
+            .iter()
+            .map(ToString::to_string)
+            .collect();
     if !args.json {
         println!(
             "workload {} ({} ops in {} phases), {}-byte keys, {}-byte values ({} ingested), buffer {}, T = {}, {}",
@@ -253,12 +290,19 @@ pub fn run(args: SimArgs) -> Result<()> {
         );
     }
     let mut reports = Vec::new();
-    for (spec, policy) in specs.iter().zip(policies) {
+    for ((spec, policy), label) in specs.iter().zip(policies).zip(&labels) {
         let name = &spec.name;
         let start = Instant::now();
         let mut report = Simulator::run(policy, config.clone(), &workload, args.workload.seed)
             .with_context(|| format!("simulating {name}"))?;
         report.wall_seconds = start.elapsed().as_secs_f64();
+        if let Some(dir) = &args.job_log {
+            let jobs: Vec<JobRecord> = std::mem::take(&mut report.trace)
+                .iter()
+                .map(job_record)
+                .collect();
+            write_job_log(&dir.join(job_log_file_name(label)), label, &jobs)?;
+        }
         if !args.json {
             println!(
                 "\n{name}: WA {:.2}, peak SA {:.2}, {:.1}s; final shape:",

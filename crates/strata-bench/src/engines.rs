@@ -95,12 +95,25 @@ impl Strata {
     /// the specification leaves unset: size ratio, buffer size, target file size, level base,
     /// Bloom bits and expected data size.
     pub fn open(dir: &Path, policy: &str, s: &EngineSettings) -> Result<Strata> {
+        Strata::open_with_listener(dir, policy, s, None)
+    }
+
+    /// [`Strata::open`], with `listener` told of every flush and compaction.
+    pub fn open_with_listener(
+        dir: &Path,
+        policy: &str,
+        s: &EngineSettings,
+        listener: Option<Arc<dyn strata_engine::EventListener>>,
+    ) -> Result<Strata> {
         let spec = Strata::policy_spec(policy, s)?;
-        let options = strata_engine::Options::new()
+        let mut options = strata_engine::Options::new()
             .with_write_buffer_size(s.write_buffer_size)
             .with_block_cache_capacity(s.block_cache)
             .with_max_background_jobs(s.background_jobs)
             .with_policy_spec(spec)?;
+        if let Some(listener) = listener {
+            options = options.with_event_listener(listener);
+        }
         Ok(Strata {
             db: strata_engine::Db::open(dir, options)?,
             policy: policy.to_string(),

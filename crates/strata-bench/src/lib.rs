@@ -3,6 +3,7 @@
 //! worst-window measurements, terminal tables, JSON/CSV files and an HTML report with charts.
 
 pub mod engines;
+pub mod job_log;
 pub mod report;
 pub mod results;
 pub mod runner;
@@ -43,6 +44,9 @@ pub struct BenchConfig {
     pub seed: u64,
     /// Show progress bars.
     pub progress: bool,
+    /// Write each Strata run's job log ([`job_log`]) into this directory, as
+    /// [`job_log::job_log_file_name`] of the run's label.
+    pub job_log: Option<PathBuf>,
 }
 
 /// Runs every configuration of `config` and collects the results. The baseline is checked before
@@ -87,24 +91,20 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
     let mut runs = Vec::new();
     for (label, is_policy) in &labels {
         // Policy specifications may hold ':', '=' and ','; keep directory names plain.
-        let dir_name: String = label
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect();
+        let dir_name = job_log::plain_name(label);
         let dir = base.join(dir_name);
         // Two labels may map to one name; the earlier run's directory is gone by now.
         if dir.exists() {
             bail!("{} already exists", dir.display());
         }
+        let recorder = Arc::new(job_log::JobRecorder::default());
         let engine: Arc<dyn KvEngine> = if *is_policy {
+            let listener = config
+                .job_log
+                .as_ref()
+                .map(|_| Arc::clone(&recorder) as Arc<dyn strata_engine::EventListener>);
             Arc::new(
-                Strata::open(&dir, label, &config.settings)
+                Strata::open_with_listener(&dir, label, &config.settings, listener)
                     .with_context(|| format!("opening Strata with {label}"))?,
             )
         } else {
@@ -119,6 +119,10 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
         )
         .with_context(|| format!("running {} on {label}", config.workload.name))?;
         drop(engine);
+        if let (Some(log_dir), true) = (&config.job_log, *is_policy) {
+            let path = log_dir.join(job_log::job_log_file_name(label));
+            job_log::write_job_log(&path, label, &recorder.jobs())?;
+        }
         // Free the disk before the next configuration runs.
         let _ = std::fs::remove_dir_all(&dir);
         runs.push(result);

@@ -30,6 +30,7 @@ fn config(key_size: usize, dir: &std::path::Path) -> BenchConfig {
         dir: Some(dir.to_path_buf()),
         seed: 1,
         progress: false,
+        job_log: None,
     }
 }
 

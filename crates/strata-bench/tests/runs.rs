@@ -27,6 +27,7 @@ fn config(workload: WorkloadSpec, policies: &[&str]) -> BenchConfig {
         dir: None,
         seed: 7,
         progress: false,
+        job_log: None,
     }
 }
 
@@ -151,4 +152,45 @@ fn open_loop_and_rate_limited_writer_run_for_their_duration() {
     assert!(q.latency.contains_key("long_scan"));
     // The writer ran beside the queries: more user bytes than the load alone.
     assert!(c.runs[0].user_bytes > 5_000 * 116);
+}
+
+#[test]
+fn a_job_log_accounts_for_every_byte_the_run_wrote() {
+    let params = PresetParams {
+        entries: 20_000,
+        ops: 20_000,
+        ..PresetParams::default()
+    };
+    let w = WorkloadSpec::preset("ycsb-a", &params).unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let mut c = config(w, &["leveled", "tiered:size_ratio=3"]);
+    c.job_log = Some(logs.path().to_path_buf());
+    let comparison = run_comparison(&c).unwrap();
+    for run in &comparison.runs {
+        let path = logs
+            .path()
+            .join(strata_bench::job_log::job_log_file_name(&run.label));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some(strata_bench::job_log::JOB_LOG_HEADER));
+        let (mut flushes, mut merges, mut written) = (0, 0, 0u64);
+        for line in lines {
+            // The label is quoted and has no commas here; the reason comes last.
+            let fields: Vec<&str> = line.splitn(11, ',').collect();
+            assert_eq!(fields[0], format!("\"{}\"", run.label), "{line}");
+            match fields[2] {
+                "flush" => flushes += 1,
+                "merge" => merges += 1,
+                _ => {}
+            }
+            written += fields[8].parse::<u64>().unwrap();
+        }
+        assert!(
+            flushes > 0 && merges > 0,
+            "{}: {flushes} flushes, {merges} merges",
+            run.label
+        );
+        // Every table byte the run counted was written by a logged job.
+        assert_eq!(written, run.table_bytes_written, "{}", run.label);
+    }
 }

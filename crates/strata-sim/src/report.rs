@@ -173,6 +173,10 @@ pub struct SimReport {
     pub timeline: Vec<TimelineSample>,
     /// Wall-clock seconds the simulation took (set by the caller).
     pub wall_seconds: f64,
+    /// Every flush and plan in the order they were installed, when [`crate::SimConfig::trace`]
+    /// is on (empty otherwise).
+    #[serde(skip)]
+    pub trace: Vec<crate::TraceEvent>,
 }
 
 impl SimReport {

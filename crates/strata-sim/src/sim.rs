@@ -1164,6 +1164,7 @@ impl Simulator {
             levels,
             timeline: std::mem::take(&mut self.timeline),
             wall_seconds: 0.0,
+            trace: std::mem::take(&mut self.trace),
         })
     }
 }
