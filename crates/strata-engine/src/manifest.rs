@@ -148,6 +148,9 @@ pub fn snapshot_edit(version: &Version) -> VersionEdit {
     if !version.policy_state().is_empty() {
         edit.set_policy_state(version.policy_state().clone());
     }
+    if version.flushes() > 0 {
+        edit.set_flushes(version.flushes());
+    }
     edit
 }
 

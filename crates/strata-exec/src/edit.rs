@@ -51,8 +51,9 @@ pub fn compaction_edit(
     Ok(edit)
 }
 
-/// The edit that installs a finished flush of `plan` against `version`: the tables it merged with
-/// deleted, `outputs` added to the output run, and the policy's new state.
+/// The edit that installs a finished flush of `plan` against `version` (the current version, at
+/// install time): the tables it merged with deleted, `outputs` added to the output run, the
+/// policy's new state, and the flush counted ([`Version::flushes`]), also when it wrote nothing.
 pub fn flush_edit(
     version: &Version,
     plan: &FlushPlan,
@@ -80,6 +81,7 @@ pub fn flush_edit(
     if let Some(state) = &plan.policy_state {
         edit.set_policy_state(state.clone());
     }
+    edit.set_flushes(version.flushes() + 1);
     Ok(edit)
 }
 

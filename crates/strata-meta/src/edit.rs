@@ -56,6 +56,10 @@ pub struct VersionEdit {
     pub added: Vec<AddedTable>,
     /// The policy's new state, if it changed.
     pub policy_state: Option<PolicyState>,
+    /// Flushes installed since the database was created, counting this edit's, if it is a flush
+    /// (or a snapshot). Absent in manifests written before the count existed: they read as 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flushes: Option<u64>,
 }
 
 impl VersionEdit {
@@ -97,11 +101,18 @@ impl VersionEdit {
         self
     }
 
+    /// Sets the flush count the version holds after this edit.
+    pub fn set_flushes(&mut self, flushes: u64) -> &mut Self {
+        self.flushes = Some(flushes);
+        self
+    }
+
     /// Whether the edit changes nothing.
     pub fn is_empty(&self) -> bool {
         self.deleted.is_empty()
             && self.new_runs.is_empty()
             && self.added.is_empty()
             && self.policy_state.is_none()
+            && self.flushes.is_none()
     }
 }

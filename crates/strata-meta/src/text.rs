@@ -3,6 +3,7 @@
 //! ```text
 //! next-table 13
 //! next-run 9
+//! flushes 41
 //! policy-state {"counters":[1,0]}
 //! L0:
 //!   run 8:
@@ -12,7 +13,7 @@
 //!
 //! Printing writes every field, so print → parse gives an equal version. When parsing
 //! hand-written shapes (tests), only `size` is required on a table line; `next-table` and
-//! `next-run` default to one past the largest id used, and sizes accept the suffixes K, M, G, KiB,
+//! `next-run` default to one past the largest id used, `flushes` (printed only when nonzero) to 0, and sizes accept the suffixes K, M, G, KiB,
 //! MiB, GiB (K = KiB = 1024). Blank lines and lines starting with `#` are ignored.
 
 use crate::error::ParseError;
@@ -28,6 +29,9 @@ impl fmt::Display for Version {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "next-table {}", self.next_table_id())?;
         writeln!(f, "next-run {}", self.next_run_id())?;
+        if self.flushes() > 0 {
+            writeln!(f, "flushes {}", self.flushes())?;
+        }
         if !self.policy_state().is_empty() {
             writeln!(f, "policy-state {}", self.policy_state())?;
         }
@@ -154,6 +158,7 @@ struct Parser {
     level: Option<usize>,
     blocks: Vec<BlockMeta>,
     policy_state: PolicyState,
+    flushes: u64,
     next_table: Option<u64>,
     next_run: Option<u64>,
 }
@@ -253,6 +258,7 @@ impl Parser {
         match word {
             "next-table" => self.next_table = Some(number(rest, "next-table", n)?),
             "next-run" => self.next_run = Some(number(rest, "next-run", n)?),
+            "flushes" => self.flushes = number(rest, "flushes", n)?,
             "policy-state" => {
                 self.policy_state = PolicyState::from_json(rest).map_err(|m| err(n, m))?
             }
@@ -358,6 +364,7 @@ impl Version {
             policy_state: PolicyState::empty(),
             next_table: None,
             next_run: None,
+            flushes: 0,
         };
         let mut last_line = 0;
         for (i, raw) in text.lines().enumerate() {
@@ -384,6 +391,7 @@ impl Version {
         let next_table = p.next_table.unwrap_or(max_table.unwrap_or(0));
         let next_run = p.next_run.unwrap_or(max_run.unwrap_or(0));
         Version::from_parts(p.levels, p.policy_state, next_table, next_run)
+            .map(|v| v.with_flushes(p.flushes))
             .map_err(|e| err(0, e.to_string()))
     }
 }
@@ -394,6 +402,7 @@ mod tests {
 
     const SHAPE: &str = "
 # a hand-written shape
+flushes 41
 policy-state {\"c\":[1,2]}
 L0:
   run 8:
@@ -417,6 +426,7 @@ L2:
         assert_eq!(v.level(2).runs().len(), 2);
         assert_eq!(v.next_table_id(), 13);
         assert_eq!(v.next_run_id(), 9);
+        assert_eq!(v.flushes(), 41);
         let t = v.table(TableId(4)).unwrap();
         assert_eq!(t.blocks.as_ref().map(|b| b.len()), Some(2));
         assert_eq!(t.bloom_bits_per_key, 9.5);

@@ -178,6 +178,7 @@ pub struct Version {
     policy_state: PolicyState,
     next_table_id: u64,
     next_run_id: u64,
+    flushes: u64,
     locations: Arc<HashMap<TableId, TableLocation>>,
 }
 
@@ -188,6 +189,7 @@ impl PartialEq for Version {
             && self.policy_state == other.policy_state
             && self.next_table_id == other.next_table_id
             && self.next_run_id == other.next_run_id
+            && self.flushes == other.flushes
     }
 }
 
@@ -253,6 +255,19 @@ impl Version {
     /// One more than the largest run id ever created.
     pub fn next_run_id(&self) -> u64 {
         self.next_run_id
+    }
+
+    /// Flushes installed since the database was created. Policies whose schedule counts flushes
+    /// derive their counts from it, so that a flush need not carry a new policy state (and wait
+    /// for a merge that carries one; see `strata_exec::may_start`).
+    pub fn flushes(&self) -> u64 {
+        self.flushes
+    }
+
+    /// This version with its flush count set (for building versions in tests and from text).
+    pub fn with_flushes(mut self, flushes: u64) -> Version {
+        self.flushes = flushes;
+        self
     }
 
     /// Where table `id` is, if it is in this version.
@@ -324,6 +339,7 @@ impl Version {
             policy_state,
             next_table_id,
             next_run_id,
+            flushes: 0,
             locations: Arc::new(HashMap::new()),
         };
         version.locations = Arc::new(version.compute_locations()?);
@@ -593,6 +609,7 @@ impl Version {
                 .unwrap_or_else(|| self.policy_state.clone()),
             next_table_id,
             next_run_id,
+            flushes: edit.flushes.unwrap_or(self.flushes),
             locations: Arc::new(locations),
         })
     }
@@ -790,5 +807,43 @@ mod tests {
         assert_eq!(ids(&KeyRange::new("c", "c")), vec![1]);
         assert_eq!(ids(&KeyRange::new("g", "h")), Vec::<u64>::new());
         assert_eq!(run.overlapping_size(&KeyRange::new("0", "b")), 10);
+    }
+}
+
+#[cfg(test)]
+mod flush_count_tests {
+    use super::*;
+
+    #[test]
+    fn the_flush_count_is_set_by_edits_and_kept_by_the_rest() {
+        let mut flush = VersionEdit::new();
+        flush
+            .create_run(1, RunId(1))
+            .add_table(
+                1,
+                RunId(1),
+                TableMeta::new(1, "a".to_string(), "c".to_string(), 10),
+            )
+            .set_flushes(1);
+        let v = Version::new().apply(&flush).unwrap();
+        assert_eq!(v.flushes(), 1);
+        let mut state_only = VersionEdit::new();
+        state_only.set_policy_state(PolicyState::from_json("{\"c\":1}").unwrap());
+        assert_eq!(v.apply(&state_only).unwrap().flushes(), 1);
+        // An edit that sets only the count is not empty (a flush that wrote nothing still counts).
+        let mut count_only = VersionEdit::new();
+        count_only.set_flushes(2);
+        assert!(!count_only.is_empty());
+        assert_eq!(v.apply(&count_only).unwrap().flushes(), 2);
+    }
+
+    #[test]
+    fn edits_written_before_the_count_existed_read_as_no_change() {
+        // A manifest record of an older build has no "flushes" field.
+        let old = r#"{"deleted":[],"new_runs":[],"added":[],"policy_state":null}"#;
+        let edit: VersionEdit = serde_json::from_str(old).unwrap();
+        assert_eq!(edit.flushes, None);
+        let json = serde_json::to_string(&VersionEdit::new()).unwrap();
+        assert!(!json.contains("flushes"), "{json}");
     }
 }

@@ -212,6 +212,15 @@ pub(crate) fn tiering_step(counters: &mut [i64]) -> Option<usize> {
     Some(last)
 }
 
+/// Flushes installed since a state that had counted `counted` of them was stored. Flush plans of
+/// the counter policies carry no state: a flush that did would have to wait for any merge that
+/// carries one (`strata_exec::may_start`), stalling writes for the length of every scheduled
+/// merge. Instead a state records how many flushes ([`Version::flushes`]) its counters account
+/// for, and reading it counts the rest.
+pub(crate) fn uncounted_flushes(version: &Version, counted: u64) -> i64 {
+    i64::try_from(version.flushes().saturating_sub(counted)).unwrap_or(i64::MAX)
+}
+
 /// "L1" or "L1..L3".
 pub(crate) fn level_span(first: usize, last: usize) -> String {
     if first == last {
@@ -238,8 +247,13 @@ pub struct HorizontalLeveled {
 /// Persisted state of [`HorizontalLeveled`]: `counters[i]` is C[i+1] of the paper.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HorizontalLeveledState {
-    /// Compactions into each level since it last compacted out (flushes, for level 1).
+    /// Compactions into each level since it last compacted out (flushes, for level 1), as of
+    /// `counted_flushes`.
     pub counters: Vec<i64>,
+    /// The [`Version::flushes`] the counters account for; later flushes add to C[1] when the
+    /// state is read.
+    #[serde(default)]
+    pub counted_flushes: u64,
 }
 
 impl Default for HorizontalLeveled {
@@ -280,13 +294,17 @@ impl HorizontalLeveled {
         check_positive("target_file_size", self.target_file_size)
     }
 
+    /// The stored state with every flush since it was stored counted into C[1].
     fn state(&self, version: &Version) -> Result<HorizontalLeveledState, PolicyError> {
-        let state = load_state::<HorizontalLeveledState>(LEVELED_NAME, version)?.unwrap_or(
+        let mut state = load_state::<HorizontalLeveledState>(LEVELED_NAME, version)?.unwrap_or(
             HorizontalLeveledState {
                 counters: vec![0; self.levels],
+                counted_flushes: 0,
             },
         );
         check_counters(LEVELED_NAME, &state.counters, self.levels)?;
+        state.counters[0] += uncounted_flushes(version, state.counted_flushes);
+        state.counted_flushes = version.flushes();
         Ok(state)
     }
 
@@ -312,15 +330,15 @@ impl CompactionPolicy for HorizontalLeveled {
         LEVELED_NAME
     }
 
-    /// Merges the buffer into level 1's run (only the tables overlapping the buffer are rewritten)
-    /// and counts the flush in C[1].
+    /// Merges the buffer into level 1's run (only the tables overlapping the buffer are
+    /// rewritten). The flush counts in C[1] through [`Version::flushes`], not a new state.
     fn plan_flush(
         &self,
         version: &Version,
         ctx: &PickContext<'_>,
     ) -> Result<FlushPlan, PolicyError> {
-        let mut state = self.state(version)?;
-        state.counters[0] += 1;
+        let mut counters = self.state(version)?.counters;
+        counters[0] += 1;
         let (run, merge_with) = match version.level(1).runs() {
             [] => (OutputRun::New, Vec::new()),
             runs => {
@@ -340,10 +358,10 @@ impl CompactionPolicy for HorizontalLeveled {
             output: self.output(1, run),
             merge_with,
             selection: BufferSelection::All,
-            policy_state: Some(store_state(LEVELED_NAME, &state)?),
+            policy_state: None,
             reason: format!(
-                "merge into L1; counters {}",
-                format_counters(&state.counters)
+                "merge into L1; counters {} with this flush",
+                format_counters(&counters)
             ),
         })
     }
@@ -361,6 +379,7 @@ impl CompactionPolicy for HorizontalLeveled {
             LEVELED_NAME,
             &HorizontalLeveledState {
                 counters: counters.clone(),
+                counted_flushes: state.counted_flushes,
             },
         )?;
         let reason = format!(
@@ -435,6 +454,10 @@ pub struct HorizontalTieredState {
     pub counters: Vec<i64>,
     /// Set by the first flush of a new phase: level ℓ's runs are to be merged into one.
     pub consolidate: bool,
+    /// The [`Version::flushes`] the counters account for; later flushes are taken from C[1]
+    /// when the state is read.
+    #[serde(default)]
+    pub counted_flushes: u64,
 }
 
 impl Default for HorizontalTiered {
@@ -493,16 +516,28 @@ impl HorizontalTiered {
         horizontal_tiering_k(flushes, self.levels)
     }
 
+    /// The stored state with every flush since it was stored taken from C[1]. A flush after a
+    /// completed phase (every counter at or below 0) starts a new one: counters back at k, and
+    /// level ℓ's runs to be merged into one.
     fn state(&self, version: &Version) -> Result<HorizontalTieredState, PolicyError> {
         let k = self.k();
-        let state = load_state::<HorizontalTieredState>(TIERED_NAME, version)?.unwrap_or(
+        let mut state = load_state::<HorizontalTieredState>(TIERED_NAME, version)?.unwrap_or(
             HorizontalTieredState {
                 k,
                 counters: vec![k as i64; self.levels],
                 consolidate: false,
+                counted_flushes: 0,
             },
         );
         check_counters(TIERED_NAME, &state.counters, self.levels)?;
+        let new = uncounted_flushes(version, state.counted_flushes);
+        if new > 0 && state.counters.iter().all(|&c| c <= 0) {
+            state.k = k;
+            state.counters = vec![k as i64; self.levels];
+            state.consolidate = true;
+        }
+        state.counters[0] -= new;
+        state.counted_flushes = version.flushes();
         Ok(state)
     }
 
@@ -516,28 +551,27 @@ impl CompactionPolicy for HorizontalTiered {
         TIERED_NAME
     }
 
-    /// Adds a run to level 1 and decrements C[1]; the first flush after a completed phase starts a
-    /// new one.
+    /// Adds a run to level 1. The flush counts in C[1] through [`Version::flushes`], not a new
+    /// state; the first flush after a completed phase starts a new one.
     fn plan_flush(
         &self,
         version: &Version,
         _ctx: &PickContext<'_>,
     ) -> Result<FlushPlan, PolicyError> {
-        let mut state = self.state(version)?;
+        // What the state will read once this flush is installed, for the reason only.
+        let before = self.state(version)?;
+        let mut counters = before.counters.clone();
         let mut reason = String::new();
-        if state.counters.iter().all(|&c| c <= 0) {
-            state.k = self.k();
-            state.counters = vec![state.k as i64; self.levels];
-            state.consolidate = true;
-            reason.push_str(&format!("new phase with k={}; ", state.k));
+        if counters.iter().all(|&c| c <= 0) {
+            counters = vec![self.k() as i64; self.levels];
+            reason.push_str(&format!("new phase with k={}; ", self.k()));
         }
-        state.counters[0] -= 1;
+        counters[0] -= 1;
         let mut plan = flush_to_new_run(1, self.cut(), self.bloom_bits_per_key);
         plan.reason = format!(
-            "{reason}new run in L1; counters {}",
-            format_counters(&state.counters)
+            "{reason}new run in L1; counters {} with this flush",
+            format_counters(&counters)
         );
-        plan.policy_state = Some(store_state(TIERED_NAME, &state)?);
         Ok(plan)
     }
 

@@ -55,7 +55,9 @@ use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use strata_meta::{format_size, Version};
 
-use super::horizontal::{level_span, leveling_step, tiering_step, SkewThreshold};
+use super::horizontal::{
+    level_span, leveling_step, tiering_step, uncounted_flushes, SkewThreshold,
+};
 
 /// Name of the hybrid policy.
 pub const NAME: &str = "vertiorizon";
@@ -256,7 +258,7 @@ pub struct VertiorizonState {
     pub phase: u64,
     /// Capacity n of the horizontal part in this phase, in buffers.
     pub n: u64,
-    /// Flushes into the horizontal part in this phase.
+    /// Flushes into the horizontal part in this phase, as of `counted_flushes`.
     pub flushes: u64,
     /// How the horizontal part merges in this phase.
     pub merge: HorizontalMerge,
@@ -269,6 +271,10 @@ pub struct VertiorizonState {
     pub ops_at_phase_start: [u64; 3],
     /// The last tuning decision and its inputs.
     pub tuning: String,
+    /// The [`Version::flushes`] `flushes` and the counters account for; later flushes are
+    /// counted into both when the state is read (`super::horizontal::uncounted_flushes`).
+    #[serde(default)]
+    pub counted_flushes: u64,
 }
 
 impl Default for Vertiorizon {
@@ -530,6 +536,7 @@ impl Vertiorizon {
         phase: u64,
         n: u64,
         since: [u64; 3],
+        version: &Version,
         last_level_bytes: u64,
         stats: &WorkloadStats,
     ) -> VertiorizonState {
@@ -569,6 +576,7 @@ impl Vertiorizon {
             counters,
             ops_at_phase_start: operation_counts(stats),
             tuning,
+            counted_flushes: version.flushes(),
         }
     }
 
@@ -578,11 +586,15 @@ impl Vertiorizon {
         stats: &WorkloadStats,
     ) -> Result<VertiorizonState, PolicyError> {
         let name = self.policy_name();
-        let state = match load_state::<VertiorizonState>(name, version)? {
+        let mut state = match load_state::<VertiorizonState>(name, version)? {
             Some(state) => state,
             None => {
                 let last = version.level(self.first_vertical_level()).size();
-                self.new_phase(0, self.horizontal_buffers, [0; 3], last, stats)
+                let mut first =
+                    self.new_phase(0, self.horizontal_buffers, [0; 3], version, last, stats);
+                // The first phase counts every flush the tree has had.
+                first.counted_flushes = 0;
+                first
             }
         };
         if state.counters.len() != state.levels
@@ -600,6 +612,13 @@ impl Vertiorizon {
                 ),
             });
         }
+        let new = uncounted_flushes(version, state.counted_flushes);
+        state.flushes += new.unsigned_abs();
+        match state.merge {
+            HorizontalMerge::Leveling => state.counters[0] += new,
+            HorizontalMerge::Tiering => state.counters[0] -= new,
+        }
+        state.counted_flushes = version.flushes();
         Ok(state)
     }
 
@@ -645,6 +664,7 @@ impl Vertiorizon {
             state.phase + 1,
             n,
             state.ops_at_phase_start,
+            version,
             v1_after,
             stats,
         );
@@ -740,12 +760,14 @@ impl CompactionPolicy for Vertiorizon {
     }
 
     /// Leveling merges the buffer into level 1's run and counts up C[1]; tiering adds a run to
-    /// level 1 and counts C[1] down. Either way the flush counts towards the phase.
+    /// level 1 and counts C[1] down. Either way the flush counts towards the phase, through
+    /// [`Version::flushes`] rather than a new state, so flushes never wait for a merge.
     fn plan_flush(
         &self,
         version: &Version,
         ctx: &PickContext<'_>,
     ) -> Result<FlushPlan, PolicyError> {
+        // The state as it will read once this flush is installed, for the reason.
         let mut state = self.state(version, ctx.stats)?;
         state.flushes += 1;
         let mut plan = match state.merge {
@@ -784,7 +806,6 @@ impl CompactionPolicy for Vertiorizon {
             state.levels,
             counters.join(",")
         );
-        plan.policy_state = Some(store_state(self.policy_name(), &state)?);
         Ok(plan)
     }
 
@@ -793,6 +814,17 @@ impl CompactionPolicy for Vertiorizon {
     /// partial merge from V1 into V2 while V1 holds more than its capacity.
     fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError> {
         let state = self.state(version, ctx.stats)?;
+        // Flushes carry no state, so the first phase's shape is tuned again at every read until
+        // a plan stores it: store it at once, so the phase keeps the shape it started with.
+        if version.flushes() > 0 && version.policy_state().is_empty() {
+            return Ok(Some(Plan {
+                action: PlanAction::UpdateState,
+                inputs: Vec::new(),
+                output: None,
+                policy_state: Some(store_state(self.policy_name(), &state)?),
+                reason: format!("phase 0: {}", state.tuning),
+            }));
+        }
         let v1 = self.first_vertical_level();
         if state.flushes >= state.n {
             if any_leased(version, 1..=v1, ctx.leases) {
