@@ -2,7 +2,10 @@
 
 use std::sync::Arc;
 use strata_meta::{TableMeta, Version};
-use strata_policy::{BufferSummary, FlushPlan, Leases, OutputRun, Plan, PlanInput, PolicyError};
+use strata_policy::{
+    BufferSummary, CompactionPolicy, FlushPlan, Leases, OutputRun, PickContext, Plan, PlanInput,
+    PolicyError,
+};
 
 /// The tables of one input, looked up in `version` and sorted by key.
 fn input_tables(version: &Version, input: &PlanInput) -> Result<Vec<Arc<TableMeta>>, PolicyError> {
@@ -73,6 +76,19 @@ pub fn flush_blocked(plan: &FlushPlan, buffer: &BufferSummary, leases: &Leases) 
     leases.any_leased(plan.merge_with.iter())
         || (plan.output.run != OutputRun::New
             && leases.is_range_being_written(plan.output.level, &buffer.key_range()))
+}
+
+/// Whether the next flush waits: while the policy asks flushes to hold
+/// ([`strata_policy::CompactionPolicy::hold_flushes`]) and a compaction is running, which will
+/// wake the flush when it installs. With no compaction running, a hold would wait forever, so the
+/// flush goes ahead.
+pub fn flush_held(
+    policy: &dyn CompactionPolicy,
+    version: &Version,
+    ctx: &PickContext<'_>,
+    compactions_running: bool,
+) -> bool {
+    compactions_running && policy.hold_flushes(version, ctx).is_some()
 }
 
 /// Whether a job that changes the policy state (`changes_state`) may start while another job that

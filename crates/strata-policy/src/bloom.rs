@@ -285,6 +285,10 @@ impl CompactionPolicy for DynamicBloom {
         self.inner.expected_level_bytes(version)
     }
 
+    fn hold_flushes(&self, version: &Version, ctx: &PickContext<'_>) -> Option<String> {
+        self.inner.hold_flushes(version, ctx)
+    }
+
     fn options(&self) -> Vec<(&'static str, String)> {
         let mut options = self.inner.options();
         options.retain(|(name, _)| *name != "bloom_layout");

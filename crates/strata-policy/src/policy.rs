@@ -57,6 +57,17 @@ pub trait CompactionPolicy: Send + Sync + fmt::Debug {
         Vec::new()
     }
 
+    /// Why flushes should wait for running compactions, or `None` (the default) when they need
+    /// not. Policies whose schedule does not keep level 0 as its entrance cannot lean on the
+    /// level-0 write stalls, so this is how they say their compaction debt is too large (RocksDB
+    /// stalls writes on pending compaction bytes for the same reason). The executor holds the
+    /// next flush while this says so and a compaction is running (never otherwise, so nothing
+    /// deadlocks); writers stall once the memtables fill. The synchronous simulator runs every
+    /// compaction before the next flush and never holds one.
+    fn hold_flushes(&self, _version: &Version, _ctx: &PickContext<'_>) -> Option<String> {
+        None
+    }
+
     /// The policy's options as (name, value) pairs, for reports.
     fn options(&self) -> Vec<(&'static str, String)>;
 }

@@ -6,7 +6,9 @@ use crate::report::{LevelReport, Metrics, PhaseReport, SimReport, TimelineSample
 use std::collections::HashMap;
 use std::sync::Arc;
 use strata_exec::skew::{FlushKeySample, SkewEstimator};
-use strata_exec::sources::{flush_blocked, flush_merge_tables, may_start, merge_sources};
+use strata_exec::sources::{
+    flush_blocked, flush_held, flush_merge_tables, may_start, merge_sources,
+};
 use strata_exec::window::{key_position, most_compact_window};
 use strata_exec::{compaction_edit, flush_edit, Cutter, OlderTables};
 use strata_meta::{EditError, SeqRange, TableId, TableMeta, Version, VersionEdit};
@@ -574,6 +576,12 @@ impl Simulator {
                 .plan_flush(&self.version, &ctx)
                 .map_err(|e| self.policy_error(e))?;
             let blocked = flush_blocked(&plan, &summary, &self.leases)
+                || flush_held(
+                    self.policy.as_ref(),
+                    &self.version,
+                    &ctx,
+                    !self.running.is_empty(),
+                )
                 || !may_start(plan.policy_state.is_some(), self.state_change_running())
                 || (plan.output.level == 0
                     && self.version.level(0).runs().len() >= self.cfg.level0_stop_runs

@@ -15,7 +15,7 @@ use parking_lot::MutexGuard;
 use std::sync::Arc;
 use std::time::Instant;
 use strata_exec::skew::FlushKeySample;
-use strata_exec::sources::{flush_blocked, flush_merge_tables, may_start};
+use strata_exec::sources::{flush_blocked, flush_held, flush_merge_tables, may_start};
 use strata_exec::window::{key_position, most_compact_window};
 use strata_exec::{flush_edit, OlderTables};
 use strata_meta::{TableId, TableMeta, Version};
@@ -191,6 +191,15 @@ impl Engine {
             return Ok(None);
         };
         let stats = self.workload_stats();
+        let ctx = self.pick_context(&state.leases, &stats, Some(&summary));
+        if flush_held(
+            self.policy.as_ref(),
+            &state.version,
+            &ctx,
+            state.running_compactions > 0,
+        ) {
+            return Ok(None);
+        }
         let ask = |summary: &BufferSummary| {
             let ctx = self.pick_context(&state.leases, &stats, Some(summary));
             self.policy.plan_flush(&state.version, &ctx)

@@ -859,6 +859,33 @@ impl CompactionPolicy for Vertiorizon {
 
     crate::plan_manual_with_own_output!();
 
+    /// Flushes wait while the phase has taken 2n flushes (its boundary merge is a whole phase
+    /// late) or V1 holds more than its capacity plus one phase (n·B): each boundary merge
+    /// rewrites V1 whole, so a backlog left in V1 would be rewritten at every boundary until
+    /// the partial merges catch up. The paper's model assumes compaction keeps pace; this is
+    /// what makes a real engine do so.
+    fn hold_flushes(&self, version: &Version, ctx: &PickContext<'_>) -> Option<String> {
+        let state = self.state(version, ctx.stats).ok()?;
+        if state.flushes >= 2 * state.n {
+            return Some(format!(
+                "phase {} has taken {} flushes, twice n={}",
+                state.phase, state.flushes, state.n
+            ));
+        }
+        if self.vertical == VerticalPart::TwoLevels {
+            let held = version.level(self.first_vertical_level()).size();
+            let limit = self.v1_capacity(state.n) + state.n * self.write_buffer_size;
+            if held > limit {
+                return Some(format!(
+                    "V1 holds {}, more than its capacity and a phase ({})",
+                    format_size(held),
+                    format_size(limit)
+                ));
+            }
+        }
+        None
+    }
+
     /// V1 is kept near its capacity by the partial merges, so the dynamic Bloom layout plans
     /// for it full.
     fn expected_level_bytes(&self, version: &Version) -> Vec<u64> {
@@ -923,5 +950,48 @@ impl CompactionPolicy for Vertiorizon {
             options.push(("bloom_layout", BloomLayout::Uniform.as_str().to_string()));
         }
         options
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::context::Leases;
+
+    fn hold(policy: &Vertiorizon, shape: &str) -> Option<String> {
+        let version = Version::parse(shape).unwrap();
+        let (leases, stats) = (Leases::new(), WorkloadStats::default());
+        policy.hold_flushes(&version, &PickContext::new(&leases, &stats))
+    }
+
+    #[test]
+    fn flushes_hold_while_a_phase_is_late_or_v1_is_a_phase_over() {
+        // n = 4 buffers of 1 MiB, T = 2: V1 (level 9) holds n·T/√2 ≈ 5.66 MiB; the limit is that
+        // plus n·B = 9.66 MiB.
+        let policy = Vertiorizon::new()
+            .with_size_ratio(2.0)
+            .with_horizontal_buffers(4)
+            .with_horizontal_merge(Some(HorizontalMerge::Tiering))
+            .with_horizontal_levels(Some(2))
+            .with_write_buffer_size(1 << 20);
+        let state = |flushes: u64| {
+            format!(
+                "flushes {flushes}\npolicy-state {{\"phase\":1,\"n\":4,\"flushes\":0,\"merge\":\"tiering\",\"levels\":2,\"counters\":[2,3],\"ops_at_phase_start\":[0,0,0],\"tuning\":\"\",\"counted_flushes\":10}}\n"
+            )
+        };
+        // Seven flushes into a phase of four: late, but not a whole phase.
+        assert_eq!(hold(&policy, &state(17)), None);
+        // Eight: twice n.
+        let late = hold(&policy, &state(18)).unwrap();
+        assert!(late.contains("8 flushes, twice n=4"), "{late}");
+        let v1 = |size: &str| {
+            format!(
+                "{}L9:\n  run 1:\n    table 1 [a, z] size={size}\n",
+                state(11)
+            )
+        };
+        assert_eq!(hold(&policy, &v1("9MiB")), None);
+        let over = hold(&policy, &v1("10MiB")).unwrap();
+        assert!(over.starts_with("V1 holds 10MiB"), "{over}");
     }
 }
