@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use std::io::Write as _;
 use std::time::Instant;
-use strata_bench::job_log::{action_name, job_log_file_name, write_job_log, JobRecord};
+use strata_bench::job_log::{job_log_file_name, write_job_log, JobRecord};
 use strata_policy::{build_policy, registry};
 use strata_sim::{
     comparison_table, human_bytes, SimConfig, SimReport, Simulator, Timing, TraceEvent, TraceKind,
@@ -179,7 +179,7 @@ fn job_record(event: &TraceEvent) -> JobRecord {
         flushes_before: event.flush,
         kind: match event.kind {
             TraceKind::Flush => "flush",
-            TraceKind::Compaction(action) => action_name(action),
+            TraceKind::Compaction(action) => action.as_str(),
         },
         input_levels: event.input_levels.clone(),
         input_tables: event.input_tables,

@@ -7,14 +7,14 @@ use parking_lot::Mutex;
 use std::io::Write;
 use std::path::Path;
 use strata_engine::{CompletedJob, EventListener, JobKind};
-use strata_policy::PlanAction;
 
 /// One installed job.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobRecord {
     /// Flushes completed before the job was picked (for a flush, before it ran).
     pub flushes_before: u64,
-    /// `flush`, `merge`, `move`, `drop` or `state`.
+    /// `flush`, or the plan's action (`strata_policy::PlanAction::as_str`): `merge`, `move`, `drop` or
+    /// `update-state`.
     pub kind: &'static str,
     /// Levels the inputs came from, ascending.
     pub input_levels: Vec<usize>,
@@ -34,23 +34,13 @@ pub struct JobRecord {
     pub reason: String,
 }
 
-/// The job-log name of a plan action.
-pub fn action_name(action: PlanAction) -> &'static str {
-    match action {
-        PlanAction::Merge => "merge",
-        PlanAction::Move => "move",
-        PlanAction::Drop => "drop",
-        PlanAction::UpdateState => "state",
-    }
-}
-
 impl From<&CompletedJob> for JobRecord {
     fn from(job: &CompletedJob) -> Self {
         JobRecord {
             flushes_before: job.flushes_before,
             kind: match job.kind {
                 JobKind::Flush => "flush",
-                JobKind::Compaction(action) => action_name(action),
+                JobKind::Compaction(action) => action.as_str(),
             },
             input_levels: job.input_levels.clone(),
             input_tables: job.input_tables,

@@ -19,6 +19,18 @@ pub enum PlanAction {
     UpdateState,
 }
 
+impl PlanAction {
+    /// The action's name in plans' text form and in job logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanAction::Merge => "merge",
+            PlanAction::Move => "move",
+            PlanAction::Drop => "drop",
+            PlanAction::UpdateState => "update-state",
+        }
+    }
+}
+
 /// Tables taken from one run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlanInput {
@@ -359,13 +371,7 @@ fn write_inputs(f: &mut fmt::Formatter<'_>, inputs: &[PlanInput]) -> fmt::Result
 
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let verb = match self.action {
-            PlanAction::Merge => "merge",
-            PlanAction::Move => "move",
-            PlanAction::Drop => "drop",
-            PlanAction::UpdateState => "update-state",
-        };
-        f.write_str(verb)?;
+        f.write_str(self.action.as_str())?;
         write_inputs(f, &self.inputs)?;
         if let Some(output) = &self.output {
             write!(f, " -> {output}")?;

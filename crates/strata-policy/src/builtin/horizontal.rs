@@ -531,14 +531,22 @@ impl HorizontalTiered {
         );
         check_counters(TIERED_NAME, &state.counters, self.levels)?;
         let new = uncounted_flushes(version, state.counted_flushes);
-        if new > 0 && state.counters.iter().all(|&c| c <= 0) {
-            state.k = k;
-            state.counters = vec![k as i64; self.levels];
+        self.count_flushes(&mut state, new);
+        state.counted_flushes = version.flushes();
+        Ok(state)
+    }
+
+    /// Takes `new` flushes from C[1], first starting a new phase if the last one is complete
+    /// (every counter at or below 0). Returns whether it started one.
+    fn count_flushes(&self, state: &mut HorizontalTieredState, new: i64) -> bool {
+        let restart = new > 0 && state.counters.iter().all(|&c| c <= 0);
+        if restart {
+            state.k = self.k();
+            state.counters = vec![state.k as i64; self.levels];
             state.consolidate = true;
         }
         state.counters[0] -= new;
-        state.counted_flushes = version.flushes();
-        Ok(state)
+        restart
     }
 
     fn cut(&self) -> CutRule {
@@ -559,18 +567,16 @@ impl CompactionPolicy for HorizontalTiered {
         _ctx: &PickContext<'_>,
     ) -> Result<FlushPlan, PolicyError> {
         // What the state will read once this flush is installed, for the reason only.
-        let before = self.state(version)?;
-        let mut counters = before.counters.clone();
-        let mut reason = String::new();
-        if counters.iter().all(|&c| c <= 0) {
-            counters = vec![self.k() as i64; self.levels];
-            reason.push_str(&format!("new phase with k={}; ", self.k()));
-        }
-        counters[0] -= 1;
+        let mut state = self.state(version)?;
+        let reason = if self.count_flushes(&mut state, 1) {
+            format!("new phase with k={}; ", state.k)
+        } else {
+            String::new()
+        };
         let mut plan = flush_to_new_run(1, self.cut(), self.bloom_bits_per_key);
         plan.reason = format!(
             "{reason}new run in L1; counters {} with this flush",
-            format_counters(&counters)
+            format_counters(&state.counters)
         );
         Ok(plan)
     }

@@ -277,6 +277,17 @@ pub struct VertiorizonState {
     pub counted_flushes: u64,
 }
 
+impl VertiorizonState {
+    /// Counts `new` flushes into the phase and C[1]: up under leveling, down under tiering.
+    fn count_flushes(&mut self, new: i64) {
+        self.flushes += new.unsigned_abs();
+        match self.merge {
+            HorizontalMerge::Leveling => self.counters[0] += new,
+            HorizontalMerge::Tiering => self.counters[0] -= new,
+        }
+    }
+}
+
 impl Default for Vertiorizon {
     fn default() -> Self {
         Vertiorizon {
@@ -612,12 +623,7 @@ impl Vertiorizon {
                 ),
             });
         }
-        let new = uncounted_flushes(version, state.counted_flushes);
-        state.flushes += new.unsigned_abs();
-        match state.merge {
-            HorizontalMerge::Leveling => state.counters[0] += new,
-            HorizontalMerge::Tiering => state.counters[0] -= new,
-        }
+        state.count_flushes(uncounted_flushes(version, state.counted_flushes));
         state.counted_flushes = version.flushes();
         Ok(state)
     }
@@ -769,32 +775,26 @@ impl CompactionPolicy for Vertiorizon {
     ) -> Result<FlushPlan, PolicyError> {
         // The state as it will read once this flush is installed, for the reason.
         let mut state = self.state(version, ctx.stats)?;
-        state.flushes += 1;
+        state.count_flushes(1);
         let mut plan = match state.merge {
-            HorizontalMerge::Leveling => {
-                state.counters[0] += 1;
-                match version.level(1).runs() {
-                    [] => flush_to_new_run(1, self.cut(), self.bloom_bits_per_key),
-                    runs => {
-                        let run = &runs[0];
-                        let merge_with = match ctx.buffer {
-                            Some(buffer) => run.overlapping(&buffer.key_range()),
-                            None => run.tables(),
-                        };
-                        FlushPlan {
-                            output: self.output(1, OutputRun::Existing(run.id())),
-                            merge_with: merge_with.iter().map(|t| t.id).collect(),
-                            selection: BufferSelection::All,
-                            policy_state: None,
-                            reason: String::new(),
-                        }
+            HorizontalMerge::Leveling => match version.level(1).runs() {
+                [] => flush_to_new_run(1, self.cut(), self.bloom_bits_per_key),
+                runs => {
+                    let run = &runs[0];
+                    let merge_with = match ctx.buffer {
+                        Some(buffer) => run.overlapping(&buffer.key_range()),
+                        None => run.tables(),
+                    };
+                    FlushPlan {
+                        output: self.output(1, OutputRun::Existing(run.id())),
+                        merge_with: merge_with.iter().map(|t| t.id).collect(),
+                        selection: BufferSelection::All,
+                        policy_state: None,
+                        reason: String::new(),
                     }
                 }
-            }
-            HorizontalMerge::Tiering => {
-                state.counters[0] -= 1;
-                flush_to_new_run(1, self.cut(), self.bloom_bits_per_key)
-            }
+            },
+            HorizontalMerge::Tiering => flush_to_new_run(1, self.cut(), self.bloom_bits_per_key),
         };
         let counters: Vec<String> = state.counters.iter().map(|c| c.to_string()).collect();
         plan.reason = format!(
