@@ -91,6 +91,15 @@ fn decode_link(payload: &[u8]) -> Option<std::result::Result<Option<WalLink>, St
     Some(Ok((number != 0).then_some(WalLink { number, len })))
 }
 
+/// The predecessor named by the link record that starts `wal` (a WAL's whole content), if it
+/// starts with a well-formed one naming a WAL.
+pub fn link_of(wal: &[u8]) -> Option<WalLink> {
+    match log::first_record(wal).and_then(decode_link) {
+        Some(Ok(link)) => link,
+        _ => None,
+    }
+}
+
 /// A WAL file as read at open.
 pub struct WalFile {
     /// Its file number.
@@ -135,10 +144,7 @@ pub fn replay(
     mode: RecoveryMode,
     mut apply: impl FnMut(SeqNo, BatchOp<'_>),
 ) -> Result<Replayed> {
-    let link_of = |w: &WalFile| match log::first_record(&w.data).and_then(decode_link) {
-        Some(Ok(link)) => link,
-        _ => None,
-    };
+    let link_of = |w: &WalFile| link_of(&w.data);
     // A WAL without a single valid record that no link names is what a switch whose link
     // record failed leaves (its file could not be removed): it holds nothing, so it is no link
     // of the chain.
@@ -367,6 +373,19 @@ mod tests {
         RecoveryMode::AbsoluteConsistency,
         RecoveryMode::PointInTime,
     ];
+
+    #[test]
+    fn link_of_reads_the_predecessor_a_wal_names() {
+        let five = WalLink {
+            number: 5,
+            len: 123,
+        };
+        assert_eq!(link_of(&wal(Some(Some(five)), 1..3).0), Some(five));
+        // A link naming no predecessor, no link, and an empty file all name none.
+        assert_eq!(link_of(&wal(Some(None), 1..3).0), None);
+        assert_eq!(link_of(&wal(None, 1..3).0), None);
+        assert_eq!(link_of(&[]), None);
+    }
 
     #[test]
     fn an_intact_chain_replays_everything_in_every_mode() {

@@ -512,6 +512,12 @@ struct CrashSummary {
     wal_damage_cases: u64,
     /// ... of which an older WAL lost its end.
     wal_damage_older_truncated: u64,
+    /// ... of which the older WAL held bytes past the length its successor vouches for (a torn
+    /// tail an earlier open dropped): the cut went past them into the history.
+    wal_damage_older_past_history: u64,
+    /// Cases with two WALs or more where the newest one's link did not vouch for the one before
+    /// (a kill right after creating the newest): the newest was damaged instead.
+    wal_damage_older_unvouched: u64,
     /// Cases a default open refused as corruption naming the damaged WAL.
     wal_damage_detected: u64,
     /// Acknowledged writes a point-in-time open left out (after its stop), over all cases.
@@ -524,7 +530,16 @@ struct CrashSummary {
     #[serde(skip)]
     last_stop: Option<String>,
     seconds: f64,
-    first_failure: Option<String>,
+    /// Every failure, in order (the first decides the exit message).
+    failure_messages: Vec<String>,
+}
+
+impl CrashSummary {
+    /// Counts a failure and keeps its message.
+    fn fail(&mut self, message: String) {
+        self.failures += 1;
+        self.failure_messages.push(message);
+    }
 }
 
 /// WAL files of `dir`, by number: (number, path).
@@ -539,6 +554,20 @@ fn wal_files(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
     }
     wals.sort();
     Ok(wals)
+}
+
+/// For a failure's report: each WAL's number, size, complete records and link.
+fn describe_wals(wals: &[(u64, PathBuf)]) -> String {
+    let describe = |(number, path): &(u64, PathBuf)| {
+        let data = std::fs::read(path).unwrap_or_default();
+        format!(
+            "{number}: {} bytes, {} records, link {:?}",
+            data.len(),
+            record_offsets(&data).len(),
+            strata_engine::wal_chain::link_of(&data)
+        )
+    };
+    wals.iter().map(describe).collect::<Vec<_>>().join("; ")
 }
 
 /// Offsets at which the complete records of a log start.
@@ -574,12 +603,29 @@ fn damage_case(
         .filter(|(n, _)| *n >= log_number)
         .collect();
     // An older WAL is damaged by cutting its end (synced history lost), the newest by a flipped
-    // byte before its last record (a torn tail there would be legitimate).
-    let older = wals.len() >= 2 && rng.random_bool(0.5);
+    // byte before its last record (a torn tail there would be legitimate). Only a WAL the next
+    // one's link vouches for has a history recovery can know was lost: a kill between creating
+    // a WAL and writing its link leaves it empty, and then the WAL before it is the last of the
+    // chain, whose end recovery cannot tell from a torn tail.
+    let vouched = match wals.as_slice() {
+        [.., (older, _), (_, newest)] => std::fs::read(newest)
+            .ok()
+            .and_then(|data| strata_engine::wal_chain::link_of(&data))
+            .filter(|link| link.number == *older)
+            .map(|link| link.len),
+        _ => None,
+    };
+    if wals.len() >= 2 && vouched.is_none() {
+        s.wal_damage_older_unvouched += 1;
+    }
+    let older = vouched.is_some() && rng.random_bool(0.5);
     let (number, path) = if older {
         wals[wals.len() - 2].clone()
     } else {
-        match wals.last() {
+        // The newest WAL holding a record (an empty newest one is not part of the chain).
+        let holds_records =
+            |path: &Path| std::fs::read(path).is_ok_and(|data| !record_offsets(&data).is_empty());
+        match wals.iter().rev().find(|(_, path)| holds_records(path)) {
             Some(w) => w.clone(),
             None => {
                 s.wal_damage_skipped += 1;
@@ -596,7 +642,15 @@ fn damage_case(
     }
     let mut damaged = original.clone();
     if older {
-        let cut = rng.random_range(1..=(original.len() as u64 / 2).clamp(1, 50_000));
+        // Bytes past the vouched length are a torn tail an earlier open dropped (recovery
+        // ignores them): the cut must reach into the history.
+        let history = vouched.unwrap_or(0).min(original.len() as u64);
+        let past_history = original.len() as u64 - history;
+        if past_history > 0 {
+            s.wal_damage_older_past_history += 1;
+        }
+        let lo = past_history + 1;
+        let cut = rng.random_range(lo..=lo + (history / 2).clamp(1, 50_000) - 1);
         damaged.truncate(original.len() - cut as usize);
         s.wal_damage_older_truncated += 1;
     } else {
@@ -607,7 +661,17 @@ fn damage_case(
     }
     std::fs::write(&path, &damaged)?;
     s.wal_damage_cases += 1;
-    let result = check_damage(dir, policy, threads, number, older, s);
+    let what = if older {
+        format!(
+            "older-WAL cut to {} of {} bytes, {} vouched",
+            damaged.len(),
+            original.len(),
+            vouched.unwrap_or(0)
+        )
+    } else {
+        "byte flip".to_string()
+    };
+    let result = check_damage(dir, policy, threads, number, older, &what, s);
     // Undo the damage: the next child verifies everything, as after any kill.
     std::fs::write(&path, &original).with_context(|| format!("restoring {}", path.display()))?;
     result
@@ -621,12 +685,18 @@ fn check_damage(
     threads: usize,
     number: u64,
     older: bool,
+    what: &str,
     s: &mut CrashSummary,
 ) -> Result<()> {
     let name = format!("{number:06}.log");
     let wals_before = wal_files(dir)?;
+    let described = describe_wals(&wals_before);
     match Db::open(dir, options(policy)?) {
-        Ok(_) => bail!("a default open accepted damaged {name}: a silent hole"),
+        Ok(_) => bail!(
+            "a default open accepted damaged {name} ({what}): a silent hole; WALs before the \
+             open: {}",
+            described
+        ),
         Err(e @ strata_engine::Error::Corruption { .. }) if e.to_string().contains(&name) => {
             s.wal_damage_detected += 1;
         }
@@ -832,9 +902,7 @@ fn crash(args: CrashArgs) -> Result<()> {
                 s.in_flight_absent += n("in_flight_absent");
             }
             None if !stderr.trim().is_empty() || out.status.code().is_some_and(|c| c != 0) => {
-                s.failures += 1;
-                s.first_failure
-                    .get_or_insert_with(|| format!("cycle {cycle} ({policy}): {}", stderr.trim()));
+                s.fail(format!("cycle {cycle} ({policy}): {}", stderr.trim()));
             }
             None => {}
         }
@@ -843,15 +911,11 @@ fn crash(args: CrashArgs) -> Result<()> {
             && out.status.code().is_some_and(|c| c != 0)
         {
             // Verification passed, then the workload itself found a disagreement.
-            s.failures += 1;
-            s.first_failure
-                .get_or_insert_with(|| format!("cycle {cycle} ({policy}): {}", stderr.trim()));
+            s.fail(format!("cycle {cycle} ({policy}): {}", stderr.trim()));
         }
         if args.wal_damage_every > 0 && cycle % args.wal_damage_every == args.wal_damage_every - 1 {
             if let Err(e) = damage_case(&dir, policy, args.threads, &mut rng, &mut s) {
-                s.failures += 1;
-                s.first_failure
-                    .get_or_insert_with(|| format!("cycle {cycle} ({policy}), WAL damage: {e:#}"));
+                s.fail(format!("cycle {cycle} ({policy}), WAL damage: {e:#}"));
             }
         }
         if killed && out.status.code().is_none() {
@@ -880,13 +944,10 @@ fn crash(args: CrashArgs) -> Result<()> {
             .output()
             .context("running the final verification")?;
         if !out.status.success() {
-            s.failures += 1;
-            s.first_failure.get_or_insert_with(|| {
-                format!(
-                    "final check ({policy}): {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                )
-            });
+            s.fail(format!(
+                "final check ({policy}): {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
         }
     }
     s.seconds = start.elapsed().as_secs_f64();
@@ -895,7 +956,7 @@ fn crash(args: CrashArgs) -> Result<()> {
         bail!(
             "{} failures; first: {}",
             s.failures,
-            s.first_failure.unwrap_or_default()
+            s.failure_messages.first().cloned().unwrap_or_default()
         );
     }
     Ok(())
