@@ -7,7 +7,8 @@ latency of the 50/50 phase side by side, with WA and throughput; reports are kep
 target/vertiorizon-backbone/T<t>/.
 
 Usage: cargo build --release && python3 scripts/vertiorizon-backbone.py [db dir]
-  ENTRIES and OPS in the environment override the sizes.
+  ENTRIES and OPS in the environment override the sizes. Every T is run afresh; REUSE=1 reads the
+  reports an earlier run left instead (whatever sizes it had, so only to re-print a table).
 """
 import json
 import os
@@ -17,12 +18,15 @@ import sys
 BINARY = "./target/release/strata"
 ENTRIES = int(os.environ.get("ENTRIES", "1000000"))
 OPS = int(os.environ.get("OPS", "1000000"))
+REUSE = os.environ.get("REUSE") == "1"
 
 
 def bench(t, db_dir):
     report = f"target/vertiorizon-backbone/T{t}"
     path = os.path.join(report, "results.json")
-    if not os.path.exists(path):
+    if REUSE and os.path.exists(path):
+        print(f"reusing {path}", file=sys.stderr)
+    else:
         cmd = [BINARY, "bench", "--workload", "vertiorizon-balanced",
                "--policies", "lazy-leveled,vertiorizon-lazy", "--peers", "none",
                "--entries", str(ENTRIES), "--ops", str(OPS), "--key-size", "128",
