@@ -31,14 +31,19 @@ fn config(workload: WorkloadSpec, policies: &[&str]) -> BenchConfig {
     }
 }
 
-#[test]
-fn ycsb_a_measures_throughput_latency_and_amplification() {
+/// Preset `name` at `entries` records and `ops` operations, other parameters at their defaults.
+fn preset(name: &str, entries: u64, ops: u64) -> WorkloadSpec {
     let params = PresetParams {
-        entries: 30_000,
-        ops: 30_000,
+        entries,
+        ops,
         ..PresetParams::default()
     };
-    let w = WorkloadSpec::preset("ycsb-a", &params).unwrap();
+    WorkloadSpec::preset(name, &params).unwrap()
+}
+
+#[test]
+fn ycsb_a_measures_throughput_latency_and_amplification() {
+    let w = preset("ycsb-a", 30_000, 30_000);
     let c = run_comparison(&config(w, &["leveled", "tiered"])).unwrap();
     assert_eq!(c.baseline, "leveled");
     for r in &c.runs {
@@ -94,12 +99,7 @@ fn ycsb_a_measures_throughput_latency_and_amplification() {
 
 #[test]
 fn db_bench_phases_and_toml_workloads_run() {
-    let params = PresetParams {
-        entries: 20_000,
-        ops: 20_000,
-        ..PresetParams::default()
-    };
-    let w = WorkloadSpec::preset("fillseq,readrandom,seekrandom,deleterandom", &params).unwrap();
+    let w = preset("fillseq,readrandom,seekrandom,deleterandom", 20_000, 20_000);
     let c = run_comparison(&config(w, &["horizontal-tiered"])).unwrap();
     let names: Vec<&str> = c.runs[0].phases.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(
@@ -156,12 +156,7 @@ fn open_loop_and_rate_limited_writer_run_for_their_duration() {
 
 #[test]
 fn a_job_log_accounts_for_every_byte_the_run_wrote() {
-    let params = PresetParams {
-        entries: 20_000,
-        ops: 20_000,
-        ..PresetParams::default()
-    };
-    let w = WorkloadSpec::preset("ycsb-a", &params).unwrap();
+    let w = preset("ycsb-a", 20_000, 20_000);
     let logs = tempfile::tempdir().unwrap();
     let mut c = config(w, &["leveled", "tiered:size_ratio=3"]);
     c.job_log = Some(logs.path().to_path_buf());
