@@ -12,7 +12,7 @@ use std::time::Instant;
 use strata_bench::job_log::{job_log_file_name, write_job_log, JobRecord};
 use strata_policy::{build_policy, registry};
 use strata_sim::{
-    comparison_table, human_bytes, SimConfig, SimReport, Simulator, Timing, TraceEvent, TraceKind,
+    comparison_table, human_bytes, SimConfig, SimReport, Simulator, Timing, TraceEvent,
 };
 use strata_workload::OpStream;
 
@@ -177,10 +177,7 @@ fn write_timeline_csv(path: &std::path::Path, reports: &[SimReport]) -> Result<(
 fn job_record(event: &TraceEvent) -> JobRecord {
     JobRecord {
         flushes_before: event.flush,
-        kind: match event.kind {
-            TraceKind::Flush => "flush",
-            TraceKind::Compaction(action) => action.as_str(),
-        },
+        kind: event.kind.as_str(),
         input_levels: event.input_levels.clone(),
         input_tables: event.input_tables,
         output_level: event.output_level,

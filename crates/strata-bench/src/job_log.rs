@@ -6,14 +6,14 @@ use anyhow::{Context, Result};
 use parking_lot::Mutex;
 use std::io::Write;
 use std::path::Path;
-use strata_engine::{CompletedJob, EventListener, JobKind};
+use strata_engine::{CompletedJob, EventListener};
 
 /// One installed job.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobRecord {
     /// Flushes completed before the job was picked (for a flush, before it ran).
     pub flushes_before: u64,
-    /// `flush`, or the plan's action (`strata_policy::PlanAction::as_str`): `merge`, `move`, `drop` or
+    /// The job's name (`strata_engine::JobKind::as_str`): `flush`, `merge`, `move`, `drop` or
     /// `update-state`.
     pub kind: &'static str,
     /// Levels the inputs came from, ascending.
@@ -38,10 +38,7 @@ impl From<&CompletedJob> for JobRecord {
     fn from(job: &CompletedJob) -> Self {
         JobRecord {
             flushes_before: job.flushes_before,
-            kind: match job.kind {
-                JobKind::Flush => "flush",
-                JobKind::Compaction(action) => action.as_str(),
-            },
+            kind: job.kind.as_str(),
             input_levels: job.input_levels.clone(),
             input_tables: job.input_tables,
             output_level: job.output_level,

@@ -1,16 +1,7 @@
 //! Event listeners: callbacks after every flush and compaction (RocksDB's `EventListener`).
 
 use std::time::Instant;
-use strata_policy::PlanAction;
-
-/// What kind of job completed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum JobKind {
-    /// A memtable flush.
-    Flush,
-    /// A compaction plan (merge, move, drop or state update).
-    Compaction(PlanAction),
-}
+pub use strata_exec::JobKind;
 
 /// A completed flush or compaction.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -15,12 +15,10 @@ use strata_engine::fs::{MemFs, WritableFile};
 use strata_engine::key::{internal_key, ValueKind, TRAILER_LEN};
 use strata_engine::memtable::ENTRY_OVERHEAD;
 use strata_engine::table::{Compression, TableBuilder, TableOptions};
-use strata_engine::{CompletedJob, Db, EventListener, JobKind, Options};
+use strata_engine::{CompletedJob, Db, EventListener, Options};
 use strata_meta::SeqRange;
 use strata_policy::{build_policy, testing, PlanAction, PolicySpec};
-use strata_sim::{
-    is_tombstone, key_of, SimConfig, Simulator, TableEstimate, TableSizer, TraceKind,
-};
+use strata_sim::{is_tombstone, key_of, SimConfig, Simulator, TableEstimate, TableSizer};
 use strata_workload::{encode_key, Mix, OpKind, OpStream, PresetParams, WorkloadSpec};
 
 const KEY: u64 = 8;
@@ -105,20 +103,24 @@ impl TableSizer for EngineSizer {
 
 /// (flushes before, kind, input levels, input tables, output level, output tables, bytes
 /// written) of each flush and compaction.
-type Step = (u64, String, Vec<usize>, usize, Option<usize>, usize, u64);
+type Step = (
+    u64,
+    &'static str,
+    Vec<usize>,
+    usize,
+    Option<usize>,
+    usize,
+    u64,
+);
 
 #[derive(Default)]
 struct Recorder(Mutex<Vec<Step>>);
 
 impl EventListener for Recorder {
     fn on_job_completed(&self, job: &CompletedJob) {
-        let kind = match job.kind {
-            JobKind::Flush => "flush".to_string(),
-            JobKind::Compaction(action) => format!("{action:?}"),
-        };
         self.0.lock().unwrap().push((
             job.flushes_before,
-            kind,
+            job.kind.as_str(),
             job.input_levels.clone(),
             job.input_tables,
             job.output_level,
@@ -223,13 +225,9 @@ fn run_sim(name: &str) -> Outcome {
         .trace()
         .iter()
         .map(|e| {
-            let kind = match e.kind {
-                TraceKind::Flush => "flush".to_string(),
-                TraceKind::Compaction(action) => format!("{action:?}"),
-            };
             (
                 e.flush,
-                kind,
+                e.kind.as_str(),
                 e.input_levels.clone(),
                 e.input_tables,
                 e.output_level,
@@ -253,7 +251,7 @@ fn engine_and_simulator_make_the_same_plans() {
         let merges = engine
             .steps
             .iter()
-            .filter(|s| s.1 == format!("{:?}", PlanAction::Merge))
+            .filter(|s| s.1 == PlanAction::Merge.as_str())
             .count();
         assert!(merges > 0, "{name}: no merge ran; the test is too small");
         let first_difference = engine
@@ -312,7 +310,7 @@ fn the_test_policy_flushes_windows_and_cuts_at_boundaries() {
         engine
             .steps
             .iter()
-            .any(|s| s.1 == "Merge" && s.2.contains(&2) && s.5 >= 2),
+            .any(|s| s.1 == PlanAction::Merge.as_str() && s.2.contains(&2) && s.5 >= 2),
         "no merge into L2 was cut"
     );
 }

@@ -13,6 +13,7 @@
 //!   size, boundaries, split-in-two above a size);
 //! - [`skew`]: the skew estimate α (Vertiorizon §5.3) from the keys each flush writes;
 //! - [`window`]: the most compact window of a buffer (Min-Max bucket ingestion);
+//! - [`JobKind`]: what a finished job was, and its name in job logs;
 //! - [`edit`]: the version edit that installs a finished compaction or flush, including where a
 //!   new run goes and which id it gets.
 //!
@@ -23,6 +24,7 @@ mod cut;
 #[cfg(feature = "datadriven")]
 pub mod datadriven;
 pub mod edit;
+mod job;
 mod older;
 pub mod skew;
 pub mod sources;
@@ -30,4 +32,5 @@ pub mod window;
 
 pub use cut::Cutter;
 pub use edit::{compaction_edit, flush_edit};
+pub use job::JobKind;
 pub use older::OlderTables;

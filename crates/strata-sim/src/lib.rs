@@ -23,5 +23,6 @@ pub use report::{
 };
 pub use sim::{
     bloom_fpr, RawSizer, SimConfig, SimError, Simulator, TableEstimate, TableSizer, Timing,
-    TraceEvent, TraceKind,
+    TraceEvent,
 };
+pub use strata_exec::JobKind;

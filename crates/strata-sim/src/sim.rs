@@ -10,6 +10,7 @@ use strata_exec::sources::{
     flush_blocked, flush_held, flush_merge_tables, may_start, merge_sources,
 };
 use strata_exec::window::{key_position, most_compact_window};
+use strata_exec::JobKind;
 use strata_exec::{compaction_edit, flush_edit, Cutter, OlderTables};
 use strata_meta::{EditError, SeqRange, TableId, TableMeta, Version, VersionEdit};
 use strata_policy::{
@@ -201,22 +202,13 @@ pub enum SimError {
     Config(String),
 }
 
-/// What a traced job was.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum TraceKind {
-    /// A buffer flush.
-    Flush,
-    /// A compaction plan.
-    Compaction(PlanAction),
-}
-
 /// One executed flush or plan, for traces.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceEvent {
     /// Flushes completed when the plan was picked (for a flush, before it ran).
     pub flush: u64,
     /// Flush or compaction.
-    pub kind: TraceKind,
+    pub kind: JobKind,
     /// Levels the inputs came from (ascending; empty for a flush into a new run).
     pub input_levels: Vec<usize>,
     /// Input tables (for a flush, the tables merged with).
@@ -238,7 +230,7 @@ pub struct TraceEvent {
 impl TraceEvent {
     /// Whether the event is a compaction plan (not a flush).
     pub fn is_compaction(&self) -> bool {
-        matches!(self.kind, TraceKind::Compaction(_))
+        matches!(self.kind, JobKind::Compaction(_))
     }
 }
 
@@ -664,7 +656,7 @@ impl Simulator {
         if self.cfg.trace {
             self.trace.push(TraceEvent {
                 flush: self.stats.flushes,
-                kind: TraceKind::Flush,
+                kind: JobKind::Flush,
                 input_levels: plan.input_levels(),
                 input_tables: plan.merge_with.len(),
                 output_level: Some(plan.output.level),
@@ -978,7 +970,7 @@ impl Simulator {
         if self.cfg.trace {
             self.trace.push(TraceEvent {
                 flush: job.flush,
-                kind: TraceKind::Compaction(job.plan.action),
+                kind: JobKind::Compaction(job.plan.action),
                 input_levels: job.plan.input_levels(),
                 input_tables: job.plan.input_table_count(),
                 output_level: job.plan.output.as_ref().map(|o| o.level),
