@@ -200,15 +200,12 @@ impl Engine {
         ) {
             return Ok(None);
         }
-        let ask = |summary: &BufferSummary| {
-            let ctx = self.pick_context(&state.leases, &stats, Some(summary));
-            self.policy.plan_flush(&state.version, &ctx)
-        };
-        let mut plan = ask(&summary)?;
+        let mut plan = self.policy.plan_flush(&state.version, &ctx)?;
         if plan.selection != BufferSelection::All && state.frozen.len() > 1 {
             memtables = state.frozen.iter().cloned().collect();
             summary = buffer_summary(&memtables).unwrap_or(summary);
-            plan = ask(&summary)?;
+            let ctx = self.pick_context(&state.leases, &stats, Some(&summary));
+            plan = self.policy.plan_flush(&state.version, &ctx)?;
         }
         plan.output.cut.validate()?;
         if !may_start(plan.policy_state.is_some(), state.stateful_running)
