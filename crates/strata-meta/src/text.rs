@@ -13,8 +13,9 @@
 //!
 //! Printing writes every field, so print → parse gives an equal version. When parsing
 //! hand-written shapes (tests), only `size` is required on a table line; `next-table` and
-//! `next-run` default to one past the largest id used, `flushes` (printed only when nonzero) to 0, and sizes accept the suffixes K, M, G, KiB,
-//! MiB, GiB (K = KiB = 1024). Blank lines and lines starting with `#` are ignored.
+//! `next-run` default to one past the largest id used, `flushes` (printed only when nonzero) to
+//! 0, and sizes accept the suffixes K, M, G, KiB, MiB, GiB (K = KiB = 1024). Blank lines and
+//! lines starting with `#` are ignored.
 
 use crate::error::ParseError;
 use crate::key::{format_key, parse_key};

@@ -10,8 +10,7 @@ use strata_exec::sources::{
     flush_blocked, flush_held, flush_merge_tables, may_start, merge_sources,
 };
 use strata_exec::window::{key_position, most_compact_window};
-use strata_exec::JobKind;
-use strata_exec::{compaction_edit, flush_edit, Cutter, OlderTables};
+use strata_exec::{compaction_edit, flush_edit, Cutter, JobKind, OlderTables};
 use strata_meta::{EditError, SeqRange, TableId, TableMeta, Version, VersionEdit};
 use strata_policy::{
     BufferSelection, BufferSummary, CompactionPolicy, CutRule, Leases, PickContext, Plan,
