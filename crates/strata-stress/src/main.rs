@@ -671,25 +671,26 @@ fn damage_case(
     } else {
         "byte flip".to_string()
     };
-    let result = check_damage(dir, policy, threads, number, older, &what, s);
+    let result = check_damage(dir, policy, threads, number, &what, s);
     // Undo the damage: the next child verifies everything, as after any kill.
     std::fs::write(&path, &original).with_context(|| format!("restoring {}", path.display()))?;
     result
 }
 
 /// What a damaged WAL must give: corruption naming it from a default open, with every WAL
-/// still there, and a consistent prefix from a point-in-time open of a copy.
+/// still there, and a consistent prefix from a point-in-time open of a copy. `what` describes
+/// the damage, for messages.
 fn check_damage(
     dir: &Path,
     policy: &str,
     threads: usize,
     number: u64,
-    older: bool,
     what: &str,
     s: &mut CrashSummary,
 ) -> Result<()> {
     let name = format!("{number:06}.log");
     let wals_before = wal_files(dir)?;
+    // Described now: an open that accepts the damage may replay and delete them.
     let described = describe_wals(&wals_before);
     match Db::open(dir, options(policy)?) {
         Ok(_) => bail!(
@@ -739,8 +740,7 @@ fn check_damage(
         s.point_in_time_writes_dropped += verify_prefix(&db, &side_log_dir(dir), threads)
             .with_context(|| {
                 format!(
-                    "{} damage, stop {}",
-                    if older { "older-WAL cut" } else { "byte flip" },
+                    "{what} damage, stop {}",
                     s.last_stop.clone().unwrap_or_default()
                 )
             })?;
