@@ -31,6 +31,10 @@
 //! `max_horizontal_levels + 1` that each phase merges into whole. L follows the data: at each
 //! boundary it is the smallest L ≥ 2 whose last level B·T^L holds what the last level will hold.
 //!
+//! **Back-pressure.** Flushes wait for running compactions while the horizontal part is
+//! `max_late_flushes` flushes behind its schedule (see [`Vertiorizon::with_max_late_flushes`]),
+//! and, for `vertiorizon`, while V1 holds more than its capacity plus one phase.
+//!
 //! The Bloom layout defaults to `dynamic` for `vertiorizon` ([`crate::bloom`]), with V1 expected
 //! to hold its capacity.
 
@@ -80,6 +84,16 @@ const MAX_HORIZONTAL_LEVELS: OptionSpec = OptionSpec {
     doc: "most levels ℓ the horizontal part may have; the vertical levels sit below them",
 };
 
+/// `max_late_flushes`, whose default differs between the two policies.
+const MAX_LATE_FLUSHES: OptionSpec = OptionSpec {
+    name: "max_late_flushes",
+    kind: OptionKind::Text,
+    default: "phase",
+    rocksdb: Some("level0_stop_writes_trigger (the closest)"),
+    doc: "flushes the horizontal part may take past a due merge before flushes wait for running \
+          compactions: an integer, or \"phase\" (n, one whole phase)",
+};
+
 /// The registry entry of `vertiorizon`.
 pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: NAME,
@@ -109,6 +123,7 @@ pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
             doc: "ℓ, or auto (self-tuned at each phase boundary)",
         },
         MAX_HORIZONTAL_LEVELS,
+        MAX_LATE_FLUSHES,
         OptionSpec {
             name: "vertical_ratios",
             kind: OptionKind::Text,
@@ -150,6 +165,10 @@ pub const LAZY_REGISTRATION: PolicyRegistration = PolicyRegistration {
     options: &[
         SIZE_RATIO_6,
         MAX_HORIZONTAL_LEVELS,
+        OptionSpec {
+            default: "36",
+            ..MAX_LATE_FLUSHES
+        },
         WRITE_BUFFER_SIZE,
         TARGET_FILE_SIZE,
         BLOOM_BITS_PER_KEY,
@@ -163,6 +182,22 @@ fn bad_value(option: &str, value: &str, expected: &str) -> PolicyError {
         option: option.to_string(),
         value: value.to_string(),
         expected: expected.to_string(),
+    }
+}
+
+/// `max_late_flushes`: `None` for "phase".
+fn max_late_flushes(config: &PolicyConfig, policy: &str) -> Result<Option<u64>, PolicyError> {
+    match config.text("max_late_flushes")?.unwrap_or("phase").trim() {
+        "phase" => Ok(None),
+        text => text
+            .parse::<u64>()
+            .map(Some)
+            .map_err(|_| PolicyError::BadOptionValue {
+                policy: policy.to_string(),
+                option: "max_late_flushes".to_string(),
+                value: text.to_string(),
+                expected: "an integer or phase".to_string(),
+            }),
     }
 }
 
@@ -204,6 +239,7 @@ fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError
         .with_horizontal_merge(merge)
         .with_horizontal_levels(levels)
         .with_max_horizontal_levels(config.usize("max_horizontal_levels")?)
+        .with_max_late_flushes(max_late_flushes(config, NAME)?)
         .with_equal_vertical_ratios(equal_ratios)
         .with_skew_threshold(skew)
         .with_block_size(config.size("block_size")?)
@@ -218,6 +254,7 @@ fn build_lazy(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, Policy
     let policy = Vertiorizon::lazy_leveling()
         .with_size_ratio(config.f64("size_ratio")?)
         .with_max_horizontal_levels(config.usize("max_horizontal_levels")?)
+        .with_max_late_flushes(max_late_flushes(config, LAZY_NAME)?)
         .with_write_buffer_size(config.size("write_buffer_size")?)
         .with_target_file_size(config.size("target_file_size")?)
         .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
@@ -243,6 +280,7 @@ pub struct Vertiorizon {
     merge: Option<HorizontalMerge>,
     levels: Option<usize>,
     max_horizontal_levels: usize,
+    max_late_flushes: Option<u64>,
     equal_ratios: bool,
     skew: SkewThreshold,
     block_size: u64,
@@ -286,6 +324,20 @@ impl VertiorizonState {
             HorizontalMerge::Tiering => self.counters[0] -= new,
         }
     }
+
+    /// Flushes taken since a merge fell due and did not run: past the phase's n (the boundary
+    /// merge), or past the counter merge out of level 1 (tiering: C[1] below 0; leveling: C[1]
+    /// past C[2] + δ + 1). Each is a run (tiering) or a buffer's worth of level 1 (leveling)
+    /// that the schedule meant to be merged already.
+    fn late_flushes(&self, delta: i64) -> u64 {
+        let past_phase = self.flushes.saturating_sub(self.n);
+        let past_counter = match (self.merge, self.counters.as_slice()) {
+            (HorizontalMerge::Tiering, [c1, ..]) => -c1,
+            (HorizontalMerge::Leveling, [c1, c2, ..]) => c1 - (c2 + delta + 1),
+            _ => 0,
+        };
+        past_phase.max(past_counter.max(0).unsigned_abs())
+    }
 }
 
 impl Default for Vertiorizon {
@@ -297,6 +349,7 @@ impl Default for Vertiorizon {
             merge: None,
             levels: None,
             max_horizontal_levels: 8,
+            max_late_flushes: None,
             equal_ratios: false,
             skew: SkewThreshold::Adaptive,
             block_size: 4 << 10,
@@ -327,6 +380,7 @@ impl Vertiorizon {
         Vertiorizon {
             vertical: VerticalPart::LastLevel,
             merge: Some(HorizontalMerge::Tiering),
+            max_late_flushes: Some(36),
             ..Self::default()
         }
     }
@@ -361,6 +415,17 @@ impl Vertiorizon {
     /// The most levels the horizontal part may have. Default: 8.
     pub fn with_max_horizontal_levels(mut self, levels: usize) -> Self {
         self.max_horizontal_levels = levels;
+        self
+    }
+
+    /// How many flushes the horizontal part may take past a due merge (its phase boundary, or
+    /// its next counter merge) before [`CompactionPolicy::hold_flushes`] makes flushes wait for
+    /// the running compactions; `None` allows one whole phase (n flushes). The closest RocksDB
+    /// option is `level0_stop_writes_trigger`: either bounds the runs that pile up at the top
+    /// while compaction lags. Default: `None` for `vertiorizon`, 36 (RocksDB's stop trigger) for
+    /// `vertiorizon-lazy`, whose phase of T^(L−1) flushes is too long to bound anything.
+    pub fn with_max_late_flushes(mut self, flushes: Option<u64>) -> Self {
+        self.max_late_flushes = flushes;
         self
     }
 
@@ -409,6 +474,12 @@ impl Vertiorizon {
                     "{} must be between 2 and {most}",
                     self.max_horizontal_levels
                 ),
+            });
+        }
+        if self.max_late_flushes == Some(0) {
+            return Err(PolicyError::InvalidOption {
+                option: "max_late_flushes",
+                reason: "0 must be at least 1 (or phase)".to_string(),
             });
         }
         if let Some(l) = self.levels {
@@ -859,16 +930,18 @@ impl CompactionPolicy for Vertiorizon {
 
     crate::plan_manual_with_own_output!();
 
-    /// Flushes wait while the phase has taken 2n flushes (its boundary merge is a whole phase
-    /// late) or V1 holds more than its capacity plus one phase (n·B): each boundary merge
-    /// rewrites V1 whole, so a backlog left in V1 would be rewritten at every boundary until
-    /// the partial merges catch up. The paper's model assumes compaction keeps pace; this is
-    /// what makes a real engine do so.
+    /// Flushes wait while the horizontal part is `max_late_flushes` flushes behind its schedule
+    /// (n, a whole phase, by default for `vertiorizon`), or while V1 holds more than its
+    /// capacity plus one phase (n·B): each boundary merge rewrites V1 whole, so a backlog left in
+    /// V1 would be rewritten at every boundary until the partial merges catch up. The paper's
+    /// model assumes compaction keeps pace; this is what makes a real engine do so.
     fn hold_flushes(&self, version: &Version, ctx: &PickContext<'_>) -> Option<String> {
         let state = self.state(version, ctx.stats).ok()?;
-        if state.flushes >= 2 * state.n {
+        let late = state.late_flushes(self.delta(ctx.stats));
+        let limit = self.max_late_flushes.unwrap_or(state.n);
+        if late >= limit {
             return Some(format!(
-                "phase {} has taken {} flushes, twice n={}",
+                "phase {} ({} flushes of n={}) is {late} flushes behind its schedule, limit {limit}",
                 state.phase, state.flushes, state.n
             ));
         }
@@ -907,6 +980,11 @@ impl CompactionPolicy for Vertiorizon {
             (
                 "max_horizontal_levels",
                 self.max_horizontal_levels.to_string(),
+            ),
+            (
+                "max_late_flushes",
+                self.max_late_flushes
+                    .map_or_else(|| "phase".to_string(), |f| f.to_string()),
             ),
         ];
         if self.vertical == VerticalPart::TwoLevels {
@@ -964,30 +1042,67 @@ mod tests {
         policy.hold_flushes(&version, &PickContext::new(&leases, &stats))
     }
 
-    #[test]
-    fn flushes_hold_while_a_phase_is_late_or_v1_is_a_phase_over() {
-        // n = 4 buffers of 1 MiB, T = 2: V1 (level 9) holds n·T/√2 ≈ 5.66 MiB; the limit is that
-        // plus n·B = 9.66 MiB.
-        let policy = Vertiorizon::new()
+    /// A `vertiorizon` state at phase 1 with n = 4 whose counters read `counters` after the
+    /// 10th flush of the tree; the version has had `flushes` flushes.
+    fn state(merge: &str, counters: &str, flushes: u64) -> String {
+        format!(
+            "flushes {flushes}\npolicy-state {{\"phase\":1,\"n\":4,\"flushes\":0,\"merge\":\"{merge}\",\"levels\":2,\"counters\":{counters},\"ops_at_phase_start\":[0,0,0],\"tuning\":\"\",\"counted_flushes\":10}}\n"
+        )
+    }
+
+    fn small() -> Vertiorizon {
+        // n = 4 buffers of 1 MiB, T = 2, tiering with ℓ = 2.
+        Vertiorizon::new()
             .with_size_ratio(2.0)
             .with_horizontal_buffers(4)
             .with_horizontal_merge(Some(HorizontalMerge::Tiering))
             .with_horizontal_levels(Some(2))
-            .with_write_buffer_size(1 << 20);
-        let state = |flushes: u64| {
-            format!(
-                "flushes {flushes}\npolicy-state {{\"phase\":1,\"n\":4,\"flushes\":0,\"merge\":\"tiering\",\"levels\":2,\"counters\":[2,3],\"ops_at_phase_start\":[0,0,0],\"tuning\":\"\",\"counted_flushes\":10}}\n"
-            )
+            .with_write_buffer_size(1 << 20)
+    }
+
+    #[test]
+    fn late_flushes_count_past_the_phase_or_the_due_counter_merge() {
+        let late = |merge: &str, counters: &str, flushes: u64, delta: i64| {
+            let version = Version::parse(&state(merge, counters, 10 + flushes)).unwrap();
+            let stats = WorkloadStats::default();
+            small().state(&version, &stats).unwrap().late_flushes(delta)
         };
-        // Seven flushes into a phase of four: late, but not a whole phase.
-        assert_eq!(hold(&policy, &state(17)), None);
-        // Eight: twice n.
-        let late = hold(&policy, &state(18)).unwrap();
-        assert!(late.contains("8 flushes, twice n=4"), "{late}");
+        // Tiering: C1 = 2 falls due at the 2nd flush; the 5th is 3 late.
+        assert_eq!(late("tiering", "[2,3]", 2, 0), 0);
+        assert_eq!(late("tiering", "[2,3]", 5, 0), 3);
+        // Past n = 4 by 3 while C1 is not yet due.
+        assert_eq!(late("tiering", "[9,3]", 7, 0), 3);
+        // Leveling: C1 counts up and is due once it passes C2 + δ, i.e. at 2 with C2 = 1; the
+        // 3rd flush (still inside n = 4) is 1 late.
+        assert_eq!(late("leveling", "[0,1]", 2, 0), 0);
+        assert_eq!(late("leveling", "[0,1]", 3, 0), 1);
+        // δ = 1 raises the threshold by one.
+        assert_eq!(late("leveling", "[0,1]", 3, 1), 0);
+    }
+
+    #[test]
+    fn flushes_hold_while_the_horizontal_part_is_late_or_v1_is_a_phase_over() {
+        // By default the limit is n = 4 late flushes.
+        let policy = small();
+        let phase = |flushes: u64| state("tiering", "[9,3]", 10 + flushes);
+        assert_eq!(hold(&policy, &phase(7)), None, "3 past n");
+        let late = hold(&policy, &phase(8)).unwrap();
+        assert!(
+            late.contains("(8 flushes of n=4) is 4 flushes behind its schedule, limit 4"),
+            "{late}"
+        );
+        // A limit of 3: the counter merge due at the 2nd flush holds at the 5th.
+        let policy = small().with_max_late_flushes(Some(3));
+        let counter = |flushes: u64| state("tiering", "[2,3]", 10 + flushes);
+        assert_eq!(hold(&policy, &counter(4)), None);
+        let late = hold(&policy, &counter(5)).unwrap();
+        assert!(late.contains("is 3 flushes behind"), "{late}");
+        // V1 (level 9) holds n·T/√2 ≈ 5.66 MiB; the limit is that plus n·B = 9.66 MiB.
+        let policy = small();
         let v1 = |size: &str| {
             format!(
                 "{}L9:\n  run 1:\n    table 1 [a, z] size={size}\n",
-                state(11)
+                state("tiering", "[2,3]", 11)
             )
         };
         assert_eq!(hold(&policy, &v1("9MiB")), None);
