@@ -176,9 +176,9 @@ pub const LAZY_REGISTRATION: PolicyRegistration = PolicyRegistration {
     build: build_lazy,
 };
 
-fn bad_value(option: &str, value: &str, expected: &str) -> PolicyError {
+fn bad_value(policy: &str, option: &str, value: &str, expected: &str) -> PolicyError {
     PolicyError::BadOptionValue {
-        policy: NAME.to_string(),
+        policy: policy.to_string(),
         option: option.to_string(),
         value: value.to_string(),
         expected: expected.to_string(),
@@ -192,12 +192,7 @@ fn max_late_flushes(config: &PolicyConfig, policy: &str) -> Result<Option<u64>, 
         text => text
             .parse::<u64>()
             .map(Some)
-            .map_err(|_| PolicyError::BadOptionValue {
-                policy: policy.to_string(),
-                option: "max_late_flushes".to_string(),
-                value: text.to_string(),
-                expected: "an integer or phase".to_string(),
-            }),
+            .map_err(|_| bad_value(policy, "max_late_flushes", text, "an integer or phase")),
     }
 }
 
@@ -208,6 +203,7 @@ fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError
         "tiering" => Some(HorizontalMerge::Tiering),
         other => {
             return Err(bad_value(
+                NAME,
                 "horizontal_merge",
                 other,
                 "leveling, tiering or auto",
@@ -218,19 +214,26 @@ fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError
         "auto" => None,
         text => Some(
             text.parse::<usize>()
-                .map_err(|_| bad_value("horizontal_levels", text, "an integer or auto"))?,
+                .map_err(|_| bad_value(NAME, "horizontal_levels", text, "an integer or auto"))?,
         ),
     };
     let equal_ratios = match config.text("vertical_ratios")?.unwrap_or("optimal").trim() {
         "optimal" => false,
         "equal" => true,
-        other => return Err(bad_value("vertical_ratios", other, "optimal or equal")),
+        other => {
+            return Err(bad_value(
+                NAME,
+                "vertical_ratios",
+                other,
+                "optimal or equal",
+            ))
+        }
     };
     let skew = match config.text("skew_threshold")?.unwrap_or("adaptive").trim() {
         "adaptive" => SkewThreshold::Adaptive,
         text => SkewThreshold::Fixed(
             text.parse()
-                .map_err(|_| bad_value("skew_threshold", text, "an integer or adaptive"))?,
+                .map_err(|_| bad_value(NAME, "skew_threshold", text, "an integer or adaptive"))?,
         ),
     };
     let policy = Vertiorizon::new()
@@ -1108,5 +1111,39 @@ mod tests {
         assert_eq!(hold(&policy, &v1("9MiB")), None);
         let over = hold(&policy, &v1("10MiB")).unwrap();
         assert!(over.starts_with("V1 holds 10MiB"), "{over}");
+    }
+
+    #[test]
+    fn max_late_flushes_parses_reports_and_rejects_what_it_cannot_use() {
+        use crate::registry::{build_policy, PolicySpec};
+        let option = |spec: &PolicySpec| {
+            let policy = build_policy(spec).unwrap();
+            let options = policy.options();
+            options
+                .iter()
+                .find(|(name, _)| *name == "max_late_flushes")
+                .map(|(_, value)| value.clone())
+        };
+        assert_eq!(option(&PolicySpec::new(NAME)).as_deref(), Some("phase"));
+        assert_eq!(option(&PolicySpec::new(LAZY_NAME)).as_deref(), Some("36"));
+        let set = PolicySpec::new(LAZY_NAME).with("max_late_flushes", "phase");
+        assert_eq!(option(&set).as_deref(), Some("phase"));
+        let set = PolicySpec::new(NAME).with("max_late_flushes", 8);
+        assert_eq!(option(&set).as_deref(), Some("8"));
+        let e = build_policy(&PolicySpec::new(LAZY_NAME).with("max_late_flushes", "soon"))
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&e, PolicyError::BadOptionValue { policy, option, value, .. }
+                if policy == LAZY_NAME && option == "max_late_flushes" && value == "soon"),
+            "{e}"
+        );
+        let e = build_policy(&PolicySpec::new(NAME).with("max_late_flushes", 0))
+            .err()
+            .unwrap();
+        assert!(
+            matches!(&e, PolicyError::InvalidOption { option, .. } if *option == "max_late_flushes"),
+            "{e}"
+        );
     }
 }
