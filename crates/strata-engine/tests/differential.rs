@@ -16,9 +16,11 @@ use strata_engine::key::{internal_key, ValueKind, TRAILER_LEN};
 use strata_engine::memtable::ENTRY_OVERHEAD;
 use strata_engine::table::{Compression, TableBuilder, TableOptions};
 use strata_engine::{CompletedJob, Db, EventListener, Options};
-use strata_meta::SeqRange;
+use strata_meta::{Bytes, SeqRange, Version};
 use strata_policy::{build_policy, testing, PlanAction, PolicySpec};
-use strata_sim::{is_tombstone, key_of, SimConfig, Simulator, TableEstimate, TableSizer};
+use strata_sim::{
+    is_tombstone, key_of, SimConfig, Simulator, SizedBlock, SizedTable, TableEstimate, TableSizer,
+};
 use strata_workload::{encode_key, Mix, OpKind, OpStream, PresetParams, WorkloadSpec};
 
 const KEY: u64 = 8;
@@ -78,8 +80,19 @@ impl TableEstimate for EngineEstimate {
     fn size(&self) -> u64 {
         self.builder.estimated_size()
     }
-    fn finish(self: Box<Self>) -> u64 {
-        self.builder.finish().unwrap().file_size
+    fn finish(self: Box<Self>) -> SizedTable {
+        let summary = self.builder.finish().unwrap();
+        SizedTable {
+            size: summary.file_size,
+            blocks: summary
+                .blocks
+                .iter()
+                .map(|b| SizedBlock {
+                    entries: b.entries,
+                    size: b.size,
+                })
+                .collect(),
+        }
     }
 }
 
@@ -90,7 +103,7 @@ impl TableSizer for EngineSizer {
             restart_interval: 16,
             compression: Compression::None,
             bloom_bits_per_key,
-            record_block_ranges: false,
+            record_block_ranges: true,
         };
         Box::new(EngineEstimate {
             builder: TableBuilder::new(Box::new(CountingFile(0)), "sizer".into(), options),
@@ -166,9 +179,28 @@ fn workload() -> OpStream {
     OpStream::new(&spec, 7).unwrap()
 }
 
+/// Per table of the final version, in version order: its level and its blocks' (smallest,
+/// largest, entries, size). Offsets are left out: the engine's count block trailers.
+type Blocks = Vec<(usize, Vec<(Bytes, Bytes, u64, u64)>)>;
+
+fn blocks_of(version: &Version) -> Blocks {
+    version
+        .tables()
+        .map(|(level, _, table)| {
+            let blocks = table.blocks.as_deref().unwrap_or_default();
+            let ranges = blocks
+                .iter()
+                .map(|b| (b.smallest.clone(), b.largest.clone(), b.entries, b.size))
+                .collect();
+            (level, ranges)
+        })
+        .collect()
+}
+
 struct Outcome {
     steps: Vec<Step>,
     write_amp: f64,
+    blocks: Blocks,
 }
 
 fn run_engine(name: &str) -> Outcome {
@@ -177,6 +209,7 @@ fn run_engine(name: &str) -> Outcome {
         .with_file_system(Arc::new(MemFs::default()))
         .with_write_buffer_size(BUFFER)
         .with_block_size(BLOCK)
+        .with_record_block_ranges(true)
         .with_synchronous_compaction(true)
         .with_policy_spec(policy(name))
         .unwrap()
@@ -194,9 +227,14 @@ fn run_engine(name: &str) -> Outcome {
     }
     db.flush().unwrap();
     let write_amp = db.metrics().write_amp;
+    let blocks = blocks_of(&db.version());
     db.close().unwrap();
     let steps = recorder.0.lock().unwrap().clone();
-    Outcome { steps, write_amp }
+    Outcome {
+        steps,
+        write_amp,
+        blocks,
+    }
 }
 
 fn run_sim(name: &str) -> Outcome {
@@ -236,10 +274,12 @@ fn run_sim(name: &str) -> Outcome {
             )
         })
         .collect();
+    let blocks = blocks_of(sim.version());
     let report = sim.finish().unwrap();
     Outcome {
         steps,
         write_amp: report.write_amp,
+        blocks,
     }
 }
 
@@ -277,6 +317,26 @@ fn engine_and_simulator_make_the_same_plans() {
             format!("{:.4}", engine.write_amp),
             format!("{:.4}", sim.write_amp),
             "{name}: write amplification differs"
+        );
+        // Every table's data blocks hold the same keys on both sides.
+        assert!(
+            engine.blocks.iter().all(|(_, blocks)| !blocks.is_empty())
+                && engine.blocks.iter().any(|(_, blocks)| blocks.len() > 1),
+            "{name}: tables without recorded blocks, or none with several"
+        );
+        let first_table_difference = engine
+            .blocks
+            .iter()
+            .zip(&sim.blocks)
+            .position(|(a, b)| a != b);
+        assert_eq!(
+            engine.blocks.len(),
+            sim.blocks.len(),
+            "{name}: table counts"
+        );
+        assert_eq!(
+            first_table_difference, None,
+            "{name}: the blocks of a table differ"
         );
         // Size cuts happened: some job wrote more than one table.
         assert!(

@@ -22,7 +22,7 @@ pub use report::{
     comparison_table, human_bytes, LevelReport, PhaseReport, SimReport, TimelineSample,
 };
 pub use sim::{
-    bloom_fpr, RawSizer, SimConfig, SimError, Simulator, TableEstimate, TableSizer, Timing,
-    TraceEvent,
+    bloom_fpr, RawSizer, SimConfig, SimError, Simulator, SizedBlock, SizedTable, TableEstimate,
+    TableSizer, Timing, TraceEvent,
 };
 pub use strata_exec::JobKind;

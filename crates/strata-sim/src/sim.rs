@@ -11,7 +11,7 @@ use strata_exec::sources::{
 };
 use strata_exec::window::{key_position, most_compact_window};
 use strata_exec::{compaction_edit, flush_edit, Cutter, JobKind, OlderTables};
-use strata_meta::{EditError, SeqRange, TableId, TableMeta, Version, VersionEdit};
+use strata_meta::{BlockMeta, EditError, SeqRange, TableId, TableMeta, Version, VersionEdit};
 use strata_policy::{
     BufferSelection, BufferSummary, CompactionPolicy, CutRule, Leases, PickContext, Plan,
     PlanAction, PolicyError, WorkloadStats,
@@ -51,8 +51,27 @@ pub trait TableEstimate {
     fn add(&mut self, entry: u64);
     /// The size so far, as the executor's output cutter sees it.
     fn size(&self) -> u64;
-    /// The finished table's size.
-    fn finish(self: Box<Self>) -> u64;
+    /// The finished table.
+    fn finish(self: Box<Self>) -> SizedTable;
+}
+
+/// A finished table as its sizer saw it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SizedTable {
+    /// Bytes the table occupies.
+    pub size: u64,
+    /// Its data blocks in key order, when the sizer cuts blocks (empty otherwise); the
+    /// simulator turns them into [`TableMeta::blocks`].
+    pub blocks: Vec<SizedBlock>,
+}
+
+/// One data block of a [`SizedTable`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SizedBlock {
+    /// Entries in the block (consecutive, following the previous block's).
+    pub entries: u64,
+    /// Bytes the block occupies.
+    pub size: u64,
 }
 
 /// Sizes a table as the sum of its entries' key and value bytes (no format overhead).
@@ -62,6 +81,9 @@ pub struct RawSizer {
     pub key_size: u64,
     /// Value bytes per put.
     pub value_size: u64,
+    /// Cut data blocks as the engine does: a block ends with the entry that brings it to this
+    /// many bytes. `None` cuts none.
+    pub block_size: Option<u64>,
 }
 
 impl RawSizer {
@@ -78,17 +100,38 @@ impl RawSizer {
 struct RawEstimate {
     sizer: RawSizer,
     bytes: u64,
+    /// Finished blocks, and the open one (with `block_size`).
+    blocks: Vec<SizedBlock>,
+    open: SizedBlock,
 }
 
 impl TableEstimate for RawEstimate {
     fn add(&mut self, entry: u64) {
-        self.bytes += self.sizer.entry_bytes(entry);
+        let bytes = self.sizer.entry_bytes(entry);
+        self.bytes += bytes;
+        if let Some(block_size) = self.sizer.block_size {
+            self.open.entries += 1;
+            self.open.size += bytes;
+            if self.open.size >= block_size {
+                self.blocks.push(self.open);
+                self.open = SizedBlock {
+                    entries: 0,
+                    size: 0,
+                };
+            }
+        }
     }
     fn size(&self) -> u64 {
         self.bytes
     }
-    fn finish(self: Box<Self>) -> u64 {
-        self.bytes
+    fn finish(mut self: Box<Self>) -> SizedTable {
+        if self.open.entries > 0 {
+            self.blocks.push(self.open);
+        }
+        SizedTable {
+            size: self.bytes,
+            blocks: self.blocks,
+        }
     }
 }
 
@@ -97,8 +140,40 @@ impl TableSizer for RawSizer {
         Box::new(RawEstimate {
             sizer: *self,
             bytes: 0,
+            blocks: Vec::new(),
+            open: SizedBlock {
+                entries: 0,
+                size: 0,
+            },
         })
     }
+}
+
+/// The [`TableMeta::blocks`] of table `file` holding `entries` cut into `blocks` (`None` when
+/// the sizer cut none). Offsets add up the blocks' sizes.
+fn block_metas(file: TableId, entries: &[u64], blocks: &[SizedBlock]) -> Option<Arc<[BlockMeta]>> {
+    if blocks.is_empty() {
+        return None;
+    }
+    let (mut start, mut offset) = (0usize, 0u64);
+    let mut metas = Vec::with_capacity(blocks.len());
+    for block in blocks {
+        let end = (start + block.entries as usize).min(entries.len());
+        let (Some(&first), Some(&last)) = (entries.get(start), entries[..end].last()) else {
+            break;
+        };
+        metas.push(BlockMeta {
+            smallest: key_bytes(key_of(first)),
+            largest: key_bytes(key_of(last)),
+            size: block.size,
+            entries: block.entries,
+            file,
+            offset,
+        });
+        start = end;
+        offset += block.size;
+    }
+    Some(metas.into())
 }
 
 /// Simulator settings.
@@ -131,6 +206,10 @@ pub struct SimConfig {
     pub long_scan_entries: u64,
     /// How table sizes are computed. Default: `None`, key+value bytes ([`RawSizer`]).
     pub sizer: Option<Arc<dyn TableSizer>>,
+    /// Data block size of the default sizer: when set, tables carry per-block key ranges
+    /// ([`TableMeta::blocks`]), cut as the engine cuts them. RocksDB: `block_size`. Default:
+    /// `None` (no blocks; a custom `sizer` decides for itself).
+    pub block_size: Option<u64>,
     /// Drop a tombstone only if no older table holds its key (exact, using the key sets); when
     /// off, only if no older table's key range covers it, as the engine (and RocksDB) decide.
     /// Default: true.
@@ -152,6 +231,7 @@ impl Default for SimConfig {
             buffer_entry_overhead: 0,
             long_scan_entries: 32,
             sizer: None,
+            block_size: None,
             exact_tombstone_drop: true,
         }
     }
@@ -312,6 +392,7 @@ impl Simulator {
             Arc::new(RawSizer {
                 key_size: cfg.key_size,
                 value_size: cfg.value_size,
+                block_size: cfg.block_size,
             })
         });
         Ok(Simulator {
@@ -439,6 +520,7 @@ impl Simulator {
         RawSizer {
             key_size: self.cfg.key_size,
             value_size: self.cfg.value_size,
+            block_size: None,
         }
         .entry_bytes(entry)
     }
@@ -769,16 +851,17 @@ impl Simulator {
         self.next_table += 1;
         let first = entries.first().map_or(0, |&e| key_of(e));
         let last = entries.last().map_or(0, |&e| key_of(e));
+        let sized = size.finish();
         let meta = TableMeta {
             id,
             smallest: key_bytes(first),
             largest: key_bytes(last),
-            size: size.finish(),
+            size: sized.size,
             entries: entries.len() as u64,
             tombstones: entries.iter().filter(|&&e| is_tombstone(e)).count() as u64,
             seqnos,
             bloom_bits_per_key,
-            blocks: None,
+            blocks: block_metas(id, entries, &sized.blocks),
         };
         (meta, Arc::from(entries))
     }
