@@ -4,7 +4,6 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
-use std::sync::Arc;
 use strata_policy::{build_policy, PolicySpec};
 use strata_sim::{key_bytes, SimConfig, Simulator};
 
