@@ -114,6 +114,11 @@ pub struct SimArgs {
     /// flush and plan, in the format and with the file names of `strata bench --job-log`.
     #[arg(long)]
     job_log: Option<std::path::PathBuf>,
+    /// Cut each table into data blocks of this size, as the engine does, so the report counts
+    /// the data blocks written into each level (`blocks_written_per_level` in the JSON).
+    /// RocksDB: block_size. Default: off. [SIZE: 4K = 4KB = 4KiB, any case]
+    #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
+    block_size: Option<u64>,
 }
 
 impl SimArgs {
@@ -130,6 +135,9 @@ impl SimArgs {
         }
         if let Some(b) = self.level_base {
             checks::size_at_least("--max-bytes-for-level-base (--level-base)", b, 1)?;
+        }
+        if let Some(b) = self.block_size {
+            checks::size_at_least("--block-size", b, 1)?;
         }
         checks::not_negative("--bloom-bits-per-key (--bloom-bits)", self.bloom_bits)?;
         checks::size_at_least("--ingest-rate", self.ingest_rate, 1)?;
@@ -263,6 +271,7 @@ pub fn run(args: SimArgs) -> Result<()> {
         buffer_size: args.buffer_size,
         timing,
         trace: args.job_log.is_some(),
+        block_size: args.block_size,
         ..SimConfig::default()
     };
     // Job logs are named after the policies as given, before the defaults above fill them, as

@@ -292,6 +292,7 @@ fn zero_and_negative_counts_name_the_flag() {
         );
     }
     refused(&dir, &["sim", "--ingest-rate", "0"], &["--ingest-rate"]);
+    refused(&dir, &["sim", "--block-size", "0"], &["--block-size is 0"]);
 }
 
 #[test]

@@ -119,6 +119,14 @@ impl TableMeta {
         }
     }
 
+    /// Data blocks the table wrote into its own file, as opposed to blocks it refers to in other
+    /// files; 0 when its blocks are not recorded.
+    pub fn blocks_written(&self) -> u64 {
+        self.blocks.as_deref().map_or(0, |blocks| {
+            blocks.iter().filter(|b| b.file == self.id).count() as u64
+        })
+    }
+
     /// Whether the table's keys overlap `range`.
     pub fn overlaps(&self, range: &KeyRange) -> bool {
         self.smallest <= range.largest && range.smallest <= self.largest

@@ -25,6 +25,7 @@ pub(crate) struct Metrics {
     pub peak_transient_space_amp: f64,
     pub peak_space_bytes: u64,
     pub bytes_written_per_level: Vec<u64>,
+    pub blocks_written_per_level: Vec<u64>,
     pub weighted_lookup_cost: f64,
     pub weighted_range_runs: f64,
     pub weight: f64,
@@ -72,6 +73,9 @@ pub struct PhaseReport {
     pub write_amp: f64,
     /// Bytes written into each level during the phase (index = level).
     pub bytes_written_per_level: Vec<u64>,
+    /// Data blocks written into each level during the phase (index = level; empty unless
+    /// blocks are recorded, see [`crate::SimConfig::block_size`]).
+    pub blocks_written_per_level: Vec<u64>,
     /// Peak bytes of tables plus in-flight outputs during the phase.
     pub peak_space_bytes: u64,
     /// `peak_space_bytes` / live bytes at the phase's end.
@@ -126,6 +130,10 @@ pub struct SimReport {
     pub peak_space_over_final_live: f64,
     /// Bytes written by flushes and compactions into each level (index = level).
     pub bytes_written_per_level: Vec<u64>,
+    /// Data blocks written by flushes and compactions into each level (index = level; empty
+    /// unless blocks are recorded, see [`crate::SimConfig::block_size`]). Blocks a table refers
+    /// to in another file are not written.
+    pub blocks_written_per_level: Vec<u64>,
     /// Buffer flushes.
     pub flushes: u64,
     /// Merges executed.

@@ -149,6 +149,14 @@ impl TableSizer for RawSizer {
     }
 }
 
+/// Adds `n` to `per_level[level]`, growing it as needed.
+fn add_at(per_level: &mut Vec<u64>, level: usize, n: u64) {
+    if per_level.len() <= level {
+        per_level.resize(level + 1, 0);
+    }
+    per_level[level] += n;
+}
+
 /// The [`TableMeta::blocks`] of table `file` holding `entries` cut into `blocks` (`None` when
 /// the sizer cut none). Offsets add up the blocks' sizes.
 fn block_metas(file: TableId, entries: &[u64], blocks: &[SizedBlock]) -> Option<Arc<[BlockMeta]>> {
@@ -363,6 +371,7 @@ struct PhaseMark {
     user_bytes: u64,
     bytes_written: u64,
     bytes_written_per_level: Vec<u64>,
+    blocks_written_per_level: Vec<u64>,
     peak_space_bytes: u64,
 }
 
@@ -476,6 +485,7 @@ impl Simulator {
             user_bytes: self.stats.bytes_ingested,
             bytes_written: self.metrics.flush_bytes + self.metrics.compaction_bytes,
             bytes_written_per_level: self.metrics.bytes_written_per_level.clone(),
+            blocks_written_per_level: self.metrics.blocks_written_per_level.clone(),
             peak_space_bytes: self.version.size(),
         });
     }
@@ -489,15 +499,26 @@ impl Simulator {
             self.metrics.flush_bytes + self.metrics.compaction_bytes - mark.bytes_written;
         let live = self.live_entries * (self.cfg.key_size + self.cfg.value_size);
         let ratio = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
-        let per_level = &self.metrics.bytes_written_per_level;
-        let bytes_written_per_level = (0..per_level.len())
-            .map(|l| per_level[l] - mark.bytes_written_per_level.get(l).copied().unwrap_or(0))
-            .collect();
+        let since = |now: &[u64], then: &[u64]| -> Vec<u64> {
+            now.iter()
+                .enumerate()
+                .map(|(l, n)| n - then.get(l).copied().unwrap_or(0))
+                .collect()
+        };
+        let bytes_written_per_level = since(
+            &self.metrics.bytes_written_per_level,
+            &mark.bytes_written_per_level,
+        );
+        let blocks_written_per_level = since(
+            &self.metrics.blocks_written_per_level,
+            &mark.blocks_written_per_level,
+        );
         self.phases.push(PhaseReport {
             name: mark.name,
             user_bytes,
             bytes_written,
             bytes_written_per_level,
+            blocks_written_per_level,
             write_amp: ratio(bytes_written, user_bytes),
             peak_space_bytes: mark.peak_space_bytes,
             peak_space_over_live: ratio(mark.peak_space_bytes, live),
@@ -866,10 +887,21 @@ impl Simulator {
         (meta, Arc::from(entries))
     }
 
-    /// Installs a new version: stores new tables' contents and forgets deleted ones.
+    /// Installs a new version: stores new tables' contents and forgets deleted ones, and counts
+    /// the data blocks new tables wrote (a moved table is deleted and added by the same edit).
     fn install(&mut self, version: Version, edit: &VersionEdit, new_arrays: Vec<Arc<[u64]>>) {
         for (added, array) in edit.added.iter().zip(new_arrays) {
             self.tables.insert(added.table.id, array);
+        }
+        for added in &edit.added {
+            let blocks = added.table.blocks_written();
+            if blocks > 0 && !edit.deleted.iter().any(|d| d.table == added.table.id) {
+                add_at(
+                    &mut self.metrics.blocks_written_per_level,
+                    added.level,
+                    blocks,
+                );
+            }
         }
         self.version = version;
         for d in &edit.deleted {
@@ -1090,11 +1122,7 @@ impl Simulator {
     }
 
     fn count_level_write(&mut self, level: usize, bytes: u64) {
-        let per_level = &mut self.metrics.bytes_written_per_level;
-        if per_level.len() <= level {
-            per_level.resize(level + 1, 0);
-        }
-        per_level[level] += bytes;
+        add_at(&mut self.metrics.bytes_written_per_level, level, bytes);
     }
 
     fn sample_space(&mut self, in_flight: u64) {
@@ -1218,6 +1246,7 @@ impl Simulator {
             peak_space_bytes: m.peak_space_bytes,
             peak_space_over_final_live: ratio(m.peak_space_bytes as f64, live as f64),
             bytes_written_per_level: m.bytes_written_per_level.clone(),
+            blocks_written_per_level: m.blocks_written_per_level.clone(),
             flushes: self.stats.flushes,
             compactions: m.compactions,
             trivial_moves: m.trivial_moves,

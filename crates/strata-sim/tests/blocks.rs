@@ -91,3 +91,51 @@ fn without_a_block_size_tables_list_no_blocks() {
     };
     assert_eq!(ranges(&sim), ranges(&with));
 }
+
+#[test]
+fn the_report_counts_the_blocks_written_into_each_level() {
+    let blocks_in = |sim: &Simulator, level: usize| -> u64 {
+        sim.version()
+            .tables()
+            .filter(|(l, _, _)| *l == level)
+            .map(|(_, _, t)| t.blocks_written())
+            .sum()
+    };
+    // Two buffers' worth of puts: two flushes into L0 and no merge, so the blocks written are
+    // exactly the blocks L0 holds.
+    let policy = build_policy(&"leveled:write_buffer_size=64KiB".parse().unwrap()).unwrap();
+    let config = SimConfig {
+        buffer_size: 64 << 10,
+        block_size: Some(BLOCK),
+        ..SimConfig::default()
+    };
+    let mut sim = Simulator::new(policy, config).unwrap();
+    for i in 0..1_000u64 {
+        sim.put(i * 3).unwrap();
+    }
+    sim.flush().unwrap();
+    let l0 = blocks_in(&sim, 0);
+    assert!(l0 > 20, "{l0}");
+    let report = sim.finish().unwrap();
+    assert_eq!(report.compactions, 0);
+    assert_eq!(report.blocks_written_per_level, vec![l0]);
+
+    // With merges: every level was written at least the blocks it holds, and the merges wrote
+    // more blocks below L0 than the final tree holds there.
+    let sim = run(Some(BLOCK));
+    let held: Vec<u64> = (0..sim.version().levels().len())
+        .map(|l| blocks_in(&sim, l))
+        .collect();
+    let report = sim.finish().unwrap();
+    assert!(report.compactions > 0);
+    let written = &report.blocks_written_per_level;
+    for (level, &h) in held.iter().enumerate() {
+        assert!(written.get(level).copied().unwrap_or(0) >= h, "L{level}");
+    }
+    assert!(written.iter().sum::<u64>() > held.iter().sum::<u64>());
+    // Each put is written into some level at least once, 36 to a block.
+    assert!(written.iter().sum::<u64>() >= 20_000 / PER_BLOCK);
+
+    let report = run(None).finish().unwrap();
+    assert!(report.blocks_written_per_level.is_empty());
+}
