@@ -88,6 +88,9 @@ pub struct Metrics {
     pub tables: usize,
     /// Per-level shape (non-empty levels only).
     pub levels: Vec<LevelMetrics>,
+    /// Data blocks flushes and compactions wrote into each level (index = level); empty
+    /// unless block ranges are recorded (`Options::with_record_block_ranges`).
+    pub data_blocks_written_per_level: Vec<u64>,
 }
 
 impl Metrics {
@@ -151,6 +154,7 @@ impl Metrics {
                     bytes: l.size(),
                 })
                 .collect(),
+            data_blocks_written_per_level: s.data_blocks_written_per_level.lock().clone(),
         }
     }
 }

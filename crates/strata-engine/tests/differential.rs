@@ -201,6 +201,7 @@ struct Outcome {
     steps: Vec<Step>,
     write_amp: f64,
     blocks: Blocks,
+    blocks_written_per_level: Vec<u64>,
 }
 
 fn run_engine(name: &str) -> Outcome {
@@ -226,7 +227,8 @@ fn run_engine(name: &str) -> Outcome {
         }
     }
     db.flush().unwrap();
-    let write_amp = db.metrics().write_amp;
+    let metrics = db.metrics();
+    let write_amp = metrics.write_amp;
     let blocks = blocks_of(&db.version());
     db.close().unwrap();
     let steps = recorder.0.lock().unwrap().clone();
@@ -234,6 +236,7 @@ fn run_engine(name: &str) -> Outcome {
         steps,
         write_amp,
         blocks,
+        blocks_written_per_level: metrics.data_blocks_written_per_level,
     }
 }
 
@@ -280,6 +283,7 @@ fn run_sim(name: &str) -> Outcome {
         steps,
         write_amp: report.write_amp,
         blocks,
+        blocks_written_per_level: report.blocks_written_per_level,
     }
 }
 
@@ -337,6 +341,11 @@ fn engine_and_simulator_make_the_same_plans() {
         assert_eq!(
             first_table_difference, None,
             "{name}: the blocks of a table differ"
+        );
+        assert!(!engine.blocks_written_per_level.is_empty(), "{name}");
+        assert_eq!(
+            engine.blocks_written_per_level, sim.blocks_written_per_level,
+            "{name}: data blocks written per level"
         );
         // Size cuts happened: some job wrote more than one table.
         assert!(

@@ -68,6 +68,17 @@ impl VersionEdit {
         Self::default()
     }
 
+    /// The data blocks the edit's new tables wrote, as (level, blocks) per table: tables it adds
+    /// and does not also delete (a move deletes and re-adds the same table), counting only the
+    /// blocks in each table's own file ([`crate::TableMeta::blocks_written`]).
+    pub fn blocks_written(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.added
+            .iter()
+            .filter(|a| !self.deleted.iter().any(|d| d.table == a.table.id))
+            .map(|a| (a.level, a.table.blocks_written()))
+            .filter(|&(_, blocks)| blocks > 0)
+    }
+
     /// Removes `table` from run `run` of `level`.
     pub fn delete_table(&mut self, level: usize, run: RunId, table: TableId) -> &mut Self {
         self.deleted.push(DeletedTable { level, run, table });

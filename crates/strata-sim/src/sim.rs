@@ -893,15 +893,8 @@ impl Simulator {
         for (added, array) in edit.added.iter().zip(new_arrays) {
             self.tables.insert(added.table.id, array);
         }
-        for added in &edit.added {
-            let blocks = added.table.blocks_written();
-            if blocks > 0 && !edit.deleted.iter().any(|d| d.table == added.table.id) {
-                add_at(
-                    &mut self.metrics.blocks_written_per_level,
-                    added.level,
-                    blocks,
-                );
-            }
+        for (level, blocks) in edit.blocks_written() {
+            add_at(&mut self.metrics.blocks_written_per_level, level, blocks);
         }
         self.version = version;
         for d in &edit.deleted {
