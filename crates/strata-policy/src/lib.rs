@@ -25,6 +25,7 @@ mod error;
 pub mod helpers;
 pub mod math;
 mod options;
+pub mod overlap;
 mod plan;
 mod policy;
 pub mod registry;
