@@ -68,15 +68,21 @@ impl VersionEdit {
         Self::default()
     }
 
-    /// The data blocks the edit's new tables wrote, as (level, blocks) per table: tables it adds
-    /// and does not also delete (a move deletes and re-adds the same table), counting only the
-    /// blocks in each table's own file ([`crate::TableMeta::blocks_written`]).
-    pub fn blocks_written(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
-        self.added
-            .iter()
-            .filter(|a| !self.deleted.iter().any(|d| d.table == a.table.id))
-            .map(|a| (a.level, a.table.blocks_written()))
-            .filter(|&(_, blocks)| blocks > 0)
+    /// Adds the data blocks the edit's new tables wrote to `per_level` (index = level, grown as
+    /// needed): tables it adds and does not also delete (a move deletes and re-adds the same
+    /// table), counting only the blocks in each table's own file
+    /// ([`crate::TableMeta::blocks_written`]).
+    pub fn count_blocks_written(&self, per_level: &mut Vec<u64>) {
+        for added in &self.added {
+            let blocks = added.table.blocks_written();
+            if blocks == 0 || self.deleted.iter().any(|d| d.table == added.table.id) {
+                continue;
+            }
+            if per_level.len() <= added.level {
+                per_level.resize(added.level + 1, 0);
+            }
+            per_level[added.level] += blocks;
+        }
     }
 
     /// Removes `table` from run `run` of `level`.

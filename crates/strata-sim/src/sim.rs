@@ -149,14 +149,6 @@ impl TableSizer for RawSizer {
     }
 }
 
-/// Adds `n` to `per_level[level]`, growing it as needed.
-fn add_at(per_level: &mut Vec<u64>, level: usize, n: u64) {
-    if per_level.len() <= level {
-        per_level.resize(level + 1, 0);
-    }
-    per_level[level] += n;
-}
-
 /// The [`TableMeta::blocks`] of table `file` holding `entries` cut into `blocks` (`None` when
 /// the sizer cut none). Offsets add up the blocks' sizes.
 fn block_metas(file: TableId, entries: &[u64], blocks: &[SizedBlock]) -> Option<Arc<[BlockMeta]>> {
@@ -893,9 +885,7 @@ impl Simulator {
         for (added, array) in edit.added.iter().zip(new_arrays) {
             self.tables.insert(added.table.id, array);
         }
-        for (level, blocks) in edit.blocks_written() {
-            add_at(&mut self.metrics.blocks_written_per_level, level, blocks);
-        }
+        edit.count_blocks_written(&mut self.metrics.blocks_written_per_level);
         self.version = version;
         for d in &edit.deleted {
             if self.version.table_location(d.table).is_none() {
@@ -1115,7 +1105,11 @@ impl Simulator {
     }
 
     fn count_level_write(&mut self, level: usize, bytes: u64) {
-        add_at(&mut self.metrics.bytes_written_per_level, level, bytes);
+        let per_level = &mut self.metrics.bytes_written_per_level;
+        if per_level.len() <= level {
+            per_level.resize(level + 1, 0);
+        }
+        per_level[level] += bytes;
     }
 
     fn sample_space(&mut self, in_flight: u64) {

@@ -64,7 +64,9 @@ impl Engine {
         for f in files {
             state.pending_outputs.remove(f);
         }
-        self.count_blocks_written(&record.edit);
+        record
+            .edit
+            .count_blocks_written(&mut self.stats.data_blocks_written_per_level.lock());
         let new_version = Arc::new(new_version);
         state.live_versions.push(Arc::downgrade(&new_version));
         state.version = new_version;
@@ -88,17 +90,6 @@ impl Engine {
         self.delete_obsolete_files(state);
         self.background_work.notify_all();
         Ok(())
-    }
-
-    /// Counts the data blocks `edit`'s new tables wrote, per level.
-    fn count_blocks_written(&self, edit: &VersionEdit) {
-        let mut per_level = self.stats.data_blocks_written_per_level.lock();
-        for (level, blocks) in edit.blocks_written() {
-            if per_level.len() <= level {
-                per_level.resize(level + 1, 0);
-            }
-            per_level[level] += blocks;
-        }
     }
 
     /// Deletes the output tables of a job whose result is not installed (failure rule 5). A
