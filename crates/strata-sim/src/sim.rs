@@ -66,7 +66,7 @@ pub struct SizedTable {
 }
 
 /// One data block of a [`SizedTable`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SizedBlock {
     /// Entries in the block (consecutive, following the previous block's).
     pub entries: u64,
@@ -113,11 +113,7 @@ impl TableEstimate for RawEstimate {
             self.open.entries += 1;
             self.open.size += bytes;
             if self.open.size >= block_size {
-                self.blocks.push(self.open);
-                self.open = SizedBlock {
-                    entries: 0,
-                    size: 0,
-                };
+                self.blocks.push(std::mem::take(&mut self.open));
             }
         }
     }
@@ -141,10 +137,7 @@ impl TableSizer for RawSizer {
             sizer: *self,
             bytes: 0,
             blocks: Vec::new(),
-            open: SizedBlock {
-                entries: 0,
-                size: 0,
-            },
+            open: SizedBlock::default(),
         })
     }
 }
