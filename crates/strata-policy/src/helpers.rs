@@ -110,32 +110,81 @@ pub fn partial_merge(
 ) -> Option<Plan> {
     let runs = version.level(level).runs();
     let next_runs = version.level(level + 1).runs();
-    let mut best: Option<(f64, &TableMeta, Vec<PlanInput>, OutputRun, usize)> = None;
+    let mut best: Option<(f64, &TableMeta, usize, usize)> = None;
     for (position, run) in runs.iter().enumerate() {
-        for table in run.tables() {
-            if leases.is_table_leased(table.id) {
+        for (index, table) in run.tables().iter().enumerate() {
+            if window_conflict(version, level, std::slice::from_ref(table), leases) {
                 continue;
             }
             let range = table.key_range();
-            // A job writing into this level over the same range could need this table's run,
-            // and one writing into the next level over it would race this job's output.
-            if leases.is_range_being_written(level, &range)
-                || leases.is_range_being_written(level + 1, &range)
-            {
-                continue;
-            }
-            let (overlap, output_run) = overlapping_inputs(level + 1, next_runs, &range);
-            if overlap.iter().any(|i| leases.any_leased(i.tables.iter())) {
-                continue;
-            }
             let overlap_bytes: u64 = next_runs.iter().map(|r| r.overlapping_size(&range)).sum();
             let ratio = overlap_bytes as f64 / table.size.max(1) as f64;
             if best.as_ref().is_none_or(|(b, ..)| ratio < *b) {
-                best = Some((ratio, table, overlap, output_run, position));
+                best = Some((ratio, table, position, index));
             }
         }
     }
-    let (ratio, table, overlap, output_run, position) = best?;
+    let (ratio, table, position, index) = best?;
+    let mut plan = window_merge(version, level, position, index..index + 1, leases, output)?;
+    plan.reason = format!(
+        "table {} ({}) has the smallest overlap ratio {ratio:.2}",
+        table.id,
+        format_size(table.size)
+    );
+    Some(plan)
+}
+
+/// Whether `tables` (consecutive tables of one run of `level`) cannot go down now: one of them,
+/// or a table of `level + 1` overlapping their range, is held by a running job, or a running job
+/// writes into either level over that range (a job writing into `level` could need their run,
+/// and one writing into `level + 1` would race this job's output).
+pub fn window_conflict(
+    version: &Version,
+    level: usize,
+    tables: &[std::sync::Arc<TableMeta>],
+    leases: &Leases,
+) -> bool {
+    let Some(range) = tables
+        .iter()
+        .map(|t| t.key_range())
+        .reduce(|a, b| a.union(&b))
+    else {
+        return false;
+    };
+    leases.any_leased(tables.iter().map(|t| &t.id))
+        || leases.is_range_being_written(level, &range)
+        || leases.is_range_being_written(level + 1, &range)
+        || version
+            .level(level + 1)
+            .runs()
+            .iter()
+            .any(|r| leases.any_leased(r.overlapping(&range).iter().map(|t| &t.id)))
+}
+
+/// A merge of the consecutive tables `window` (indices into the run at `position` of `level`)
+/// into `level + 1`, with every table there that overlaps their key range, or a move down when
+/// none does (the paper's partial merge of a window, at table granularity). `output` places the
+/// result given the run to write. `None` when the window is empty or out of range, or
+/// [`window_conflict`] says it cannot go now. The reason is left empty.
+pub fn window_merge(
+    version: &Version,
+    level: usize,
+    position: usize,
+    window: std::ops::Range<usize>,
+    leases: &Leases,
+    output: impl Fn(OutputRun) -> PlanOutput,
+) -> Option<Plan> {
+    let run = version.level(level).runs().get(position)?;
+    let tables = run.tables().get(window)?;
+    let range = tables
+        .iter()
+        .map(|t| t.key_range())
+        .reduce(|a, b| a.union(&b))?;
+    if window_conflict(version, level, tables, leases) {
+        return None;
+    }
+    let (overlap, output_run) =
+        overlapping_inputs(level + 1, version.level(level + 1).runs(), &range);
     let action = if overlap.is_empty() {
         PlanAction::Move
     } else {
@@ -143,8 +192,8 @@ pub fn partial_merge(
     };
     let mut inputs = vec![PlanInput {
         level,
-        run: runs[position].id(),
-        tables: vec![table.id],
+        run: run.id(),
+        tables: tables.iter().map(|t| t.id).collect(),
     }];
     inputs.extend(overlap);
     Some(Plan {
@@ -152,11 +201,7 @@ pub fn partial_merge(
         inputs,
         output: Some(output(output_run)),
         policy_state: None,
-        reason: format!(
-            "table {} ({}) has the smallest overlap ratio {ratio:.2}",
-            table.id,
-            format_size(table.size)
-        ),
+        reason: String::new(),
     })
 }
 

@@ -1,14 +1,39 @@
 //! The window of a level that overlaps the least of the level below: the selection rule of the
 //! partial-merge paper's ChooseBest (its §1.3), over key spans of blocks or tables.
 //!
-//! Both levels are given as spans (smallest, largest key) in key order that do not overlap each
-//! other, as the blocks of one sorted run are. A window is `width` consecutive spans of the upper
-//! level; it overlaps the spans of the lower level whose keys meet the window's whole range
-//! (its first span's smallest key to its last span's largest), since a merge of the window must
-//! rewrite every one of them. One scan finds the window overlapping the fewest: as the window
-//! slides right, the first and last lower spans it overlaps only move right too.
+//! Both levels are given as spans (smallest key, largest key, weight) in key order that do not
+//! overlap each other, as the tables or blocks of one sorted run are; the weight is what a span
+//! costs to read or rewrite (its bytes, or 1 to count spans). A window is a run of consecutive
+//! spans of the upper level, the fewest from its first span that weigh at least the asked
+//! weight (the paper's δ·K blocks). It overlaps the spans of the lower level whose keys meet the
+//! window's whole range (its first span's smallest key to its last span's largest), since a merge
+//! of the window must rewrite every one of them. One scan finds the window overlapping the least
+//! weight: as the window slides right, its end and the first and last lower spans it overlaps
+//! only move right too.
 
 use std::ops::Range;
+
+/// A key span of one level with its weight.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Span<K> {
+    /// Smallest key.
+    pub smallest: K,
+    /// Largest key.
+    pub largest: K,
+    /// What the span costs to merge: its bytes, or 1 to count spans.
+    pub weight: u64,
+}
+
+impl<K> Span<K> {
+    /// A span of `weight`.
+    pub fn new(smallest: K, largest: K, weight: u64) -> Self {
+        Span {
+            smallest,
+            largest,
+            weight,
+        }
+    }
+}
 
 /// The chosen window and what it overlaps.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,42 +42,66 @@ pub struct OverlapWindow {
     pub window: Range<usize>,
     /// Indices of the lower level's spans the window overlaps (empty when none).
     pub overlapped: Range<usize>,
+    /// Total weight of the overlapped spans.
+    pub overlapped_weight: u64,
 }
 
-/// The window of `width` consecutive `upper` spans overlapping the fewest `lower` spans, the
-/// first such window on ties; `None` when `upper` is empty. A `width` of 0 counts as 1, and one
-/// beyond `upper` as all of it. Time O(|upper| + |lower|).
+/// The window of `upper` weighing at least `min_weight` that overlaps the least weight of
+/// `lower`, the first such window on ties; `None` when `upper` is empty. When the whole of
+/// `upper` weighs less than `min_weight`, the window is all of it. Only windows that reach the
+/// weight compete, so a window never ends short at the level's end. Time O(|upper| + |lower|).
 pub fn fewest_overlap_window<K: Ord>(
-    upper: &[(K, K)],
-    lower: &[(K, K)],
-    width: usize,
+    upper: &[Span<K>],
+    lower: &[Span<K>],
+    min_weight: u64,
 ) -> Option<OverlapWindow> {
     if upper.is_empty() {
         return None;
     }
-    let width = width.clamp(1, upper.len());
+    // Prefix sums of the lower weights, so an overlapped range's weight is one subtraction.
+    let mut lower_prefix = Vec::with_capacity(lower.len() + 1);
+    lower_prefix.push(0u64);
+    for span in lower {
+        lower_prefix.push(lower_prefix.last().copied().unwrap_or(0) + span.weight);
+    }
+    // `end`: one past the window's last span; `weight`: the window's weight.
     // `first`: the first lower span not wholly before the window (largest ≥ window's smallest);
-    // `end`: one past the last lower span not wholly after it (smallest ≤ window's largest).
-    let (mut first, mut end) = (0, 0);
+    // `lower_end`: one past the last lower span not wholly after it (smallest ≤ window's largest).
+    let (mut end, mut weight) = (0, 0u64);
+    let (mut first, mut lower_end) = (0, 0);
     let mut best: Option<OverlapWindow> = None;
-    for start in 0..=upper.len() - width {
-        let (smallest, largest) = (&upper[start].0, &upper[start + width - 1].1);
-        while first < lower.len() && lower[first].1 < *smallest {
-            first += 1;
-        }
-        while end < lower.len() && lower[end].0 <= *largest {
+    for start in 0..upper.len() {
+        if end == start {
+            weight += upper[end].weight;
             end += 1;
         }
-        let overlapped = first..end.max(first);
+        while weight < min_weight && end < upper.len() {
+            weight += upper[end].weight;
+            end += 1;
+        }
+        if weight < min_weight && start > 0 {
+            break;
+        }
+        let (smallest, largest) = (&upper[start].smallest, &upper[end - 1].largest);
+        while first < lower.len() && lower[first].largest < *smallest {
+            first += 1;
+        }
+        while lower_end < lower.len() && lower[lower_end].smallest <= *largest {
+            lower_end += 1;
+        }
+        let overlapped = first..lower_end.max(first);
+        let overlapped_weight = lower_prefix[overlapped.end] - lower_prefix[overlapped.start];
         if best
             .as_ref()
-            .is_none_or(|b| overlapped.len() < b.overlapped.len())
+            .is_none_or(|b| overlapped_weight < b.overlapped_weight)
         {
             best = Some(OverlapWindow {
-                window: start..start + width,
+                window: start..end,
                 overlapped,
+                overlapped_weight,
             });
         }
+        weight -= upper[start].weight;
     }
     best
 }
@@ -61,33 +110,45 @@ pub fn fewest_overlap_window<K: Ord>(
 mod tests {
     use super::*;
 
-    fn spans(pairs: &[(u32, u32)]) -> Vec<(u32, u32)> {
-        pairs.to_vec()
+    /// Spans of weight 1, so a window's weight counts its spans.
+    fn spans(pairs: &[(u32, u32)]) -> Vec<Span<u32>> {
+        pairs.iter().map(|&(a, b)| Span::new(a, b, 1)).collect()
     }
 
-    /// The same choice by checking every window against every lower span.
-    fn brute_force(upper: &[(u32, u32)], lower: &[(u32, u32)], width: usize) -> OverlapWindow {
-        let width = width.clamp(1, upper.len());
-        (0..=upper.len() - width)
-            .map(|start| {
-                let (lo, hi) = (upper[start].0, upper[start + width - 1].1);
+    /// The same choice by trying every start and checking every lower span.
+    fn brute_force(upper: &[Span<u32>], lower: &[Span<u32>], min_weight: u64) -> OverlapWindow {
+        (0..upper.len())
+            .filter_map(|start| {
+                let mut end = start + 1;
+                while end < upper.len()
+                    && upper[start..end].iter().map(|s| s.weight).sum::<u64>() < min_weight
+                {
+                    end += 1;
+                }
+                let weight: u64 = upper[start..end].iter().map(|s| s.weight).sum();
+                if weight < min_weight && start > 0 {
+                    return None;
+                }
+                let (lo, hi) = (upper[start].smallest, upper[end - 1].largest);
                 let hits: Vec<usize> = (0..lower.len())
-                    .filter(|&i| lower[i].1 >= lo && lower[i].0 <= hi)
+                    .filter(|&i| lower[i].largest >= lo && lower[i].smallest <= hi)
                     .collect();
                 let overlapped = match (hits.first(), hits.last()) {
                     (Some(&a), Some(&b)) => a..b + 1,
                     _ => {
-                        let at = lower.iter().take_while(|s| s.1 < lo).count();
+                        let at = lower.iter().take_while(|s| s.largest < lo).count();
                         at..at
                     }
                 };
-                OverlapWindow {
-                    window: start..start + width,
+                let overlapped_weight = lower[overlapped.clone()].iter().map(|s| s.weight).sum();
+                Some(OverlapWindow {
+                    window: start..end,
                     overlapped,
-                }
+                    overlapped_weight,
+                })
             })
             .reduce(|best, w| {
-                if w.overlapped.len() < best.overlapped.len() {
+                if w.overlapped_weight < best.overlapped_weight {
                     w
                 } else {
                     best
@@ -99,9 +160,9 @@ mod tests {
     #[test]
     fn the_window_over_the_sparse_part_of_the_lower_level_wins() {
         // The lower level is dense on 0..40 (one span per 4 keys) and sparse above (one per 20).
-        let lower: Vec<(u32, u32)> = (0..10)
-            .map(|i| (i * 4, i * 4 + 3))
-            .chain((0..5).map(|i| (40 + i * 20, 40 + i * 20 + 19)))
+        let lower: Vec<Span<u32>> = (0..10)
+            .map(|i| Span::new(i * 4, i * 4 + 3, 1))
+            .chain((0..5).map(|i| Span::new(40 + i * 20, 40 + i * 20 + 19, 1)))
             .collect();
         let upper = spans(&[(1, 5), (9, 15), (30, 38), (45, 50), (61, 70), (90, 99)]);
         let best = fewest_overlap_window(&upper, &lower, 2).unwrap();
@@ -115,7 +176,7 @@ mod tests {
     #[test]
     fn edges_ties_and_widths() {
         let upper = spans(&[(10, 20), (30, 40)]);
-        assert_eq!(fewest_overlap_window::<u32>(&[], &upper, 1), None);
+        assert_eq!(fewest_overlap_window(&[], &upper, 1), None);
         // No lower level: the first window, overlapping nothing.
         let best = fewest_overlap_window(&upper, &[], 1).unwrap();
         assert_eq!((best.window, best.overlapped), (0..1, 0..0));
@@ -123,7 +184,7 @@ mod tests {
         let lower = spans(&[(0, 5), (21, 29), (50, 60)]);
         let best = fewest_overlap_window(&spans(&[(10, 20), (22, 23)]), &lower, 1).unwrap();
         assert_eq!((best.window, best.overlapped), (0..1, 1..1));
-        // Width 0 counts as 1; a width beyond the level takes all of it.
+        // Weight 0 still takes one span; a weight beyond the level's takes all of it.
         assert_eq!(
             fewest_overlap_window(&upper, &lower, 0)
                 .unwrap()
@@ -136,6 +197,30 @@ mod tests {
         // A span touching a window's key at either end counts as overlapped.
         let best = fewest_overlap_window(&spans(&[(5, 21)]), &lower, 1).unwrap();
         assert_eq!(best.overlapped, 0..2);
+    }
+
+    #[test]
+    fn weights_choose_by_bytes_not_by_count() {
+        // Two lower spans of 1 byte on the left, one of 100 on the right: the window over the two
+        // small ones overlaps fewer bytes though more spans.
+        let lower = vec![
+            Span::new(0, 4, 1),
+            Span::new(5, 9, 1),
+            Span::new(20, 29, 100),
+        ];
+        let upper = vec![Span::new(0, 9, 10), Span::new(20, 29, 10)];
+        let best = fewest_overlap_window(&upper, &lower, 10).unwrap();
+        assert_eq!((best.window, best.overlapped), (0..1, 0..2));
+        assert_eq!(best.overlapped_weight, 2);
+        // A heavier window takes as many spans as it needs to reach the weight.
+        let upper = vec![Span::new(0, 1, 3), Span::new(2, 3, 3), Span::new(20, 21, 3)];
+        let best = fewest_overlap_window(&upper, &lower, 5).unwrap();
+        assert_eq!(best.window, 0..2);
+        // The window starting at the last span weighs only 3 and does not compete.
+        let best = fewest_overlap_window(&upper, &[Span::new(0, 1, 50)], 5).unwrap();
+        assert_eq!((best.window, best.overlapped_weight), (1..3, 0));
+        let best = fewest_overlap_window(&upper, &[Span::new(21, 22, 50)], 5).unwrap();
+        assert_eq!((best.window, best.overlapped_weight), (0..2, 0));
     }
 
     #[test]
@@ -156,7 +241,7 @@ mod tests {
                         let start = key + next(5);
                         let end = start + next(8);
                         key = end + 1;
-                        (start, end)
+                        Span::new(start, end, 1 + u64::from(next(4)))
                     })
                     .collect::<Vec<_>>()
             };
@@ -164,11 +249,11 @@ mod tests {
             let upper = level(&mut next, n);
             let n = next(30);
             let lower = level(&mut next, n);
-            let width = next(6) as usize;
+            let weight = u64::from(next(14));
             assert_eq!(
-                fewest_overlap_window(&upper, &lower, width).unwrap(),
-                brute_force(&upper, &lower, width),
-                "upper {upper:?} lower {lower:?} width {width}"
+                fewest_overlap_window(&upper, &lower, weight).unwrap(),
+                brute_force(&upper, &lower, weight),
+                "upper {upper:?} lower {lower:?} weight {weight}"
             );
         }
     }

@@ -34,6 +34,10 @@ const BUILTIN: &[PolicyRegistration] = &[
     crate::builtin::spooky::TIERED_REGISTRATION,
     crate::builtin::vertiorizon::REGISTRATION,
     crate::builtin::vertiorizon::LAZY_REGISTRATION,
+    crate::builtin::partial::FULL_REGISTRATION,
+    crate::builtin::partial::RR_REGISTRATION,
+    crate::builtin::partial::CHOOSEBEST_REGISTRATION,
+    crate::builtin::partial::MIXED_REGISTRATION,
 ];
 
 fn extra() -> &'static RwLock<Vec<PolicyRegistration>> {

@@ -1,0 +1,695 @@
+//! The partial-merge family (seed 004, `docs/partial-merge.md`): every level is one sorted run
+//! with capacity `K_i = K_0·Γ^i`, and a level that overflows merges into the next level either
+//! whole (Full) or a window of a fraction δ of its capacity at a time (RR, ChooseBest), or by a
+//! per-level choice between the two (Mixed).
+//!
+//! - The paper's level 0 is its in-memory buffer of `K_0` bytes. Here it is level 0 on disk, one
+//!   run of capacity `level0_size`, into which each flush of the (smaller) write buffer merges.
+//!   The paper counts writes at levels 1 and below only, which is where the policies differ.
+//! - **Full:** an overflowing level merges whole into the next one.
+//! - **RR** (round robin): the window starts at the first table whose smallest key lies past the
+//!   previous window's largest key (wrapping to the level's start), and takes tables until it
+//!   holds δ·K_i bytes. The position is kept per level in the policy state.
+//! - **ChooseBest:** the window of at least δ·K_i bytes that overlaps the fewest bytes of the
+//!   next level ([`crate::overlap::fewest_overlap_window`] over the tables of both levels).
+//! - **Mixed:** ChooseBest out of level 0; into a middle level `i` (2 ≤ i ≤ h − 2), Full while
+//!   the level holds less than `τ_i·K_i`, else ChooseBest; into the bottom level `h − 1`, Full
+//!   when β is set, else ChooseBest.
+//! - When the bottom level overflows, its run moves down unrewritten and becomes a new bottom
+//!   level (the tree grows); a level with more than one run (left by another policy) merges whole.
+//!
+//! Windows are whole tables, since a plan's inputs are tables; with small tables (the default
+//! 256 KiB, 64 blocks of 4 KiB) the partly overlapped tables at a window's edges add little.
+//! The names end in `-p` (the paper's "-P"): these merges rewrite every block they read.
+
+use crate::context::PickContext;
+use crate::error::PolicyError;
+use crate::helpers::{
+    check_bloom, check_positive, check_size_ratio, flush_to_new_run, load_state, merge_levels,
+    move_run, store_state, window_merge,
+};
+use crate::options::{
+    OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO,
+    WRITE_BUFFER_SIZE,
+};
+use crate::overlap::{fewest_overlap_window, Span};
+use crate::plan::{BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanOutput};
+use crate::policy::CompactionPolicy;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use strata_meta::{format_key, format_size, Bytes, Run, Version};
+
+/// Full merges: the paper's Full-P.
+pub const FULL_NAME: &str = "partial-full-p";
+/// Round-robin windows: the paper's RR-P (about LevelDB's compaction).
+pub const RR_NAME: &str = "partial-rr-p";
+/// Least-overlap windows: the paper's ChooseBest-P (about HyperLevelDB's compaction).
+pub const CHOOSEBEST_NAME: &str = "partial-choosebest-p";
+/// Per-level choice between Full and ChooseBest: the paper's Mixed without block preservation.
+pub const MIXED_NAME: &str = "partial-mixed-p";
+
+const LEVEL0_SIZE: OptionSpec = OptionSpec {
+    name: "level0_size",
+    kind: OptionKind::Size,
+    default: "",
+    rocksdb: None,
+    doc: "capacity K_0 of level 0, the run flushes merge into (default: 4 × write_buffer_size)",
+};
+
+const MERGE_RATE: OptionSpec = OptionSpec {
+    name: "merge_rate",
+    kind: OptionKind::Float,
+    default: "0.07",
+    rocksdb: None,
+    doc: "fraction δ of a level's capacity one partial merge takes",
+};
+
+const THRESHOLDS: OptionSpec = OptionSpec {
+    name: "thresholds",
+    kind: OptionKind::Text,
+    default: "0.5",
+    rocksdb: None,
+    doc: "Mixed's τ_2/τ_3/…: merge whole into middle level i while it holds under τ_i of its capacity (the last value repeats)",
+};
+
+const BOTTOM_FULL: OptionSpec = OptionSpec {
+    name: "bottom_full",
+    kind: OptionKind::Bool,
+    default: "true",
+    rocksdb: None,
+    doc: "Mixed's β: merge whole into the bottom level",
+};
+
+/// Small tables, so a window's edges cost little (see the module documentation).
+const TARGET_FILE_SIZE: OptionSpec = OptionSpec {
+    name: "target_file_size",
+    kind: OptionKind::Size,
+    default: "256KiB",
+    rocksdb: Some("target_file_size_base"),
+    doc: "size at which output is cut into a new table",
+};
+
+/// The registry entry of [`FULL_NAME`].
+pub const FULL_REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: FULL_NAME,
+    summary: "partial-merge family, Full-P: an overflowing level merges whole into the next (single-run levels K_0·Γ^i)",
+    options: &[
+        SIZE_RATIO,
+        LEVEL0_SIZE,
+        WRITE_BUFFER_SIZE,
+        TARGET_FILE_SIZE,
+        BLOOM_BITS_PER_KEY,
+    ],
+    build: build_full,
+};
+
+/// The registry entry of [`RR_NAME`].
+pub const RR_REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: RR_NAME,
+    summary: "partial-merge family, RR-P: windows of δ·K_i taken round robin through the key space",
+    options: &[
+        SIZE_RATIO,
+        LEVEL0_SIZE,
+        MERGE_RATE,
+        WRITE_BUFFER_SIZE,
+        TARGET_FILE_SIZE,
+        BLOOM_BITS_PER_KEY,
+    ],
+    build: build_rr,
+};
+
+/// The registry entry of [`CHOOSEBEST_NAME`].
+pub const CHOOSEBEST_REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: CHOOSEBEST_NAME,
+    summary: "partial-merge family, ChooseBest-P: the window of δ·K_i overlapping the least of the next level",
+    options: &[
+        SIZE_RATIO,
+        LEVEL0_SIZE,
+        MERGE_RATE,
+        WRITE_BUFFER_SIZE,
+        TARGET_FILE_SIZE,
+        BLOOM_BITS_PER_KEY,
+    ],
+    build: build_choosebest,
+};
+
+/// The registry entry of [`MIXED_NAME`].
+pub const MIXED_REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: MIXED_NAME,
+    summary: "partial-merge family, Mixed: Full or ChooseBest per level by thresholds τ_i and β",
+    options: &[
+        SIZE_RATIO,
+        LEVEL0_SIZE,
+        MERGE_RATE,
+        THRESHOLDS,
+        BOTTOM_FULL,
+        WRITE_BUFFER_SIZE,
+        TARGET_FILE_SIZE,
+        BLOOM_BITS_PER_KEY,
+    ],
+    build: build_mixed,
+};
+
+fn common(
+    config: &PolicyConfig,
+    name: &'static str,
+    mode: MergeMode,
+) -> Result<PartialMerge, PolicyError> {
+    let mut policy = PartialMerge::new(name, mode)
+        .with_size_ratio(config.f64("size_ratio")?)
+        .with_write_buffer_size(config.size("write_buffer_size")?)
+        .with_target_file_size(config.size("target_file_size")?)
+        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
+    if let Some(bytes) = config.opt_size("level0_size")? {
+        policy = policy.with_level0_size(bytes);
+    }
+    if mode != MergeMode::Full {
+        policy = policy.with_merge_rate(config.f64("merge_rate")?);
+    }
+    Ok(policy)
+}
+
+fn finish(policy: PartialMerge) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+    policy.validate()?;
+    Ok(Arc::new(policy))
+}
+
+fn build_full(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+    finish(common(config, FULL_NAME, MergeMode::Full)?)
+}
+
+fn build_rr(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+    finish(common(config, RR_NAME, MergeMode::RoundRobin)?)
+}
+
+fn build_choosebest(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+    finish(common(config, CHOOSEBEST_NAME, MergeMode::ChooseBest)?)
+}
+
+fn build_mixed(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+    let thresholds = parse_thresholds(config.text("thresholds")?.unwrap_or("0.5"))?;
+    finish(
+        common(config, MIXED_NAME, MergeMode::Mixed)?
+            .with_thresholds(thresholds)
+            .with_bottom_full(config.bool("bottom_full")?),
+    )
+}
+
+/// Parses Mixed's `thresholds` option: fractions separated by `/` (commas and colons already
+/// separate a policy specification's options).
+fn parse_thresholds(text: &str) -> Result<Vec<f64>, PolicyError> {
+    text.split('/')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<f64>().map_err(|_| PolicyError::InvalidOption {
+                option: "thresholds",
+                reason: format!("{s:?} is not a number (expected fractions like 0.4/0.5)"),
+            })
+        })
+        .collect()
+}
+
+/// How an overflowing level chooses what to merge into the next one.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum MergeMode {
+    /// The whole level.
+    Full,
+    /// Windows taken in key order, wrapping around.
+    RoundRobin,
+    /// The window overlapping the least of the next level.
+    ChooseBest,
+    /// Full or ChooseBest per level, by thresholds.
+    Mixed,
+}
+
+/// One merge's choice after Mixed has decided per level.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Choice {
+    Full,
+    RoundRobin,
+    ChooseBest,
+}
+
+/// Persisted state: round robin's position per level.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartialMergeState {
+    /// Per source level, the largest key of the previous round-robin window (none yet: start at
+    /// the level's first table).
+    pub cursors: Vec<Option<Vec<u8>>>,
+}
+
+/// The partial-merge family. See the module documentation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartialMerge {
+    name: &'static str,
+    mode: MergeMode,
+    size_ratio: f64,
+    level0_size: Option<u64>,
+    merge_rate: f64,
+    thresholds: Vec<f64>,
+    bottom_full: bool,
+    write_buffer_size: u64,
+    target_file_size: u64,
+    bloom_bits_per_key: f64,
+}
+
+impl PartialMerge {
+    /// The family member `mode` under `name`, with the paper's defaults (Γ = 10, δ = 0.07,
+    /// τ = 0.5, β set).
+    pub fn new(name: &'static str, mode: MergeMode) -> Self {
+        PartialMerge {
+            name,
+            mode,
+            size_ratio: 10.0,
+            level0_size: None,
+            merge_rate: 0.07,
+            thresholds: vec![0.5],
+            bottom_full: true,
+            write_buffer_size: 64 << 20,
+            target_file_size: 256 << 10,
+            bloom_bits_per_key: 10.0,
+        }
+    }
+
+    crate::output_builders!();
+
+    /// Order Γ: level i holds up to `level0_size·Γ^i` bytes. RocksDB:
+    /// `max_bytes_for_level_multiplier`. Default: 10.
+    pub fn with_size_ratio(mut self, ratio: f64) -> Self {
+        self.size_ratio = ratio;
+        self
+    }
+
+    /// Capacity K_0 of level 0. No RocksDB equivalent (its level 0 is bounded by file count).
+    /// Default: 4 × the write buffer size.
+    pub fn with_level0_size(mut self, bytes: u64) -> Self {
+        self.level0_size = Some(bytes);
+        self
+    }
+
+    /// Merge rate δ: a partial merge takes at least `δ·K_i` bytes of level i. Default: 0.07.
+    pub fn with_merge_rate(mut self, rate: f64) -> Self {
+        self.merge_rate = rate;
+        self
+    }
+
+    /// Mixed's thresholds τ_2, τ_3, …; levels past the list use its last value. Default: 0.5.
+    pub fn with_thresholds(mut self, thresholds: Vec<f64>) -> Self {
+        self.thresholds = thresholds;
+        self
+    }
+
+    /// Mixed's β: merge whole into the bottom level. Default: true.
+    pub fn with_bottom_full(mut self, full: bool) -> Self {
+        self.bottom_full = full;
+        self
+    }
+
+    /// Write buffer size, which sets the default K_0. RocksDB: `write_buffer_size`. Default:
+    /// 64 MiB.
+    pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
+        self.write_buffer_size = bytes;
+        self
+    }
+
+    /// Checks every option.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        check_size_ratio(self.size_ratio)?;
+        check_bloom(self.bloom_bits_per_key)?;
+        check_positive("write_buffer_size", self.write_buffer_size)?;
+        check_positive("target_file_size", self.target_file_size)?;
+        check_positive("level0_size", self.level0_size())?;
+        if !(self.merge_rate > 0.0 && self.merge_rate <= 1.0) {
+            return Err(PolicyError::InvalidOption {
+                option: "merge_rate",
+                reason: format!("{} must be in (0, 1]", self.merge_rate),
+            });
+        }
+        if self.thresholds.is_empty() {
+            return Err(PolicyError::InvalidOption {
+                option: "thresholds",
+                reason: "needs at least one value".to_string(),
+            });
+        }
+        if let Some(t) = self.thresholds.iter().find(|t| !(0.0..=1.0).contains(*t)) {
+            return Err(PolicyError::InvalidOption {
+                option: "thresholds",
+                reason: format!("{t} must be between 0 and 1"),
+            });
+        }
+        Ok(())
+    }
+
+    fn level0_size(&self) -> u64 {
+        self.level0_size
+            .unwrap_or(self.write_buffer_size.saturating_mul(4))
+    }
+
+    /// Capacity K_i of `level` in bytes.
+    pub fn capacity(&self, level: usize) -> u64 {
+        let k = self.level0_size() as f64 * self.size_ratio.powi(level as i32);
+        if k >= u64::MAX as f64 {
+            u64::MAX
+        } else {
+            k as u64
+        }
+    }
+
+    fn threshold(&self, level: usize) -> f64 {
+        let i = level.saturating_sub(2).min(self.thresholds.len() - 1);
+        self.thresholds[i]
+    }
+
+    fn output(&self, level: usize, run: OutputRun) -> PlanOutput {
+        PlanOutput {
+            level,
+            run,
+            cut: CutRule::target_size(self.target_file_size),
+            bloom_bits_per_key: self.bloom_bits_per_key,
+        }
+    }
+
+    /// How a merge into `into` chooses its input, in a tree whose deepest level is `bottom`.
+    fn choice(&self, version: &Version, into: usize, bottom: usize) -> (Choice, String) {
+        match self.mode {
+            MergeMode::Full => (Choice::Full, String::new()),
+            MergeMode::RoundRobin => (Choice::RoundRobin, String::new()),
+            MergeMode::ChooseBest => (Choice::ChooseBest, String::new()),
+            MergeMode::Mixed if into <= 1 => (
+                Choice::ChooseBest,
+                "; Mixed: always partial out of L0".into(),
+            ),
+            MergeMode::Mixed if into >= bottom => {
+                let choice = if self.bottom_full {
+                    Choice::Full
+                } else {
+                    Choice::ChooseBest
+                };
+                (
+                    choice,
+                    format!("; Mixed: β = {} into the bottom", self.bottom_full),
+                )
+            }
+            MergeMode::Mixed => {
+                let tau = self.threshold(into);
+                let size = version.level(into).size();
+                let bound = (tau * self.capacity(into) as f64) as u64;
+                let choice = if size < bound {
+                    Choice::Full
+                } else {
+                    Choice::ChooseBest
+                };
+                (
+                    choice,
+                    format!(
+                        "; Mixed: L{into} holds {} {} τ = {tau} of its capacity ({})",
+                        format_size(size),
+                        if size < bound { "<" } else { "≥" },
+                        format_size(bound)
+                    ),
+                )
+            }
+        }
+    }
+
+    fn state(&self, version: &Version) -> Result<PartialMergeState, PolicyError> {
+        Ok(load_state(self.name, version)?.unwrap_or_default())
+    }
+
+    /// A merge out of `level`, which overflows, into `level + 1`.
+    fn merge_out_of(
+        &self,
+        version: &Version,
+        level: usize,
+        bottom: usize,
+        ctx: &PickContext<'_>,
+    ) -> Result<Option<Plan>, PolicyError> {
+        let size = version.level(level).size();
+        let overflow = format!(
+            "L{level} holds {} > capacity {}",
+            format_size(size),
+            format_size(self.capacity(level))
+        );
+        let [run] = version.level(level).runs() else {
+            // Not one run (left by another policy): merge it whole.
+            return Ok(self.full_merge(version, level, ctx).map(|mut plan| {
+                plan.reason = format!("{overflow}; it holds several runs, merged whole");
+                plan
+            }));
+        };
+        let (choice, why) = self.choice(version, level + 1, bottom);
+        let width = (self.merge_rate * self.capacity(level) as f64).ceil() as u64;
+        let plan = match choice {
+            Choice::Full => self.full_merge(version, level, ctx).map(|mut plan| {
+                plan.reason = format!("{overflow}: merged whole{why}");
+                plan
+            }),
+            Choice::ChooseBest => {
+                self.choose_best(version, level, run, width, ctx)
+                    .map(|mut plan| {
+                        plan.reason = format!("{overflow}: {}{why}", plan.reason);
+                        plan
+                    })
+            }
+            Choice::RoundRobin => {
+                return self.round_robin(version, level, run, width, ctx, &overflow)
+            }
+        };
+        Ok(plan)
+    }
+
+    fn full_merge(&self, version: &Version, level: usize, ctx: &PickContext<'_>) -> Option<Plan> {
+        if crate::helpers::any_leased(version, level..=level + 1, ctx.leases)
+            || ctx.leases.is_level_being_written(level)
+            || ctx.leases.is_level_being_written(level + 1)
+        {
+            return None;
+        }
+        Some(merge_levels(
+            version,
+            level..=level,
+            level + 1,
+            true,
+            CutRule::target_size(self.target_file_size),
+            self.bloom_bits_per_key,
+        ))
+    }
+
+    fn choose_best(
+        &self,
+        version: &Version,
+        level: usize,
+        run: &Run,
+        width: u64,
+        ctx: &PickContext<'_>,
+    ) -> Option<Plan> {
+        let spans = |run: &Run| -> Vec<Span<Bytes>> {
+            run.tables()
+                .iter()
+                .map(|t| Span::new(t.smallest.clone(), t.largest.clone(), t.size))
+                .collect()
+        };
+        let lower: Vec<Span<Bytes>> = version
+            .level(level + 1)
+            .runs()
+            .iter()
+            .flat_map(|r| spans(r))
+            .collect();
+        // Only one run below is ever scanned; several (left by another policy) are merged whole
+        // first, since their spans overlap one another.
+        let best = fewest_overlap_window(&spans(run), &lower, width)?;
+        let mut plan = window_merge(version, level, 0, best.window.clone(), ctx.leases, |r| {
+            self.output(level + 1, r)
+        })?;
+        plan.reason = format!(
+            "ChooseBest window of {} tables ({}) overlaps {} below",
+            best.window.len(),
+            format_size(run.tables()[best.window].iter().map(|t| t.size).sum()),
+            format_size(best.overlapped_weight)
+        );
+        Some(plan)
+    }
+
+    fn round_robin(
+        &self,
+        version: &Version,
+        level: usize,
+        run: &Run,
+        width: u64,
+        ctx: &PickContext<'_>,
+        overflow: &str,
+    ) -> Result<Option<Plan>, PolicyError> {
+        let mut state = self.state(version)?;
+        let cursor = state.cursors.get(level).cloned().flatten();
+        let tables = run.tables();
+        let start = cursor
+            .as_ref()
+            .and_then(|k| {
+                tables
+                    .iter()
+                    .position(|t| t.smallest.as_ref() > k.as_slice())
+            })
+            .unwrap_or(0);
+        let mut end = start;
+        let mut taken = 0u64;
+        while end < tables.len() && (end == start || taken < width) {
+            taken += tables[end].size;
+            end += 1;
+        }
+        let Some(mut plan) = window_merge(version, level, 0, start..end, ctx.leases, |r| {
+            self.output(level + 1, r)
+        }) else {
+            return Ok(None);
+        };
+        if state.cursors.len() <= level {
+            state.cursors.resize(level + 1, None);
+        }
+        let largest = tables[end - 1].largest.clone();
+        plan.reason = format!(
+            "{overflow}: round-robin window of {} tables ({}) after {}, up to {}",
+            end - start,
+            format_size(taken),
+            cursor
+                .as_deref()
+                .map_or("the start".to_string(), format_key),
+            format_key(&largest)
+        );
+        state.cursors[level] = Some(largest.to_vec());
+        plan.policy_state = Some(store_state(self.name, &state)?);
+        Ok(Some(plan))
+    }
+}
+
+impl CompactionPolicy for PartialMerge {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn plan_flush(
+        &self,
+        version: &Version,
+        ctx: &PickContext<'_>,
+    ) -> Result<FlushPlan, PolicyError> {
+        let cut = CutRule::target_size(self.target_file_size);
+        let [run] = version.level(0).runs() else {
+            return Ok(flush_to_new_run(0, cut, self.bloom_bits_per_key));
+        };
+        // Merge into level 0's run: only its tables the buffer overlaps are rewritten.
+        let merge_with: Vec<_> = match ctx.buffer {
+            Some(buffer) => run
+                .overlapping(&buffer.key_range())
+                .iter()
+                .map(|t| t.id)
+                .collect(),
+            None => run.tables().iter().map(|t| t.id).collect(),
+        };
+        Ok(FlushPlan {
+            output: self.output(0, OutputRun::Existing(run.id())),
+            reason: format!(
+                "merged into L0's run ({} tables rewritten)",
+                merge_with.len()
+            ),
+            merge_with,
+            selection: BufferSelection::All,
+            policy_state: None,
+        })
+    }
+
+    fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError> {
+        let Some(bottom) = version.deepest_level() else {
+            return Ok(None);
+        };
+        for level in 0..=bottom {
+            let size = version.level(level).size();
+            if level == bottom {
+                let runs = version.level(level).runs();
+                if runs.len() > 1 && level > 0 {
+                    // Several runs in the bottom level (left by another policy): merge in place.
+                    if crate::helpers::any_leased(version, level..=level, ctx.leases) {
+                        continue;
+                    }
+                    let mut plan = merge_levels(
+                        version,
+                        level..=level,
+                        level,
+                        true,
+                        CutRule::target_size(self.target_file_size),
+                        self.bloom_bits_per_key,
+                    );
+                    plan.reason = format!("the bottom level L{level} holds {} runs", runs.len());
+                    return Ok(Some(plan));
+                }
+                let grows = size > self.capacity(level) || (level == 0 && runs.len() > 1);
+                if grows && level + 1 < Version::MAX_LEVELS {
+                    if level == 0 {
+                        // Out of level 0 a merge, not a move, so it stays the flushes' run.
+                        if let Some(plan) = self.merge_out_of(version, level, level + 1, ctx)? {
+                            return Ok(Some(plan));
+                        }
+                        continue;
+                    }
+                    if crate::helpers::any_leased(version, level..=level, ctx.leases)
+                        || ctx.leases.is_level_being_written(level)
+                    {
+                        continue;
+                    }
+                    let mut plan = move_run(level, &runs[0], level + 1);
+                    plan.output = Some(self.output(level + 1, OutputRun::New));
+                    plan.reason = format!(
+                        "the bottom level L{level} holds {} > capacity {}: it moves down, the tree grows",
+                        format_size(size),
+                        format_size(self.capacity(level))
+                    );
+                    return Ok(Some(plan));
+                }
+                continue;
+            }
+            if size > self.capacity(level) || version.level(level).runs().len() > 1 {
+                if let Some(plan) = self.merge_out_of(version, level, bottom, ctx)? {
+                    return Ok(Some(plan));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn hold_flushes(&self, version: &Version, _ctx: &PickContext<'_>) -> Option<String> {
+        // Level 0 is one run, so the engine's level-0 run count never stalls writes; hold flushes
+        // instead while a level above the bottom is twice over its capacity.
+        let bottom = version.deepest_level()?;
+        (0..bottom).find_map(|level| {
+            let size = version.level(level).size();
+            (size > self.capacity(level).saturating_mul(2)).then(|| {
+                format!(
+                    "L{level} holds {}, over twice its capacity {}",
+                    format_size(size),
+                    format_size(self.capacity(level))
+                )
+            })
+        })
+    }
+
+    crate::plan_manual_with_own_output!();
+
+    fn options(&self) -> Vec<(&'static str, String)> {
+        let mut options = vec![
+            ("size_ratio", self.size_ratio.to_string()),
+            ("level0_size", format_size(self.level0_size())),
+        ];
+        if self.mode != MergeMode::Full {
+            options.push(("merge_rate", self.merge_rate.to_string()));
+        }
+        if self.mode == MergeMode::Mixed {
+            let t: Vec<String> = self.thresholds.iter().map(f64::to_string).collect();
+            options.push(("thresholds", t.join("/")));
+            options.push(("bottom_full", self.bottom_full.to_string()));
+        }
+        options.extend([
+            ("write_buffer_size", format_size(self.write_buffer_size)),
+            ("target_file_size", format_size(self.target_file_size)),
+            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
+        ]);
+        options
+    }
+}
