@@ -64,6 +64,8 @@ pub struct TimelineSample {
 pub struct PhaseReport {
     /// The phase's name in the workload.
     pub name: String,
+    /// Write requests (puts and deletes) during the phase.
+    pub write_ops: u64,
     /// User key+value bytes ingested during the phase.
     pub user_bytes: u64,
     /// Bytes written by flushes and compactions during the phase (the buffer left over from the

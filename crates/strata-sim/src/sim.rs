@@ -353,6 +353,7 @@ pub struct Simulator {
 /// Where the current workload phase started, and its peak space so far.
 struct PhaseMark {
     name: String,
+    write_ops: u64,
     user_bytes: u64,
     bytes_written: u64,
     bytes_written_per_level: Vec<u64>,
@@ -467,6 +468,7 @@ impl Simulator {
         self.end_phase();
         self.phase = Some(PhaseMark {
             name: name.to_string(),
+            write_ops: self.stats.puts + self.stats.deletes,
             user_bytes: self.stats.bytes_ingested,
             bytes_written: self.metrics.flush_bytes + self.metrics.compaction_bytes,
             bytes_written_per_level: self.metrics.bytes_written_per_level.clone(),
@@ -500,6 +502,7 @@ impl Simulator {
         );
         self.phases.push(PhaseReport {
             name: mark.name,
+            write_ops: self.stats.puts + self.stats.deletes - mark.write_ops,
             user_bytes,
             bytes_written,
             bytes_written_per_level,

@@ -1,7 +1,7 @@
 //! Generating a phase's operations, one generator per thread.
 
 use crate::keys::{scramble, KeySpace};
-use crate::spec::{InsertOrder, KeyDist, PhaseSpec};
+use crate::spec::{InsertOrder, KeyDist, PhaseSpec, TPCC_ORDER_BITS};
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal, Zipf};
 use rand_pcg::Pcg64Mcg;
@@ -187,7 +187,9 @@ impl Generator {
     /// An existing key, and whether bookkeeping is by index (so it can be marked live/dead).
     fn existing_key(&mut self) -> Option<(u64, Option<u64>)> {
         match self.phase.inserts {
-            InsertOrder::ShiftingNormal { .. } | InsertOrder::TpccNewOrder { .. } => {
+            InsertOrder::UniformUnique { .. }
+            | InsertOrder::ShiftingNormal { .. }
+            | InsertOrder::TpccNewOrder { .. } => {
                 let v = self.space.values.lock();
                 if v.keys.is_empty() {
                     return None;
@@ -248,6 +250,16 @@ impl Generator {
                 self.space.set_live(k, true);
                 k
             }
+            InsertOrder::UniformUnique { domain } => {
+                let domain = domain.max(1);
+                loop {
+                    let k = self.rng.random_range(0..domain);
+                    // Taken: the paper inserts keys not currently indexed.
+                    if self.space.add_value(k) || self.space.live_keys() >= domain {
+                        break k;
+                    }
+                }
+            }
             InsertOrder::ShiftingNormal {
                 domain,
                 sigma,
@@ -280,7 +292,7 @@ impl Generator {
                 let entry = v.districts.entry(district).or_insert((0, 0));
                 let order = entry.1;
                 entry.1 += 1;
-                let key = (district << 40) | order;
+                let key = (district << TPCC_ORDER_BITS) | order;
                 drop(v);
                 self.space.add_value(key);
                 key
@@ -310,7 +322,7 @@ impl Generator {
                                     e.0 += 1;
                                 }
                                 drop(v);
-                                let key = (district << 40) | oldest;
+                                let key = (district << TPCC_ORDER_BITS) | oldest;
                                 self.space.remove_value(key);
                                 break key;
                             }

@@ -12,11 +12,17 @@ const CHUNK_BITS: u64 = 1 << 22;
 const CHUNKS: usize = (MAX_TRACKED_INDEX / CHUNK_BITS) as usize;
 
 /// Encodes key number `n` as `size` bytes: 8 bytes big-endian, then zero padding, so byte order
-/// is numeric order.
+/// is numeric order. Below 8 bytes the key is the number's low `size` bytes, big-endian, which
+/// keeps the order for numbers below 2^(8·size) (workload validation keeps them there).
 pub fn encode_key(buf: &mut Vec<u8>, n: u64, size: usize) {
     buf.clear();
-    buf.extend_from_slice(&n.to_be_bytes());
-    buf.resize(size.max(8), 0);
+    let bytes = n.to_be_bytes();
+    if size < 8 {
+        buf.extend_from_slice(&bytes[8 - size..]);
+    } else {
+        buf.extend_from_slice(&bytes);
+        buf.resize(size, 0);
+    }
 }
 
 /// The largest key number a workload produces: keys are below 2^63, so the simulator can keep a

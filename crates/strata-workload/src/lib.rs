@@ -22,6 +22,6 @@ pub use keys::{encode_key, scramble, KeySpace, MAX_KEY};
 pub use presets::{ParamError, PresetParams, DISTRIBUTIONS, PRESETS};
 pub use spec::{
     InsertOrder, KeyDist, Mix, OpenLoop, OptionValue, PhaseSpec, RateLimitedWriter, WorkloadSpec,
-    MAX_THREADS,
+    MAX_THREADS, TPCC_ORDER_BITS,
 };
 pub use stream::OpStream;

@@ -66,6 +66,13 @@ pub enum InsertOrder {
         /// Domain size.
         size: u64,
     },
+    /// Keys drawn uniformly from those of a domain that are not live; deletes and reads take a
+    /// uniformly random live key (the partial-merge paper's Uniform, whose tree keeps its size
+    /// under a 50/50 mix).
+    UniformUnique {
+        /// Domain size.
+        domain: u64,
+    },
     /// Keys from a normal distribution over a domain whose mean jumps to a random place every
     /// `period_inserts` inserts (the partial-merge paper's Normal(σ, ω)).
     ShiftingNormal {
@@ -123,6 +130,9 @@ enum InsertOrderFile {
     UniformDomain {
         size: u64,
     },
+    UniformUnique {
+        domain: u64,
+    },
     ShiftingNormal {
         domain: u64,
         sigma: f64,
@@ -133,6 +143,28 @@ enum InsertOrderFile {
     },
 }
 
+impl InsertOrder {
+    /// One past the largest key number the order produces, or `None` when keys are spread over
+    /// 64 bits or grow with the number of inserts.
+    pub fn key_bound(&self) -> Option<u64> {
+        match self {
+            InsertOrder::Random | InsertOrder::Sequential | InsertOrder::NearlySorted { .. } => {
+                None
+            }
+            InsertOrder::UniformDomain { size: domain }
+            | InsertOrder::UniformUnique { domain }
+            | InsertOrder::ShiftingNormal { domain, .. } => Some(*domain),
+            InsertOrder::TpccNewOrder { warehouses } => warehouses
+                .checked_mul(10)
+                .and_then(|d| d.checked_mul(1 << TPCC_ORDER_BITS)),
+        }
+    }
+}
+
+/// Bits of a TPC-C order key that hold the order number; the district is above them. 2^24
+/// orders per district keeps ten warehouses' keys within four bytes.
+pub const TPCC_ORDER_BITS: u32 = 24;
+
 impl From<InsertOrderFile> for InsertOrder {
     fn from(file: InsertOrderFile) -> InsertOrder {
         match file {
@@ -140,6 +172,7 @@ impl From<InsertOrderFile> for InsertOrder {
             InsertOrderFile::Sequential {} => InsertOrder::Sequential,
             InsertOrderFile::NearlySorted { window } => InsertOrder::NearlySorted { window },
             InsertOrderFile::UniformDomain { size } => InsertOrder::UniformDomain { size },
+            InsertOrderFile::UniformUnique { domain } => InsertOrder::UniformUnique { domain },
             InsertOrderFile::ShiftingNormal {
                 domain,
                 sigma,
@@ -308,7 +341,8 @@ pub struct WorkloadSpec {
     /// One line saying what it is.
     #[serde(default)]
     pub description: String,
-    /// Key bytes (at least 8: the first 8 bytes are the key number, big-endian).
+    /// Key bytes: the key number, big-endian, in 8 bytes then zero padding, or in its low bytes
+    /// when fewer than 8 (every insert order must then have a domain that fits).
     #[serde(default = "default_key_size")]
     pub key_size: usize,
     /// Value bytes.
@@ -424,14 +458,36 @@ impl WorkloadSpec {
     /// Checks the parameters, naming the first problem by its TOML key (`phase "run":
     /// mix.read is -1; ...`). Presets and files go through the same checks.
     pub fn validate(&self) -> Result<(), String> {
-        if self.key_size < 8 {
-            return Err(format!(
-                "key_size {} is below 8 (keys carry an 8-byte number)",
-                self.key_size
-            ));
+        if self.key_size == 0 {
+            return Err("key_size 0: keys need at least one byte".to_string());
         }
         if self.phases.is_empty() {
             return Err("a workload needs at least one phase ([[phases]])".to_string());
+        }
+        if self.key_size < 8 {
+            // Short keys hold the low bytes of the key number, so every number must fit.
+            let bits = 8 * self.key_size as u32;
+            for p in &self.phases {
+                match p.inserts.key_bound() {
+                    Some(bound) if bound <= 1u64 << bits => {}
+                    Some(bound) => {
+                        return Err(format!(
+                            "key_size {} holds key numbers below 2^{bits}, but phase {:?} \
+                             draws keys below {bound}: use a key_size of 8 or more",
+                            self.key_size, p.name
+                        ))
+                    }
+                    None => {
+                        return Err(format!(
+                            "key_size {} holds key numbers below 2^{bits}, but phase {:?} \
+                             inserts keys spread over 64 bits: key sizes below 8 need an \
+                             insert order with a domain (uniform-domain, uniform-unique, \
+                             shifting-normal, tpcc-new-order)",
+                            self.key_size, p.name
+                        ))
+                    }
+                }
+            }
         }
         for p in &self.phases {
             p.validate()
@@ -517,6 +573,7 @@ impl PhaseSpec {
                     ));
                 }
             }
+            InsertOrder::UniformUnique { domain } => at_least_one("inserts.domain", *domain)?,
             InsertOrder::ShiftingNormal {
                 domain,
                 sigma,

@@ -156,10 +156,31 @@ fn nearly_sorted_ingest_has_bounded_disorder_and_tpcc_deletes_oldest() {
     // Order ids of each district are deleted in ascending order.
     let mut last: HashMap<u64, u64> = HashMap::new();
     for k in deletes {
-        let (district, order) = (k >> 40, k & ((1 << 40) - 1));
+        let (district, order) = (k >> TPCC_ORDER_BITS, k & ((1 << TPCC_ORDER_BITS) - 1));
         assert!(last.get(&district).is_none_or(|&o| order > o));
         last.insert(district, order);
     }
+}
+
+#[test]
+fn uniform_unique_inserts_new_keys_and_deletes_live_ones() {
+    // The partial-merge paper's Uniform: a 50/50 mix keeps the tree's size, since every insert
+    // adds a key that is not live and every delete removes one that is.
+    let w = WorkloadSpec::preset("partial-merge-uniform", &params()).unwrap();
+    assert_eq!(w.key_size, PresetParams::default().key_size);
+    let ops: Vec<Op> = OpStream::new(&w, 3).unwrap().collect();
+    let mut live = HashSet::new();
+    for op in &ops {
+        match op.kind {
+            OpKind::Insert => assert!(live.insert(op.key), "insert of live key {}", op.key),
+            OpKind::Delete => assert!(live.remove(&op.key), "delete of absent key {}", op.key),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(op.key < 1_000_000_000);
+    }
+    let deletes = ops.iter().filter(|o| o.kind == OpKind::Delete).count();
+    assert!((800..1200).contains(&deletes), "{deletes} deletes of 2000");
+    assert_eq!(live.len(), 3000 - 2 * deletes);
 }
 
 #[test]
@@ -169,6 +190,14 @@ fn keys_encode_in_numeric_byte_order() {
     encode_key(&mut b, 256, 16);
     assert_eq!(a.len(), 16);
     assert!(a < b);
+    // Four-byte keys keep the order of numbers below 2^32.
+    let (mut c, mut d) = (Vec::new(), Vec::new());
+    encode_key(&mut c, 255, 4);
+    encode_key(&mut d, u64::from(u32::MAX), 4);
+    assert_eq!(c, [0, 0, 0, 255]);
+    assert_eq!(d, [255; 4]);
+    encode_key(&mut a, 256, 4);
+    assert!(c < a && a < d);
 }
 
 #[test]
