@@ -135,8 +135,8 @@ pub fn warn(message: &str) {
 /// Errors unless `bytes` (from the flag or file key `what`) is within `min..=max`.
 fn check_size(what: &str, bytes: u64, min: u64, max: u64) -> Result<()> {
     if bytes < min {
-        // Only keys have a minimum: their first 8 bytes are the key number.
-        bail!("{what} {bytes} is below {min} (keys carry an 8-byte number)");
+        // Only keys have a minimum: one byte.
+        bail!("{what} {bytes} is below {min} (keys need at least one byte)");
     }
     if bytes > max {
         bail!(
