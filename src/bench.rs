@@ -98,6 +98,12 @@ pub struct BenchArgs {
     /// Background jobs, at least 1. RocksDB: max_background_jobs.
     #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = usize_arg)]
     jobs: usize,
+    /// Strata: record every table's data blocks (key range, size, entries) in the manifest and
+    /// count the data blocks written into each level, per measured phase
+    /// (`phases[].blocks_written_per_level` in the report): the partial-merge paper's metric.
+    /// Makes the manifest larger. Peers do not count blocks.
+    #[arg(long)]
+    count_blocks: bool,
     /// Where the databases go (created if missing): each invocation works in a fresh
     /// strata-bench-* directory inside it and removes it at the end, even after a failure.
     /// Default: the system's temporary directory.
@@ -323,6 +329,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         level_base: args.level_base,
         background_jobs: args.jobs,
         expected_data_size: user_bytes.max(1),
+        count_blocks: args.count_blocks,
     };
     for policy in &policies {
         Strata::policy_spec(policy, &settings)

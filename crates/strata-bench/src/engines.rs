@@ -22,6 +22,9 @@ pub struct EngineStats {
     pub shape: Vec<LevelShape>,
     /// The compaction policy's persisted state (its decisions so far), if it has one.
     pub policy_state: Option<String>,
+    /// Data blocks written into each level (index = level), if counted
+    /// ([`EngineSettings::count_blocks`]).
+    pub data_blocks_written_per_level: Option<Vec<u64>>,
 }
 
 /// What the benchmark needs from an engine. Implementations must be usable from many threads.
@@ -65,6 +68,9 @@ pub struct EngineSettings {
     pub background_jobs: usize,
     /// Expected data size (for horizontal-tiered).
     pub expected_data_size: u64,
+    /// Record every table's data blocks in the manifest and count the data blocks written per
+    /// level (Strata only; `Options::with_record_block_ranges`).
+    pub count_blocks: bool,
 }
 
 impl Default for EngineSettings {
@@ -78,6 +84,7 @@ impl Default for EngineSettings {
             level_base: 256 << 20,
             background_jobs: 2,
             expected_data_size: 1 << 30,
+            count_blocks: false,
         }
     }
 }
@@ -110,6 +117,7 @@ impl Strata {
             .with_write_buffer_size(s.write_buffer_size)
             .with_block_cache_capacity(s.block_cache)
             .with_max_background_jobs(s.background_jobs)
+            .with_record_block_ranges(s.count_blocks)
             .with_policy_spec(spec)?;
         if let Some(listener) = listener {
             options = options.with_event_listener(listener);
@@ -193,6 +201,8 @@ impl KvEngine for Strata {
                 let state = version.policy_state().as_str();
                 (!state.is_empty()).then(|| state.to_string())
             },
+            data_blocks_written_per_level: (!m.data_blocks_written_per_level.is_empty())
+                .then(|| m.data_blocks_written_per_level.clone()),
         }
     }
     fn dir(&self) -> &Path {

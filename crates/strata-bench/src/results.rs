@@ -52,6 +52,10 @@ pub struct PhaseResult {
     /// from the phase before) ÷ `user_bytes`; absent when the engine does not count table bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_amp: Option<f64>,
+    /// Data blocks written into each level during the phase (index = level); empty unless the
+    /// engine counts them (`strata bench --count-blocks`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks_written_per_level: Vec<u64>,
 }
 
 /// Shape of one level at the end of a run.

@@ -242,6 +242,15 @@ pub fn run(
                         }
                         _ => None,
                     };
+                    // Counted blocks start out as no list at all (nothing written yet).
+                    if let Some(a) = &after.data_blocks_written_per_level {
+                        let b = before.data_blocks_written_per_level.unwrap_or_default();
+                        p.blocks_written_per_level = a
+                            .iter()
+                            .enumerate()
+                            .map(|(l, n)| n - b.get(l).copied().unwrap_or(0))
+                            .collect();
+                    }
                     reads_measured += reads;
                     if let (Some(a), Some(b)) = (after.blocks_read, before.blocks_read) {
                         blocks_read_measured += a - b;
@@ -560,6 +569,7 @@ fn run_phase(
             latency,
             user_bytes: written,
             write_amp: None,
+            blocks_written_per_level: Vec::new(),
         },
         written,
         reads,

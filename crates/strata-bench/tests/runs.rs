@@ -189,3 +189,46 @@ fn a_job_log_accounts_for_every_byte_the_run_wrote() {
         assert_eq!(written, run.table_bytes_written, "{}", run.label);
     }
 }
+
+#[test]
+fn counted_blocks_follow_the_bytes_written_and_only_the_measured_phases() {
+    // The partial-merge protocol: four-byte keys, a fill, an unmeasured settle phase, then the
+    // measured 50/50 phase.
+    let params = PresetParams {
+        entries: 20_000,
+        ops: 20_000,
+        key_size: 4,
+        ..PresetParams::default()
+    };
+    let w = WorkloadSpec::preset("partial-merge-uniform", &params).unwrap();
+    let policy = "partial-choosebest-p:level0_size=512KiB,target_file_size=64KiB";
+    let mut counted = config(w.clone(), &[policy]);
+    counted.settings.count_blocks = true;
+    let c = run_comparison(&counted).unwrap();
+    let r = &c.runs[0];
+    let names: Vec<&str> = r.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["load", "run"]);
+    for p in &r.phases {
+        let blocks: u64 = p.blocks_written_per_level.iter().sum();
+        // Blocks are cut at 4 KiB of entries; compressed, they are smaller on disk, so the
+        // bytes written bound the blocks from below only loosely, and 8 KiB per block bounds
+        // them from above.
+        let written = p.write_amp.unwrap() * p.user_bytes as f64;
+        assert!(blocks > 0, "{}: no blocks counted", p.name);
+        assert!(
+            (blocks as f64) < written / 256.0 && (blocks as f64) > written / 8192.0,
+            "{}: {blocks} blocks for {written} bytes written",
+            p.name
+        );
+        assert!(
+            p.blocks_written_per_level.len() >= 2,
+            "{:?}",
+            p.blocks_written_per_level
+        );
+    }
+    let plain = run_comparison(&config(w, &[policy])).unwrap();
+    assert!(plain.runs[0]
+        .phases
+        .iter()
+        .all(|p| p.blocks_written_per_level.is_empty()));
+}

@@ -1,0 +1,25 @@
+#!/bin/sh
+# The partial-merge paper's steady-state experiment in the simulator (docs/partial-merge.md):
+# fill to SIZE MiB of 4-byte keys and 100-byte payloads, run OPS unmeasured 50/50 operations,
+# then OPS measured ones; Γ = 10, K_0 = 16 MiB, δ = 0.07, 4 KiB blocks, 4 MiB write buffer.
+#
+# Usage: scripts/partial-merge-sim.sh OUT_DIR SIZE_MIB [WORKLOAD] [OPS] [PAYLOAD] [POLICIES]
+#   WORKLOAD: partial-merge-uniform (default), partial-merge-normal or partial-merge-tpcc
+#   Then: python3 scripts/partial-merge-table.py OUT_DIR/*.json
+set -eu
+out=$1
+size=$2
+workload=${3:-partial-merge-uniform}
+ops=${4:-9000000}
+payload=${5:-100}
+policies=${6:-partial-full-p,partial-rr-p,partial-choosebest-p,partial-mixed-p}
+key=4
+entries=$((size * 1048576 / (key + payload)))
+mkdir -p "$out"
+strata=${STRATA:-target/release/strata}
+"$strata" sim --workload "$workload" --entries "$entries" --ops "$ops" \
+    --key-size "$key" --value-size "$payload" --block-size 4KiB --write-buffer-size 4MiB \
+    --policies "$policies" \
+    --policy-option level0_size=16MiB --policy-option merge_rate=0.07 \
+    --policy-option target_file_size=256KiB \
+    --json >"$out/$workload-$size-$payload.json"
