@@ -95,6 +95,10 @@ pub struct SimReport {
     pub policy: String,
     /// Policy options.
     pub policy_options: BTreeMap<String, String>,
+    /// The policy's persisted state at the end (its decisions so far, e.g. what Mixed learned),
+    /// empty when it keeps none.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub policy_state: String,
     /// Workload name.
     pub workload: String,
     /// Keys the workload inserted (insert operations).

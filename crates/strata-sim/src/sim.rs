@@ -1211,6 +1211,7 @@ impl Simulator {
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v))
                 .collect(),
+            policy_state: self.version.policy_state().as_str().to_string(),
             workload: String::new(),
             entries: 0,
             ops: 0,

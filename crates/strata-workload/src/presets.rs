@@ -172,7 +172,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("ecotune", "EcoTune: rate-limited writer (MiB/s) beside an open-loop query stream with a long-scan share"),
     ("spooky-uniform", "Spooky: uniform fill, then a long phase of uniform updates"),
     ("spooky-zipf", "Spooky: uniform fill, then zipfian updates whose hot set moves every period"),
-    ("partial-merge-uniform", "Partial merges: fill, then 50/50 inserts of new keys and deletes of live ones, uniform (unmeasured settle phase first)"),
+    ("partial-merge-uniform", "Partial merges: fill, then 50/50 inserts of new keys and deletes of live ones, uniform (unmeasured settle phase of 2 × ops first)"),
     ("partial-merge-normal", "Partial merges: 50/50 inserts and deletes, inserts from a shifting normal"),
     ("partial-merge-tpcc", "Partial merges: TPC-C NEW_ORDER-like inserts, deletes of the oldest orders"),
     ("nearly-sorted", "time-series ingest: ascending keys with bounded disorder (bucket ingestion)"),
@@ -346,13 +346,14 @@ impl WorkloadSpec {
                 r.inserts = inserts;
                 // The paper's runs are single-threaded; the key bookkeeping assumes it.
                 r.threads = 1;
-                // The paper measures in steady state, after the levels have turned over once:
-                // an unmeasured 50/50 phase of the same length comes first.
+                // The paper measures in steady state, after the levels have turned over and
+                // Mixed has learned: an unmeasured 50/50 phase of twice the length comes first.
                 let mut settle = r.clone();
                 settle.name = "settle".to_string();
                 settle.measured = false;
+                settle.ops = settle.ops.saturating_mul(2);
                 (
-                    "partial-merge steady state: 50% inserts, 50% deletes after as many unmeasured",
+                    "partial-merge steady state: 50% inserts, 50% deletes after twice as many unmeasured",
                     vec![l, settle, r],
                 )
             }

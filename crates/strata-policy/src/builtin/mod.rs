@@ -5,6 +5,7 @@ pub mod horizontal;
 pub mod lazy_leveled;
 pub mod leveled;
 pub mod leveled_full;
+pub mod mixed_learning;
 pub mod partial;
 pub mod spooky;
 pub mod tiered;

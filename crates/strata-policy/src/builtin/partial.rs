@@ -22,6 +22,7 @@
 //! 256 KiB, 64 blocks of 4 KiB) the partly overlapped tables at a window's edges add little.
 //! The names end in `-p` (the paper's "-P"): these merges rewrite every block they read.
 
+use super::mixed_learning::{Learner, Params};
 use crate::context::PickContext;
 use crate::error::PolicyError;
 use crate::helpers::{
@@ -70,6 +71,15 @@ const THRESHOLDS: OptionSpec = OptionSpec {
     default: "0.5",
     rocksdb: None,
     doc: "Mixed's τ_2/τ_3/…: merge whole into middle level i while it holds under τ_i of its capacity (the last value repeats)",
+};
+
+const LEARN: OptionSpec = OptionSpec {
+    name: "learn",
+    kind: OptionKind::Bool,
+    default: "true",
+    rocksdb: None,
+    doc:
+        "Mixed: learn τ_i and β online in steady state (thresholds and bottom_full hold until then)",
 };
 
 const BOTTOM_FULL: OptionSpec = OptionSpec {
@@ -143,6 +153,7 @@ pub const MIXED_REGISTRATION: PolicyRegistration = PolicyRegistration {
         MERGE_RATE,
         THRESHOLDS,
         BOTTOM_FULL,
+        LEARN,
         WRITE_BUFFER_SIZE,
         TARGET_FILE_SIZE,
         BLOOM_BITS_PER_KEY,
@@ -191,7 +202,8 @@ fn build_mixed(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, Polic
     finish(
         common(config, MIXED_NAME, MergeMode::Mixed)?
             .with_thresholds(thresholds)
-            .with_bottom_full(config.bool("bottom_full")?),
+            .with_bottom_full(config.bool("bottom_full")?)
+            .with_learning(config.bool("learn")?),
     )
 }
 
@@ -231,12 +243,16 @@ enum Choice {
     ChooseBest,
 }
 
-/// Persisted state: round robin's position per level.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Persisted state: round robin's position per level, Mixed's learning.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PartialMergeState {
     /// Per source level, the largest key of the previous round-robin window (none yet: start at
     /// the level's first table).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cursors: Vec<Option<Vec<u8>>>,
+    /// Mixed's learned parameters and measurements.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mixed: Option<Learner>,
 }
 
 /// The partial-merge family. See the module documentation.
@@ -249,6 +265,7 @@ pub struct PartialMerge {
     merge_rate: f64,
     thresholds: Vec<f64>,
     bottom_full: bool,
+    learn: bool,
     write_buffer_size: u64,
     target_file_size: u64,
     bloom_bits_per_key: f64,
@@ -266,6 +283,7 @@ impl PartialMerge {
             merge_rate: 0.07,
             thresholds: vec![0.5],
             bottom_full: true,
+            learn: true,
             write_buffer_size: 64 << 20,
             target_file_size: 256 << 10,
             bloom_bits_per_key: 10.0,
@@ -303,6 +321,13 @@ impl PartialMerge {
     /// Mixed's β: merge whole into the bottom level. Default: true.
     pub fn with_bottom_full(mut self, full: bool) -> Self {
         self.bottom_full = full;
+        self
+    }
+
+    /// Mixed: learn τ_i and β online (`docs/partial-merge.md`); the configured values hold until
+    /// learned. Default: true.
+    pub fn with_learning(mut self, learn: bool) -> Self {
+        self.learn = learn;
         self
     }
 
@@ -370,29 +395,55 @@ impl PartialMerge {
         }
     }
 
+    /// Mixed's parameters now: learned, being measured, or configured.
+    fn params(&self, learner: Option<&Learner>) -> Params {
+        match learner {
+            Some(l) => l.params(|level| self.threshold(level), self.bottom_full),
+            None => Params {
+                thresholds: (0..Version::MAX_LEVELS)
+                    .map(|l| self.threshold(l))
+                    .collect(),
+                bottom_full: self.bottom_full,
+                forced_full_out_of: None,
+            },
+        }
+    }
+
     /// How a merge into `into` chooses its input, in a tree whose deepest level is `bottom`.
-    fn choice(&self, version: &Version, into: usize, bottom: usize) -> (Choice, String) {
+    fn choice(
+        &self,
+        version: &Version,
+        into: usize,
+        bottom: usize,
+        params: &Params,
+    ) -> (Choice, String) {
         match self.mode {
             MergeMode::Full => (Choice::Full, String::new()),
             MergeMode::RoundRobin => (Choice::RoundRobin, String::new()),
             MergeMode::ChooseBest => (Choice::ChooseBest, String::new()),
+            MergeMode::Mixed if params.forced_full_out_of == Some(into - 1) => (
+                Choice::Full,
+                format!("; Mixed: whole out of L{} while learning its τ", into - 1),
+            ),
             MergeMode::Mixed if into <= 1 => (
                 Choice::ChooseBest,
                 "; Mixed: always partial out of L0".into(),
             ),
             MergeMode::Mixed if into >= bottom => {
-                let choice = if self.bottom_full {
+                let full = params.bottom_full;
+                let choice = if full {
                     Choice::Full
                 } else {
                     Choice::ChooseBest
                 };
-                (
-                    choice,
-                    format!("; Mixed: β = {} into the bottom", self.bottom_full),
-                )
+                (choice, format!("; Mixed: β = {full} into the bottom"))
             }
             MergeMode::Mixed => {
-                let tau = self.threshold(into);
+                let tau = params
+                    .thresholds
+                    .get(into)
+                    .copied()
+                    .unwrap_or_else(|| self.threshold(into));
                 let size = version.level(into).size();
                 let bound = (tau * self.capacity(into) as f64) as u64;
                 let choice = if size < bound {
@@ -423,6 +474,7 @@ impl PartialMerge {
         version: &Version,
         level: usize,
         bottom: usize,
+        params: &Params,
         ctx: &PickContext<'_>,
     ) -> Result<Option<Plan>, PolicyError> {
         let size = version.level(level).size();
@@ -438,7 +490,7 @@ impl PartialMerge {
                 plan
             }));
         };
-        let (choice, why) = self.choice(version, level + 1, bottom);
+        let (choice, why) = self.choice(version, level + 1, bottom, params);
         let width = (self.merge_rate * self.capacity(level) as f64).ceil() as u64;
         let plan = match choice {
             Choice::Full => self.full_merge(version, level, ctx).map(|mut plan| {
@@ -559,6 +611,70 @@ impl PartialMerge {
         plan.policy_state = Some(store_state(self.name, &state)?);
         Ok(Some(plan))
     }
+
+    /// The next plan under `params`, for a tree whose deepest level is `bottom`.
+    fn next_plan(
+        &self,
+        version: &Version,
+        bottom: usize,
+        params: &Params,
+        ctx: &PickContext<'_>,
+    ) -> Result<Option<Plan>, PolicyError> {
+        for level in 0..=bottom {
+            let size = version.level(level).size();
+            if level == bottom {
+                let runs = version.level(level).runs();
+                if runs.len() > 1 && level > 0 {
+                    // Several runs in the bottom level (left by another policy): merge in place.
+                    if crate::helpers::any_leased(version, level..=level, ctx.leases) {
+                        continue;
+                    }
+                    let mut plan = merge_levels(
+                        version,
+                        level..=level,
+                        level,
+                        true,
+                        CutRule::target_size(self.target_file_size),
+                        self.bloom_bits_per_key,
+                    );
+                    plan.reason = format!("the bottom level L{level} holds {} runs", runs.len());
+                    return Ok(Some(plan));
+                }
+                let grows = size > self.capacity(level) || (level == 0 && runs.len() > 1);
+                if grows && level + 1 < Version::MAX_LEVELS {
+                    if level == 0 {
+                        // Out of level 0 a merge, not a move, so it stays the flushes' run.
+                        if let Some(plan) =
+                            self.merge_out_of(version, level, level + 1, params, ctx)?
+                        {
+                            return Ok(Some(plan));
+                        }
+                        continue;
+                    }
+                    if crate::helpers::any_leased(version, level..=level, ctx.leases)
+                        || ctx.leases.is_level_being_written(level)
+                    {
+                        continue;
+                    }
+                    let mut plan = move_run(level, &runs[0], level + 1);
+                    plan.output = Some(self.output(level + 1, OutputRun::New));
+                    plan.reason = format!(
+                        "the bottom level L{level} holds {} > capacity {}: it moves down, the tree grows",
+                        format_size(size),
+                        format_size(self.capacity(level))
+                    );
+                    return Ok(Some(plan));
+                }
+                continue;
+            }
+            if size > self.capacity(level) || version.level(level).runs().len() > 1 {
+                if let Some(plan) = self.merge_out_of(version, level, bottom, params, ctx)? {
+                    return Ok(Some(plan));
+                }
+            }
+        }
+        Ok(None)
+    }
 }
 
 impl CompactionPolicy for PartialMerge {
@@ -600,58 +716,24 @@ impl CompactionPolicy for PartialMerge {
         let Some(bottom) = version.deepest_level() else {
             return Ok(None);
         };
-        for level in 0..=bottom {
-            let size = version.level(level).size();
-            if level == bottom {
-                let runs = version.level(level).runs();
-                if runs.len() > 1 && level > 0 {
-                    // Several runs in the bottom level (left by another policy): merge in place.
-                    if crate::helpers::any_leased(version, level..=level, ctx.leases) {
-                        continue;
-                    }
-                    let mut plan = merge_levels(
-                        version,
-                        level..=level,
-                        level,
-                        true,
-                        CutRule::target_size(self.target_file_size),
-                        self.bloom_bits_per_key,
-                    );
-                    plan.reason = format!("the bottom level L{level} holds {} runs", runs.len());
-                    return Ok(Some(plan));
-                }
-                let grows = size > self.capacity(level) || (level == 0 && runs.len() > 1);
-                if grows && level + 1 < Version::MAX_LEVELS {
-                    if level == 0 {
-                        // Out of level 0 a merge, not a move, so it stays the flushes' run.
-                        if let Some(plan) = self.merge_out_of(version, level, level + 1, ctx)? {
-                            return Ok(Some(plan));
-                        }
-                        continue;
-                    }
-                    if crate::helpers::any_leased(version, level..=level, ctx.leases)
-                        || ctx.leases.is_level_being_written(level)
-                    {
-                        continue;
-                    }
-                    let mut plan = move_run(level, &runs[0], level + 1);
-                    plan.output = Some(self.output(level + 1, OutputRun::New));
-                    plan.reason = format!(
-                        "the bottom level L{level} holds {} > capacity {}: it moves down, the tree grows",
-                        format_size(size),
-                        format_size(self.capacity(level))
-                    );
-                    return Ok(Some(plan));
-                }
-                continue;
-            }
-            if size > self.capacity(level) || version.level(level).runs().len() > 1 {
-                if let Some(plan) = self.merge_out_of(version, level, bottom, ctx)? {
-                    return Ok(Some(plan));
-                }
-            }
+        if self.mode != MergeMode::Mixed || !self.learn {
+            return self.next_plan(version, bottom, &self.params(None), ctx);
         }
-        Ok(None)
+        // Mixed learns from every plan it picks, so each one carries the learner forward.
+        let mut state = self.state(version)?;
+        let mut learner = state
+            .mixed
+            .take()
+            .unwrap_or_else(|| Learner::new(bottom + 1));
+        let params = self.params(Some(&learner));
+        let Some(mut plan) = self.next_plan(version, bottom, &params, ctx)? else {
+            return Ok(None);
+        };
+        learner.observe(version, &plan, bottom + 1, |level| self.capacity(level));
+        plan.reason = format!("{}; {}", plan.reason, learner.describe());
+        state.mixed = Some(learner);
+        plan.policy_state = Some(store_state(self.name, &state)?);
+        Ok(Some(plan))
     }
 
     fn hold_flushes(&self, version: &Version, _ctx: &PickContext<'_>) -> Option<String> {
@@ -684,6 +766,7 @@ impl CompactionPolicy for PartialMerge {
             let t: Vec<String> = self.thresholds.iter().map(f64::to_string).collect();
             options.push(("thresholds", t.join("/")));
             options.push(("bottom_full", self.bottom_full.to_string()));
+            options.push(("learn", self.learn.to_string()));
         }
         options.extend([
             ("write_buffer_size", format_size(self.write_buffer_size)),
