@@ -1,47 +1,76 @@
 #!/usr/bin/env python3
-"""Data blocks written per MiB of requests, from `strata sim --json` or `strata bench` reports of
-the partial-merge workloads (docs/partial-merge.md).
+"""Data blocks written per MiB of requests, from `strata sim --json` or `strata bench` reports
+(results.json, run with --count-blocks) of the partial-merge workloads (docs/partial-merge.md).
 
-Usage: partial-merge-table.py REPORT.json [REPORT.json ...]
+Usage: partial-merge-table.py [--record-bytes N] REPORT.json [REPORT.json ...]
 
-The measured phase is the last one (`run`); requests are its puts and deletes, each counted at the
-workload's key + value size, as the paper counts a request as one record. Level 0 is the
+The measured phase is the last one (`run`); requests are its puts and deletes (the simulator's
+`write_ops`; a bench phase's `ops`, all writes in these workloads), each counted at the
+workload's key + value size, as the paper counts a request as one record. Bench reports do not
+carry the sizes: --record-bytes gives them (default 104, the paper's 4 + 100). Level 0 is the
 paper's in-memory buffer, so its writes are shown apart and left out of the metric.
 """
 import json
 import sys
 
 
-def rows(path):
+def rows(path, record_bytes):
     data = json.load(open(path))
-    reports = data if isinstance(data, list) else [data]
+    if isinstance(data, dict) and "runs" in data:
+        reports = data["runs"]
+    else:
+        reports = data if isinstance(data, list) else [data]
     for r in reports:
         phase = r["phases"][-1]
         blocks = phase.get("blocks_written_per_level") or []
-        ops = phase.get("write_ops", 0)
-        yield r, phase, blocks, ops
+        ops = phase.get("write_ops", phase.get("ops", 0))
+        record = r["key_size"] + r["value_size"] if "key_size" in r else record_bytes
+        yield r, blocks, ops, record
 
 
 def main():
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    record_bytes = 104
+    if args[:1] == ["--record-bytes"]:
+        record_bytes = int(args[1])
+        args = args[2:]
+    if not args:
         sys.exit(__doc__)
     full = {}
     table = []
-    for path in sys.argv[1:]:
-        for r, phase, blocks, ops in rows(path):
-            record = r["key_size"] + r["value_size"]
+    learned = []
+    for path in args:
+        for r, blocks, ops, record in rows(path, record_bytes):
             mib = ops * record / 2**20
             if mib == 0 or not blocks:
                 sys.exit(f"{path}: {r['policy']}: the last phase has no operations or block counts")
             per_mib = sum(blocks[1:]) / mib
-            key = (path, r.get("workload"))
+            key = path
             if r["policy"].startswith("partial-full"):
                 full.setdefault(key, per_mib)
             table.append((key, r["policy"], per_mib, blocks))
-    print(f"{'policy':<24} {'blocks/MiB (L1+)':>16} {'× Full':>7}  blocks written per level (L0 apart)")
+            state = r.get("policy_state") or ""
+            if '"mixed"' in state:
+                learned.append((key, r["policy"], json.loads(state)["mixed"]))
+    print(f"{'report':<40} {'policy':<22} {'blocks/MiB (L1+)':>16} {'× Full':>7}  blocks per level (L0 apart)")
     for key, policy, per_mib, blocks in table:
         ratio = per_mib / full[key] if key in full else float("nan")
-        print(f"{policy:<24} {per_mib:>16.1f} {ratio:>7.2f}  {blocks}")
+        name = key if len(key) <= 40 else "…" + key[-39:]
+        print(f"{name:<40} {policy:<22} {per_mib:>16.1f} {ratio:>7.2f}  {blocks}")
+    for key, policy, m in learned:
+        stage = m["stage"] if isinstance(m["stage"], str) else next(iter(m["stage"]))
+        tried = ", ".join(
+            f"{x['parameter']}={x['value']:g}: {x['cost']:.2f}" for x in m["measurements"]
+        )
+        if m["finished_at_flush"] is None:
+            took = "not finished"
+        else:
+            mib = (m["finished_at_inflow"] - m["started_at_inflow"]) / 2**20
+            took = f"flushes {m['started_at_flush']} to {m['finished_at_flush']}, {mib:.0f} MiB into L1"
+        print(
+            f"{key}: {policy}: {stage}; τ = {m['thresholds']}, β = {m['bottom_full']}; "
+            f"learning: {took}; estimated cost per byte into L1: {tried}"
+        )
 
 
 if __name__ == "__main__":

@@ -75,9 +75,10 @@ fn mixed_learns_beta_in_steady_state_and_keeps_the_cheaper_choice() {
         .collect();
     assert_eq!(betas.len(), 2, "{learner:#}");
     assert!(betas.iter().all(|&(_, c)| c > 0.0));
+    // β = false is measured first, then β = true; the cheaper one stays.
+    assert_eq!((betas[0].0, betas[1].0), (0.0, 1.0));
     let chosen = learner["bottom_full"].as_bool().unwrap();
-    let cheaper = betas[0].1 <= betas[1].1;
-    assert_eq!(chosen, cheaper, "{betas:?}");
+    assert_eq!(chosen, betas[1].1 <= betas[0].1, "{betas:?}");
     // Learning ended within the run, and after it started.
     let (start, end) = (
         learner["started_at_flush"].as_u64().unwrap(),

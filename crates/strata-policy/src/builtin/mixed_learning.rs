@@ -12,9 +12,12 @@
 //!   level t runs from empty to full; one cycle per candidate τ = 0, 0.1, …, 1 (the paper's
 //!   domain, scanned linearly since it is small), stopping at the first candidate costlier than
 //!   the one before. C(τ) = cost of merges into levels 1..=t over inflow, for the cycle.
-//! - **β**, last: one cycle of level h − 2 under β = true, between two whole merges into the
-//!   bottom; then β = false, measured from its first partial merge into the bottom over the same
-//!   inflow. C counts merges into every level.
+//! - **β**, last: β = false first, measured from its first partial merge into the bottom (level
+//!   h − 2 is full from then on) over `K_{h−2}` bytes of inflow; then β = true over one cycle of
+//!   level h − 2, between two whole merges into the bottom, the first of which comes as soon as
+//!   that level, left full, overflows. This order needs about two cycles where the other needs
+//!   three and a half (a wait for a cycle to start, the cycle, a refill, a measurement). C counts
+//!   merges into every level.
 //! - **Re-learning:** when the tree's height changes, or its live-record estimate moves by more
 //!   than 25% from what it was when learning ended (the optimum depends on the bottom level's
 //!   size). A shift of the key distribution alone at the same size is not detected.
@@ -49,14 +52,12 @@ pub enum Stage {
         /// Inflow and cost at the start of the running cycle, once one has started.
         mark: Option<(u64, u64)>,
     },
-    /// Learning β, trying `full`.
+    /// Learning β, trying `full` (false first, then true).
     Bottom {
         /// The candidate.
         full: bool,
         /// Inflow and cost at the start of the measurement, once it has started.
         mark: Option<(u64, u64)>,
-        /// Inflow to measure β = false over (the β = true cycle's), once known.
-        budget: Option<u64>,
     },
     /// Done: the learned values are in use.
     Done,
@@ -322,9 +323,8 @@ impl Learner {
                             }
                         } else {
                             Stage::Bottom {
-                                full: true,
+                                full: false,
                                 mark: None,
-                                budget: None,
                             }
                         };
                     }
@@ -338,9 +338,40 @@ impl Learner {
                     }
                 }
             }
-            Stage::Bottom {
-                full: true, mark, ..
-            } => {
+            Stage::Bottom { full: false, mark } => {
+                let now = (self.inflow, self.cost_into(1..=bottom));
+                let Some((start_inflow, start_cost)) = mark else {
+                    // β = false is measured once the level above the bottom is full, which its
+                    // first partial merge into the bottom shows.
+                    if into == bottom && !whole && plan.action == PlanAction::Merge {
+                        self.stage = Stage::Bottom {
+                            full: false,
+                            mark: Some(now),
+                        };
+                    }
+                    return;
+                };
+                // No cycle here: the level above stays full. Measure over its capacity's worth
+                // of inflow.
+                let inflow = now.0 - start_inflow;
+                if inflow < capacity(bottom - 1) {
+                    return;
+                }
+                self.measurements.push(Measurement {
+                    parameter: "beta".to_string(),
+                    value: 0.0,
+                    cost: (now.1 - start_cost) as f64 / inflow.max(1) as f64,
+                    inflow,
+                });
+                self.stage = Stage::Bottom {
+                    full: true,
+                    mark: None,
+                };
+            }
+            Stage::Bottom { full: true, mark } => {
+                // A cycle of the level above the bottom runs between two whole merges of it
+                // into the bottom; the first comes as soon as that level, full after β = false,
+                // overflows.
                 if !(whole && into == bottom) {
                     return;
                 }
@@ -349,59 +380,24 @@ impl Learner {
                     self.stage = Stage::Bottom {
                         full: true,
                         mark: Some(now),
-                        budget: None,
                     };
                     return;
                 };
                 let inflow = now.0 - start_inflow;
-                self.measurements.push(Measurement {
-                    parameter: "beta".to_string(),
-                    value: 1.0,
-                    cost: (now.1 - start_cost) as f64 / inflow.max(1) as f64,
-                    inflow,
-                });
-                self.stage = Stage::Bottom {
-                    full: false,
-                    mark: None,
-                    budget: Some(inflow),
-                };
-            }
-            Stage::Bottom {
-                full: false,
-                mark,
-                budget,
-            } => {
-                let now = (self.inflow, self.cost_into(1..=bottom));
-                let Some((start_inflow, start_cost)) = mark else {
-                    // β = false is measured once the level above the bottom is full again,
-                    // which its first partial merge into the bottom shows.
-                    if into == bottom && !whole && plan.action == PlanAction::Merge {
-                        self.stage = Stage::Bottom {
-                            full: false,
-                            mark: Some(now),
-                            budget,
-                        };
-                    }
-                    return;
-                };
-                let inflow = now.0 - start_inflow;
-                if inflow < budget.unwrap_or(0) {
-                    return;
-                }
                 let cost = (now.1 - start_cost) as f64 / inflow.max(1) as f64;
                 self.measurements.push(Measurement {
                     parameter: "beta".to_string(),
-                    value: 0.0,
+                    value: 1.0,
                     cost,
                     inflow,
                 });
-                let full_cost = self
+                let partial_cost = self
                     .measurements
                     .iter()
                     .rev()
-                    .find(|m| m.parameter == "beta" && m.value == 1.0)
+                    .find(|m| m.parameter == "beta" && m.value == 0.0)
                     .map_or(f64::INFINITY, |m| m.cost);
-                self.bottom_full = Some(full_cost <= cost);
+                self.bottom_full = Some(cost <= partial_cost);
                 self.stage = Stage::Done;
                 self.finished_at_flush = Some(flushes);
                 self.finished_at_inflow = self.inflow;
@@ -431,9 +427,8 @@ impl Learner {
             }
         } else {
             Stage::Bottom {
-                full: true,
+                full: false,
                 mark: None,
-                budget: None,
             }
         }
     }
