@@ -48,15 +48,19 @@ def main():
             key = path
             if r["policy"].startswith("partial-full"):
                 full.setdefault(key, per_mib)
-            table.append((key, r["policy"], per_mib, blocks))
+            # The share of the run's time the policy spent deciding (ChooseBest's scan included):
+            # of the simulator's wall time, of the engine process's CPU time.
+            total = r.get("cpu_seconds") or r.get("wall_seconds") or 0
+            share = (r.get("policy_seconds") or 0) / total if total else float("nan")
+            table.append((key, r["policy"], per_mib, blocks, share))
             state = r.get("policy_state") or ""
             if '"mixed"' in state:
                 learned.append((key, r["policy"], json.loads(state)["mixed"]))
-    print(f"{'report':<40} {'policy':<22} {'blocks/MiB (L1+)':>16} {'× Full':>7}  blocks per level (L0 apart)")
-    for key, policy, per_mib, blocks in table:
+    print(f"{'report':<40} {'policy':<22} {'blocks/MiB (L1+)':>16} {'× Full':>7} {'decide':>7}  blocks per level (L0 apart)")
+    for key, policy, per_mib, blocks, share in table:
         ratio = per_mib / full[key] if key in full else float("nan")
         name = key if len(key) <= 40 else "…" + key[-39:]
-        print(f"{name:<40} {policy:<22} {per_mib:>16.1f} {ratio:>7.2f}  {blocks}")
+        print(f"{name:<40} {policy:<22} {per_mib:>16.1f} {ratio:>7.2f} {share:>7.1%}  {blocks}")
     for key, policy, m in learned:
         stage = m["stage"] if isinstance(m["stage"], str) else next(iter(m["stage"]))
         tried = ", ".join(

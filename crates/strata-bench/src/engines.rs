@@ -25,6 +25,8 @@ pub struct EngineStats {
     /// Data blocks written into each level (index = level), if counted
     /// ([`EngineSettings::count_blocks`]).
     pub data_blocks_written_per_level: Option<Vec<u64>>,
+    /// Microseconds the compaction policy spent deciding, if known.
+    pub policy_micros: Option<u64>,
 }
 
 /// What the benchmark needs from an engine. Implementations must be usable from many threads.
@@ -203,6 +205,7 @@ impl KvEngine for Strata {
             },
             data_blocks_written_per_level: (!m.data_blocks_written_per_level.is_empty())
                 .then(|| m.data_blocks_written_per_level.clone()),
+            policy_micros: Some(m.policy_micros),
         }
     }
     fn dir(&self) -> &Path {

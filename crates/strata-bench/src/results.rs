@@ -108,6 +108,10 @@ pub struct RunResult {
     pub stall_seconds: Option<f64>,
     /// CPU seconds the process used (user + system) during the run.
     pub cpu_seconds: f64,
+    /// Seconds the compaction policy spent deciding (picks, flush plans, holds), a part of
+    /// `cpu_seconds`; absent for peers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_seconds: Option<f64>,
     /// Wall-clock seconds of the whole run.
     pub wall_seconds: f64,
     /// User key+value bytes written.

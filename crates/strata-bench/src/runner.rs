@@ -310,6 +310,10 @@ pub fn run(
         runs_probed_per_lookup: runs_probed,
         stall_seconds: stats.stall_micros.map(|m| m as f64 / 1e6),
         cpu_seconds: cpu_seconds() - cpu_start,
+        policy_seconds: match (stats.policy_micros, stats_start.policy_micros) {
+            (Some(a), Some(b)) => Some((a - b) as f64 / 1e6),
+            _ => None,
+        },
         wall_seconds: started.elapsed().as_secs_f64(),
         user_bytes,
         table_bytes_written: table_bytes_written.unwrap_or(0),

@@ -226,6 +226,13 @@ fn counted_blocks_follow_the_bytes_written_and_only_the_measured_phases() {
             p.blocks_written_per_level
         );
     }
+    // The time the policy took deciding is a part of the run's CPU time.
+    let decided = r.policy_seconds.unwrap();
+    assert!(
+        decided > 0.0 && decided < r.cpu_seconds,
+        "{decided} of {}",
+        r.cpu_seconds
+    );
     let plain = run_comparison(&config(w, &[policy])).unwrap();
     assert!(plain.runs[0]
         .phases

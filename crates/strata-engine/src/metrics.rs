@@ -91,6 +91,8 @@ pub struct Metrics {
     /// Data blocks flushes and compactions wrote into each level (index = level); empty
     /// unless block ranges are recorded (`Options::with_record_block_ranges`).
     pub data_blocks_written_per_level: Vec<u64>,
+    /// Microseconds spent in the compaction policy's decisions (picks, flush plans, holds).
+    pub policy_micros: u64,
 }
 
 impl Metrics {
@@ -99,6 +101,7 @@ impl Metrics {
         version: &Version,
         memtable_bytes: u64,
         cache: &BlockCache,
+        policy_nanos: u64,
     ) -> Metrics {
         let g = Statistics::get;
         let user_bytes = g(&s.user_bytes);
@@ -155,6 +158,7 @@ impl Metrics {
                 })
                 .collect(),
             data_blocks_written_per_level: s.data_blocks_written_per_level.lock().clone(),
+            policy_micros: policy_nanos / 1000,
         }
     }
 }

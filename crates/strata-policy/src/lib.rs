@@ -14,7 +14,8 @@
 //! Policies are selected by name through the [`registry`]: each declares its options
 //! ([`OptionSpec`]) and a constructor. Built-in policies: [`Leveled`], [`LeveledFull`],
 //! [`Tiered`], [`LazyLeveled`], [`HorizontalLeveled`], [`HorizontalTiered`], [`Spooky`] (with
-//! its lazy and tiered variants), [`Vertiorizon`] (with its lazy-leveling backbone). A policy written
+//! its lazy and tiered variants), [`Vertiorizon`] (with its lazy-leveling backbone), the partial-merge family
+//! ([`PartialMerge`]: Full, RR, ChooseBest and Mixed with [`MixedLearner`]). A policy written
 //! outside this crate implements [`CompactionPolicy`], builds its plans with [`helpers`], and
 //! calls [`registry::register`].
 
@@ -30,6 +31,7 @@ mod plan;
 mod policy;
 pub mod registry;
 pub mod testing;
+mod timer;
 
 pub use builtin::horizontal::{
     HorizontalLeveled, HorizontalLeveledState, HorizontalTiered, HorizontalTieredState,
@@ -38,6 +40,8 @@ pub use builtin::horizontal::{
 pub use builtin::lazy_leveled::LazyLeveled;
 pub use builtin::leveled::{LevelTargets, Leveled};
 pub use builtin::leveled_full::LeveledFull;
+pub use builtin::mixed_learning::{Learner as MixedLearner, Measurement as MixedMeasurement};
+pub use builtin::partial::{MergeMode, PartialMerge, PartialMergeState};
 pub use builtin::spooky::{Layout as SpookyLayout, Round as SpookyRound, Spooky, SpookyState};
 pub use builtin::tiered::Tiered;
 pub use builtin::vertiorizon::{VerticalPart, Vertiorizon, VertiorizonState};
@@ -52,6 +56,7 @@ pub use plan::{
 };
 pub use policy::CompactionPolicy;
 pub use registry::{build_policy, PolicySpec};
+pub use timer::TimedPolicy;
 
 /// The metadata crate, re-exported for the macros in [`helpers`].
 pub use strata_meta;

@@ -187,6 +187,9 @@ pub struct SimReport {
     pub timeline: Vec<TimelineSample>,
     /// Wall-clock seconds the simulation took (set by the caller).
     pub wall_seconds: f64,
+    /// Seconds spent in the policy's decisions (picks, flush plans, holds), a part of
+    /// `wall_seconds`.
+    pub policy_seconds: f64,
     /// Every flush and plan in the order they were installed, when [`crate::SimConfig::trace`]
     /// is on (empty otherwise).
     #[serde(skip)]

@@ -14,7 +14,7 @@ use strata_exec::{compaction_edit, flush_edit, Cutter, JobKind, OlderTables};
 use strata_meta::{BlockMeta, EditError, SeqRange, TableId, TableMeta, Version, VersionEdit};
 use strata_policy::{
     BufferSelection, BufferSummary, CompactionPolicy, CutRule, Leases, PickContext, Plan,
-    PlanAction, PolicyError, WorkloadStats,
+    PlanAction, PolicyError, TimedPolicy, WorkloadStats,
 };
 use strata_workload::{OpKind, OpStream, WorkloadSpec};
 use thiserror::Error;
@@ -322,7 +322,7 @@ struct Job {
 /// [`Simulator::finish`] for the report.
 pub struct Simulator {
     cfg: SimConfig,
-    policy: Arc<dyn CompactionPolicy>,
+    policy: Arc<TimedPolicy>,
     /// `cfg.sizer`, or key+value bytes.
     sizer: Arc<dyn TableSizer>,
     version: Version,
@@ -392,7 +392,8 @@ impl Simulator {
         });
         Ok(Simulator {
             cfg,
-            policy,
+            // Timed, so the report can say what share of the work the decisions take.
+            policy: Arc::new(TimedPolicy::new(policy)),
             sizer,
             version: Version::new(),
             tables: HashMap::new(),
@@ -1259,6 +1260,7 @@ impl Simulator {
             levels,
             timeline: std::mem::take(&mut self.timeline),
             wall_seconds: 0.0,
+            policy_seconds: self.policy.nanos() as f64 / 1e9,
             trace: std::mem::take(&mut self.trace),
         })
     }

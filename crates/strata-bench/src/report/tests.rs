@@ -54,6 +54,7 @@ fn comparison() -> Comparison {
         runs_probed_per_lookup: Some(6.0),
         stall_seconds: Some(0.5),
         cpu_seconds: 12.0,
+        policy_seconds: Some(0.5),
         wall_seconds: 20.0,
         user_bytes: 116_000_000,
         table_bytes_written: 1_160_000_000,

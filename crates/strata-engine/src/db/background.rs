@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use parking_lot::MutexGuard;
 use std::sync::Arc;
 use std::time::Duration;
-use strata_policy::PolicyError;
+use strata_policy::{CompactionPolicy, PolicyError};
 
 impl Engine {
     /// Records the failure of a flush or compaction (failure rule 3) and returns the error to

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use strata_exec::sources::{may_start, merge_sources};
 use strata_exec::{compaction_edit, OlderTables};
 use strata_meta::{TableId, TableMeta, Version};
-use strata_policy::{ManualRange, Plan, PlanAction, PlanOutput, PolicyError};
+use strata_policy::{CompactionPolicy, ManualRange, Plan, PlanAction, PlanOutput, PolicyError};
 
 /// Times a compaction reads its inputs before a read error stops background work.
 pub(crate) const INPUT_READ_ATTEMPTS: u32 = 3;

@@ -22,7 +22,7 @@ use std::sync::{Arc, Weak};
 use std::time::Instant;
 use strata_exec::skew::SkewEstimator;
 use strata_meta::Version;
-use strata_policy::{BufferSummary, CompactionPolicy, Leases, PickContext, WorkloadStats};
+use strata_policy::{BufferSummary, Leases, PickContext, TimedPolicy, WorkloadStats};
 
 /// Why a database opened with [`crate::Db::open_read_only`] refuses writes.
 pub(crate) const OPENED_READ_ONLY: &str =
@@ -128,7 +128,7 @@ pub(crate) struct Engine {
     /// The options it was opened with.
     pub options: Options,
     /// The compaction policy.
-    pub policy: Arc<dyn CompactionPolicy>,
+    pub policy: Arc<TimedPolicy>,
     /// All file I/O goes through it.
     pub fs: Arc<dyn FileSystem>,
     /// Counters.

@@ -20,7 +20,8 @@ use strata_exec::window::{key_position, most_compact_window};
 use strata_exec::{flush_edit, OlderTables};
 use strata_meta::{TableId, TableMeta, Version};
 use strata_policy::{
-    BufferSelection, BufferSummary, FlushPlan, OutputRun, Plan, PlanAction, PlanInput,
+    BufferSelection, BufferSummary, CompactionPolicy, FlushPlan, OutputRun, Plan, PlanAction,
+    PlanInput,
 };
 
 /// A flush the flusher picked: the oldest frozen memtable (or, for a window flush, every frozen

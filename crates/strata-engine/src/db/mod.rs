@@ -251,6 +251,7 @@ impl Db {
             &version,
             memtable_bytes,
             &self.engine.block_cache,
+            self.engine.policy.nanos(),
         )
     }
 
@@ -268,7 +269,8 @@ impl Db {
 
     /// The compaction policy the database runs.
     pub fn policy(&self) -> Arc<dyn CompactionPolicy> {
-        Arc::clone(&self.engine.policy)
+        // The timing wrapper decides as the policy it wraps.
+        Arc::clone(&self.engine.policy) as Arc<dyn CompactionPolicy>
     }
 
     /// Where WAL replay stopped at this open, if it opened in [`RecoveryMode::PointInTime`] and

@@ -287,7 +287,8 @@ impl Engine {
     /// writing nothing.
     pub fn open(dir: PathBuf, options: Options, access: Access) -> Result<Arc<Engine>> {
         options.validate()?;
-        let policy = options.build_policy()?;
+        // Timed, so metrics can say what share of the work the decisions take.
+        let policy = Arc::new(strata_policy::TimedPolicy::new(options.build_policy()?));
         let fs = Arc::clone(&options.fs);
         let found = match access {
             Access::ReadWrite => open_directory(fs.as_ref(), &dir, &options)?,
