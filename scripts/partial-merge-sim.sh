@@ -1,7 +1,9 @@
 #!/bin/sh
 # The partial-merge paper's steady-state experiment in the simulator (docs/partial-merge.md):
-# fill to SIZE MiB of 4-byte keys and 100-byte payloads, run OPS unmeasured 50/50 operations,
-# then OPS measured ones; Γ = 10, K_0 = 16 MiB, δ = 0.07, 4 KiB blocks, 4 MiB write buffer.
+# fill to SIZE MiB of 4-byte keys and 100-byte payloads, run 2 × OPS unmeasured 50/50 operations,
+# then OPS measured ones; Γ = 10, K_0 = 16 MiB, δ = 0.07, 4 KiB blocks, 4 MiB write buffer; tables
+# sized in the engine's format (--engine-format), so the numbers compare with
+# scripts/partial-merge-bench.sh.
 #
 # Usage: scripts/partial-merge-sim.sh OUT_DIR SIZE_MIB [WORKLOAD] [OPS] [PAYLOAD] [POLICIES]
 #   WORKLOAD: partial-merge-uniform (default), partial-merge-normal or partial-merge-tpcc
@@ -10,7 +12,7 @@ set -eu
 out=$1
 size=$2
 workload=${3:-partial-merge-uniform}
-ops=${4:-9000000}
+ops=${4:-10000000}
 payload=${5:-100}
 policies=${6:-partial-full-p,partial-rr-p,partial-choosebest-p,partial-mixed-p}
 key=4
@@ -18,7 +20,7 @@ entries=$((size * 1048576 / (key + payload)))
 mkdir -p "$out"
 strata=${STRATA:-target/release/strata}
 "$strata" sim --workload "$workload" --entries "$entries" --ops "$ops" \
-    --key-size "$key" --value-size "$payload" --block-size 4KiB --write-buffer-size 4MiB \
+    --key-size "$key" --value-size "$payload" --block-size 4KiB --engine-format --write-buffer-size 4MiB \
     --policies "$policies" \
     --policy-option level0_size=16MiB --policy-option merge_rate=0.07 \
     --policy-option target_file_size=256KiB \

@@ -119,6 +119,12 @@ pub struct SimArgs {
     /// RocksDB: block_size. Default: off. [SIZE: 4K = 4KB = 4KiB, any case]
     #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
     block_size: Option<u64>,
+    /// Simulate the engine's format: tables and data blocks (of --block-size, default 4KiB) sized
+    /// by the engine's own table encoder, the memtable's per-entry overhead counted in the
+    /// buffer, tombstones dropped by the engine's key-range rule; `strata bench` then writes
+    /// the same tables. Slower. Default: raw key and value bytes.
+    #[arg(long)]
+    engine_format: bool,
 }
 
 impl SimArgs {
@@ -273,6 +279,12 @@ pub fn run(args: SimArgs) -> Result<()> {
         trace: args.job_log.is_some(),
         block_size: args.block_size,
         ..SimConfig::default()
+    };
+    let config = if args.engine_format {
+        let block = args.block_size.unwrap_or(4096);
+        config.with_engine_format(usize::try_from(block).unwrap_or(usize::MAX))
+    } else {
+        config
     };
     // Job logs are named after the policies as given, before the defaults above fill them, as
     // `strata bench` names its runs.

@@ -12,6 +12,8 @@
 //! It reports write amplification, peak space amplification (durable and transient apart), flush
 //! and compaction counts, sorted runs over time and a modelled lookup cost; see [`SimReport`].
 
+#[cfg(feature = "engine-format")]
+pub mod engine_format;
 mod keys;
 mod merge;
 mod report;

@@ -3,7 +3,7 @@
 //! reading and writing the same tables and bytes, and the same write amplification.
 //!
 //! To compare byte for byte, the simulator sizes tables with the engine's own table encoder
-//! (`EngineSizer`, whose running estimate is the one the engine cuts output on), counts the
+//! (`strata_sim::engine_format`, whose running estimate is the one the engine cuts output on), counts the
 //! memtable's per-entry overhead in its buffer, and drops tombstones by the engine's key-range
 //! rule. Output is cut by size, and the test policy (`exercise-executor`) adds window flushes,
 //! cuts at key boundaries and splits in two, so every part of the shared executor is compared.
@@ -11,16 +11,13 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
 use std::sync::{Arc, Mutex};
-use strata_engine::fs::{MemFs, WritableFile};
-use strata_engine::key::{internal_key, ValueKind, TRAILER_LEN};
+use strata_engine::fs::MemFs;
+use strata_engine::key::TRAILER_LEN;
 use strata_engine::memtable::ENTRY_OVERHEAD;
-use strata_engine::table::{Compression, TableBuilder, TableOptions};
 use strata_engine::{CompletedJob, Db, EventListener, Options};
-use strata_meta::{Bytes, SeqRange, Version};
+use strata_meta::{Bytes, Version};
 use strata_policy::{build_policy, testing, PlanAction, PolicySpec};
-use strata_sim::{
-    is_tombstone, key_of, SimConfig, Simulator, SizedBlock, SizedTable, TableEstimate, TableSizer,
-};
+use strata_sim::{SimConfig, Simulator};
 use strata_workload::{encode_key, Mix, OpKind, OpStream, PresetParams, WorkloadSpec};
 
 const KEY: u64 = 8;
@@ -28,91 +25,6 @@ const VALUE: u64 = 100;
 const BUFFER: u64 = 64 << 10;
 const TARGET: u64 = 16 << 10;
 const BLOCK: usize = 4096;
-
-/// Counts bytes instead of storing them.
-struct CountingFile(u64);
-
-impl WritableFile for CountingFile {
-    fn append(&mut self, data: &[u8]) -> std::io::Result<()> {
-        self.0 += data.len() as u64;
-        Ok(())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn sync(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-    fn len(&self) -> u64 {
-        self.0
-    }
-}
-
-/// Sizes a simulated table by encoding it with the engine's table builder.
-#[derive(Debug)]
-struct EngineSizer;
-
-struct EngineEstimate {
-    builder: TableBuilder,
-    seqnos: SeqRange,
-    added: u64,
-    value: Vec<u8>,
-}
-
-impl TableEstimate for EngineEstimate {
-    fn add(&mut self, entry: u64) {
-        // Sequence numbers only reach the table through its properties (min and max).
-        let seq = if self.added == 0 {
-            self.seqnos.smallest
-        } else {
-            self.seqnos.largest
-        };
-        let (kind, v) = if is_tombstone(entry) {
-            (ValueKind::Delete, &[][..])
-        } else {
-            (ValueKind::Put, &self.value[..])
-        };
-        self.builder
-            .add(&internal_key(&key_of(entry).to_be_bytes(), seq, kind), v)
-            .unwrap();
-        self.added += 1;
-    }
-    fn size(&self) -> u64 {
-        self.builder.estimated_size()
-    }
-    fn finish(self: Box<Self>) -> SizedTable {
-        let summary = self.builder.finish().unwrap();
-        SizedTable {
-            size: summary.file_size,
-            blocks: summary
-                .blocks
-                .iter()
-                .map(|b| SizedBlock {
-                    entries: b.entries,
-                    size: b.size,
-                })
-                .collect(),
-        }
-    }
-}
-
-impl TableSizer for EngineSizer {
-    fn start_table(&self, bloom_bits_per_key: f64, seqnos: SeqRange) -> Box<dyn TableEstimate> {
-        let options = TableOptions {
-            block_size: BLOCK,
-            restart_interval: 16,
-            compression: Compression::None,
-            bloom_bits_per_key,
-            record_block_ranges: true,
-        };
-        Box::new(EngineEstimate {
-            builder: TableBuilder::new(Box::new(CountingFile(0)), "sizer".into(), options),
-            seqnos,
-            added: 0,
-            value: vec![b'v'; VALUE as usize],
-        })
-    }
-}
 
 /// (flushes before, kind, input levels, input tables, output level, output tables, bytes
 /// written) of each flush and compaction.
@@ -245,14 +157,12 @@ fn run_sim(name: &str) -> Outcome {
         key_size: KEY,
         value_size: VALUE,
         buffer_size: BUFFER,
-        buffer_entry_overhead: TRAILER_LEN as u64 + ENTRY_OVERHEAD,
-        sizer: Some(Arc::new(EngineSizer)),
-        exact_tombstone_drop: false,
         trace: true,
         // The engine's last flush may leave a window flush's remainder buffered; so does this.
         final_flush: false,
         ..SimConfig::default()
-    };
+    }
+    .with_engine_format(BLOCK);
     let mut sim = Simulator::new(build_policy(&policy(name)).unwrap(), config).unwrap();
     for op in workload() {
         match op.kind {
