@@ -2,9 +2,12 @@
 //! state machine the policy carries in its persisted state and advances with every plan it
 //! picks. Nothing here reads a clock or the data: costs are estimated from the plans themselves.
 //!
-//! - **Cost** of a merge into level j ≥ 1: the bytes of its inputs, which a merge without block
-//!   preservation rewrites (less what tombstones cancel). Moves cost nothing. **Inflow:** bytes
-//!   merged from level 0 into level 1, the paper's "records merged into L1".
+//! - **Cost** of a merge into level j ≥ 1: the bytes it wrote, read from the version the next
+//!   plan is picked from (the merge's state travels with its result, so that version holds its
+//!   output): the growth of each level from 1 down plus what the merge took from it. Its inputs'
+//!   bytes would overstate a merge whose tombstones cancel puts, and differently for whole and
+//!   partial merges into the bottom. Moves cost nothing. **Inflow:** bytes merged from level 0
+//!   into level 1, the paper's "records merged into L1".
 //! - **Steady state:** the live-record estimate (puts less tombstones, summed over tables) moves
 //!   by at most 5% while `K_{h−2}` bytes flow into level 1. A fill (inserts only) grows it by
 //!   about the inflow, so learning waits for the 50/50 mix.
@@ -92,8 +95,11 @@ pub struct Learner {
     pub stage: Stage,
     /// Bytes merged from level 0 into level 1 since the learner was created.
     pub inflow: u64,
-    /// Estimated bytes written by merges into each level (index = level) since then.
+    /// Bytes written by merges into each level (index = level) since then.
     pub cost: Vec<u64>,
+    /// The last merge, whose output the next observation measures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<PendingMerge>,
     /// Every measurement, in order.
     pub measurements: Vec<Measurement>,
     /// Flushes and inflow when learning started and ended (the learning time).
@@ -106,6 +112,18 @@ pub struct Learner {
     pub finished_at_inflow: u64,
     /// Bytes of the bottom level when learning ended.
     pub bottom_bytes_at_finish: u64,
+}
+
+/// A merge picked but not yet measured: the sizes of the levels when it was picked and the bytes
+/// it took from each (index = level).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingMerge {
+    /// Output level.
+    pub into: usize,
+    /// Level sizes when it was picked.
+    pub sizes: Vec<u64>,
+    /// Input bytes per level.
+    pub taken: Vec<u64>,
 }
 
 /// The parameters a merge decision uses now.
@@ -137,6 +155,7 @@ impl Learner {
             stage: Stage::WaitSteady { mark: None },
             inflow: 0,
             cost: Vec::new(),
+            pending: None,
             measurements: Vec::new(),
             started_at_flush: None,
             finished_at_flush: None,
@@ -212,6 +231,20 @@ impl Learner {
         height: usize,
         capacity: impl Fn(usize) -> u64,
     ) {
+        if let Some(p) = self.pending.take() {
+            // What the last merge wrote: every level's growth plus what it took from there.
+            let written: u64 = (1..version.num_levels())
+                .map(|l| {
+                    let before = p.sizes.get(l).copied().unwrap_or(0);
+                    let taken = p.taken.get(l).copied().unwrap_or(0);
+                    (version.level(l).size() + taken).saturating_sub(before)
+                })
+                .sum();
+            if self.cost.len() <= p.into {
+                self.cost.resize(p.into + 1, 0);
+            }
+            self.cost[p.into] += written;
+        }
         if height != self.height {
             // A new level changes what every threshold means: start over.
             *self = Learner {
@@ -236,10 +269,21 @@ impl Learner {
             self.inflow += from_above;
         }
         if plan.action == PlanAction::Merge && into >= 1 {
-            if self.cost.len() <= into {
-                self.cost.resize(into + 1, 0);
+            let mut taken = vec![0u64; version.num_levels()];
+            for input in &plan.inputs {
+                for t in input.tables.iter().filter_map(|&id| version.table(id)) {
+                    if let Some(slot) = taken.get_mut(input.level) {
+                        *slot += t.size;
+                    }
+                }
             }
-            self.cost[into] += plan.input_size(version);
+            self.pending = Some(PendingMerge {
+                into,
+                sizes: (0..version.num_levels())
+                    .map(|l| version.level(l).size())
+                    .collect(),
+                taken,
+            });
         }
         // Whether the plan empties level `into - 1` into `into`.
         let whole = into >= 1 && {
@@ -435,5 +479,37 @@ impl Learner {
                 mark: None,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::helpers::merge_levels;
+    use crate::plan::CutRule;
+
+    fn version(text: &str) -> Version {
+        Version::parse(text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_merge_costs_what_it_wrote_not_what_it_read() {
+        // L1 (10 MiB) merges whole into L2 (20 MiB); its tombstones cancel 5 MiB of puts, so
+        // the next version holds 25 MiB in L2 and the merge wrote 25 MiB, not 30.
+        let before = version(
+            "L1:\n  run 1:\n    table 1 [a, m] size=10MiB\nL2:\n  run 2:\n    table 2 [a, z] size=20MiB\n",
+        );
+        let plan = merge_levels(&before, 1..=1, 2, true, CutRule::single_table(), 0.0);
+        let mut learner = Learner::new(3);
+        learner.observe(&before, &plan, 3, |_| 1 << 30);
+        assert!(
+            learner.cost.iter().all(|&c| c == 0),
+            "measured before the result"
+        );
+        let after = version("L2:\n  run 3:\n    table 3 [a, z] size=25MiB\n");
+        let next = merge_levels(&after, 2..=2, 2, true, CutRule::single_table(), 0.0);
+        learner.observe(&after, &next, 3, |_| 1 << 30);
+        assert_eq!(learner.cost.get(2).copied(), Some(25 << 20));
+        assert_eq!(learner.cost.get(1).copied().unwrap_or(0), 0);
     }
 }
