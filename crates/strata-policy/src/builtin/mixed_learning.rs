@@ -344,20 +344,14 @@ impl Learner {
                     };
                     return;
                 };
-                let inflow = now.0 - start_inflow;
-                let cost = (now.1 - start_cost) as f64 / inflow.max(1) as f64;
                 let value = step as f64 / THRESHOLD_STEPS as f64;
+                let parameter = format!("tau{level}");
                 let previous = self
                     .measurements
                     .last()
-                    .filter(|m| m.parameter == format!("tau{level}"))
+                    .filter(|m| m.parameter == parameter)
                     .cloned();
-                self.measurements.push(Measurement {
-                    parameter: format!("tau{level}"),
-                    value,
-                    cost,
-                    inflow,
-                });
+                let cost = self.record(parameter, value, (start_inflow, start_cost), now);
                 let chosen = match previous {
                     Some(p) if cost > p.cost => Some(p.value),
                     _ if step == THRESHOLD_STEPS => Some(value),
@@ -425,12 +419,7 @@ impl Learner {
                     };
                     return;
                 }
-                self.measurements.push(Measurement {
-                    parameter: "beta".to_string(),
-                    value: 0.0,
-                    cost: (now.1 - start_cost) as f64 / inflow.max(1) as f64,
-                    inflow,
-                });
+                self.record("beta".to_string(), 0.0, (start_inflow, start_cost), now);
                 self.stage = Stage::Bottom {
                     full: true,
                     mark: None,
@@ -455,14 +444,7 @@ impl Learner {
                     };
                     return;
                 };
-                let inflow = now.0 - start_inflow;
-                let cost = (now.1 - start_cost) as f64 / inflow.max(1) as f64;
-                self.measurements.push(Measurement {
-                    parameter: "beta".to_string(),
-                    value: 1.0,
-                    cost,
-                    inflow,
-                });
+                let cost = self.record("beta".to_string(), 1.0, (start_inflow, start_cost), now);
                 let partial_cost = self
                     .measurements
                     .iter()
@@ -489,6 +471,20 @@ impl Learner {
                 }
             }
         }
+    }
+
+    /// Records the cost per byte of inflow between `start` and `now` (inflow, cost) as a
+    /// measurement of `parameter` at `value`, and returns it.
+    fn record(&mut self, parameter: String, value: f64, start: (u64, u64), now: (u64, u64)) -> f64 {
+        let inflow = now.0 - start.0;
+        let cost = (now.1 - start.1) as f64 / inflow.max(1) as f64;
+        self.measurements.push(Measurement {
+            parameter,
+            value,
+            cost,
+            inflow,
+        });
+        cost
     }
 
     fn first_stage(&self, height: usize) -> Stage {

@@ -548,8 +548,9 @@ impl PartialMerge {
             .iter()
             .flat_map(|r| spans(r))
             .collect();
-        // Only one run below is ever scanned; several (left by another policy) are merged whole
-        // first, since their spans overlap one another.
+        // The level below is one run unless another policy left several; their spans then
+        // overlap one another and the scan's choice is only approximate, but `window_merge`
+        // still takes every table below that overlaps the window.
         let best = fewest_overlap_window(&spans(run), &lower, width)?;
         let mut plan = window_merge(version, level, 0, best.window.clone(), ctx.leases, |r| {
             self.output(level + 1, r)
