@@ -60,6 +60,20 @@ pub struct VersionEdit {
     /// (or a snapshot). Absent in manifests written before the count existed: they read as 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flushes: Option<u64>,
+    /// Files whose tables are gone but whose blocks tables refer to, with their sizes: only a
+    /// snapshot (an edit that builds a version from nothing) lists them, since an ordinary edit
+    /// retains the file of a table it deletes by itself ([`crate::Version::retained_files`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retained: Vec<RetainedFile>,
+}
+
+/// A file kept on storage only because tables refer to blocks in it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetainedFile {
+    /// The file (the id of the table it held).
+    pub file: TableId,
+    /// Its size in bytes.
+    pub size: u64,
 }
 
 impl VersionEdit {
@@ -68,20 +82,26 @@ impl VersionEdit {
         Self::default()
     }
 
-    /// Adds the data blocks the edit's new tables wrote to `per_level` (index = level, grown as
-    /// needed): tables it adds and does not also delete (a move deletes and re-adds the same
-    /// table), counting only the blocks in each table's own file
-    /// ([`crate::TableMeta::blocks_written`]).
-    pub fn count_blocks_written(&self, per_level: &mut Vec<u64>) {
+    /// Adds the data blocks the edit's new tables wrote to `written` and those they kept from
+    /// other files without rewriting them to `preserved` (index = level, grown as needed):
+    /// tables it adds and does not also delete (a move deletes and re-adds the same table).
+    /// See [`crate::TableMeta::blocks_written`] and [`crate::TableMeta::blocks_referenced`].
+    pub fn count_blocks(&self, written: &mut Vec<u64>, preserved: &mut Vec<u64>) {
+        fn add(per_level: &mut Vec<u64>, level: usize, blocks: u64) {
+            if blocks == 0 {
+                return;
+            }
+            if per_level.len() <= level {
+                per_level.resize(level + 1, 0);
+            }
+            per_level[level] += blocks;
+        }
         for added in &self.added {
-            let blocks = added.table.blocks_written();
-            if blocks == 0 || self.deleted.iter().any(|d| d.table == added.table.id) {
+            if self.deleted.iter().any(|d| d.table == added.table.id) {
                 continue;
             }
-            if per_level.len() <= added.level {
-                per_level.resize(added.level + 1, 0);
-            }
-            per_level[added.level] += blocks;
+            add(written, added.level, added.table.blocks_written());
+            add(preserved, added.level, added.table.blocks_referenced());
         }
     }
 
@@ -131,5 +151,12 @@ impl VersionEdit {
             && self.added.is_empty()
             && self.policy_state.is_none()
             && self.flushes.is_none()
+            && self.retained.is_empty()
+    }
+
+    /// Lists `file` (of `size` bytes) as retained for references (snapshots only).
+    pub fn retain_file(&mut self, file: TableId, size: u64) -> &mut Self {
+        self.retained.push(RetainedFile { file, size });
+        self
     }
 }

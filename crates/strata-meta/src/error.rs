@@ -67,6 +67,18 @@ pub enum EditError {
     /// A table or run id of u64::MAX, which is reserved so that "one past the largest id" exists.
     #[error("id {0} is reserved (table and run ids must be below u64::MAX)")]
     ReservedId(u64),
+    /// A table refers to blocks in a file that neither holds a table of the version nor is
+    /// retained for other references: the blocks would be gone.
+    #[error("table {table} refers to blocks in file {file}, which the version does not keep")]
+    DanglingReference {
+        /// The referring table.
+        table: TableId,
+        /// The missing file.
+        file: TableId,
+    },
+    /// An edit names a file to retain that no table of the resulting version refers to.
+    #[error("file {0} is to be retained for references, but no table refers to it")]
+    UnreferencedRetainedFile(TableId),
     /// A version read from text or storage breaks an invariant.
     #[error("inconsistent version: {0}")]
     Inconsistent(String),

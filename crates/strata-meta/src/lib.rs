@@ -24,13 +24,13 @@ mod table;
 mod text;
 mod version;
 
-pub use edit::{AddedTable, DeletedTable, NewRun, VersionEdit};
+pub use edit::{AddedTable, DeletedTable, NewRun, RetainedFile, VersionEdit};
 pub use error::{EditError, ParseError};
 pub use key::{format_key, parse_key, KeyRange};
 pub use state::PolicyState;
 pub use table::{BlockMeta, RunId, SeqNo, SeqRange, TableId, TableMeta};
 pub use text::{format_size, parse_size};
-pub use version::{Level, Run, TableLocation, Version};
+pub use version::{FileReferences, Level, Run, TableLocation, Version};
 
 /// Key bytes; cheap to clone.
 pub use bytes::Bytes;

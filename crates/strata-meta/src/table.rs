@@ -53,14 +53,16 @@ impl SeqRange {
 ///
 /// `file` names the table file that physically holds the block. It equals the owning table's id
 /// for blocks the table wrote itself; a different id means the table reuses a block that already
-/// exists in another file, so that file must stay alive while any table refers to it.
+/// exists in another file (a block-preserving merge kept it), so that file must stay alive while
+/// any table refers to it ([`crate::Version::retained_files`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct BlockMeta {
     /// Smallest key in the block.
     pub smallest: Bytes,
     /// Largest key in the block.
     pub largest: Bytes,
-    /// Encoded size of the block in bytes.
+    /// Bytes the block occupies in `file` (in the engine, its stored contents and 5-byte
+    /// trailer).
     pub size: u64,
     /// Number of entries in the block.
     pub entries: u64,
@@ -79,7 +81,8 @@ pub struct TableMeta {
     pub smallest: Bytes,
     /// Largest user key in the table.
     pub largest: Bytes,
-    /// Bytes the table occupies on storage.
+    /// Bytes of the table's data: its own file plus the blocks it refers to in other files
+    /// ([`TableMeta::file_bytes`] is its own file alone). Level sizes and policies count this.
     pub size: u64,
     /// Number of entries (puts and tombstones).
     pub entries: u64,
@@ -125,6 +128,45 @@ impl TableMeta {
         self.blocks.as_deref().map_or(0, |blocks| {
             blocks.iter().filter(|b| b.file == self.id).count() as u64
         })
+    }
+
+    /// Data blocks the table refers to in other files (blocks a block-preserving merge kept
+    /// instead of rewriting them).
+    pub fn blocks_referenced(&self) -> u64 {
+        self.external_blocks().count() as u64
+    }
+
+    /// Bytes of the blocks the table refers to in other files.
+    pub fn referenced_bytes(&self) -> u64 {
+        self.external_blocks().map(|b| b.size).sum()
+    }
+
+    /// Bytes of the table's own file: [`TableMeta::size`] less the blocks it refers to
+    /// elsewhere. What writing the table cost, and what deleting its file frees.
+    pub fn file_bytes(&self) -> u64 {
+        self.size.saturating_sub(self.referenced_bytes())
+    }
+
+    /// The other files whose blocks the table refers to, each with the bytes it refers to
+    /// there, in file order.
+    pub fn referenced_files(&self) -> Vec<(TableId, u64)> {
+        let mut files: Vec<(TableId, u64)> = Vec::new();
+        for b in self.external_blocks() {
+            match files.iter_mut().find(|(f, _)| *f == b.file) {
+                Some((_, bytes)) => *bytes += b.size,
+                None => files.push((b.file, b.size)),
+            }
+        }
+        files.sort_unstable_by_key(|&(f, _)| f);
+        files
+    }
+
+    fn external_blocks(&self) -> impl Iterator<Item = &BlockMeta> {
+        self.blocks
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .filter(move |b| b.file != self.id)
     }
 
     /// Whether the table's keys overlap `range`.
@@ -186,6 +228,14 @@ impl TableMeta {
                     }
                 }
                 previous = Some(block);
+            }
+            if self.referenced_bytes() > self.size {
+                return Err(format!(
+                    "table {}: it refers to {} bytes of blocks in other files but holds only {}",
+                    self.id,
+                    self.referenced_bytes(),
+                    self.size
+                ));
             }
         }
         Ok(())

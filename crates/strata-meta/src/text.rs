@@ -5,10 +5,12 @@
 //! next-run 9
 //! flushes 41
 //! policy-state {"counters":[1,0]}
+//! retained 7 size=262144
 //! L0:
 //!   run 8:
 //!     table 12 [a, c] size=1048576 entries=9000 tombstones=0 seqno=801..900 bloom=10
 //!       block [a, b] size=4096 entries=40 file=12 offset=0
+//!       block [bb, c] size=4101 entries=38 file=7 offset=8202
 //! ```
 //!
 //! Printing writes every field, so print → parse gives an equal version. When parsing
@@ -17,6 +19,7 @@
 //! 0, and sizes accept the suffixes K, M, G, KiB, MiB, GiB (K = KiB = 1024). Blank lines and
 //! lines starting with `#` are ignored.
 
+use crate::edit::RetainedFile;
 use crate::error::ParseError;
 use crate::key::{format_key, parse_key};
 use crate::state::PolicyState;
@@ -35,6 +38,9 @@ impl fmt::Display for Version {
         }
         if !self.policy_state().is_empty() {
             writeln!(f, "policy-state {}", self.policy_state())?;
+        }
+        for (file, size) in self.retained_files() {
+            writeln!(f, "retained {file} size={size}")?;
         }
         for (l, level) in self.levels().iter().enumerate() {
             if level.is_empty() {
@@ -162,6 +168,7 @@ struct Parser {
     flushes: u64,
     next_table: Option<u64>,
     next_run: Option<u64>,
+    retained: Vec<RetainedFile>,
 }
 
 fn err(line: usize, message: impl Into<String>) -> ParseError {
@@ -260,6 +267,15 @@ impl Parser {
             "next-table" => self.next_table = Some(number(rest, "next-table", n)?),
             "next-run" => self.next_run = Some(number(rest, "next-run", n)?),
             "flushes" => self.flushes = number(rest, "flushes", n)?,
+            "retained" => {
+                let (file, rest) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+                let file = TableId(number(file, "retained file", n)?);
+                let fields = parse_fields(rest, &["size"], n)?;
+                let size = field(&fields, "size")
+                    .ok_or_else(|| err(n, "a retained file needs size=..."))?;
+                let size = parse_size(size).map_err(|m| err(n, m))?;
+                self.retained.push(RetainedFile { file, size });
+            }
             "policy-state" => {
                 self.policy_state = PolicyState::from_json(rest).map_err(|m| err(n, m))?
             }
@@ -366,6 +382,7 @@ impl Version {
             next_table: None,
             next_run: None,
             flushes: 0,
+            retained: Vec::new(),
         };
         let mut last_line = 0;
         for (i, raw) in text.lines().enumerate() {
@@ -391,7 +408,7 @@ impl Version {
             .max();
         let next_table = p.next_table.unwrap_or(max_table.unwrap_or(0));
         let next_run = p.next_run.unwrap_or(max_run.unwrap_or(0));
-        Version::from_parts(p.levels, p.policy_state, next_table, next_run)
+        Version::from_parts(p.levels, p.retained, p.policy_state, next_table, next_run)
             .map(|v| v.with_flushes(p.flushes))
             .map_err(|e| err(0, e.to_string()))
     }

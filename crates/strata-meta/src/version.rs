@@ -1,6 +1,6 @@
 //! Immutable versions of the LSM shape: levels of runs of tables.
 
-use crate::edit::VersionEdit;
+use crate::edit::{RetainedFile, VersionEdit};
 use crate::error::EditError;
 use crate::key::KeyRange;
 use crate::state::PolicyState;
@@ -169,9 +169,24 @@ pub struct TableLocation {
     pub run: RunId,
 }
 
+/// What the tables of a version refer to in one file ([`Version::file_references`]).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct FileReferences {
+    /// Tables that refer to blocks in the file.
+    pub tables: u64,
+    /// Bytes of the blocks they refer to.
+    pub bytes: u64,
+}
+
 /// An immutable snapshot of the LSM shape plus the policy's state.
 ///
 /// Cheap to clone: runs and tables are shared. Change it only through [`Version::apply`].
+///
+/// Block references: a table may refer to data blocks in other files (a block-preserving merge
+/// keeps a block where it is instead of rewriting it). A file stays needed while any table
+/// refers to it; when its own table leaves the version, the file is *retained* with its size
+/// until the last reference goes. Both follow from the edits alone, so recovery rebuilds them
+/// from the manifest.
 #[derive(Clone, Debug, Default)]
 pub struct Version {
     levels: Vec<Level>,
@@ -180,16 +195,21 @@ pub struct Version {
     next_run_id: u64,
     flushes: u64,
     locations: Arc<HashMap<TableId, TableLocation>>,
+    /// Files tables refer to blocks in (derived from the tables).
+    references: Arc<BTreeMap<TableId, FileReferences>>,
+    /// Files kept only for references, with their sizes.
+    retained: Arc<BTreeMap<TableId, u64>>,
 }
 
 impl PartialEq for Version {
     fn eq(&self, other: &Self) -> bool {
-        // `locations` is derived from `levels`.
+        // `locations` and `references` are derived from `levels`.
         self.levels == other.levels
             && self.policy_state == other.policy_state
             && self.next_table_id == other.next_table_id
             && self.next_run_id == other.next_run_id
             && self.flushes == other.flushes
+            && self.retained == other.retained
     }
 }
 
@@ -230,6 +250,34 @@ impl Version {
             .iter()
             .map(|l| l.size)
             .fold(0, u64::saturating_add)
+    }
+
+    /// Bytes on storage: every table's own file ([`TableMeta::file_bytes`]) plus the files
+    /// retained for references. [`Version::size`] counts a referenced block once, in the table
+    /// referring to it; this counts the whole retained file, dead blocks included.
+    pub fn disk_bytes(&self) -> u64 {
+        let referenced: u64 = self.references.values().map(|r| r.bytes).sum();
+        let retained: u64 = self.retained.values().sum();
+        self.size()
+            .saturating_sub(referenced)
+            .saturating_add(retained)
+    }
+
+    /// Files kept on storage only because tables refer to blocks in them, with their sizes in
+    /// bytes, in file order.
+    pub fn retained_files(&self) -> impl Iterator<Item = (TableId, u64)> + '_ {
+        self.retained.iter().map(|(&f, &size)| (f, size))
+    }
+
+    /// What this version's tables refer to in `file`, if anything.
+    pub fn file_references(&self, file: TableId) -> Option<FileReferences> {
+        self.references.get(&file).copied()
+    }
+
+    /// Whether storage must keep file `file`: it holds a table of this version or blocks one
+    /// refers to.
+    pub fn needs_file(&self, file: TableId) -> bool {
+        self.locations.contains_key(&file) || self.retained.contains_key(&file)
     }
 
     /// Total number of sorted runs.
@@ -306,8 +354,11 @@ impl Version {
     }
 
     /// Builds a version from explicit levels (runs newest first), checking every invariant.
+    ///
+    /// `retained` are the files kept only because tables refer to blocks in them.
     pub fn from_parts(
         levels: Vec<Vec<(RunId, Vec<TableMeta>)>>,
+        retained: Vec<RetainedFile>,
         policy_state: PolicyState,
         next_table_id: u64,
         next_run_id: u64,
@@ -341,10 +392,41 @@ impl Version {
             next_run_id,
             flushes: 0,
             locations: Arc::new(HashMap::new()),
+            references: Arc::new(BTreeMap::new()),
+            retained: Arc::new(retained.into_iter().map(|r| (r.file, r.size)).collect()),
         };
         version.locations = Arc::new(version.compute_locations()?);
+        version.references = Arc::new(version.compute_references());
         version.check_invariants()?;
         Ok(version)
+    }
+
+    fn compute_references(&self) -> BTreeMap<TableId, FileReferences> {
+        let mut references = BTreeMap::new();
+        for (_, _, t) in self.tables() {
+            add_references(&mut references, t, 1);
+        }
+        references
+    }
+
+    /// Checks that every referenced file is kept (a table's or retained) and every retained
+    /// file is referenced.
+    fn check_references(&self) -> Result<(), EditError> {
+        for (_, _, t) in self.tables() {
+            for (file, _) in t.referenced_files() {
+                if !self.needs_file(file) {
+                    return Err(EditError::DanglingReference { table: t.id, file });
+                }
+            }
+        }
+        if let Some(&file) = self
+            .retained
+            .keys()
+            .find(|f| !self.references.contains_key(f))
+        {
+            return Err(EditError::UnreferencedRetainedFile(file));
+        }
+        Ok(())
     }
 
     fn compute_locations(&self) -> Result<HashMap<TableId, TableLocation>, EditError> {
@@ -436,7 +518,12 @@ impl Version {
                 "location index has extra tables".to_string(),
             ));
         }
-        Ok(())
+        if *self.references != self.compute_references() {
+            return Err(EditError::Inconsistent(
+                "reference counts differ from the tables' block lists".to_string(),
+            ));
+        }
+        self.check_references()
     }
 
     /// Applies `edit`, returning the new version; `self` is unchanged. Fails, changing nothing, if
@@ -591,6 +678,7 @@ impl Version {
             levels.pop();
         }
 
+        let (references, retained) = self.apply_references(edit, &locations)?;
         let next_table_id = edit
             .added
             .iter()
@@ -611,7 +699,93 @@ impl Version {
             next_run_id,
             flushes: edit.flushes.unwrap_or(self.flushes),
             locations: Arc::new(locations),
+            references,
+            retained,
         })
+    }
+
+    /// The reference counts and retained files after `edit`, whose tables end up at
+    /// `locations`: a deleted table's file is retained while tables still refer to it, a
+    /// retained file goes with its last reference, and an added table may refer only to files
+    /// kept after the edit.
+    #[allow(clippy::type_complexity)]
+    fn apply_references(
+        &self,
+        edit: &VersionEdit,
+        locations: &HashMap<TableId, TableLocation>,
+    ) -> Result<
+        (
+            Arc<BTreeMap<TableId, FileReferences>>,
+            Arc<BTreeMap<TableId, u64>>,
+        ),
+        EditError,
+    > {
+        let refers = |t: &TableMeta| {
+            t.blocks
+                .as_deref()
+                .is_some_and(|b| b.iter().any(|b| b.file != t.id))
+        };
+        let deleted: Vec<&Arc<TableMeta>> = edit
+            .deleted
+            .iter()
+            .filter_map(|d| self.table(d.table))
+            .collect();
+        let changes = deleted
+            .iter()
+            .any(|t| refers(t) || self.references.contains_key(&t.id))
+            || edit.added.iter().any(|a| refers(&a.table))
+            || !edit.retained.is_empty();
+        if !changes {
+            return Ok((Arc::clone(&self.references), Arc::clone(&self.retained)));
+        }
+        let mut references = (*self.references).clone();
+        for t in &deleted {
+            add_references(&mut references, t, -1);
+        }
+        for a in &edit.added {
+            add_references(&mut references, &a.table, 1);
+        }
+        let mut retained = (*self.retained).clone();
+        for r in &edit.retained {
+            if !references.contains_key(&r.file) {
+                return Err(EditError::UnreferencedRetainedFile(r.file));
+            }
+            retained.insert(r.file, r.size);
+        }
+        for t in &deleted {
+            if !locations.contains_key(&t.id) && references.contains_key(&t.id) {
+                retained.insert(t.id, t.file_bytes());
+            }
+        }
+        retained.retain(|f, _| references.contains_key(f));
+        for a in &edit.added {
+            for (file, _) in a.table.referenced_files() {
+                if !locations.contains_key(&file) && !retained.contains_key(&file) {
+                    return Err(EditError::DanglingReference {
+                        table: a.table.id,
+                        file,
+                    });
+                }
+            }
+        }
+        Ok((Arc::new(references), Arc::new(retained)))
+    }
+}
+
+/// Adds (`sign` 1) or removes (−1) `table`'s references to other files.
+fn add_references(references: &mut BTreeMap<TableId, FileReferences>, table: &TableMeta, sign: i8) {
+    for (file, bytes) in table.referenced_files() {
+        let entry = references.entry(file).or_default();
+        if sign > 0 {
+            entry.tables += 1;
+            entry.bytes += bytes;
+        } else {
+            entry.tables = entry.tables.saturating_sub(1);
+            entry.bytes = entry.bytes.saturating_sub(bytes);
+            if entry.tables == 0 {
+                references.remove(&file);
+            }
+        }
     }
 }
 
