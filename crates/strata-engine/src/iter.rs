@@ -2,7 +2,24 @@
 
 use crate::error::Result;
 use crate::key::compare_internal_keys;
+use bytes::Bytes;
 use std::cmp::Ordering;
+
+/// Where a stored data block is, reported by a table cursor on the block's first entry: what a
+/// block-preserving merge needs to keep the block instead of rewriting it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredBlock {
+    /// The file holding the block.
+    pub file_number: u64,
+    /// Its offset there.
+    pub offset: u64,
+    /// Bytes it occupies, trailer included.
+    pub size: u64,
+    /// Entries in the block.
+    pub entries: u64,
+    /// Its last user key.
+    pub last_user_key: Bytes,
+}
 
 /// A cursor over internal keys (see [`crate::key`]) in [`crate::key::compare_internal_keys`]
 /// order. Movement can fail (I/O, corruption); `key` and `value` may be called only while
@@ -26,6 +43,11 @@ pub trait InternalIterator: Send {
     fn key(&self) -> &[u8];
     /// The current value. REQUIRES: `valid()`.
     fn value(&self) -> &[u8];
+    /// The stored data block that starts at the current entry, if the cursor reads stored
+    /// blocks and is on a block's first entry; `None` otherwise (the default).
+    fn block_start(&self) -> Option<StoredBlock> {
+        None
+    }
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -79,6 +101,29 @@ impl MergingIterator {
 
     fn find_smallest(&mut self) {
         self.find(Direction::Forward);
+    }
+
+    /// Which child the current entry comes from.
+    pub fn current_child(&self) -> Option<usize> {
+        self.current
+    }
+
+    /// The stored block starting at the current entry ([`InternalIterator::block_start`] of
+    /// the current child).
+    pub fn current_block_start(&self) -> Option<StoredBlock> {
+        self.children.get(self.current?)?.block_start()
+    }
+
+    /// The smallest key among the children other than the current one (moving forward); `None`
+    /// when they are all exhausted.
+    pub fn smallest_other_key(&self) -> Option<&[u8]> {
+        let current = self.current?;
+        self.children
+            .iter()
+            .enumerate()
+            .filter(|&(i, c)| i != current && c.valid())
+            .map(|(_, c)| c.key())
+            .min_by(|a, b| compare_internal_keys(a, b))
     }
 
     fn find_largest(&mut self) {

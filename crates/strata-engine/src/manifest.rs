@@ -134,7 +134,8 @@ pub struct Recovered {
 }
 
 /// An edit that builds `version` from an empty tree (runs are created newest first, which the
-/// placement rule of [`VersionEdit`] keeps in that order).
+/// placement rule of [`VersionEdit`] keeps in that order), with the files it retains for
+/// references.
 pub fn snapshot_edit(version: &Version) -> VersionEdit {
     let mut edit = VersionEdit::new();
     for (level, l) in version.levels().iter().enumerate() {
@@ -150,6 +151,9 @@ pub fn snapshot_edit(version: &Version) -> VersionEdit {
     }
     if version.flushes() > 0 {
         edit.set_flushes(version.flushes());
+    }
+    for (file, size) in version.retained_files() {
+        edit.retain_file(file, size);
     }
     edit
 }

@@ -3,14 +3,16 @@
 
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
+use crate::iter::StoredBlock;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
 use crate::manifest::table_file_name;
-use crate::table::{Compression, ReadPurpose, TableBuilder, TableOptions, TableSummary};
+use crate::table::{Compression, KeptBlock, ReadPurpose, TableBuilder, TableOptions, TableSummary};
 use crate::table_cache::{RunIterator, TableCache};
 use bytes::Bytes;
 use std::path::Path;
 use std::sync::Arc;
+use strata_exec::preserve::{keys_allow, Preserver};
 use strata_exec::{Cutter, OlderTables};
 use strata_meta::{BlockMeta, SeqRange, TableId, TableMeta};
 use strata_policy::PlanOutput;
@@ -90,7 +92,8 @@ impl MergeFilter {
     }
 }
 
-/// Writes the output of a merge as tables, cut where the shared [`Cutter`] says.
+/// Writes the output of a merge as tables, cut where the shared [`Cutter`] says, keeping input
+/// blocks unchanged where the shared [`Preserver`] allows.
 pub struct OutputWriter<'a> {
     fs: &'a dyn FileSystem,
     dir: &'a Path,
@@ -104,11 +107,17 @@ pub struct OutputWriter<'a> {
     /// Every file created, finished or not (a table whose `finish` failed is in neither
     /// `builder` nor `outputs`, and must still be deleted).
     started: Vec<u64>,
+    /// The waste accounting of a block-preserving merge.
+    preserver: Option<Preserver>,
+    /// Blocks of the open table already told to the preserver.
+    blocks_reported: usize,
 }
 
 impl<'a> OutputWriter<'a> {
     /// A writer of `output`'s tables that allocates file numbers with `allocate`; `inputs` are
     /// the merge's inputs (smallest key, bytes), which the cutter projects piece sizes from.
+    /// With a `preserver` (a block-preserving merge) the tables record their block ranges,
+    /// which the manifest needs for the references.
     pub fn new(
         fs: &'a dyn FileSystem,
         dir: &'a Path,
@@ -116,6 +125,7 @@ impl<'a> OutputWriter<'a> {
         output: &PlanOutput,
         allocate: &'a dyn Fn() -> u64,
         inputs: &[(Bytes, u64)],
+        preserver: Option<Preserver>,
     ) -> Self {
         let cutter = Cutter::new(
             &output.cut,
@@ -133,16 +143,89 @@ impl<'a> OutputWriter<'a> {
             last_user_key: Vec::new(),
             outputs: Vec::new(),
             started: Vec::new(),
+            preserver,
+            blocks_reported: 0,
         }
     }
 
     fn finish_current(&mut self) -> Result<()> {
         if let Some((number, builder)) = self.builder.take() {
             let summary = builder.finish()?;
+            if let Some(p) = &mut self.preserver {
+                for b in summary.blocks.iter().skip(self.blocks_reported) {
+                    p.emitted(b.size);
+                }
+            }
+            self.blocks_reported = 0;
             self.outputs
                 .push(table_meta(number, &summary, self.bloom_bits_per_key));
         }
         Ok(())
+    }
+
+    /// Tells the preserver about the blocks the open table finished since the last call.
+    fn report_blocks(&mut self) {
+        if let (Some(p), Some((_, b))) = (&mut self.preserver, &self.builder) {
+            for block in b.finished_blocks().iter().skip(self.blocks_reported) {
+                p.emitted(block.size);
+            }
+            self.blocks_reported = b.finished_blocks().len();
+        }
+    }
+
+    /// Whether this merge keeps blocks where it can.
+    pub fn preserves_blocks(&self) -> bool {
+        self.preserver.is_some()
+    }
+
+    /// The user key of the last entry written (empty before the first).
+    pub fn last_user_key(&self) -> Option<&[u8]> {
+        (self.builder.is_some() || !self.outputs.is_empty()).then_some(&self.last_user_key[..])
+    }
+
+    /// Keeps `block`, whose entries (in order) are `entries`, instead of rewriting them, if the
+    /// preserver allows; false (nothing done) if not. The caller has checked the keys
+    /// ([`keys_allow`]) and that the merge keeps every entry.
+    pub fn try_keep_block(&mut self, block: &StoredBlock, entries: &EntryBuffer) -> Result<bool> {
+        let open = self
+            .builder
+            .as_ref()
+            .map_or(0, |(_, b)| b.open_block_bytes());
+        if !self
+            .preserver
+            .as_ref()
+            .is_some_and(|p| p.may_preserve(open, block.size))
+        {
+            return Ok(false);
+        }
+        let Some((first, _)) = entries.iter().next() else {
+            return Ok(false);
+        };
+        let first_user_key = key::user_key(first);
+        let sizes_matter = self.cutter.sizes_matter();
+        let open_size =
+            self.builder
+                .as_ref()
+                .map(|(_, b)| if sizes_matter { b.estimated_size() } else { 0 });
+        if self.cutter.cut_before(first_user_key, open_size) {
+            self.finish_current()?;
+        }
+        if self.builder.is_none() {
+            self.start_table()?;
+        }
+        if let Some((_, b)) = &mut self.builder {
+            let kept = KeptBlock {
+                file_number: block.file_number,
+                offset: block.offset,
+                size: block.size,
+                entries: block.entries,
+            };
+            b.add_kept_block(&kept, entries.iter())?;
+        }
+        self.report_blocks();
+        self.last_user_key.clear();
+        self.last_user_key.extend_from_slice(&block.last_user_key);
+        Ok(true)
     }
 
     /// Starts a new table file.
@@ -160,7 +243,7 @@ impl<'a> OutputWriter<'a> {
             restart_interval: self.settings.restart_interval,
             compression: self.settings.compression,
             bloom_bits_per_key: self.bloom_bits_per_key,
-            record_block_ranges: self.settings.record_block_ranges,
+            record_block_ranges: self.settings.record_block_ranges || self.preserver.is_some(),
         };
         self.builder = Some((
             number,
@@ -191,6 +274,9 @@ impl<'a> OutputWriter<'a> {
         if let Some((_, b)) = &mut self.builder {
             b.add(ikey, value)?;
         }
+        if self.preserver.is_some() {
+            self.report_blocks();
+        }
         Ok(())
     }
 
@@ -217,7 +303,7 @@ pub fn table_meta(number: u64, s: &TableSummary, bloom_bits_per_key: f64) -> Tab
                 largest: b.largest.clone(),
                 size: b.size,
                 entries: b.entries,
-                file: TableId(number),
+                file: TableId(b.file.unwrap_or(number)),
                 offset: b.offset,
             })
             .collect::<Vec<_>>()
@@ -227,7 +313,7 @@ pub fn table_meta(number: u64, s: &TableSummary, bloom_bits_per_key: f64) -> Tab
         id: TableId(number),
         smallest: s.smallest.clone(),
         largest: s.largest.clone(),
-        size: s.file_size,
+        size: s.file_size + s.referenced_bytes,
         entries: s.entries,
         tombstones: s.tombstones,
         seqnos: SeqRange {
@@ -278,6 +364,11 @@ impl From<MergeError> for Error {
 }
 
 /// Merges `inputs` (newest first) through `filter` into `out`. Returns the number of entries read.
+///
+/// When `out` preserves blocks, every entry that starts a stored input block is a candidate
+/// (see `strata_exec::preserve`): if its keys allow, the block's entries are read ahead and run
+/// through the filter; if the filter keeps them all and the writer's preserver agrees, the block
+/// is kept, else they are written one by one as usual.
 pub fn merge_into(
     inputs: Vec<Box<dyn InternalIterator>>,
     filter: &mut MergeFilter,
@@ -287,11 +378,31 @@ pub fn merge_into(
     let mut merged = MergingIterator::new(inputs);
     merged.seek_to_first().map_err(MergeError::Input)?;
     let mut read = 0u64;
+    let mut next_stop_check = 4096;
+    let mut buffer = EntryBuffer::default();
     while merged.valid() {
-        read += 1;
-        if read.is_multiple_of(4096) && stop() {
-            return Err(MergeError::Output(Error::Closed));
+        if read >= next_stop_check {
+            next_stop_check = read + 4096;
+            if stop() {
+                return Err(MergeError::Output(Error::Closed));
+            }
         }
+        if out.preserves_blocks() {
+            if let Some(block) = candidate_block(&merged, out) {
+                read += take_block(&mut merged, &block, filter, &mut buffer)?;
+                if !(buffer.all_kept
+                    && out
+                        .try_keep_block(&block, &buffer)
+                        .map_err(MergeError::Output)?)
+                {
+                    for (k, v) in buffer.kept() {
+                        out.add(k, v).map_err(MergeError::Output)?;
+                    }
+                }
+                continue;
+            }
+        }
+        read += 1;
         if filter.keep(merged.key()) {
             out.add(merged.key(), merged.value())
                 .map_err(MergeError::Output)?;
@@ -299,4 +410,98 @@ pub fn merge_into(
         merged.next().map_err(MergeError::Input)?;
     }
     Ok(read)
+}
+
+/// The stored block starting at the merge's current entry, if its keys allow keeping it.
+fn candidate_block(merged: &MergingIterator, out: &OutputWriter<'_>) -> Option<StoredBlock> {
+    let block = merged.current_block_start()?;
+    let first = key::user_key(merged.key());
+    let next_other = merged.smallest_other_key().map(key::user_key);
+    keys_allow(
+        first,
+        &block.last_user_key[..],
+        out.last_user_key(),
+        next_other,
+    )
+    .then_some(block)
+}
+
+/// Reads `block`'s entries (all from the current child) into `buffer`, through `filter`;
+/// returns how many. A block holding other than the entries its index says is corruption.
+fn take_block(
+    merged: &mut MergingIterator,
+    block: &StoredBlock,
+    filter: &mut MergeFilter,
+    buffer: &mut EntryBuffer,
+) -> std::result::Result<u64, MergeError> {
+    buffer.clear();
+    let child = merged.current_child();
+    for i in 0..block.entries {
+        if !merged.valid()
+            || merged.current_child() != child
+            || (i > 0 && merged.current_block_start().is_some())
+        {
+            return Err(MergeError::Input(Error::corruption(
+                crate::manifest::table_file_name(block.file_number),
+                block.offset,
+                format!(
+                    "data block holds {i} entries, its index says {}",
+                    block.entries
+                ),
+            )));
+        }
+        let keep = filter.keep(merged.key());
+        buffer.push(merged.key(), merged.value(), keep);
+        merged.next().map_err(MergeError::Input)?;
+    }
+    Ok(block.entries)
+}
+
+/// The entries of one input block, read ahead while deciding whether to keep it.
+#[derive(Default)]
+pub struct EntryBuffer {
+    data: Vec<u8>,
+    /// (key end, value end, kept by the filter) per entry; each entry starts where the previous
+    /// one ends.
+    entries: Vec<(usize, usize, bool)>,
+    all_kept: bool,
+}
+
+impl EntryBuffer {
+    fn clear(&mut self) {
+        self.data.clear();
+        self.entries.clear();
+        self.all_kept = true;
+    }
+
+    fn push(&mut self, key: &[u8], value: &[u8], kept: bool) {
+        self.data.extend_from_slice(key);
+        let key_end = self.data.len();
+        self.data.extend_from_slice(value);
+        self.entries.push((key_end, self.data.len(), kept));
+        self.all_kept &= kept;
+    }
+
+    fn all(&self) -> impl Iterator<Item = (&[u8], &[u8], bool)> {
+        let mut start = 0;
+        self.entries.iter().map(move |&(key_end, value_end, kept)| {
+            let entry = (
+                &self.data[start..key_end],
+                &self.data[key_end..value_end],
+                kept,
+            );
+            start = value_end;
+            entry
+        })
+    }
+
+    /// Every entry, in order: (internal key, value).
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.all().map(|(k, v, _)| (k, v))
+    }
+
+    /// The entries the filter kept.
+    fn kept(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.all().filter(|e| e.2).map(|(k, v, _)| (k, v))
+    }
 }

@@ -76,7 +76,8 @@ pub struct Metrics {
     pub stall_micros: u64,
     /// Compactions started again after reading an input failed (each retry counts once).
     pub compaction_read_retries: u64,
-    /// Bytes of live table files.
+    /// Bytes of live table files, including files kept only because tables refer to blocks
+    /// in them ([`strata_meta::Version::disk_bytes`]).
     pub table_bytes: u64,
     /// Bytes held by memtables.
     pub memtable_bytes: u64,
@@ -91,6 +92,13 @@ pub struct Metrics {
     /// Data blocks flushes and compactions wrote into each level (index = level); empty
     /// unless block ranges are recorded (`Options::with_record_block_ranges`).
     pub data_blocks_written_per_level: Vec<u64>,
+    /// Data blocks block-preserving merges kept in each level instead of rewriting them (index
+    /// = level); counted like `data_blocks_written_per_level`.
+    pub data_blocks_preserved_per_level: Vec<u64>,
+    /// Files kept only because tables refer to blocks in them, and their bytes.
+    pub retained_files: usize,
+    /// Bytes of those files.
+    pub retained_file_bytes: u64,
     /// Microseconds spent in the compaction policy's decisions (picks, flush plans, holds).
     pub policy_micros: u64,
 }
@@ -140,7 +148,7 @@ impl Metrics {
             write_groups: g(&s.write_groups),
             stall_micros: g(&s.stall_micros),
             compaction_read_retries: g(&s.compaction_read_retries),
-            table_bytes: version.size(),
+            table_bytes: version.disk_bytes(),
             memtable_bytes,
             block_cache_bytes: cache.used_bytes(),
             sorted_runs: version.run_count(),
@@ -158,6 +166,9 @@ impl Metrics {
                 })
                 .collect(),
             data_blocks_written_per_level: s.data_blocks_written_per_level.lock().clone(),
+            data_blocks_preserved_per_level: s.data_blocks_preserved_per_level.lock().clone(),
+            retained_files: version.retained_files().count(),
+            retained_file_bytes: version.retained_files().map(|(_, size)| size).sum(),
             policy_micros: policy_nanos / 1000,
         }
     }
@@ -206,6 +217,16 @@ impl fmt::Display for Metrics {
                 f,
                 "  L{}: {} runs, {} tables, {} bytes",
                 l.level, l.runs, l.tables, l.bytes
+            )?;
+        }
+        if !self.data_blocks_preserved_per_level.is_empty() || self.retained_files > 0 {
+            writeln!(
+                f,
+                "blocks: written per level {:?}, kept per level {:?}; {} files ({} bytes) kept for references",
+                self.data_blocks_written_per_level,
+                self.data_blocks_preserved_per_level,
+                self.retained_files,
+                self.retained_file_bytes
             )?;
         }
         Ok(())

@@ -68,6 +68,9 @@ pub struct Statistics {
     /// only while block ranges are recorded (`Options::with_record_block_ranges`). Updated
     /// when a job installs, under the engine's state lock, so a mutex costs nothing extra.
     pub data_blocks_written_per_level: parking_lot::Mutex<Vec<u64>>,
+    /// Data blocks block-preserving merges kept in each level instead of rewriting them
+    /// (index = level). Updated like `data_blocks_written_per_level`.
+    pub data_blocks_preserved_per_level: parking_lot::Mutex<Vec<u64>>,
 }
 
 impl Statistics {

@@ -2,17 +2,19 @@
 
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
-use crate::iter::InternalIterator;
+use crate::iter::{InternalIterator, StoredBlock};
 use crate::key::user_key;
 use crate::manifest::table_file_name;
 use crate::stats::Statistics;
-use crate::table::{BlockCache, ReadPurpose, Table, TableIterator};
+use crate::table::{BlockCache, BlockFiles, ReadPurpose, Table, TableIterator};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use strata_meta::TableMeta;
 
-/// A bounded cache of open tables (RocksDB's table cache; `max_open_files` entries).
+/// A bounded cache of open tables (RocksDB's table cache; `max_open_files` entries). Tables it
+/// opens read the blocks they refer to in other files through it.
 pub struct TableCache {
+    me: Weak<TableCache>,
     fs: Arc<dyn FileSystem>,
     dir: PathBuf,
     cache: quick_cache::sync::Cache<u64, Arc<Table>>,
@@ -37,14 +39,15 @@ impl TableCache {
         capacity: usize,
         block_cache: Option<Arc<BlockCache>>,
         stats: Arc<Statistics>,
-    ) -> Self {
-        TableCache {
+    ) -> Arc<Self> {
+        Arc::new_cyclic(|me| TableCache {
+            me: me.clone(),
             fs,
             dir,
             cache: quick_cache::sync::Cache::new(capacity.max(1)),
             block_cache,
             stats,
-        }
+        })
     }
 
     /// Table `number`, opened if not cached.
@@ -58,13 +61,17 @@ impl TableCache {
             .fs
             .open(&path)
             .map_err(|e| Error::io(format!("opening table {}", path.display()), e))?;
-        let table = Arc::new(Table::open(
-            file,
-            number,
-            name,
-            self.block_cache.clone(),
-            Arc::clone(&self.stats),
-        )?);
+        let files: Weak<dyn BlockFiles> = self.me.clone();
+        let table = Arc::new(
+            Table::open(
+                file,
+                number,
+                name,
+                self.block_cache.clone(),
+                Arc::clone(&self.stats),
+            )?
+            .with_block_files(files),
+        );
         self.cache.insert(number, Arc::clone(&table));
         Ok(table)
     }
@@ -72,6 +79,12 @@ impl TableCache {
     /// Forgets table `number` (its file is being deleted).
     pub fn evict(&self, number: u64) {
         self.cache.remove(&number);
+    }
+}
+
+impl BlockFiles for TableCache {
+    fn table(&self, file_number: u64) -> Result<Arc<Table>> {
+        self.get(file_number)
     }
 }
 
@@ -212,5 +225,9 @@ impl InternalIterator for RunIterator {
 
     fn value(&self) -> &[u8] {
         self.current.as_ref().map_or(&[], |c| c.value())
+    }
+
+    fn block_start(&self) -> Option<StoredBlock> {
+        self.current.as_ref()?.block_start()
     }
 }

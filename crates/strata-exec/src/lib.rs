@@ -13,6 +13,7 @@
 //!   size, boundaries, split-in-two above a size);
 //! - [`skew`]: the skew estimate α (Vertiorizon §5.3) from the keys each flush writes;
 //! - [`window`]: the most compact window of a buffer (Min-Max bucket ingestion);
+//! - [`preserve`]: which input data blocks a block-preserving merge keeps unchanged;
 //! - [`JobKind`]: what a finished job was, and its name in job logs;
 //! - [`edit`]: the version edit that installs a finished compaction or flush, including where a
 //!   new run goes and which id it gets.
@@ -26,6 +27,7 @@ pub mod datadriven;
 pub mod edit;
 mod job;
 mod older;
+pub mod preserve;
 pub mod skew;
 pub mod sources;
 pub mod window;

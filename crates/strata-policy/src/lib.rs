@@ -52,7 +52,8 @@ pub use options::{
     BLOOM_LAYOUT, SIZE_RATIO, TARGET_FILE_SIZE, WRITE_BUFFER_SIZE,
 };
 pub use plan::{
-    BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput,
+    BlockPreservation, BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput,
+    PlanOutput,
 };
 pub use policy::CompactionPolicy;
 pub use registry::{build_policy, PolicySpec};

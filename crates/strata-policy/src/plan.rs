@@ -116,6 +116,22 @@ pub struct PlanOutput {
     pub cut: CutRule,
     /// Bloom filter bits per key for output tables (0 = no filter).
     pub bloom_bits_per_key: f64,
+    /// Keep input data blocks unchanged where the merge allows it, instead of rewriting them
+    /// (`None`: rewrite every block). Flushes ignore it: their entries are in memory.
+    pub preserve_blocks: Option<BlockPreservation>,
+}
+
+/// A block-preserving merge (the partial-merge paper's §1.2): an input data block no entry of
+/// the other inputs falls inside, whose entries all survive the merge, is kept where it is and
+/// referred to from the output table, unless keeping it would leave the output level's data
+/// blocks emptier than `max_waste` allows. `strata_exec::preserve` decides, for the engine and
+/// the simulator alike.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct BlockPreservation {
+    /// The waste bound ε: the largest fraction of the output level's data-block space that may
+    /// be empty, and the emptiest two neighbouring blocks may be together is one block's worth.
+    /// The paper's default: 0.2.
+    pub max_waste: f64,
 }
 
 /// A compaction decision: inputs, action, output placement, and the policy's next state.
@@ -357,7 +373,11 @@ impl fmt::Display for PlanOutput {
         if let Some(size) = cut.split_above {
             write!(f, " split-above={}", format_size(size))?;
         }
-        write!(f, " bloom={}", self.bloom_bits_per_key)
+        write!(f, " bloom={}", self.bloom_bits_per_key)?;
+        if let Some(p) = self.preserve_blocks {
+            write!(f, " preserve-blocks(ε={})", p.max_waste)?;
+        }
+        Ok(())
     }
 }
 

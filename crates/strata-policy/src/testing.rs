@@ -137,6 +137,7 @@ impl CompactionPolicy for ExerciseExecutor {
                 run: OutputRun::New,
                 cut: CutRule::target_size(self.target_file_size),
                 bloom_bits_per_key: self.bloom_bits_per_key,
+                preserve_blocks: None,
             },
             merge_with: Vec::new(),
             selection: BufferSelection::MostCompactWindow { entries },
@@ -203,6 +204,7 @@ impl CompactionPolicy for ExerciseExecutor {
                     split_above: Some(split_above),
                 },
                 bloom_bits_per_key: self.bloom_bits_per_key,
+                preserve_blocks: None,
             }),
             policy_state: Some(store_state(NAME, &state)?),
             reason: format!(

@@ -14,6 +14,7 @@ use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use strata_exec::preserve::Preserver;
 use strata_exec::sources::{may_start, merge_sources};
 use strata_exec::{compaction_edit, OlderTables};
 use strata_meta::{TableId, TableMeta, Version};
@@ -153,7 +154,9 @@ impl Engine {
             let older = OlderTables::below(&job.version, output.level, output.run, &input_ids);
             let filter = MergeFilter::new(job.snapshots.clone(), older);
             let started = Instant::now();
-            match self.write_outputs(inputs, filter, output, &projection) {
+            let preserver =
+                Preserver::for_plan(&job.version, plan, self.settings.block_size as u64);
+            match self.write_outputs(inputs, filter, output, &projection, preserver) {
                 Ok((tables, files)) => break ((tables, files), bytes_read, started),
                 Err(MergeError::Input(_))
                     if attempt < INPUT_READ_ATTEMPTS && !self.stop_requested() =>
@@ -171,7 +174,7 @@ impl Engine {
             }
         };
         let (tables, files) = tables;
-        let bytes_written = tables.iter().map(|t| t.size).sum();
+        let bytes_written = tables.iter().map(|t| t.file_bytes()).sum();
         self.note_rewrite(
             bytes_written,
             u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX),
@@ -185,14 +188,16 @@ impl Engine {
     }
 
     /// Merges `inputs` (newest first) through `filter` into tables placed as `output` says;
-    /// `projection` is the inputs' (smallest key, bytes) for the cutter. Returns the tables and
-    /// every file created. On failure the files are deleted (failure rule 5).
+    /// `projection` is the inputs' (smallest key, bytes) for the cutter; a `preserver` keeps
+    /// input blocks where it may. Returns the tables and every file created. On failure the
+    /// files are deleted (failure rule 5).
     pub fn write_outputs(
         &self,
         inputs: Vec<Box<dyn InternalIterator>>,
         mut filter: MergeFilter,
         output: &PlanOutput,
         projection: &[(Bytes, u64)],
+        preserver: Option<Preserver>,
     ) -> std::result::Result<(Vec<TableMeta>, Vec<u64>), MergeError> {
         let allocate = || {
             let n = self.allocate_file_number();
@@ -206,6 +211,7 @@ impl Engine {
             output,
             &allocate,
             projection,
+            preserver,
         );
         // Stop early at shutdown, or once another job failed (rule 3): the result would not be
         // installed.

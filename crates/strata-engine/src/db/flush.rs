@@ -292,7 +292,8 @@ impl Engine {
             &plan.merge_with,
         );
         let filter = MergeFilter::new(job.snapshots.clone(), older);
-        let (tables, files) = self.write_outputs(inputs, filter, &plan.output, &projection)?;
+        let (tables, files) =
+            self.write_outputs(inputs, filter, &plan.output, &projection, None)?;
         Ok(FlushOutput {
             bytes_written: tables.iter().map(|t| t.size).sum(),
             tables,

@@ -56,17 +56,25 @@ impl Engine {
             self.record_background_error(state, &e);
             return Err(e);
         }
-        for d in &record.edit.deleted {
-            if new_version.table_location(d.table).is_none() {
-                state.obsolete_tables.push(d.table.0);
-            }
-        }
+        // Files the old version needed and the new one does not: deleted tables not kept for
+        // references, and retained files whose last reference went.
+        let released: Vec<u64> = record
+            .edit
+            .deleted
+            .iter()
+            .map(|d| d.table)
+            .chain(state.version.retained_files().map(|(file, _)| file))
+            .filter(|&file| !new_version.needs_file(file))
+            .map(|file| file.0)
+            .collect();
+        state.obsolete_tables.extend(released);
         for f in files {
             state.pending_outputs.remove(f);
         }
-        record
-            .edit
-            .count_blocks_written(&mut self.stats.data_blocks_written_per_level.lock());
+        record.edit.count_blocks(
+            &mut self.stats.data_blocks_written_per_level.lock(),
+            &mut self.stats.data_blocks_preserved_per_level.lock(),
+        );
         let new_version = Arc::new(new_version);
         state.live_versions.push(Arc::downgrade(&new_version));
         state.version = new_version;
@@ -141,8 +149,8 @@ impl Engine {
         Ok(())
     }
 
-    /// Deletes table files no live version needs and WALs below the log number (failure rule
-    /// 8: best effort).
+    /// Deletes table files no live version needs (neither as a table nor for the blocks its
+    /// tables refer to) and WALs below the log number (failure rule 8: best effort).
     fn delete_obsolete_files(&self, state: &mut MutexGuard<'_, EngineState>) {
         state.live_versions.retain(|w| w.strong_count() > 0);
         let live: Vec<Arc<Version>> = state
@@ -153,7 +161,7 @@ impl Engine {
         let mut keep = Vec::new();
         let mut delete = Vec::new();
         for &t in &state.obsolete_tables {
-            if live.iter().any(|v| v.table_location(TableId(t)).is_some()) {
+            if live.iter().any(|v| v.needs_file(TableId(t))) {
                 keep.push(t);
             } else {
                 delete.push(t);

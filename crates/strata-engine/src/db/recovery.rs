@@ -239,18 +239,25 @@ fn check_live_files(
         }
         None => String::new(),
     };
-    for (_, _, t) in r.version.tables() {
-        let name = manifest::table_file_name(t.id.0);
+    // Every table's own file, and every file kept for the blocks tables refer to in it.
+    let files =
+        r.version
+            .tables()
+            .map(|(_, _, t)| (t.id, t.file_bytes(), "table"))
+            .chain(r.version.retained_files().map(|(file, size)| {
+                (file, size, "table file kept for the blocks tables refer to")
+            }));
+    for (file, expected, what) in files {
+        let name = manifest::table_file_name(file.0);
         let path = dir.join(&name);
         match fs.file_size(&path) {
-            Ok(size) if size == t.size => {}
+            Ok(size) if size == expected => {}
             Ok(size) => {
                 return Err(Error::corruption(
                     &name,
-                    size.min(t.size),
+                    size.min(expected),
                     format!(
-                        "the table is {size} bytes, but {manifest_name} records {}{tail}",
-                        t.size
+                        "the {what} is {size} bytes, but {manifest_name} records {expected}{tail}"
                     ),
                 ))
             }
@@ -258,7 +265,7 @@ fn check_live_files(
                 return Err(Error::corruption(
                     &name,
                     0,
-                    format!("the table is missing, but {manifest_name} names it{tail}"),
+                    format!("the {what} is missing, but {manifest_name} names it{tail}"),
                 ))
             }
             Err(e) => {
@@ -296,13 +303,13 @@ impl Engine {
         };
         let stats = Arc::new(Statistics::default());
         let block_cache = Arc::new(BlockCache::new(options.block_cache_capacity));
-        let tables = Arc::new(TableCache::new(
+        let tables = TableCache::new(
             Arc::clone(&fs),
             dir.clone(),
             options.max_open_files,
             Some(Arc::clone(&block_cache)),
             Arc::clone(&stats),
-        ));
+        );
         let settings = WriteSettings {
             block_size: options.block_size,
             restart_interval: options.block_restart_interval,
@@ -502,7 +509,8 @@ impl Engine {
         Ok(())
     }
 
-    /// Removes leftovers of earlier runs: tables no version references, old WALs, old manifests.
+    /// Removes leftovers of earlier runs: table files the version neither holds nor keeps for
+    /// references, old WALs, old manifests.
     fn delete_obsolete_files_on_open(&self) -> Result<()> {
         let state = self.state.lock();
         let names = self
@@ -511,7 +519,7 @@ impl Engine {
             .map_err(io_error(format!("listing {}", self.dir.display())))?;
         for name in names {
             let obsolete = match classify(&name) {
-                Some(FileKind::Table(n)) => state.version.table_location(TableId(n)).is_none(),
+                Some(FileKind::Table(n)) => !state.version.needs_file(TableId(n)),
                 Some(FileKind::Wal(n)) => n < state.log_number,
                 Some(FileKind::Manifest(n)) => {
                     state.manifest.as_ref().is_some_and(|m| m.number() != n)

@@ -338,6 +338,11 @@ impl Cursor {
         self.valid
     }
 
+    /// Whether the cursor is on the block's first entry.
+    pub(crate) fn at_first(&self) -> bool {
+        self.valid && self.current == 0
+    }
+
     /// Leaves the cursor on no entry.
     pub(crate) fn invalidate(&mut self) {
         self.valid = false;

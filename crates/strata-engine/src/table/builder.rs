@@ -8,7 +8,10 @@ use bytes::Bytes;
 use super::block::{split_internal_key, BlockBuilder};
 use super::bloom::{BloomBuilder, MAX_BITS_PER_KEY};
 use super::compress::{block_trailer, BlockCompressor, BLOCK_TRAILER_LEN, TYPE_NONE};
-use super::format::{BlockHandle, Footer, IndexValue, TableProperties, FOOTER_LEN, FORMAT_VERSION};
+use super::format::{
+    BlockHandle, Footer, IndexValue, TableProperties, FOOTER_LEN, FORMAT_WITHOUT_REFERENCES,
+    FORMAT_WITH_REFERENCES,
+};
 use super::{Compression, TableOptions};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
@@ -30,12 +33,30 @@ pub struct BlockRange {
     pub smallest: Bytes,
     /// Last user key in the block.
     pub largest: Bytes,
-    /// Stored size of the block in bytes (after compression, without its 5-byte trailer).
+    /// Bytes the block occupies in its file: stored (possibly compressed) contents and the
+    /// 5-byte trailer.
     pub size: u64,
     /// Entries in the block.
     pub entries: u64,
-    /// Offset of the block in the file.
+    /// Offset of the block in its file.
     pub offset: u64,
+    /// The file holding the block when it is another table's (a kept block, see
+    /// [`TableBuilder::add_kept_block`]); `None` for the table's own blocks.
+    pub file: Option<u64>,
+}
+
+/// A data block that already exists in another table file, which a block-preserving merge keeps
+/// instead of rewriting ([`TableBuilder::add_kept_block`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeptBlock {
+    /// The file holding the block (never 0).
+    pub file_number: u64,
+    /// Offset of the block in that file.
+    pub offset: u64,
+    /// Bytes it occupies there, trailer included.
+    pub size: u64,
+    /// Entries in the block.
+    pub entries: u64,
 }
 
 /// What [`TableBuilder::finish`] wrote.
@@ -43,6 +64,8 @@ pub struct BlockRange {
 pub struct TableSummary {
     /// Bytes in the file.
     pub file_size: u64,
+    /// Bytes of the kept blocks the table refers to in other files (not in `file_size`).
+    pub referenced_bytes: u64,
     /// Entries (puts and tombstones).
     pub entries: u64,
     /// Tombstones.
@@ -99,6 +122,8 @@ pub struct TableBuilder {
     raw_value_bytes: u64,
     data_blocks: u64,
     blocks: Vec<BlockRange>,
+    /// Bytes of kept blocks referred to in other files.
+    referenced_bytes: u64,
 }
 
 impl fmt::Debug for TableBuilder {
@@ -146,6 +171,7 @@ impl TableBuilder {
             raw_value_bytes: 0,
             data_blocks: 0,
             blocks: Vec::new(),
+            referenced_bytes: 0,
         }
     }
 
@@ -155,6 +181,80 @@ impl TableBuilder {
     /// [`Error::InvalidArgument`] (as do a key that is not a valid internal key and an entry
     /// above 1 GiB) and leaves the builder unchanged.
     pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
+        let starts_block = self.data_block.is_empty();
+        self.note_entry(internal_key, value, starts_block)?;
+        self.data_block.add(internal_key, value);
+        if self.data_block.size_estimate() >= self.block_size {
+            self.flush_data_block()?;
+        }
+        Ok(())
+    }
+
+    /// Refers to `block`, a data block of another table file, instead of writing one: a
+    /// block-preserving merge keeps it where it is. `entries` are the block's entries in order;
+    /// they go into the filter and the properties, and nothing of them is written. The open data
+    /// block is written first, however little it holds.
+    ///
+    /// REQUIRES the block's keys to follow the keys added so far, and exactly `block.entries`
+    /// entries; otherwise returns [`Error::InvalidArgument`] (the builder must then be
+    /// abandoned).
+    pub fn add_kept_block<'e>(
+        &mut self,
+        block: &KeptBlock,
+        entries: impl IntoIterator<Item = (&'e [u8], &'e [u8])>,
+    ) -> Result<()> {
+        if block.file_number == 0 || block.size < BLOCK_TRAILER_LEN as u64 {
+            return Err(Error::InvalidArgument(format!(
+                "{}: a kept block needs a file number and room for its trailer (file {}, {} \
+                 bytes)",
+                self.file_name, block.file_number, block.size
+            )));
+        }
+        if !self.data_block.is_empty() {
+            self.flush_data_block()?;
+        }
+        let mut count = 0u64;
+        for (key, value) in entries {
+            self.note_entry(key, value, count == 0)?;
+            count += 1;
+        }
+        if count != block.entries || count == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{}: kept block at offset {} of file {} holds {} entries, {count} were given",
+                self.file_name, block.offset, block.file_number, block.entries
+            )));
+        }
+        let handle = BlockHandle {
+            offset: block.offset,
+            size: block.size - BLOCK_TRAILER_LEN as u64,
+        };
+        self.index_value.clear();
+        IndexValue::encode(
+            &mut self.index_value,
+            block.file_number,
+            handle,
+            count,
+            &self.block_first_user_key,
+        );
+        self.index_block.add(&self.last_key, &self.index_value);
+        if self.record_block_ranges {
+            self.blocks.push(BlockRange {
+                smallest: Bytes::copy_from_slice(&self.block_first_user_key),
+                largest: Bytes::copy_from_slice(split_internal_key(&self.last_key).0),
+                size: block.size,
+                entries: count,
+                offset: block.offset,
+                file: Some(block.file_number),
+            });
+        }
+        self.data_blocks += 1;
+        self.referenced_bytes += block.size;
+        Ok(())
+    }
+
+    /// Checks that `internal_key` follows the last key and accounts for the entry in the
+    /// filter and the properties; `starts_block` makes its user key the block's first.
+    fn note_entry(&mut self, internal_key: &[u8], value: &[u8], starts_block: bool) -> Result<()> {
         let Some((user_key, seq, kind)) = parse_internal_key(internal_key) else {
             return Err(Error::InvalidArgument(format!(
                 "{}: \"{}\" is not an internal key",
@@ -192,11 +292,10 @@ impl TableBuilder {
                 bloom.add_key(user_key);
             }
         }
-        if self.data_block.is_empty() {
+        if starts_block {
             self.block_first_user_key.clear();
             self.block_first_user_key.extend_from_slice(user_key);
         }
-        self.data_block.add(internal_key, value);
         self.last_key.clear();
         self.last_key.extend_from_slice(internal_key);
 
@@ -208,11 +307,22 @@ impl TableBuilder {
         self.largest_seqno = self.largest_seqno.max(seq);
         self.raw_key_bytes += internal_key.len() as u64;
         self.raw_value_bytes += value.len() as u64;
-
-        if self.data_block.size_estimate() >= self.block_size {
-            self.flush_data_block()?;
-        }
         Ok(())
+    }
+
+    /// Bytes the open data block would occupy if it were written now, trailer included
+    /// (uncompressed); 0 when no block is open.
+    pub fn open_block_bytes(&self) -> u64 {
+        if self.data_block.is_empty() {
+            0
+        } else {
+            (self.data_block.size_estimate() + BLOCK_TRAILER_LEN) as u64
+        }
+    }
+
+    /// The data blocks finished so far (with [`TableOptions::record_block_ranges`]).
+    pub fn finished_blocks(&self) -> &[BlockRange] {
+        &self.blocks
     }
 
     /// Entries added so far.
@@ -221,8 +331,9 @@ impl TableBuilder {
     }
 
     /// Bytes written plus bytes buffered for the file: the open data block, the index built
-    /// so far and the filter the keys added so far need. This is what output cutting compares
-    /// with the target file size (the properties block and footer add a few hundred bytes).
+    /// so far and the filter the keys added so far need, plus the kept blocks referred to in
+    /// other files (the table holds their data). This is what output cutting compares with the
+    /// target file size (the properties block and footer add a few hundred bytes).
     pub fn estimated_size(&self) -> u64 {
         let data = if self.data_block.is_empty() {
             0
@@ -230,7 +341,9 @@ impl TableBuilder {
             self.data_block.size_estimate()
         };
         let filter = self.bloom.as_ref().map_or(0, BloomBuilder::encoded_len);
-        self.offset + (data + self.index_block.size_estimate() + filter) as u64
+        self.offset
+            + self.referenced_bytes
+            + (data + self.index_block.size_estimate() + filter) as u64
     }
 
     /// Writes the open data block and its index entry.
@@ -261,9 +374,10 @@ impl TableBuilder {
             self.blocks.push(BlockRange {
                 smallest: Bytes::copy_from_slice(&self.block_first_user_key),
                 largest: Bytes::copy_from_slice(split_internal_key(&self.last_key).0),
-                size: handle.size,
+                size: handle.size + BLOCK_TRAILER_LEN as u64,
                 entries,
                 offset: handle.offset,
+                file: None,
             });
         }
         self.data_blocks += 1;
@@ -309,6 +423,11 @@ impl TableBuilder {
         let index = self.write_meta_block(index_block.finish(), true)?;
 
         let largest = Bytes::copy_from_slice(split_internal_key(&self.last_key).0);
+        let format_version = if self.referenced_bytes > 0 {
+            FORMAT_WITH_REFERENCES
+        } else {
+            FORMAT_WITHOUT_REFERENCES
+        };
         let (smallest_seqno, largest_seqno) = if self.entries == 0 {
             (0, 0)
         } else {
@@ -326,7 +445,7 @@ impl TableBuilder {
             data_blocks: self.data_blocks,
             bloom_bits_per_key: self.bloom_bits_per_key,
             compression: self.compression,
-            format_version: FORMAT_VERSION,
+            format_version,
         };
         let mut props_block = BlockBuilder::new(1);
         properties.encode(&mut props_block);
@@ -336,6 +455,7 @@ impl TableBuilder {
             index,
             filter,
             properties: properties_handle,
+            format_version,
         };
         let io_err = |e| Error::io(format!("writing {}", self.file_name), e);
         self.file.append(&footer.encode()).map_err(io_err)?;
@@ -346,6 +466,7 @@ impl TableBuilder {
 
         Ok(TableSummary {
             file_size: self.offset,
+            referenced_bytes: self.referenced_bytes,
             entries: self.entries,
             tombstones: self.tombstones,
             smallest: self.smallest,

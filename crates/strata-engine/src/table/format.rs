@@ -9,11 +9,18 @@ use super::Compression;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
 
-/// The newest table format version this build writes and reads.
 /// The newest table format this build writes and reads. Version 2 stores the sequence-number
 /// properties as fixed 8-byte integers (version 1: varints), so that a table's size depends only
-/// on its keys and values: the simulator can then size tables exactly like the engine.
-pub(crate) const FORMAT_VERSION: u32 = 2;
+/// on its keys and values: the simulator can then size tables exactly like the engine. Version 3
+/// lets index entries refer to data blocks in other table files (block-preserving merges); a
+/// table with no such entry is still written as version 2, readable by older builds.
+pub(crate) const FORMAT_VERSION: u32 = 3;
+
+/// The version of tables whose data blocks are all in their own file.
+pub(crate) const FORMAT_WITHOUT_REFERENCES: u32 = 2;
+
+/// The first version whose index entries may name another file.
+pub(crate) const FORMAT_WITH_REFERENCES: u32 = 3;
 
 /// The last eight bytes of every table: `\x89STRATA\n`. The high first byte and the newline
 /// catch files mangled by 7-bit or line-ending conversions.
@@ -40,10 +47,12 @@ pub(crate) struct Footer {
     pub filter: Option<BlockHandle>,
     /// The properties block.
     pub properties: BlockHandle,
+    /// The table's format version.
+    pub format_version: u32,
 }
 
 impl Footer {
-    /// The footer bytes for the current format version.
+    /// The footer bytes.
     ///
     /// ```text
     /// 0  index offset u64 | 8  index size u64
@@ -65,7 +74,7 @@ impl Footer {
         for (slot, value) in out.chunks_exact_mut(8).zip(fields) {
             slot.copy_from_slice(&value.to_le_bytes());
         }
-        out[48..52].copy_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out[48..52].copy_from_slice(&self.format_version.to_le_bytes());
         let crc = crc32c::crc32c(&out[..52]);
         out[52..56].copy_from_slice(&crc.to_le_bytes());
         out[56..64].copy_from_slice(&TABLE_MAGIC.to_le_bytes());
@@ -118,6 +127,7 @@ impl Footer {
             index: handle(0),
             filter,
             properties: handle(32),
+            format_version: version,
         })
     }
 }
@@ -465,6 +475,7 @@ mod tests {
                 offset: 35,
                 size: 7,
             },
+            format_version: FORMAT_VERSION,
         };
         let bytes = footer.encode();
         assert_eq!(Footer::decode(&bytes, "t.sst", 100)?, footer);

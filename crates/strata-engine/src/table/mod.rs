@@ -25,8 +25,10 @@
 //!   binary-search the keys in place). Key: the block's exact last internal key (not a
 //!   shortened separator, so the index also gives exact per-block key ranges). Value:
 //!   `varint file_number | varint offset | varint size | varint entries |
-//!   varint first_key_len | first user key`. `file_number` 0 means this file; other values
-//!   are reserved for tables that reference blocks of other tables and are rejected for now.
+//!   varint first_key_len | first user key`. `file_number` 0 means this file; from format
+//!   version 3 on, another number means the block is a *kept block* of that table file (a
+//!   block-preserving merge referred to it instead of rewriting it), read through
+//!   [`BlockFiles`]. Such tables are written as version 3; all others as version 2.
 //! - **Filter block** (only with `bloom_bits_per_key > 0`; never compressed): a Bloom filter
 //!   over the distinct user keys, `bits[m/8] | probes: u8`, probed with xxh3-64 and double
 //!   hashing (see `bloom.rs`).
@@ -43,7 +45,7 @@
 //!   `\x89STRATA\n` (56..64).
 //!
 //! Readers check the magic (else [`crate::Error::Corruption`]), then the footer checksum (else
-//! corruption), then the version (above 2: [`crate::Error::UnsupportedFormat`]), then every
+//! corruption), then the version (above 3: [`crate::Error::UnsupportedFormat`]), then every
 //! other checksum, and every offset, length and count against the bytes actually present: any
 //! input decodes to a value or an error. The magic and the footer checksum (crc32c of bytes
 //! 0..52 at 52..56) are the frozen part of the format that every future version keeps, so a
@@ -60,11 +62,11 @@ mod reader;
 #[cfg(test)]
 mod tests;
 
-pub use builder::{BlockRange, TableBuilder, TableSummary};
+pub use builder::{BlockRange, KeptBlock, TableBuilder, TableSummary};
 pub use format::TableProperties;
 #[doc(hidden)]
 pub use fuzzing::{fuzz_decode_block, FuzzBlockWalk};
-pub use reader::{BlockCache, ReadPurpose, Table, TableIterator};
+pub use reader::{BlockCache, BlockFiles, ReadPurpose, Table, TableIterator};
 
 /// How a table's blocks are compressed. Blocks that do not shrink by at least 1/8 are stored
 /// uncompressed whatever the setting.

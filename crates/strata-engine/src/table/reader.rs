@@ -3,7 +3,7 @@
 use std::cell::Cell;
 use std::cmp::Ordering;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 use quick_cache::sync::Cache;
@@ -13,10 +13,12 @@ use super::block::{cmp_to_target, split_internal_key, Block, Cursor, DecodeError
 use super::bloom::BloomFilter;
 use super::builder::BlockRange;
 use super::compress::{block_crc, decode_contents, BLOCK_TRAILER_LEN};
-use super::format::{BlockHandle, Footer, IndexValue, TableProperties, FOOTER_LEN};
+use super::format::{
+    BlockHandle, Footer, IndexValue, TableProperties, FOOTER_LEN, FORMAT_WITH_REFERENCES,
+};
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
-use crate::iter::InternalIterator;
+use crate::iter::{InternalIterator, StoredBlock};
 use crate::key::{
     compare_internal_keys, pack_trailer, parse_internal_key, SeqNo, ValueKind, MAX_SEQNO, SEEK_KIND,
 };
@@ -215,6 +217,8 @@ struct IndexEntry {
     first_user_key: (u32, u32),
     handle: BlockHandle,
     entries: u64,
+    /// The file holding the block: 0 for this table's own file.
+    file: u64,
 }
 
 /// The index, decoded and checked at open and kept in memory.
@@ -239,9 +243,17 @@ fn key_prefix(user_key: &[u8]) -> u64 {
 
 impl Index {
     /// Decodes and checks the index block: every entry is a restart point, keys are valid
-    /// internal keys in increasing order, blocks lie in `data_end` in file order, each holds at
-    /// least one entry, and first keys are consistent with last keys.
-    fn load(src: &TableFile, handle: BlockHandle, data_end: u64) -> Result<Index> {
+    /// internal keys in increasing order, the table's own blocks lie in `data_end` in file
+    /// order, each block holds at least one entry, and first keys are consistent with last keys.
+    /// Entries may name another file only from format version 3 on, and never the table's own
+    /// number (`file_number`); where such blocks lie is checked when they are read.
+    fn load(
+        src: &TableFile,
+        handle: BlockHandle,
+        data_end: u64,
+        format_version: u32,
+        file_number: u64,
+    ) -> Result<Index> {
         let block = src.read_parsed_block(handle, "index", ReadPurpose::Metadata)?;
         let data = block.data().clone();
         let corrupt = |reason: String| Error::corruption(&src.name, handle.offset, reason);
@@ -267,11 +279,16 @@ impl Index {
             let key = data.get(ks..ke).unwrap_or_default();
             let value = IndexValue::decode(data.get(vs..ve).unwrap_or_default())
                 .ok_or_else(|| corrupt(format!("malformed index entry {i}")))?;
-            if value.file_number != 0 {
+            if value.file_number != 0 && format_version < FORMAT_WITH_REFERENCES {
                 return Err(corrupt(format!(
-                    "index entry {i} refers to a data block in file {}; this reader cannot \
-                     resolve blocks stored in other files",
+                    "index entry {i} refers to a data block in file {}, which format version \
+                     {format_version} does not allow",
                     value.file_number
+                )));
+            }
+            if value.file_number != 0 && value.file_number == file_number {
+                return Err(corrupt(format!(
+                    "index entry {i} names the table's own file {file_number} as another file"
                 )));
             }
             if parse_internal_key(key).is_none() {
@@ -296,18 +313,20 @@ impl Index {
                 }
             }
             let h = value.handle;
-            let end = h
-                .offset
-                .checked_add(h.size)
-                .and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64));
-            if h.offset < prev_block_end || end.is_none_or(|e| e > data_end) {
-                return Err(corrupt(format!(
-                    "index entry {i}: data block (offset {}, size {}) overlaps another block or \
-                     lies outside the data area",
-                    h.offset, h.size
-                )));
+            if value.file_number == 0 {
+                let end = h
+                    .offset
+                    .checked_add(h.size)
+                    .and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64));
+                if h.offset < prev_block_end || end.is_none_or(|e| e > data_end) {
+                    return Err(corrupt(format!(
+                        "index entry {i}: data block (offset {}, size {}) overlaps another \
+                         block or lies outside the data area",
+                        h.offset, h.size
+                    )));
+                }
+                prev_block_end = end.unwrap_or(data_end);
             }
-            prev_block_end = end.unwrap_or(data_end);
             if value.entries == 0 {
                 return Err(corrupt(format!("index entry {i} describes an empty block")));
             }
@@ -317,6 +336,7 @@ impl Index {
                 first_user_key: (first_user_key.0 as u32, first_user_key.1 as u32),
                 handle: h,
                 entries: value.entries,
+                file: value.file_number,
             });
         }
         let prefixes = entries
@@ -381,6 +401,17 @@ pub struct Table {
     index: Index,
     filter: Option<BloomFilter>,
     properties: TableProperties,
+    /// Opens the files of blocks the index refers to elsewhere (see [`BlockFiles`]).
+    block_files: Option<Weak<dyn BlockFiles>>,
+}
+
+/// Opens the table files that index entries of other tables refer to: a table made by a
+/// block-preserving merge reads some of its data blocks from other files. The engine's table
+/// cache implements it; a table opened on its own ([`Table::open`]) has none and reports such
+/// blocks as unreadable.
+pub trait BlockFiles: Send + Sync {
+    /// The open table in file `file_number`.
+    fn table(&self, file_number: u64) -> Result<Arc<Table>>;
 }
 
 impl fmt::Debug for Table {
@@ -454,7 +485,13 @@ impl Table {
                 format!("properties block: {reason}"),
             )
         })?;
-        let index = Index::load(&src, footer.index, data_end)?;
+        let index = Index::load(
+            &src,
+            footer.index,
+            data_end,
+            footer.format_version,
+            file_number,
+        )?;
         let filter = match footer.filter {
             Some(h) => {
                 let contents = src.read_block(h, "filter", ReadPurpose::Metadata)?;
@@ -495,7 +532,36 @@ impl Table {
             index,
             filter,
             properties,
+            block_files: None,
         })
+    }
+
+    /// This table, reading the blocks its index places in other files through `files`.
+    pub fn with_block_files(mut self, files: Weak<dyn BlockFiles>) -> Table {
+        self.block_files = Some(files);
+        self
+    }
+
+    /// The table whose file holds `entry`'s block: this one, or the one `block_files` opens.
+    fn holder(&self, entry: &IndexEntry) -> Result<Holder<'_>> {
+        if entry.file == 0 {
+            return Ok(Holder::Own(self));
+        }
+        let files = self
+            .block_files
+            .as_ref()
+            .and_then(Weak::upgrade)
+            .ok_or_else(|| {
+                Error::corruption(
+                    &self.src.name,
+                    self.footer.index.offset,
+                    format!(
+                    "a data block lies in file {}, which only a database can open for this table",
+                    entry.file
+                ),
+                )
+            })?;
+        Ok(Holder::Other(files.table(entry.file)?))
     }
 
     /// The newest entry of `user_key` with seq ≤ `snapshot`, if this table has one:
@@ -523,10 +589,15 @@ impl Table {
         if self.index.first_user_key(entry) > user_key {
             return Ok(None);
         }
-        let block = self.data_block(entry, ReadPurpose::Query)?;
+        let holder = self.holder(entry)?;
+        // Errors name the file that holds the block.
+        let src = &holder.table().src;
+        let block = holder
+            .table()
+            .stored_block(entry.handle, ReadPurpose::Query)?;
         let mut cursor = Cursor::with_buffer(take_scratch());
         let result = match cursor.seek(&block, user_key, trailer) {
-            Err(e) => Err(self.src.decode_error(entry.handle, "data", e)),
+            Err(e) => Err(src.decode_error(entry.handle, "data", e)),
             Ok(()) if !cursor.valid() => Ok(None),
             Ok(()) => match parse_internal_key(cursor.key()) {
                 Some((found, seq, kind)) if found == user_key => {
@@ -536,7 +607,7 @@ impl Table {
                         Ok(Some((seq, kind, data.slice(s..e))))
                     } else {
                         Err(Error::corruption(
-                            &self.src.name,
+                            &src.name,
                             entry.handle.offset,
                             "value out of range",
                         ))
@@ -544,7 +615,7 @@ impl Table {
                 }
                 Some(_) => Ok(None),
                 None => Err(Error::corruption(
-                    &self.src.name,
+                    &src.name,
                     entry.handle.offset,
                     "data block holds an invalid internal key",
                 )),
@@ -621,11 +692,17 @@ impl Table {
                     let key = self.index.bytes(e.last_key);
                     key.slice(..key.len().saturating_sub(8))
                 },
-                size: e.handle.size,
+                size: e.handle.size + BLOCK_TRAILER_LEN as u64,
                 entries: e.entries,
                 offset: e.handle.offset,
+                file: (e.file != 0).then_some(e.file),
             })
             .collect()
+    }
+
+    /// The format version the table was written with.
+    pub fn format_version(&self) -> u32 {
+        self.footer.format_version
     }
 
     /// Reads every block from the file (bypassing the cache) and checks its checksum and
@@ -642,15 +719,14 @@ impl Table {
         let mut cursor = Cursor::default();
         let mut previous: Vec<u8> = Vec::new();
         for entry in &self.index.entries {
-            let block = self
-                .src
-                .read_parsed_block(entry.handle, "data", ReadPurpose::Metadata)?;
-            let corrupt =
-                |reason: &str| Error::corruption(&self.src.name, entry.handle.offset, reason);
+            let holder = self.holder(entry)?;
+            let src = &holder.table().src;
+            let block = src.read_parsed_block(entry.handle, "data", ReadPurpose::Metadata)?;
+            let corrupt = |reason: &str| Error::corruption(&src.name, entry.handle.offset, reason);
             let mut count = 0u64;
             cursor
                 .seek_to_first(&block)
-                .map_err(|e| self.src.decode_error(entry.handle, "data", e))?;
+                .map_err(|e| src.decode_error(entry.handle, "data", e))?;
             while cursor.valid() {
                 let key = cursor.key();
                 if parse_internal_key(key).is_none() {
@@ -664,7 +740,7 @@ impl Table {
                 count += 1;
                 cursor
                     .next(&block)
-                    .map_err(|e| self.src.decode_error(entry.handle, "data", e))?;
+                    .map_err(|e| src.decode_error(entry.handle, "data", e))?;
             }
             if count != entry.entries {
                 return Err(corrupt(&format!(
@@ -679,17 +755,24 @@ impl Table {
         Ok(())
     }
 
-    /// The data block of `entry`, from the cache or the file. Only queries count cache hits and
-    /// misses and fill the cache; a compaction takes a cached block but leaves the cache as it is.
+    /// The data block of `entry`, from the cache or the file holding it.
     fn data_block(&self, entry: &IndexEntry, purpose: ReadPurpose) -> Result<Arc<Block>> {
+        self.holder(entry)?
+            .table()
+            .stored_block(entry.handle, purpose)
+    }
+
+    /// The data block at `handle` of this table's own file, from the cache or the file. Only
+    /// queries count cache hits and misses and fill the cache; a compaction takes a cached block
+    /// but leaves the cache as it is. Blocks are cached under the file that holds them, so a
+    /// kept block is cached once for every table referring to it.
+    fn stored_block(&self, handle: BlockHandle, purpose: ReadPurpose) -> Result<Arc<Block>> {
         let Some(cache) = &self.cache else {
-            return Ok(Arc::new(self.src.read_parsed_block(
-                entry.handle,
-                "data",
-                purpose,
-            )?));
+            return Ok(Arc::new(
+                self.src.read_parsed_block(handle, "data", purpose)?,
+            ));
         };
-        let key = (self.file_number, entry.handle.offset);
+        let key = (self.file_number, handle.offset);
         let query = purpose == ReadPurpose::Query;
         if let Some(block) = cache.cache.get(&key) {
             if query {
@@ -697,12 +780,27 @@ impl Table {
             }
             return Ok(block);
         }
-        let block = Arc::new(self.src.read_parsed_block(entry.handle, "data", purpose)?);
+        let block = Arc::new(self.src.read_parsed_block(handle, "data", purpose)?);
         if query {
             Statistics::add(&self.src.stats.block_cache_misses, 1);
             cache.cache.insert(key, Arc::clone(&block));
         }
         Ok(block)
+    }
+}
+
+/// The table holding a data block: the one reading it, or another it refers to.
+enum Holder<'a> {
+    Own(&'a Table),
+    Other(Arc<Table>),
+}
+
+impl Holder<'_> {
+    fn table(&self) -> &Table {
+        match self {
+            Holder::Own(t) => t,
+            Holder::Other(t) => t,
+        }
     }
 }
 
@@ -744,14 +842,18 @@ impl TableIterator {
         Ok(true)
     }
 
+    /// A decode error in the current block, naming the file that holds it.
     fn decode_error(&self, e: DecodeError) -> Error {
-        let handle = self
-            .table
-            .index
-            .entries
-            .get(self.block_index)
-            .map_or(BlockHandle::default(), |entry| entry.handle);
-        self.table.src.decode_error(handle, "data", e)
+        let Some(entry) = self.table.index.entries.get(self.block_index) else {
+            return self
+                .table
+                .src
+                .decode_error(BlockHandle::default(), "data", e);
+        };
+        match self.table.holder(entry) {
+            Ok(holder) => holder.table().src.decode_error(entry.handle, "data", e),
+            Err(other) => other,
+        }
     }
 
     /// Runs a cursor move on the current block.
@@ -908,5 +1010,24 @@ impl InternalIterator for TableIterator {
             Some(block) if self.cursor.valid() => self.cursor.value(block),
             _ => &[],
         }
+    }
+
+    fn block_start(&self) -> Option<StoredBlock> {
+        if !self.valid() || !self.cursor.at_first() {
+            return None;
+        }
+        let entry = self.table.index.entries.get(self.block_index)?;
+        let last = self.table.index.bytes(entry.last_key);
+        Some(StoredBlock {
+            file_number: if entry.file == 0 {
+                self.table.file_number
+            } else {
+                entry.file
+            },
+            offset: entry.handle.offset,
+            size: entry.handle.size + BLOCK_TRAILER_LEN as u64,
+            entries: entry.entries,
+            last_user_key: last.slice(..last.len().saturating_sub(8)),
+        })
     }
 }

@@ -230,6 +230,7 @@ impl Leveled {
             run,
             cut: self.output_cut(),
             bloom_bits_per_key: self.bloom_bits_per_key,
+            preserve_blocks: None,
         }
     }
 

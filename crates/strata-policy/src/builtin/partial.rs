@@ -392,6 +392,7 @@ impl PartialMerge {
             run,
             cut: CutRule::target_size(self.target_file_size),
             bloom_bits_per_key: self.bloom_bits_per_key,
+            preserve_blocks: None,
         }
     }
 

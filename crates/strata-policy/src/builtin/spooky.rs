@@ -644,6 +644,7 @@ impl Spooky {
                 run: OutputRun::New,
                 cut: CutRule::single_table(),
                 bloom_bits_per_key: self.bloom_bits_per_key,
+                preserve_blocks: None,
             }),
             policy_state: None,
             reason: format!(
@@ -810,6 +811,7 @@ impl Spooky {
                 run,
                 cut: self.cut(boundaries, split),
                 bloom_bits_per_key: self.bloom_bits_per_key,
+                preserve_blocks: None,
             }),
             policy_state: Some(state),
             reason: format!(
@@ -861,6 +863,7 @@ impl CompactionPolicy for Spooky {
                         run: OutputRun::Existing(run.id()),
                         cut,
                         bloom_bits_per_key: self.bloom_bits_per_key,
+                        preserve_blocks: None,
                     },
                     merge_with: Vec::new(),
                     selection: crate::plan::BufferSelection::All,

@@ -712,6 +712,7 @@ impl Vertiorizon {
             run,
             cut: self.cut(),
             bloom_bits_per_key: self.bloom_bits_per_key,
+            preserve_blocks: None,
         }
     }
 
