@@ -14,6 +14,7 @@ pub struct Run {
     id: RunId,
     tables: Vec<Arc<TableMeta>>,
     size: u64,
+    file_bytes: u64,
     entries: u64,
 }
 
@@ -21,6 +22,10 @@ impl Run {
     /// A run holding `tables`, which must be sorted by key and disjoint.
     fn from_tables(id: RunId, tables: Vec<Arc<TableMeta>>) -> Self {
         let size = tables.iter().map(|t| t.size).fold(0, u64::saturating_add);
+        let file_bytes = tables
+            .iter()
+            .map(|t| t.file_bytes())
+            .fold(0, u64::saturating_add);
         let entries = tables
             .iter()
             .map(|t| t.entries)
@@ -29,6 +34,7 @@ impl Run {
             id,
             tables,
             size,
+            file_bytes,
             entries,
         }
     }
@@ -46,6 +52,12 @@ impl Run {
     /// Total bytes of the run's tables.
     pub fn size(&self) -> u64 {
         self.size
+    }
+
+    /// Bytes of the run's tables' own files ([`TableMeta::file_bytes`]): their size less the
+    /// blocks they refer to in other files.
+    pub fn file_bytes(&self) -> u64 {
+        self.file_bytes
     }
 
     /// Total entries of the run's tables.
@@ -104,17 +116,32 @@ impl Run {
 pub struct Level {
     runs: Vec<Arc<Run>>,
     size: u64,
+    file_bytes: u64,
 }
 
 static EMPTY_LEVEL: Level = Level {
     runs: Vec::new(),
     size: 0,
+    file_bytes: 0,
 };
 
 impl Level {
     fn from_runs(runs: Vec<Arc<Run>>) -> Self {
         let size = runs.iter().map(|r| r.size).fold(0, u64::saturating_add);
-        Level { runs, size }
+        let file_bytes = runs
+            .iter()
+            .map(|r| r.file_bytes)
+            .fold(0, u64::saturating_add);
+        Level {
+            runs,
+            size,
+            file_bytes,
+        }
+    }
+
+    /// Bytes of the level's tables' own files ([`Run::file_bytes`]).
+    pub fn file_bytes(&self) -> u64 {
+        self.file_bytes
     }
 
     /// The runs, newest first.

@@ -206,6 +206,71 @@ pub fn window_merge(
     })
 }
 
+/// A merge that rewrites, in place, one table referring to blocks in a file kept only for such
+/// references ([`Version::retained_files`]), so that the file can eventually go: block-preserving
+/// merges leave files alive for the few blocks they kept, and this is how their dead bytes are
+/// reclaimed.
+///
+/// Nothing happens until the dead bytes of all retained files exceed `max_dead_fraction` of the
+/// tree's bytes; then the file with the lowest live fraction, among those below
+/// `min_live_fraction`, is chosen, and the first unleased table referring to it is rewritten
+/// without preserving blocks. `output` gives the output placement for a level and run.
+pub fn reclaim_retained_file(
+    version: &Version,
+    min_live_fraction: f64,
+    max_dead_fraction: f64,
+    leases: &Leases,
+    output: impl Fn(usize, OutputRun) -> PlanOutput,
+) -> Option<Plan> {
+    let live = |file| version.file_references(file).map_or(0, |r| r.bytes);
+    let dead: u64 = version
+        .retained_files()
+        .map(|(file, size)| size.saturating_sub(live(file)))
+        .sum();
+    if dead as f64 <= max_dead_fraction * version.size() as f64 {
+        return None;
+    }
+    let mut candidates: Vec<(f64, TableId, u64)> = version
+        .retained_files()
+        .map(|(file, size)| (live(file) as f64 / size.max(1) as f64, file, size))
+        .filter(|&(fraction, _, _)| fraction < min_live_fraction)
+        .collect();
+    candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    for (fraction, file, size) in candidates {
+        let referring = version.tables().find(|&(level, _, t)| {
+            !leases.is_table_leased(t.id)
+                && !leases.is_range_being_written(level, &t.key_range())
+                && t.blocks
+                    .as_deref()
+                    .is_some_and(|b| b.iter().any(|b| b.file == file))
+        });
+        if let Some((level, run, table)) = referring {
+            let mut out = output(level, OutputRun::Existing(run.id()));
+            out.preserve_blocks = None;
+            return Some(Plan {
+                action: PlanAction::Merge,
+                inputs: vec![PlanInput {
+                    level,
+                    run: run.id(),
+                    tables: vec![table.id],
+                }],
+                output: Some(out),
+                policy_state: None,
+                reason: format!(
+                    "retained files hold {} dead bytes, over {max_dead_fraction} of the tree; \
+                     file {file} is {:.1}% live ({} of {}): table {} rewritten without it",
+                    format_size(dead),
+                    fraction * 100.0,
+                    format_size(live(file)),
+                    format_size(size),
+                    table.id
+                ),
+            });
+        }
+    }
+    None
+}
+
 /// A move of every table of the single run at `from` into a new run at `into`.
 pub fn move_run(from: usize, run: &Run, into: usize) -> Plan {
     Plan {

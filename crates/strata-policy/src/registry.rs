@@ -38,6 +38,10 @@ const BUILTIN: &[PolicyRegistration] = &[
     crate::builtin::partial::RR_REGISTRATION,
     crate::builtin::partial::CHOOSEBEST_REGISTRATION,
     crate::builtin::partial::MIXED_REGISTRATION,
+    crate::builtin::partial::FULL_PRESERVING_REGISTRATION,
+    crate::builtin::partial::RR_PRESERVING_REGISTRATION,
+    crate::builtin::partial::CHOOSEBEST_PRESERVING_REGISTRATION,
+    crate::builtin::partial::MIXED_PRESERVING_REGISTRATION,
 ];
 
 fn extra() -> &'static RwLock<Vec<PolicyRegistration>> {

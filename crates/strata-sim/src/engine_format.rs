@@ -9,8 +9,8 @@ use std::sync::Arc;
 use strata_engine::fs::WritableFile;
 use strata_engine::key::{internal_key, ValueKind, TRAILER_LEN};
 use strata_engine::memtable::ENTRY_OVERHEAD;
-use strata_engine::table::{Compression, TableBuilder, TableOptions};
-use strata_meta::SeqRange;
+use strata_engine::table::{Compression, KeptBlock, TableBuilder, TableOptions};
+use strata_meta::{BlockMeta, SeqRange, TableId};
 use strata_workload::encode_key;
 
 /// Counts bytes instead of storing them.
@@ -53,43 +53,90 @@ struct EngineEstimate {
     value: Vec<u8>,
 }
 
-impl TableEstimate for EngineEstimate {
-    fn add(&mut self, entry: u64) {
+impl EngineEstimate {
+    /// The internal key the engine would store for `entry`.
+    fn encode(&mut self, entry: u64) -> Vec<u8> {
         // Sequence numbers only reach the table through its properties (min and max).
         let seq = if self.added == 0 {
             self.seqnos.smallest
         } else {
             self.seqnos.largest
         };
-        let (kind, value) = if is_tombstone(entry) {
-            (ValueKind::Delete, &[][..])
+        self.added += 1;
+        let kind = if is_tombstone(entry) {
+            ValueKind::Delete
         } else {
-            (ValueKind::Put, &self.value[..])
+            ValueKind::Put
         };
         encode_key(&mut self.key, key_of(entry), self.key_size);
+        internal_key(&self.key, seq, kind)
+    }
+}
+
+impl TableEstimate for EngineEstimate {
+    fn add(&mut self, entry: u64) {
+        let ikey = self.encode(entry);
+        let value = if is_tombstone(entry) {
+            &[][..]
+        } else {
+            &self.value[..]
+        };
         // Writing to a counting file cannot fail, and the keys ascend: an error here is a bug.
         #[allow(clippy::expect_used)]
         self.builder
-            .add(&internal_key(&self.key, seq, kind), value)
+            .add(&ikey, value)
             .expect("sizing a table in memory");
-        self.added += 1;
+    }
+
+    fn add_kept(&mut self, block: &BlockMeta, entries: &[u64]) {
+        let keys: Vec<Vec<u8>> = entries.iter().map(|&e| self.encode(e)).collect();
+        let kept = KeptBlock {
+            file_number: block.file.0,
+            offset: block.offset,
+            size: block.size,
+            entries: block.entries,
+        };
+        let value = &self.value[..];
+        let pairs = keys.iter().zip(entries).map(|(k, &e)| {
+            let v: &[u8] = if is_tombstone(e) { &[] } else { value };
+            (&k[..], v)
+        });
+        // As in `add`: the entries come in order and match the block.
+        #[allow(clippy::expect_used)]
+        self.builder
+            .add_kept_block(&kept, pairs)
+            .expect("sizing a table in memory");
     }
 
     fn size(&self) -> u64 {
         self.builder.estimated_size()
     }
 
+    fn open_block_bytes(&self) -> u64 {
+        self.builder.open_block_bytes()
+    }
+
+    fn finished_blocks(&self) -> usize {
+        self.builder.finished_blocks().len()
+    }
+
+    fn finished_block_size(&self, i: usize) -> u64 {
+        self.builder.finished_blocks().get(i).map_or(0, |b| b.size)
+    }
+
     fn finish(self: Box<Self>) -> SizedTable {
         #[allow(clippy::expect_used)]
         let summary = self.builder.finish().expect("sizing a table in memory");
         SizedTable {
-            size: summary.file_size,
+            size: summary.file_size + summary.referenced_bytes,
             blocks: summary
                 .blocks
                 .iter()
                 .map(|b| SizedBlock {
                     entries: b.entries,
                     size: b.size,
+                    offset: b.offset,
+                    file: b.file.map(TableId),
                 })
                 .collect(),
         }
@@ -128,6 +175,8 @@ impl SimConfig {
             block_size,
         }));
         self.buffer_entry_overhead = TRAILER_LEN as u64 + ENTRY_OVERHEAD;
+        // The nominal block size block-preserving merges measure waste against.
+        self.block_size = Some(block_size as u64);
         self.exact_tombstone_drop = false;
         self
     }

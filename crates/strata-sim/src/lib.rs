@@ -16,6 +16,7 @@
 pub mod engine_format;
 mod keys;
 mod merge;
+mod output;
 mod report;
 mod sim;
 

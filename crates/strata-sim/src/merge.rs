@@ -1,9 +1,12 @@
 //! Merging simulated runs (cutting the result into tables is `strata_exec::Cutter`'s).
 
 use crate::keys::{is_tombstone, key_of};
+use crate::output::TableWriter;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
+use strata_exec::preserve::keys_allow;
+use strata_meta::BlockMeta;
 
 /// A read cursor over one run's input: its tables' entry arrays in key order.
 pub struct RunCursor {
@@ -46,6 +49,127 @@ impl RunCursor {
 
     fn len(&self) -> usize {
         self.tables.iter().map(|t| t.len()).sum()
+    }
+}
+
+/// A read cursor over one run's tables that also knows their data blocks, for block-preserving
+/// merges.
+pub struct BlockCursor {
+    /// Each table's entries and blocks (`None`: not recorded, so never kept).
+    tables: Vec<(Arc<[u64]>, Option<Arc<[BlockMeta]>>)>,
+    table: usize,
+    index: usize,
+    /// The current table's block holding `index`, and the entry index where it starts.
+    block: usize,
+    block_start: usize,
+}
+
+impl BlockCursor {
+    /// A cursor over `tables` (in key order, disjoint), each with its blocks.
+    pub fn new(tables: Vec<(Arc<[u64]>, Option<Arc<[BlockMeta]>>)>) -> Self {
+        let mut cursor = BlockCursor {
+            tables,
+            table: 0,
+            index: 0,
+            block: 0,
+            block_start: 0,
+        };
+        cursor.skip_empty();
+        cursor
+    }
+
+    fn skip_empty(&mut self) {
+        while self.table < self.tables.len() && self.index >= self.tables[self.table].0.len() {
+            self.table += 1;
+            self.index = 0;
+            self.block = 0;
+            self.block_start = 0;
+        }
+    }
+
+    fn peek(&self) -> Option<u64> {
+        self.tables.get(self.table).map(|t| t.0[self.index])
+    }
+
+    fn advance(&mut self) {
+        self.index += 1;
+        if let Some(blocks) = &self.tables[self.table].1 {
+            if let Some(b) = blocks.get(self.block) {
+                if self.index >= self.block_start + b.entries as usize {
+                    self.block_start += b.entries as usize;
+                    self.block += 1;
+                }
+            }
+        }
+        if self.index >= self.tables[self.table].0.len() {
+            self.skip_empty();
+        }
+    }
+
+    /// The block starting at the current entry, with its entries, if blocks are recorded.
+    fn block_start(&self) -> Option<(&BlockMeta, &[u64])> {
+        let (entries, blocks) = self.tables.get(self.table)?;
+        let block = blocks.as_deref()?.get(self.block)?;
+        if self.index != self.block_start {
+            return None;
+        }
+        let end = (self.block_start + block.entries as usize).min(entries.len());
+        Some((block, &entries[self.block_start..end]))
+    }
+}
+
+/// Merges runs given newest first into `out`, as [`merge_runs`] does, keeping input blocks
+/// where the writer's preserver allows (the rule of `strata_exec::preserve`): at the first
+/// entry of a block whose keys allow it and whose entries all survive, the writer is asked to
+/// keep the block.
+pub(crate) fn merge_preserving(
+    mut runs: Vec<BlockCursor>,
+    mut keep_tombstone: impl FnMut(u64) -> bool,
+    out: &mut TableWriter<'_>,
+) {
+    loop {
+        // The smallest key; among equal keys the newest run.
+        let mut current: Option<(usize, u64)> = None;
+        for (i, r) in runs.iter().enumerate() {
+            if let Some(e) = r.peek() {
+                if current.is_none_or(|(_, k)| key_of(e) < k) {
+                    current = Some((i, key_of(e)));
+                }
+            }
+        }
+        let Some((i, key)) = current else {
+            break;
+        };
+        if let Some((block, entries)) = runs[i].block_start() {
+            let next_other = runs
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .filter_map(|(_, r)| r.peek().map(key_of))
+                .min();
+            let last = entries.last().map_or(key, |&e| key_of(e));
+            let last_written = out.last_key();
+            if keys_allow(&key, &last, last_written.as_ref(), next_other.as_ref())
+                && entries
+                    .iter()
+                    .all(|&e| !is_tombstone(e) || keep_tombstone(key_of(e)))
+                && out.try_keep(block, entries)
+            {
+                for _ in 0..entries.len() {
+                    runs[i].advance();
+                }
+                continue;
+            }
+        }
+        let entry = runs[i].peek().unwrap_or_default();
+        if !is_tombstone(entry) || keep_tombstone(key) {
+            out.add(entry);
+        }
+        for r in &mut runs[i..] {
+            if r.peek().is_some_and(|e| key_of(e) == key) {
+                r.advance();
+            }
+        }
     }
 }
 

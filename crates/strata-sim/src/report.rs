@@ -26,6 +26,7 @@ pub(crate) struct Metrics {
     pub peak_space_bytes: u64,
     pub bytes_written_per_level: Vec<u64>,
     pub blocks_written_per_level: Vec<u64>,
+    pub blocks_preserved_per_level: Vec<u64>,
     pub weighted_lookup_cost: f64,
     pub weighted_range_runs: f64,
     pub weight: f64,
@@ -78,6 +79,9 @@ pub struct PhaseReport {
     /// Data blocks written into each level during the phase (index = level; empty unless
     /// blocks are recorded, see [`crate::SimConfig::block_size`]).
     pub blocks_written_per_level: Vec<u64>,
+    /// Data blocks block-preserving merges kept in each level during the phase instead of
+    /// rewriting them (index = level).
+    pub blocks_preserved_per_level: Vec<u64>,
     /// Peak bytes of tables plus in-flight outputs during the phase.
     pub peak_space_bytes: u64,
     /// `peak_space_bytes` / live bytes at the phase's end.
@@ -140,6 +144,9 @@ pub struct SimReport {
     /// unless blocks are recorded, see [`crate::SimConfig::block_size`]). Blocks a table refers
     /// to in another file are not written.
     pub blocks_written_per_level: Vec<u64>,
+    /// Data blocks block-preserving merges kept in each level instead of rewriting them (index
+    /// = level).
+    pub blocks_preserved_per_level: Vec<u64>,
     /// Buffer flushes.
     pub flushes: u64,
     /// Merges executed.

@@ -1,16 +1,18 @@
 //! The simulator: a metadata-only LSM tree driven by a compaction policy.
 
 use crate::keys::{self, is_tombstone, key_at_or_after, key_bytes, key_of};
-use crate::merge::{merge_runs, sort_buffer, RunCursor};
+use crate::merge::{merge_preserving, merge_runs, sort_buffer, BlockCursor, RunCursor};
+use crate::output::{TableWriter, WrittenTable};
 use crate::report::{LevelReport, Metrics, PhaseReport, SimReport, TimelineSample};
 use std::collections::HashMap;
 use std::sync::Arc;
+use strata_exec::preserve::Preserver;
 use strata_exec::skew::{FlushKeySample, SkewEstimator};
 use strata_exec::sources::{
     flush_blocked, flush_held, flush_merge_tables, may_start, merge_sources,
 };
 use strata_exec::window::{key_position, most_compact_window};
-use strata_exec::{compaction_edit, flush_edit, Cutter, JobKind, OlderTables};
+use strata_exec::{compaction_edit, flush_edit, JobKind, OlderTables};
 use strata_meta::{BlockMeta, EditError, SeqRange, TableId, TableMeta, Version, VersionEdit};
 use strata_policy::{
     BufferSelection, BufferSummary, CompactionPolicy, CutRule, Leases, PickContext, Plan,
@@ -49,8 +51,18 @@ pub trait TableSizer: Send + Sync + std::fmt::Debug {
 pub trait TableEstimate {
     /// Adds the next entry (in key order; see [`crate::key_of`]).
     fn add(&mut self, entry: u64);
-    /// The size so far, as the executor's output cutter sees it.
+    /// Refers to `block`, a data block of another table holding `entries`, instead of writing
+    /// it (a block-preserving merge keeps it); the open block ends first.
+    fn add_kept(&mut self, block: &BlockMeta, entries: &[u64]);
+    /// The size so far, as the executor's output cutter sees it (kept blocks included).
     fn size(&self) -> u64;
+    /// Bytes the open data block would occupy if it ended now, as block preservation compares
+    /// them; 0 when none is open (or blocks are not cut).
+    fn open_block_bytes(&self) -> u64;
+    /// Data blocks finished so far.
+    fn finished_blocks(&self) -> usize;
+    /// Bytes of finished block `i`.
+    fn finished_block_size(&self, i: usize) -> u64;
     /// The finished table.
     fn finish(self: Box<Self>) -> SizedTable;
 }
@@ -58,7 +70,7 @@ pub trait TableEstimate {
 /// A finished table as its sizer saw it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SizedTable {
-    /// Bytes the table occupies.
+    /// Bytes of the table's data: its own file and the kept blocks it refers to.
     pub size: u64,
     /// Its data blocks in key order, when the sizer cuts blocks (empty otherwise); the
     /// simulator turns them into [`TableMeta::blocks`].
@@ -72,6 +84,10 @@ pub struct SizedBlock {
     pub entries: u64,
     /// Bytes the block occupies.
     pub size: u64,
+    /// Offset of the block in its file.
+    pub offset: u64,
+    /// The file holding the block, for a kept block; `None` for the table's own.
+    pub file: Option<TableId>,
 }
 
 /// Sizes a table as the sum of its entries' key and value bytes (no format overhead).
@@ -103,6 +119,19 @@ struct RawEstimate {
     /// Finished blocks, and the open one (with `block_size`).
     blocks: Vec<SizedBlock>,
     open: SizedBlock,
+    /// Bytes of the table's own blocks so far (where the open one starts).
+    own_bytes: u64,
+}
+
+impl RawEstimate {
+    fn end_open_block(&mut self) {
+        if self.open.entries > 0 {
+            let mut block = std::mem::take(&mut self.open);
+            block.offset = self.own_bytes;
+            self.own_bytes += block.size;
+            self.blocks.push(block);
+        }
+    }
 }
 
 impl TableEstimate for RawEstimate {
@@ -113,17 +142,34 @@ impl TableEstimate for RawEstimate {
             self.open.entries += 1;
             self.open.size += bytes;
             if self.open.size >= block_size {
-                self.blocks.push(std::mem::take(&mut self.open));
+                self.end_open_block();
             }
         }
+    }
+    fn add_kept(&mut self, block: &BlockMeta, _entries: &[u64]) {
+        self.end_open_block();
+        self.bytes += block.size;
+        self.blocks.push(SizedBlock {
+            entries: block.entries,
+            size: block.size,
+            offset: block.offset,
+            file: Some(block.file),
+        });
     }
     fn size(&self) -> u64 {
         self.bytes
     }
+    fn open_block_bytes(&self) -> u64 {
+        self.open.size
+    }
+    fn finished_blocks(&self) -> usize {
+        self.blocks.len()
+    }
+    fn finished_block_size(&self, i: usize) -> u64 {
+        self.blocks.get(i).map_or(0, |b| b.size)
+    }
     fn finish(mut self: Box<Self>) -> SizedTable {
-        if self.open.entries > 0 {
-            self.blocks.push(self.open);
-        }
+        self.end_open_block();
         SizedTable {
             size: self.bytes,
             blocks: self.blocks,
@@ -138,17 +184,18 @@ impl TableSizer for RawSizer {
             bytes: 0,
             blocks: Vec::new(),
             open: SizedBlock::default(),
+            own_bytes: 0,
         })
     }
 }
 
 /// The [`TableMeta::blocks`] of table `file` holding `entries` cut into `blocks` (`None` when
-/// the sizer cut none). Offsets add up the blocks' sizes.
+/// the sizer cut none).
 fn block_metas(file: TableId, entries: &[u64], blocks: &[SizedBlock]) -> Option<Arc<[BlockMeta]>> {
     if blocks.is_empty() {
         return None;
     }
-    let (mut start, mut offset) = (0usize, 0u64);
+    let mut start = 0usize;
     let mut metas = Vec::with_capacity(blocks.len());
     for block in blocks {
         let end = (start + block.entries as usize).min(entries.len());
@@ -160,11 +207,10 @@ fn block_metas(file: TableId, entries: &[u64], blocks: &[SizedBlock]) -> Option<
             largest: key_bytes(key_of(last)),
             size: block.size,
             entries: block.entries,
-            file,
-            offset,
+            file: block.file.unwrap_or(file),
+            offset: block.offset,
         });
         start = end;
-        offset += block.size;
     }
     Some(metas.into())
 }
@@ -200,8 +246,9 @@ pub struct SimConfig {
     /// How table sizes are computed. Default: `None`, key+value bytes ([`RawSizer`]).
     pub sizer: Option<Arc<dyn TableSizer>>,
     /// Data block size of the default sizer: when set, tables carry per-block key ranges
-    /// ([`TableMeta::blocks`]), cut as the engine cuts them. RocksDB: `block_size`. Default:
-    /// `None` (no blocks; a custom `sizer` decides for itself).
+    /// ([`TableMeta::blocks`]), cut as the engine cuts them; block-preserving merges measure
+    /// waste against it. RocksDB: `block_size`. Default: `None` (no blocks; a custom `sizer`
+    /// decides for itself).
     pub block_size: Option<u64>,
     /// Drop a tombstone only if no older table holds its key (exact, using the key sets); when
     /// off, only if no older table's key range covers it, as the engine (and RocksDB) decide.
@@ -358,6 +405,7 @@ struct PhaseMark {
     bytes_written: u64,
     bytes_written_per_level: Vec<u64>,
     blocks_written_per_level: Vec<u64>,
+    blocks_preserved_per_level: Vec<u64>,
     peak_space_bytes: u64,
 }
 
@@ -474,7 +522,8 @@ impl Simulator {
             bytes_written: self.metrics.flush_bytes + self.metrics.compaction_bytes,
             bytes_written_per_level: self.metrics.bytes_written_per_level.clone(),
             blocks_written_per_level: self.metrics.blocks_written_per_level.clone(),
-            peak_space_bytes: self.version.size(),
+            blocks_preserved_per_level: self.metrics.blocks_preserved_per_level.clone(),
+            peak_space_bytes: self.version.disk_bytes(),
         });
     }
 
@@ -501,6 +550,10 @@ impl Simulator {
             &self.metrics.blocks_written_per_level,
             &mark.blocks_written_per_level,
         );
+        let blocks_preserved_per_level = since(
+            &self.metrics.blocks_preserved_per_level,
+            &mark.blocks_preserved_per_level,
+        );
         self.phases.push(PhaseReport {
             name: mark.name,
             write_ops: self.stats.puts + self.stats.deletes - mark.write_ops,
@@ -508,6 +561,7 @@ impl Simulator {
             bytes_written,
             bytes_written_per_level,
             blocks_written_per_level,
+            blocks_preserved_per_level,
             write_amp: ratio(bytes_written, user_bytes),
             peak_space_bytes: mark.peak_space_bytes,
             peak_space_over_live: ratio(mark.peak_space_bytes, live),
@@ -826,34 +880,39 @@ impl Simulator {
         seqnos: SeqRange,
         inputs: &[(u64, u64)],
     ) -> Vec<(TableMeta, Arc<[u64]>)> {
-        let boundaries = cut.boundaries.iter().map(|b| key_at_or_after(b)).collect();
-        let mut cutter = Cutter::new(cut, boundaries, inputs.iter().map(|(k, s)| (k, *s)));
         let sizer = Arc::clone(&self.sizer);
-        let mut out = Vec::new();
-        let mut start = 0;
-        let mut table: Option<Box<dyn TableEstimate>> = None;
-        for (i, &entry) in merged.iter().enumerate() {
-            if cutter.cut_before(&key_of(entry), table.as_ref().map(|t| t.size())) {
-                if let Some(done) = table.take() {
-                    out.push(self.new_table(&merged[start..i], done, bloom_bits_per_key, seqnos));
-                }
-                start = i;
-            }
-            table
-                .get_or_insert_with(|| sizer.start_table(bloom_bits_per_key, seqnos))
-                .add(entry);
+        let mut writer = TableWriter::new(
+            sizer.as_ref(),
+            cut,
+            bloom_bits_per_key,
+            seqnos,
+            inputs,
+            None,
+        );
+        for &entry in merged {
+            writer.add(entry);
         }
-        if let Some(done) = table {
-            out.push(self.new_table(&merged[start..], done, bloom_bits_per_key, seqnos));
-        }
-        out
+        self.new_tables(writer.finish(), bloom_bits_per_key, seqnos)
+    }
+
+    /// Output tables with ids, from what a writer finished.
+    fn new_tables(
+        &mut self,
+        written: Vec<WrittenTable>,
+        bloom_bits_per_key: f64,
+        seqnos: SeqRange,
+    ) -> Vec<(TableMeta, Arc<[u64]>)> {
+        written
+            .into_iter()
+            .map(|(sized, entries)| self.new_table(&entries, sized, bloom_bits_per_key, seqnos))
+            .collect()
     }
 
     /// A finished output table holding `entries` (non-empty).
     fn new_table(
         &mut self,
         entries: &[u64],
-        size: Box<dyn TableEstimate>,
+        sized: SizedTable,
         bloom_bits_per_key: f64,
         seqnos: SeqRange,
     ) -> (TableMeta, Arc<[u64]>) {
@@ -861,7 +920,6 @@ impl Simulator {
         self.next_table += 1;
         let first = entries.first().map_or(0, |&e| key_of(e));
         let last = entries.last().map_or(0, |&e| key_of(e));
-        let sized = size.finish();
         let meta = TableMeta {
             id,
             smallest: key_bytes(first),
@@ -882,7 +940,10 @@ impl Simulator {
         for (added, array) in edit.added.iter().zip(new_arrays) {
             self.tables.insert(added.table.id, array);
         }
-        edit.count_blocks_written(&mut self.metrics.blocks_written_per_level);
+        edit.count_blocks(
+            &mut self.metrics.blocks_written_per_level,
+            &mut self.metrics.blocks_preserved_per_level,
+        );
         self.version = version;
         for d in &edit.deleted {
             if self.version.table_location(d.table).is_none() {
@@ -974,16 +1035,45 @@ impl Simulator {
             }
             let inputs: Vec<TableId> = plan.input_tables().collect();
             let older = OlderTables::below(&self.version, output.level, output.run, &inputs);
-            let merged = merge_runs(cursors, |k| self.tombstone_needed(&older, k));
-            outputs = self.write_tables(
-                &merged,
-                &output.cut,
-                output.bloom_bits_per_key,
-                seqnos.unwrap_or_default(),
-                &projection,
-            );
+            let seqnos = seqnos.unwrap_or_default();
+            let block_size = self.cfg.block_size.unwrap_or(1);
+            match Preserver::for_plan(&self.version, &plan, block_size) {
+                Some(preserver) => {
+                    let runs = sources
+                        .iter()
+                        .map(|run| {
+                            run.iter()
+                                .map(|t| Ok((self.table_array(t.id)?, t.blocks.clone())))
+                                .collect::<Result<Vec<_>, SimError>>()
+                                .map(BlockCursor::new)
+                        })
+                        .collect::<Result<Vec<_>, SimError>>()?;
+                    let sizer = Arc::clone(&self.sizer);
+                    let mut writer = TableWriter::new(
+                        sizer.as_ref(),
+                        &output.cut,
+                        output.bloom_bits_per_key,
+                        seqnos,
+                        &projection,
+                        Some(preserver),
+                    );
+                    merge_preserving(runs, |k| self.tombstone_needed(&older, k), &mut writer);
+                    outputs = self.new_tables(writer.finish(), output.bloom_bits_per_key, seqnos);
+                }
+                None => {
+                    let merged = merge_runs(cursors, |k| self.tombstone_needed(&older, k));
+                    outputs = self.write_tables(
+                        &merged,
+                        &output.cut,
+                        output.bloom_bits_per_key,
+                        seqnos,
+                        &projection,
+                    );
+                }
+            }
         }
-        let output_bytes = outputs.iter().map(|(meta, _)| meta.size).sum();
+        // What the merge cost: the bytes of the tables' own files, not of the blocks they keep.
+        let output_bytes = outputs.iter().map(|(meta, _)| meta.file_bytes()).sum();
         // A move re-links its inputs: they are its output tables.
         let output_tables = match plan.action {
             PlanAction::Move => plan.input_table_count(),
@@ -1110,7 +1200,7 @@ impl Simulator {
     }
 
     fn sample_space(&mut self, in_flight: u64) {
-        let durable = self.version.size();
+        let durable = self.version.disk_bytes();
         self.metrics.peak_space_bytes = self.metrics.peak_space_bytes.max(durable + in_flight);
         if let Some(phase) = &mut self.phase {
             phase.peak_space_bytes = phase.peak_space_bytes.max(durable + in_flight);
@@ -1168,7 +1258,7 @@ impl Simulator {
                 .map(|l| l.runs().len() as u32)
                 .collect(),
             space_amp: if live > 0 {
-                self.version.size() as f64 / live as f64
+                self.version.disk_bytes() as f64 / live as f64
             } else {
                 0.0
             },
@@ -1227,11 +1317,12 @@ impl Simulator {
             peak_space_amp: m.peak_space_amp,
             peak_durable_space_amp: m.peak_durable_space_amp,
             peak_transient_space_amp: m.peak_transient_space_amp,
-            final_space_amp: ratio(self.version.size() as f64, live as f64),
+            final_space_amp: ratio(self.version.disk_bytes() as f64, live as f64),
             peak_space_bytes: m.peak_space_bytes,
             peak_space_over_final_live: ratio(m.peak_space_bytes as f64, live as f64),
             bytes_written_per_level: m.bytes_written_per_level.clone(),
             blocks_written_per_level: m.blocks_written_per_level.clone(),
+            blocks_preserved_per_level: m.blocks_preserved_per_level.clone(),
             flushes: self.stats.flushes,
             compactions: m.compactions,
             trivial_moves: m.trivial_moves,

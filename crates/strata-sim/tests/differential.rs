@@ -71,14 +71,36 @@ fn policy(name: &str) -> PolicySpec {
     spec
 }
 
-/// The shared workload definition both sides replay key by key: 40,000 distinct keys loaded,
-/// then 40,000 operations of 30% inserts, 50% updates and 20% deletes.
-fn workload() -> OpStream {
+/// Entries loaded, operations run and value bytes.
+#[derive(Clone, Copy)]
+struct Size {
+    entries: u64,
+    ops: u64,
+    value: u64,
+}
+
+/// The size of the main comparison: small values, many per block.
+const SMALL: Size = Size {
+    entries: 40_000,
+    ops: 40_000,
+    value: VALUE,
+};
+
+/// Values of 1,500 bytes: two entries per 4 KiB block, so merges find blocks to keep.
+const LARGE: Size = Size {
+    entries: 4_000,
+    ops: 4_000,
+    value: 1_500,
+};
+
+/// The shared workload definition both sides replay key by key: `size.entries` distinct keys
+/// loaded, then `size.ops` operations of 30% inserts, 50% updates and 20% deletes.
+fn workload(size: Size) -> OpStream {
     let params = PresetParams {
-        entries: 40_000,
-        ops: 40_000,
+        entries: size.entries,
+        ops: size.ops,
         key_size: KEY as usize,
-        value_size: VALUE as usize,
+        value_size: size.value as usize,
         ..PresetParams::default()
     };
     let mut spec = WorkloadSpec::preset("updaterandom", &params).unwrap();
@@ -92,8 +114,9 @@ fn workload() -> OpStream {
 }
 
 /// Per table of the final version, in version order: its level and its blocks' (smallest,
-/// largest, entries, size). Offsets are left out: the engine's count block trailers.
-type Blocks = Vec<(usize, Vec<(Bytes, Bytes, u64, u64)>)>;
+/// largest, entries, size, kept from another file). File numbers and offsets are left out: the
+/// engine numbers files from the counter it shares with WALs and manifests.
+type Blocks = Vec<(usize, Vec<(Bytes, Bytes, u64, u64, bool)>)>;
 
 fn blocks_of(version: &Version) -> Blocks {
     version
@@ -102,7 +125,15 @@ fn blocks_of(version: &Version) -> Blocks {
             let blocks = table.blocks.as_deref().unwrap_or_default();
             let ranges = blocks
                 .iter()
-                .map(|b| (b.smallest.clone(), b.largest.clone(), b.entries, b.size))
+                .map(|b| {
+                    (
+                        b.smallest.clone(),
+                        b.largest.clone(),
+                        b.entries,
+                        b.size,
+                        b.file != table.id,
+                    )
+                })
                 .collect();
             (level, ranges)
         })
@@ -114,9 +145,11 @@ struct Outcome {
     write_amp: f64,
     blocks: Blocks,
     blocks_written_per_level: Vec<u64>,
+    blocks_preserved_per_level: Vec<u64>,
+    retained_files: usize,
 }
 
-fn run_engine(name: &str) -> Outcome {
+fn run_engine(name: &str, size: Size) -> Outcome {
     let recorder = Arc::new(Recorder::default());
     let options = Options::new()
         .with_file_system(Arc::new(MemFs::default()))
@@ -128,9 +161,9 @@ fn run_engine(name: &str) -> Outcome {
         .unwrap()
         .with_event_listener(recorder.clone());
     let db = Db::open("/db", options).unwrap();
-    let value = vec![b'v'; VALUE as usize];
+    let value = vec![b'v'; size.value as usize];
     let mut key = Vec::new();
-    for op in workload() {
+    for op in workload(size) {
         encode_key(&mut key, op.key, KEY as usize);
         match op.kind {
             OpKind::Insert | OpKind::Update | OpKind::Rmw => db.put(&key, &value).unwrap(),
@@ -149,13 +182,15 @@ fn run_engine(name: &str) -> Outcome {
         write_amp,
         blocks,
         blocks_written_per_level: metrics.data_blocks_written_per_level,
+        blocks_preserved_per_level: metrics.data_blocks_preserved_per_level,
+        retained_files: metrics.retained_files,
     }
 }
 
-fn run_sim(name: &str) -> Outcome {
+fn run_sim(name: &str, size: Size) -> Outcome {
     let config = SimConfig {
         key_size: KEY,
-        value_size: VALUE,
+        value_size: size.value,
         buffer_size: BUFFER,
         trace: true,
         // The engine's last flush may leave a window flush's remainder buffered; so does this.
@@ -164,7 +199,7 @@ fn run_sim(name: &str) -> Outcome {
     }
     .with_engine_format(BLOCK);
     let mut sim = Simulator::new(build_policy(&policy(name)).unwrap(), config).unwrap();
-    for op in workload() {
+    for op in workload(size) {
         match op.kind {
             OpKind::Insert | OpKind::Update | OpKind::Rmw => sim.put(op.key).unwrap(),
             OpKind::Delete => sim.delete(op.key).unwrap(),
@@ -188,20 +223,24 @@ fn run_sim(name: &str) -> Outcome {
         })
         .collect();
     let blocks = blocks_of(sim.version());
+    let retained_files = sim.version().retained_files().count();
     let report = sim.finish().unwrap();
     Outcome {
         steps,
         write_amp: report.write_amp,
         blocks,
         blocks_written_per_level: report.blocks_written_per_level,
+        blocks_preserved_per_level: report.blocks_preserved_per_level,
+        retained_files,
     }
 }
 
-#[test]
-fn engine_and_simulator_make_the_same_plans() {
-    for name in testing::policies_to_test() {
-        let engine = run_engine(name);
-        let sim = run_sim(name);
+/// Runs `name` on both sides at `size` and checks that they agree step by step, table by table
+/// and block by block; returns the engine's outcome.
+fn compare(name: &str, size: Size) -> Outcome {
+    let engine = run_engine(name, size);
+    let sim = run_sim(name, size);
+    {
         let merges = engine
             .steps
             .iter()
@@ -257,23 +296,61 @@ fn engine_and_simulator_make_the_same_plans() {
             engine.blocks_written_per_level, sim.blocks_written_per_level,
             "{name}: data blocks written per level"
         );
+        assert_eq!(
+            engine.blocks_preserved_per_level, sim.blocks_preserved_per_level,
+            "{name}: data blocks kept per level"
+        );
+        assert_eq!(
+            engine.retained_files, sim.retained_files,
+            "{name}: files kept for references"
+        );
         // Size cuts happened: some job wrote more than one table.
         assert!(
             engine.steps.iter().any(|s| s.5 > 1),
             "{name}: no output was cut into several tables"
         );
         eprintln!(
-            "{name}: {} flushes and plans identical ({merges} merges); WA engine {:.4}, simulator {:.4}",
+            "{name}: {} flushes and plans identical ({merges} merges); WA engine {:.4}, simulator {:.4}; blocks kept {:?}",
             engine.steps.len(),
             engine.write_amp,
-            sim.write_amp
+            sim.write_amp,
+            engine.blocks_preserved_per_level
         );
     }
+    engine
+}
+
+#[test]
+fn engine_and_simulator_make_the_same_plans() {
+    for name in testing::policies_to_test() {
+        compare(name, SMALL);
+    }
+}
+
+/// With two entries per block, block-preserving merges keep blocks, and both sides keep the
+/// same ones; the policies that rewrite everything keep none.
+#[test]
+fn engine_and_simulator_keep_the_same_blocks() {
+    let preserving = [
+        "partial-full",
+        "partial-rr",
+        "partial-choosebest",
+        "partial-mixed",
+    ];
+    for name in preserving {
+        let engine = compare(name, LARGE);
+        assert!(
+            engine.blocks_preserved_per_level.iter().sum::<u64>() > 0,
+            "{name}: no block was kept"
+        );
+    }
+    let engine = compare("partial-choosebest-p", LARGE);
+    assert_eq!(engine.blocks_preserved_per_level.iter().sum::<u64>(), 0);
 }
 
 #[test]
 fn the_test_policy_flushes_windows_and_cuts_at_boundaries() {
-    let engine = run_engine(testing::NAME);
+    let engine = run_engine(testing::NAME, SMALL);
     let flushes: Vec<&Step> = engine.steps.iter().filter(|s| s.1 == "flush").collect();
     // Every flush writes half the buffer, so there are about twice as many flushes as buffers
     // ingested (80,000 writes of 8 + 100 bytes plus 56 bytes of memtable overhead).

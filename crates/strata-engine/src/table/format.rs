@@ -147,8 +147,10 @@ pub(crate) struct IndexValue {
 
 impl IndexValue {
     /// Appends the value for a block to `buf`:
-    /// `varint file_number | varint offset | varint size | varint entries |
-    /// varint first_key_len | first_key`.
+    /// `location | varint offset | varint size | varint entries | varint first_key_len |
+    /// first_key`, where `location` is the varint 0 for a block in this file, or the varint 1
+    /// followed by the other file's number as a u64 (fixed width, so that a table's size does
+    /// not depend on how its blocks' files are numbered; the simulator sizes tables exactly).
     pub(crate) fn encode(
         buf: &mut Vec<u8>,
         file_number: u64,
@@ -156,7 +158,12 @@ impl IndexValue {
         entries: u64,
         first_user_key: &[u8],
     ) {
-        put_varint(buf, file_number);
+        if file_number == 0 {
+            put_varint(buf, 0);
+        } else {
+            put_varint(buf, 1);
+            buf.extend_from_slice(&file_number.to_le_bytes());
+        }
         put_varint(buf, handle.offset);
         put_varint(buf, handle.size);
         put_varint(buf, entries);
@@ -167,7 +174,14 @@ impl IndexValue {
     /// Decodes a value that must span all of `buf`.
     pub(crate) fn decode(buf: &[u8]) -> Option<IndexValue> {
         let mut r = Reader::new(buf);
-        let file_number = r.varint()?;
+        let file_number = match r.varint()? {
+            0 => 0,
+            1 => {
+                let bytes: [u8; 8] = r.bytes(8)?.try_into().ok()?;
+                Some(u64::from_le_bytes(bytes)).filter(|&n| n != 0)?
+            }
+            _ => return None,
+        };
         let offset = r.varint()?;
         let size = r.varint()?;
         let entries = r.varint()?;
@@ -551,5 +565,24 @@ mod tests {
         assert_eq!(IndexValue::decode(&buf[..buf.len() - 1]), None);
         buf.push(0);
         assert_eq!(IndexValue::decode(&buf), None);
+
+        // Another file's number is fixed width: the value's length does not depend on it.
+        let mut small = Vec::new();
+        IndexValue::encode(&mut small, 7, handle, 31, b"first");
+        let mut large = Vec::new();
+        IndexValue::encode(&mut large, u64::MAX, handle, 31, b"first");
+        assert_eq!(small.len(), large.len());
+        assert_eq!(
+            IndexValue::decode(&large).map(|v| v.file_number),
+            Some(u64::MAX)
+        );
+        // Location 1 with file 0, or an unknown location, is malformed.
+        let mut zero = vec![1];
+        zero.extend_from_slice(&0u64.to_le_bytes());
+        zero.extend_from_slice(&small[9..]);
+        assert_eq!(IndexValue::decode(&zero), None);
+        let mut unknown = small.clone();
+        unknown[0] = 2;
+        assert_eq!(IndexValue::decode(&unknown), None);
     }
 }

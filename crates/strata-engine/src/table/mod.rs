@@ -24,10 +24,10 @@
 //! - **Index block**: one entry per data block, in order, each a restart point (so lookups
 //!   binary-search the keys in place). Key: the block's exact last internal key (not a
 //!   shortened separator, so the index also gives exact per-block key ranges). Value:
-//!   `varint file_number | varint offset | varint size | varint entries |
-//!   varint first_key_len | first user key`. `file_number` 0 means this file; from format
-//!   version 3 on, another number means the block is a *kept block* of that table file (a
-//!   block-preserving merge referred to it instead of rewriting it), read through
+//!   `location | varint offset | varint size | varint entries | varint first_key_len |
+//!   first user key`. `location` is the varint 0 for a block in this file; from format version
+//!   3 on, the varint 1 followed by a file number (u64) means the block is a *kept block* of that
+//!   table file (a block-preserving merge referred to it instead of rewriting it), read through
 //!   [`BlockFiles`]. Such tables are written as version 3; all others as version 2.
 //! - **Filter block** (only with `bloom_bits_per_key > 0`; never compressed): a Bloom filter
 //!   over the distinct user keys, `bits[m/8] | probes: u8`, probed with xxh3-64 and double

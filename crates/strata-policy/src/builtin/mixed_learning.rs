@@ -119,14 +119,15 @@ pub struct Learner {
 }
 
 /// A merge picked but not yet measured: the sizes of the levels when it was picked and the bytes
-/// it took from each (index = level).
+/// it took from each (index = level), both in bytes of the tables' own files
+/// ([`strata_meta::Level::file_bytes`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PendingMerge {
     /// Output level.
     pub into: usize,
-    /// Level sizes when it was picked.
+    /// Level file bytes when it was picked.
     pub sizes: Vec<u64>,
-    /// Input bytes per level.
+    /// Input file bytes per level.
     pub taken: Vec<u64>,
 }
 
@@ -236,12 +237,13 @@ impl Learner {
         capacity: impl Fn(usize) -> u64,
     ) {
         if let Some(p) = self.pending.take() {
-            // What the last merge wrote: every level's growth plus what it took from there.
+            // What the last merge wrote: every level's growth plus what it took from there, in
+            // bytes of the tables' own files (blocks a merge kept elsewhere cost no write).
             let written: u64 = (1..version.num_levels())
                 .map(|l| {
                     let before = p.sizes.get(l).copied().unwrap_or(0);
                     let taken = p.taken.get(l).copied().unwrap_or(0);
-                    (version.level(l).size() + taken).saturating_sub(before)
+                    (version.level(l).file_bytes() + taken).saturating_sub(before)
                 })
                 .sum();
             if self.cost.len() <= p.into {
@@ -277,14 +279,14 @@ impl Learner {
             for input in &plan.inputs {
                 for t in input.tables.iter().filter_map(|&id| version.table(id)) {
                     if let Some(slot) = taken.get_mut(input.level) {
-                        *slot += t.size;
+                        *slot += t.file_bytes();
                     }
                 }
             }
             self.pending = Some(PendingMerge {
                 into,
                 sizes: (0..version.num_levels())
-                    .map(|l| version.level(l).size())
+                    .map(|l| version.level(l).file_bytes())
                     .collect(),
                 taken,
             });

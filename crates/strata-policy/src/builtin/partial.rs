@@ -20,21 +20,29 @@
 //!
 //! Windows are whole tables, since a plan's inputs are tables; with small tables (the default
 //! 256 KiB, 64 blocks of 4 KiB) the partly overlapped tables at a window's edges add little.
-//! The names end in `-p` (the paper's "-P"): these merges rewrite every block they read.
+//!
+//! Each member comes twice. The names ending in `-p` (the paper's "-P") rewrite every block a
+//! merge reads. The others merge with block preservation (the paper's §1.2,
+//! [`crate::BlockPreservation`]): an input block the other inputs do not fall inside is kept
+//! where it is, within the waste bound ε (`max_waste`); files kept alive only by such blocks are
+//! reclaimed by [`crate::helpers::reclaim_retained_file`] (`min_live_fraction`,
+//! `max_dead_fraction`).
 
 use super::mixed_learning::{Learner, Params};
 use crate::context::PickContext;
 use crate::error::PolicyError;
 use crate::helpers::{
     check_bloom, check_positive, check_size_ratio, flush_to_new_run, load_state, merge_levels,
-    move_run, store_state, window_merge,
+    move_run, reclaim_retained_file, store_state, window_merge,
 };
 use crate::options::{
     OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO,
     WRITE_BUFFER_SIZE,
 };
 use crate::overlap::{fewest_overlap_window, Span};
-use crate::plan::{BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanOutput};
+use crate::plan::{
+    BlockPreservation, BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanOutput,
+};
 use crate::policy::CompactionPolicy;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -48,6 +56,14 @@ pub const RR_NAME: &str = "partial-rr-p";
 pub const CHOOSEBEST_NAME: &str = "partial-choosebest-p";
 /// Per-level choice between Full and ChooseBest: the paper's Mixed without block preservation.
 pub const MIXED_NAME: &str = "partial-mixed-p";
+/// Full merges with block preservation: the paper's Full.
+pub const FULL_PRESERVING_NAME: &str = "partial-full";
+/// Round-robin windows with block preservation: the paper's RR.
+pub const RR_PRESERVING_NAME: &str = "partial-rr";
+/// Least-overlap windows with block preservation: the paper's ChooseBest.
+pub const CHOOSEBEST_PRESERVING_NAME: &str = "partial-choosebest";
+/// Per-level choice between Full and ChooseBest with block preservation: the paper's Mixed.
+pub const MIXED_PRESERVING_NAME: &str = "partial-mixed";
 
 const LEVEL0_SIZE: OptionSpec = OptionSpec {
     name: "level0_size",
@@ -90,6 +106,31 @@ const BOTTOM_FULL: OptionSpec = OptionSpec {
     doc: "Mixed's β: merge whole into the bottom level",
 };
 
+const MAX_WASTE: OptionSpec = OptionSpec {
+    name: "max_waste",
+    kind: OptionKind::Float,
+    default: "0.2",
+    rocksdb: None,
+    doc:
+        "waste bound ε: block preservation keeps a level's data blocks at most this fraction empty",
+};
+
+const MIN_LIVE_FRACTION: OptionSpec = OptionSpec {
+    name: "min_live_fraction",
+    kind: OptionKind::Float,
+    default: "0.5",
+    rocksdb: None,
+    doc: "a file kept only for preserved blocks is reclaimed once less than this fraction of it is referred to",
+};
+
+const MAX_DEAD_FRACTION: OptionSpec = OptionSpec {
+    name: "max_dead_fraction",
+    kind: OptionKind::Float,
+    default: "0.1",
+    rocksdb: None,
+    doc: "reclaiming starts once the dead bytes of files kept for preserved blocks exceed this fraction of the tree",
+};
+
 /// Small tables, so a window's edges cost little (see the module documentation).
 const TARGET_FILE_SIZE: OptionSpec = OptionSpec {
     name: "target_file_size",
@@ -99,72 +140,156 @@ const TARGET_FILE_SIZE: OptionSpec = OptionSpec {
     doc: "size at which output is cut into a new table",
 };
 
+const FULL_OPTIONS: &[OptionSpec] = &[
+    SIZE_RATIO,
+    LEVEL0_SIZE,
+    WRITE_BUFFER_SIZE,
+    TARGET_FILE_SIZE,
+    BLOOM_BITS_PER_KEY,
+];
+
+const FULL_PRESERVING_OPTIONS: &[OptionSpec] = &[
+    SIZE_RATIO,
+    LEVEL0_SIZE,
+    WRITE_BUFFER_SIZE,
+    TARGET_FILE_SIZE,
+    BLOOM_BITS_PER_KEY,
+    MAX_WASTE,
+    MIN_LIVE_FRACTION,
+    MAX_DEAD_FRACTION,
+];
+
+const WINDOW_OPTIONS: &[OptionSpec] = &[
+    SIZE_RATIO,
+    LEVEL0_SIZE,
+    MERGE_RATE,
+    WRITE_BUFFER_SIZE,
+    TARGET_FILE_SIZE,
+    BLOOM_BITS_PER_KEY,
+];
+
+const WINDOW_PRESERVING_OPTIONS: &[OptionSpec] = &[
+    SIZE_RATIO,
+    LEVEL0_SIZE,
+    MERGE_RATE,
+    WRITE_BUFFER_SIZE,
+    TARGET_FILE_SIZE,
+    BLOOM_BITS_PER_KEY,
+    MAX_WASTE,
+    MIN_LIVE_FRACTION,
+    MAX_DEAD_FRACTION,
+];
+
+const MIXED_OPTIONS: &[OptionSpec] = &[
+    SIZE_RATIO,
+    LEVEL0_SIZE,
+    MERGE_RATE,
+    THRESHOLDS,
+    BOTTOM_FULL,
+    LEARN,
+    WRITE_BUFFER_SIZE,
+    TARGET_FILE_SIZE,
+    BLOOM_BITS_PER_KEY,
+];
+
+const MIXED_PRESERVING_OPTIONS: &[OptionSpec] = &[
+    SIZE_RATIO,
+    LEVEL0_SIZE,
+    MERGE_RATE,
+    THRESHOLDS,
+    BOTTOM_FULL,
+    LEARN,
+    WRITE_BUFFER_SIZE,
+    TARGET_FILE_SIZE,
+    BLOOM_BITS_PER_KEY,
+    MAX_WASTE,
+    MIN_LIVE_FRACTION,
+    MAX_DEAD_FRACTION,
+];
+
 /// The registry entry of [`FULL_NAME`].
 pub const FULL_REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: FULL_NAME,
     summary: "partial-merge family, Full-P: an overflowing level merges whole into the next (single-run levels K_0·Γ^i)",
-    options: &[
-        SIZE_RATIO,
-        LEVEL0_SIZE,
-        WRITE_BUFFER_SIZE,
-        TARGET_FILE_SIZE,
-        BLOOM_BITS_PER_KEY,
-    ],
-    build: build_full,
+    options: FULL_OPTIONS,
+    build: |config| finish(common(config, FULL_NAME, MergeMode::Full, false)?),
 };
 
 /// The registry entry of [`RR_NAME`].
 pub const RR_REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: RR_NAME,
     summary: "partial-merge family, RR-P: windows of δ·K_i taken round robin through the key space",
-    options: &[
-        SIZE_RATIO,
-        LEVEL0_SIZE,
-        MERGE_RATE,
-        WRITE_BUFFER_SIZE,
-        TARGET_FILE_SIZE,
-        BLOOM_BITS_PER_KEY,
-    ],
-    build: build_rr,
+    options: WINDOW_OPTIONS,
+    build: |config| finish(common(config, RR_NAME, MergeMode::RoundRobin, false)?),
 };
 
 /// The registry entry of [`CHOOSEBEST_NAME`].
 pub const CHOOSEBEST_REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: CHOOSEBEST_NAME,
     summary: "partial-merge family, ChooseBest-P: the window of δ·K_i overlapping the least of the next level",
-    options: &[
-        SIZE_RATIO,
-        LEVEL0_SIZE,
-        MERGE_RATE,
-        WRITE_BUFFER_SIZE,
-        TARGET_FILE_SIZE,
-        BLOOM_BITS_PER_KEY,
-    ],
-    build: build_choosebest,
+    options: WINDOW_OPTIONS,
+    build: |config| finish(common(config, CHOOSEBEST_NAME, MergeMode::ChooseBest, false)?),
 };
 
 /// The registry entry of [`MIXED_NAME`].
 pub const MIXED_REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: MIXED_NAME,
     summary: "partial-merge family, Mixed: Full or ChooseBest per level by thresholds τ_i and β",
-    options: &[
-        SIZE_RATIO,
-        LEVEL0_SIZE,
-        MERGE_RATE,
-        THRESHOLDS,
-        BOTTOM_FULL,
-        LEARN,
-        WRITE_BUFFER_SIZE,
-        TARGET_FILE_SIZE,
-        BLOOM_BITS_PER_KEY,
-    ],
-    build: build_mixed,
+    options: MIXED_OPTIONS,
+    build: |config| build_mixed(config, MIXED_NAME, false),
+};
+
+/// The registry entry of [`FULL_PRESERVING_NAME`].
+pub const FULL_PRESERVING_REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: FULL_PRESERVING_NAME,
+    summary: "partial-merge family, Full: whole-level merges that keep input blocks no other input falls inside",
+    options: FULL_PRESERVING_OPTIONS,
+    build: |config| finish(common(config, FULL_PRESERVING_NAME, MergeMode::Full, true)?),
+};
+
+/// The registry entry of [`RR_PRESERVING_NAME`].
+pub const RR_PRESERVING_REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: RR_PRESERVING_NAME,
+    summary: "partial-merge family, RR: round-robin windows, block-preserving merges",
+    options: WINDOW_PRESERVING_OPTIONS,
+    build: |config| {
+        finish(common(
+            config,
+            RR_PRESERVING_NAME,
+            MergeMode::RoundRobin,
+            true,
+        )?)
+    },
+};
+
+/// The registry entry of [`CHOOSEBEST_PRESERVING_NAME`].
+pub const CHOOSEBEST_PRESERVING_REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: CHOOSEBEST_PRESERVING_NAME,
+    summary: "partial-merge family, ChooseBest: least-overlap windows, block-preserving merges",
+    options: WINDOW_PRESERVING_OPTIONS,
+    build: |config| {
+        finish(common(
+            config,
+            CHOOSEBEST_PRESERVING_NAME,
+            MergeMode::ChooseBest,
+            true,
+        )?)
+    },
+};
+
+/// The registry entry of [`MIXED_PRESERVING_NAME`].
+pub const MIXED_PRESERVING_REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: MIXED_PRESERVING_NAME,
+    summary: "partial-merge family, Mixed: Full or ChooseBest per level by learned τ_i and β, block-preserving merges",
+    options: MIXED_PRESERVING_OPTIONS,
+    build: |config| build_mixed(config, MIXED_PRESERVING_NAME, true),
 };
 
 fn common(
     config: &PolicyConfig,
     name: &'static str,
     mode: MergeMode,
+    preserving: bool,
 ) -> Result<PartialMerge, PolicyError> {
     let mut policy = PartialMerge::new(name, mode)
         .with_size_ratio(config.f64("size_ratio")?)
@@ -177,6 +302,14 @@ fn common(
     if mode != MergeMode::Full {
         policy = policy.with_merge_rate(config.f64("merge_rate")?);
     }
+    if preserving {
+        policy = policy
+            .with_block_preservation(config.f64("max_waste")?)
+            .with_reclaiming(
+                config.f64("min_live_fraction")?,
+                config.f64("max_dead_fraction")?,
+            );
+    }
     Ok(policy)
 }
 
@@ -185,22 +318,14 @@ fn finish(policy: PartialMerge) -> Result<Arc<dyn CompactionPolicy>, PolicyError
     Ok(Arc::new(policy))
 }
 
-fn build_full(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
-    finish(common(config, FULL_NAME, MergeMode::Full)?)
-}
-
-fn build_rr(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
-    finish(common(config, RR_NAME, MergeMode::RoundRobin)?)
-}
-
-fn build_choosebest(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
-    finish(common(config, CHOOSEBEST_NAME, MergeMode::ChooseBest)?)
-}
-
-fn build_mixed(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+fn build_mixed(
+    config: &PolicyConfig,
+    name: &'static str,
+    preserving: bool,
+) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
     let thresholds = parse_thresholds(config.text("thresholds")?.unwrap_or("0.5"))?;
     finish(
-        common(config, MIXED_NAME, MergeMode::Mixed)?
+        common(config, name, MergeMode::Mixed, preserving)?
             .with_thresholds(thresholds)
             .with_bottom_full(config.bool("bottom_full")?)
             .with_learning(config.bool("learn")?),
@@ -269,6 +394,10 @@ pub struct PartialMerge {
     write_buffer_size: u64,
     target_file_size: u64,
     bloom_bits_per_key: f64,
+    /// ε when merges preserve blocks.
+    max_waste: Option<f64>,
+    min_live_fraction: f64,
+    max_dead_fraction: f64,
 }
 
 impl PartialMerge {
@@ -287,6 +416,9 @@ impl PartialMerge {
             write_buffer_size: 64 << 20,
             target_file_size: 256 << 10,
             bloom_bits_per_key: 10.0,
+            max_waste: None,
+            min_live_fraction: 0.5,
+            max_dead_fraction: 0.1,
         }
     }
 
@@ -331,6 +463,22 @@ impl PartialMerge {
         self
     }
 
+    /// Block-preserving merges with waste bound ε = `max_waste` (the paper's §1.2). No RocksDB
+    /// equivalent. Default: off (every block a merge reads is rewritten).
+    pub fn with_block_preservation(mut self, max_waste: f64) -> Self {
+        self.max_waste = Some(max_waste);
+        self
+    }
+
+    /// When files kept only for preserved blocks are reclaimed: once their dead bytes exceed
+    /// `max_dead_fraction` of the tree, those less than `min_live_fraction` live, least live
+    /// first ([`crate::helpers::reclaim_retained_file`]). Defaults: 0.5 and 0.1.
+    pub fn with_reclaiming(mut self, min_live_fraction: f64, max_dead_fraction: f64) -> Self {
+        self.min_live_fraction = min_live_fraction;
+        self.max_dead_fraction = max_dead_fraction;
+        self
+    }
+
     /// Write buffer size, which sets the default K_0. RocksDB: `write_buffer_size`. Default:
     /// 64 MiB.
     pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
@@ -363,6 +511,24 @@ impl PartialMerge {
                 reason: format!("{t} must be between 0 and 1"),
             });
         }
+        if let Some(e) = self.max_waste.filter(|e| !(0.0..=0.5).contains(e)) {
+            return Err(PolicyError::InvalidOption {
+                option: "max_waste",
+                reason: format!("{e} must be between 0 and 0.5 (the paper's bound on ε)"),
+            });
+        }
+        if !(0.0..=1.0).contains(&self.min_live_fraction) {
+            return Err(PolicyError::InvalidOption {
+                option: "min_live_fraction",
+                reason: format!("{} must be between 0 and 1", self.min_live_fraction),
+            });
+        }
+        if !(self.max_dead_fraction >= 0.0 && self.max_dead_fraction.is_finite()) {
+            return Err(PolicyError::InvalidOption {
+                option: "max_dead_fraction",
+                reason: format!("{} must be a non-negative number", self.max_dead_fraction),
+            });
+        }
         Ok(())
     }
 
@@ -392,7 +558,9 @@ impl PartialMerge {
             run,
             cut: CutRule::target_size(self.target_file_size),
             bloom_bits_per_key: self.bloom_bits_per_key,
-            preserve_blocks: None,
+            preserve_blocks: self
+                .max_waste
+                .map(|max_waste| BlockPreservation { max_waste }),
         }
     }
 
@@ -519,14 +687,30 @@ impl PartialMerge {
         {
             return None;
         }
-        Some(merge_levels(
+        let mut plan = merge_levels(
             version,
             level..=level,
             level + 1,
             true,
             CutRule::target_size(self.target_file_size),
             self.bloom_bits_per_key,
-        ))
+        );
+        if let Some(output) = &mut plan.output {
+            output.preserve_blocks = self.output(level + 1, output.run).preserve_blocks;
+        }
+        Some(plan)
+    }
+
+    /// A rewrite that reclaims a file kept only for preserved blocks, when one is due.
+    fn reclaim(&self, version: &Version, ctx: &PickContext<'_>) -> Option<Plan> {
+        self.max_waste?;
+        reclaim_retained_file(
+            version,
+            self.min_live_fraction,
+            self.max_dead_fraction,
+            ctx.leases,
+            |level, run| self.output(level, run),
+        )
     }
 
     fn choose_best(
@@ -719,6 +903,9 @@ impl CompactionPolicy for PartialMerge {
             return Ok(None);
         };
         if self.mode != MergeMode::Mixed || !self.learn {
+            if let Some(plan) = self.reclaim(version, ctx) {
+                return Ok(Some(plan));
+            }
             return self.next_plan(version, bottom, &self.params(None), ctx);
         }
         // Mixed learns from every plan it picks, so each one carries the learner forward.
@@ -728,7 +915,12 @@ impl CompactionPolicy for PartialMerge {
             .take()
             .unwrap_or_else(|| Learner::new(bottom + 1));
         let params = self.params(Some(&learner));
-        let Some(mut plan) = self.next_plan(version, bottom, &params, ctx)? else {
+        let reclaim = self.reclaim(version, ctx);
+        let Some(mut plan) = reclaim.map_or_else(
+            || self.next_plan(version, bottom, &params, ctx),
+            |p| Ok(Some(p)),
+        )?
+        else {
             return Ok(None);
         };
         learner.observe(version, &plan, bottom + 1, |level| self.capacity(level));
@@ -769,6 +961,13 @@ impl CompactionPolicy for PartialMerge {
             options.push(("thresholds", t.join("/")));
             options.push(("bottom_full", self.bottom_full.to_string()));
             options.push(("learn", self.learn.to_string()));
+        }
+        if let Some(max_waste) = self.max_waste {
+            options.extend([
+                ("max_waste", max_waste.to_string()),
+                ("min_live_fraction", self.min_live_fraction.to_string()),
+                ("max_dead_fraction", self.max_dead_fraction.to_string()),
+            ]);
         }
         options.extend([
             ("write_buffer_size", format_size(self.write_buffer_size)),
