@@ -19,13 +19,12 @@ mod merge;
 mod output;
 mod report;
 mod sim;
+mod size;
 
 pub use keys::{is_tombstone, key_at_or_after, key_bytes, key_from_bytes, key_of};
 pub use report::{
     comparison_table, human_bytes, LevelReport, PhaseReport, SimReport, TimelineSample,
 };
-pub use sim::{
-    bloom_fpr, RawSizer, SimConfig, SimError, Simulator, SizedBlock, SizedTable, TableEstimate,
-    TableSizer, Timing, TraceEvent,
-};
+pub use sim::{bloom_fpr, SimConfig, SimError, Simulator, Timing, TraceEvent};
+pub use size::{RawSizer, SizedBlock, SizedTable, TableEstimate, TableSizer};
 pub use strata_exec::JobKind;

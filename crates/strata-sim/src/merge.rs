@@ -52,11 +52,14 @@ impl RunCursor {
     }
 }
 
+/// One input table of a block-preserving merge: its entries and its blocks (`None`: not
+/// recorded, so none is ever kept).
+pub type BlockedTable = (Arc<[u64]>, Option<Arc<[BlockMeta]>>);
+
 /// A read cursor over one run's tables that also knows their data blocks, for block-preserving
 /// merges.
 pub struct BlockCursor {
-    /// Each table's entries and blocks (`None`: not recorded, so never kept).
-    tables: Vec<(Arc<[u64]>, Option<Arc<[BlockMeta]>>)>,
+    tables: Vec<BlockedTable>,
     table: usize,
     index: usize,
     /// The current table's block holding `index`, and the entry index where it starts.
@@ -66,7 +69,7 @@ pub struct BlockCursor {
 
 impl BlockCursor {
     /// A cursor over `tables` (in key order, disjoint), each with its blocks.
-    pub fn new(tables: Vec<(Arc<[u64]>, Option<Arc<[BlockMeta]>>)>) -> Self {
+    pub fn new(tables: Vec<BlockedTable>) -> Self {
         let mut cursor = BlockCursor {
             tables,
             table: 0,

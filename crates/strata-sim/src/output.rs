@@ -3,7 +3,7 @@
 //! same with real tables).
 
 use crate::keys::key_of;
-use crate::sim::{SizedTable, TableEstimate, TableSizer};
+use crate::size::{SizedTable, TableEstimate, TableSizer};
 use strata_exec::preserve::Preserver;
 use strata_exec::Cutter;
 use strata_meta::{BlockMeta, SeqRange};
