@@ -61,8 +61,14 @@ fn table_files(mem: &MemFs) -> BTreeSet<u64> {
 }
 
 /// Tables of the live version.
+/// The table files the current version needs: its tables' own, and those it keeps for the
+/// blocks its tables refer to.
 fn version_tables(db: &Db) -> BTreeSet<u64> {
-    db.version().tables().map(|(_, _, t)| t.id.0).collect()
+    let version = db.version();
+    let tables = version.tables().map(|(_, _, t)| t.id.0);
+    tables
+        .chain(version.retained_files().map(|(file, _)| file.0))
+        .collect()
 }
 
 /// Whether `e` carries the message of an injected fault (directly or as the cause of read-only

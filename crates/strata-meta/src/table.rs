@@ -219,8 +219,9 @@ impl TableMeta {
                         self.id
                     ));
                 }
+                // Versions of one key may straddle two blocks, so neighbours may share a key.
                 if let Some(p) = previous {
-                    if p.largest >= block.smallest {
+                    if p.largest > block.smallest {
                         return Err(format!(
                             "table {}: blocks overlap or are out of order",
                             self.id
