@@ -25,6 +25,9 @@ pub struct EngineStats {
     /// Data blocks written into each level (index = level), if counted
     /// ([`EngineSettings::count_blocks`]).
     pub data_blocks_written_per_level: Option<Vec<u64>>,
+    /// Data blocks block-preserving merges kept in each level instead of rewriting them, counted
+    /// alongside `data_blocks_written_per_level`.
+    pub data_blocks_preserved_per_level: Option<Vec<u64>>,
     /// Microseconds the compaction policy spent deciding, if known.
     pub policy_micros: Option<u64>,
 }
@@ -205,6 +208,8 @@ impl KvEngine for Strata {
             },
             data_blocks_written_per_level: (!m.data_blocks_written_per_level.is_empty())
                 .then(|| m.data_blocks_written_per_level.clone()),
+            data_blocks_preserved_per_level: (!m.data_blocks_written_per_level.is_empty())
+                .then(|| m.data_blocks_preserved_per_level.clone()),
             policy_micros: Some(m.policy_micros),
         }
     }

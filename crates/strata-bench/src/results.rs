@@ -56,6 +56,10 @@ pub struct PhaseResult {
     /// engine counts them (`strata bench --count-blocks`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blocks_written_per_level: Vec<u64>,
+    /// Data blocks block-preserving merges kept in each level during the phase instead of
+    /// rewriting them (index = level); empty unless counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks_preserved_per_level: Vec<u64>,
 }
 
 /// Shape of one level at the end of a run.

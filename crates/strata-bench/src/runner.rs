@@ -243,13 +243,20 @@ pub fn run(
                         _ => None,
                     };
                     // Counted blocks start out as no list at all (nothing written yet).
-                    if let Some(a) = &after.data_blocks_written_per_level {
-                        let b = before.data_blocks_written_per_level.unwrap_or_default();
-                        p.blocks_written_per_level = a
-                            .iter()
+                    let since = |a: &[u64], b: Option<Vec<u64>>| -> Vec<u64> {
+                        let b = b.unwrap_or_default();
+                        a.iter()
                             .enumerate()
                             .map(|(l, n)| n - b.get(l).copied().unwrap_or(0))
-                            .collect();
+                            .collect()
+                    };
+                    if let Some(a) = &after.data_blocks_written_per_level {
+                        p.blocks_written_per_level =
+                            since(a, before.data_blocks_written_per_level.clone());
+                    }
+                    if let Some(a) = &after.data_blocks_preserved_per_level {
+                        p.blocks_preserved_per_level =
+                            since(a, before.data_blocks_preserved_per_level.clone());
                     }
                     reads_measured += reads;
                     if let (Some(a), Some(b)) = (after.blocks_read, before.blocks_read) {
@@ -574,6 +581,7 @@ fn run_phase(
             user_bytes: written,
             write_amp: None,
             blocks_written_per_level: Vec::new(),
+            blocks_preserved_per_level: Vec::new(),
         },
         written,
         reads,

@@ -76,9 +76,10 @@ fn table_db() -> TableDb {
         .unwrap()
         .iter()
         .map(|b| {
+            // The recorded size counts the block's 5-byte trailer.
             let region = Region {
                 offset: b.offset,
-                len: b.size,
+                len: b.size - 5,
             };
             (region, String::from_utf8(b.smallest.to_vec()).unwrap())
         })
@@ -231,6 +232,81 @@ fn a_missing_table_is_detected_at_open() {
     let t = table_db();
     t.fs.remove_file(&t.path).unwrap();
     assert_corruption(t.open(false), &t.name(), 0, 1);
+}
+
+/// A database whose tables refer to blocks kept in files of tables merged away: values larger
+/// than a block make one entry per block, and `partial-full` merges keep every block whose keys
+/// allow. Returns the file system, a kept block (its file, region and key) whose file is kept
+/// only for references, and the options.
+fn kept_block_db() -> (MemFs, u64, Region, String, Options) {
+    let fs = MemFs::new();
+    let options = Options::new()
+        .with_file_system(Arc::new(fs.clone()))
+        .with_block_size(512)
+        .with_write_buffer_size(16 << 10)
+        .with_synchronous_compaction(true)
+        // Keep the files of merged tables however dead they get.
+        .with_policy_named("partial-full:max_dead_fraction=100")
+        .unwrap();
+    let db = Db::open(DIR, options.clone()).unwrap();
+    for i in 0..KEYS {
+        db.put(key(i), value(i).repeat(10)).unwrap();
+    }
+    db.flush().unwrap();
+    let version = db.version();
+    let (file, block) = version
+        .tables()
+        .flat_map(|(_, _, t)| t.blocks.as_deref().unwrap_or_default().iter())
+        .filter(|b| version.table_location(b.file).is_none())
+        .map(|b| (b.file.0, b.clone()))
+        .next()
+        .expect("a block kept in a file whose table is gone");
+    assert!(version.retained_files().any(|(f, _)| f.0 == file));
+    db.close().unwrap();
+    let region = Region {
+        offset: block.offset,
+        len: block.size - 5,
+    };
+    let key = String::from_utf8(block.smallest.to_vec()).unwrap();
+    (fs, file, region, key, options)
+}
+
+#[test]
+fn a_flipped_byte_in_a_kept_block_names_the_file_that_holds_it() {
+    let (fs, file, block, key_in_block, options) = kept_block_db();
+    let path = Path::new(DIR).join(table_file_name(file));
+    fs.corrupt(&path, block.middle(), 0x10).unwrap();
+    let db = Db::open(DIR, options.clone()).unwrap();
+    let end = block.offset + block.len + 5;
+    // The error names the retained file, not the table that refers to the block.
+    assert_corruption(db.get(&key_in_block), &table_file_name(file), block.offset, end);
+    // Every other key still reads.
+    let i: u32 = key_in_block["key".len()..].parse().unwrap();
+    let other = key((i + KEYS / 2) % KEYS);
+    assert!(db.get(&other).unwrap().is_some());
+    db.close().unwrap();
+    assert_corruption(
+        Db::open(DIR, options.with_paranoid_checks(true)),
+        &table_file_name(file),
+        block.offset,
+        end,
+    );
+}
+
+#[test]
+fn a_missing_or_truncated_retained_file_is_detected_at_open() {
+    let (fs, file, _, _, options) = kept_block_db();
+    let path = Path::new(DIR).join(table_file_name(file));
+    let len = fs.read(&path).unwrap().len() as u64;
+    fs.truncate(&path, len - 10).unwrap();
+    assert_corruption(
+        Db::open(DIR, options.clone()),
+        &table_file_name(file),
+        len - 10,
+        len - 9,
+    );
+    fs.remove_file(&path).unwrap();
+    assert_corruption(Db::open(DIR, options), &table_file_name(file), 0, 1);
 }
 
 /// A database whose WAL holds `records` single-put records (never flushed); returns the WAL's

@@ -16,6 +16,14 @@ use strata_policy::{testing, PolicySpec};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
+/// The policies whose merges keep blocks: the test must see them do it.
+const PRESERVING: [&str; 4] = [
+    "partial-full",
+    "partial-rr",
+    "partial-choosebest",
+    "partial-mixed",
+];
+
 fn options(fs: &MemFs, policy: &str, synchronous: bool) -> Options {
     let buffer = 8 << 10;
     let mut spec = PolicySpec::new(policy);
@@ -25,6 +33,8 @@ fn options(fs: &MemFs, policy: &str, synchronous: bool) -> Options {
         ("expected_data_size", "1MiB"),
         ("levels", "3"),
         ("num_levels", "5"),
+        // Files kept for preserved blocks stay longer, so reads and reopens meet them.
+        ("max_dead_fraction", "1"),
     ])
     .unwrap();
     Options::new()
@@ -46,7 +56,13 @@ fn key(rng: &mut StdRng) -> Vec<u8> {
 }
 
 fn value(rng: &mut StdRng) -> Vec<u8> {
-    let len = rng.random_range(0..64);
+    // Now and then a value larger than a 512-byte block: blocks of one entry are then common,
+    // and block-preserving merges keep some of them.
+    let len = if rng.random_bool(0.1) {
+        rng.random_range(520..700)
+    } else {
+        rng.random_range(0..64)
+    };
     (0..len).map(|_| rng.random()).collect()
 }
 
@@ -107,7 +123,7 @@ fn run(policy: &str, synchronous: bool, seed: u64, steps: usize) {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut snapshots: Vec<(strata_engine::Snapshot, Model)> = Vec::new();
     // Metrics restart at every open; sum them to see that the run exercised flushes.
-    let (mut flushes, mut compactions) = (0, 0);
+    let (mut flushes, mut compactions, mut kept) = (0, 0, 0);
     for step in 0..steps {
         let ctx =
             || format!("policy {policy}, synchronous {synchronous}, seed {seed}, step {step}");
@@ -202,6 +218,7 @@ fn run(policy: &str, synchronous: bool, seed: u64, steps: usize) {
                 let m = db.metrics();
                 flushes += m.flushes;
                 compactions += m.compactions + m.trivial_moves;
+                kept += m.data_blocks_preserved_per_level.iter().sum::<u64>();
                 if rng.random_bool(0.5) {
                     db.close().unwrap();
                 } else {
@@ -224,7 +241,14 @@ fn run(policy: &str, synchronous: bool, seed: u64, steps: usize) {
     let m = db.metrics();
     flushes += m.flushes;
     compactions += m.compactions + m.trivial_moves;
-    eprintln!("{policy} synchronous={synchronous}: {flushes} flushes, {compactions} compactions, final shape {} runs", m.sorted_runs);
+    kept += m.data_blocks_preserved_per_level.iter().sum::<u64>();
+    eprintln!("{policy} synchronous={synchronous}: {flushes} flushes, {compactions} compactions, {kept} blocks kept, final shape {} runs, {} files kept for references", m.sorted_runs, m.retained_files);
+    if PRESERVING.contains(&policy) {
+        assert!(
+            kept > 0,
+            "{policy}: no block was kept; the test does not reach block preservation"
+        );
+    }
     assert!(
         flushes > 5,
         "{policy}: only {flushes} flushes; the test is too small"

@@ -32,6 +32,7 @@ fn phase(name: &str, ops_per_sec: f64, ops: &[(&str, LatencySummary)]) -> PhaseR
         user_bytes: 116_000_000,
         write_amp: Some(3.5),
         blocks_written_per_level: Vec::new(),
+        blocks_preserved_per_level: Vec::new(),
     }
 }
 
