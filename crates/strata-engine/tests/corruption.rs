@@ -279,7 +279,12 @@ fn a_flipped_byte_in_a_kept_block_names_the_file_that_holds_it() {
     let db = Db::open(DIR, options.clone()).unwrap();
     let end = block.offset + block.len + 5;
     // The error names the retained file, not the table that refers to the block.
-    assert_corruption(db.get(&key_in_block), &table_file_name(file), block.offset, end);
+    assert_corruption(
+        db.get(&key_in_block),
+        &table_file_name(file),
+        block.offset,
+        end,
+    );
     // Every other key still reads.
     let i: u32 = key_in_block["key".len()..].parse().unwrap();
     let other = key((i + KEYS / 2) % KEYS);
