@@ -23,7 +23,8 @@
 //! sizes are [`strata_meta::BlockMeta::size`]s (in the engine: stored bytes and trailer), and a
 //! block is part empty by how far it falls short of the nominal block size.
 
-use strata_meta::{TableMeta, Version};
+use std::collections::HashSet;
+use strata_meta::{TableId, TableMeta, Version};
 use strata_policy::Plan;
 
 /// Whether an input block whose entries run from user key `first` to `last` can be kept
@@ -62,7 +63,8 @@ impl Preserver {
         let output = plan.output.as_ref()?;
         let preservation = output.preserve_blocks?;
         let block_size = block_size.max(1);
-        let is_input = |t: &TableMeta| plan.input_tables().any(|id| id == t.id);
+        let inputs: HashSet<TableId> = plan.input_tables().collect();
+        let is_input = |t: &TableMeta| inputs.contains(&t.id);
         let blocks_of = |t: &TableMeta| {
             t.blocks
                 .as_deref()
@@ -79,11 +81,17 @@ impl Preserver {
                 empty += block_size.saturating_sub(b.size);
             }
         }
-        blocks += plan
-            .input_tables()
-            .filter_map(|id| version.table(id))
-            .map(|t| blocks_of(t))
-            .sum::<u64>();
+        let mut input_levels: Vec<usize> = plan.inputs.iter().map(|i| i.level).collect();
+        input_levels.sort_unstable();
+        input_levels.dedup();
+        for level in input_levels {
+            blocks += version
+                .level(level)
+                .tables()
+                .filter(|t| is_input(t))
+                .map(|t| blocks_of(t))
+                .sum::<u64>();
+        }
         let space = blocks as f64 * block_size as f64;
         Some(Preserver {
             block_size,
