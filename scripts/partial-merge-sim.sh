@@ -14,7 +14,7 @@ size=$2
 workload=${3:-partial-merge-uniform}
 ops=${4:-10000000}
 payload=${5:-100}
-policies=${6:-partial-full-p,partial-rr-p,partial-choosebest-p,partial-mixed-p}
+policies=${6:-partial-full,partial-full-p,partial-rr,partial-rr-p,partial-choosebest,partial-choosebest-p,partial-mixed,partial-mixed-p}
 key=4
 entries=$((size * 1048576 / (key + payload)))
 mkdir -p "$out"

@@ -9,12 +9,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use strata_engine::fs::{FileSystem, MemFs};
+use strata_engine::iter::InternalIterator;
 use strata_engine::key::{internal_key, ValueKind};
 use strata_engine::log::LogReader;
-use strata_engine::table::{TableBuilder, TableOptions};
+use strata_engine::stats::Statistics;
+use strata_engine::table::{KeptBlock, Table, TableBuilder, TableOptions};
 use strata_engine::wal_chain::{encode_link, WalLink};
 use strata_engine::{Compression, Db, Options, RecoveryMode, WriteBatch, WriteOptions};
-use strata_fuzz::{decode_stored, footer_handles, index_handles, write_log, VecFile};
+use strata_fuzz::{
+    decode_stored, donor_files, donor_table_bytes, footer_handles, index_handles, write_log,
+    MemFile, VecFile, DONOR_FILE,
+};
 
 type Res<T> = Result<T, Box<dyn Error>>;
 
@@ -139,6 +144,87 @@ fn tables(out: &Out) -> Res<()> {
     Ok(())
 }
 
+/// Tables that keep blocks of the donor table (file 3) for `table_references`: their own
+/// entries before, between and after the donor's blocks, and a chosen subset of the donor's
+/// blocks referred to instead of written.
+fn references(out: &Out) -> Res<()> {
+    let donor = Arc::new(Table::open(
+        Arc::new(MemFile(donor_table_bytes())),
+        DONOR_FILE,
+        "000003.sst".into(),
+        None,
+        Arc::new(Statistics::default()),
+    )?);
+    let mut entries = Vec::new();
+    let mut it = donor.iter();
+    it.seek_to_first()?;
+    while it.valid() {
+        entries.push((it.key().to_vec(), it.value().to_vec()));
+        it.next()?;
+    }
+    let ranges = donor.block_ranges();
+    let variants: [(&str, fn(usize) -> bool); 3] = [
+        ("all-kept", |_| true),
+        ("every-other-kept", |i| i % 2 == 0),
+        ("one-kept", |i| i == 1),
+    ];
+    for (name, keep) in variants {
+        let file = VecFile::default();
+        let options = TableOptions {
+            block_size: 128,
+            ..TableOptions::default()
+        };
+        let mut b = TableBuilder::new(Box::new(file.clone()), "seed.sst".into(), options);
+        for i in 0..6 {
+            b.add(
+                &internal_key(format!("a{i:03}").as_bytes(), 900, ValueKind::Put),
+                b"own",
+            )?;
+        }
+        let mut at = 0usize;
+        for (i, range) in ranges.iter().enumerate() {
+            let block = &entries[at..at + range.entries as usize];
+            at += range.entries as usize;
+            if keep(i) {
+                let kept = KeptBlock {
+                    file_number: DONOR_FILE,
+                    offset: range.offset,
+                    size: range.size,
+                    entries: range.entries,
+                };
+                b.add_kept_block(&kept, block.iter().map(|(k, v)| (&k[..], &v[..])))?;
+            } else {
+                for (k, v) in block {
+                    b.add(k, v)?;
+                }
+            }
+            // An own entry between this block and the next.
+            let mut between = range.largest.to_vec();
+            between.push(b'x');
+            b.add(&internal_key(&between, 901, ValueKind::Put), b"between")?;
+        }
+        for i in 0..6 {
+            b.add(
+                &internal_key(format!("z{i:03}").as_bytes(), 902, ValueKind::Put),
+                b"own",
+            )?;
+        }
+        b.finish()?;
+        // A seed is a valid table: it verifies, kept blocks read through the donor.
+        let table = Table::open(
+            Arc::new(MemFile(file.contents())),
+            7,
+            "seed.sst".into(),
+            None,
+            Arc::new(Statistics::default()),
+        )?
+        .with_block_files(donor_files());
+        table.verify_checksums()?;
+        out.put("table_references", name, &file.contents())?;
+    }
+    Ok(())
+}
+
 /// A WAL payload: `first_seq: u64 | count: u32 | records` (see `batch.rs`).
 fn group(first_seq: u64, ops: &[(&[u8], Option<&[u8]>)]) -> Vec<u8> {
     let mut p = first_seq.to_le_bytes().to_vec();
@@ -241,8 +327,16 @@ fn wals(out: &Out) -> Res<()> {
         bytes
     };
     out.put("wal_chain", "linked", &chain(&five, &six))?;
-    out.put("wal_chain", "older-cut", &chain(&five[..five.len() - 9], &six))?;
-    out.put("wal_chain", "newest-torn", &chain(&five, &six[..six.len() - 3]))?;
+    out.put(
+        "wal_chain",
+        "older-cut",
+        &chain(&five[..five.len() - 9], &six),
+    )?;
+    out.put(
+        "wal_chain",
+        "newest-torn",
+        &chain(&five, &six[..six.len() - 3]),
+    )?;
     let unlinked = write_log([group(4, &[(b"a", None)]).as_slice()]);
     out.put("wal_chain", "unlinked", &chain(&five, &unlinked))?;
     // Write-batch payloads (`write_batch` target: an even selector byte, then the payload).
@@ -303,6 +397,7 @@ fn main() -> Res<()> {
         .unwrap_or_else(|| "fuzz/corpus".to_string());
     let out = Out(Path::new(&dir).to_path_buf());
     tables(&out)?;
+    references(&out)?;
     wals(&out)?;
     manifests(&out)?;
     Ok(())

@@ -53,7 +53,10 @@ fn check(wals: &[(u64, Vec<u8>)]) {
     match tolerant {
         Ok(t) => {
             assert!(t.stopped.is_none());
-            assert_eq!(pit, t, "point-in-time and tolerant modes disagree on intact WALs");
+            assert_eq!(
+                pit, t,
+                "point-in-time and tolerant modes disagree on intact WALs"
+            );
             assert_eq!(p_ops, t_ops);
         }
         Err(Error::Corruption { file, offset, .. }) => {

@@ -124,7 +124,10 @@ fn check_log(data: &[u8]) {
             Err(e) => panic!("a point-in-time reader failed: {e}"),
         }
     }
-    assert_eq!(point_in_time, tolerant, "point-in-time read different records");
+    assert_eq!(
+        point_in_time, tolerant,
+        "point-in-time read different records"
+    );
     assert_eq!(
         reader.damage().map(|d| d.offset),
         damage_t,

@@ -39,10 +39,21 @@ fn decode(payload: &[u8]) -> Result<(u64, Vec<Op>, Option<u64>), String> {
     })?;
     let first = u64::from_le_bytes(payload[..8].try_into().expect("a header was decoded"));
     for (i, seq) in seqs.iter().enumerate() {
-        assert_eq!(*seq, first + i as u64, "sequence numbers are not consecutive");
-        assert!(*seq <= MAX_SEQNO, "sequence number {seq} beyond {MAX_SEQNO}");
+        assert_eq!(
+            *seq,
+            first + i as u64,
+            "sequence numbers are not consecutive"
+        );
+        assert!(
+            *seq <= MAX_SEQNO,
+            "sequence number {seq} beyond {MAX_SEQNO}"
+        );
     }
-    assert_eq!(last, seqs.last().copied(), "the returned last sequence number");
+    assert_eq!(
+        last,
+        seqs.last().copied(),
+        "the returned last sequence number"
+    );
     let announced = u32::from_le_bytes(payload[8..12].try_into().expect("header"));
     assert_eq!(announced as usize, ops.len(), "the header's count");
     Ok((first, ops, last))
@@ -119,9 +130,15 @@ fn script(mut data: &[u8]) -> Vec<Vec<Op>> {
         match kind % 3 {
             0 => {
                 let value = take(&mut data, value_len);
-                batches.last_mut().expect("never empty").push(Op::Put(key, value));
+                batches
+                    .last_mut()
+                    .expect("never empty")
+                    .push(Op::Put(key, value));
             }
-            1 => batches.last_mut().expect("never empty").push(Op::Delete(key)),
+            1 => batches
+                .last_mut()
+                .expect("never empty")
+                .push(Op::Delete(key)),
             _ => batches.push(Vec::new()),
         }
     }
@@ -163,7 +180,10 @@ fn check_script(data: &[u8]) {
     let fits = first + (all.len() as u64 - 1) <= MAX_SEQNO;
     match decode(&payload) {
         Ok((f, ops, _)) => {
-            assert!(fits, "a group past the largest sequence number was accepted");
+            assert!(
+                fits,
+                "a group past the largest sequence number was accepted"
+            );
             assert_eq!(f, first);
             assert_eq!(ops, all, "a group decodes differently than encoded");
         }

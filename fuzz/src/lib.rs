@@ -10,10 +10,16 @@
 //! own `LogWriter`, so it cannot drift from the writer.
 
 use std::io;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use strata_engine::fs::{RandomAccessFile, WritableFile};
+use strata_engine::key::{internal_key, ValueKind};
 use strata_engine::log::{LogWriter, HEADER_LEN};
+use strata_engine::stats::Statistics;
+use strata_engine::table::{BlockFiles, Table, TableBuilder, TableOptions};
+use strata_engine::{Error, Result};
+
+pub mod table_check;
 
 /// A read-only in-memory file for [`strata_engine::table::Table::open`].
 pub struct MemFile(pub Vec<u8>);
@@ -199,13 +205,16 @@ pub fn block_entries(block: &[u8]) -> Vec<(&[u8], &[u8])> {
     out
 }
 
-/// The `(offset, size)` handles of the data blocks an index block lists.
+/// The `(offset, size)` handles of the data blocks an index block lists in the table's own
+/// file (entries naming another file, format version 3, are skipped).
 pub fn index_handles(index: &[u8]) -> Vec<(u64, u64)> {
     block_entries(index)
         .into_iter()
         .filter_map(|(_, value)| {
             let mut pos = 0;
-            let _file = varint(value, &mut pos)?;
+            if varint(value, &mut pos)? != 0 {
+                return None;
+            }
             Some((varint(value, &mut pos)?, varint(value, &mut pos)?))
         })
         .collect()
@@ -252,4 +261,80 @@ pub fn fix_table_checksums(data: &mut [u8]) -> bool {
         }
     }
     true
+}
+
+/// The number of the donor table: the file whose blocks the `table_references` target's
+/// tables refer to.
+pub const DONOR_FILE: u64 = 3;
+
+/// The donor table's bytes: 40 entries over user keys `m000`..`m039` in blocks of about 128
+/// bytes, built the same way every time, so seeds written by `gen-seeds` refer to its blocks
+/// where the fuzz target finds them.
+pub fn donor_table_bytes() -> Vec<u8> {
+    let file = VecFile::default();
+    let options = TableOptions {
+        block_size: 128,
+        restart_interval: 2,
+        ..TableOptions::default()
+    };
+    let mut builder = TableBuilder::new(Box::new(file.clone()), "donor.sst".into(), options);
+    for i in 0..40u64 {
+        let key = format!("m{i:03}");
+        let kind = if i % 7 == 6 {
+            ValueKind::Delete
+        } else {
+            ValueKind::Put
+        };
+        let value = if kind == ValueKind::Put {
+            format!("donor-{i}")
+        } else {
+            String::new()
+        };
+        // Writing to memory cannot fail and the keys ascend.
+        let _ = builder.add(
+            &internal_key(key.as_bytes(), 500 + i, kind),
+            value.as_bytes(),
+        );
+    }
+    let _ = builder.finish();
+    file.contents()
+}
+
+/// Serves the donor table as file [`DONOR_FILE`] to tables that refer to its blocks.
+pub struct DonorFiles(Arc<Table>);
+
+impl BlockFiles for DonorFiles {
+    fn table(&self, file_number: u64) -> Result<Arc<Table>> {
+        if file_number == DONOR_FILE {
+            Ok(Arc::clone(&self.0))
+        } else {
+            Err(Error::io(
+                format!("opening table {file_number}"),
+                io::Error::new(io::ErrorKind::NotFound, "no such table in the fuzz target"),
+            ))
+        }
+    }
+}
+
+/// The donor, opened once per process, as the `BlockFiles` a referring table reads through.
+pub fn donor_files() -> Weak<dyn BlockFiles> {
+    static DONOR: OnceLock<Option<Arc<DonorFiles>>> = OnceLock::new();
+    let donor = DONOR.get_or_init(|| {
+        let table = Table::open(
+            Arc::new(MemFile(donor_table_bytes())),
+            DONOR_FILE,
+            "000003.sst".to_string(),
+            None,
+            Arc::new(Statistics::default()),
+        )
+        .ok()?;
+        Some(Arc::new(DonorFiles(Arc::new(table))))
+    });
+    match donor {
+        Some(d) => {
+            let weak: Weak<DonorFiles> = Arc::downgrade(d);
+            weak
+        }
+        None => Weak::<DonorFiles>::new(),
+    }
 }
