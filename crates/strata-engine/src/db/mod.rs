@@ -61,6 +61,13 @@
 //!     it and that WAL's finished length; damage anywhere but the last WAL's torn tail is
 //!     corruption, or in point-in-time mode the end of the replay with the rest kept aside
 //!     (`wal_chain`). A WAL with damage that was not replayed is never deleted.
+//! 12. **A kept block's file outlives every reference to it.** A table made by a
+//!     block-preserving merge refers to blocks in other files; which files those are follows
+//!     from the manifest's edits alone (`Version::retained_files`), never from a scan. A file
+//!     is deleted only once no live version needs it as a table or for references, after the
+//!     edit that dropped its last reference is durable; open checks every retained file's size
+//!     like a table's and deletes only files the recovered version does not need, so a crash at
+//!     any moment leaves neither a dangling reference nor, after the next open, a leaked file.
 
 mod background;
 mod compaction;
