@@ -23,9 +23,10 @@ def rows(path, record_bytes):
     for r in reports:
         phase = r["phases"][-1]
         blocks = phase.get("blocks_written_per_level") or []
+        kept = phase.get("blocks_preserved_per_level") or []
         ops = phase.get("write_ops", phase.get("ops", 0))
         record = r["key_size"] + r["value_size"] if "key_size" in r else record_bytes
-        yield r, blocks, ops, record
+        yield r, phase, blocks, kept, ops, record
 
 
 def main():
@@ -40,28 +41,38 @@ def main():
     table = []
     learned = []
     for path in args:
-        for r, blocks, ops, record in rows(path, record_bytes):
+        for r, phase, blocks, kept, ops, record in rows(path, record_bytes):
             mib = ops * record / 2**20
             if mib == 0 or not blocks:
                 sys.exit(f"{path}: {r['policy']}: the last phase has no operations or block counts")
             per_mib = sum(blocks[1:]) / mib
+            kept_per_mib = sum(kept[1:]) / mib
             key = path
-            if r["policy"].startswith("partial-full"):
-                full.setdefault(key, per_mib)
+            if r["policy"] in ("partial-full", "partial-full-p"):
+                full[(key, r["policy"])] = per_mib
             # The share of the run's time the policy spent deciding (ChooseBest's scan included):
             # of the simulator's wall time, of the engine process's CPU time.
             total = r.get("cpu_seconds") or r.get("wall_seconds") or 0
             share = (r.get("policy_seconds") or 0) / total if total else float("nan")
-            table.append((key, r["policy"], per_mib, blocks, share))
+            space = r.get("peak_space_amp") or float("nan")
+            table.append((key, r["policy"], per_mib, kept_per_mib, blocks, share, space))
             state = r.get("policy_state") or ""
             if '"mixed"' in state:
-                learned.append((key, r["policy"], json.loads(state)["mixed"]))
-    print(f"{'report':<40} {'policy':<22} {'blocks/MiB (L1+)':>16} {'× Full':>7} {'decide':>7}  blocks per level (L0 apart)")
-    for key, policy, per_mib, blocks, share in table:
-        ratio = per_mib / full[key] if key in full else float("nan")
+                learned.append((key, r["policy"], json.loads(state)["mixed"], phase))
+    print(
+        f"{'report':<40} {'policy':<22} {'blocks/MiB (L1+)':>16} {'× Full':>7} {'× Full-P':>8}"
+        f" {'kept/MiB':>8} {'peak SA':>7} {'decide':>7}  blocks per level (L0 apart)"
+    )
+    nan = float("nan")
+    for key, policy, per_mib, kept, blocks, share, space in table:
+        ratio = per_mib / full[(key, "partial-full")] if (key, "partial-full") in full else nan
+        ratio_p = per_mib / full[(key, "partial-full-p")] if (key, "partial-full-p") in full else nan
         name = key if len(key) <= 40 else "…" + key[-39:]
-        print(f"{name:<40} {policy:<22} {per_mib:>16.1f} {ratio:>7.2f} {share:>7.1%}  {blocks}")
-    for key, policy, m in learned:
+        print(
+            f"{name:<40} {policy:<22} {per_mib:>16.1f} {ratio:>7.2f} {ratio_p:>8.2f}"
+            f" {kept:>8.1f} {space:>7.2f} {share:>7.1%}  {blocks}"
+        )
+    for key, policy, m, phase in learned:
         stage = m["stage"] if isinstance(m["stage"], str) else next(iter(m["stage"]))
         tried = ", ".join(
             f"{x['parameter']}={x['value']:g}: {x['cost']:.2f}" for x in m["measurements"]
@@ -71,6 +82,10 @@ def main():
         else:
             mib = (m["finished_at_inflow"] - m["started_at_inflow"]) / 2**20
             took = f"flushes {m['started_at_flush']} to {m['finished_at_flush']}, {mib:.0f} MiB into L1"
+            # The simulator says at which flush the measured phase began.
+            if "flushes_before" in phase:
+                before = m["finished_at_flush"] <= phase["flushes_before"]
+                took += " (before the measured phase)" if before else " (DURING the measured phase)"
         print(
             f"{key}: {policy}: {stage}; τ = {m['thresholds']}, β = {m['bottom_full']}; "
             f"learning: {took}; estimated cost per byte into L1: {tried}"

@@ -67,6 +67,8 @@ pub struct PhaseReport {
     pub name: String,
     /// Write requests (puts and deletes) during the phase.
     pub write_ops: u64,
+    /// Flushes installed before the phase began.
+    pub flushes_before: u64,
     /// User key+value bytes ingested during the phase.
     pub user_bytes: u64,
     /// Bytes written by flushes and compactions during the phase (the buffer left over from the

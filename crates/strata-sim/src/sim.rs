@@ -253,6 +253,7 @@ pub struct Simulator {
 struct PhaseMark {
     name: String,
     write_ops: u64,
+    flushes: u64,
     user_bytes: u64,
     bytes_written: u64,
     bytes_written_per_level: Vec<u64>,
@@ -370,6 +371,7 @@ impl Simulator {
         self.phase = Some(PhaseMark {
             name: name.to_string(),
             write_ops: self.stats.puts + self.stats.deletes,
+            flushes: self.stats.flushes,
             user_bytes: self.stats.bytes_ingested,
             bytes_written: self.metrics.flush_bytes + self.metrics.compaction_bytes,
             bytes_written_per_level: self.metrics.bytes_written_per_level.clone(),
@@ -409,6 +411,7 @@ impl Simulator {
         self.phases.push(PhaseReport {
             name: mark.name,
             write_ops: self.stats.puts + self.stats.deletes - mark.write_ops,
+            flushes_before: mark.flushes,
             user_bytes,
             bytes_written,
             bytes_written_per_level,
