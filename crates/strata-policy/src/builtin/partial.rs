@@ -727,11 +727,26 @@ impl PartialMerge {
                 .map(|t| Span::new(t.smallest.clone(), t.largest.clone(), t.size))
                 .collect()
         };
+        // What a window costs below: with block preservation, the blocks the window's key span
+        // overlaps (the rest of a partly overlapped table is kept, not rewritten), as the
+        // paper's scan over per-block key ranges; without, the whole tables it touches.
+        let block_spans = |run: &Run| -> Option<Vec<Span<Bytes>>> {
+            let mut spans = Vec::new();
+            for t in run.tables() {
+                for b in t.blocks.as_deref()? {
+                    spans.push(Span::new(b.smallest.clone(), b.largest.clone(), b.size));
+                }
+            }
+            Some(spans)
+        };
         let lower: Vec<Span<Bytes>> = version
             .level(level + 1)
             .runs()
             .iter()
-            .flat_map(|r| spans(r))
+            .flat_map(|r| {
+                let blocks = self.max_waste.and_then(|_| block_spans(r));
+                blocks.unwrap_or_else(|| spans(r))
+            })
             .collect();
         // The level below is one run unless another policy left several; their spans then
         // overlap one another and the scan's choice is only approximate, but `window_merge`
