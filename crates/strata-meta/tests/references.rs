@@ -54,22 +54,32 @@ fn base() -> Version {
     Version::new().apply(&edit).unwrap()
 }
 
-#[test]
-fn a_deleted_tables_file_is_retained_while_referenced_and_released_with_the_last_reference() {
-    let v = base();
-    assert_eq!(v.disk_bytes(), 350);
-    // A merge replaces table 1 with table 2, which rewrites [a,b] and keeps [c,d] in file 1.
-    let t2 = table(
+/// Table 2: block [a,b] rewritten into its own file, block [c,d] kept in file 1.
+fn merged_table() -> TableMeta {
+    table(
         2,
         vec![block("a", "b", 2, 0, 90), block("c", "d", 1, 100, 100)],
         40,
-    );
+    )
+}
+
+/// [`base`] after a merge replaced table 1 with [`merged_table`].
+fn after_merge() -> Version {
+    let mut edit = VersionEdit::new();
+    edit.delete_table(1, RUN, TableId(1))
+        .add_table(1, RUN, merged_table());
+    base().apply(&edit).unwrap()
+}
+
+#[test]
+fn a_deleted_tables_file_is_retained_while_referenced_and_released_with_the_last_reference() {
+    assert_eq!(base().disk_bytes(), 350);
+    // A merge replaces table 1 with table 2, which rewrites [a,b] and keeps [c,d] in file 1.
+    let t2 = merged_table();
     assert_eq!(t2.file_bytes(), 130);
     assert_eq!(t2.blocks_written(), 1);
     assert_eq!(t2.blocks_referenced(), 1);
-    let mut edit = VersionEdit::new();
-    edit.delete_table(1, RUN, TableId(1)).add_table(1, RUN, t2);
-    let v = v.apply(&edit).unwrap();
+    let v = after_merge();
     assert_eq!(
         v.retained_files().collect::<Vec<_>>(),
         vec![(TableId(1), 350)]
@@ -114,19 +124,11 @@ fn a_deleted_tables_file_is_retained_while_referenced_and_released_with_the_last
 
 #[test]
 fn moving_a_table_keeps_its_file_and_its_references() {
-    let t2 = table(
-        2,
-        vec![block("a", "b", 2, 0, 90), block("c", "d", 1, 100, 100)],
-        40,
-    );
-    let mut edit = VersionEdit::new();
-    edit.delete_table(1, RUN, TableId(1))
-        .add_table(1, RUN, t2.clone());
-    let v = base().apply(&edit).unwrap();
+    let v = after_merge();
     let mut edit = VersionEdit::new();
     edit.delete_table(1, RUN, TableId(2))
         .create_run(2, RunId(2))
-        .add_table(2, RunId(2), t2);
+        .add_table(2, RunId(2), merged_table());
     let v = v.apply(&edit).unwrap();
     assert_eq!(
         v.retained_files().collect::<Vec<_>>(),
@@ -169,19 +171,11 @@ fn a_reference_to_a_file_the_version_does_not_keep_is_refused() {
 
 #[test]
 fn a_snapshot_edit_lists_retained_files_and_rebuilds_the_same_version() {
-    let t2 = table(
-        2,
-        vec![block("a", "b", 2, 0, 90), block("c", "d", 1, 100, 100)],
-        40,
-    );
-    let mut edit = VersionEdit::new();
-    edit.delete_table(1, RUN, TableId(1))
-        .add_table(1, RUN, t2.clone());
-    let v = base().apply(&edit).unwrap();
+    let v = after_merge();
     let mut snapshot = VersionEdit::new();
     snapshot
         .create_run(1, RUN)
-        .add_table(1, RUN, Arc::new(t2))
+        .add_table(1, RUN, Arc::new(merged_table()))
         .retain_file(TableId(1), 350);
     let rebuilt = Version::new().apply(&snapshot).unwrap();
     assert_eq!(

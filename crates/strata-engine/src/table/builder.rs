@@ -228,12 +228,21 @@ impl TableBuilder {
             offset: block.offset,
             size: block.size - BLOCK_TRAILER_LEN as u64,
         };
+        self.index_data_block(Some(block.file_number), handle, count);
+        self.referenced_bytes += block.size;
+        Ok(())
+    }
+
+    /// Adds the index entry of the data block just finished or kept (in `file`, or this table's
+    /// own when `None`), whose entries ran from `block_first_user_key` to `last_key`, and
+    /// records its range.
+    fn index_data_block(&mut self, file: Option<u64>, handle: BlockHandle, entries: u64) {
         self.index_value.clear();
         IndexValue::encode(
             &mut self.index_value,
-            block.file_number,
+            file.unwrap_or(0),
             handle,
-            count,
+            entries,
             &self.block_first_user_key,
         );
         self.index_block.add(&self.last_key, &self.index_value);
@@ -241,15 +250,13 @@ impl TableBuilder {
             self.blocks.push(BlockRange {
                 smallest: Bytes::copy_from_slice(&self.block_first_user_key),
                 largest: Bytes::copy_from_slice(split_internal_key(&self.last_key).0),
-                size: block.size,
-                entries: count,
-                offset: block.offset,
-                file: Some(block.file_number),
+                size: handle.size + BLOCK_TRAILER_LEN as u64,
+                entries,
+                offset: handle.offset,
+                file,
             });
         }
         self.data_blocks += 1;
-        self.referenced_bytes += block.size;
-        Ok(())
     }
 
     /// Checks that `internal_key` follows the last key and accounts for the entry in the
@@ -361,26 +368,7 @@ impl TableBuilder {
             stored,
         )?;
         let entries = self.data_block.entries();
-        self.index_value.clear();
-        IndexValue::encode(
-            &mut self.index_value,
-            0,
-            handle,
-            entries,
-            &self.block_first_user_key,
-        );
-        self.index_block.add(&self.last_key, &self.index_value);
-        if self.record_block_ranges {
-            self.blocks.push(BlockRange {
-                smallest: Bytes::copy_from_slice(&self.block_first_user_key),
-                largest: Bytes::copy_from_slice(split_internal_key(&self.last_key).0),
-                size: handle.size + BLOCK_TRAILER_LEN as u64,
-                entries,
-                offset: handle.offset,
-                file: None,
-            });
-        }
-        self.data_blocks += 1;
+        self.index_data_block(None, handle, entries);
         self.data_block.reset();
         Ok(())
     }
