@@ -138,6 +138,23 @@ pub struct RunResult {
     pub policy_state: Option<String>,
     /// The phases, in order.
     pub phases: Vec<PhaseResult>,
+    /// Data blocks written and kept per level in every phase, measured or not (empty unless
+    /// counted, `strata bench --count-blocks`): windows longer than the measured phase.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub phase_blocks: Vec<PhaseBlocks>,
+}
+
+/// The data blocks one phase wrote and kept, per level (index = level).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseBlocks {
+    /// The phase's name.
+    pub name: String,
+    /// Operations it ran.
+    pub ops: u64,
+    /// Data blocks written into each level during the phase.
+    pub written: Vec<u64>,
+    /// Data blocks block-preserving merges kept in each level during the phase.
+    pub preserved: Vec<u64>,
 }
 
 /// A comparison: several configurations on the same workload, one of them the baseline for

@@ -1,7 +1,7 @@
 //! Runs a workload against an engine and measures it.
 
 use crate::engines::KvEngine;
-use crate::results::{LatencySummary, PhaseResult, RunResult};
+use crate::results::{LatencySummary, PhaseBlocks, PhaseResult, RunResult};
 use crate::workload::{
     encode_key, phase_seed, thread_seed, Generator, KeySpace, OpKind, PhaseSpec, WorkloadSpec,
 };
@@ -215,6 +215,7 @@ pub fn run(
         })
     };
     let mut phases = Vec::new();
+    let mut phase_blocks = Vec::new();
     let mut user_bytes = 0u64;
     let mut reads_measured = 0u64;
     let mut blocks_read_measured = 0u64;
@@ -233,8 +234,27 @@ pub fn run(
         ) {
             Ok((mut p, written_bytes, reads)) => {
                 user_bytes += written_bytes;
+                let after = engine.stats();
+                let since = |a: &[u64], b: Option<Vec<u64>>| -> Vec<u64> {
+                    let b = b.unwrap_or_default();
+                    a.iter()
+                        .enumerate()
+                        .map(|(l, n)| n - b.get(l).copied().unwrap_or(0))
+                        .collect()
+                };
+                if let Some(a) = &after.data_blocks_written_per_level {
+                    phase_blocks.push(PhaseBlocks {
+                        name: phase.name.clone(),
+                        ops: p.ops,
+                        written: since(a, before.data_blocks_written_per_level.clone()),
+                        preserved: after
+                            .data_blocks_preserved_per_level
+                            .as_deref()
+                            .map(|a| since(a, before.data_blocks_preserved_per_level.clone()))
+                            .unwrap_or_default(),
+                    });
+                }
                 if phase.measured {
-                    let after = engine.stats();
                     p.user_bytes = written_bytes;
                     p.write_amp = match (after.table_bytes_written, before.table_bytes_written) {
                         (Some(a), Some(b)) if written_bytes > 0 => {
@@ -243,13 +263,6 @@ pub fn run(
                         _ => None,
                     };
                     // Counted blocks start out as no list at all (nothing written yet).
-                    let since = |a: &[u64], b: Option<Vec<u64>>| -> Vec<u64> {
-                        let b = b.unwrap_or_default();
-                        a.iter()
-                            .enumerate()
-                            .map(|(l, n)| n - b.get(l).copied().unwrap_or(0))
-                            .collect()
-                    };
                     if let Some(a) = &after.data_blocks_written_per_level {
                         p.blocks_written_per_level =
                             since(a, before.data_blocks_written_per_level.clone());
@@ -331,6 +344,7 @@ pub fn run(
         shape: stats.shape,
         policy_state: stats.policy_state,
         phases,
+        phase_blocks,
     })
 }
 

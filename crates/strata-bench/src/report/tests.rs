@@ -78,6 +78,7 @@ fn comparison() -> Comparison {
             },
         ],
         policy_state: Some("{\"tuning\":\"tiering ℓ=3\"}".to_string()),
+        phase_blocks: Vec::new(),
         phases: vec![
             phase(
                 "load",
