@@ -46,7 +46,7 @@ use crate::plan::{
 use crate::policy::CompactionPolicy;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use strata_meta::{format_key, format_size, Bytes, Run, Version};
+use strata_meta::{format_key, format_size, Run, Version};
 
 /// Full merges: the paper's Full-P.
 pub const FULL_NAME: &str = "partial-full-p";
@@ -345,6 +345,27 @@ fn parse_thresholds(text: &str) -> Result<Vec<f64>, PolicyError> {
             })
         })
         .collect()
+}
+
+/// The tables of `run` as spans weighing their bytes. Spans borrow the keys: ChooseBest scans at
+/// every pick, and cloning each key would cost two atomic operations.
+fn table_spans(run: &Run) -> Vec<Span<&[u8]>> {
+    run.tables()
+        .iter()
+        .map(|t| Span::new(&t.smallest[..], &t.largest[..], t.size))
+        .collect()
+}
+
+/// The data blocks of `run` as spans weighing their bytes; `None` when a table has no block
+/// list.
+fn block_spans(run: &Run) -> Option<Vec<Span<&[u8]>>> {
+    let mut spans = Vec::new();
+    for t in run.tables() {
+        for b in t.blocks.as_deref()? {
+            spans.push(Span::new(&b.smallest[..], &b.largest[..], b.size));
+        }
+    }
+    Some(spans)
 }
 
 /// How an overflowing level chooses what to merge into the next one.
@@ -721,37 +742,22 @@ impl PartialMerge {
         width: u64,
         ctx: &PickContext<'_>,
     ) -> Option<Plan> {
-        let spans = |run: &Run| -> Vec<Span<Bytes>> {
-            run.tables()
-                .iter()
-                .map(|t| Span::new(t.smallest.clone(), t.largest.clone(), t.size))
-                .collect()
-        };
         // What a window costs below: with block preservation, the blocks the window's key span
         // overlaps (the rest of a partly overlapped table is kept, not rewritten), as the
         // paper's scan over per-block key ranges; without, the whole tables it touches.
-        let block_spans = |run: &Run| -> Option<Vec<Span<Bytes>>> {
-            let mut spans = Vec::new();
-            for t in run.tables() {
-                for b in t.blocks.as_deref()? {
-                    spans.push(Span::new(b.smallest.clone(), b.largest.clone(), b.size));
-                }
-            }
-            Some(spans)
-        };
-        let lower: Vec<Span<Bytes>> = version
+        let lower: Vec<Span<&[u8]>> = version
             .level(level + 1)
             .runs()
             .iter()
             .flat_map(|r| {
                 let blocks = self.max_waste.and_then(|_| block_spans(r));
-                blocks.unwrap_or_else(|| spans(r))
+                blocks.unwrap_or_else(|| table_spans(r))
             })
             .collect();
         // The level below is one run unless another policy left several; their spans then
         // overlap one another and the scan's choice is only approximate, but `window_merge`
         // still takes every table below that overlaps the window.
-        let best = fewest_overlap_window(&spans(run), &lower, width)?;
+        let best = fewest_overlap_window(&table_spans(run), &lower, width)?;
         let mut plan = window_merge(version, level, 0, best.window.clone(), ctx.leases, |r| {
             self.output(level + 1, r)
         })?;
