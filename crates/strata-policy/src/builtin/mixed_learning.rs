@@ -37,7 +37,7 @@ use crate::plan::{Plan, PlanAction};
 const THRESHOLD_STEPS: usize = 10;
 /// Steady when the live estimate moves by at most this fraction over a window.
 const STEADY_CHANGE: f64 = 0.05;
-/// Re-learn when the live estimate moves by more than this fraction from learning's end.
+/// Re-learn when the bottom level's size moves by more than this fraction from learning's end.
 const RELEARN_CHANGE: f64 = 0.25;
 
 /// What the learner is doing.
