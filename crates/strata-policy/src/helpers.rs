@@ -6,7 +6,9 @@ use crate::error::PolicyError;
 use crate::plan::{CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
+use std::collections::{HashMap, HashSet};
 use std::ops::RangeInclusive;
+use std::sync::Arc;
 use strata_meta::{format_size, Bytes, KeyRange, PolicyState, Run, TableId, TableMeta, Version};
 
 /// Every table of `run` as one input.
@@ -235,16 +237,37 @@ pub fn reclaim_retained_file(
         .map(|(file, size)| (live(file) as f64 / size.max(1) as f64, file, size))
         .filter(|&(fraction, _, _)| fraction < min_live_fraction)
         .collect();
+    if candidates.is_empty() {
+        return None;
+    }
     candidates.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    // One pass over the tables finds each candidate's first unleased referring table. A pass per
+    // candidate cost 5% of a simulation at 1500 MiB: hundreds of candidates, and whole levels
+    // leased by Full's merges, so most passes read every block of the tree in vain.
+    let wanted: HashSet<TableId> = candidates.iter().map(|&(_, file, _)| file).collect();
+    let mut referring: HashMap<TableId, (usize, &Arc<Run>, &Arc<TableMeta>)> = HashMap::new();
+    for (level, run, t) in version.tables() {
+        let blocks = t.blocks.as_deref().unwrap_or_default();
+        let mut files = blocks
+            .iter()
+            .filter(|b| {
+                b.file != t.id && wanted.contains(&b.file) && !referring.contains_key(&b.file)
+            })
+            .map(|b| b.file)
+            .peekable();
+        if files.peek().is_none()
+            || leases.is_table_leased(t.id)
+            || leases.is_range_being_written(level, &t.key_range())
+        {
+            continue;
+        }
+        let files: Vec<TableId> = files.collect();
+        for file in files {
+            referring.entry(file).or_insert((level, run, t));
+        }
+    }
     for (fraction, file, size) in candidates {
-        let referring = version.tables().find(|&(level, _, t)| {
-            !leases.is_table_leased(t.id)
-                && !leases.is_range_being_written(level, &t.key_range())
-                && t.blocks
-                    .as_deref()
-                    .is_some_and(|b| b.iter().any(|b| b.file == file))
-        });
-        if let Some((level, run, table)) = referring {
+        if let Some(&(level, run, table)) = referring.get(&file) {
             let mut out = output(level, OutputRun::Existing(run.id()));
             out.preserve_blocks = None;
             return Some(Plan {
