@@ -194,7 +194,7 @@ impl<'a> OutputWriter<'a> {
         if !self
             .preserver
             .as_ref()
-            .is_some_and(|p| p.may_preserve(open, block.size))
+            .is_some_and(|p| p.may_preserve(open, block.size, TableId(block.file_number)))
         {
             return Ok(false);
         }

@@ -53,6 +53,8 @@ pub struct Preserver {
     empty: u64,
     /// Size of the last block the merge emitted (written or kept).
     last_emitted: Option<u64>,
+    /// Files whose blocks are never kept ([`strata_policy::BlockPreservation::release_files`]).
+    release_files: Vec<TableId>,
 }
 
 impl Preserver {
@@ -61,7 +63,7 @@ impl Preserver {
     /// preserve blocks, or has no output. Tables without block lists count as full blocks.
     pub fn for_plan(version: &Version, plan: &Plan, block_size: u64) -> Option<Preserver> {
         let output = plan.output.as_ref()?;
-        let preservation = output.preserve_blocks?;
+        let preservation = output.preserve_blocks.as_ref()?;
         let block_size = block_size.max(1);
         let inputs: HashSet<TableId> = plan.input_tables().collect();
         let is_input = |t: &TableMeta| inputs.contains(&t.id);
@@ -98,6 +100,7 @@ impl Preserver {
             budget: preservation.max_waste * space - block_size as f64,
             empty,
             last_emitted: None,
+            release_files: preservation.release_files.clone(),
         })
     }
 
@@ -111,9 +114,13 @@ impl Preserver {
         a.is_none_or(|a| a + b > self.block_size)
     }
 
-    /// Whether the merge may keep an input block of `candidate` bytes, given that the output
-    /// block being built holds `open` bytes (0: none is open) and would end here.
-    pub fn may_preserve(&self, open: u64, candidate: u64) -> bool {
+    /// Whether the merge may keep an input block of `candidate` bytes held in file `file`,
+    /// given that the output block being built holds `open` bytes (0: none is open) and would
+    /// end here.
+    pub fn may_preserve(&self, open: u64, candidate: u64, file: TableId) -> bool {
+        if self.release_files.contains(&file) {
+            return false;
+        }
         let (pairs, added) = if open > 0 {
             (
                 self.pair_ok(self.last_emitted, open) && self.pair_ok(Some(open), candidate),
@@ -216,7 +223,10 @@ mod tests {
                 run: OutputRun::Existing(RunId(2)),
                 cut: CutRule::target_size(1000),
                 bloom_bits_per_key: 0.0,
-                preserve_blocks: Some(BlockPreservation { max_waste }),
+                preserve_blocks: Some(BlockPreservation {
+                    max_waste,
+                    release_files: Vec::new(),
+                }),
             }),
             policy_state: None,
             reason: String::new(),
@@ -233,16 +243,16 @@ mod tests {
         assert_eq!(p.empty, 100);
         assert!((p.budget - 500.0).abs() < 1e-9);
         // Full blocks cost nothing.
-        assert!(p.may_preserve(0, 100));
+        assert!(p.may_preserve(0, 100, TableId(1)));
         // Ending an open block at 60 bytes before a 100-byte block wastes 40.
-        assert!(p.may_preserve(60, 100));
+        assert!(p.may_preserve(60, 100, TableId(1)));
         for _ in 0..9 {
             p.emitted(60);
             p.emitted(100);
         }
         // 100 + 9·40 = 460 empty: another 40 fits, 41 does not.
-        assert!(p.may_preserve(60, 100));
-        assert!(!p.may_preserve(59, 100));
+        assert!(p.may_preserve(60, 100, TableId(1)));
+        assert!(!p.may_preserve(59, 100, TableId(1)));
     }
 
     #[test]
@@ -251,14 +261,29 @@ mod tests {
         let mut p = Preserver::for_plan(&version, &plan, 100).unwrap();
         p.emitted(100);
         // The open block and the candidate together hold only a block's worth.
-        assert!(!p.may_preserve(40, 60));
-        assert!(p.may_preserve(41, 60));
+        assert!(!p.may_preserve(40, 60, TableId(1)));
+        assert!(p.may_preserve(41, 60, TableId(1)));
         // The open block and the last emitted one.
         p.emitted(30);
-        assert!(!p.may_preserve(70, 100));
-        assert!(p.may_preserve(71, 100));
+        assert!(!p.may_preserve(70, 100, TableId(1)));
+        assert!(p.may_preserve(71, 100, TableId(1)));
         // With no open block the candidate pairs with the last emitted block.
-        assert!(!p.may_preserve(0, 70));
+        assert!(!p.may_preserve(0, 70, TableId(1)));
+    }
+
+    #[test]
+    fn blocks_of_the_file_being_released_are_never_kept() {
+        let (version, mut plan) = setup(0.5);
+        if let Some(p) = plan
+            .output
+            .as_mut()
+            .and_then(|o| o.preserve_blocks.as_mut())
+        {
+            p.release_files = vec![TableId(2)];
+        }
+        let p = Preserver::for_plan(&version, &plan, 100).unwrap();
+        assert!(!p.may_preserve(0, 100, TableId(2)));
+        assert!(p.may_preserve(0, 100, TableId(1)));
     }
 
     #[test]

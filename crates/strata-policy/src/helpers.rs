@@ -3,7 +3,9 @@
 
 use crate::context::{Leases, ManualRange};
 use crate::error::PolicyError;
-use crate::plan::{CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput};
+use crate::plan::{
+    BlockPreservation, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput,
+};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
@@ -208,6 +210,12 @@ pub fn window_merge(
     })
 }
 
+/// Dead bytes a retained file must hold before a rewrite to release it is worth one. A rewrite
+/// writes at least a table's index and filter; and a file that a rewrite left retained (a few
+/// copied blocks and its own index and filter, mostly dead by bytes) would otherwise be
+/// reclaimed again, leaving another such file, without end.
+const MIN_RECLAIMED_BYTES: u64 = 64 << 10;
+
 /// A merge that rewrites, in place, one table referring to blocks in a file kept only for such
 /// references ([`Version::retained_files`]), so that the file can eventually go: block-preserving
 /// merges leave files alive for the few blocks they kept, and this is how their dead bytes are
@@ -215,8 +223,15 @@ pub fn window_merge(
 ///
 /// Nothing happens until the dead bytes of all retained files exceed `max_dead_fraction` of the
 /// tree's bytes; then the file with the lowest live fraction, among those below
-/// `min_live_fraction`, is chosen, and the first unleased table referring to it is rewritten
-/// without preserving blocks. `output` gives the output placement for a level and run.
+/// `min_live_fraction` with at least 64 KiB dead, is chosen, and the first unleased table referring to it is rewritten.
+/// When `output`'s placement preserves blocks, the rewrite copies only the blocks the table holds
+/// in that file ([`crate::BlockPreservation::release_files`]) and keeps its others where they
+/// are; its own file then stays as a retained file, so it is released too (its blocks copied)
+/// unless its blocks would keep it at least `min_live_fraction` live. A rewrite therefore never
+/// leaves a new file to reclaim, and a burst of them ends. Without preservation the whole table
+/// is rewritten. Copying whole tables made reclaiming the larger part of what block-preserving
+/// policies wrote with payloads of 400 bytes and more (few records per block, so many kept
+/// blocks pinning mostly dead files). `output` gives the output placement for a level and run.
 pub fn reclaim_retained_file(
     version: &Version,
     min_live_fraction: f64,
@@ -234,6 +249,7 @@ pub fn reclaim_retained_file(
     }
     let mut candidates: Vec<(f64, TableId, u64)> = version
         .retained_files()
+        .filter(|&(file, size)| size.saturating_sub(live(file)) >= MIN_RECLAIMED_BYTES)
         .map(|(file, size)| (live(file) as f64 / size.max(1) as f64, file, size))
         .filter(|&(fraction, _, _)| fraction < min_live_fraction)
         .collect();
@@ -269,7 +285,21 @@ pub fn reclaim_retained_file(
     for (fraction, file, size) in candidates {
         if let Some(&(level, run, table)) = referring.get(&file) {
             let mut out = output(level, OutputRun::Existing(run.id()));
-            out.preserve_blocks = None;
+            let own_blocks: u64 = table
+                .blocks
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .filter(|b| b.file == table.id)
+                .map(|b| b.size)
+                .sum();
+            let mut release_files = vec![file];
+            if (own_blocks as f64) < min_live_fraction * table.file_bytes() as f64 {
+                release_files.push(table.id);
+            }
+            out.preserve_blocks = out
+                .preserve_blocks
+                .map(|p| BlockPreservation { release_files, ..p });
             return Some(Plan {
                 action: PlanAction::Merge,
                 inputs: vec![PlanInput {

@@ -126,12 +126,16 @@ pub struct PlanOutput {
 /// referred to from the output table, unless keeping it would leave the output level's data
 /// blocks emptier than `max_waste` allows. `strata_exec::preserve` decides, for the engine and
 /// the simulator alike.
-#[derive(Copy, Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct BlockPreservation {
     /// The waste bound ε: the largest fraction of the output level's data-block space that may
     /// be empty, and the emptiest two neighbouring blocks may be together is one block's worth.
     /// The paper's default: 0.2.
     pub max_waste: f64,
+    /// Files whose blocks the merge must rewrite rather than keep (usually none): a merge that
+    /// exists to stop referring to a retained file keeps other blocks and copies only that
+    /// file's ([`crate::helpers::reclaim_retained_file`]).
+    pub release_files: Vec<TableId>,
 }
 
 /// A compaction decision: inputs, action, output placement, and the policy's next state.
@@ -374,8 +378,12 @@ impl fmt::Display for PlanOutput {
             write!(f, " split-above={}", format_size(size))?;
         }
         write!(f, " bloom={}", self.bloom_bits_per_key)?;
-        if let Some(p) = self.preserve_blocks {
+        if let Some(p) = &self.preserve_blocks {
             write!(f, " preserve-blocks(ε={})", p.max_waste)?;
+            if !p.release_files.is_empty() {
+                let files: Vec<String> = p.release_files.iter().map(ToString::to_string).collect();
+                write!(f, " release-files({})", files.join(","))?;
+            }
         }
         Ok(())
     }

@@ -94,7 +94,7 @@ impl<'a> TableWriter<'a> {
         if !self
             .preserver
             .as_ref()
-            .is_some_and(|p| p.may_preserve(open, block.size))
+            .is_some_and(|p| p.may_preserve(open, block.size, block.file))
         {
             return false;
         }
