@@ -210,12 +210,6 @@ pub fn window_merge(
     })
 }
 
-/// Dead bytes a retained file must hold before a rewrite to release it is worth one. A rewrite
-/// writes at least a table's index and filter; and a file that a rewrite left retained (a few
-/// copied blocks and its own index and filter, mostly dead by bytes) would otherwise be
-/// reclaimed again, leaving another such file, without end.
-const MIN_RECLAIMED_BYTES: u64 = 64 << 10;
-
 /// A merge that rewrites, in place, one table referring to blocks in a file kept only for such
 /// references ([`Version::retained_files`]), so that the file can eventually go: block-preserving
 /// merges leave files alive for the few blocks they kept, and this is how their dead bytes are
@@ -223,7 +217,7 @@ const MIN_RECLAIMED_BYTES: u64 = 64 << 10;
 ///
 /// Nothing happens until the dead bytes of all retained files exceed `max_dead_fraction` of the
 /// tree's bytes; then the file with the lowest live fraction, among those below
-/// `min_live_fraction` with at least 64 KiB dead, is chosen, and the first unleased table referring to it is rewritten.
+/// `min_live_fraction` with at least `min_dead_bytes` dead, is chosen, and the first unleased table referring to it is rewritten.
 /// When `output`'s placement preserves blocks, the rewrite copies only the blocks the table holds
 /// in that file ([`crate::BlockPreservation::release_files`]) and keeps its others where they
 /// are; its own file then stays as a retained file, so it is released too (its blocks copied)
@@ -231,11 +225,16 @@ const MIN_RECLAIMED_BYTES: u64 = 64 << 10;
 /// leaves a new file to reclaim, and a burst of them ends. Without preservation the whole table
 /// is rewritten. Copying whole tables made reclaiming the larger part of what block-preserving
 /// policies wrote with payloads of 400 bytes and more (few records per block, so many kept
-/// blocks pinning mostly dead files). `output` gives the output placement for a level and run.
+/// blocks pinning mostly dead files). The floor `min_dead_bytes` is what makes a rewrite worth
+/// one (it writes at least a table's index and filter) and what ends chains: a file a rewrite
+/// left retained (a few copied blocks and its own index and filter, mostly dead by bytes) would
+/// otherwise be reclaimed again, leaving another such file. `output` gives the output placement
+/// for a level and run.
 pub fn reclaim_retained_file(
     version: &Version,
     min_live_fraction: f64,
     max_dead_fraction: f64,
+    min_dead_bytes: u64,
     leases: &Leases,
     output: impl Fn(usize, OutputRun) -> PlanOutput,
 ) -> Option<Plan> {
@@ -249,7 +248,7 @@ pub fn reclaim_retained_file(
     }
     let mut candidates: Vec<(f64, TableId, u64)> = version
         .retained_files()
-        .filter(|&(file, size)| size.saturating_sub(live(file)) >= MIN_RECLAIMED_BYTES)
+        .filter(|&(file, size)| size.saturating_sub(live(file)) >= min_dead_bytes)
         .map(|(file, size)| (live(file) as f64 / size.max(1) as f64, file, size))
         .filter(|&(fraction, _, _)| fraction < min_live_fraction)
         .collect();

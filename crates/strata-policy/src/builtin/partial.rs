@@ -730,6 +730,8 @@ impl PartialMerge {
             version,
             self.min_live_fraction,
             self.max_dead_fraction,
+            // A quarter of a table: 64 KiB at the default 256 KiB.
+            self.target_file_size / 4,
             ctx.leases,
             |level, run| self.output(level, run),
         )
