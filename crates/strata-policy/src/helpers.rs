@@ -217,12 +217,12 @@ pub fn window_merge(
 ///
 /// Nothing happens until the dead bytes of all retained files exceed `max_dead_fraction` of the
 /// tree's bytes; then the file with the lowest live fraction, among those below
-/// `min_live_fraction` with at least `min_dead_bytes` dead, is chosen, and the first unleased table referring to it is rewritten.
-/// When `output`'s placement preserves blocks, the rewrite copies only the blocks the table holds
-/// in that file ([`crate::BlockPreservation::release_files`]) and keeps its others where they
-/// are; its own file then stays as a retained file, so it is released too (its blocks copied)
-/// unless its blocks would keep it at least `min_live_fraction` live. A rewrite therefore never
-/// leaves a new file to reclaim, and a burst of them ends. Without preservation the whole table
+/// `min_live_fraction` with at least `min_dead_bytes` dead, is chosen, and the first unleased
+/// table referring to it is rewritten. When `output`'s placement preserves blocks, the rewrite
+/// copies only the blocks the table holds in that file
+/// ([`crate::BlockPreservation::release_files`]) and keeps its others where they are; its own
+/// file then stays as a retained file, so it is released too (its blocks copied) unless its
+/// blocks would keep it at least `min_live_fraction` live. Without preservation the whole table
 /// is rewritten. Copying whole tables made reclaiming the larger part of what block-preserving
 /// policies wrote with payloads of 400 bytes and more (few records per block, so many kept
 /// blocks pinning mostly dead files). The floor `min_dead_bytes` is what makes a rewrite worth
@@ -248,8 +248,9 @@ pub fn reclaim_retained_file(
     }
     let mut candidates: Vec<(f64, TableId, u64)> = version
         .retained_files()
-        .filter(|&(file, size)| size.saturating_sub(live(file)) >= min_dead_bytes)
-        .map(|(file, size)| (live(file) as f64 / size.max(1) as f64, file, size))
+        .map(|(file, size)| (file, size, live(file)))
+        .filter(|&(_, size, live)| size.saturating_sub(live) >= min_dead_bytes)
+        .map(|(file, size, live)| (live as f64 / size.max(1) as f64, file, size))
         .filter(|&(fraction, _, _)| fraction < min_live_fraction)
         .collect();
     if candidates.is_empty() {
@@ -263,22 +264,16 @@ pub fn reclaim_retained_file(
     let mut referring: HashMap<TableId, (usize, &Arc<Run>, &Arc<TableMeta>)> = HashMap::new();
     for (level, run, t) in version.tables() {
         let blocks = t.blocks.as_deref().unwrap_or_default();
-        let mut files = blocks
-            .iter()
-            .filter(|b| {
-                b.file != t.id && wanted.contains(&b.file) && !referring.contains_key(&b.file)
-            })
-            .map(|b| b.file)
-            .peekable();
-        if files.peek().is_none()
+        let is_wanted = |file: TableId| file != t.id && wanted.contains(&file);
+        // Leases are checked only for tables that refer to a candidate.
+        if !blocks.iter().any(|b| is_wanted(b.file))
             || leases.is_table_leased(t.id)
             || leases.is_range_being_written(level, &t.key_range())
         {
             continue;
         }
-        let files: Vec<TableId> = files.collect();
-        for file in files {
-            referring.entry(file).or_insert((level, run, t));
+        for b in blocks.iter().filter(|b| is_wanted(b.file)) {
+            referring.entry(b.file).or_insert((level, run, t));
         }
     }
     for (fraction, file, size) in candidates {
