@@ -243,7 +243,10 @@ fn run(policy: &str, synchronous: bool, seed: u64, steps: usize) {
     compactions += m.compactions + m.trivial_moves;
     kept += m.data_blocks_preserved_per_level.iter().sum::<u64>();
     eprintln!("{policy} synchronous={synchronous}: {flushes} flushes, {compactions} compactions, {kept} blocks kept, final shape {} runs, {} files kept for references", m.sorted_runs, m.retained_files);
-    if PRESERVING.contains(&policy) {
+    // Only the synchronous run is deterministic: with background compaction the flush and
+    // compaction interleaving depends on thread timing, and a run can end before any
+    // partial merge met a block it could keep (CI saw partial-rr keep none).
+    if synchronous && PRESERVING.contains(&policy) {
         assert!(
             kept > 0,
             "{policy}: no block was kept; the test does not reach block preservation"
