@@ -5,7 +5,7 @@ use crate::error::EditError;
 use crate::key::KeyRange;
 use crate::state::PolicyState;
 use crate::table::{RunId, TableId, TableMeta};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 /// A sorted run: tables ordered by key that do not overlap one another.
@@ -225,7 +225,80 @@ pub struct Version {
     /// Files tables refer to blocks in (derived from the tables).
     references: Arc<BTreeMap<TableId, FileReferences>>,
     /// Files kept only for references, with their sizes.
-    retained: Arc<BTreeMap<TableId, u64>>,
+    retained: Arc<BTreeMap<TableId, RetainedBytes>>,
+    /// Sums over `references` and `retained` (derived), so that space questions asked on every
+    /// pick do not walk thousands of retained files.
+    reference_totals: ReferenceTotals,
+}
+
+/// A retained file's size and the bytes tables refer to in it (derived, kept with the size so
+/// that reclaiming, which ranks retained files by liveness on every pick, looks nothing up).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+struct RetainedBytes {
+    size: u64,
+    live: u64,
+}
+
+/// Byte totals of a version's block references, kept with the maps they sum.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+struct ReferenceTotals {
+    /// Bytes tables refer to in files other than their own.
+    referenced: u64,
+    /// Bytes of the retained files.
+    retained: u64,
+    /// Bytes tables refer to in retained files.
+    retained_live: u64,
+}
+
+impl ReferenceTotals {
+    /// The totals over every file (a full pass; [`Version::apply`] updates them per file).
+    fn of(
+        references: &BTreeMap<TableId, FileReferences>,
+        retained: &BTreeMap<TableId, RetainedBytes>,
+    ) -> Self {
+        let live = |file| references.get(file).map_or(0, |r: &FileReferences| r.bytes);
+        ReferenceTotals {
+            referenced: references.values().map(|r| r.bytes).sum(),
+            retained: retained.values().map(|r| r.size).sum(),
+            retained_live: retained.keys().map(live).sum(),
+        }
+    }
+
+    /// What `file` adds to the totals.
+    fn of_file(
+        references: &BTreeMap<TableId, FileReferences>,
+        retained: &BTreeMap<TableId, RetainedBytes>,
+        file: TableId,
+    ) -> Self {
+        let referenced = references.get(&file).map_or(0, |r| r.bytes);
+        match retained.get(&file) {
+            Some(r) => ReferenceTotals {
+                referenced,
+                retained: r.size,
+                retained_live: referenced,
+            },
+            None => ReferenceTotals {
+                referenced,
+                ..Self::default()
+            },
+        }
+    }
+
+    fn plus(self, other: Self) -> Self {
+        ReferenceTotals {
+            referenced: self.referenced.saturating_add(other.referenced),
+            retained: self.retained.saturating_add(other.retained),
+            retained_live: self.retained_live.saturating_add(other.retained_live),
+        }
+    }
+
+    fn minus(self, other: Self) -> Self {
+        ReferenceTotals {
+            referenced: self.referenced.saturating_sub(other.referenced),
+            retained: self.retained.saturating_sub(other.retained),
+            retained_live: self.retained_live.saturating_sub(other.retained_live),
+        }
+    }
 }
 
 impl PartialEq for Version {
@@ -283,17 +356,29 @@ impl Version {
     /// retained for references. [`Version::size`] counts a referenced block once, in the table
     /// referring to it; this counts the whole retained file, dead blocks included.
     pub fn disk_bytes(&self) -> u64 {
-        let referenced: u64 = self.references.values().map(|r| r.bytes).sum();
-        let retained: u64 = self.retained.values().sum();
+        let totals = self.reference_totals;
         self.size()
-            .saturating_sub(referenced)
-            .saturating_add(retained)
+            .saturating_sub(totals.referenced)
+            .saturating_add(totals.retained)
+    }
+
+    /// Bytes of the retained files ([`Version::retained_files`]) that no table refers to: what
+    /// block-preserving merges leave dead on storage until a retained file goes.
+    pub fn retained_dead_bytes(&self) -> u64 {
+        let totals = self.reference_totals;
+        totals.retained.saturating_sub(totals.retained_live)
     }
 
     /// Files kept on storage only because tables refer to blocks in them, with their sizes in
     /// bytes, in file order.
     pub fn retained_files(&self) -> impl Iterator<Item = (TableId, u64)> + '_ {
-        self.retained.iter().map(|(&f, &size)| (f, size))
+        self.retained.iter().map(|(&f, r)| (f, r.size))
+    }
+
+    /// [`Version::retained_files`] with, for each, the bytes this version's tables refer to in
+    /// it: `(file, size, live bytes)`.
+    pub fn retained_files_with_live_bytes(&self) -> impl Iterator<Item = (TableId, u64, u64)> + '_ {
+        self.retained.iter().map(|(&f, r)| (f, r.size, r.live))
     }
 
     /// What this version's tables refer to in `file`, if anything.
@@ -420,10 +505,25 @@ impl Version {
             flushes: 0,
             locations: Arc::new(HashMap::new()),
             references: Arc::new(BTreeMap::new()),
-            retained: Arc::new(retained.into_iter().map(|r| (r.file, r.size)).collect()),
+            retained: Arc::new(BTreeMap::new()),
+            reference_totals: ReferenceTotals::default(),
         };
         version.locations = Arc::new(version.compute_locations()?);
         version.references = Arc::new(version.compute_references());
+        let live = |file| version.references.get(&file).map_or(0, |r| r.bytes);
+        version.retained = Arc::new(
+            retained
+                .into_iter()
+                .map(|r| {
+                    let bytes = RetainedBytes {
+                        size: r.size,
+                        live: live(r.file),
+                    };
+                    (r.file, bytes)
+                })
+                .collect(),
+        );
+        version.reference_totals = ReferenceTotals::of(&version.references, &version.retained);
         version.check_invariants()?;
         Ok(version)
     }
@@ -452,6 +552,13 @@ impl Version {
             .find(|f| !self.references.contains_key(f))
         {
             return Err(EditError::UnreferencedRetainedFile(file));
+        }
+        for (file, r) in self.retained.iter() {
+            if self.references.get(file).map_or(0, |r| r.bytes) != r.live {
+                return Err(EditError::Inconsistent(format!(
+                    "retained file {file}'s live bytes differ from its references"
+                )));
+            }
         }
         Ok(())
     }
@@ -548,6 +655,11 @@ impl Version {
         if *self.references != self.compute_references() {
             return Err(EditError::Inconsistent(
                 "reference counts differ from the tables' block lists".to_string(),
+            ));
+        }
+        if self.reference_totals != ReferenceTotals::of(&self.references, &self.retained) {
+            return Err(EditError::Inconsistent(
+                "reference byte totals differ from the reference maps".to_string(),
             ));
         }
         self.check_references()
@@ -705,7 +817,7 @@ impl Version {
             levels.pop();
         }
 
-        let (references, retained) = self.apply_references(edit, &locations)?;
+        let (references, retained, reference_totals) = self.apply_references(edit, &locations)?;
         let next_table_id = edit
             .added
             .iter()
@@ -728,6 +840,7 @@ impl Version {
             locations: Arc::new(locations),
             references,
             retained,
+            reference_totals,
         })
     }
 
@@ -743,7 +856,8 @@ impl Version {
     ) -> Result<
         (
             Arc<BTreeMap<TableId, FileReferences>>,
-            Arc<BTreeMap<TableId, u64>>,
+            Arc<BTreeMap<TableId, RetainedBytes>>,
+            ReferenceTotals,
         ),
         EditError,
     > {
@@ -763,8 +877,29 @@ impl Version {
             || edit.added.iter().any(|a| refers(&a.table))
             || !edit.retained.is_empty();
         if !changes {
-            return Ok((Arc::clone(&self.references), Arc::clone(&self.retained)));
+            return Ok((
+                Arc::clone(&self.references),
+                Arc::clone(&self.retained),
+                self.reference_totals,
+            ));
         }
+        // Only the files the edit touches change; the totals are updated file by file so that
+        // an edit costs no pass over every retained file (thousands with large payloads).
+        let touched: BTreeSet<TableId> = deleted
+            .iter()
+            .copied()
+            .chain(edit.added.iter().map(|a| &a.table))
+            .flat_map(|t| t.referenced_files().into_iter().map(|(file, _)| file))
+            .chain(deleted.iter().map(|t| t.id))
+            .chain(edit.retained.iter().map(|r| r.file))
+            .collect();
+        let mut totals = touched.iter().fold(self.reference_totals, |totals, &file| {
+            totals.minus(ReferenceTotals::of_file(
+                &self.references,
+                &self.retained,
+                file,
+            ))
+        });
         let mut references = (*self.references).clone();
         for t in &deleted {
             add_references(&mut references, t, -1);
@@ -777,14 +912,41 @@ impl Version {
             if !references.contains_key(&r.file) {
                 return Err(EditError::UnreferencedRetainedFile(r.file));
             }
-            retained.insert(r.file, r.size);
+            retained.insert(
+                r.file,
+                RetainedBytes {
+                    size: r.size,
+                    live: 0,
+                },
+            );
         }
         for t in &deleted {
             if !locations.contains_key(&t.id) && references.contains_key(&t.id) {
-                retained.insert(t.id, t.file_bytes());
+                retained.insert(
+                    t.id,
+                    RetainedBytes {
+                        size: t.file_bytes(),
+                        live: 0,
+                    },
+                );
             }
         }
-        retained.retain(|f, _| references.contains_key(f));
+        // A retained file goes with its last reference; only touched files lost references.
+        for file in &touched {
+            match references.get(file) {
+                None => {
+                    retained.remove(file);
+                }
+                Some(r) => {
+                    if let Some(kept) = retained.get_mut(file) {
+                        kept.live = r.bytes;
+                    }
+                }
+            }
+        }
+        for &file in &touched {
+            totals = totals.plus(ReferenceTotals::of_file(&references, &retained, file));
+        }
         for a in &edit.added {
             for (file, _) in a.table.referenced_files() {
                 if !locations.contains_key(&file) && !retained.contains_key(&file) {
@@ -795,7 +957,7 @@ impl Version {
                 }
             }
         }
-        Ok((Arc::new(references), Arc::new(retained)))
+        Ok((Arc::new(references), Arc::new(retained), totals))
     }
 }
 

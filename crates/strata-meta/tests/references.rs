@@ -95,6 +95,8 @@ fn a_deleted_tables_file_is_retained_while_referenced_and_released_with_the_last
     // Size counts the referenced block once; the disk holds all of file 1 and table 2's own.
     assert_eq!(v.size(), 230);
     assert_eq!(v.disk_bytes(), 350 + 130);
+    // Of file 1's 350 bytes, table 2 refers to 100.
+    assert_eq!(v.retained_dead_bytes(), 250);
     v.check_invariants().unwrap();
 
     // The text form carries the retained file and reads back equal.
@@ -112,6 +114,7 @@ fn a_deleted_tables_file_is_retained_while_referenced_and_released_with_the_last
         vec![(TableId(1), 350)]
     );
     assert!(!v.needs_file(TableId(2)));
+    assert_eq!(v.retained_dead_bytes(), 250);
 
     // Deleting the last referring table releases file 1.
     let mut edit = VersionEdit::new();
@@ -120,6 +123,7 @@ fn a_deleted_tables_file_is_retained_while_referenced_and_released_with_the_last
     assert_eq!(v.retained_files().count(), 0);
     assert!(!v.needs_file(TableId(1)));
     assert_eq!(v.disk_bytes(), 0);
+    assert_eq!(v.retained_dead_bytes(), 0);
 }
 
 #[test]

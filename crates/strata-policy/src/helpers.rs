@@ -238,20 +238,15 @@ pub fn reclaim_retained_file(
     leases: &Leases,
     output: impl Fn(usize, OutputRun) -> PlanOutput,
 ) -> Option<Plan> {
-    let live = |file| version.file_references(file).map_or(0, |r| r.bytes);
-    let dead: u64 = version
-        .retained_files()
-        .map(|(file, size)| size.saturating_sub(live(file)))
-        .sum();
+    let dead = version.retained_dead_bytes();
     if dead as f64 <= max_dead_fraction * version.size() as f64 {
         return None;
     }
-    let mut candidates: Vec<(f64, TableId, u64)> = version
-        .retained_files()
-        .map(|(file, size)| (file, size, live(file)))
+    let mut candidates: Vec<(f64, TableId, u64, u64)> = version
+        .retained_files_with_live_bytes()
         .filter(|&(_, size, live)| size.saturating_sub(live) >= min_dead_bytes)
-        .map(|(file, size, live)| (live as f64 / size.max(1) as f64, file, size))
-        .filter(|&(fraction, _, _)| fraction < min_live_fraction)
+        .map(|(file, size, live)| (live as f64 / size.max(1) as f64, file, size, live))
+        .filter(|&(fraction, ..)| fraction < min_live_fraction)
         .collect();
     if candidates.is_empty() {
         return None;
@@ -260,23 +255,34 @@ pub fn reclaim_retained_file(
     // One pass over the tables finds each candidate's first unleased referring table. A pass per
     // candidate cost 5% of a simulation at 1500 MiB: hundreds of candidates, and whole levels
     // leased by Full's merges, so most passes read every block of the tree in vain.
-    let wanted: HashSet<TableId> = candidates.iter().map(|&(_, file, _)| file).collect();
+    let wanted: HashSet<TableId> = candidates.iter().map(|&(_, file, ..)| file).collect();
     let mut referring: HashMap<TableId, (usize, &Arc<Run>, &Arc<TableMeta>)> = HashMap::new();
     for (level, run, t) in version.tables() {
-        let blocks = t.blocks.as_deref().unwrap_or_default();
-        let is_wanted = |file: TableId| file != t.id && wanted.contains(&file);
-        // Leases are checked only for tables that refer to a candidate.
-        if !blocks.iter().any(|b| is_wanted(b.file))
-            || leases.is_table_leased(t.id)
-            || leases.is_range_being_written(level, &t.key_range())
-        {
-            continue;
+        if referring.len() == wanted.len() {
+            break;
         }
-        for b in blocks.iter().filter(|b| is_wanted(b.file)) {
-            referring.entry(b.file).or_insert((level, run, t));
+        // Leases are checked only for tables that would be picked for a candidate, once.
+        let mut leased = None;
+        // Kept blocks come in stretches from one file, so each stretch is looked up once.
+        let mut previous = t.id;
+        for b in t.blocks.as_deref().unwrap_or_default() {
+            if b.file == previous || b.file == t.id {
+                continue;
+            }
+            previous = b.file;
+            if !wanted.contains(&b.file) || referring.contains_key(&b.file) {
+                continue;
+            }
+            let is_leased = *leased.get_or_insert_with(|| {
+                leases.is_table_leased(t.id) || leases.is_range_being_written(level, &t.key_range())
+            });
+            if is_leased {
+                break;
+            }
+            referring.insert(b.file, (level, run, t));
         }
     }
-    for (fraction, file, size) in candidates {
+    for (fraction, file, size, live) in candidates {
         if let Some(&(level, run, table)) = referring.get(&file) {
             let mut out = output(level, OutputRun::Existing(run.id()));
             let own_blocks: u64 = table
@@ -308,7 +314,7 @@ pub fn reclaim_retained_file(
                      file {file} is {:.1}% live ({} of {}): table {} rewritten without it",
                     format_size(dead),
                     fraction * 100.0,
-                    format_size(live(file)),
+                    format_size(live),
                     format_size(size),
                     table.id
                 ),
