@@ -342,41 +342,52 @@ mod fjall_peer {
     use anyhow::Result;
     use std::path::{Path, PathBuf};
 
-    /// fjall (one partition) configured like Strata's `leveled` where its API allows: the same
-    /// memtable size, table target size, block size (4 KiB), Bloom bits per key (rounded), block
-    /// cache capacity, no compression, its own leveled strategy (L0 threshold 4, ratio 10), the
-    /// journal persisted by its own background thread (no sync per write). Not matchable:
-    /// dynamic level sizes and `max_bytes_for_level_base`, background job counts (fjall uses its
-    /// own flush and compaction workers), and statistics (fjall reports no write bytes, so its
-    /// write amplification is unknown).
+    /// fjall 3 (one keyspace) configured like Strata's `leveled` where its API allows: the same
+    /// memtable size, table target size, block size (4 KiB), Bloom bits per key, block cache
+    /// capacity, no compression, its own leveled strategy (L0 threshold 4, ratio 10), the
+    /// journal handed to the operating system on every write without a sync (fjall's default,
+    /// as Strata's WAL without `sync`). Not matchable: dynamic level sizes and
+    /// `max_bytes_for_level_base`, background job counts (fjall uses its own worker pool), the
+    /// total write-buffer budget (fjall 3 hides that option), and statistics (fjall reports no
+    /// write bytes, so its write amplification is unknown).
     pub struct Fjall {
+        database: fjall::Database,
         keyspace: fjall::Keyspace,
-        partition: fjall::PartitionHandle,
         dir: PathBuf,
     }
 
     impl Fjall {
-        /// Opens a fresh fjall keyspace in `dir`.
+        /// Opens a fresh fjall database in `dir`.
         pub fn open(dir: &Path, s: &EngineSettings) -> Result<Fjall> {
-            let keyspace = fjall::Config::new(dir)
+            use fjall::config::{
+                BlockSizePolicy, BloomConstructionPolicy, CompressionPolicy, FilterPolicy,
+                FilterPolicyEntry,
+            };
+            let database = fjall::Database::builder(dir)
                 .cache_size(s.block_cache)
-                .max_write_buffer_size(s.write_buffer_size * 2)
                 .open()?;
-            let options = fjall::PartitionCreateOptions::default()
-                .max_memtable_size(u32::try_from(s.write_buffer_size).unwrap_or(u32::MAX))
-                .block_size(4096)
-                .bloom_filter_bits(Some(s.bloom_bits_per_key.round() as u8))
-                .compression(fjall::CompressionType::None)
-                .compaction_strategy(fjall::compaction::Strategy::Leveled(
-                    fjall::compaction::Leveled {
-                        target_size: u32::try_from(s.target_file_size).unwrap_or(u32::MAX),
-                        ..Default::default()
-                    },
-                ));
-            let partition = keyspace.open_partition("bench", options)?;
+            let strategy =
+                fjall::compaction::Leveled::default().with_table_target_size(s.target_file_size);
+            let bloom = FilterPolicyEntry::Bloom(BloomConstructionPolicy::BitsPerKey(
+                s.bloom_bits_per_key as f32,
+            ));
+            let options = move || {
+                fjall::KeyspaceCreateOptions::default()
+                    .max_memtable_size(s.write_buffer_size)
+                    .data_block_size_policy(BlockSizePolicy::all(4096))
+                    .filter_policy(FilterPolicy::all(bloom))
+                    .data_block_compression_policy(CompressionPolicy::all(
+                        fjall::CompressionType::None,
+                    ))
+                    .index_block_compression_policy(CompressionPolicy::all(
+                        fjall::CompressionType::None,
+                    ))
+                    .compaction_strategy(std::sync::Arc::new(strategy))
+            };
+            let keyspace = database.keyspace("bench", options)?;
             Ok(Fjall {
+                database,
                 keyspace,
-                partition,
                 dir: dir.to_path_buf(),
             })
         }
@@ -390,18 +401,18 @@ mod fjall_peer {
             "fjall-leveled".to_string()
         }
         fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-            Ok(self.partition.insert(key, value)?)
+            Ok(self.keyspace.insert(key, value)?)
         }
         fn delete(&self, key: &[u8]) -> Result<()> {
-            Ok(self.partition.remove(key)?)
+            Ok(self.keyspace.remove(key)?)
         }
         fn get(&self, key: &[u8]) -> Result<bool> {
-            Ok(self.partition.get(key)?.is_some())
+            Ok(self.keyspace.get(key)?.is_some())
         }
         fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
             let mut read = 0;
-            for kv in self.partition.range(start.to_vec()..) {
-                kv?;
+            for kv in self.keyspace.range(start..) {
+                kv.into_inner()?;
                 read += 1;
                 if read >= n {
                     break;
@@ -410,8 +421,8 @@ mod fjall_peer {
             Ok(read)
         }
         fn settle(&self) -> Result<()> {
-            self.partition.rotate_memtable_and_wait()?;
-            self.keyspace.persist(fjall::PersistMode::Buffer)?;
+            self.keyspace.rotate_memtable_and_wait()?;
+            self.database.persist(fjall::PersistMode::Buffer)?;
             Ok(())
         }
         fn stats(&self) -> EngineStats {
