@@ -326,8 +326,8 @@ mod rocks {
                 blocks_read: Some(self.ticker("rocksdb.block.cache.data.miss")),
                 tables_probed: None,
                 stall_micros: Some(self.ticker("rocksdb.stall.micros")),
-                shape: Vec::new(),
-                policy_state: None,
+                // Block counts per level and policy time are Strata's own.
+                ..EngineStats::default()
             }
         }
         fn dir(&self) -> &Path {
