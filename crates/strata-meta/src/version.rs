@@ -256,11 +256,13 @@ impl ReferenceTotals {
         references: &BTreeMap<TableId, FileReferences>,
         retained: &BTreeMap<TableId, RetainedBytes>,
     ) -> Self {
-        let live = |file| references.get(file).map_or(0, |r: &FileReferences| r.bytes);
         ReferenceTotals {
             referenced: references.values().map(|r| r.bytes).sum(),
             retained: retained.values().map(|r| r.size).sum(),
-            retained_live: retained.keys().map(live).sum(),
+            retained_live: retained
+                .keys()
+                .map(|&file| referenced_bytes(references, file))
+                .sum(),
         }
     }
 
@@ -270,7 +272,7 @@ impl ReferenceTotals {
         retained: &BTreeMap<TableId, RetainedBytes>,
         file: TableId,
     ) -> Self {
-        let referenced = references.get(&file).map_or(0, |r| r.bytes);
+        let referenced = referenced_bytes(references, file);
         match retained.get(&file) {
             Some(r) => ReferenceTotals {
                 referenced,
@@ -510,14 +512,13 @@ impl Version {
         };
         version.locations = Arc::new(version.compute_locations()?);
         version.references = Arc::new(version.compute_references());
-        let live = |file| version.references.get(&file).map_or(0, |r| r.bytes);
         version.retained = Arc::new(
             retained
                 .into_iter()
                 .map(|r| {
                     let bytes = RetainedBytes {
                         size: r.size,
-                        live: live(r.file),
+                        live: referenced_bytes(&version.references, r.file),
                     };
                     (r.file, bytes)
                 })
@@ -554,7 +555,7 @@ impl Version {
             return Err(EditError::UnreferencedRetainedFile(file));
         }
         for (file, r) in self.retained.iter() {
-            if self.references.get(file).map_or(0, |r| r.bytes) != r.live {
+            if referenced_bytes(&self.references, *file) != r.live {
                 return Err(EditError::Inconsistent(format!(
                     "retained file {file}'s live bytes differ from its references"
                 )));
@@ -932,19 +933,17 @@ impl Version {
             }
         }
         // A retained file goes with its last reference; only touched files lost references.
-        for file in &touched {
-            match references.get(file) {
+        for &file in &touched {
+            match references.get(&file) {
                 None => {
-                    retained.remove(file);
+                    retained.remove(&file);
                 }
                 Some(r) => {
-                    if let Some(kept) = retained.get_mut(file) {
+                    if let Some(kept) = retained.get_mut(&file) {
                         kept.live = r.bytes;
                     }
                 }
             }
-        }
-        for &file in &touched {
             totals = totals.plus(ReferenceTotals::of_file(&references, &retained, file));
         }
         for a in &edit.added {
@@ -962,6 +961,11 @@ impl Version {
 }
 
 /// Adds (`sign` 1) or removes (−1) `table`'s references to other files.
+/// Bytes the tables refer to in `file` (0 when none do).
+fn referenced_bytes(references: &BTreeMap<TableId, FileReferences>, file: TableId) -> u64 {
+    references.get(&file).map_or(0, |r| r.bytes)
+}
+
 fn add_references(references: &mut BTreeMap<TableId, FileReferences>, table: &TableMeta, sign: i8) {
     for (file, bytes) in table.referenced_files() {
         let entry = references.entry(file).or_default();
