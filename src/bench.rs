@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use strata_bench::engines::{available_peers, EngineSettings, Strata};
 use strata_bench::runner::WINDOW_OPS;
 use strata_bench::workload::WorkloadSpec;
-use strata_bench::{report, run_comparison, BenchConfig};
+use strata_bench::{report, run_comparison, run_job, BenchConfig, ChildCommand, RunJob};
 use strata_policy::build_policy;
 use strata_sim::human_bytes;
 
@@ -124,6 +124,43 @@ pub struct BenchArgs {
     /// Hide progress bars.
     #[arg(long)]
     quiet: bool,
+    /// Run every configuration in this process instead of one process each. The default gives
+    /// each run its own process, so peak memory, CPU time and device bytes are its own (a
+    /// program calling `strata_cli::run` as a library always runs them in its own process).
+    #[arg(long)]
+    in_process: bool,
+    /// Bytes written (and synced) before the runs to measure the device's sequential write
+    /// bandwidth, which the report sets each run's device bytes per second against; 0 skips it.
+    /// [SIZE: 4K = 4KB = 4KiB, any case]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "256MiB",
+        value_parser = size_arg
+    )]
+    bandwidth_probe: u64,
+}
+
+/// Arguments of the hidden `bench-run` command: one configuration of a comparison, in a process
+/// of its own (what `strata bench` starts for each run).
+#[derive(Args, Debug)]
+pub struct BenchRunArgs {
+    /// The job, as JSON (`strata_bench::RunJob`).
+    job: PathBuf,
+    /// Where the result goes, as JSON (`strata_bench::results::RunResult`).
+    result: PathBuf,
+}
+
+/// Runs one job and writes its result.
+pub fn run_one(args: BenchRunArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&args.job)
+        .with_context(|| format!("reading {}", args.job.display()))?;
+    let job: RunJob = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a benchmark job", args.job.display()))?;
+    let result = run_job(&job)?;
+    std::fs::write(&args.result, serde_json::to_vec(&result)?)
+        .with_context(|| format!("writing {}", args.result.display()))?;
+    Ok(())
 }
 
 fn list_names(arg: &str, all: &[&str]) -> Vec<String> {
@@ -356,6 +393,15 @@ pub fn run(args: BenchArgs) -> Result<()> {
         seed: args.workload.seed,
         progress: !args.quiet && !args.json,
         job_log: args.job_log.clone(),
+        isolate: if args.in_process || !crate::is_main() {
+            None
+        } else {
+            Some(ChildCommand {
+                program: std::env::current_exe().context("finding this program to run each run")?,
+                args: vec!["bench-run".into()],
+            })
+        },
+        bandwidth_probe_bytes: args.bandwidth_probe,
     };
     if !args.json {
         let w = &config.workload;

@@ -12,6 +12,7 @@ mod workload_args;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Parser)]
 #[command(
@@ -30,14 +31,37 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Simulate compaction policies on a workload (metadata only, no data written).
     Sim(sim::SimArgs),
+    /// One run of `strata bench`, in a process of its own (started by `strata bench`).
+    #[command(hide = true)]
+    BenchRun(bench::BenchRunArgs),
+}
+
+/// Set by [`main`]: this process is a program whose arguments [`run`] parses, so `strata bench`
+/// may start it again to run each configuration in a process of its own.
+static IS_MAIN: AtomicBool = AtomicBool::new(false);
+
+/// [`run`] on this process's arguments, for a program's `main` (the `strata` binary's, or one
+/// that registers policies first). Unlike a bare [`run`], it lets `strata bench` give each run a
+/// process of its own by starting this same program again (the hidden `bench-run` command),
+/// which is what makes each run's peak memory, CPU time and device bytes its own.
+pub fn main() -> Result<()> {
+    IS_MAIN.store(true, Ordering::Relaxed);
+    run(std::env::args_os())
+}
+
+/// Whether [`main`] started this process (so it can run `bench-run` jobs).
+fn is_main() -> bool {
+    IS_MAIN.load(Ordering::Relaxed)
 }
 
 /// Runs the command `args` names (`args[0]` is the program name, as in `std::env::args_os`).
-/// Bad arguments print clap's message and exit the process, as a command-line tool does.
+/// Bad arguments print clap's message and exit the process, as a command-line tool does. Called
+/// as a library (not through [`main`]), `strata bench` runs every configuration in this process.
 pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Result<()> {
     let cli = Cli::parse_from(args);
     match cli.command {
         Command::Bench(args) => bench::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::BenchRun(args) => bench::run_one(args),
     }
 }

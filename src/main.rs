@@ -1,5 +1,5 @@
 //! `strata`: the Strata command-line tool (see the library, `strata_cli`).
 
 fn main() -> anyhow::Result<()> {
-    strata_cli::run(std::env::args_os())
+    strata_cli::main()
 }

@@ -830,3 +830,49 @@ fn sim_shows_the_last_phase_write_amplification_beside_the_whole_run() {
         assert_eq!(header.contains("WA run"), phases, "{workload}: {header}");
     }
 }
+
+#[test]
+fn each_bench_run_reports_what_it_cost_the_machine_in_a_process_of_its_own() {
+    let dir = scratch("physical");
+    let run = succeeded(
+        &dir,
+        &small_bench(&[
+            "--workload",
+            "fillunique",
+            "--entries",
+            "20000",
+            "--policies",
+            "leveled,tiered",
+            "--quiet",
+            "--bandwidth-probe",
+            "1MiB",
+            "--dir",
+            "db",
+            "--report",
+            "r",
+        ]),
+    );
+    assert!(
+        run.stdout
+            .contains("physical view (device sequential write:"),
+        "{}",
+        run.stdout
+    );
+    let text = std::fs::read_to_string(dir.join("r/results.json")).unwrap();
+    let c: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert!(
+        c["device_write_bandwidth"].as_f64().unwrap() > 0.0,
+        "{text}"
+    );
+    for r in c["runs"].as_array().unwrap() {
+        assert_eq!(r["total_ops"], 20_000, "{r}");
+        // 20,000 entries of 16 + 100 bytes reach the device at least once (the WAL).
+        assert!(
+            r["device_bytes_written"].as_u64().unwrap() >= 2_320_000,
+            "{r}"
+        );
+        assert!(r["peak_rss_bytes"].as_u64().unwrap() > 0, "{r}");
+    }
+    // The job files and databases went with the comparison's directory.
+    assert_eq!(std::fs::read_dir(dir.join("db")).unwrap().count(), 0);
+}

@@ -118,6 +118,23 @@ pub struct RunResult {
     pub policy_seconds: Option<f64>,
     /// Wall-clock seconds of the whole run.
     pub wall_seconds: f64,
+    /// Operations of every phase, loads and settling phases included (what `cpu_seconds` and
+    /// `device_bytes_written` are spent on).
+    #[serde(default)]
+    pub total_ops: u64,
+    /// Bytes the process sent to the storage device during the run (WAL, flushes, compactions,
+    /// manifest; [`crate::physical::device_bytes_written`]), where the platform reports it.
+    #[serde(default)]
+    pub device_bytes_written: Option<u64>,
+    /// Peak resident memory of the process during the run, where the platform reports it. Exact
+    /// when the run had a process of its own (`strata bench`'s default); otherwise it includes
+    /// memory earlier runs freed but the allocator kept.
+    #[serde(default)]
+    pub peak_rss_bytes: Option<u64>,
+    /// Resident memory over time: (seconds since the run started, bytes), sampled with the
+    /// disk usage.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_samples: Vec<(f64, u64)>,
     /// User key+value bytes written.
     pub user_bytes: u64,
     /// Bytes written to table files by flushes and compactions.
@@ -142,6 +159,19 @@ pub struct RunResult {
     /// counted, `strata bench --count-blocks`): windows longer than the measured phase.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phase_blocks: Vec<PhaseBlocks>,
+}
+
+impl RunResult {
+    /// Bytes sent to the device per second of the run (settling included).
+    pub fn device_bytes_per_sec(&self) -> Option<f64> {
+        let bytes = self.device_bytes_written? as f64;
+        (self.wall_seconds > 0.0).then(|| bytes / self.wall_seconds)
+    }
+
+    /// CPU seconds per operation, over every phase.
+    pub fn cpu_seconds_per_op(&self) -> Option<f64> {
+        (self.total_ops > 0).then(|| self.cpu_seconds / self.total_ops as f64)
+    }
 }
 
 /// The data blocks one phase wrote and kept, per level (index = level).
@@ -169,4 +199,9 @@ pub struct Comparison {
     pub baseline: String,
     /// The runs, in the order they ran.
     pub runs: Vec<RunResult>,
+    /// Sequential write bandwidth of the device holding the databases, bytes/s, measured before
+    /// the runs ([`crate::physical::sequential_write_bandwidth`]); what the runs' device bytes
+    /// per second are set against.
+    #[serde(default)]
+    pub device_write_bandwidth: Option<f64>,
 }

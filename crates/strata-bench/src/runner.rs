@@ -1,6 +1,9 @@
 //! Runs a workload against an engine and measures it.
 
 use crate::engines::KvEngine;
+use crate::physical::{
+    cpu_seconds, device_bytes_written, peak_rss_bytes, reset_peak_rss, rss_bytes,
+};
 use crate::results::{LatencySummary, PhaseBlocks, PhaseResult, RunResult};
 use crate::workload::{
     encode_key, phase_seed, thread_seed, Generator, KeySpace, OpKind, PhaseSpec, WorkloadSpec,
@@ -21,24 +24,6 @@ pub const WINDOW_OPS: u64 = 100_000;
 /// How often the sampler records completed operations and disk usage.
 const SAMPLE_EVERY: Duration = Duration::from_millis(10);
 const DISK_SAMPLE_EVERY: Duration = Duration::from_millis(250);
-
-/// CPU seconds (user + system) this process has used, from /proc (Linux; clock ticks are
-/// assumed to be 100 per second, Linux's fixed USER_HZ).
-pub fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    // Fields after the parenthesised command name: utime is the 12th, stime the 13th.
-    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    (ticks(11) + ticks(12)) as f64 / 100.0
-}
 
 /// Total bytes of the files under `dir` (recursively).
 pub fn dir_size(dir: &Path) -> u64 {
@@ -195,13 +180,18 @@ pub fn run(
 ) -> Result<RunResult> {
     let started = Instant::now();
     let cpu_start = cpu_seconds();
+    let device_start = device_bytes_written();
+    // In a process of its own the reset changes nothing; after other runs it drops their peak.
+    reset_peak_rss();
     let space = KeySpace::new();
     let stats_start = engine.stats();
     let disk = Arc::new(Mutex::new(Vec::<(f64, u64)>::new()));
+    let memory = Arc::new(Mutex::new(Vec::<(f64, u64)>::new()));
     let stop_disk = Arc::new(AtomicBool::new(false));
     let sampler = {
-        let (disk, stop, dir, engine_dir) = (
+        let (disk, memory, stop, dir, engine_dir) = (
             Arc::clone(&disk),
+            Arc::clone(&memory),
             Arc::clone(&stop_disk),
             started,
             engine.dir().to_path_buf(),
@@ -209,7 +199,11 @@ pub fn run(
         std::thread::spawn(move || {
             while !stop.load(Ordering::Acquire) {
                 let bytes = dir_size(&engine_dir);
-                disk.lock().push((dir.elapsed().as_secs_f64(), bytes));
+                let at = dir.elapsed().as_secs_f64();
+                disk.lock().push((at, bytes));
+                if let Some(rss) = rss_bytes() {
+                    memory.lock().push((at, rss));
+                }
                 std::thread::sleep(DISK_SAMPLE_EVERY);
             }
         })
@@ -217,6 +211,7 @@ pub fn run(
     let mut phases = Vec::new();
     let mut phase_blocks = Vec::new();
     let mut user_bytes = 0u64;
+    let mut all_ops = 0u64;
     let mut reads_measured = 0u64;
     let mut blocks_read_measured = 0u64;
     let mut probed_measured = 0u64;
@@ -234,6 +229,7 @@ pub fn run(
         ) {
             Ok((mut p, written_bytes, reads)) => {
                 user_bytes += written_bytes;
+                all_ops += p.ops;
                 let after = engine.stats();
                 let since = |a: &[u64], b: Option<Vec<u64>>| -> Vec<u64> {
                     let b = b.unwrap_or_default();
@@ -294,7 +290,13 @@ pub fn run(
     settled?;
     let mut disk_samples = std::mem::take(&mut *disk.lock());
     disk_samples.push((started.elapsed().as_secs_f64(), final_disk));
+    let memory_samples = std::mem::take(&mut *memory.lock());
     let stats = engine.stats();
+    let device_bytes = device_bytes_written()
+        .zip(device_start)
+        .map(|(after, before)| after.saturating_sub(before));
+    let peak_rss = peak_rss_bytes();
+    let total_ops: u64 = all_ops;
     let live_bytes = space.live_keys() * (spec.key_size + spec.value_size) as u64;
     let peak_disk = disk_samples
         .iter()
@@ -335,6 +337,10 @@ pub fn run(
             _ => None,
         },
         wall_seconds: started.elapsed().as_secs_f64(),
+        total_ops,
+        device_bytes_written: device_bytes,
+        peak_rss_bytes: peak_rss,
+        memory_samples,
         user_bytes,
         table_bytes_written: table_bytes_written.unwrap_or(0),
         live_bytes,
@@ -635,14 +641,7 @@ mod tests {
     }
 
     #[test]
-    fn cpu_time_and_dir_size_are_measured() {
-        let start = cpu_seconds();
-        let mut x = 0u64;
-        for i in 0..50_000_000u64 {
-            x = x.wrapping_mul(31).wrapping_add(i);
-        }
-        assert!(x != 1);
-        assert!(cpu_seconds() >= start);
+    fn dir_size_counts_nested_files() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a"), vec![0u8; 1000]).unwrap();
         std::fs::create_dir(dir.path().join("sub")).unwrap();

@@ -31,6 +31,8 @@ fn config(key_size: usize, dir: &std::path::Path) -> BenchConfig {
         seed: 1,
         progress: false,
         job_log: None,
+        isolate: None,
+        bandwidth_probe_bytes: 0,
     }
 }
 

@@ -37,6 +37,8 @@ pub mod memtable;
 mod merge;
 mod metrics;
 mod options;
+mod rate_limiter;
+mod skiplist;
 pub mod stats;
 mod super_version;
 pub mod table;
@@ -45,6 +47,7 @@ mod user_iter;
 // Public (but hidden) so that the `wal_reader` fuzz target in `fuzz/` drives the chain rule.
 #[doc(hidden)]
 pub mod wal_chain;
+mod write_controller;
 mod write_queue;
 
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};

@@ -18,7 +18,7 @@ use crate::log::{LogReader, LogWriter, RecoveryMode};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use strata_meta::{Version, VersionEdit};
+use strata_meta::{NextIds, Version, VersionEdit};
 
 /// The newest manifest format this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -155,6 +155,10 @@ pub fn snapshot_edit(version: &Version) -> VersionEdit {
     for (file, size) in version.retained_files() {
         edit.retain_file(file, size);
     }
+    edit.next_ids = Some(NextIds {
+        run: version.next_run_id(),
+        table: version.next_table_id(),
+    });
     edit
 }
 

@@ -7,6 +7,7 @@ use crate::iter::StoredBlock;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
 use crate::manifest::table_file_name;
+use crate::rate_limiter::{RateLimitedFile, RateLimiter};
 use crate::table::{Compression, KeptBlock, ReadPurpose, TableBuilder, TableOptions, TableSummary};
 use crate::table_cache::{RunIterator, TableCache};
 use bytes::Bytes;
@@ -28,6 +29,8 @@ pub struct WriteSettings {
     pub compression: Compression,
     /// Record per-block key ranges in table metadata.
     pub record_block_ranges: bool,
+    /// Paces table writes, if set ([`crate::Options::with_rate_limiter`]).
+    pub rate_limiter: Option<Arc<RateLimiter>>,
 }
 
 /// Decides, entry by entry, what a merge keeps: the newest version of each key in each snapshot
@@ -234,10 +237,13 @@ impl<'a> OutputWriter<'a> {
         let path = self.dir.join(table_file_name(number));
         // Recorded before creating: a failed create may still leave a file behind.
         self.started.push(number);
-        let file = self
+        let mut file = self
             .fs
             .create(&path)
             .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+        if let Some(limiter) = &self.settings.rate_limiter {
+            file = Box::new(RateLimitedFile::new(file, Arc::clone(limiter)));
+        }
         let options = TableOptions {
             block_size: self.settings.block_size,
             restart_interval: self.settings.restart_interval,

@@ -74,12 +74,14 @@ pub struct Metrics {
     pub write_groups: u64,
     /// Microseconds writers were delayed or stopped.
     pub stall_micros: u64,
+    /// Commit groups delayed at the delayed write rate.
+    pub delayed_writes: u64,
     /// Compactions started again after reading an input failed (each retry counts once).
     pub compaction_read_retries: u64,
     /// Bytes of live table files, including files kept only because tables refer to blocks
     /// in them ([`strata_meta::Version::disk_bytes`]).
     pub table_bytes: u64,
-    /// Bytes held by memtables.
+    /// Bytes held by memtables (their arenas).
     pub memtable_bytes: u64,
     /// Block-cache bytes in use.
     pub block_cache_bytes: u64,
@@ -147,6 +149,7 @@ impl Metrics {
             batches: g(&s.batches),
             write_groups: g(&s.write_groups),
             stall_micros: g(&s.stall_micros),
+            delayed_writes: g(&s.delayed_writes),
             compaction_read_retries: g(&s.compaction_read_retries),
             table_bytes: version.disk_bytes(),
             memtable_bytes,

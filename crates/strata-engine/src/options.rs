@@ -17,6 +17,8 @@ pub struct Options {
     pub(crate) max_write_buffer_number: usize,
     pub(crate) level0_slowdown_writes_trigger: usize,
     pub(crate) level0_stop_writes_trigger: usize,
+    pub(crate) delayed_write_rate: u64,
+    pub(crate) rate_limit: Option<u64>,
     pub(crate) max_background_jobs: usize,
     pub(crate) block_size: usize,
     pub(crate) block_restart_interval: usize,
@@ -63,6 +65,8 @@ impl Default for Options {
             max_write_buffer_number: 2,
             level0_slowdown_writes_trigger: 20,
             level0_stop_writes_trigger: 36,
+            delayed_write_rate: 16 << 20,
+            rate_limit: None,
             max_background_jobs: 2,
             block_size: 4096,
             block_restart_interval: 16,
@@ -115,8 +119,9 @@ impl Options {
         self
     }
 
-    /// L0 runs at which each write is delayed by 1 ms. RocksDB:
-    /// `level0_slowdown_writes_trigger`. Default: 20.
+    /// L0 runs from which writes are slowed to the delayed write rate
+    /// ([`Options::with_delayed_write_rate`]). RocksDB: `level0_slowdown_writes_trigger`.
+    /// Default: 20.
     pub fn with_level0_slowdown_writes_trigger(mut self, runs: usize) -> Self {
         self.level0_slowdown_writes_trigger = runs;
         self
@@ -126,6 +131,22 @@ impl Options {
     /// `level0_stop_writes_trigger`. Default: 36.
     pub fn with_level0_stop_writes_trigger(mut self, runs: usize) -> Self {
         self.level0_stop_writes_trigger = runs;
+        self
+    }
+
+    /// Bytes per second writes pass at while slowed (level 0 at or above the slowdown trigger);
+    /// the rate then falls while the level-0 backlog grows and recovers as it shrinks. RocksDB:
+    /// `delayed_write_rate`. Default: 16 MiB/s.
+    pub fn with_delayed_write_rate(mut self, bytes_per_sec: u64) -> Self {
+        self.delayed_write_rate = bytes_per_sec;
+        self
+    }
+
+    /// Limits the bytes flushes and compactions write per second (all of them together), so
+    /// background bursts leave the device to the foreground; `None` for no limit. RocksDB:
+    /// `rate_limiter` (`NewGenericRateLimiter`). Default: none.
+    pub fn with_rate_limiter(mut self, bytes_per_sec: Option<u64>) -> Self {
+        self.rate_limit = bytes_per_sec;
         self
     }
 
@@ -279,6 +300,12 @@ impl Options {
             return bad(
                 "level0_slowdown_writes_trigger must not exceed level0_stop_writes_trigger",
             );
+        }
+        if self.delayed_write_rate < 16 << 10 {
+            return bad("delayed_write_rate must be at least 16 KiB/s");
+        }
+        if self.rate_limit.is_some_and(|r| r < 1 << 20) {
+            return bad("the rate limiter's rate must be at least 1 MiB/s");
         }
         if self.max_background_jobs == 0 {
             return bad("max_background_jobs must be at least 1");

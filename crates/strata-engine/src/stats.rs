@@ -62,6 +62,8 @@ pub struct Statistics {
     pub get_tables_probed: AtomicU64,
     /// Microseconds writers spent slowed down or stopped by the write controller.
     pub stall_micros: AtomicU64,
+    /// Commit groups the write controller delayed (level 0 at or above the slowdown trigger).
+    pub delayed_writes: AtomicU64,
     /// Compactions started again after reading an input failed.
     pub compaction_read_retries: AtomicU64,
     /// Data blocks flushes and compactions wrote into each level (index = level), counted

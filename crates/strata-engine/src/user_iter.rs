@@ -11,6 +11,10 @@ use std::sync::Arc;
 
 /// Iterates over key/value pairs of a range, ascending or descending, as of one sequence number.
 /// It holds the memtables and table files it reads alive until dropped.
+///
+/// Two ways to read it: as an [`Iterator`] of owned `(key, value)` pairs, or as a cursor that
+/// lends them without copying ([`DbIterator::advance`], then [`DbIterator::key`] and
+/// [`DbIterator::value`]), RocksDB's raw iterator. Do not mix the two on one iterator.
 pub struct DbIterator {
     merged: MergingIterator,
     /// Keeps the memtables and tables being read alive.
@@ -23,8 +27,16 @@ pub struct DbIterator {
     reverse: bool,
     started: bool,
     done: bool,
-    /// The user key already decided (forward direction), whose older versions are skipped.
-    decided: Option<Vec<u8>>,
+    /// Forward: the merged cursor rests on the entry `key`/`value` lend (not yet passed).
+    on_entry: bool,
+    /// Forward: the user key already decided, whose older versions are skipped (valid while
+    /// `has_decided`; a buffer reused from key to key, so deciding allocates nothing).
+    decided: Vec<u8>,
+    has_decided: bool,
+    /// Reverse: the current entry, copied (finding a key's newest version backwards walks past
+    /// it, so it cannot be lent from the cursor).
+    reverse_key: Vec<u8>,
+    reverse_value: Vec<u8>,
 }
 
 /// Counts a scan by the entries it returned: long from `long_scan_entries` on.
@@ -68,7 +80,11 @@ impl DbIterator {
             reverse,
             started: false,
             done: false,
-            decided: None,
+            on_entry: false,
+            decided: Vec::new(),
+            has_decided: false,
+            reverse_key: Vec::new(),
+            reverse_value: Vec::new(),
         })
     }
 
@@ -93,7 +109,53 @@ impl DbIterator {
             .ok_or_else(|| Error::corruption("iterator", 0, "malformed internal key"))
     }
 
-    fn next_forward(&mut self) -> Result<Option<(Bytes, Bytes)>> {
+    /// Moves to the next key/value pair in the iterator's direction; false when there is none
+    /// (then, and after an error, the iterator is exhausted). The first call moves to the
+    /// first pair.
+    pub fn advance(&mut self) -> Result<bool> {
+        if self.done {
+            return Ok(false);
+        }
+        let moved = if self.reverse {
+            self.advance_reverse()
+        } else {
+            self.advance_forward()
+        };
+        match moved {
+            Ok(true) => {
+                self.scan_count.returned += 1;
+                Ok(true)
+            }
+            Ok(false) => {
+                self.done = true;
+                Ok(false)
+            }
+            Err(e) => {
+                self.done = true;
+                Err(e)
+            }
+        }
+    }
+
+    /// The current pair's key. REQUIRES: the last [`DbIterator::advance`] returned true.
+    pub fn key(&self) -> &[u8] {
+        if self.reverse {
+            &self.reverse_key
+        } else {
+            key::user_key(self.merged.key())
+        }
+    }
+
+    /// The current pair's value. REQUIRES: the last [`DbIterator::advance`] returned true.
+    pub fn value(&self) -> &[u8] {
+        if self.reverse {
+            &self.reverse_value
+        } else {
+            self.merged.value()
+        }
+    }
+
+    fn advance_forward(&mut self) -> Result<bool> {
         if !self.started {
             self.started = true;
             match &self.start {
@@ -103,10 +165,14 @@ impl DbIterator {
                 }
                 Bound::Unbounded => self.merged.seek_to_first()?,
             }
+        } else if self.on_entry {
+            // Pass the entry last lent; its key is already decided.
+            self.on_entry = false;
+            self.merged.next()?;
         }
         while self.merged.valid() {
             let (user_key, seq, kind) = Self::parse(self.merged.key())?;
-            if self.decided.as_deref() == Some(user_key)
+            if (self.has_decided && self.decided == user_key)
                 || seq > self.seq
                 || self.before_start(user_key)
             {
@@ -114,27 +180,24 @@ impl DbIterator {
                 continue;
             }
             if self.past_end(user_key) {
-                break;
+                return Ok(false);
             }
             // The first visible entry of a key is its newest visible version.
-            self.decided = Some(user_key.to_vec());
-            let item = match kind {
-                ValueKind::Put => Some((
-                    Bytes::copy_from_slice(user_key),
-                    Bytes::copy_from_slice(self.merged.value()),
-                )),
-                ValueKind::Delete => None,
-            };
-            self.merged.next()?;
-            if item.is_some() {
-                return Ok(item);
+            self.decided.clear();
+            self.decided.extend_from_slice(user_key);
+            self.has_decided = true;
+            match kind {
+                ValueKind::Put => {
+                    self.on_entry = true;
+                    return Ok(true);
+                }
+                ValueKind::Delete => self.merged.next()?,
             }
         }
-        self.done = true;
-        Ok(None)
+        Ok(false)
     }
 
-    fn next_reverse(&mut self) -> Result<Option<(Bytes, Bytes)>> {
+    fn advance_reverse(&mut self) -> Result<bool> {
         if !self.started {
             self.started = true;
             match &self.end {
@@ -148,32 +211,35 @@ impl DbIterator {
             }
         }
         while self.merged.valid() {
-            let user_key = Self::parse(self.merged.key())?.0.to_vec();
-            if self.past_end(&user_key) {
+            let user_key = Self::parse(self.merged.key())?.0;
+            if self.past_end(user_key) {
                 self.merged.prev()?;
                 continue;
             }
-            if self.before_start(&user_key) {
-                break;
+            if self.before_start(user_key) {
+                return Ok(false);
             }
+            self.reverse_key.clear();
+            self.reverse_key.extend_from_slice(user_key);
             // Backwards, a key's versions come oldest first: the last visible one seen wins.
-            let mut newest: Option<(ValueKind, Bytes)> = None;
+            let mut newest: Option<ValueKind> = None;
             while self.merged.valid() {
                 let (k, seq, kind) = Self::parse(self.merged.key())?;
-                if k != user_key.as_slice() {
+                if k != self.reverse_key.as_slice() {
                     break;
                 }
                 if seq <= self.seq {
-                    newest = Some((kind, Bytes::copy_from_slice(self.merged.value())));
+                    newest = Some(kind);
+                    self.reverse_value.clear();
+                    self.reverse_value.extend_from_slice(self.merged.value());
                 }
                 self.merged.prev()?;
             }
-            if let Some((ValueKind::Put, value)) = newest {
-                return Ok(Some((Bytes::from(user_key), value)));
+            if newest == Some(ValueKind::Put) {
+                return Ok(true);
             }
         }
-        self.done = true;
-        Ok(None)
+        Ok(false)
     }
 }
 
@@ -181,23 +247,13 @@ impl Iterator for DbIterator {
     type Item = Result<(Bytes, Bytes)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let r = if self.reverse {
-            self.next_reverse()
-        } else {
-            self.next_forward()
-        };
-        match r {
-            Ok(item) => {
-                self.scan_count.returned += u64::from(item.is_some());
-                item.map(Ok)
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
+        match self.advance() {
+            Ok(true) => Some(Ok((
+                Bytes::copy_from_slice(self.key()),
+                Bytes::copy_from_slice(self.value()),
+            ))),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
         }
     }
 }

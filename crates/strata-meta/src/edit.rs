@@ -65,6 +65,20 @@ pub struct VersionEdit {
     /// retains the file of a table it deletes by itself ([`crate::Version::retained_files`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retained: Vec<RetainedFile>,
+    /// The run and table ids the version hands out next, carried only by a snapshot: ids that
+    /// merges retired are above every live one, and a version rebuilt from its live runs alone
+    /// would hand them out again. Absent in ordinary edits and in older manifests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_ids: Option<NextIds>,
+}
+
+/// The next run and table ids of a version ([`VersionEdit::next_ids`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextIds {
+    /// The next run id.
+    pub run: u64,
+    /// The next table id.
+    pub table: u64,
 }
 
 /// A file kept on storage only because tables refer to blocks in it.
@@ -152,6 +166,7 @@ impl VersionEdit {
             && self.policy_state.is_none()
             && self.flushes.is_none()
             && self.retained.is_empty()
+            && self.next_ids.is_none()
     }
 
     /// Lists `file` (of `size` bytes) as retained for references (snapshots only).

@@ -24,7 +24,7 @@ mod table;
 mod text;
 mod version;
 
-pub use edit::{AddedTable, DeletedTable, NewRun, RetainedFile, VersionEdit};
+pub use edit::{AddedTable, DeletedTable, NewRun, NextIds, RetainedFile, VersionEdit};
 pub use error::{EditError, ParseError};
 pub use key::{format_key, parse_key, KeyRange};
 pub use state::PolicyState;

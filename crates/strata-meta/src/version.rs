@@ -1,6 +1,6 @@
 //! Immutable versions of the LSM shape: levels of runs of tables.
 
-use crate::edit::{RetainedFile, VersionEdit};
+use crate::edit::{NextIds, RetainedFile, VersionEdit};
 use crate::error::EditError;
 use crate::key::KeyRange;
 use crate::state::PolicyState;
@@ -819,16 +819,17 @@ impl Version {
         }
 
         let (references, retained, reference_totals) = self.apply_references(edit, &locations)?;
+        let carried = edit.next_ids.unwrap_or(NextIds { run: 0, table: 0 });
         let next_table_id = edit
             .added
             .iter()
             .map(|a| a.table.id.0.saturating_add(1))
-            .fold(self.next_table_id, u64::max);
+            .fold(self.next_table_id.max(carried.table), u64::max);
         let next_run_id = edit
             .new_runs
             .iter()
             .map(|n| n.run.0.saturating_add(1))
-            .fold(self.next_run_id, u64::max);
+            .fold(self.next_run_id.max(carried.run), u64::max);
         Ok(Version {
             levels,
             policy_state: edit

@@ -369,7 +369,7 @@ fn the_test_policy_flushes_windows_and_cuts_at_boundaries() {
     let engine = run_engine(testing::NAME, SMALL);
     let flushes: Vec<&Step> = engine.steps.iter().filter(|s| s.1 == "flush").collect();
     // Every flush writes half the buffer, so there are about twice as many flushes as buffers
-    // ingested (80,000 writes of 8 + 100 bytes plus 56 bytes of memtable overhead).
+    // ingested (80,000 writes of 8 + 100 bytes plus the trailer and the memtable node overhead).
     let buffers = 80_000 * (KEY + VALUE + TRAILER_LEN as u64 + ENTRY_OVERHEAD) / BUFFER;
     assert!(
         flushes.len() as u64 > buffers * 3 / 2,

@@ -7,5 +7,5 @@
 
 fn main() -> anyhow::Result<()> {
     strata_example_custom_policy::register();
-    strata_cli::run(std::env::args_os())
+    strata_cli::main()
 }

@@ -4,7 +4,7 @@ use crate::results::{Comparison, LatencySummary, PhaseResult, RunResult};
 
 /// Column names, in order. Run-level columns repeat on every row of the run so each row stands on
 /// its own in a spreadsheet or a dataframe.
-const HEADER: [&str; 33] = [
+const HEADER: [&str; 36] = [
     "workload",
     "label",
     "engine",
@@ -25,6 +25,9 @@ const HEADER: [&str; 33] = [
     "live_bytes",
     "peak_disk_bytes",
     "final_disk_bytes",
+    "total_ops",
+    "device_bytes_written",
+    "peak_rss_bytes",
     "phase",
     "phase_ops",
     "phase_seconds",
@@ -93,6 +96,11 @@ fn row(
         run.live_bytes.to_string(),
         run.peak_disk_bytes.to_string(),
         run.final_disk_bytes.to_string(),
+        run.total_ops.to_string(),
+        run.device_bytes_written
+            .map_or_else(String::new, |b| b.to_string()),
+        run.peak_rss_bytes
+            .map_or_else(String::new, |b| b.to_string()),
     ];
     match phase {
         Some(p) => fields.extend([

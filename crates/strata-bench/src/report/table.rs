@@ -217,6 +217,70 @@ pub fn render_table(c: &Comparison) -> String {
         out.push_str(&line(row));
         out.push('\n');
     }
+    out.push('\n');
+    out.push_str(&render_physical(c));
+    out
+}
+
+/// Headers of the physical view.
+const PHYSICAL_HEADERS: [&str; 5] = [
+    "run",
+    "device MB/s",
+    "% of device",
+    "CPU µs/op",
+    "peak RSS MiB",
+];
+
+/// The physical view: per run, bytes sent to the device per second of the run (MB = 10^6 bytes)
+/// and as a share of the device's measured sequential write bandwidth, CPU microseconds per
+/// operation (every phase), and peak resident memory.
+pub fn render_physical(c: &Comparison) -> String {
+    let bandwidth = c.device_write_bandwidth.and_then(finite);
+    let rows: Vec<Vec<String>> = c
+        .runs
+        .iter()
+        .map(|run| {
+            let device = run.device_bytes_per_sec();
+            vec![
+                run.label.clone(),
+                fmt_fixed(device.map(|b| b / 1e6), 1),
+                fmt_fixed(ratio(device, bandwidth).map(|r| r * 100.0), 1),
+                fmt_fixed(run.cpu_seconds_per_op().map(|s| s * 1e6), 2),
+                fmt_fixed(run.peak_rss_bytes.map(|b| b as f64 / f64::from(1 << 20)), 0),
+            ]
+        })
+        .collect();
+    let mut widths: Vec<usize> = PHYSICAL_HEADERS.iter().map(|h| h.chars().count()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[&str]| -> String {
+        let mut out = String::new();
+        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if i == 0 {
+                out.push_str(&format!("{cell:<w$}"));
+            } else {
+                out.push_str(&format!("  {cell:>w$}"));
+            }
+        }
+        out.trim_end().to_owned()
+    };
+    let mut out = match bandwidth {
+        Some(b) => format!(
+            "physical view (device sequential write: {:.1} MB/s)\n",
+            b / 1e6
+        ),
+        None => "physical view (device bandwidth not measured)\n".to_owned(),
+    };
+    out.push_str(&line(&PHYSICAL_HEADERS));
+    out.push('\n');
+    for row in &rows {
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        out.push_str(&line(&cells));
+        out.push('\n');
+    }
     out
 }
 

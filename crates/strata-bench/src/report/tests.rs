@@ -57,6 +57,10 @@ fn comparison() -> Comparison {
         cpu_seconds: 12.0,
         policy_seconds: Some(0.5),
         wall_seconds: 20.0,
+        total_ops: 2_000_000,
+        device_bytes_written: Some(400_000_000),
+        peak_rss_bytes: Some(100 << 20),
+        memory_samples: Vec::new(),
         user_bytes: 116_000_000,
         table_bytes_written: 1_160_000_000,
         live_bytes: 116_000_000,
@@ -145,6 +149,7 @@ fn comparison() -> Comparison {
         description: "YCSB A: 50% reads, 50% updates, zipfian".into(),
         baseline: "leveled".into(),
         runs: vec![leveled, tiered, peer],
+        device_write_bandwidth: Some(200e6),
     }
 }
 
@@ -159,6 +164,31 @@ fn table_row<'a>(table: &'a str, label: &str) -> Vec<&'a str> {
     line.split_whitespace()
         .filter(|cell| *cell != "|")
         .collect()
+}
+
+#[test]
+fn physical_view_sets_device_bytes_against_the_device_and_counts_cpu_per_operation() {
+    let mut c = comparison();
+    let table = render_table(&c);
+    let physical = table
+        .split_once("physical view (device sequential write: 200.0 MB/s)")
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("no physical view in\n{table}"));
+    // 400 MB over 20 s = 20 MB/s, 10% of 200 MB/s; 12 CPU s over 2,000,000 operations; 100 MiB.
+    assert_eq!(
+        table_row(physical, "leveled"),
+        ["leveled", "20.0", "10.0", "6.00", "100"]
+    );
+    // Without a measured device or /proc readings the cells say so instead of inventing zeros.
+    c.device_write_bandwidth = None;
+    c.runs[0].peak_rss_bytes = None;
+    c.runs[0].device_bytes_written = None;
+    let table = render_table(&c);
+    let physical = table.split_once("device bandwidth not measured").unwrap().1;
+    assert_eq!(
+        table_row(physical, "leveled"),
+        ["leveled", "-", "-", "6.00", "-"]
+    );
 }
 
 #[test]
@@ -186,7 +216,9 @@ fn table_shows_values_and_ratios_to_the_baseline() {
 #[test]
 fn table_columns_line_up() {
     let table = render_table(&comparison());
-    let lines: Vec<&str> = table.lines().collect();
+    // The main block ends at the blank line before the physical view.
+    let main = table.split("\n\n").next().unwrap();
+    let lines: Vec<&str> = main.lines().collect();
     // Title, header, rule, three rows.
     assert_eq!(lines.len(), 6, "{table}");
     // The block separator sits in the same column on every line but the rule.

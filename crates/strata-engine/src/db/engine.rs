@@ -13,6 +13,7 @@ use crate::super_version::SuperVersion;
 use crate::table::BlockCache;
 use crate::table_cache::TableCache;
 use crate::wal_chain::{RecoveryStop, WalLink};
+use crate::write_controller::WriteController;
 use crate::write_queue::WriteQueue;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -139,6 +140,8 @@ pub(crate) struct Engine {
     pub block_cache: Arc<BlockCache>,
     /// How tables are written.
     pub settings: WriteSettings,
+    /// Paces writes while level 0 is at or above the slowdown trigger.
+    pub write_controller: WriteController,
     /// Memtables, version, manifest, jobs.
     pub state: Mutex<EngineState>,
     /// Signalled whenever work may be possible or a job ended.

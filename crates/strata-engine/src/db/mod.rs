@@ -247,12 +247,8 @@ impl Db {
     pub fn metrics(&self) -> Metrics {
         let version = Arc::clone(&self.engine.state.lock().version);
         let view = self.engine.current_super_version();
-        let memtable_bytes = view.memtable.approximate_size()
-            + view
-                .frozen
-                .iter()
-                .map(|m| m.approximate_size())
-                .sum::<u64>();
+        let memtable_bytes = view.memtable.memory_usage()
+            + view.frozen.iter().map(|m| m.memory_usage()).sum::<u64>();
         Metrics::collect(
             &self.engine.stats,
             &version,

@@ -10,11 +10,13 @@ use crate::manifest::{self, classify, FileKind, Manifest, ManifestRecord};
 use crate::memtable::Memtable;
 use crate::merge::WriteSettings;
 use crate::options::Options;
+use crate::rate_limiter::RateLimiter;
 use crate::stats::Statistics;
 use crate::super_version::SuperVersion;
 use crate::table::BlockCache;
 use crate::table_cache::TableCache;
 use crate::wal_chain::{self, WalFile, WalLink};
+use crate::write_controller::WriteController;
 use crate::write_queue::WriteQueue;
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -315,6 +317,9 @@ impl Engine {
             restart_interval: options.block_restart_interval,
             compression: options.compression,
             record_block_ranges: options.record_block_ranges,
+            rate_limiter: options
+                .rate_limit
+                .map(|rate| Arc::new(RateLimiter::new(rate))),
         };
         let version = Arc::new(found.version);
         let memtable = Arc::new(Memtable::new(0));
@@ -331,6 +336,7 @@ impl Engine {
             tables,
             block_cache,
             settings,
+            write_controller: WriteController::new(options.delayed_write_rate),
             state: Mutex::new(EngineState {
                 memtable,
                 frozen: VecDeque::new(),

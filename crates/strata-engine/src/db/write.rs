@@ -57,7 +57,8 @@ impl Engine {
     ///
     /// REQUIRES: the commit lock is held.
     fn write_group(&self, group: &[Arc<Writer>], sync: bool) -> Result<()> {
-        let memtable = self.make_room_for_write()?;
+        let bytes: u64 = group.iter().map(|w| w.batch.user_bytes()).sum();
+        let memtable = self.make_room_for_write(bytes)?;
         let count: u64 = group.iter().map(|w| w.batch.len() as u64).sum();
         let first_seq = self.last_sequence.load(Ordering::Acquire) + 1;
         if first_seq + count > MAX_SEQNO {
@@ -152,11 +153,12 @@ impl Engine {
         }
     }
 
-    /// Makes sure the active memtable has room, freezing it (and waiting for flushes, or
-    /// delaying writes) as the options require. Returns the memtable to insert into.
+    /// Makes sure the active memtable has room for a group of `bytes` (user keys and values),
+    /// freezing it (and waiting for flushes, or delaying the group at the delayed write rate) as
+    /// the options require. Returns the memtable to insert into.
     ///
     /// REQUIRES: the commit lock is held.
-    fn make_room_for_write(&self) -> Result<Arc<Memtable>> {
+    fn make_room_for_write(&self, bytes: u64) -> Result<Arc<Memtable>> {
         let mut state = self.state.lock();
         let mut delayed = false;
         loop {
@@ -164,13 +166,19 @@ impl Engine {
             self.check_open()?;
             let l0_runs = state.version.level(0).runs().len();
             let synchronous = self.options.synchronous_compaction;
-            if !synchronous && !delayed && l0_runs >= self.options.level0_slowdown_writes_trigger {
-                // Spread the delay over writes instead of stopping them outright.
-                let start = Instant::now();
-                MutexGuard::unlocked(&mut state, || std::thread::sleep(Duration::from_millis(1)));
-                Statistics::add(&self.stats.stall_micros, start.elapsed().as_micros() as u64);
+            if !synchronous && !delayed {
+                // Slow the group down rather than stopping writes outright; once per group.
                 delayed = true;
-                continue;
+                let debt =
+                    (l0_runs >= self.options.level0_slowdown_writes_trigger).then_some(l0_runs);
+                let start = Instant::now();
+                let wait = self.write_controller.delay(debt, bytes, start);
+                if !wait.is_zero() {
+                    MutexGuard::unlocked(&mut state, || std::thread::sleep(wait));
+                    Statistics::add(&self.stats.stall_micros, start.elapsed().as_micros() as u64);
+                    Statistics::add(&self.stats.delayed_writes, 1);
+                    continue;
+                }
             }
             if state.memtable.approximate_size() < self.options.write_buffer_size {
                 return Ok(Arc::clone(&state.memtable));

@@ -1,0 +1,569 @@
+//! An arena skip list of internal keys: the memtable's index, in the shape of LevelDB's and
+//! RocksDB's (one writer at a time, readers without locks, nodes never removed).
+//!
+//! Why not `crossbeam-skiplist`, which this engine used before: its nodes are separate heap
+//! allocations of a fixed-size key and value slot (the node must be `Sized`), so a 16-byte key
+//! with a 100-byte value occupied ~224 bytes of heap against the ~150 its bytes and links need,
+//! and the write buffer's accounting could not count what the heap really held. Measured at
+//! 5·10^6 entries (BENCHMARKS.md, issue 14): buffers flushed at ~390k entries where RocksDB's
+//! arena holds ~480k, and peak memory was above RocksDB's. Here every node is one bump
+//! allocation in large chunks: header, tower, key and value back to back, and the memory used is
+//! exactly the bytes the chunks hand out.
+//!
+//! This is the one module of the workspace that may use `unsafe` (the workspace denies it):
+//! readers lend keys and values straight out of the arena while a writer appends, which safe
+//! Rust cannot express without a copy or a lock per read.
+//!
+//! Safety rests on three rules: nodes live in chunks the list owns and never moves or frees
+//! before it drops; a node's header, key and value are written before the node is published
+//! and never change after; and tower links are atomics, published with release stores and read
+//! with acquire loads. Writers are serialized by a mutex, so a reader sees each published node
+//! whole.
+
+#![allow(unsafe_code)]
+
+use parking_lot::Mutex;
+use std::cmp::Ordering;
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
+
+/// Tallest tower: 4^12 entries before towers stop growing, far more than a buffer holds.
+const MAX_HEIGHT: usize = 12;
+
+/// One node in four reaches each next level (LevelDB's choice): 1.33 links per node.
+const BRANCHING: u64 = 4;
+
+/// Bytes of one arena chunk; larger allocations get a chunk of their own.
+const CHUNK: usize = 1 << 20;
+
+/// A node's fixed header. Its links sit just before it in the arena, level 0 nearest (so a
+/// node needs no height field: a search knows the level it reads), and its key and value follow
+/// it.
+#[repr(C)]
+struct Node {
+    key_len: u32,
+    value_len: u32,
+}
+
+const HEADER: usize = std::mem::size_of::<Node>();
+const LINK: usize = std::mem::size_of::<AtomicPtr<Node>>();
+
+impl Node {
+    /// The link at `level`. SAFETY: `node` is a node of this list and `level < height`.
+    #[inline]
+    unsafe fn link<'a>(node: *const Node, level: usize) -> &'a AtomicPtr<Node> {
+        &*((node as *const u8).sub((level + 1) * LINK) as *const AtomicPtr<Node>)
+    }
+
+    /// The next node at `level` (null at the end). SAFETY: as [`Node::link`].
+    #[inline]
+    unsafe fn next(node: *const Node, level: usize) -> *mut Node {
+        Self::link(node, level).load(AtomicOrdering::Acquire)
+    }
+
+    /// The key. SAFETY: `node` is a published node of a list that outlives `'a`.
+    #[inline]
+    unsafe fn key<'a>(node: *const Node) -> &'a [u8] {
+        let start = (node as *const u8).add(HEADER);
+        std::slice::from_raw_parts(start, (*node).key_len as usize)
+    }
+
+    /// The value. SAFETY: as [`Node::key`].
+    #[inline]
+    unsafe fn value<'a>(node: *const Node) -> &'a [u8] {
+        let n = &*node;
+        let start = (node as *const u8).add(HEADER + n.key_len as usize);
+        std::slice::from_raw_parts(start, n.value_len as usize)
+    }
+}
+
+/// Memory of one arena chunk: an anonymous mapping, or (if mapping fails) a heap block. Only
+/// the address is used: memory is written before it is read, and untouched pages stay out of
+/// the resident set.
+enum Chunk {
+    Mapped(#[expect(dead_code, reason = "held only to unmap it on drop")] memmap2::MmapMut),
+    Heap(#[expect(dead_code, reason = "held only to free it on drop")] Vec<u64>),
+}
+
+impl Chunk {
+    /// A chunk of at least `bytes` (a multiple of 8), and its 8-aligned start.
+    fn new(bytes: usize) -> (Chunk, *mut u8) {
+        // Mapped chunks go back to the system when the memtable drops; malloc would keep freed
+        // megabyte blocks in its heap (glibc raises its mmap threshold after the first free),
+        // measured as resident memory that never fell after a flush.
+        match memmap2::MmapMut::map_anon(bytes) {
+            Ok(mut map) => {
+                let p = map.as_mut_ptr();
+                (Chunk::Mapped(map), p)
+            }
+            Err(_) => {
+                let mut v = Vec::<u64>::with_capacity(bytes / 8);
+                let p = v.as_mut_ptr() as *mut u8;
+                (Chunk::Heap(v), p)
+            }
+        }
+    }
+}
+
+/// Bump allocation in chunks that live as long as the arena.
+struct Arena {
+    /// The chunks, kept only to be released with the arena.
+    chunks: Vec<Chunk>,
+    /// Next free byte of the current chunk, and bytes left there.
+    next: *mut u8,
+    left: usize,
+    /// Bytes handed out, plus the tails of chunks abandoned for a fresh one.
+    used: usize,
+}
+
+impl Arena {
+    fn new() -> Self {
+        Arena {
+            chunks: Vec::new(),
+            next: ptr::null_mut(),
+            left: 0,
+            used: 0,
+        }
+    }
+
+    /// `bytes` (a multiple of 8) of uninitialized, 8-aligned memory that lives as long as the
+    /// arena.
+    fn allocate(&mut self, bytes: usize) -> *mut u8 {
+        debug_assert_eq!(bytes % 8, 0);
+        if bytes > self.left {
+            if bytes > CHUNK / 4 {
+                // A large entry gets its own chunk, so the current one keeps its free tail.
+                let (chunk, p) = Chunk::new(bytes);
+                self.chunks.push(chunk);
+                self.used += bytes;
+                return p;
+            }
+            self.used += self.left;
+            let (chunk, p) = Chunk::new(CHUNK);
+            self.chunks.push(chunk);
+            self.next = p;
+            self.left = CHUNK;
+        }
+        let p = self.next;
+        // SAFETY: `bytes <= left`, so the result stays inside the current chunk.
+        self.next = unsafe { self.next.add(bytes) };
+        self.left -= bytes;
+        self.used += bytes;
+        p
+    }
+}
+
+/// The writer's side: the arena and the tower-height generator.
+struct Writer {
+    arena: Arena,
+    rng: u64,
+}
+
+/// A sorted set of (internal key, value) entries; see the module docs.
+pub struct SkipList {
+    head: *mut Node,
+    /// Height of the tallest tower so far (readers may see a stale, smaller value: harmless).
+    height: AtomicUsize,
+    len: AtomicUsize,
+    /// Arena bytes in use (header, links, keys, values and abandoned chunk tails).
+    memory: AtomicUsize,
+    writer: Mutex<Writer>,
+    compare: fn(&[u8], &[u8]) -> Ordering,
+}
+
+// SAFETY: the raw pointers point into chunks the list owns; shared access follows the rules in
+// the module docs (immutable published bytes, atomic links, a mutex around writers).
+unsafe impl Send for SkipList {}
+unsafe impl Sync for SkipList {}
+
+impl std::fmt::Debug for SkipList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SkipList")
+            .field("len", &self.len())
+            .field("memory", &self.memory_usage())
+            .finish()
+    }
+}
+
+impl SkipList {
+    /// An empty list ordered by `compare`.
+    pub fn new(compare: fn(&[u8], &[u8]) -> Ordering) -> Self {
+        let mut arena = Arena::new();
+        let head = Self::new_node(&mut arena, MAX_HEIGHT, 0, 0);
+        SkipList {
+            head,
+            height: AtomicUsize::new(1),
+            len: AtomicUsize::new(0),
+            memory: AtomicUsize::new(arena.used),
+            writer: Mutex::new(Writer {
+                arena,
+                rng: 0x2545_F491_4F6C_DD1D,
+            }),
+            compare,
+        }
+    }
+
+    /// Allocates a node with null links; its key and value bytes are left for the caller.
+    fn new_node(arena: &mut Arena, height: usize, key_len: usize, value_len: usize) -> *mut Node {
+        let bytes = height * LINK + ((HEADER + key_len + value_len + 7) & !7);
+        let start = arena.allocate(bytes);
+        // SAFETY: `start` is 8-aligned and `bytes` long: the links, then the header (8-aligned,
+        // since links are 8 bytes each), then the key and value. Links and header are
+        // initialized here.
+        unsafe {
+            for level in 0..height {
+                let link = start.add((height - 1 - level) * LINK) as *mut AtomicPtr<Node>;
+                link.write(AtomicPtr::new(ptr::null_mut()));
+            }
+            let node = start.add(height * LINK) as *mut Node;
+            node.write(Node {
+                key_len: key_len as u32,
+                value_len: value_len as u32,
+            });
+            node
+        }
+    }
+
+    /// Entries inserted.
+    pub fn len(&self) -> usize {
+        self.len.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Whether nothing was inserted.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Arena bytes the entries occupy (RocksDB's `ApproximateMemoryUsage` of its arena).
+    pub fn memory_usage(&self) -> usize {
+        self.memory.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Inserts an entry whose key is `key_parts` concatenated and whose value is `value`. Keys
+    /// must be unique (internal keys are: each has its own sequence number); an entry equal to
+    /// an existing one goes before it, and [`Cursor::prev`] would step over both.
+    pub fn insert(&self, key_parts: &[&[u8]], value: &[u8]) {
+        let key_len: usize = key_parts.iter().map(|p| p.len()).sum();
+        assert!(
+            key_len <= u32::MAX as usize && value.len() <= u32::MAX as usize,
+            "memtable entries are limited to 4 GiB (the engine's key and value limits are far lower)"
+        );
+        let mut w = self.writer.lock();
+        let height = random_height(&mut w.rng);
+        let node = Self::new_node(&mut w.arena, height, key_len, value.len());
+        // SAFETY: the node was just allocated with room for the key and value after its header;
+        // it is not yet published, so nothing reads it while it is written.
+        unsafe {
+            let mut at = (node as *mut u8).add(HEADER);
+            for part in key_parts {
+                ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
+                at = at.add(part.len());
+            }
+            ptr::copy_nonoverlapping(value.as_ptr(), at, value.len());
+        }
+        // SAFETY: `node` is fully written; the search reads only published nodes and it.
+        let key = unsafe { Node::key(node) };
+        let mut prev = [self.head; MAX_HEIGHT];
+        self.seek_ge(|k| (self.compare)(k, key), Some(&mut prev));
+        let top = self.height.load(AtomicOrdering::Relaxed);
+        if height > top {
+            // `prev` already holds the head above the old height.
+            self.height.store(height, AtomicOrdering::Relaxed);
+        }
+        for (level, &before) in prev.iter().enumerate().take(height) {
+            // SAFETY: `before` is the head or a published node at least `level + 1` tall (it
+            // was reached at this level); `node` is `height` tall.
+            unsafe {
+                let after = Node::link(before, level).load(AtomicOrdering::Relaxed);
+                Node::link(node, level).store(after, AtomicOrdering::Relaxed);
+                // Release: a reader that finds `node` sees its bytes and its own links.
+                Node::link(before, level).store(node, AtomicOrdering::Release);
+            }
+        }
+        self.len.fetch_add(1, AtomicOrdering::Relaxed);
+        self.memory.store(w.arena.used, AtomicOrdering::Relaxed);
+    }
+
+    /// The first node whose key is not below the target (`below(k)` tells whether key `k`
+    /// is below it: `Less`), or null; with `prev`, the last node before it at every level.
+    fn seek_ge(
+        &self,
+        below: impl Fn(&[u8]) -> Ordering,
+        mut prev: Option<&mut [*mut Node; MAX_HEIGHT]>,
+    ) -> *mut Node {
+        let mut x = self.head;
+        let mut level = self.height.load(AtomicOrdering::Relaxed) - 1;
+        loop {
+            // SAFETY: `x` is the head or a published node reached at `level`, so it is taller.
+            let next = unsafe { Node::next(x, level) };
+            // SAFETY: `next`, when not null, is published.
+            if !next.is_null() && below(unsafe { Node::key(next) }) == Ordering::Less {
+                x = next;
+                continue;
+            }
+            if let Some(prev) = prev.as_deref_mut() {
+                prev[level] = x;
+            }
+            if level == 0 {
+                return next;
+            }
+            level -= 1;
+        }
+    }
+
+    /// The last node whose key is below the target (as in [`SkipList::seek_ge`]), or the head.
+    fn seek_lt(&self, below: impl Fn(&[u8]) -> Ordering) -> *mut Node {
+        let mut x = self.head;
+        let mut level = self.height.load(AtomicOrdering::Relaxed) - 1;
+        loop {
+            // SAFETY: as in `seek_ge`.
+            let next = unsafe { Node::next(x, level) };
+            if !next.is_null() && below(unsafe { Node::key(next) }) == Ordering::Less {
+                x = next;
+            } else if level == 0 {
+                return x;
+            } else {
+                level -= 1;
+            }
+        }
+    }
+
+    /// The last node, or the head when empty.
+    fn last(&self) -> *mut Node {
+        self.seek_lt(|_| Ordering::Less)
+    }
+
+    fn non_head(&self, node: *mut Node) -> *mut Node {
+        if node == self.head {
+            ptr::null_mut()
+        } else {
+            node
+        }
+    }
+}
+
+/// A tower height: 1, then one more with probability 1/BRANCHING each, up to MAX_HEIGHT.
+fn random_height(rng: &mut u64) -> usize {
+    let mut height = 1;
+    while height < MAX_HEIGHT {
+        // xorshift64*: plenty for tower heights, and no dependency on the writer's thread.
+        *rng ^= *rng >> 12;
+        *rng ^= *rng << 25;
+        *rng ^= *rng >> 27;
+        let r = rng.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32;
+        if !r.is_multiple_of(BRANCHING) {
+            break;
+        }
+        height += 1;
+    }
+    height
+}
+
+/// A cursor over a [`SkipList`]. It does not keep the list alive: its owner must (the
+/// memtable's cursor holds an `Arc` of the memtable that owns the list).
+#[derive(Clone, Copy)]
+pub struct Cursor {
+    node: *mut Node,
+}
+
+// SAFETY: a cursor is a position in an immutable-once-published structure; its owner keeps the
+// list alive (see the type's docs).
+unsafe impl Send for Cursor {}
+
+impl Default for Cursor {
+    fn default() -> Self {
+        Cursor {
+            node: ptr::null_mut(),
+        }
+    }
+}
+
+impl Cursor {
+    /// Whether the cursor is on an entry.
+    pub fn valid(&self) -> bool {
+        !self.node.is_null()
+    }
+
+    /// The entry's key. REQUIRES: `valid()`, and `list` is the list it walks, alive for `'a`.
+    pub fn key<'a>(&self, _list: &'a SkipList) -> &'a [u8] {
+        debug_assert!(self.valid());
+        // SAFETY: the node is published and lives as long as `list`.
+        unsafe { Node::key(self.node) }
+    }
+
+    /// The entry's value. REQUIRES: as [`Cursor::key`].
+    pub fn value<'a>(&self, _list: &'a SkipList) -> &'a [u8] {
+        debug_assert!(self.valid());
+        // SAFETY: as in `key`.
+        unsafe { Node::value(self.node) }
+    }
+
+    /// To the first entry.
+    pub fn seek_to_first(&mut self, list: &SkipList) {
+        // SAFETY: the head is at least one tall.
+        self.node = unsafe { Node::next(list.head, 0) };
+    }
+
+    /// To the last entry.
+    pub fn seek_to_last(&mut self, list: &SkipList) {
+        self.node = list.non_head(list.last());
+    }
+
+    /// To the first entry with a key ≥ `target`.
+    pub fn seek(&mut self, list: &SkipList, target: &[u8]) {
+        self.node = list.seek_ge(|k| (list.compare)(k, target), None);
+    }
+
+    /// To the first entry for which `below` is not `Less` (a key ≥ a target given as parts).
+    pub fn seek_by(&mut self, list: &SkipList, below: impl Fn(&[u8]) -> Ordering) {
+        self.node = list.seek_ge(below, None);
+    }
+
+    /// To the last entry with a key ≤ `target`.
+    pub fn seek_for_prev(&mut self, list: &SkipList, target: &[u8]) {
+        let ge = list.seek_ge(|k| (list.compare)(k, target), None);
+        // SAFETY: `ge`, when not null, is published.
+        if !ge.is_null() && (list.compare)(unsafe { Node::key(ge) }, target) == Ordering::Equal {
+            self.node = ge;
+        } else {
+            self.node = list.non_head(list.seek_lt(|k| (list.compare)(k, target)));
+        }
+    }
+
+    /// To the next entry. REQUIRES: `valid()`.
+    pub fn next(&mut self, _list: &SkipList) {
+        debug_assert!(self.valid());
+        // SAFETY: the node is published.
+        self.node = unsafe { Node::next(self.node, 0) };
+    }
+
+    /// To the previous entry (a search from the top: the list links forward only).
+    /// REQUIRES: `valid()`.
+    pub fn prev(&mut self, list: &SkipList) {
+        debug_assert!(self.valid());
+        // SAFETY: the node is published.
+        let key = unsafe { Node::key(self.node) };
+        self.node = list.non_head(list.seek_lt(|k| (list.compare)(k, key)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes_cmp(a: &[u8], b: &[u8]) -> Ordering {
+        a.cmp(b)
+    }
+
+    #[test]
+    fn heights_follow_the_branching_factor() {
+        let mut rng = 7;
+        let n = 100_000;
+        let mut total = 0;
+        let mut tall = 0;
+        for _ in 0..n {
+            let h = random_height(&mut rng);
+            assert!((1..=MAX_HEIGHT).contains(&h));
+            total += h;
+            tall += usize::from(h >= 2);
+        }
+        let mean = total as f64 / n as f64;
+        // E[h] = 1 / (1 - 1/4) = 1.333; P(h >= 2) = 1/4.
+        assert!((mean - 4.0 / 3.0).abs() < 0.02, "{mean}");
+        assert!((tall as f64 / n as f64 - 0.25).abs() < 0.01);
+    }
+
+    #[test]
+    fn memory_counts_what_the_entries_occupy() {
+        let list = SkipList::new(bytes_cmp);
+        let empty = list.memory_usage();
+        for i in 0..10_000u32 {
+            list.insert(&[&i.to_be_bytes()[..], b"abcd"], &[7u8; 100]);
+        }
+        let per_entry = (list.memory_usage() - empty) as f64 / 10_000.0;
+        // 1.33 links of 8, then header 8 + key 8 + value 100 rounded up to 8 (120).
+        assert!((128.0..133.0).contains(&per_entry), "{per_entry}");
+    }
+
+    proptest::proptest! {
+        /// Inserts in any order, then every cursor move agrees with a sorted model.
+        #[test]
+        fn cursor_moves_like_a_sorted_vec(
+            keys in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..4), 0..200),
+            probes in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..4), 1..40),
+        ) {
+            let list = SkipList::new(bytes_cmp);
+            let mut model: Vec<Vec<u8>> = Vec::new();
+            for (i, k) in keys.iter().enumerate() {
+                // Keys are unique, as internal keys are (a sequence number each).
+                if model.contains(k) {
+                    continue;
+                }
+                let (a, b) = k.split_at(k.len() / 2);
+                list.insert(&[a, b], &(i as u32).to_le_bytes());
+                model.push(k.clone());
+            }
+            model.sort();
+            proptest::prop_assert_eq!(list.len(), model.len());
+            let mut c = Cursor::default();
+            c.seek_to_first(&list);
+            let mut forward = Vec::new();
+            while c.valid() {
+                forward.push(c.key(&list).to_vec());
+                c.next(&list);
+            }
+            proptest::prop_assert_eq!(&forward, &model);
+            let mut backward = Vec::new();
+            c.seek_to_last(&list);
+            while c.valid() {
+                backward.push(c.key(&list).to_vec());
+                c.prev(&list);
+            }
+            backward.reverse();
+            proptest::prop_assert_eq!(&backward, &model);
+            for p in &probes {
+                c.seek(&list, p);
+                let ge = model.iter().find(|k| k.as_slice() >= p.as_slice());
+                let found = c.valid().then(|| c.key(&list).to_vec());
+                proptest::prop_assert_eq!(found.as_ref(), ge);
+                c.seek_for_prev(&list, p);
+                let le = model.iter().rev().find(|k| k.as_slice() <= p.as_slice());
+                let found = c.valid().then(|| c.key(&list).to_vec());
+                proptest::prop_assert_eq!(found.as_ref(), le);
+            }
+        }
+    }
+
+    #[test]
+    fn readers_see_whole_entries_while_a_writer_inserts() {
+        let list = std::sync::Arc::new(SkipList::new(bytes_cmp));
+        let writer = {
+            let list = std::sync::Arc::clone(&list);
+            std::thread::spawn(move || {
+                for i in 0..50_000u32 {
+                    let k = i.wrapping_mul(2_654_435_761).to_be_bytes();
+                    list.insert(&[&k], &k);
+                }
+            })
+        };
+        let mut seen = 0;
+        while !writer.is_finished() || seen == 0 {
+            let mut c = Cursor::default();
+            c.seek_to_first(&list);
+            let mut last: Option<Vec<u8>> = None;
+            seen = 0;
+            while c.valid() {
+                let (k, v) = (c.key(&list), c.value(&list));
+                assert_eq!(k, v, "a reader saw a half-written entry");
+                if let Some(l) = &last {
+                    assert!(l.as_slice() < k, "out of order");
+                }
+                last = Some(k.to_vec());
+                seen += 1;
+                c.next(&list);
+            }
+        }
+        writer.join().unwrap();
+        assert_eq!(list.len(), 50_000);
+    }
+}
