@@ -99,9 +99,21 @@ pub fn parse_internal_key(ikey: &[u8]) -> Option<(&[u8], SeqNo, ValueKind)> {
 /// REQUIRES: both keys are at least `TRAILER_LEN` long.
 #[inline]
 pub fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
-    user_key(a)
-        .cmp(user_key(b))
-        .then_with(|| trailer(b).cmp(&trailer(a)))
+    compare_user_keys(user_key(a), user_key(b)).then_with(|| trailer(b).cmp(&trailer(a)))
+}
+
+/// Byte order of user keys (`a.cmp(b)`), deciding most pairs without calling memcmp: keys that
+/// differ in their first eight bytes are compared as one big-endian word (measured: memcmp and
+/// the comparison around it took 12% of a random fill, most of it in memtable inserts).
+#[inline]
+pub fn compare_user_keys(a: &[u8], b: &[u8]) -> Ordering {
+    if let (Some(wa), Some(wb)) = (a.first_chunk::<8>(), b.first_chunk::<8>()) {
+        let (wa, wb) = (u64::from_be_bytes(*wa), u64::from_be_bytes(*wb));
+        if wa != wb {
+            return wa.cmp(&wb);
+        }
+    }
+    a.cmp(b)
 }
 
 /// An owned internal key ordered by [`compare_internal_keys`] (for ordered containers).
@@ -149,5 +161,16 @@ mod tests {
         );
         assert_eq!(parse_internal_key(b"short"), None);
         assert_eq!(parse_internal_key(&seek_key(b"x", 1)), None);
+    }
+
+    proptest::proptest! {
+        /// The word fast path agrees with plain byte order, keys shorter than a word included.
+        #[test]
+        fn user_key_order_is_byte_order(
+            a in proptest::collection::vec(0u8..4, 0..12),
+            b in proptest::collection::vec(0u8..4, 0..12),
+        ) {
+            proptest::prop_assert_eq!(compare_user_keys(&a, &b), a.cmp(&b));
+        }
     }
 }

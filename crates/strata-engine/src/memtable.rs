@@ -3,11 +3,12 @@
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{self, SeqNo, ValueKind, TRAILER_LEN};
-use crate::skiplist::{Cursor, SkipList};
+use crate::skiplist::{Cursor, KeyOrder, SkipList};
 use bytes::Bytes;
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
+use xxhash_rust::xxh3::xxh3_64;
 
 /// Bytes each entry is charged beyond its internal key and value: the arena node's 8-byte
 /// header, its links (4/3 of 8 bytes on average) and its padding to 8 bytes (3.5 on average),
@@ -17,11 +18,83 @@ use std::sync::Arc;
 /// the same way, so equal `write_buffer_size` means equal entries per buffer.
 pub const ENTRY_OVERHEAD: u64 = 22;
 
+/// Internal-key order ([`key::compare_internal_keys`]).
+#[derive(Debug)]
+struct InternalOrder;
+
+impl KeyOrder for InternalOrder {
+    #[inline]
+    fn compare(a: &[u8], b: &[u8]) -> Ordering {
+        key::compare_internal_keys(a, b)
+    }
+}
+
+/// A Bloom filter over a memtable's user keys, so a point lookup of a key the memtable does not
+/// hold (most lookups, once the data outgrows the buffer) costs one cache line instead of a
+/// skip-list search (measured: the search took 21% of a random-read run whose memtable held the
+/// fill's last 64 MiB). RocksDB: `memtable_whole_key_filtering` with
+/// `memtable_prefix_bloom_size_ratio`.
+///
+/// Cache-blocked: a key's probes all fall in one 512-bit block picked by its hash. Bits are
+/// atomics, set by the (single) writer and read by lookups without locks; a reader that misses
+/// a bit being set also misses the entry, which is not yet published either.
+#[derive(Debug)]
+struct KeyFilter {
+    blocks: Box<[[AtomicU64; 8]]>,
+}
+
+/// Probes per key: near-optimal for the 8–18 bits per key the default sizing gives.
+const FILTER_PROBES: u32 = 6;
+
+impl KeyFilter {
+    /// A filter of about `bytes` bytes (whole 64-byte blocks, at least one).
+    fn new(bytes: usize) -> Self {
+        let blocks = (bytes / 64).max(1);
+        KeyFilter {
+            blocks: (0..blocks).map(|_| Default::default()).collect(),
+        }
+    }
+
+    /// The block and the probe stream of `hash`.
+    #[inline]
+    fn locate(&self, hash: u64) -> (&[AtomicU64; 8], u64) {
+        let block = ((u128::from(hash) * self.blocks.len() as u128) >> 64) as usize;
+        // Probe bits come from a remix of the hash, independent of the block choice.
+        (
+            &self.blocks[block],
+            hash.rotate_left(21).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+        )
+    }
+
+    fn add(&self, hash: u64) {
+        let (block, mut bits) = self.locate(hash);
+        for _ in 0..FILTER_PROBES {
+            let bit = bits & 511;
+            block[(bit >> 6) as usize].fetch_or(1 << (bit & 63), AtomicOrdering::Relaxed);
+            bits = bits.rotate_right(9);
+        }
+    }
+
+    #[inline]
+    fn may_contain(&self, hash: u64) -> bool {
+        let (block, mut bits) = self.locate(hash);
+        for _ in 0..FILTER_PROBES {
+            let bit = bits & 511;
+            if block[(bit >> 6) as usize].load(AtomicOrdering::Relaxed) & (1 << (bit & 63)) == 0 {
+                return false;
+            }
+            bits = bits.rotate_right(9);
+        }
+        true
+    }
+}
+
 /// A write buffer. Inserts are serialized (the engine's commit lock, and the list's own lock);
 /// reads run concurrently with them, without locks.
 #[derive(Debug)]
 pub struct Memtable {
-    list: SkipList,
+    list: SkipList<InternalOrder>,
+    filter: Option<KeyFilter>,
     bytes: AtomicU64,
     user_bytes: AtomicU64,
     tombstones: AtomicU64,
@@ -32,16 +105,22 @@ pub struct Memtable {
 /// without building the latter.
 #[inline]
 fn compare_with(node_key: &[u8], user_key: &[u8], trailer: u64) -> Ordering {
-    key::user_key(node_key)
-        .cmp(user_key)
+    key::compare_user_keys(key::user_key(node_key), user_key)
         .then_with(|| trailer.cmp(&key::trailer(node_key)))
 }
 
 impl Memtable {
-    /// An empty memtable whose writes are logged in WAL `wal_number`.
+    /// An empty memtable whose writes are logged in WAL `wal_number`, without a key filter.
     pub fn new(wal_number: u64) -> Self {
+        Self::with_filter(wal_number, 0)
+    }
+
+    /// An empty memtable whose writes are logged in WAL `wal_number`, with a Bloom filter of
+    /// about `filter_bytes` over its user keys (none when 0).
+    pub fn with_filter(wal_number: u64, filter_bytes: usize) -> Self {
         Memtable {
-            list: SkipList::new(key::compare_internal_keys),
+            list: SkipList::new(),
+            filter: (filter_bytes > 0).then(|| KeyFilter::new(filter_bytes)),
             bytes: AtomicU64::new(0),
             user_bytes: AtomicU64::new(0),
             tombstones: AtomicU64::new(0),
@@ -57,6 +136,10 @@ impl Memtable {
     /// Adds an entry.
     pub fn insert(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
         let trailer = key::pack_trailer(seq, kind as u8).to_le_bytes();
+        // The filter first: a reader that finds the entry must also pass the filter.
+        if let Some(filter) = &self.filter {
+            filter.add(xxh3_64(user_key));
+        }
         self.list.insert(&[user_key, &trailer], value);
         self.bytes.fetch_add(
             (user_key.len() + TRAILER_LEN + value.len()) as u64 + ENTRY_OVERHEAD,
@@ -73,6 +156,11 @@ impl Memtable {
 
     /// The newest entry of `user_key` with a sequence number ≤ `snapshot`.
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(SeqNo, ValueKind, Bytes)> {
+        if let Some(filter) = &self.filter {
+            if !filter.may_contain(xxh3_64(user_key)) {
+                return None;
+            }
+        }
         let trailer = key::pack_trailer(snapshot, key::SEEK_KIND);
         let mut c = Cursor::default();
         c.seek_by(&self.list, |k| compare_with(k, user_key, trailer));
@@ -89,10 +177,11 @@ impl Memtable {
         self.bytes.load(AtomicOrdering::Relaxed)
     }
 
-    /// Bytes the arena really holds for the entries (within a fraction of a percent of
-    /// [`Memtable::approximate_size`] once it holds many).
+    /// Bytes the memtable really holds: the arena (within a fraction of a percent of
+    /// [`Memtable::approximate_size`] once it holds many entries) and the key filter.
     pub fn memory_usage(&self) -> u64 {
-        self.list.memory_usage() as u64
+        let filter = self.filter.as_ref().map_or(0, |f| f.blocks.len() * 64);
+        (self.list.memory_usage() + filter) as u64
     }
 
     /// User key+value bytes inserted.
@@ -231,6 +320,24 @@ mod tests {
         assert_eq!(m.len(), 4);
         assert_eq!(m.tombstones(), 1);
         assert_eq!(m.key_range(), Some((Bytes::from("a"), Bytes::from("ab"))));
+    }
+
+    #[test]
+    fn the_key_filter_passes_every_stored_key_and_few_others() {
+        let m = Memtable::with_filter(1, 64 << 10); // 512 Kbit for 40,000 keys: 13 bits each
+        for i in 0..40_000u64 {
+            m.insert(&(i * 2).to_be_bytes(), i + 1, ValueKind::Put, b"v");
+        }
+        for i in 0..40_000u64 {
+            assert!(m.get(&(i * 2).to_be_bytes(), key::MAX_SEQNO).is_some());
+        }
+        let filter = m.filter.as_ref().unwrap();
+        let passed = (0..40_000u64)
+            .filter(|i| filter.may_contain(xxh3_64(&(i * 2 + 1).to_be_bytes())))
+            .count();
+        // A blocked filter at 13 bits per key and 6 probes: well under 1%.
+        assert!(passed < 400, "{passed} false positives in 40,000");
+        assert_eq!(m.memory_usage() - m.list.memory_usage() as u64, 64 << 10);
     }
 
     #[test]

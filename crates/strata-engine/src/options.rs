@@ -14,6 +14,7 @@ pub struct Options {
     pub(crate) create_if_missing: bool,
     pub(crate) error_if_exists: bool,
     pub(crate) write_buffer_size: u64,
+    pub(crate) memtable_bloom_size_ratio: f64,
     pub(crate) max_write_buffer_number: usize,
     pub(crate) level0_slowdown_writes_trigger: usize,
     pub(crate) level0_stop_writes_trigger: usize,
@@ -62,6 +63,7 @@ impl Default for Options {
             create_if_missing: true,
             error_if_exists: false,
             write_buffer_size: 64 << 20,
+            memtable_bloom_size_ratio: 1.0 / 128.0,
             max_write_buffer_number: 2,
             level0_slowdown_writes_trigger: 20,
             level0_stop_writes_trigger: 36,
@@ -110,6 +112,21 @@ impl Options {
     pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
         self.write_buffer_size = bytes;
         self
+    }
+
+    /// Size of each memtable's Bloom filter over its user keys, as a share of the write buffer
+    /// size (0 for none): point lookups of keys a memtable does not hold skip its search.
+    /// RocksDB: `memtable_prefix_bloom_size_ratio` with `memtable_whole_key_filtering` (whose
+    /// default is no filter). Default: 1/128 (512 KiB for a 64 MiB buffer, 8 to 30 bits per key
+    /// for entries of 40 to 150 bytes).
+    pub fn with_memtable_bloom_size_ratio(mut self, ratio: f64) -> Self {
+        self.memtable_bloom_size_ratio = ratio;
+        self
+    }
+
+    /// Bytes of the Bloom filter of each memtable ([`Options::with_memtable_bloom_size_ratio`]).
+    pub(crate) fn memtable_filter_bytes(&self) -> usize {
+        (self.write_buffer_size as f64 * self.memtable_bloom_size_ratio) as usize
     }
 
     /// Memtables (active plus frozen) before writes stop and wait for a flush. RocksDB:
@@ -289,6 +306,9 @@ impl Options {
         let bad = |what: &str| Err(Error::InvalidArgument(what.to_string()));
         if self.write_buffer_size < 4096 {
             return bad("write_buffer_size must be at least 4096 bytes");
+        }
+        if !(0.0..=0.25).contains(&self.memtable_bloom_size_ratio) {
+            return bad("memtable_bloom_size_ratio must be between 0 and 0.25");
         }
         if self.max_write_buffer_number < 2 {
             return bad("max_write_buffer_number must be at least 2 (one active, one flushing)");

@@ -24,6 +24,7 @@
 
 use parking_lot::Mutex;
 use std::cmp::Ordering;
+use std::marker::PhantomData;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
 
@@ -159,8 +160,15 @@ struct Writer {
     rng: u64,
 }
 
-/// A sorted set of (internal key, value) entries; see the module docs.
-pub struct SkipList {
+/// The order of a list's keys, as a type, so that every comparison of a search is inlined (a
+/// function pointer cost an indirect call per step).
+pub trait KeyOrder: Send + Sync + 'static {
+    /// Compares two keys.
+    fn compare(a: &[u8], b: &[u8]) -> Ordering;
+}
+
+/// A sorted set of (key, value) entries in the order `O`; see the module docs.
+pub struct SkipList<O: KeyOrder> {
     head: *mut Node,
     /// Height of the tallest tower so far (readers may see a stale, smaller value: harmless).
     height: AtomicUsize,
@@ -168,15 +176,15 @@ pub struct SkipList {
     /// Arena bytes in use (header, links, keys, values and abandoned chunk tails).
     memory: AtomicUsize,
     writer: Mutex<Writer>,
-    compare: fn(&[u8], &[u8]) -> Ordering,
+    order: PhantomData<O>,
 }
 
 // SAFETY: the raw pointers point into chunks the list owns; shared access follows the rules in
 // the module docs (immutable published bytes, atomic links, a mutex around writers).
-unsafe impl Send for SkipList {}
-unsafe impl Sync for SkipList {}
+unsafe impl<O: KeyOrder> Send for SkipList<O> {}
+unsafe impl<O: KeyOrder> Sync for SkipList<O> {}
 
-impl std::fmt::Debug for SkipList {
+impl<O: KeyOrder> std::fmt::Debug for SkipList<O> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SkipList")
             .field("len", &self.len())
@@ -185,9 +193,9 @@ impl std::fmt::Debug for SkipList {
     }
 }
 
-impl SkipList {
-    /// An empty list ordered by `compare`.
-    pub fn new(compare: fn(&[u8], &[u8]) -> Ordering) -> Self {
+impl<O: KeyOrder> SkipList<O> {
+    /// An empty list.
+    pub fn new() -> Self {
         let mut arena = Arena::new();
         let head = Self::new_node(&mut arena, MAX_HEIGHT, 0, 0);
         SkipList {
@@ -199,7 +207,7 @@ impl SkipList {
                 arena,
                 rng: 0x2545_F491_4F6C_DD1D,
             }),
-            compare,
+            order: PhantomData,
         }
     }
 
@@ -264,7 +272,7 @@ impl SkipList {
         // SAFETY: `node` is fully written; the search reads only published nodes and it.
         let key = unsafe { Node::key(node) };
         let mut prev = [self.head; MAX_HEIGHT];
-        self.seek_ge(|k| (self.compare)(k, key), Some(&mut prev));
+        self.seek_ge(|k| O::compare(k, key), Some(&mut prev));
         let top = self.height.load(AtomicOrdering::Relaxed);
         if height > top {
             // `prev` already holds the head above the old height.
@@ -385,53 +393,53 @@ impl Cursor {
     }
 
     /// The entry's key. REQUIRES: `valid()`, and `list` is the list it walks, alive for `'a`.
-    pub fn key<'a>(&self, _list: &'a SkipList) -> &'a [u8] {
+    pub fn key<'a, O: KeyOrder>(&self, _list: &'a SkipList<O>) -> &'a [u8] {
         debug_assert!(self.valid());
         // SAFETY: the node is published and lives as long as `list`.
         unsafe { Node::key(self.node) }
     }
 
     /// The entry's value. REQUIRES: as [`Cursor::key`].
-    pub fn value<'a>(&self, _list: &'a SkipList) -> &'a [u8] {
+    pub fn value<'a, O: KeyOrder>(&self, _list: &'a SkipList<O>) -> &'a [u8] {
         debug_assert!(self.valid());
         // SAFETY: as in `key`.
         unsafe { Node::value(self.node) }
     }
 
     /// To the first entry.
-    pub fn seek_to_first(&mut self, list: &SkipList) {
+    pub fn seek_to_first<O: KeyOrder>(&mut self, list: &SkipList<O>) {
         // SAFETY: the head is at least one tall.
         self.node = unsafe { Node::next(list.head, 0) };
     }
 
     /// To the last entry.
-    pub fn seek_to_last(&mut self, list: &SkipList) {
+    pub fn seek_to_last<O: KeyOrder>(&mut self, list: &SkipList<O>) {
         self.node = list.non_head(list.last());
     }
 
     /// To the first entry with a key ≥ `target`.
-    pub fn seek(&mut self, list: &SkipList, target: &[u8]) {
-        self.node = list.seek_ge(|k| (list.compare)(k, target), None);
+    pub fn seek<O: KeyOrder>(&mut self, list: &SkipList<O>, target: &[u8]) {
+        self.node = list.seek_ge(|k| O::compare(k, target), None);
     }
 
     /// To the first entry for which `below` is not `Less` (a key ≥ a target given as parts).
-    pub fn seek_by(&mut self, list: &SkipList, below: impl Fn(&[u8]) -> Ordering) {
+    pub fn seek_by<O: KeyOrder>(&mut self, list: &SkipList<O>, below: impl Fn(&[u8]) -> Ordering) {
         self.node = list.seek_ge(below, None);
     }
 
     /// To the last entry with a key ≤ `target`.
-    pub fn seek_for_prev(&mut self, list: &SkipList, target: &[u8]) {
-        let ge = list.seek_ge(|k| (list.compare)(k, target), None);
+    pub fn seek_for_prev<O: KeyOrder>(&mut self, list: &SkipList<O>, target: &[u8]) {
+        let ge = list.seek_ge(|k| O::compare(k, target), None);
         // SAFETY: `ge`, when not null, is published.
-        if !ge.is_null() && (list.compare)(unsafe { Node::key(ge) }, target) == Ordering::Equal {
+        if !ge.is_null() && O::compare(unsafe { Node::key(ge) }, target) == Ordering::Equal {
             self.node = ge;
         } else {
-            self.node = list.non_head(list.seek_lt(|k| (list.compare)(k, target)));
+            self.node = list.non_head(list.seek_lt(|k| O::compare(k, target)));
         }
     }
 
     /// To the next entry. REQUIRES: `valid()`.
-    pub fn next(&mut self, _list: &SkipList) {
+    pub fn next<O: KeyOrder>(&mut self, _list: &SkipList<O>) {
         debug_assert!(self.valid());
         // SAFETY: the node is published.
         self.node = unsafe { Node::next(self.node, 0) };
@@ -439,11 +447,11 @@ impl Cursor {
 
     /// To the previous entry (a search from the top: the list links forward only).
     /// REQUIRES: `valid()`.
-    pub fn prev(&mut self, list: &SkipList) {
+    pub fn prev<O: KeyOrder>(&mut self, list: &SkipList<O>) {
         debug_assert!(self.valid());
         // SAFETY: the node is published.
         let key = unsafe { Node::key(self.node) };
-        self.node = list.non_head(list.seek_lt(|k| (list.compare)(k, key)));
+        self.node = list.non_head(list.seek_lt(|k| O::compare(k, key)));
     }
 }
 
@@ -451,8 +459,13 @@ impl Cursor {
 mod tests {
     use super::*;
 
-    fn bytes_cmp(a: &[u8], b: &[u8]) -> Ordering {
-        a.cmp(b)
+    /// Plain byte order.
+    struct Bytewise;
+
+    impl KeyOrder for Bytewise {
+        fn compare(a: &[u8], b: &[u8]) -> Ordering {
+            a.cmp(b)
+        }
     }
 
     #[test]
@@ -475,7 +488,7 @@ mod tests {
 
     #[test]
     fn memory_counts_what_the_entries_occupy() {
-        let list = SkipList::new(bytes_cmp);
+        let list = SkipList::<Bytewise>::new();
         let empty = list.memory_usage();
         for i in 0..10_000u32 {
             list.insert(&[&i.to_be_bytes()[..], b"abcd"], &[7u8; 100]);
@@ -492,7 +505,7 @@ mod tests {
             keys in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..4), 0..200),
             probes in proptest::collection::vec(proptest::collection::vec(0u8..4, 0..4), 1..40),
         ) {
-            let list = SkipList::new(bytes_cmp);
+            let list = SkipList::<Bytewise>::new();
             let mut model: Vec<Vec<u8>> = Vec::new();
             for (i, k) in keys.iter().enumerate() {
                 // Keys are unique, as internal keys are (a sequence number each).
@@ -536,7 +549,7 @@ mod tests {
 
     #[test]
     fn readers_see_whole_entries_while_a_writer_inserts() {
-        let list = std::sync::Arc::new(SkipList::new(bytes_cmp));
+        let list = std::sync::Arc::new(SkipList::<Bytewise>::new());
         let writer = {
             let list = std::sync::Arc::clone(&list);
             std::thread::spawn(move || {

@@ -45,18 +45,20 @@ impl WriteController {
         }
     }
 
-    /// How long a write of `bytes` must wait at `now`. `debt` is the number of level-0 runs when
-    /// writes are to be slowed, `None` when not (which ends any delay and restores the rate).
-    pub(crate) fn delay(&self, debt: Option<usize>, bytes: u64, now: Instant) -> Duration {
-        let Some(debt) = debt else {
-            if self.active.swap(false, Ordering::Relaxed) {
-                let mut s = self.state.lock();
-                s.rate = self.max_rate;
-                s.pacer = Pacer::new();
-                s.last_debt = None;
-            }
-            return Duration::ZERO;
-        };
+    /// Ends any delay and restores the configured rate: level 0 is below the slowdown trigger.
+    /// Cheap when nothing was delayed (one atomic read).
+    pub(crate) fn clear(&self) {
+        if self.active.load(Ordering::Relaxed) && self.active.swap(false, Ordering::Relaxed) {
+            let mut s = self.state.lock();
+            s.rate = self.max_rate;
+            s.pacer = Pacer::new();
+            s.last_debt = None;
+        }
+    }
+
+    /// How long a write of `bytes` must wait at `now` while level 0 holds `debt` runs, at or
+    /// above the slowdown trigger.
+    pub(crate) fn delay(&self, debt: usize, bytes: u64, now: Instant) -> Duration {
         self.active.store(true, Ordering::Relaxed);
         let mut s = self.state.lock();
         match s.last_debt {
@@ -84,22 +86,22 @@ mod tests {
     fn the_rate_follows_the_debt_and_recovers_when_it_clears() {
         let c = WriteController::new(16 << 20);
         let t = Instant::now() + Duration::from_secs(1);
-        assert_eq!(c.delay(None, 1 << 20, t), Duration::ZERO);
+        c.clear();
         // Slowed at the full rate: 16 MiB/s, so a tenth of that (past the 100 ms burst the first
         // one uses) costs 100 ms.
         let tenth = (16 << 20) / 10;
-        assert_eq!(c.delay(Some(20), tenth, t), Duration::ZERO);
-        let wait = c.delay(Some(20), tenth, t);
+        assert_eq!(c.delay(20, tenth, t), Duration::ZERO);
+        let wait = c.delay(20, tenth, t);
         assert!((wait.as_secs_f64() - 0.1).abs() < 1e-3, "{wait:?}");
         // The debt grows twice: the rate drops to 0.64 of the configured one.
-        c.delay(Some(21), 1, t);
-        c.delay(Some(22), 1, t);
+        c.delay(21, 1, t);
+        c.delay(22, 1, t);
         assert!((c.rate() / f64::from(16 << 20) - 0.64).abs() < 1e-9);
         // It shrinks once: up by a quarter.
-        c.delay(Some(21), 1, t);
+        c.delay(21, 1, t);
         assert!((c.rate() / f64::from(16 << 20) - 0.8).abs() < 1e-9);
         // Cleared: no wait, and the next slowdown starts at the full rate again.
-        assert_eq!(c.delay(None, 1 << 30, t), Duration::ZERO);
+        c.clear();
         assert_eq!(c.rate(), f64::from(16 << 20));
     }
 
@@ -108,7 +110,7 @@ mod tests {
         let c = WriteController::new(1 << 20);
         let t = Instant::now();
         for debt in 20..200 {
-            c.delay(Some(debt), 1, t);
+            c.delay(debt, 1, t);
         }
         assert_eq!(c.rate(), MIN_RATE);
     }

@@ -11,7 +11,7 @@ use crate::memtable::Memtable;
 use crate::merge::{source_iterators, MergeFilter};
 use crate::stats::Statistics;
 use bytes::Bytes;
-use parking_lot::MutexGuard;
+use parking_lot::{Mutex, MutexGuard};
 use std::sync::Arc;
 use std::time::Instant;
 use strata_exec::skew::FlushKeySample;
@@ -106,16 +106,56 @@ fn combined(memtables: &[Arc<Memtable>]) -> Result<Arc<Memtable>> {
     Ok(buffer)
 }
 
-/// The skew estimator's sample of the user keys in `memtable`.
-fn sample_keys(memtable: &Arc<Memtable>) -> Result<FlushKeySample> {
-    let mut sample = FlushKeySample::new();
-    let mut it = memtable.iter();
-    it.seek_to_first()?;
-    while it.valid() {
-        sample.add(key::user_key(it.key()));
-        it.next()?;
+/// A cursor that offers every user key it moves onto, going forward, to the skew estimator's
+/// sample: the flush's one pass over its memtable takes the sample too (a pass of its own cost
+/// 4% of a random fill's CPU, a cache miss per entry).
+struct SamplingIterator {
+    inner: Box<dyn InternalIterator>,
+    sample: Arc<Mutex<FlushKeySample>>,
+}
+
+impl SamplingIterator {
+    fn offer(&mut self) {
+        if self.inner.valid() {
+            self.sample.lock().add(key::user_key(self.inner.key()));
+        }
     }
-    Ok(sample)
+}
+
+impl InternalIterator for SamplingIterator {
+    fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.inner.seek_to_first()?;
+        self.offer();
+        Ok(())
+    }
+    fn seek_to_last(&mut self) -> Result<()> {
+        self.inner.seek_to_last()
+    }
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.inner.seek(target)?;
+        self.offer();
+        Ok(())
+    }
+    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        self.inner.seek_for_prev(target)
+    }
+    fn next(&mut self) -> Result<()> {
+        self.inner.next()?;
+        self.offer();
+        Ok(())
+    }
+    fn prev(&mut self) -> Result<()> {
+        self.inner.prev()
+    }
+    fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
 }
 
 /// Splits `memtable` for a flush of its most compact window of `width` user keys: a memtable
@@ -269,7 +309,7 @@ impl Engine {
                 split_window(&buffer, entries, job.snapshots.clone())?
             }
         };
-        let key_sample = sample_keys(&flushed)?;
+        let sample = Arc::new(Mutex::new(FlushKeySample::new()));
         let merge_with = flush_merge_tables(&job.version, plan)?;
         // The buffer counts as one input of the cutter's projection, at its smallest key.
         let mut projection: Vec<(Bytes, u64)> = flushed
@@ -278,7 +318,10 @@ impl Engine {
             .into_iter()
             .collect();
         projection.extend(merge_with.iter().map(|t| (t.smallest.clone(), t.size)));
-        let mut inputs: Vec<Box<dyn InternalIterator>> = vec![Box::new(flushed.iter())];
+        let mut inputs: Vec<Box<dyn InternalIterator>> = vec![Box::new(SamplingIterator {
+            inner: Box::new(flushed.iter()),
+            sample: Arc::clone(&sample),
+        })];
         let mut bytes_read = 0;
         if !merge_with.is_empty() {
             let (tables, bytes) = source_iterators(vec![merge_with], &self.tables);
@@ -294,6 +337,7 @@ impl Engine {
         let filter = MergeFilter::new(job.snapshots.clone(), older);
         let (tables, files) =
             self.write_outputs(inputs, filter, &plan.output, &projection, None)?;
+        let key_sample = std::mem::take(&mut *sample.lock());
         Ok(FlushOutput {
             bytes_written: tables.iter().map(|t| t.size).sum(),
             tables,

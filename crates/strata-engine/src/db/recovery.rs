@@ -322,7 +322,7 @@ impl Engine {
                 .map(|rate| Arc::new(RateLimiter::new(rate))),
         };
         let version = Arc::new(found.version);
-        let memtable = Arc::new(Memtable::new(0));
+        let memtable = Arc::new(Memtable::with_filter(0, options.memtable_filter_bytes()));
         let super_version = Arc::new(SuperVersion {
             memtable: Arc::clone(&memtable),
             frozen: Vec::new(),
@@ -412,7 +412,10 @@ impl Engine {
                 .map_err(io_error(format!("reading {}", path.display())))?;
             wals.push(WalFile { number, data });
         }
-        let memtable = Arc::new(Memtable::new(0));
+        let memtable = Arc::new(Memtable::with_filter(
+            0,
+            self.options.memtable_filter_bytes(),
+        ));
         let relog_wals = self.state.lock().relog_wals.clone();
         let replayed = wal_chain::replay(
             wals,

@@ -169,15 +169,18 @@ impl Engine {
             if !synchronous && !delayed {
                 // Slow the group down rather than stopping writes outright; once per group.
                 delayed = true;
-                let debt =
-                    (l0_runs >= self.options.level0_slowdown_writes_trigger).then_some(l0_runs);
-                let start = Instant::now();
-                let wait = self.write_controller.delay(debt, bytes, start);
-                if !wait.is_zero() {
-                    MutexGuard::unlocked(&mut state, || std::thread::sleep(wait));
-                    Statistics::add(&self.stats.stall_micros, start.elapsed().as_micros() as u64);
-                    Statistics::add(&self.stats.delayed_writes, 1);
-                    continue;
+                if l0_runs < self.options.level0_slowdown_writes_trigger {
+                    self.write_controller.clear();
+                } else {
+                    let start = Instant::now();
+                    let wait = self.write_controller.delay(l0_runs, bytes, start);
+                    if !wait.is_zero() {
+                        MutexGuard::unlocked(&mut state, || std::thread::sleep(wait));
+                        let waited = start.elapsed().as_micros() as u64;
+                        Statistics::add(&self.stats.stall_micros, waited);
+                        Statistics::add(&self.stats.delayed_writes, 1);
+                        continue;
+                    }
                 }
             }
             if state.memtable.approximate_size() < self.options.write_buffer_size {
@@ -268,7 +271,8 @@ impl Engine {
             number,
             buffer: Vec::new(),
         });
-        let old = std::mem::replace(&mut state.memtable, Arc::new(Memtable::new(number)));
+        let fresh = Memtable::with_filter(number, self.options.memtable_filter_bytes());
+        let old = std::mem::replace(&mut state.memtable, Arc::new(fresh));
         if !old.is_empty() {
             state.frozen.push_back(old);
         }
