@@ -104,6 +104,12 @@ pub struct BenchArgs {
     /// Makes the manifest larger. Peers do not count blocks.
     #[arg(long)]
     count_blocks: bool,
+    /// Open every engine with its own defaults and ignore the engine flags above (buffer, file
+    /// and cache sizes, size ratio, level base, Bloom bits, jobs): what a user who changes
+    /// nothing gets. RocksDB gets its default block-based table with a 10-bit Bloom filter and
+    /// no compression; Strata its `Options::new()` with each policy's own option defaults.
+    #[arg(long)]
+    engine_defaults: bool,
     /// Where the databases go (created if missing): each invocation works in a fresh
     /// strata-bench-* directory inside it and removes it at the end, even after a failure.
     /// Default: the system's temporary directory.
@@ -367,6 +373,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         background_jobs: args.jobs,
         expected_data_size: user_bytes.max(1),
         count_blocks: args.count_blocks,
+        engine_defaults: args.engine_defaults,
     };
     for policy in &policies {
         Strata::policy_spec(policy, &settings)

@@ -76,6 +76,12 @@ pub struct EngineSettings {
     /// Record every table's data blocks in the manifest and count the data blocks written per
     /// level (Strata only; `Options::with_record_block_ranges`).
     pub count_blocks: bool,
+    /// Ignore every other setting: open each engine with its own defaults, as a user who
+    /// changes nothing would (RocksDB with its default block-based table given a 10-bit Bloom
+    /// filter and no compression, as its documentation recommends for point lookups; Strata's
+    /// policy with its own option defaults).
+    #[serde(default)]
+    pub engine_defaults: bool,
 }
 
 impl Default for EngineSettings {
@@ -90,6 +96,7 @@ impl Default for EngineSettings {
             background_jobs: 2,
             expected_data_size: 1 << 30,
             count_blocks: false,
+            engine_defaults: false,
         }
     }
 }
@@ -117,13 +124,17 @@ impl Strata {
         s: &EngineSettings,
         listener: Option<Arc<dyn strata_engine::EventListener>>,
     ) -> Result<Strata> {
-        let spec = Strata::policy_spec(policy, s)?;
-        let mut options = strata_engine::Options::new()
-            .with_write_buffer_size(s.write_buffer_size)
-            .with_block_cache_capacity(s.block_cache)
-            .with_max_background_jobs(s.background_jobs)
-            .with_record_block_ranges(s.count_blocks)
-            .with_policy_spec(spec)?;
+        let mut options = if s.engine_defaults {
+            strata_engine::Options::new().with_policy_named(policy)?
+        } else {
+            let spec = Strata::policy_spec(policy, s)?;
+            strata_engine::Options::new()
+                .with_write_buffer_size(s.write_buffer_size)
+                .with_block_cache_capacity(s.block_cache)
+                .with_max_background_jobs(s.background_jobs)
+                .with_record_block_ranges(s.count_blocks)
+                .with_policy_spec(spec)?
+        };
         if let Some(listener) = listener {
             options = options.with_event_listener(listener);
         }
@@ -238,6 +249,21 @@ mod rocks {
     impl Rocks {
         /// Opens a fresh RocksDB in `dir`.
         pub fn open(dir: &Path, s: &EngineSettings) -> Result<Rocks> {
+            if s.engine_defaults {
+                let mut o = rocksdb::Options::default();
+                o.create_if_missing(true);
+                o.set_compression_type(rocksdb::DBCompressionType::None);
+                o.enable_statistics();
+                let mut t = rocksdb::BlockBasedOptions::default();
+                t.set_bloom_filter(10.0, false);
+                o.set_block_based_table_factory(&t);
+                let db = rocksdb::DB::open(&o, dir).context("opening RocksDB")?;
+                return Ok(Rocks {
+                    db,
+                    options: o,
+                    dir: dir.to_path_buf(),
+                });
+            }
             let mut o = rocksdb::Options::default();
             o.create_if_missing(true);
             o.set_write_buffer_size(s.write_buffer_size as usize);
@@ -360,6 +386,15 @@ mod fjall_peer {
     impl Fjall {
         /// Opens a fresh fjall database in `dir`.
         pub fn open(dir: &Path, s: &EngineSettings) -> Result<Fjall> {
+            if s.engine_defaults {
+                let database = fjall::Database::builder(dir).open()?;
+                let keyspace = database.keyspace("bench", fjall::KeyspaceCreateOptions::default)?;
+                return Ok(Fjall {
+                    database,
+                    keyspace,
+                    dir: dir.to_path_buf(),
+                });
+            }
             use fjall::config::{
                 BlockSizePolicy, BloomConstructionPolicy, CompressionPolicy, FilterPolicy,
                 FilterPolicyEntry,

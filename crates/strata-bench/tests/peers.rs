@@ -13,7 +13,7 @@ fn key(i: u32) -> Vec<u8> {
 
 #[test]
 fn every_peer_reads_back_what_it_was_given() {
-    let settings = EngineSettings {
+    let matched = EngineSettings {
         // Small buffers and files, so the keys below reach tables and compactions.
         write_buffer_size: 1 << 20,
         target_file_size: 1 << 20,
@@ -21,10 +21,22 @@ fn every_peer_reads_back_what_it_was_given() {
         block_cache: 1 << 20,
         ..EngineSettings::default()
     };
+    // Each engine's own defaults (`strata bench --engine-defaults`), where the data stays in
+    // the memtable until the settle flushes it.
+    let defaults = EngineSettings {
+        engine_defaults: true,
+        ..EngineSettings::default()
+    };
+    for settings in [matched, defaults] {
+        reads_back(&settings);
+    }
+}
+
+fn reads_back(settings: &EngineSettings) {
     let value = vec![7u8; 100];
     for peer in available_peers() {
         let dir = tempfile::tempdir().unwrap();
-        let engine = open_peer(peer, dir.path(), &settings).unwrap();
+        let engine = open_peer(peer, dir.path(), settings).unwrap();
         for i in 0..50_000 {
             engine.put(&key(i), &value).unwrap();
         }

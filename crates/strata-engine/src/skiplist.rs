@@ -250,7 +250,15 @@ impl<O: KeyOrder> SkipList<O> {
     /// Inserts an entry whose key is `key_parts` concatenated and whose value is `value`. Keys
     /// must be unique (internal keys are: each has its own sequence number); an entry equal to
     /// an existing one goes before it, and [`Cursor::prev`] would step over both.
+    #[cfg(test)]
     pub fn insert(&self, key_parts: &[&[u8]], value: &[u8]) {
+        self.insert_with(key_parts, value, || {});
+    }
+
+    /// [`SkipList::insert`], running `before_publish` under the writers' lock just before the
+    /// entry becomes visible: work that must be done before readers can find the entry and
+    /// that no other writer may interleave with (the memtable's key filter).
+    pub fn insert_with(&self, key_parts: &[&[u8]], value: &[u8], before_publish: impl FnOnce()) {
         let key_len: usize = key_parts.iter().map(|p| p.len()).sum();
         assert!(
             key_len <= u32::MAX as usize && value.len() <= u32::MAX as usize,
@@ -273,6 +281,7 @@ impl<O: KeyOrder> SkipList<O> {
         let key = unsafe { Node::key(node) };
         let mut prev = [self.head; MAX_HEIGHT];
         self.seek_ge(|k| O::compare(k, key), Some(&mut prev));
+        before_publish();
         let top = self.height.load(AtomicOrdering::Relaxed);
         if height > top {
             // `prev` already holds the head above the old height.
