@@ -12,7 +12,7 @@ use quick_cache::Weighter;
 use super::block::{cmp_to_target, split_internal_key, Block, Cursor, DecodeError};
 use super::bloom::BloomFilter;
 use super::builder::BlockRange;
-use super::compress::{block_crc, decode_contents, BLOCK_TRAILER_LEN};
+use super::compress::{block_crc, decode_contents, BLOCK_TRAILER_LEN, TYPE_NONE};
 use super::format::{
     BlockHandle, Footer, IndexValue, TableProperties, FOOTER_LEN, FORMAT_WITH_REFERENCES,
 };
@@ -28,6 +28,10 @@ use crate::stats::Statistics;
 /// the cache's own bookkeeping. Also keeps every weight above zero (quick_cache never evicts
 /// zero-weight items).
 const CACHE_ENTRY_OVERHEAD: u64 = 128;
+
+/// Blocks from this size on are read into mappings of their own
+/// ([`TableFile::read_block_bytes`]): malloc's default threshold for mapping an allocation.
+pub(crate) const MAPPED_BLOCK: usize = 128 << 10;
 
 /// Cache key: (file number, block offset).
 type CacheKey = (u64, u64);
@@ -126,10 +130,9 @@ pub enum ReadPurpose {
 }
 
 impl TableFile {
-    /// Reads the block at `handle`, verifies its checksum and decompresses it, charging the read
-    /// to `purpose`'s counter.
-    fn read_block(&self, handle: BlockHandle, what: &str, purpose: ReadPurpose) -> Result<Vec<u8>> {
-        let total = handle
+    /// Bytes the block at `handle` occupies with its trailer, checked to lie inside the file.
+    fn block_span(&self, handle: BlockHandle, what: &str) -> Result<usize> {
+        handle
             .size
             .checked_add(BLOCK_TRAILER_LEN as u64)
             .filter(|total| {
@@ -148,19 +151,28 @@ impl TableFile {
                         handle.offset, handle.size, self.size
                     ),
                 )
-            })?;
-        let mut buf = vec![0u8; total];
-        self.file
-            .read_exact_at(&mut buf, handle.offset)
-            .map_err(|e| {
-                Error::io(
-                    format!(
-                        "reading {what} block of {} at offset {}",
-                        self.name, handle.offset
-                    ),
-                    e,
-                )
-            })?;
+            })
+    }
+
+    /// Fills `buf` (the block and its trailer) from the file, charges the read to `purpose`'s
+    /// counter and verifies the checksum; returns the block's type byte.
+    fn read_checked(
+        &self,
+        handle: BlockHandle,
+        what: &str,
+        purpose: ReadPurpose,
+        buf: &mut [u8],
+    ) -> Result<u8> {
+        self.file.read_exact_at(buf, handle.offset).map_err(|e| {
+            Error::io(
+                format!(
+                    "reading {what} block of {} at offset {}",
+                    self.name, handle.offset
+                ),
+                e,
+            )
+        })?;
+        let total = buf.len();
         match purpose {
             ReadPurpose::Query => {
                 Statistics::add(&self.stats.blocks_read, 1);
@@ -174,17 +186,57 @@ impl TableFile {
             Some(&[t, a, b, c, d]) => (t, u32::from_le_bytes([a, b, c, d])),
             _ => return Err(Error::corruption(&self.name, handle.offset, "short block")),
         };
-        buf.truncate(stored);
-        if block_crc(&buf, block_type) != crc {
+        if block_crc(&buf[..stored], block_type) != crc {
             return Err(Error::corruption(
                 &self.name,
                 handle.offset,
                 format!("{what} block checksum mismatch"),
             ));
         }
+        Ok(block_type)
+    }
+
+    /// Reads the block at `handle`, verifies its checksum and decompresses it, charging the read
+    /// to `purpose`'s counter.
+    fn read_block(&self, handle: BlockHandle, what: &str, purpose: ReadPurpose) -> Result<Vec<u8>> {
+        let total = self.block_span(handle, what)?;
+        let mut buf = vec![0u8; total];
+        let block_type = self.read_checked(handle, what, purpose, &mut buf)?;
+        buf.truncate(total - BLOCK_TRAILER_LEN);
         decode_contents(buf, block_type).map_err(|reason| {
             Error::corruption(&self.name, handle.offset, format!("{what} block: {reason}"))
         })
+    }
+
+    /// [`TableFile::read_block`] as shared bytes. A large uncompressed block (the index and
+    /// filter of a big table) is read into an anonymous mapping of its own instead of the heap:
+    /// it lives as long as the table, and when the table goes its memory goes back to the
+    /// system at once. On the heap, such blocks freed by compactions left holes malloc kept
+    /// (measured: with malloc's large allocations always mapped, YCSB A's peak RSS at 2·10^6
+    /// entries fell from 154 to 133 MiB).
+    fn read_block_bytes(
+        &self,
+        handle: BlockHandle,
+        what: &str,
+        purpose: ReadPurpose,
+    ) -> Result<Bytes> {
+        let total = self.block_span(handle, what)?;
+        if total < MAPPED_BLOCK {
+            return self.read_block(handle, what, purpose).map(Bytes::from);
+        }
+        let Ok(mut map) = memmap2::MmapMut::map_anon(total) else {
+            return self.read_block(handle, what, purpose).map(Bytes::from);
+        };
+        let block_type = self.read_checked(handle, what, purpose, &mut map)?;
+        let stored = total - BLOCK_TRAILER_LEN;
+        if block_type != TYPE_NONE {
+            return decode_contents(map[..stored].to_vec(), block_type)
+                .map(Bytes::from)
+                .map_err(|reason| {
+                    Error::corruption(&self.name, handle.offset, format!("{what} block: {reason}"))
+                });
+        }
+        Ok(Bytes::from_owner(map).slice(..stored))
     }
 
     /// Reads and checks the layout of the block at `handle`.
@@ -194,8 +246,8 @@ impl TableFile {
         what: &str,
         purpose: ReadPurpose,
     ) -> Result<Block> {
-        let contents = self.read_block(handle, what, purpose)?;
-        Block::new(Bytes::from(contents)).map_err(|e| self.decode_error(handle, what, e))
+        let contents = self.read_block_bytes(handle, what, purpose)?;
+        Block::new(contents).map_err(|e| self.decode_error(handle, what, e))
     }
 
     fn decode_error(&self, handle: BlockHandle, what: &str, e: DecodeError) -> Error {
@@ -260,7 +312,7 @@ impl Index {
         if u32::try_from(data.len()).is_err() {
             return Err(corrupt("index block larger than 4 GiB".into()));
         }
-        let mut entries: Vec<IndexEntry> = Vec::new();
+        let mut entries: Vec<IndexEntry> = Vec::with_capacity(block.num_restarts());
         let mut prev_block_end = 0u64;
         for i in 0..block.num_restarts() {
             let ((ks, ke), (vs, ve)) = block
@@ -494,12 +546,10 @@ impl Table {
         )?;
         let filter = match footer.filter {
             Some(h) => {
-                let contents = src.read_block(h, "filter", ReadPurpose::Metadata)?;
-                Some(
-                    BloomFilter::decode(Bytes::from(contents)).map_err(|reason| {
-                        Error::corruption(&src.name, h.offset, format!("filter block: {reason}"))
-                    })?,
-                )
+                let contents = src.read_block_bytes(h, "filter", ReadPurpose::Metadata)?;
+                Some(BloomFilter::decode(contents).map_err(|reason| {
+                    Error::corruption(&src.name, h.offset, format!("filter block: {reason}"))
+                })?)
             }
             None => None,
         };
