@@ -6,10 +6,12 @@ Usage: scripts/peers-table.py [--baseline LABEL] REPORT_DIR...
 Each REPORT_DIR is a `--report` directory (it holds results.json). For every measured phase of
 every run it prints ops/s, worst 100k-operation window, and each peer's ratio (baseline ÷ peer),
 then the run-level figures: write amplification, peak RSS, CPU µs per operation and device
-MB/s. With several directories of the same comparison (repeated runs) it prints each run's
-figures and the median of the ratios, so noise shows.
+MB/s. With several directories of the same workload (repeated runs) it prints each run's
+figures and the median of the ratios per workload, so noise shows; paths that are not
+directories are skipped, so OUT/* works.
 """
 import json
+import os
 import statistics
 import sys
 
@@ -33,9 +35,11 @@ def main(argv):
         baseline, argv = argv[1], argv[2:]
     if not argv:
         sys.exit(__doc__)
+    # Report directories only (a shell glob also matches the text tables beside them).
+    argv = [p for p in argv if os.path.isdir(p)]
     comparisons = [load(p) for p in argv]
     base_label = baseline or comparisons[0]["runs"][0]["label"]
-    ratios = {}  # (phase, peer, metric) -> [ratio per comparison]
+    ratios = {}  # (workload, phase, peer, metric) -> [ratio per comparison]
     for path, c in zip(argv, comparisons):
         runs = {r["label"]: r for r in c["runs"]}
         if base_label not in runs:
@@ -64,24 +68,27 @@ def main(argv):
             for bp, pp in zip(base["phases"], r["phases"]):
                 for metric in ("ops_per_sec", "worst_window_ops_per_sec"):
                     if pp[metric] > 0:
-                        ratios.setdefault((bp["name"], label, metric), []).append(
+                        ratios.setdefault((c["workload"], bp["name"], label, metric), []).append(
                             bp[metric] / pp[metric]
                         )
             if base.get("peak_rss_bytes") and r.get("peak_rss_bytes"):
-                ratios.setdefault(("run", label, "peak RSS"), []).append(
+                ratios.setdefault((c["workload"], "whole run", label, "peak RSS"), []).append(
                     base["peak_rss_bytes"] / r["peak_rss_bytes"]
                 )
             if base.get("write_amp") and r.get("write_amp"):
-                ratios.setdefault(("run", label, "WA"), []).append(
+                ratios.setdefault((c["workload"], "whole run", label, "WA"), []).append(
                     base["write_amp"] / r["write_amp"]
                 )
         print()
-    print(f"## {base_label} ÷ peer (median of {len(comparisons)} comparison(s); each in brackets)")
-    print("| phase | peer | metric | ratio | each |")
-    print("|---|---|---|---|---|")
-    for (phase, peer, metric), values in ratios.items():
+    print(f"## {base_label} ÷ peer (median over the comparisons of each workload; each listed)")
+    print("| workload | phase | peer | metric | median | each |")
+    print("|---|---|---|---|---|---|")
+    for (workload, phase, peer, metric), values in ratios.items():
         each = ", ".join(f"{v:.2f}" for v in values)
-        print(f"| {phase} | {peer} | {metric} | {statistics.median(values):.2f} | {each} |")
+        print(
+            f"| {workload} | {phase} | {peer} | {metric} "
+            f"| {statistics.median(values):.2f} | {each} |"
+        )
 
 
 if __name__ == "__main__":

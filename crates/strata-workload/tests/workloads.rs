@@ -29,6 +29,34 @@ fn every_preset_builds_and_validates() {
 }
 
 #[test]
+fn db_bench_phases_after_the_fill_run_on_the_threads_asked_for() {
+    let four = PresetParams {
+        threads: 4,
+        ..params()
+    };
+    let w = WorkloadSpec::preset(
+        "fillrandom,readrandom,overwrite,seekrandom,deleterandom",
+        &four,
+    )
+    .unwrap();
+    let threads: Vec<(&str, usize)> = w
+        .phases
+        .iter()
+        .map(|p| (p.name.as_str(), p.threads))
+        .collect();
+    assert_eq!(
+        threads,
+        [
+            ("fillrandom", 1),
+            ("readrandom", 4),
+            ("overwrite", 4),
+            ("seekrandom", 4),
+            ("deleterandom", 4)
+        ]
+    );
+}
+
+#[test]
 fn workloads_load_from_toml() {
     let text = r#"
         name = "mine"
