@@ -211,7 +211,7 @@ pub fn run(
     let mut phases = Vec::new();
     let mut phase_blocks = Vec::new();
     let mut user_bytes = 0u64;
-    let mut all_ops = 0u64;
+    let mut total_ops = 0u64;
     let mut reads_measured = 0u64;
     let mut blocks_read_measured = 0u64;
     let mut probed_measured = 0u64;
@@ -229,7 +229,7 @@ pub fn run(
         ) {
             Ok((mut p, written_bytes, reads)) => {
                 user_bytes += written_bytes;
-                all_ops += p.ops;
+                total_ops += p.ops;
                 let after = engine.stats();
                 let since = |a: &[u64], b: Option<Vec<u64>>| -> Vec<u64> {
                     let b = b.unwrap_or_default();
@@ -296,7 +296,6 @@ pub fn run(
         .zip(device_start)
         .map(|(after, before)| after.saturating_sub(before));
     let peak_rss = peak_rss_bytes();
-    let total_ops: u64 = all_ops;
     let live_bytes = space.live_keys() * (spec.key_size + spec.value_size) as u64;
     let peak_disk = disk_samples
         .iter()

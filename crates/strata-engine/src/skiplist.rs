@@ -280,7 +280,7 @@ impl<O: KeyOrder> SkipList<O> {
         // SAFETY: `node` is fully written; the search reads only published nodes and it.
         let key = unsafe { Node::key(node) };
         let mut prev = [self.head; MAX_HEIGHT];
-        self.seek_ge(|k| O::compare(k, key), Some(&mut prev));
+        self.descend(|k| O::compare(k, key), Some(&mut prev));
         before_publish();
         let top = self.height.load(AtomicOrdering::Relaxed);
         if height > top {
@@ -301,13 +301,15 @@ impl<O: KeyOrder> SkipList<O> {
         self.memory.store(w.arena.used, AtomicOrdering::Relaxed);
     }
 
-    /// The first node whose key is not below the target (`below(k)` tells whether key `k`
-    /// is below it: `Less`), or null; with `prev`, the last node before it at every level.
-    fn seek_ge(
+    /// Walks from the head down to level 0 toward the target (`below(k)` tells whether key `k`
+    /// is below it: `Less`). Returns the last node below the target (the head if none) and the
+    /// node after it, the first not below (null if none); with `prev`, the last node below the
+    /// target at every level, which is where an insert links in.
+    fn descend(
         &self,
         below: impl Fn(&[u8]) -> Ordering,
         mut prev: Option<&mut [*mut Node; MAX_HEIGHT]>,
-    ) -> *mut Node {
+    ) -> (*mut Node, *mut Node) {
         let mut x = self.head;
         let mut level = self.height.load(AtomicOrdering::Relaxed) - 1;
         loop {
@@ -322,27 +324,20 @@ impl<O: KeyOrder> SkipList<O> {
                 prev[level] = x;
             }
             if level == 0 {
-                return next;
+                return (x, next);
             }
             level -= 1;
         }
     }
 
-    /// The last node whose key is below the target (as in [`SkipList::seek_ge`]), or the head.
+    /// The first node whose key is not below the target (as in [`SkipList::descend`]), or null.
+    fn seek_ge(&self, below: impl Fn(&[u8]) -> Ordering) -> *mut Node {
+        self.descend(below, None).1
+    }
+
+    /// The last node whose key is below the target (as in [`SkipList::descend`]), or the head.
     fn seek_lt(&self, below: impl Fn(&[u8]) -> Ordering) -> *mut Node {
-        let mut x = self.head;
-        let mut level = self.height.load(AtomicOrdering::Relaxed) - 1;
-        loop {
-            // SAFETY: as in `seek_ge`.
-            let next = unsafe { Node::next(x, level) };
-            if !next.is_null() && below(unsafe { Node::key(next) }) == Ordering::Less {
-                x = next;
-            } else if level == 0 {
-                return x;
-            } else {
-                level -= 1;
-            }
-        }
+        self.descend(below, None).0
     }
 
     /// The last node, or the head when empty.
@@ -428,17 +423,17 @@ impl Cursor {
 
     /// To the first entry with a key ≥ `target`.
     pub fn seek<O: KeyOrder>(&mut self, list: &SkipList<O>, target: &[u8]) {
-        self.node = list.seek_ge(|k| O::compare(k, target), None);
+        self.node = list.seek_ge(|k| O::compare(k, target));
     }
 
     /// To the first entry for which `below` is not `Less` (a key ≥ a target given as parts).
     pub fn seek_by<O: KeyOrder>(&mut self, list: &SkipList<O>, below: impl Fn(&[u8]) -> Ordering) {
-        self.node = list.seek_ge(below, None);
+        self.node = list.seek_ge(below);
     }
 
     /// To the last entry with a key ≤ `target`.
     pub fn seek_for_prev<O: KeyOrder>(&mut self, list: &SkipList<O>, target: &[u8]) {
-        let ge = list.seek_ge(|k| O::compare(k, target), None);
+        let ge = list.seek_ge(|k| O::compare(k, target));
         // SAFETY: `ge`, when not null, is published.
         if !ge.is_null() && O::compare(unsafe { Node::key(ge) }, target) == Ordering::Equal {
             self.node = ge;

@@ -442,38 +442,28 @@ fn db_bench(names: &[&str], p: &PresetParams) -> Result<WorkloadSpec, String> {
                 ph.inserts = InsertOrder::Sequential;
             }
             "fillrandom" => ph.mix.insert = 1.0,
-            // The phases after a fill run on `--threads` threads, as db_bench's do; the fills
-            // stay single-threaded (the load, and what the simulator replays).
-            "overwrite" => {
-                ph.mix.update = 1.0;
-                ph.threads = p.threads.max(1);
-            }
-            "readrandom" => {
-                ph.mix.read = 1.0;
-                ph.threads = p.threads.max(1);
-            }
+            "overwrite" => ph.mix.update = 1.0,
+            "readrandom" => ph.mix.read = 1.0,
             "readseq" => {
                 // One long scan over everything.
                 ph.mix.long_scan = 1.0;
                 ph.ops = 1;
                 ph.long_scan_length = usize::MAX;
             }
-            "seekrandom" => {
-                ph.mix.scan = 1.0;
-                ph.threads = p.threads.max(1);
-            }
+            "seekrandom" => ph.mix.scan = 1.0,
             "readwhilewriting" => {
                 ph.mix.read = 1.0;
-                ph.threads = p.threads.max(1);
                 ph.background_writer = Some(Mix {
                     update: 1.0,
                     ..Mix::default()
                 });
             }
-            _ => {
-                ph.mix.delete = 1.0;
-                ph.threads = p.threads.max(1);
-            }
+            _ => ph.mix.delete = 1.0,
+        }
+        // The phases after a fill run on `--threads` threads, as db_bench's do; the fills stay
+        // single-threaded (the load, and what the simulator replays), and readseq is one scan.
+        if !matches!(n, "fillseq" | "fillrandom" | "readseq") {
+            ph.threads = p.threads.max(1);
         }
         if i == 0 && !matches!(n, "fillseq" | "fillrandom") {
             phases.push(PhaseSpec {
