@@ -171,6 +171,12 @@ impl LogWriter {
         self.file.sync()
     }
 
+    /// Starts writing the records handed to the OS to the device, without waiting
+    /// ([`WritableFile::start_writeback`]).
+    pub fn start_writeback(&mut self) -> io::Result<()> {
+        self.file.start_writeback()
+    }
+
     /// Bytes in the log, buffered ones included.
     pub fn len(&self) -> u64 {
         self.file.len()

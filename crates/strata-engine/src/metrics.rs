@@ -83,8 +83,12 @@ pub struct Metrics {
     pub table_bytes: u64,
     /// Bytes held by memtables (their arenas).
     pub memtable_bytes: u64,
-    /// Block-cache bytes in use.
+    /// Block-cache bytes in use by data blocks.
     pub block_cache_bytes: u64,
+    /// Bytes open tables charge to the block cache
+    /// ([`Options::with_charge_tables_to_cache`](crate::Options::with_charge_tables_to_cache);
+    /// 0 when off).
+    pub block_cache_table_bytes: u64,
     /// Sorted runs in the tree.
     pub sorted_runs: usize,
     /// Tables in the tree.
@@ -154,6 +158,7 @@ impl Metrics {
             table_bytes: version.disk_bytes(),
             memtable_bytes,
             block_cache_bytes: cache.used_bytes(),
+            block_cache_table_bytes: cache.table_bytes(),
             sorted_runs: version.run_count(),
             tables: version.table_count(),
             levels: version

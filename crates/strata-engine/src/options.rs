@@ -19,12 +19,14 @@ pub struct Options {
     pub(crate) level0_slowdown_writes_trigger: usize,
     pub(crate) level0_stop_writes_trigger: usize,
     pub(crate) delayed_write_rate: u64,
+    pub(crate) wal_bytes_per_sync: u64,
     pub(crate) rate_limit: Option<u64>,
     pub(crate) max_background_jobs: usize,
     pub(crate) block_size: usize,
     pub(crate) block_restart_interval: usize,
     pub(crate) compression: Compression,
     pub(crate) block_cache_capacity: u64,
+    pub(crate) charge_tables_to_cache: bool,
     pub(crate) max_open_files: usize,
     pub(crate) max_manifest_file_size: u64,
     pub(crate) wal_recovery_mode: RecoveryMode,
@@ -68,12 +70,14 @@ impl Default for Options {
             level0_slowdown_writes_trigger: 20,
             level0_stop_writes_trigger: 36,
             delayed_write_rate: 16 << 20,
+            wal_bytes_per_sync: 1 << 20,
             rate_limit: None,
             max_background_jobs: 2,
             block_size: 4096,
             block_restart_interval: 16,
             compression: Compression::None,
             block_cache_capacity: 32 << 20,
+            charge_tables_to_cache: true,
             max_open_files: 1000,
             max_manifest_file_size: 16 << 20,
             wal_recovery_mode: RecoveryMode::TolerateCorruptedTail,
@@ -159,6 +163,17 @@ impl Options {
         self
     }
 
+    /// Starts the WAL's writeback to the device every this many bytes, without waiting for it
+    /// ([`WritableFile::start_writeback`](crate::fs::WritableFile::start_writeback)); 0 never
+    /// does. The memtable switch syncs the finished WAL in the writing thread, and this leaves
+    /// that sync only the last stretch to wait for instead of a whole write buffer's worth.
+    /// RocksDB: `wal_bytes_per_sync`, whose default is 0 because RocksDB syncs closed WALs in
+    /// its flush job instead. Default: 1 MiB.
+    pub fn with_wal_bytes_per_sync(mut self, bytes: u64) -> Self {
+        self.wal_bytes_per_sync = bytes;
+        self
+    }
+
     /// Limits the bytes flushes and compactions write per second (all of them together), so
     /// background bursts leave the device to the foreground; `None` for no limit. RocksDB:
     /// `rate_limiter` (`NewGenericRateLimiter`). Default: none.
@@ -198,6 +213,17 @@ impl Options {
     /// (an LRU cache of this capacity). Default: 32 MiB.
     pub fn with_block_cache_capacity(mut self, bytes: u64) -> Self {
         self.block_cache_capacity = bytes;
+        self
+    }
+
+    /// Charges the memory of open tables (their index, filter and properties, which stay in
+    /// memory) to the block cache: the cache then holds fewer data blocks, and blocks and
+    /// tables together stay within [`Options::with_block_cache_capacity`], however large the
+    /// database grows. RocksDB: `cache_usage_options` with `CacheEntryRole::kBlockBasedTableReader`
+    /// charged (close to `cache_index_and_filter_blocks`, except that the index and filter are
+    /// never evicted), off by default there. Default: on.
+    pub fn with_charge_tables_to_cache(mut self, yes: bool) -> Self {
+        self.charge_tables_to_cache = yes;
         self
     }
 

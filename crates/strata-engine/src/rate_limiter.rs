@@ -101,6 +101,9 @@ impl WritableFile for RateLimitedFile {
     fn len(&self) -> u64 {
         self.inner.len()
     }
+    fn start_writeback(&mut self) -> io::Result<()> {
+        self.inner.start_writeback()
+    }
 }
 
 #[cfg(test)]

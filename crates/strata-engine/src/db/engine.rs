@@ -77,6 +77,9 @@ pub(crate) struct Wal {
     pub number: u64,
     /// Encoding buffer reused across groups (only the commit leader touches it).
     pub buffer: Vec<u8>,
+    /// The WAL's length when its writeback was last started
+    /// ([`Options::with_wal_bytes_per_sync`](crate::Options::with_wal_bytes_per_sync)).
+    pub writeback_at: u64,
 }
 
 /// What the state lock guards.

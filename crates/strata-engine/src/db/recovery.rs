@@ -304,7 +304,10 @@ impl Engine {
             Access::ReadOnly => open_directory_read_only(fs.as_ref(), &dir)?,
         };
         let stats = Arc::new(Statistics::default());
-        let block_cache = Arc::new(BlockCache::new(options.block_cache_capacity));
+        let block_cache = Arc::new(
+            BlockCache::new(options.block_cache_capacity)
+                .charging_tables(options.charge_tables_to_cache),
+        );
         let tables = TableCache::new(
             Arc::clone(&fs),
             dir.clone(),

@@ -128,7 +128,18 @@ impl Engine {
             .add_record(&payload)
             .and_then(|()| wal.writer.flush());
         let write_failed = written.is_err();
-        let result = written.and_then(|()| if sync { wal.writer.sync() } else { Ok(()) });
+        let per_sync = self.options.wal_bytes_per_sync;
+        let result = written.and_then(|()| {
+            if sync {
+                wal.writeback_at = wal.writer.len();
+                wal.writer.sync()
+            } else if per_sync > 0 && wal.writer.len() - wal.writeback_at >= per_sync {
+                wal.writeback_at = wal.writer.len();
+                wal.writer.start_writeback()
+            } else {
+                Ok(())
+            }
+        });
         let len = payload.len();
         wal.buffer = payload;
         let number = wal.number;
@@ -270,6 +281,7 @@ impl Engine {
             writer,
             number,
             buffer: Vec::new(),
+            writeback_at: 0,
         });
         let fresh = Memtable::with_filter(number, self.options.memtable_filter_bytes());
         let old = std::mem::replace(&mut state.memtable, Arc::new(fresh));

@@ -711,6 +711,12 @@ impl WritableFile for FaultWritableFile {
     fn len(&self) -> u64 {
         self.inner.len()
     }
+
+    /// Passed through without a fault of its own: it promises nothing, so a failure to start
+    /// writeback is no different from one that shows up at the next sync.
+    fn start_writeback(&mut self) -> io::Result<()> {
+        self.inner.start_writeback()
+    }
 }
 
 /// A random-access file whose reads pass the checkpoint.

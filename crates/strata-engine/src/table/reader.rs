@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 use quick_cache::sync::Cache;
 use quick_cache::Weighter;
 
@@ -47,9 +48,17 @@ impl Weighter<CacheKey, Arc<Block>> for BlockWeighter {
 
 /// A cache of decompressed data blocks shared by all tables, bounded in bytes. Blocks are keyed
 /// by (file number, offset), so file numbers must be unique among the tables sharing a cache.
+///
+/// Open tables may also be *charged* to it ([`BlockCache::charging_tables`]): their index,
+/// filter and properties stay in memory, outside the cache, but the bytes they hold come off
+/// the budget left for blocks, so blocks and tables together stay within the capacity.
 pub struct BlockCache {
     cache: Cache<CacheKey, Arc<Block>, BlockWeighter>,
     capacity: u64,
+    charge_tables: bool,
+    /// Bytes charged by open tables. Under a lock so that the capacity handed to the cache
+    /// always follows the latest sum.
+    charged: Mutex<u64>,
 }
 
 impl BlockCache {
@@ -63,7 +72,15 @@ impl BlockCache {
         BlockCache {
             cache: Cache::with_weighter(estimated_items, capacity_bytes, BlockWeighter),
             capacity: capacity_bytes,
+            charge_tables: false,
+            charged: Mutex::new(0),
         }
+    }
+
+    /// This cache, with the memory of open tables charged to it (`yes`) or not.
+    pub fn charging_tables(mut self, yes: bool) -> Self {
+        self.charge_tables = yes;
+        self
     }
 
     /// The byte budget.
@@ -75,6 +92,52 @@ impl BlockCache {
     pub fn used_bytes(&self) -> u64 {
         self.cache.weight()
     }
+
+    /// Bytes currently charged by open tables (0 unless the cache charges them).
+    pub fn table_bytes(&self) -> u64 {
+        *self.charged.lock()
+    }
+
+    /// Charges `bytes` of an opening table, if this cache charges tables; the charge ends when
+    /// the returned value drops.
+    fn charge_table(self: &Arc<Self>, bytes: u64) -> Option<TableCharge> {
+        if !self.charge_tables {
+            return None;
+        }
+        self.adjust_charge(|c| c.saturating_add(bytes));
+        Some(TableCharge {
+            cache: Arc::clone(self),
+            bytes,
+        })
+    }
+
+    /// Applies `f` to the charged bytes and gives blocks what is left. The cache never goes
+    /// below one block's worth, so lookups still cache something when tables take it all.
+    fn adjust_charge(&self, f: impl FnOnce(u64) -> u64) {
+        let mut charged = self.charged.lock();
+        *charged = f(*charged);
+        let for_blocks = self
+            .capacity
+            .saturating_sub(*charged)
+            .max(MIN_BLOCK_BUDGET.min(self.capacity));
+        self.cache.set_capacity(for_blocks);
+    }
+}
+
+/// The block budget a [`BlockCache`] keeps however much open tables are charged.
+const MIN_BLOCK_BUDGET: u64 = 1 << 20;
+
+/// An open table's charge on a [`BlockCache`], returned when dropped.
+struct TableCharge {
+    cache: Arc<BlockCache>,
+    bytes: u64,
+}
+
+impl Drop for TableCharge {
+    fn drop(&mut self) {
+        let bytes = self.bytes;
+        self.cache.adjust_charge(|c| c.saturating_sub(bytes));
+    }
 }
 
 impl fmt::Debug for BlockCache {
@@ -82,6 +145,7 @@ impl fmt::Debug for BlockCache {
         f.debug_struct("BlockCache")
             .field("capacity", &self.capacity)
             .field("used_bytes", &self.used_bytes())
+            .field("table_bytes", &self.table_bytes())
             .field("blocks", &self.cache.len())
             .finish()
     }
@@ -455,6 +519,8 @@ pub struct Table {
     properties: TableProperties,
     /// Opens the files of blocks the index refers to elsewhere (see [`BlockFiles`]).
     block_files: Option<Weak<dyn BlockFiles>>,
+    /// This table's charge on the block cache, if the cache charges open tables.
+    _charge: Option<TableCharge>,
 }
 
 /// Opens the table files that index entries of other tables refer to: a table made by a
@@ -574,7 +640,7 @@ impl Table {
             ));
         }
 
-        Ok(Table {
+        let mut table = Table {
             src,
             file_number,
             cache,
@@ -583,7 +649,12 @@ impl Table {
             filter,
             properties,
             block_files: None,
-        })
+            _charge: None,
+        };
+        if let Some(cache) = &table.cache {
+            table._charge = cache.charge_table(table.memory_usage() as u64);
+        }
+        Ok(table)
     }
 
     /// This table, reading the blocks its index places in other files through `files`.

@@ -727,6 +727,32 @@ fn block_cache_serves_repeated_reads_and_counts_hits_and_misses() {
 }
 
 #[test]
+fn tables_charged_to_the_cache_shrink_its_block_budget_until_they_close() {
+    let entries = numbered_entries(2000);
+    let cache = Arc::new(BlockCache::new(1 << 20).charging_tables(true));
+    let (bytes, _) = build(&entries, TableOptions::default());
+    let (first, _) = open_with(bytes.clone(), 80, Some(Arc::clone(&cache))).unwrap();
+    let one = first.memory_usage() as u64;
+    assert!(one > 0);
+    assert_eq!(cache.table_bytes(), one);
+    let (second, _) = open_with(bytes, 81, Some(Arc::clone(&cache))).unwrap();
+    assert_eq!(cache.table_bytes(), 2 * one);
+    // Reading every block through the cache leaves blocks only what the tables left over.
+    assert_eq!(collect_forward(&mut first.iter()).len(), entries.len());
+    assert!(cache.used_bytes() + cache.table_bytes() <= cache.capacity());
+    drop(first);
+    assert_eq!(cache.table_bytes(), one, "a closed table still charged");
+    drop(second);
+    assert_eq!(cache.table_bytes(), 0);
+
+    // A cache that does not charge tables gives blocks its whole capacity.
+    let plain = Arc::new(BlockCache::new(1 << 20));
+    let (bytes, _) = build(&entries, TableOptions::default());
+    let (_table, _) = open_with(bytes, 82, Some(Arc::clone(&plain))).unwrap();
+    assert_eq!(plain.table_bytes(), 0);
+}
+
+#[test]
 fn compaction_reads_are_counted_apart_and_leave_the_cache_alone() {
     let entries = numbered_entries(2000);
     let (bytes, summary) = build(&entries, TableOptions::default());
