@@ -9,8 +9,7 @@ use super::block::{split_internal_key, BlockBuilder};
 use super::bloom::{BloomBuilder, MAX_BITS_PER_KEY};
 use super::compress::{block_trailer, BlockCompressor, BLOCK_TRAILER_LEN, TYPE_NONE};
 use super::format::{
-    BlockHandle, Footer, IndexValue, TableProperties, FOOTER_LEN, FORMAT_WITHOUT_REFERENCES,
-    FORMAT_WITH_REFERENCES,
+    BlockHandle, Footer, IndexWriter, TableProperties, FOOTER_LEN, FORMAT_VERSION,
 };
 use super::{Compression, TableOptions};
 use crate::error::{Error, Result};
@@ -104,15 +103,13 @@ pub struct TableBuilder {
     /// Bytes written to the file so far.
     offset: u64,
     data_block: BlockBuilder,
-    index_block: BlockBuilder,
+    index: IndexWriter,
     bloom: Option<BloomBuilder>,
     compressor: BlockCompressor,
     /// The last key added (empty before the first).
     last_key: Vec<u8>,
     /// User key of the first entry of the block being built.
     block_first_user_key: Vec<u8>,
-    /// Scratch for encoding index entry values.
-    index_value: Vec<u8>,
     smallest: Bytes,
     entries: u64,
     tombstones: u64,
@@ -155,13 +152,11 @@ impl TableBuilder {
             record_block_ranges: options.record_block_ranges,
             offset: 0,
             data_block: BlockBuilder::new(options.restart_interval),
-            // Every index entry is a restart point so lookups binary-search the index in place.
-            index_block: BlockBuilder::new(1),
+            index: IndexWriter::default(),
             bloom: (bloom_bits_per_key > 0.0).then(|| BloomBuilder::new(bloom_bits_per_key)),
             compressor: BlockCompressor::new(options.compression),
             last_key: Vec::new(),
             block_first_user_key: Vec::new(),
-            index_value: Vec::new(),
             smallest: Bytes::new(),
             entries: 0,
             tombstones: 0,
@@ -237,15 +232,8 @@ impl TableBuilder {
     /// own when `None`), whose entries ran from `block_first_user_key` to `last_key`, and
     /// records its range.
     fn index_data_block(&mut self, file: Option<u64>, handle: BlockHandle, entries: u64) {
-        self.index_value.clear();
-        IndexValue::encode(
-            &mut self.index_value,
-            file.unwrap_or(0),
-            handle,
-            entries,
-            &self.block_first_user_key,
-        );
-        self.index_block.add(&self.last_key, &self.index_value);
+        self.index
+            .add(&self.last_key, file.unwrap_or(0), handle, entries);
         if self.record_block_ranges {
             self.blocks.push(BlockRange {
                 smallest: Bytes::copy_from_slice(&self.block_first_user_key),
@@ -348,9 +336,7 @@ impl TableBuilder {
             self.data_block.size_estimate()
         };
         let filter = self.bloom.as_ref().map_or(0, BloomBuilder::encoded_len);
-        self.offset
-            + self.referenced_bytes
-            + (data + self.index_block.size_estimate() + filter) as u64
+        self.offset + self.referenced_bytes + (data + self.index.size() + filter) as u64
     }
 
     /// Writes the open data block and its index entry.
@@ -407,15 +393,11 @@ impl TableBuilder {
             None => None,
         };
 
-        let mut index_block = std::mem::replace(&mut self.index_block, BlockBuilder::new(1));
-        let index = self.write_meta_block(index_block.finish(), true)?;
+        let index_block = std::mem::take(&mut self.index).finish();
+        let index = self.write_meta_block(&index_block, true)?;
 
         let largest = Bytes::copy_from_slice(split_internal_key(&self.last_key).0);
-        let format_version = if self.referenced_bytes > 0 {
-            FORMAT_WITH_REFERENCES
-        } else {
-            FORMAT_WITHOUT_REFERENCES
-        };
+        let format_version = FORMAT_VERSION;
         let (smallest_seqno, largest_seqno) = if self.entries == 0 {
             (0, 0)
         } else {

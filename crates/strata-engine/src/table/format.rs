@@ -5,6 +5,7 @@ use bytes::Bytes;
 
 use super::block::{Block, BlockBuilder};
 use super::coding::{get_u32_le, get_u64_le, put_varint, Reader};
+use super::compress::BLOCK_TRAILER_LEN;
 use super::Compression;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
@@ -12,15 +13,15 @@ use crate::key::SeqNo;
 /// The newest table format this build writes and reads. Version 2 stores the sequence-number
 /// properties as fixed 8-byte integers (version 1: varints), so that a table's size depends only
 /// on its keys and values: the simulator can then size tables exactly like the engine. Version 3
-/// lets index entries refer to data blocks in other table files (block-preserving merges); a
-/// table with no such entry is still written as version 2, readable by older builds.
-pub(crate) const FORMAT_VERSION: u32 = 3;
-
-/// The version of tables whose data blocks are all in their own file.
-pub(crate) const FORMAT_WITHOUT_REFERENCES: u32 = 2;
+/// lets index entries refer to data blocks in other table files (block-preserving merges).
+/// Version 4 writes the compact index ([`IndexWriter`]); every table is written as version 4.
+pub(crate) const FORMAT_VERSION: u32 = 4;
 
 /// The first version whose index entries may name another file.
 pub(crate) const FORMAT_WITH_REFERENCES: u32 = 3;
+
+/// The first version with the compact index ([`IndexWriter`]).
+pub(crate) const FORMAT_COMPACT_INDEX: u32 = 4;
 
 /// The last eight bytes of every table: `\x89STRATA\n`. The high first byte and the newline
 /// catch files mangled by 7-bit or line-ending conversions.
@@ -151,6 +152,7 @@ impl IndexValue {
     /// first_key`, where `location` is the varint 0 for a block in this file, or the varint 1
     /// followed by the other file's number as a u64 (fixed width, so that a table's size does
     /// not depend on how its blocks' files are numbered; the simulator sizes tables exactly).
+    #[cfg(test)] // only tests write versions 2 and 3 now
     pub(crate) fn encode(
         buf: &mut Vec<u8>,
         file_number: u64,
@@ -198,6 +200,142 @@ impl IndexValue {
             first_key: (first_start, first_start + first_len),
         })
     }
+}
+
+/// Encodes a version-4 index block: one entry per data block, in order, then the entry count
+/// (`u32`). An entry is the block's last internal key, its user key stored as
+/// `varint shared | varint unshared | suffix` (sharing a prefix with the previous entry's user
+/// key) and its trailer as a fixed `u64` (so the size never depends on sequence numbers), then
+/// the block's place and size: `varint 0 | varint gap` for a block of this file starting `gap`
+/// bytes after the previous one of this file ended (0 as written by the builder), or
+/// `varint 1 | u64 file | varint offset` for a kept block of another file; then
+/// `varint size | varint entries`.
+///
+/// Versions 2 and 3 also stored each block's first user key and used the block layout with a
+/// restart per entry, ~55 bytes per block for 16-byte keys against ~28 here. The first keys were
+/// never needed: a block's exact range is in the builder's [`super::BlockRange`]s, and a merge
+/// keeping a block reads its first key from the block's first entry.
+#[derive(Debug, Default)]
+pub(crate) struct IndexWriter {
+    buf: Vec<u8>,
+    prev_user_key: Vec<u8>,
+    /// Where the next block of this file is expected: the end of the previous one.
+    next_own_offset: u64,
+    count: u32,
+}
+
+impl IndexWriter {
+    /// Adds the entry of a block whose last internal key is `last_key`, in file `file_number`
+    /// (0 for this table's own file).
+    pub(crate) fn add(
+        &mut self,
+        last_key: &[u8],
+        file_number: u64,
+        handle: BlockHandle,
+        entries: u64,
+    ) {
+        let (user_key, trailer) = last_key.split_at(last_key.len().saturating_sub(8));
+        let shared = user_key
+            .iter()
+            .zip(&self.prev_user_key)
+            .take_while(|(a, b)| a == b)
+            .count();
+        put_varint(&mut self.buf, shared as u64);
+        put_varint(&mut self.buf, (user_key.len() - shared) as u64);
+        self.buf.extend_from_slice(&user_key[shared..]);
+        self.buf.extend_from_slice(trailer);
+        if file_number == 0 {
+            put_varint(&mut self.buf, 0);
+            put_varint(
+                &mut self.buf,
+                handle.offset.saturating_sub(self.next_own_offset),
+            );
+            self.next_own_offset = handle.offset + handle.size + BLOCK_TRAILER_LEN as u64;
+        } else {
+            put_varint(&mut self.buf, 1);
+            self.buf.extend_from_slice(&file_number.to_le_bytes());
+            put_varint(&mut self.buf, handle.offset);
+        }
+        put_varint(&mut self.buf, handle.size);
+        put_varint(&mut self.buf, entries);
+        self.prev_user_key.clear();
+        self.prev_user_key.extend_from_slice(user_key);
+        self.count += 1;
+    }
+
+    /// Bytes of the block [`IndexWriter::finish`] would return now.
+    pub(crate) fn size(&self) -> usize {
+        self.buf.len() + 4
+    }
+
+    /// The block's contents.
+    pub(crate) fn finish(mut self) -> Vec<u8> {
+        self.buf.extend_from_slice(&self.count.to_le_bytes());
+        self.buf
+    }
+}
+
+/// One entry of a version-4 index block, as [`decode_index`] hands it out.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct DecodedIndexEntry<'a> {
+    /// The user key's prefix shared with the previous entry's, in bytes.
+    pub shared: usize,
+    /// The rest of the user key.
+    pub suffix: &'a [u8],
+    /// The last key's 8-byte trailer.
+    pub trailer: &'a [u8],
+    /// The file holding the block; 0 = this file.
+    pub file_number: u64,
+    /// Where the block is.
+    pub handle: BlockHandle,
+    /// Entries in the block.
+    pub entries: u64,
+}
+
+/// Decodes a version-4 index block, handing each entry to `each` in order; `None` if the block
+/// is malformed (truncated, trailing bytes, a count that disagrees, an offset past 2^64, a file
+/// number 0). Whether keys are ordered and blocks lie where they may is the caller's check.
+pub(crate) fn decode_index<'a>(
+    data: &'a [u8],
+    mut each: impl FnMut(DecodedIndexEntry<'a>) -> Option<()>,
+) -> Option<u32> {
+    let body_len = data.len().checked_sub(4)?;
+    let count = get_u32_le(data, body_len)?;
+    let mut r = Reader::new(&data[..body_len]);
+    let mut next_own_offset = 0u64;
+    let mut seen = 0u32;
+    while !r.is_at_end() {
+        let shared = r.varint_usize()?;
+        let unshared = r.varint_usize()?;
+        let suffix = r.bytes(unshared)?;
+        let trailer = r.bytes(8)?;
+        let (file_number, offset) = match r.varint()? {
+            0 => (0, next_own_offset.checked_add(r.varint()?)?),
+            1 => {
+                let bytes: [u8; 8] = r.bytes(8)?.try_into().ok()?;
+                let file = Some(u64::from_le_bytes(bytes)).filter(|&n| n != 0)?;
+                (file, r.varint()?)
+            }
+            _ => return None,
+        };
+        let size = r.varint()?;
+        let entries = r.varint()?;
+        if file_number == 0 {
+            next_own_offset = offset
+                .checked_add(size)?
+                .checked_add(BLOCK_TRAILER_LEN as u64)?;
+        }
+        seen = seen.checked_add(1)?;
+        each(DecodedIndexEntry {
+            shared,
+            suffix,
+            trailer,
+            file_number,
+            handle: BlockHandle { offset, size },
+            entries,
+        })?;
+    }
+    (seen == count).then_some(count)
 }
 
 /// What a table holds, recorded by the builder in the properties block.

@@ -1,7 +1,7 @@
 //! Table files: immutable, sorted runs of internal-key/value entries, written once by a
 //! [`TableBuilder`] and read through [`Table`].
 //!
-//! # Format, version 1
+//! # Format, version 4
 //!
 //! All integers are little-endian; "varint" is LEB128 (7 bits per byte, low groups first).
 //!
@@ -14,21 +14,24 @@
 //!   `uncompressed_len: u32 | payload` with an LZ4 block (type 1) or a Zstd frame (type 2)
 //!   as payload. A block is stored compressed only if that saves at least 1/8 of it, and may
 //!   never claim more than 255× its stored size uncompressed.
-//! - **Data, index and properties blocks** share one layout: entries
+//! - **Data and properties blocks** share one layout: entries
 //!   `varint shared | varint unshared | varint value_len | key suffix | value`, then the
 //!   restart offsets (`u32` each, the first 0) and their count (`u32`). An entry's key is
 //!   the previous key's first `shared` bytes followed by the stored suffix; restart entries
 //!   have `shared = 0`. Data blocks restart every `restart_interval` entries and hold internal
 //!   keys ([`crate::key`]); a block is cut once it reaches `block_size` bytes, so it never has
 //!   fewer than one entry.
-//! - **Index block**: one entry per data block, in order, each a restart point (so lookups
-//!   binary-search the keys in place). Key: the block's exact last internal key (not a
-//!   shortened separator, so the index also gives exact per-block key ranges). Value:
-//!   `location | varint offset | varint size | varint entries | varint first_key_len |
-//!   first user key`. `location` is the varint 0 for a block in this file; from format version
-//!   3 on, the varint 1 followed by a file number (u64) means the block is a *kept block* of that
-//!   table file (a block-preserving merge referred to it instead of rewriting it), read through
-//!   [`BlockFiles`]. Such tables are written as version 3; all others as version 2.
+//! - **Index block** (version 4): one entry per data block, in order, then the entry count
+//!   (`u32`). An entry holds the block's exact last internal key (not a shortened separator,
+//!   so a merge can keep a block whole knowing exactly where it ends): the user key as
+//!   `varint shared | varint unshared | suffix`, sharing a prefix with the previous entry's, and
+//!   the 8-byte trailer; then `varint 0 | varint gap` for a block of this file starting `gap`
+//!   bytes after the end of the previous one of this file (always 0 from the builder), or
+//!   `varint 1 | u64 file | varint offset` for a *kept block* of another table file (a
+//!   block-preserving merge referred to it instead of rewriting it, read through
+//!   [`BlockFiles`]); then `varint size | varint entries`. The index is decoded whole at open.
+//!   Versions 2 and 3 (still read) used the block layout with a restart per entry, and each
+//!   value also held the block's first user key; only version 3 may name another file.
 //! - **Filter block** (only with `bloom_bits_per_key > 0`; never compressed): a Bloom filter
 //!   over the distinct user keys, `bits[m/8] | probes: u8`, probed with xxh3-64 and double
 //!   hashing (see `bloom.rs`).
@@ -45,7 +48,7 @@
 //!   `\x89STRATA\n` (56..64).
 //!
 //! Readers check the magic (else [`crate::Error::Corruption`]), then the footer checksum (else
-//! corruption), then the version (above 3: [`crate::Error::UnsupportedFormat`]), then every
+//! corruption), then the version (above 4: [`crate::Error::UnsupportedFormat`]), then every
 //! other checksum, and every offset, length and count against the bytes actually present: any
 //! input decodes to a value or an error. The magic and the footer checksum (crc32c of bytes
 //! 0..52 at 52..56) are the frozen part of the format that every future version keeps, so a

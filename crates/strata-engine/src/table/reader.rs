@@ -15,7 +15,8 @@ use super::bloom::BloomFilter;
 use super::builder::BlockRange;
 use super::compress::{block_crc, decode_contents, BLOCK_TRAILER_LEN, TYPE_NONE};
 use super::format::{
-    BlockHandle, Footer, IndexValue, TableProperties, FOOTER_LEN, FORMAT_WITH_REFERENCES,
+    decode_index, BlockHandle, Footer, IndexValue, TableProperties, FOOTER_LEN,
+    FORMAT_COMPACT_INDEX, FORMAT_WITH_REFERENCES,
 };
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
@@ -326,20 +327,34 @@ impl TableFile {
     }
 }
 
-/// One data block as described by the index, with byte ranges into the index block.
+/// One data block as described by the index.
 #[derive(Clone, Copy, Debug)]
 struct IndexEntry {
+    /// The block's last internal key: a byte range of [`Index::keys`].
     last_key: (u32, u32),
-    first_user_key: (u32, u32),
-    handle: BlockHandle,
-    entries: u64,
+    /// Where the block is, with its size (without the trailer).
+    offset: u64,
+    size: u32,
+    /// Entries in the block.
+    entries: u32,
     /// The file holding the block: 0 for this table's own file.
     file: u64,
 }
 
-/// The index, decoded and checked at open and kept in memory.
+impl IndexEntry {
+    fn handle(&self) -> BlockHandle {
+        BlockHandle {
+            offset: self.offset,
+            size: u64::from(self.size),
+        }
+    }
+}
+
+/// The index, decoded and checked at open and kept in memory: every block's exact last
+/// internal key, location and entry count (~56 bytes per block with 16-byte keys).
 struct Index {
-    data: Bytes,
+    /// The blocks' last internal keys, back to back.
+    keys: Bytes,
     entries: Vec<IndexEntry>,
     /// `key_prefix` of each block's last user key. Searching this dense array first keeps a
     /// lookup's binary search in a few cache lines instead of touching two scattered places
@@ -357,12 +372,30 @@ fn key_prefix(user_key: &[u8]) -> u64 {
     u64::from_be_bytes(b)
 }
 
+/// [`Index`] while it is being decoded.
+#[derive(Default)]
+struct IndexParts {
+    keys: Vec<u8>,
+    entries: Vec<IndexEntry>,
+    prefixes: Vec<u64>,
+}
+
+/// One index entry as any format version describes it, before the checks every version shares.
+struct RawIndexEntry<'a> {
+    last_key: &'a [u8],
+    handle: BlockHandle,
+    entries: u64,
+    file_number: u64,
+    /// The block's first user key (versions 2 and 3 only).
+    first_user_key: Option<&'a [u8]>,
+}
+
 impl Index {
-    /// Decodes and checks the index block: every entry is a restart point, keys are valid
-    /// internal keys in increasing order, the table's own blocks lie in `data_end` in file
-    /// order, each block holds at least one entry, and first keys are consistent with last keys.
-    /// Entries may name another file only from format version 3 on, and never the table's own
-    /// number (`file_number`); where such blocks lie is checked when they are read.
+    /// Decodes and checks the index block: keys are valid internal keys in increasing order,
+    /// the table's own blocks lie in `data_end` in file order, each block holds at least one
+    /// entry, and (versions 2 and 3) first keys are consistent with last keys. Entries may name
+    /// another file only from format version 3 on, and never the table's own number
+    /// (`file_number`); where such blocks lie is checked when they are read.
     fn load(
         src: &TableFile,
         handle: BlockHandle,
@@ -370,66 +403,46 @@ impl Index {
         format_version: u32,
         file_number: u64,
     ) -> Result<Index> {
-        let block = src.read_parsed_block(handle, "index", ReadPurpose::Metadata)?;
-        let data = block.data().clone();
         let corrupt = |reason: String| Error::corruption(&src.name, handle.offset, reason);
-        if u32::try_from(data.len()).is_err() {
-            return Err(corrupt("index block larger than 4 GiB".into()));
-        }
-        let mut entries: Vec<IndexEntry> = Vec::with_capacity(block.num_restarts());
+        let mut index = IndexParts::default();
         let mut prev_block_end = 0u64;
-        for i in 0..block.num_restarts() {
-            let ((ks, ke), (vs, ve)) = block
-                .standalone_entry(block.restart(i))
-                .map_err(|e| src.decode_error(handle, "index", e))?;
-            let next = if i + 1 < block.num_restarts() {
-                block.restart(i + 1)
-            } else {
-                block.entries_end()
-            };
-            if ve != next {
-                return Err(corrupt(format!(
-                    "index entry {i} is not followed by a restart"
-                )));
-            }
-            let key = data.get(ks..ke).unwrap_or_default();
-            let value = IndexValue::decode(data.get(vs..ve).unwrap_or_default())
-                .ok_or_else(|| corrupt(format!("malformed index entry {i}")))?;
-            if value.file_number != 0 && format_version < FORMAT_WITH_REFERENCES {
+        let mut prev_first: Vec<u8> = Vec::new();
+        let mut check_and_push = |i: usize, raw: RawIndexEntry<'_>| -> Result<()> {
+            if raw.file_number != 0 && format_version < FORMAT_WITH_REFERENCES {
                 return Err(corrupt(format!(
                     "index entry {i} refers to a data block in file {}, which format version \
                      {format_version} does not allow",
-                    value.file_number
+                    raw.file_number
                 )));
             }
-            if value.file_number != 0 && value.file_number == file_number {
+            if raw.file_number != 0 && raw.file_number == file_number {
                 return Err(corrupt(format!(
                     "index entry {i} names the table's own file {file_number} as another file"
                 )));
             }
+            let key = raw.last_key;
             if parse_internal_key(key).is_none() {
                 return Err(corrupt(format!(
                     "index entry {i} has an invalid internal key"
                 )));
             }
-            let first_user_key = (vs + value.first_key.0, vs + value.first_key.1);
-            let first = data
-                .get(first_user_key.0..first_user_key.1)
-                .unwrap_or_default();
             let (last_user, _) = split_internal_key(key);
-            if first > last_user {
-                return Err(corrupt(format!("index entry {i} starts after it ends")));
+            if let Some(first) = raw.first_user_key {
+                if first > last_user {
+                    return Err(corrupt(format!("index entry {i} starts after it ends")));
+                }
             }
-            if let Some(prev) = entries.last() {
-                let prev_key = slice(&data, prev.last_key);
-                if compare_internal_keys(prev_key, key) != Ordering::Less
-                    || first < split_internal_key(prev_key).0
-                {
+            if let Some(prev) = index.entries.last() {
+                let prev_key = slice(&index.keys, prev.last_key);
+                let first_before_prev = raw
+                    .first_user_key
+                    .is_some_and(|first| first < split_internal_key(prev_key).0);
+                if compare_internal_keys(prev_key, key) != Ordering::Less || first_before_prev {
                     return Err(corrupt(format!("index entry {i} is out of order")));
                 }
             }
-            let h = value.handle;
-            if value.file_number == 0 {
+            let h = raw.handle;
+            if raw.file_number == 0 {
                 let end = h
                     .offset
                     .checked_add(h.size)
@@ -443,26 +456,117 @@ impl Index {
                 }
                 prev_block_end = end.unwrap_or(data_end);
             }
-            if value.entries == 0 {
+            if raw.entries == 0 {
                 return Err(corrupt(format!("index entry {i} describes an empty block")));
             }
-            // In range: the whole block is under 4 GiB (checked above).
-            entries.push(IndexEntry {
-                last_key: (ks as u32, ke as u32),
-                first_user_key: (first_user_key.0 as u32, first_user_key.1 as u32),
-                handle: h,
-                entries: value.entries,
-                file: value.file_number,
+            let (Ok(size), Ok(entries)) = (u32::try_from(h.size), u32::try_from(raw.entries))
+            else {
+                return Err(corrupt(format!(
+                    "index entry {i} describes a block of {} bytes and {} entries, beyond 4 GiB \
+                     or 2^32 entries",
+                    h.size, raw.entries
+                )));
+            };
+            let start = index.keys.len();
+            index.keys.extend_from_slice(key);
+            let (Ok(start), Ok(end)) = (u32::try_from(start), u32::try_from(index.keys.len()))
+            else {
+                return Err(corrupt("index keys larger than 4 GiB".into()));
+            };
+            index.prefixes.push(key_prefix(last_user));
+            index.entries.push(IndexEntry {
+                last_key: (start, end),
+                offset: h.offset,
+                size,
+                entries,
+                file: raw.file_number,
             });
+            Ok(())
+        };
+        if format_version >= FORMAT_COMPACT_INDEX {
+            // Decoded into `index` and dropped: a plain read, never a mapping.
+            let data = src.read_block(handle, "index", ReadPurpose::Metadata)?;
+            let mut key: Vec<u8> = Vec::new();
+            let mut failure: Option<Error> = None;
+            let mut i = 0usize;
+            let decoded = decode_index(&data, |e| {
+                // `key` holds the previous entry's user key here.
+                if e.shared > key.len() {
+                    return None;
+                }
+                key.truncate(e.shared);
+                key.extend_from_slice(e.suffix);
+                key.extend_from_slice(e.trailer);
+                let raw = RawIndexEntry {
+                    last_key: &key,
+                    handle: e.handle,
+                    entries: e.entries,
+                    file_number: e.file_number,
+                    first_user_key: None,
+                };
+                let result = check_and_push(i, raw);
+                // Keep the user key only: the next entry shares a prefix of it.
+                key.truncate(key.len() - 8);
+                i += 1;
+                match result {
+                    Ok(()) => Some(()),
+                    Err(err) => {
+                        failure = Some(err);
+                        None
+                    }
+                }
+            });
+            if let Some(err) = failure {
+                return Err(err);
+            }
+            if decoded.is_none() {
+                return Err(corrupt(format!("malformed index entry {i}")));
+            }
+        } else {
+            let block = src.read_parsed_block(handle, "index", ReadPurpose::Metadata)?;
+            let data = block.data();
+            if u32::try_from(data.len()).is_err() {
+                return Err(corrupt("index block larger than 4 GiB".into()));
+            }
+            for i in 0..block.num_restarts() {
+                let ((ks, ke), (vs, ve)) = block
+                    .standalone_entry(block.restart(i))
+                    .map_err(|e| src.decode_error(handle, "index", e))?;
+                let next = if i + 1 < block.num_restarts() {
+                    block.restart(i + 1)
+                } else {
+                    block.entries_end()
+                };
+                if ve != next {
+                    return Err(corrupt(format!(
+                        "index entry {i} is not followed by a restart"
+                    )));
+                }
+                let value = data.get(vs..ve).unwrap_or_default();
+                let value = IndexValue::decode(value)
+                    .ok_or_else(|| corrupt(format!("malformed index entry {i}")))?;
+                let first = (vs + value.first_key.0, vs + value.first_key.1);
+                prev_first.clear();
+                prev_first.extend_from_slice(data.get(first.0..first.1).unwrap_or_default());
+                check_and_push(
+                    i,
+                    RawIndexEntry {
+                        last_key: data.get(ks..ke).unwrap_or_default(),
+                        handle: value.handle,
+                        entries: value.entries,
+                        file_number: value.file_number,
+                        first_user_key: Some(&prev_first),
+                    },
+                )?;
+            }
         }
-        let prefixes = entries
-            .iter()
-            .map(|e| key_prefix(split_internal_key(slice(&data, e.last_key)).0))
-            .collect();
+        index.entries.shrink_to_fit();
+        index.prefixes.shrink_to_fit();
         Ok(Index {
-            data,
-            entries,
-            prefixes,
+            // Exact size, so that slices of it (kept blocks' last keys) share it without a copy.
+            keys: Bytes::from(index.keys.into_boxed_slice()),
+            entries: index.entries,
+            prefixes: index.prefixes,
         })
     }
 
@@ -477,26 +581,29 @@ impl Index {
         let hi = lo + tied.partition_point(|&x| x == p);
         let candidates = self.entries.get(lo..hi).unwrap_or_default();
         lo + candidates.partition_point(|e| {
-            cmp_to_target(slice(&self.data, e.last_key), user_key, trailer) == Ordering::Less
+            cmp_to_target(slice(&self.keys, e.last_key), user_key, trailer) == Ordering::Less
         })
     }
 
     fn last_key(&self, e: &IndexEntry) -> &[u8] {
-        slice(&self.data, e.last_key)
-    }
-
-    fn first_user_key(&self, e: &IndexEntry) -> &[u8] {
-        slice(&self.data, e.first_user_key)
+        slice(&self.keys, e.last_key)
     }
 
     /// A zero-copy `Bytes` of a range checked at load.
     fn bytes(&self, range: (u32, u32)) -> Bytes {
         let (s, e) = (range.0 as usize, range.1 as usize);
-        if s <= e && e <= self.data.len() {
-            self.data.slice(s..e)
+        if s <= e && e <= self.keys.len() {
+            self.keys.slice(s..e)
         } else {
             Bytes::new()
         }
+    }
+
+    /// Bytes the decoded index holds.
+    fn memory_usage(&self) -> usize {
+        self.keys.len()
+            + self.entries.capacity() * std::mem::size_of::<IndexEntry>()
+            + self.prefixes.capacity() * std::mem::size_of::<u64>()
     }
 }
 
@@ -623,7 +730,7 @@ impl Table {
         let indexed_entries = index
             .entries
             .iter()
-            .try_fold(0u64, |sum, e| sum.checked_add(e.entries));
+            .try_fold(0u64, |sum, e| sum.checked_add(u64::from(e.entries)));
         if index.entries.len() as u64 != properties.data_blocks
             || indexed_entries != Some(properties.entries)
         {
@@ -707,18 +814,15 @@ impl Table {
         let Some(entry) = self.index.entries.get(self.index.find(user_key, trailer)) else {
             return Ok(None);
         };
-        if self.index.first_user_key(entry) > user_key {
-            return Ok(None);
-        }
         let holder = self.holder(entry)?;
         // Errors name the file that holds the block.
         let src = &holder.table().src;
         let block = holder
             .table()
-            .stored_block(entry.handle, ReadPurpose::Query)?;
+            .stored_block(entry.handle(), ReadPurpose::Query)?;
         let mut cursor = Cursor::with_buffer(take_scratch());
         let result = match cursor.seek(&block, user_key, trailer) {
-            Err(e) => Err(src.decode_error(entry.handle, "data", e)),
+            Err(e) => Err(src.decode_error(entry.handle(), "data", e)),
             Ok(()) if !cursor.valid() => Ok(None),
             Ok(()) => match parse_internal_key(cursor.key()) {
                 Some((found, seq, kind)) if found == user_key => {
@@ -729,7 +833,7 @@ impl Table {
                     } else {
                         Err(Error::corruption(
                             &src.name,
-                            entry.handle.offset,
+                            entry.offset,
                             "value out of range",
                         ))
                     }
@@ -737,7 +841,7 @@ impl Table {
                 Some(_) => Ok(None),
                 None => Err(Error::corruption(
                     &src.name,
-                    entry.handle.offset,
+                    entry.offset,
                     "data block holds an invalid internal key",
                 )),
             },
@@ -792,9 +896,7 @@ impl Table {
     /// Bytes of memory the open table holds (index, filter and properties), for table-cache
     /// accounting. Cached data blocks are charged to the [`BlockCache`] instead.
     pub fn memory_usage(&self) -> usize {
-        self.index.data.len()
-            + self.index.entries.capacity() * std::mem::size_of::<IndexEntry>()
-            + self.index.prefixes.capacity() * std::mem::size_of::<u64>()
+        self.index.memory_usage()
             + self.filter.as_ref().map_or(0, BloomFilter::size)
             + self.properties.smallest.len()
             + self.properties.largest.len()
@@ -802,23 +904,31 @@ impl Table {
             + self.src.name.len()
     }
 
-    /// Every data block's key range and location, from the index (no I/O).
-    pub fn block_ranges(&self) -> Vec<BlockRange> {
-        self.index
-            .entries
-            .iter()
-            .map(|e| BlockRange {
-                smallest: self.index.bytes(e.first_user_key),
-                largest: {
-                    let key = self.index.bytes(e.last_key);
-                    key.slice(..key.len().saturating_sub(8))
-                },
-                size: e.handle.size + BLOCK_TRAILER_LEN as u64,
-                entries: e.entries,
-                offset: e.handle.offset,
+    /// Every data block's key range and location: the last keys from the index, the first
+    /// keys from each block's first entry (one uncached read per block; the index keeps only
+    /// last keys).
+    pub fn block_ranges(&self) -> Result<Vec<BlockRange>> {
+        let mut cursor = Cursor::default();
+        let mut ranges = Vec::with_capacity(self.index.entries.len());
+        for e in &self.index.entries {
+            let holder = self.holder(e)?;
+            let src = &holder.table().src;
+            let block = src.read_parsed_block(e.handle(), "data", ReadPurpose::Metadata)?;
+            cursor
+                .seek_to_first(&block)
+                .map_err(|err| src.decode_error(e.handle(), "data", err))?;
+            let first = split_internal_key(cursor.key()).0;
+            let key = self.index.bytes(e.last_key);
+            ranges.push(BlockRange {
+                smallest: Bytes::copy_from_slice(first),
+                largest: key.slice(..key.len().saturating_sub(8)),
+                size: u64::from(e.size) + BLOCK_TRAILER_LEN as u64,
+                entries: u64::from(e.entries),
+                offset: e.offset,
                 file: (e.file != 0).then_some(e.file),
-            })
-            .collect()
+            });
+        }
+        Ok(ranges)
     }
 
     /// The format version the table was written with.
@@ -842,12 +952,12 @@ impl Table {
         for entry in &self.index.entries {
             let holder = self.holder(entry)?;
             let src = &holder.table().src;
-            let block = src.read_parsed_block(entry.handle, "data", ReadPurpose::Metadata)?;
-            let corrupt = |reason: &str| Error::corruption(&src.name, entry.handle.offset, reason);
+            let block = src.read_parsed_block(entry.handle(), "data", ReadPurpose::Metadata)?;
+            let corrupt = |reason: &str| Error::corruption(&src.name, entry.offset, reason);
             let mut count = 0u64;
             cursor
                 .seek_to_first(&block)
-                .map_err(|e| src.decode_error(entry.handle, "data", e))?;
+                .map_err(|e| src.decode_error(entry.handle(), "data", e))?;
             while cursor.valid() {
                 let key = cursor.key();
                 if parse_internal_key(key).is_none() {
@@ -861,9 +971,9 @@ impl Table {
                 count += 1;
                 cursor
                     .next(&block)
-                    .map_err(|e| src.decode_error(entry.handle, "data", e))?;
+                    .map_err(|e| src.decode_error(entry.handle(), "data", e))?;
             }
-            if count != entry.entries {
+            if count != u64::from(entry.entries) {
                 return Err(corrupt(&format!(
                     "data block holds {count} entries, the index says {}",
                     entry.entries
@@ -880,7 +990,7 @@ impl Table {
     fn data_block(&self, entry: &IndexEntry, purpose: ReadPurpose) -> Result<Arc<Block>> {
         self.holder(entry)?
             .table()
-            .stored_block(entry.handle, purpose)
+            .stored_block(entry.handle(), purpose)
     }
 
     /// The data block at `handle` of this table's own file, from the cache or the file. Only
@@ -972,7 +1082,7 @@ impl TableIterator {
                 .decode_error(BlockHandle::default(), "data", e);
         };
         match self.table.holder(entry) {
-            Ok(holder) => holder.table().src.decode_error(entry.handle, "data", e),
+            Ok(holder) => holder.table().src.decode_error(entry.handle(), "data", e),
             Err(other) => other,
         }
     }
@@ -1145,9 +1255,9 @@ impl InternalIterator for TableIterator {
             } else {
                 entry.file
             },
-            offset: entry.handle.offset,
-            size: entry.handle.size + BLOCK_TRAILER_LEN as u64,
-            entries: entry.entries,
+            offset: entry.offset,
+            size: u64::from(entry.size) + BLOCK_TRAILER_LEN as u64,
+            entries: u64::from(entry.entries),
             last_user_key: last.slice(..last.len().saturating_sub(8)),
         })
     }

@@ -11,10 +11,10 @@ use proptest::prelude::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::block::{Block, BlockBuilder};
+use super::block::BlockBuilder;
 use super::compress::{block_crc, BLOCK_TRAILER_LEN};
 use super::format::{
-    BlockHandle, Footer, IndexValue, FOOTER_LEN, FORMAT_VERSION, FORMAT_WITHOUT_REFERENCES,
+    decode_index, BlockHandle, Footer, IndexValue, IndexWriter, FOOTER_LEN, FORMAT_VERSION,
 };
 use super::reader::ReadPurpose;
 use super::*;
@@ -287,20 +287,20 @@ fn round_trip_matches_the_model_for_every_compression_and_layout() {
         assert_eq!(props.data_blocks, summary.data_blocks);
         assert_eq!(props.compression, options.compression);
         assert_eq!(props.bloom_bits_per_key, options.bloom_bits_per_key);
-        // A table without kept blocks stays at the version older builds read.
-        assert_eq!(props.format_version, FORMAT_WITHOUT_REFERENCES);
+        assert_eq!(props.format_version, FORMAT_VERSION);
         assert_eq!(
             (props.smallest_seqno, props.largest_seqno),
             (summary.smallest_seqno, summary.largest_seqno)
         );
         if options.record_block_ranges {
-            assert_eq!(table.block_ranges(), summary.blocks);
+            assert_eq!(table.block_ranges().unwrap(), summary.blocks);
             assert_eq!(summary.blocks.len() as u64, summary.data_blocks);
         } else {
             assert!(summary.blocks.is_empty());
         }
         assert!(table
             .block_ranges()
+            .unwrap()
             .windows(2)
             .all(|w| w[0].largest <= w[1].smallest));
         table.verify_checksums().unwrap();
@@ -464,6 +464,7 @@ fn one_entry_per_block_and_values_larger_than_a_block() {
         let table = open(bytes).unwrap();
         assert!(table
             .block_ranges()
+            .unwrap()
             .iter()
             .all(|r| r.entries == 1 && r.smallest == r.largest));
         let mut it = table.iter();
@@ -831,6 +832,7 @@ fn layout(bytes: &[u8]) -> (Footer, Vec<BlockHandle>) {
     let table = open(bytes.to_vec()).unwrap();
     let data = table
         .block_ranges()
+        .unwrap()
         .iter()
         .map(|r| BlockHandle {
             offset: r.offset,
@@ -875,7 +877,7 @@ fn exercise(table: &Arc<Table>, probes: &[Vec<u8>]) -> crate::Result<()> {
         note(it.seek_for_prev(&seek_key(p, 0)));
     }
     note(table.verify_checksums());
-    let _ = table.block_ranges();
+    note(table.block_ranges().map(drop));
     first_err.map_or(Ok(()), Err)
 }
 
@@ -1010,42 +1012,125 @@ fn truncated_files_are_corruption() {
     assert!(is_corruption_of_this_file(&open(shifted).unwrap_err()));
 }
 
-/// Re-encodes `bytes` with the index rewritten by `edit` (a new index block is appended after
-/// the properties block, with a new footer pointing at it).
-fn rewrite_index(bytes: &[u8], edit: impl Fn(usize, &mut IndexValue)) -> Vec<u8> {
+/// The entries of `bytes`'s (version 4, uncompressed) index: each block's last internal key
+/// and its value (`first_key` empty: version 4 keeps none).
+fn index_entries(bytes: &[u8]) -> Vec<(Vec<u8>, IndexValue)> {
     let (footer, _) = layout(bytes);
     let h = footer.index;
     let contents = &bytes[h.offset as usize..(h.offset + h.size) as usize];
-    let block = Block::new(bytes::Bytes::copy_from_slice(contents)).unwrap();
-    let mut builder = BlockBuilder::new(1);
-    let mut value = Vec::new();
-    for i in 0..block.num_restarts() {
-        let ((ks, ke), (vs, ve)) = block.standalone_entry(block.restart(i)).unwrap();
-        let mut v = IndexValue::decode(&block.data()[vs..ve]).unwrap();
-        let first = block.data()[vs + v.first_key.0..vs + v.first_key.1].to_vec();
-        edit(i, &mut v);
-        value.clear();
-        IndexValue::encode(&mut value, v.file_number, v.handle, v.entries, &first);
-        builder.add(&block.data()[ks..ke], &value);
-    }
+    let mut out = Vec::new();
+    let mut user_key: Vec<u8> = Vec::new();
+    decode_index(contents, |e| {
+        user_key.truncate(e.shared);
+        user_key.extend_from_slice(e.suffix);
+        let mut key = user_key.clone();
+        key.extend_from_slice(e.trailer);
+        out.push((
+            key,
+            IndexValue {
+                file_number: e.file_number,
+                handle: e.handle,
+                entries: e.entries,
+                first_key: (0, 0),
+            },
+        ));
+        Some(())
+    })
+    .unwrap();
+    out
+}
+
+/// `bytes` with a new index block appended after the properties block, holding `raw`, and a
+/// new footer of `format_version` pointing at it.
+fn replace_index(bytes: &[u8], raw: &[u8], format_version: u32) -> Vec<u8> {
+    let (footer, _) = layout(bytes);
     let mut out = bytes[..bytes.len() - FOOTER_LEN].to_vec();
-    let new_index = BlockHandle {
+    let index = BlockHandle {
         offset: out.len() as u64,
-        size: 0,
+        size: raw.len() as u64,
     };
-    let raw = builder.finish().to_vec();
-    out.extend_from_slice(&raw);
+    out.extend_from_slice(raw);
     out.push(0);
-    out.extend_from_slice(&block_crc(&raw, 0).to_le_bytes());
+    out.extend_from_slice(&block_crc(raw, 0).to_le_bytes());
     let footer = Footer {
-        index: BlockHandle {
-            size: raw.len() as u64,
-            ..new_index
-        },
+        index,
+        format_version,
         ..footer
     };
     out.extend_from_slice(&footer.encode());
     out
+}
+
+/// Re-encodes `bytes` with the index rewritten by `edit`.
+fn rewrite_index(bytes: &[u8], edit: impl Fn(usize, &mut IndexValue)) -> Vec<u8> {
+    let mut index = IndexWriter::default();
+    for (i, (key, mut v)) in index_entries(bytes).into_iter().enumerate() {
+        edit(i, &mut v);
+        index.add(&key, v.file_number, v.handle, v.entries);
+    }
+    replace_index(bytes, &index.finish(), FORMAT_VERSION)
+}
+
+/// Re-encodes `bytes` as format version `version` (2 or 3): the block layout with a restart
+/// per entry, and each block's first user key in its value.
+fn legacy_index(bytes: &[u8], version: u32) -> Vec<u8> {
+    let table = open(bytes.to_vec()).unwrap();
+    let ranges = table.block_ranges().unwrap();
+    let mut builder = BlockBuilder::new(1);
+    let mut value = Vec::new();
+    for ((key, v), range) in index_entries(bytes).into_iter().zip(&ranges) {
+        value.clear();
+        IndexValue::encode(
+            &mut value,
+            v.file_number,
+            v.handle,
+            v.entries,
+            &range.smallest,
+        );
+        builder.add(&key, &value);
+    }
+    replace_index(bytes, builder.finish(), version)
+}
+
+#[test]
+fn tables_of_format_versions_2_and_3_still_read() {
+    let (entries, bytes) = sample_table(Compression::None);
+    let expected = open(bytes.clone()).unwrap().block_ranges().unwrap();
+    for version in [2, 3] {
+        let table = open(legacy_index(&bytes, version)).unwrap();
+        assert_eq!(table.format_version(), version);
+        assert_eq!(collect_forward(&mut table.iter()), entries);
+        for (k, v) in entries.iter().step_by(11) {
+            let got = table.get(&k[..k.len() - 8], MAX_SEQNO).unwrap().unwrap();
+            assert_eq!(&got.2[..], &v[..]);
+        }
+        assert_eq!(table.block_ranges().unwrap(), expected);
+        table.verify_checksums().unwrap();
+    }
+    // A version-2 index whose first key lies after its last key is corruption.
+    let mut builder = BlockBuilder::new(1);
+    let mut value = Vec::new();
+    for (key, v) in index_entries(&bytes) {
+        value.clear();
+        IndexValue::encode(&mut value, 0, v.handle, v.entries, b"\xff\xff\xff");
+        builder.add(&key, &value);
+    }
+    let err = open(replace_index(&bytes, builder.finish(), 2)).unwrap_err();
+    assert!(is_corruption_of_this_file(&err), "{err}");
+}
+
+#[test]
+fn the_compact_index_is_about_half_the_legacy_one() {
+    let (_, bytes) = sample_table(Compression::None);
+    let (footer, _) = layout(&bytes);
+    let legacy = legacy_index(&bytes, 2);
+    let (legacy_footer, _) = layout(&legacy);
+    assert!(
+        footer.index.size * 10 <= legacy_footer.index.size * 7,
+        "version 4 index {} bytes, version 2 {}",
+        footer.index.size,
+        legacy_footer.index.size
+    );
 }
 
 #[test]
@@ -1055,12 +1140,25 @@ fn blocks_in_other_files_are_refused_until_they_can_be_resolved() {
     let same = rewrite_index(&bytes, |_, _| {});
     assert_eq!(collect_forward(&mut open(same).unwrap().iter()), entries);
 
+    // Version 4 may refer to another file; a table opened on its own cannot read it.
     let foreign = rewrite_index(&bytes, |i, v| {
         if i == 2 {
             v.file_number = 17;
         }
     });
-    let err = open(foreign).unwrap_err();
+    let table = open(foreign).unwrap();
+    let err = exercise(&table, &[]).unwrap_err();
+    assert!(err.to_string().contains("17"), "{err}");
+    // Version 2 may not: refused at open.
+    let mut builder = BlockBuilder::new(1);
+    let mut value = Vec::new();
+    for (i, (key, v)) in index_entries(&bytes).into_iter().enumerate() {
+        value.clear();
+        let file = if i == 2 { 17 } else { 0 };
+        IndexValue::encode(&mut value, file, v.handle, v.entries, &key[..key.len() - 8]);
+        builder.add(&key, &value);
+    }
+    let err = open(replace_index(&bytes, builder.finish(), 2)).unwrap_err();
     assert!(is_corruption_of_this_file(&err));
     assert!(err.to_string().contains("file 17"), "{err}");
 
@@ -1069,11 +1167,8 @@ fn blocks_in_other_files_are_refused_until_they_can_be_resolved() {
         (|_, v: &mut IndexValue| v.handle.offset += 1) as fn(usize, &mut IndexValue),
         |_, v| v.handle.size = u64::MAX - 2,
         |_, v| v.entries = 0,
-        |i, v| {
-            if i == 1 {
-                v.handle.offset = 0
-            }
-        },
+        // (Version 4 cannot express a block of the file starting before the previous one
+        // ends: offsets are gaps after it.)
     ] {
         assert!(is_corruption_of_this_file(
             &open(rewrite_index(&bytes, edit)).unwrap_err()
