@@ -41,6 +41,7 @@ mod rate_limiter;
 mod skiplist;
 pub mod stats;
 mod super_version;
+mod sys;
 pub mod table;
 mod table_cache;
 mod user_iter;

@@ -32,6 +32,7 @@ impl Engine {
     /// new work after a background error (rule 3).
     pub fn background_loop(self: Arc<Self>, flusher: bool) {
         let mut state = self.state.lock();
+        let mut worked = false;
         loop {
             if self.stop_requested() {
                 return;
@@ -55,10 +56,18 @@ impl Engine {
                     })
                 };
                 match ran {
-                    Ok(Some(())) => continue,
+                    Ok(Some(())) => {
+                        worked = true;
+                        continue;
+                    }
                     Ok(None) => {}
                     Err(e) => self.record_background_error(&mut state, &e),
                 }
+            }
+            if std::mem::take(&mut worked) {
+                // Out of work: the jobs' buffers are freed; give their pages back.
+                MutexGuard::unlocked(&mut state, crate::sys::release_free_memory);
+                continue;
             }
             self.background_work.wait(&mut state);
         }
