@@ -206,13 +206,13 @@ impl IndexValue {
 /// (`u32`). An entry is the block's last internal key, its user key stored as
 /// `varint shared | varint unshared | suffix` (sharing a prefix with the previous entry's user
 /// key) and its trailer as a fixed `u64` (so the size never depends on sequence numbers), then
-/// the block's place and size: `varint 0 | varint gap` for a block of this file starting `gap`
-/// bytes after the previous one of this file ended (0 as written by the builder), or
-/// `varint 1 | u64 file | varint offset` for a kept block of another file; then
+/// the block's place and size: `varint 0` for a block of this file, which starts where the
+/// previous one of this file ended (at 0 for the first: the builder writes them back to back),
+/// or `varint 1 | u64 file | varint offset` for a kept block of another file; then
 /// `varint size | varint entries`.
 ///
 /// Versions 2 and 3 also stored each block's first user key and used the block layout with a
-/// restart per entry, ~55 bytes per block for 16-byte keys against ~28 here. The first keys were
+/// restart per entry, ~55 bytes per block for 16-byte keys against ~27 here. The first keys were
 /// never needed: a block's exact range is in the builder's [`super::BlockRange`]s, and a merge
 /// keeping a block reads its first key from the block's first entry.
 #[derive(Debug, Default)]
@@ -245,11 +245,11 @@ impl IndexWriter {
         self.buf.extend_from_slice(&user_key[shared..]);
         self.buf.extend_from_slice(trailer);
         if file_number == 0 {
-            put_varint(&mut self.buf, 0);
-            put_varint(
-                &mut self.buf,
-                handle.offset.saturating_sub(self.next_own_offset),
+            debug_assert_eq!(
+                handle.offset, self.next_own_offset,
+                "blocks not back to back"
             );
+            put_varint(&mut self.buf, 0);
             self.next_own_offset = handle.offset + handle.size + BLOCK_TRAILER_LEN as u64;
         } else {
             put_varint(&mut self.buf, 1);
@@ -293,7 +293,7 @@ pub(crate) struct DecodedIndexEntry<'a> {
 }
 
 /// Decodes a version-4 index block, handing each entry to `each` in order; `None` if the block
-/// is malformed (truncated, trailing bytes, a count that disagrees, an offset past 2^64, a file
+/// is malformed (truncated, trailing bytes, a count that disagrees, a block past 2^64, a file
 /// number 0). Whether keys are ordered and blocks lie where they may is the caller's check.
 pub(crate) fn decode_index<'a>(
     data: &'a [u8],
@@ -310,7 +310,7 @@ pub(crate) fn decode_index<'a>(
         let suffix = r.bytes(unshared)?;
         let trailer = r.bytes(8)?;
         let (file_number, offset) = match r.varint()? {
-            0 => (0, next_own_offset.checked_add(r.varint()?)?),
+            0 => (0, next_own_offset),
             1 => {
                 let bytes: [u8; 8] = r.bytes(8)?.try_into().ok()?;
                 let file = Some(u64::from_le_bytes(bytes)).filter(|&n| n != 0)?;

@@ -25,8 +25,8 @@
 //!   (`u32`). An entry holds the block's exact last internal key (not a shortened separator,
 //!   so a merge can keep a block whole knowing exactly where it ends): the user key as
 //!   `varint shared | varint unshared | suffix`, sharing a prefix with the previous entry's, and
-//!   the 8-byte trailer; then `varint 0 | varint gap` for a block of this file starting `gap`
-//!   bytes after the end of the previous one of this file (always 0 from the builder), or
+//!   the 8-byte trailer; then `varint 0` for a block of this file, which starts where the
+//!   previous one of this file ends (the first at 0), or
 //!   `varint 1 | u64 file | varint offset` for a *kept block* of another table file (a
 //!   block-preserving merge referred to it instead of rewriting it, read through
 //!   [`BlockFiles`]); then `varint size | varint entries`. The index is decoded whole at open.

@@ -1164,11 +1164,12 @@ fn blocks_in_other_files_are_refused_until_they_can_be_resolved() {
 
     // Handles that overlap or leave the data area, and empty blocks, are refused too.
     for edit in [
-        (|_, v: &mut IndexValue| v.handle.offset += 1) as fn(usize, &mut IndexValue),
+        // Each block one byte longer: the last one overruns the data area.
+        (|_, v: &mut IndexValue| v.handle.size += 1) as fn(usize, &mut IndexValue),
         |_, v| v.handle.size = u64::MAX - 2,
         |_, v| v.entries = 0,
-        // (Version 4 cannot express a block of the file starting before the previous one
-        // ends: offsets are gaps after it.)
+        // (Version 4 cannot express overlapping blocks of the file: each starts where the
+        // previous one ends.)
     ] {
         assert!(is_corruption_of_this_file(
             &open(rewrite_index(&bytes, edit)).unwrap_err()
