@@ -219,14 +219,15 @@ impl IndexValue {
 pub(crate) struct IndexWriter {
     buf: Vec<u8>,
     prev_user_key: Vec<u8>,
-    /// Where the next block of this file is expected: the end of the previous one.
-    next_own_offset: u64,
     count: u32,
 }
 
 impl IndexWriter {
     /// Adds the entry of a block whose last internal key is `last_key`, in file `file_number`
     /// (0 for this table's own file).
+    ///
+    /// REQUIRES the blocks of this table's own file to be added in file order, back to back,
+    /// the first at offset 0 (as the builder writes them): their offsets are not stored.
     pub(crate) fn add(
         &mut self,
         last_key: &[u8],
@@ -245,12 +246,8 @@ impl IndexWriter {
         self.buf.extend_from_slice(&user_key[shared..]);
         self.buf.extend_from_slice(trailer);
         if file_number == 0 {
-            debug_assert_eq!(
-                handle.offset, self.next_own_offset,
-                "blocks not back to back"
-            );
+            // No offset: readers take the end of the previous block of this file.
             put_varint(&mut self.buf, 0);
-            self.next_own_offset = handle.offset + handle.size + BLOCK_TRAILER_LEN as u64;
         } else {
             put_varint(&mut self.buf, 1);
             self.buf.extend_from_slice(&file_number.to_le_bytes());
