@@ -275,12 +275,8 @@ impl IndexWriter {
 /// One entry of a version-4 index block, as [`decode_index`] hands it out.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct DecodedIndexEntry<'a> {
-    /// The user key's prefix shared with the previous entry's, in bytes.
-    pub shared: usize,
-    /// The rest of the user key.
-    pub suffix: &'a [u8],
-    /// The last key's 8-byte trailer.
-    pub trailer: &'a [u8],
+    /// The block's last internal key, whole.
+    pub last_key: &'a [u8],
     /// The file holding the block; 0 = this file.
     pub file_number: u64,
     /// Where the block is.
@@ -289,50 +285,76 @@ pub(crate) struct DecodedIndexEntry<'a> {
     pub entries: u64,
 }
 
-/// Decodes a version-4 index block, handing each entry to `each` in order; `None` if the block
-/// is malformed (truncated, trailing bytes, a count that disagrees, a block past 2^64, a file
-/// number 0). Whether keys are ordered and blocks lie where they may is the caller's check.
-pub(crate) fn decode_index<'a>(
-    data: &'a [u8],
-    mut each: impl FnMut(DecodedIndexEntry<'a>) -> Option<()>,
-) -> Option<u32> {
-    let body_len = data.len().checked_sub(4)?;
-    let count = get_u32_le(data, body_len)?;
+/// Decodes a version-4 index block, handing each entry to `each` in order and stopping at its
+/// first error. `Ok(None)` if the block is malformed (truncated, trailing bytes, a count that
+/// disagrees, a key sharing more than the previous one holds, a block past 2^64, a file number
+/// 0); otherwise the entry count. Whether keys are ordered and blocks lie where they may is the
+/// caller's check.
+pub(crate) fn decode_index<E>(
+    data: &[u8],
+    mut each: impl FnMut(DecodedIndexEntry<'_>) -> Result<(), E>,
+) -> Result<Option<u32>, E> {
+    let Some(body_len) = data.len().checked_sub(4) else {
+        return Ok(None);
+    };
+    let Some(count) = get_u32_le(data, body_len) else {
+        return Ok(None);
+    };
     let mut r = Reader::new(&data[..body_len]);
+    // The previous entry's last internal key, which the next one's user key shares a prefix of.
+    let mut key: Vec<u8> = Vec::new();
     let mut next_own_offset = 0u64;
     let mut seen = 0u32;
     while !r.is_at_end() {
-        let shared = r.varint_usize()?;
-        let unshared = r.varint_usize()?;
-        let suffix = r.bytes(unshared)?;
-        let trailer = r.bytes(8)?;
-        let (file_number, offset) = match r.varint()? {
-            0 => (0, next_own_offset),
-            1 => {
-                let bytes: [u8; 8] = r.bytes(8)?.try_into().ok()?;
-                let file = Some(u64::from_le_bytes(bytes)).filter(|&n| n != 0)?;
-                (file, r.varint()?)
-            }
-            _ => return None,
+        let Some(entry) = next_index_entry(&mut r, &mut key, &mut next_own_offset) else {
+            return Ok(None);
         };
-        let size = r.varint()?;
-        let entries = r.varint()?;
-        if file_number == 0 {
-            next_own_offset = offset
-                .checked_add(size)?
-                .checked_add(BLOCK_TRAILER_LEN as u64)?;
-        }
-        seen = seen.checked_add(1)?;
-        each(DecodedIndexEntry {
-            shared,
-            suffix,
-            trailer,
-            file_number,
-            handle: BlockHandle { offset, size },
-            entries,
-        })?;
+        let Some(n) = seen.checked_add(1) else {
+            return Ok(None);
+        };
+        seen = n;
+        each(entry)?;
     }
-    (seen == count).then_some(count)
+    Ok((seen == count).then_some(count))
+}
+
+/// Decodes the entry at `r`: rebuilds its last key in `key` (which holds the previous one) and
+/// places a block of this file at `next_own_offset`, moving it past the block.
+fn next_index_entry<'k>(
+    r: &mut Reader<'_>,
+    key: &'k mut Vec<u8>,
+    next_own_offset: &mut u64,
+) -> Option<DecodedIndexEntry<'k>> {
+    let shared = r.varint_usize()?;
+    let unshared = r.varint_usize()?;
+    if shared > key.len().saturating_sub(8) {
+        return None;
+    }
+    key.truncate(shared);
+    key.extend_from_slice(r.bytes(unshared)?);
+    key.extend_from_slice(r.bytes(8)?);
+    let (file_number, offset) = match r.varint()? {
+        0 => (0, *next_own_offset),
+        1 => {
+            let bytes: [u8; 8] = r.bytes(8)?.try_into().ok()?;
+            let file = Some(u64::from_le_bytes(bytes)).filter(|&n| n != 0)?;
+            (file, r.varint()?)
+        }
+        _ => return None,
+    };
+    let size = r.varint()?;
+    let entries = r.varint()?;
+    if file_number == 0 {
+        *next_own_offset = offset
+            .checked_add(size)?
+            .checked_add(BLOCK_TRAILER_LEN as u64)?;
+    }
+    Some(DecodedIndexEntry {
+        last_key: key,
+        file_number,
+        handle: BlockHandle { offset, size },
+        entries,
+    })
 }
 
 /// What a table holds, recorded by the builder in the properties block.

@@ -351,7 +351,7 @@ impl IndexEntry {
 }
 
 /// The index, decoded and checked at open and kept in memory: every block's exact last
-/// internal key, location and entry count (~56 bytes per block with 16-byte keys).
+/// internal key, location and entry count (~64 bytes per block with 16-byte keys).
 struct Index {
     /// The blocks' last internal keys, back to back.
     keys: Bytes,
@@ -406,7 +406,6 @@ impl Index {
         let corrupt = |reason: String| Error::corruption(&src.name, handle.offset, reason);
         let mut index = IndexParts::default();
         let mut prev_block_end = 0u64;
-        let mut prev_first: Vec<u8> = Vec::new();
         let mut check_and_push = |i: usize, raw: RawIndexEntry<'_>| -> Result<()> {
             if raw.file_number != 0 && format_version < FORMAT_WITH_REFERENCES {
                 return Err(corrupt(format!(
@@ -486,39 +485,18 @@ impl Index {
         if format_version >= FORMAT_COMPACT_INDEX {
             // Decoded into `index` and dropped: a plain read, never a mapping.
             let data = src.read_block(handle, "index", ReadPurpose::Metadata)?;
-            let mut key: Vec<u8> = Vec::new();
-            let mut failure: Option<Error> = None;
             let mut i = 0usize;
             let decoded = decode_index(&data, |e| {
-                // `key` holds the previous entry's user key here.
-                if e.shared > key.len() {
-                    return None;
-                }
-                key.truncate(e.shared);
-                key.extend_from_slice(e.suffix);
-                key.extend_from_slice(e.trailer);
                 let raw = RawIndexEntry {
-                    last_key: &key,
+                    last_key: e.last_key,
                     handle: e.handle,
                     entries: e.entries,
                     file_number: e.file_number,
                     first_user_key: None,
                 };
-                let result = check_and_push(i, raw);
-                // Keep the user key only: the next entry shares a prefix of it.
-                key.truncate(key.len() - 8);
                 i += 1;
-                match result {
-                    Ok(()) => Some(()),
-                    Err(err) => {
-                        failure = Some(err);
-                        None
-                    }
-                }
-            });
-            if let Some(err) = failure {
-                return Err(err);
-            }
+                check_and_push(i - 1, raw)
+            })?;
             if decoded.is_none() {
                 return Err(corrupt(format!("malformed index entry {i}")));
             }
@@ -546,8 +524,6 @@ impl Index {
                 let value = IndexValue::decode(value)
                     .ok_or_else(|| corrupt(format!("malformed index entry {i}")))?;
                 let first = (vs + value.first_key.0, vs + value.first_key.1);
-                prev_first.clear();
-                prev_first.extend_from_slice(data.get(first.0..first.1).unwrap_or_default());
                 check_and_push(
                     i,
                     RawIndexEntry {
@@ -555,7 +531,7 @@ impl Index {
                         handle: value.handle,
                         entries: value.entries,
                         file_number: value.file_number,
-                        first_user_key: Some(&prev_first),
+                        first_user_key: data.get(first.0..first.1),
                     },
                 )?;
             }
@@ -794,8 +770,8 @@ impl Table {
 
     /// The newest entry of `user_key` with seq ≤ `snapshot`, if this table has one:
     /// (seq, kind, value). Probes the Bloom filter first (counting `bloom_checks` and
-    /// `bloom_negatives`), then the in-memory index (whose exact per-block key ranges rule out
-    /// keys falling between blocks), then reads at most one data block.
+    /// `bloom_negatives`), then the in-memory index of last keys, then reads at most one data
+    /// block.
     pub fn get(
         &self,
         user_key: &[u8],

@@ -1019,14 +1019,9 @@ fn index_entries(bytes: &[u8]) -> Vec<(Vec<u8>, IndexValue)> {
     let h = footer.index;
     let contents = &bytes[h.offset as usize..(h.offset + h.size) as usize];
     let mut out = Vec::new();
-    let mut user_key: Vec<u8> = Vec::new();
     decode_index(contents, |e| {
-        user_key.truncate(e.shared);
-        user_key.extend_from_slice(e.suffix);
-        let mut key = user_key.clone();
-        key.extend_from_slice(e.trailer);
         out.push((
-            key,
+            e.last_key.to_vec(),
             IndexValue {
                 file_number: e.file_number,
                 handle: e.handle,
@@ -1034,8 +1029,9 @@ fn index_entries(bytes: &[u8]) -> Vec<(Vec<u8>, IndexValue)> {
                 first_key: (0, 0),
             },
         ));
-        Some(())
+        Ok::<(), ()>(())
     })
+    .unwrap()
     .unwrap();
     out
 }
