@@ -10,12 +10,13 @@ use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 use xxhash_rust::xxh3::xxh3_64;
 
-/// Bytes each entry is charged beyond its internal key and value: the arena node's 8-byte
-/// header, its links (4/3 of 8 bytes on average) and its padding to 8 bytes (3.5 on average),
-/// rounded. Charging the average instead of each node's actual bytes keeps the buffer's size a
-/// pure function of what was written (the simulator predicts flushes from it); over a buffer of
-/// many entries the two agree within a fraction of a percent (tested). RocksDB charges its arena
-/// the same way, so equal `write_buffer_size` means equal entries per buffer.
+/// Bytes each entry is charged beyond its internal key and value: what a node of RocksDB's
+/// skip list costs its arena (an 8-byte header, 4/3 links of 8 bytes on average, padding to 8
+/// bytes, rounded), so that equal `write_buffer_size` means equal entries per buffer and equal
+/// flushes. Charging a constant instead of each node's actual bytes keeps the buffer's size a
+/// pure function of what was written (the simulator predicts flushes from it). This list's
+/// nodes have 2 links on average (see `skiplist::BRANCHING`), so its arena holds ~4% more
+/// than it is charged for 100-byte values (tested).
 pub const ENTRY_OVERHEAD: u64 = 22;
 
 /// Internal-key order ([`key::compare_internal_keys`]).
@@ -363,7 +364,9 @@ mod tests {
         }
         let charged = m.approximate_size() as f64;
         let arena = m.memory_usage() as f64;
-        assert!((charged / arena - 1.0).abs() < 0.01, "{charged} vs {arena}");
+        // Each node: 2 links on average (16 B), 8 B header, 116 B of key and value padded to
+        // 120: 144 B against 138 charged.
+        assert!((1.0..1.06).contains(&(arena / charged)), "{charged} vs {arena}");
         // 8-byte keys, 100-byte values: 8 + 8 + 100 + 22 bytes each.
         assert_eq!(m.approximate_size(), 200_000 * 138);
     }

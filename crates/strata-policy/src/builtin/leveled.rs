@@ -6,6 +6,7 @@
 //!   largest level's actual size fixes every other target, `target(i) = size(last) / T^(last-i)`.
 //!   Walking up from the last level, the first level whose target is at most
 //!   `max_bytes_for_level_base` is the base level, so the number of levels grows with the data.
+//!   No target from the base level down is below `max_bytes_for_level_base` (RocksDB's floor).
 //! - Each level above the last gets a score `size / target`; the highest score ≥ 1 compacts.
 //! - From a level, the table whose overlap with the next level is smallest relative to its own
 //!   size is merged with the tables it overlaps (RocksDB `kMinOverlappingRatio`, the ChooseBest of
@@ -204,6 +205,14 @@ impl Leveled {
             size /= self.size_ratio;
             base_level -= 1;
             targets[base_level] = size;
+        }
+        // No level from the base down gets a target below `max_bytes_for_level_base`, as in
+        // RocksDB: otherwise a base level whose share of the last level is small (61 MB under
+        // 612 MB) takes all of L0 (256 MiB), at once exceeds its target and is pushed whole into
+        // the next level, writing every byte twice more (YCSB A at 5e6: WA 3.59 against
+        // RocksDB's 2.15).
+        for target in &mut targets[base_level..last] {
+            *target = target.max(base_bytes);
         }
         // Data above the computed base (left there when the tree shrank) must not be overtaken by
         // newer data from L0, so L0 merges into the first non-empty level; the levels from there to
