@@ -45,8 +45,9 @@ def main():
         cases = [
             ("leveled-full", (t - 1) / 2 * 3 + 1, "Spooky eq. 4 + 1"),
             ("leveled-full:dynamic_level_bytes=true", (t - 1) / 2 * 3 + 1, "Spooky eq. 4 + 1"),
+            ("leveled:level_target_floor=false", (t + 1) / 2 * 3 + 1, "Spooky eq. 5 + 1"),
+            ("leveled:level0_trigger=1,level_target_floor=false", (t + 1) / 2 * 3 + 1, "Spooky eq. 5 + 1"),
             ("leveled", (t + 1) / 2 * 3 + 1, "Spooky eq. 5 + 1"),
-            ("leveled:level0_trigger=1", (t + 1) / 2 * 3 + 1, "Spooky eq. 5 + 1"),
             ("tiered", 3 + 1, "L + 1"),
             ("lazy-leveled", 2 + (t + 1) / 2, "1 + (L−2) + (T+1)/2"),
             ("horizontal-leveled:levels=3", horizontal_leveling_wa(n, 3), "Vertiorizon Lemma 5.2, ℓ = 3"),

@@ -7,9 +7,9 @@
 //! `cargo run --release -p strata-engine --example memtable_fill -- [--buffer BYTES] [--rounds N]`
 
 use rand::{Rng, SeedableRng};
+use std::time::Instant;
 use strata_engine::key::ValueKind;
 use strata_engine::memtable::Memtable;
-use std::time::Instant;
 
 fn main() {
     let mut buffer: u64 = 64 << 20;

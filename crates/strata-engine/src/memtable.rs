@@ -366,7 +366,10 @@ mod tests {
         let arena = m.memory_usage() as f64;
         // Each node: 2 links on average (16 B), 8 B header, 116 B of key and value padded to
         // 120: 144 B against 138 charged.
-        assert!((1.0..1.06).contains(&(arena / charged)), "{charged} vs {arena}");
+        assert!(
+            (1.0..1.06).contains(&(arena / charged)),
+            "{charged} vs {arena}"
+        );
         // 8-byte keys, 100-byte values: 8 + 8 + 100 + 22 bytes each.
         assert_eq!(m.approximate_size(), 200_000 * 138);
     }

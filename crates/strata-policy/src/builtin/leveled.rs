@@ -6,7 +6,8 @@
 //!   largest level's actual size fixes every other target, `target(i) = size(last) / T^(last-i)`.
 //!   Walking up from the last level, the first level whose target is at most
 //!   `max_bytes_for_level_base` is the base level, so the number of levels grows with the data.
-//!   No target from the base level down is below `max_bytes_for_level_base` (RocksDB's floor).
+//!   No target from the base level down is below `max_bytes_for_level_base` (RocksDB's floor;
+//!   `level_target_floor=false` turns it off).
 //! - Each level above the last gets a score `size / target`; the highest score ≥ 1 compacts.
 //! - From a level, the table whose overlap with the next level is smallest relative to its own
 //!   size is merged with the tables it overlaps (RocksDB `kMinOverlappingRatio`, the ChooseBest of
@@ -62,6 +63,13 @@ pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
             rocksdb: Some("max_bytes_for_level_base"),
             doc: "upper bound of the base level's target (default: size_ratio × write_buffer_size)",
         },
+        OptionSpec {
+            name: "level_target_floor",
+            kind: OptionKind::Bool,
+            default: "true",
+            rocksdb: None,
+            doc: "no target from the base level down below max_bytes_for_level_base (RocksDB's dynamic level sizes do this; false gives the textbook T-ratio shape)",
+        },
         WRITE_BUFFER_SIZE,
         TARGET_FILE_SIZE,
         BLOOM_BITS_PER_KEY,
@@ -76,7 +84,8 @@ fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError
         .with_num_levels(config.usize("num_levels")?)
         .with_write_buffer_size(config.size("write_buffer_size")?)
         .with_target_file_size(config.size("target_file_size")?)
-        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
+        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?)
+        .with_level_target_floor(config.bool("level_target_floor")?);
     if let Some(bytes) = config.opt_size("max_bytes_for_level_base")? {
         policy = policy.with_max_bytes_for_level_base(bytes);
     }
@@ -91,6 +100,7 @@ pub struct Leveled {
     level0_trigger: usize,
     num_levels: usize,
     max_bytes_for_level_base: Option<u64>,
+    level_target_floor: bool,
     write_buffer_size: u64,
     target_file_size: u64,
     bloom_bits_per_key: f64,
@@ -103,6 +113,7 @@ impl Default for Leveled {
             level0_trigger: 4,
             num_levels: 7,
             max_bytes_for_level_base: None,
+            level_target_floor: true,
             write_buffer_size: 64 << 20,
             target_file_size: 64 << 20,
             bloom_bits_per_key: 10.0,
@@ -154,6 +165,15 @@ impl Leveled {
     /// capacity T·B of the cost models in the papers.
     pub fn with_max_bytes_for_level_base(mut self, bytes: u64) -> Self {
         self.max_bytes_for_level_base = Some(bytes);
+        self
+    }
+
+    /// Whether no level from the base down gets a target below `max_bytes_for_level_base`. RocksDB
+    /// does this with `level_compaction_dynamic_level_bytes` (no option of its own turns it
+    /// off); `false` keeps every target at `size(last) / T^(last-i)`, the shape the textbook
+    /// cost models assume. Default: true.
+    pub fn with_level_target_floor(mut self, floor: bool) -> Self {
+        self.level_target_floor = floor;
         self
     }
 
@@ -211,8 +231,10 @@ impl Leveled {
         // 612 MB) takes all of L0 (256 MiB), at once exceeds its target and is pushed whole into
         // the next level, writing every byte twice more (YCSB A at 5e6: WA 3.59 against
         // RocksDB's 2.15).
-        for target in &mut targets[base_level..last] {
-            *target = target.max(base_bytes);
+        if self.level_target_floor {
+            for target in &mut targets[base_level..last] {
+                *target = target.max(base_bytes);
+            }
         }
         // Data above the computed base (left there when the tree shrank) must not be overtaken by
         // newer data from L0, so L0 merges into the first non-empty level; the levels from there to
@@ -385,6 +407,7 @@ impl CompactionPolicy for Leveled {
             ("level0_trigger", self.level0_trigger.to_string()),
             ("num_levels", self.num_levels.to_string()),
             ("max_bytes_for_level_base", format_size(self.base_bytes())),
+            ("level_target_floor", self.level_target_floor.to_string()),
             ("target_file_size", format_size(self.target_file_size)),
             ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
         ]
