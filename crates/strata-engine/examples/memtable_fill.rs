@@ -7,19 +7,24 @@
 //! `cargo run --release -p strata-engine --example memtable_fill -- [--buffer BYTES] [--rounds N]`
 
 use rand::{Rng, SeedableRng};
+use std::io::Write;
 use std::time::Instant;
 use strata_engine::key::ValueKind;
 use strata_engine::memtable::Memtable;
 
-fn main() {
+fn main() -> std::io::Result<()> {
     let mut buffer: u64 = 64 << 20;
     let mut rounds = 5usize;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let value = args.next().and_then(|v| v.parse::<u64>().ok());
         match (arg.as_str(), value) {
-            ("--buffer", Some(v)) => buffer = v,
-            ("--rounds", Some(v)) => rounds = v as usize,
+            ("--buffer", Some(v)) if v > 0 => buffer = v,
+            ("--rounds", Some(v)) if v > 0 => rounds = v as usize,
+            ("--buffer", _) | ("--rounds", _) => {
+                eprintln!("{arg} needs a positive integer");
+                std::process::exit(2);
+            }
             _ => {
                 eprintln!("usage: memtable_fill [--buffer BYTES] [--rounds N]");
                 std::process::exit(2);
@@ -29,6 +34,7 @@ fn main() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let value = [0x5au8; 100];
     let mut per_insert = Vec::with_capacity(rounds);
+    let mut out = std::io::stdout().lock();
     for round in 0..rounds {
         // Keys drawn before the clock starts, so the timing is the memtable's alone.
         let entries = buffer / (16 + 8 + 100 + strata_engine::memtable::ENTRY_OVERHEAD);
@@ -39,12 +45,14 @@ fn main() {
             memtable.insert(key, i as u64 + 1, ValueKind::Put, &value);
         }
         let ns = start.elapsed().as_nanos() as f64 / entries as f64;
-        println!(
+        // Written, not printed: a closed pipe (`| head`) ends the program with an error.
+        writeln!(
+            out,
             "round {round}: {entries} inserts, {ns:.0} ns each, {:.1} MiB of arena",
             memtable.memory_usage() as f64 / (1 << 20) as f64
-        );
+        )?;
         per_insert.push(ns);
     }
     per_insert.sort_by(f64::total_cmp);
-    println!("median: {:.0} ns per insert", per_insert[rounds / 2]);
+    writeln!(out, "median: {:.0} ns per insert", per_insert[rounds / 2])
 }
