@@ -103,7 +103,8 @@ impl Chunk {
                 // A search touches a new page at almost every step: with 4 KiB pages each step
                 // also misses the TLB and walks the page table. Huge pages (where the system
                 // grants them: Linux's transparent huge pages in `madvise` or `always` mode)
-                // measured 300k -> 3xxk ops/s on a 5e6-entry random fill. A refusal is harmless.
+                // took a 5e6-entry random fill from a median 307k to 398k ops/s (BENCHMARKS.md,
+                // issue 14's third pass). A refusal is harmless.
                 #[cfg(target_os = "linux")]
                 let _ = map.advise(memmap2::Advice::HugePage);
                 let p = map.as_mut_ptr();
