@@ -1067,25 +1067,32 @@ fn rewrite_index(bytes: &[u8], edit: impl Fn(usize, &mut IndexValue)) -> Vec<u8>
     replace_index(bytes, &index.finish(), FORMAT_VERSION)
 }
 
-/// Re-encodes `bytes` as format version `version` (2 or 3): the block layout with a restart
-/// per entry, and each block's first user key in its value.
-fn legacy_index(bytes: &[u8], version: u32) -> Vec<u8> {
-    let table = open(bytes.to_vec()).unwrap();
-    let ranges = table.block_ranges().unwrap();
+/// Re-encodes `bytes`'s index in the layout of format versions 2 and 3 (a restart per entry,
+/// each value holding a first user key) under footer version `version`; `entry(i, last_key,
+/// value)` gives each block's file number and first user key.
+fn encode_legacy_index(
+    bytes: &[u8],
+    version: u32,
+    entry: impl Fn(usize, &[u8], &IndexValue) -> (u64, Vec<u8>),
+) -> Vec<u8> {
     let mut builder = BlockBuilder::new(1);
     let mut value = Vec::new();
-    for ((key, v), range) in index_entries(bytes).into_iter().zip(&ranges) {
+    for (i, (key, v)) in index_entries(bytes).into_iter().enumerate() {
+        let (file, first_user_key) = entry(i, &key, &v);
         value.clear();
-        IndexValue::encode(
-            &mut value,
-            v.file_number,
-            v.handle,
-            v.entries,
-            &range.smallest,
-        );
+        IndexValue::encode(&mut value, file, v.handle, v.entries, &first_user_key);
         builder.add(&key, &value);
     }
     replace_index(bytes, builder.finish(), version)
+}
+
+/// Re-encodes `bytes` as format version `version` (2 or 3), faithfully: each block's first
+/// user key from the table's block ranges.
+fn legacy_index(bytes: &[u8], version: u32) -> Vec<u8> {
+    let ranges = open(bytes.to_vec()).unwrap().block_ranges().unwrap();
+    encode_legacy_index(bytes, version, |i, _, v| {
+        (v.file_number, ranges[i].smallest.to_vec())
+    })
 }
 
 #[test]
@@ -1104,14 +1111,8 @@ fn tables_of_format_versions_2_and_3_still_read() {
         table.verify_checksums().unwrap();
     }
     // A version-2 index whose first key lies after its last key is corruption.
-    let mut builder = BlockBuilder::new(1);
-    let mut value = Vec::new();
-    for (key, v) in index_entries(&bytes) {
-        value.clear();
-        IndexValue::encode(&mut value, 0, v.handle, v.entries, b"\xff\xff\xff");
-        builder.add(&key, &value);
-    }
-    let err = open(replace_index(&bytes, builder.finish(), 2)).unwrap_err();
+    let inverted = encode_legacy_index(&bytes, 2, |_, _, _| (0, b"\xff\xff\xff".to_vec()));
+    let err = open(inverted).unwrap_err();
     assert!(is_corruption_of_this_file(&err), "{err}");
 }
 
@@ -1146,15 +1147,10 @@ fn blocks_in_other_files_are_refused_until_they_can_be_resolved() {
     let err = exercise(&table, &[]).unwrap_err();
     assert!(err.to_string().contains("17"), "{err}");
     // Version 2 may not: refused at open.
-    let mut builder = BlockBuilder::new(1);
-    let mut value = Vec::new();
-    for (i, (key, v)) in index_entries(&bytes).into_iter().enumerate() {
-        value.clear();
-        let file = if i == 2 { 17 } else { 0 };
-        IndexValue::encode(&mut value, file, v.handle, v.entries, &key[..key.len() - 8]);
-        builder.add(&key, &value);
-    }
-    let err = open(replace_index(&bytes, builder.finish(), 2)).unwrap_err();
+    let foreign_v2 = encode_legacy_index(&bytes, 2, |i, key, _| {
+        (if i == 2 { 17 } else { 0 }, key[..key.len() - 8].to_vec())
+    });
+    let err = open(foreign_v2).unwrap_err();
     assert!(is_corruption_of_this_file(&err));
     assert!(err.to_string().contains("file 17"), "{err}");
 
