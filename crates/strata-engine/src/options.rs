@@ -20,6 +20,7 @@ pub struct Options {
     pub(crate) level0_stop_writes_trigger: usize,
     pub(crate) delayed_write_rate: u64,
     pub(crate) wal_bytes_per_sync: u64,
+    pub(crate) wal_mapped_writes: bool,
     pub(crate) rate_limit: Option<u64>,
     pub(crate) max_background_jobs: usize,
     pub(crate) block_size: usize,
@@ -71,6 +72,7 @@ impl Default for Options {
             level0_stop_writes_trigger: 36,
             delayed_write_rate: 16 << 20,
             wal_bytes_per_sync: 1 << 20,
+            wal_mapped_writes: true,
             rate_limit: None,
             max_background_jobs: 2,
             block_size: 4096,
@@ -171,6 +173,22 @@ impl Options {
     /// its flush job instead. Default: 1 MiB.
     pub fn with_wal_bytes_per_sync(mut self, bytes: u64) -> Self {
         self.wal_bytes_per_sync = bytes;
+        self
+    }
+
+    /// Appends WAL records through a shared mapping of the file
+    /// ([`FileSystem::create_mapped`](crate::fs::FileSystem::create_mapped)) instead of a
+    /// `write` system call per write group. Both hand the record to the page cache, so a process
+    /// crash loses nothing either way, and syncs are the same `fdatasync`; the mapping saves the
+    /// system call, which was a third of the writing thread's time on a random fill (~590 ns of
+    /// ~1.8 µs per 100-byte value). The cost: a crash leaves the newest WAL with a zero-filled
+    /// tail of up to 1 MiB (space grown but not yet written), which recovery drops as a torn tail.
+    /// [`RecoveryMode::AbsoluteConsistency`] refuses torn tails, so under it the WAL is always
+    /// written with `write`. File systems that cannot map files ([`MemFs`](crate::fs::MemFs)) or
+    /// reserve space (no `fallocate`) fall back to `write` as well. RocksDB: none (its
+    /// `allow_mmap_writes` applies to table files only). Default: true.
+    pub fn with_wal_mapped_writes(mut self, mapped: bool) -> Self {
+        self.wal_mapped_writes = mapped;
         self
     }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use strata_engine::fs::MemFs;
-use strata_engine::{Db, Options, WriteBatch, WriteOptions};
+use strata_engine::{Db, Options, RecoveryMode, WriteBatch, WriteOptions};
 
 fn small(options: Options) -> Options {
     options
@@ -39,6 +39,90 @@ fn synced_writes_survive_drop_without_close_on_the_real_file_system() {
     db.flush().unwrap();
     assert_eq!(db.get("after").unwrap().as_deref(), Some(&b"reopen"[..]));
     db.close().unwrap();
+}
+
+/// The WAL files in `dir` with their sizes.
+fn wal_sizes(dir: &std::path::Path) -> Vec<(String, u64)> {
+    let mut wals: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+        .map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, e.metadata().unwrap().len())
+        })
+        .collect();
+    wals.sort();
+    wals
+}
+
+/// A copy of the files of an open database is what a kill of its process would leave: the page
+/// cache, WAL records stored through a mapping included, with nothing closed or cut.
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() && entry.file_name() != "LOCK" {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_kill_with_mapped_wal_writes_loses_nothing_and_a_close_cuts_the_preallocated_tail() {
+    for (mode, mapped) in [
+        (RecoveryMode::TolerateCorruptedTail, true),
+        (RecoveryMode::PointInTime, true),
+        // Absolute consistency refuses torn tails, so its WALs are written without a mapping.
+        (RecoveryMode::AbsoluteConsistency, false),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let killed = tempfile::tempdir().unwrap();
+        // A buffer large enough that nothing flushes: the WAL holds every write.
+        let opts = || Options::new().with_wal_recovery_mode(mode);
+        let db = Db::open(dir.path(), opts()).unwrap();
+        for i in 0..20_000u32 {
+            db.put(format!("k{i:06}"), format!("value {i}")).unwrap();
+        }
+        let open_wals = wal_sizes(dir.path());
+        let newest = open_wals.last().unwrap().1;
+        if mapped {
+            assert_eq!(
+                newest % (1 << 20),
+                0,
+                "{mode:?}: grown by whole chunks: {open_wals:?}"
+            );
+        } else {
+            assert!(
+                !newest.is_multiple_of(1 << 20),
+                "{mode:?}: written as appended: {open_wals:?}"
+            );
+        }
+        copy_dir(dir.path(), killed.path());
+        db.close().unwrap();
+        // A close cuts the zero-filled rest of the last chunk.
+        let closed = std::fs::read(dir.path().join(&open_wals.last().unwrap().0)).unwrap();
+        assert!(
+            closed.len() < newest as usize || !mapped,
+            "{mode:?}: close left {} of {newest} bytes",
+            closed.len()
+        );
+        assert_ne!(
+            closed.last(),
+            Some(&0),
+            "{mode:?}: a record's checksum ends the WAL"
+        );
+
+        let db = Db::open(killed.path(), opts()).unwrap();
+        for i in (0..20_000u32).step_by(7) {
+            assert_eq!(
+                db.get(format!("k{i:06}")).unwrap().as_deref(),
+                Some(format!("value {i}").as_bytes()),
+                "{mode:?}: key {i} after the kill"
+            );
+        }
+        assert_eq!(db.recovery_stop(), None, "{mode:?}");
+        db.close().unwrap();
+    }
 }
 
 #[test]

@@ -5,7 +5,7 @@ use super::engine::{Engine, EngineState, Wal, WalSlot};
 use crate::batch::{self, BatchOp, WriteBatch};
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind, MAX_SEQNO};
-use crate::log::LogWriter;
+use crate::log::{LogWriter, RecoveryMode};
 use crate::manifest;
 use crate::memtable::Memtable;
 use crate::options::WriteOptions;
@@ -252,10 +252,16 @@ impl Engine {
         };
         let number = self.allocate_file_number();
         let path = self.dir.join(manifest::wal_file_name(number));
-        let file = self
-            .fs
-            .create(&path)
-            .map_err(|e| Error::io(format!("creating WAL {}", path.display()), e))?;
+        // A mapped WAL leaves a zero-filled tail after a crash, which only the modes that drop
+        // torn tails accept (`Options::with_wal_mapped_writes`).
+        let mapped = self.options.wal_mapped_writes
+            && self.options.wal_recovery_mode != RecoveryMode::AbsoluteConsistency;
+        let file = if mapped {
+            self.fs.create_mapped(&path)
+        } else {
+            self.fs.create(&path)
+        }
+        .map_err(|e| Error::io(format!("creating WAL {}", path.display()), e))?;
         // The link record lets recovery tell a lost end of the finished WAL from a torn tail
         // (`wal_chain`); it reaches the OS now, so a WAL that holds writes always holds it.
         let mut writer = LogWriter::new(file);

@@ -582,6 +582,23 @@ impl FaultFs {
     fn check(&self, kind: FaultKind, class: FileClass, what: &str, path: &Path) -> io::Result<()> {
         self.shared.check(kind, class, what, path)
     }
+
+    /// A file from `create` on the wrapped file system, with this one's faults injected.
+    fn create_with(
+        &self,
+        path: &Path,
+        create: impl FnOnce(&dyn FileSystem, &Path) -> io::Result<Box<dyn WritableFile>>,
+    ) -> io::Result<Box<dyn WritableFile>> {
+        let class = FileClass::of_path(path);
+        self.check(FaultKind::Create, class, "creating", path)?;
+        let file = create(self.inner.as_ref(), path)?;
+        Ok(Box::new(FaultWritableFile {
+            inner: file,
+            shared: Arc::clone(&self.shared),
+            class,
+            path: path.to_path_buf(),
+        }))
+    }
 }
 
 impl FileSystem for FaultFs {
@@ -590,15 +607,11 @@ impl FileSystem for FaultFs {
     }
 
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        let class = FileClass::of_path(path);
-        self.check(FaultKind::Create, class, "creating", path)?;
-        let file = self.inner.create(path)?;
-        Ok(Box::new(FaultWritableFile {
-            inner: file,
-            shared: Arc::clone(&self.shared),
-            class,
-            path: path.to_path_buf(),
-        }))
+        self.create_with(path, |fs, path| fs.create(path))
+    }
+
+    fn create_mapped(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.create_with(path, |fs, path| fs.create_mapped(path))
     }
 
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {

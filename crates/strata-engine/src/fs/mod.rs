@@ -65,6 +65,17 @@ pub trait FileSystem: Send + Sync + Debug + 'static {
     fn create_dir_all(&self, path: &Path) -> io::Result<()>;
     /// Creates (or truncates) `path` for writing.
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Creates (or truncates) `path` for appending small records that must survive a process
+    /// crash once flushed, without a system call per flush where the file system allows it.
+    ///
+    /// CONTRACT: a crash (of the process or the machine) may leave the file longer than what was
+    /// appended, the rest zero-filled; closing it normally cuts it to the appended length. Only
+    /// logs whose readers end at a zero-filled tail may use it. [`StdFs`] on Linux appends
+    /// through a shared mapping grown 1 MiB at a time; by default this is
+    /// [`create`](Self::create).
+    fn create_mapped(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
     /// Opens `path` for random reads.
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
     /// Reads the whole file.
