@@ -182,7 +182,7 @@ impl Options {
     /// crash loses nothing either way, and syncs are the same `fdatasync`; the mapping saves the
     /// system call, which was a third of the writing thread's time on a random fill (~590 ns of
     /// ~1.8 µs per 100-byte value). The cost: a crash leaves the newest WAL with a zero-filled
-    /// tail of up to 1 MiB (space grown but not yet written), which recovery drops as a torn tail.
+    /// tail of up to 256 KiB (space grown but not yet written), which recovery drops as a torn tail.
     /// [`RecoveryMode::AbsoluteConsistency`] refuses torn tails, so under it the WAL is always
     /// written with `write`. File systems that cannot map files ([`MemFs`](crate::fs::MemFs)) or
     /// reserve space (no `fallocate`) fall back to `write` as well. RocksDB: none (its

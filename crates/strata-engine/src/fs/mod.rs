@@ -71,7 +71,7 @@ pub trait FileSystem: Send + Sync + Debug + 'static {
     /// CONTRACT: a crash (of the process or the machine) may leave the file longer than what was
     /// appended, the rest zero-filled; closing it normally cuts it to the appended length. Only
     /// logs whose readers end at a zero-filled tail may use it. [`StdFs`] on Linux appends
-    /// through a shared mapping grown 1 MiB at a time; by default this is
+    /// through a shared mapping grown 256 KiB at a time; by default this is
     /// [`create`](Self::create).
     fn create_mapped(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         self.create(path)
