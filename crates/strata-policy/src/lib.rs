@@ -15,7 +15,7 @@
 //! ([`OptionSpec`]) and a constructor. Built-in policies: [`Leveled`], [`LeveledFull`],
 //! [`Tiered`], [`LazyLeveled`], [`HorizontalLeveled`], [`HorizontalTiered`], [`Spooky`] (with
 //! its lazy and tiered variants), [`Vertiorizon`] (with its lazy-leveling backbone), the partial-merge family
-//! ([`PartialMerge`]: Full, RR, ChooseBest and Mixed with [`MixedLearner`]). A policy written
+//! ([`PartialMerge`]: Full, RR, ChooseBest and Mixed with [`MixedLearner`]), and [`EcoTune`]. A policy written
 //! outside this crate implements [`CompactionPolicy`], builds its plans with [`helpers`], and
 //! calls [`registry::register`].
 
@@ -34,6 +34,7 @@ pub mod registry;
 pub mod testing;
 mod timer;
 
+pub use builtin::ecotune::{EcoTune, EcoTuneState};
 pub use builtin::horizontal::{
     HorizontalLeveled, HorizontalLeveledState, HorizontalTiered, HorizontalTieredState,
     SkewThreshold,

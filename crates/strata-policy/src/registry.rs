@@ -42,6 +42,7 @@ const BUILTIN: &[PolicyRegistration] = &[
     crate::builtin::partial::RR_PRESERVING_REGISTRATION,
     crate::builtin::partial::CHOOSEBEST_PRESERVING_REGISTRATION,
     crate::builtin::partial::MIXED_PRESERVING_REGISTRATION,
+    crate::builtin::ecotune::REGISTRATION,
 ];
 
 fn extra() -> &'static RwLock<Vec<PolicyRegistration>> {

@@ -1,6 +1,7 @@
 //! The built-in compaction policies. Each module declares its options and its registration; the
 //! list of built-ins is in [`crate::registry`].
 
+pub mod ecotune;
 pub mod horizontal;
 pub mod lazy_leveled;
 pub mod leveled;

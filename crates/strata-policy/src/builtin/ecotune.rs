@@ -1,0 +1,569 @@
+//! EcoTune (SIGMOD 2025): three logical levels and a compaction schedule per round, solved by
+//! dynamic programming ([`crate::ecotune_dp`]).
+//!
+//! - **L1, the top level**: each flush writes a new run; its runs never merge among themselves.
+//! - **L2, the main level**: once L1 holds the *unit* `S` bytes, a top-to-main compaction (TMC)
+//!   merges all of L1 into one new *unit run* at the front of L2. Main-level compactions (MLCs)
+//!   then reshape L2 toward the schedule's target layout for the current TMC: each merges a
+//!   contiguous stretch of runs (nearly always the newest) into one run. Runs that arrive while an
+//!   MLC runs are pending, and the next decision takes them.
+//! - **L3, the last level**: one run. After the round's `R` TMCs (when L2 holds about `1/C` of
+//!   L3) the global compaction merges L2 into it, and the round ends.
+//!
+//! The global compaction's plan re-solves the schedule for the next round from the context's
+//! statistics: the share of long scans `r` ([`WorkloadStats::long_scans`]), the time per TMC
+//! `T_w` (the finished round's duration over its TMCs) and the rewrite time of a unit `T_c`
+//! ([`WorkloadStats::rewrite_nanos_per_mib`]); `β` and, without measurements, `r` and `T_c/T_w`
+//! come from options. The unit is `S = max(write_buffer_size, L3 / (C·R_max))`, so a round has
+//! `R = L3 / (C·S)` TMCs, at most `units_per_round` (the paper scales the memtable with the data
+//! to keep R near 29; here the unit grows instead). The schedule, the unit and the sequence
+//! numbers that end each TMC of the round are the persisted state.
+//!
+//! A main-level run's size in units comes from those sequence numbers, not from its bytes:
+//! updates shrink a merged run, while the TMCs it holds stay the same. A run holds the TMCs from
+//! the one its oldest entry was written in up to the one before the next newer run's.
+
+use crate::context::{PickContext, WorkloadStats};
+use crate::ecotune_dp::{self, RoundModel, Schedule};
+use crate::error::PolicyError;
+use crate::helpers::{
+    check_bloom, check_positive, flush_to_new_run, load_state, merge_levels, move_run, run_input,
+    store_state,
+};
+use crate::math::bloom_fpr;
+use crate::options::{
+    OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, TARGET_FILE_SIZE,
+    WRITE_BUFFER_SIZE,
+};
+use crate::plan::{CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanOutput};
+use crate::policy::CompactionPolicy;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use strata_meta::{format_size, Run, Version};
+
+/// The policy's name.
+pub const NAME: &str = "ecotune";
+
+/// The top level, where flushes go.
+const TOP: usize = 1;
+/// The main level.
+const MAIN: usize = 2;
+/// The last level.
+const LAST: usize = 3;
+
+const UNITS_PER_ROUND: OptionSpec = OptionSpec {
+    name: "units_per_round",
+    kind: OptionKind::Integer,
+    default: "29",
+    rocksdb: None,
+    doc: "R: the most TMCs in a round; the unit grows with the data to keep a round at most this long",
+};
+const SIZE_CAP: OptionSpec = OptionSpec {
+    name: "size_cap",
+    kind: OptionKind::Integer,
+    default: "3",
+    rocksdb: None,
+    doc: "C: the global compaction starts when the main level holds 1/C of the last",
+};
+const MERGE_SLOWDOWN: OptionSpec = OptionSpec {
+    name: "merge_slowdown",
+    kind: OptionKind::Float,
+    default: "0.5",
+    rocksdb: None,
+    doc: "β: query speed while an MLC runs over query speed without one, in (0, 1]",
+};
+const LONG_SCAN_RATIO: OptionSpec = OptionSpec {
+    name: "long_scan_ratio",
+    kind: OptionKind::Float,
+    default: "",
+    rocksdb: None,
+    doc: "r: share of long scans among queries (default: measured; 0.3 before any query)",
+};
+const REWRITE_RATIO: OptionSpec = OptionSpec {
+    name: "rewrite_ratio",
+    kind: OptionKind::Float,
+    default: "",
+    rocksdb: None,
+    doc: "T_c/T_w: time to rewrite a unit over time between TMCs (default: measured; 0.25 before)",
+};
+
+/// The registry entry.
+pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: NAME,
+    summary: "top, main and last level; main-level merges follow a DP schedule per round (EcoTune)",
+    options: &[
+        UNITS_PER_ROUND,
+        SIZE_CAP,
+        MERGE_SLOWDOWN,
+        LONG_SCAN_RATIO,
+        REWRITE_RATIO,
+        WRITE_BUFFER_SIZE,
+        TARGET_FILE_SIZE,
+        BLOOM_BITS_PER_KEY,
+    ],
+    build,
+};
+
+fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+    let policy = EcoTune {
+        units_per_round: u32::try_from(config.u64("units_per_round")?).unwrap_or(u32::MAX),
+        size_cap: u32::try_from(config.u64("size_cap")?).unwrap_or(u32::MAX),
+        merge_slowdown: config.f64("merge_slowdown")?,
+        long_scan_ratio: config.opt_f64("long_scan_ratio")?,
+        rewrite_ratio: config.opt_f64("rewrite_ratio")?,
+        write_buffer_size: config.size("write_buffer_size")?,
+        target_file_size: config.size("target_file_size")?,
+        bloom_bits_per_key: config.f64("bloom_bits_per_key")?,
+    };
+    policy.validate()?;
+    Ok(Arc::new(policy))
+}
+
+/// EcoTune. See the module documentation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EcoTune {
+    units_per_round: u32,
+    size_cap: u32,
+    merge_slowdown: f64,
+    long_scan_ratio: Option<f64>,
+    rewrite_ratio: Option<f64>,
+    write_buffer_size: u64,
+    target_file_size: u64,
+    bloom_bits_per_key: f64,
+}
+
+impl Default for EcoTune {
+    fn default() -> Self {
+        EcoTune {
+            units_per_round: 29,
+            size_cap: 3,
+            merge_slowdown: 0.5,
+            long_scan_ratio: None,
+            rewrite_ratio: None,
+            write_buffer_size: 64 << 20,
+            target_file_size: 64 << 20,
+            bloom_bits_per_key: 10.0,
+        }
+    }
+}
+
+/// The persisted state: the current round's schedule and progress.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EcoTuneState {
+    /// Global compactions so far.
+    pub round: u64,
+    /// The unit `S` of this round in bytes: a TMC starts once the top level holds this much.
+    pub unit_bytes: u64,
+    /// Target layout of the main level (units per run, oldest first) after each TMC.
+    pub targets: Vec<Vec<u32>>,
+    /// The largest sequence number each TMC of this round took from the top level.
+    pub tmc_seqnos: Vec<u64>,
+    /// When the round started, on the executor's clock.
+    pub started_nanos: u64,
+    /// Long scans and all queries counted when the round started.
+    pub queries_at_start: (u64, u64),
+}
+
+impl EcoTune {
+    /// The default configuration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    crate::output_builders!();
+
+    /// R: the most TMCs in a round. Default: 29 (the paper's).
+    pub fn with_units_per_round(mut self, units: u32) -> Self {
+        self.units_per_round = units;
+        self
+    }
+
+    /// C: the main level's share of the last level (1/C) that starts the global compaction.
+    /// Default: 3.
+    pub fn with_size_cap(mut self, cap: u32) -> Self {
+        self.size_cap = cap;
+        self
+    }
+
+    /// β: query speed during an MLC over query speed without one. Default: 0.5.
+    pub fn with_merge_slowdown(mut self, beta: f64) -> Self {
+        self.merge_slowdown = beta;
+        self
+    }
+
+    /// r, fixed instead of measured. Default: measured.
+    pub fn with_long_scan_ratio(mut self, r: Option<f64>) -> Self {
+        self.long_scan_ratio = r;
+        self
+    }
+
+    /// T_c/T_w, fixed instead of measured. Default: measured.
+    pub fn with_rewrite_ratio(mut self, ratio: Option<f64>) -> Self {
+        self.rewrite_ratio = ratio;
+        self
+    }
+
+    /// The smallest unit (a TMC takes at least this much from the top level). RocksDB:
+    /// `write_buffer_size`. Default: 64 MiB.
+    pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
+        self.write_buffer_size = bytes;
+        self
+    }
+
+    /// Checks every option.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        let invalid =
+            |option: &'static str, reason: String| PolicyError::InvalidOption { option, reason };
+        if self.units_per_round == 0 || self.units_per_round > ecotune_dp::MAX_UNITS {
+            return Err(invalid(
+                "units_per_round",
+                format!(
+                    "{} must be 1 to {}",
+                    self.units_per_round,
+                    ecotune_dp::MAX_UNITS
+                ),
+            ));
+        }
+        if self.size_cap == 0 || self.size_cap > 1000 {
+            return Err(invalid(
+                "size_cap",
+                format!("{} must be 1 to 1000", self.size_cap),
+            ));
+        }
+        if !(self.merge_slowdown > 0.0 && self.merge_slowdown <= 1.0) {
+            return Err(invalid(
+                "merge_slowdown",
+                format!("{} must lie in (0, 1]", self.merge_slowdown),
+            ));
+        }
+        if let Some(r) = self.long_scan_ratio.filter(|r| !(0.0..=1.0).contains(r)) {
+            return Err(invalid(
+                "long_scan_ratio",
+                format!("{r} must lie in [0, 1]"),
+            ));
+        }
+        if let Some(x) = self.rewrite_ratio.filter(|x| !(x.is_finite() && *x > 0.0)) {
+            return Err(invalid(
+                "rewrite_ratio",
+                format!("{x} must be a positive number"),
+            ));
+        }
+        check_bloom(self.bloom_bits_per_key)?;
+        check_positive("write_buffer_size", self.write_buffer_size)?;
+        check_positive("target_file_size", self.target_file_size)
+    }
+
+    fn cut(&self) -> CutRule {
+        CutRule::target_size(self.target_file_size)
+    }
+
+    /// The state in the version, or the first round's (unit = the buffer, no schedule yet).
+    fn state(&self, version: &Version) -> Result<EcoTuneState, PolicyError> {
+        Ok(load_state(NAME, version)?.unwrap_or_else(|| EcoTuneState {
+            unit_bytes: self.write_buffer_size,
+            ..EcoTuneState::default()
+        }))
+    }
+
+    /// The round that starts once the last level holds `last_bytes`: its unit, its length and its
+    /// schedule, from the statistics of the round that ends (`previous`).
+    fn plan_round(
+        &self,
+        last_bytes: u64,
+        previous: &EcoTuneState,
+        ctx: &PickContext<'_>,
+    ) -> Result<EcoTuneState, PolicyError> {
+        let cap = u64::from(self.size_cap);
+        let max_units = u64::from(self.units_per_round);
+        let unit_bytes = self
+            .write_buffer_size
+            .max(last_bytes / (cap * max_units).max(1));
+        let units = if last_bytes == 0 {
+            max_units
+        } else {
+            (last_bytes / (cap * unit_bytes)).clamp(1, max_units)
+        };
+        let stats = ctx.stats;
+        let (long, all) = query_counts(stats);
+        let long_scan_ratio = self.long_scan_ratio.unwrap_or_else(|| {
+            let (long0, all0) = previous.queries_at_start;
+            let (long, all) = (long.saturating_sub(long0), all.saturating_sub(all0));
+            if all == 0 {
+                0.3
+            } else {
+                long as f64 / all as f64
+            }
+        });
+        let rewrite_ratio = self.rewrite_ratio.unwrap_or_else(|| {
+            let tmcs = previous.tmc_seqnos.len() as u64;
+            let elapsed = ctx.now_nanos.saturating_sub(previous.started_nanos);
+            match (stats.rewrite_nanos_per_mib, tmcs) {
+                (Some(per_mib), t) if t > 0 && elapsed > 0 => {
+                    let rewrite = per_mib as f64 * previous.unit_bytes as f64 / (1 << 20) as f64;
+                    (rewrite / (elapsed as f64 / t as f64)).clamp(1e-3, 1e3)
+                }
+                _ => 0.25,
+            }
+        });
+        let model = RoundModel {
+            units: units as u32,
+            size_cap: self.size_cap,
+            arrival_interval: 1.0,
+            rewrite_time: rewrite_ratio,
+            long_scan_ratio,
+            false_positive_rate: bloom_fpr(self.bloom_bits_per_key),
+            merge_slowdown: self.merge_slowdown,
+        };
+        let schedule: Schedule = ecotune_dp::solve(&model).map_err(|reason| {
+            PolicyError::InvalidPlan(format!("ecotune: cannot solve the round: {reason}"))
+        })?;
+        Ok(EcoTuneState {
+            round: previous.round + 1,
+            unit_bytes,
+            targets: schedule.targets(),
+            tmc_seqnos: Vec::new(),
+            started_nanos: ctx.now_nanos,
+            queries_at_start: (long, all),
+        })
+    }
+
+    /// The top-to-main compaction, if the top level holds a unit and none runs.
+    fn tmc(&self, version: &Version, state: &EcoTuneState, ctx: &PickContext<'_>) -> Option<Plan> {
+        let top = version.level(TOP);
+        // Within half a buffer of the unit: a flushed buffer makes a table somewhat smaller than
+        // the buffer, and a unit of one buffer must still be one flush.
+        let threshold = state
+            .unit_bytes
+            .saturating_sub(self.write_buffer_size / 2)
+            .max(1);
+        if top.size() < threshold || level_leased(version, TOP, ctx) {
+            return None;
+        }
+        let largest = top
+            .tables()
+            .map(|t| t.seqnos.largest)
+            .max()
+            .unwrap_or_default();
+        let mut next = state.clone();
+        next.tmc_seqnos.push(largest);
+        let mut plan = match top.runs() {
+            // A single run (a unit of one flush) moves down unchanged.
+            [only] => move_run(TOP, only, MAIN),
+            _ => merge_levels(
+                version,
+                TOP..=TOP,
+                MAIN,
+                false,
+                self.cut(),
+                self.bloom_bits_per_key,
+            ),
+        };
+        plan.policy_state = store_state(NAME, &next).ok();
+        plan.reason = format!(
+            "TMC {} of {}: the top level holds {} (unit {})",
+            next.tmc_seqnos.len(),
+            state.targets.len().max(1),
+            format_size(top.size()),
+            format_size(state.unit_bytes)
+        );
+        Some(plan)
+    }
+
+    /// The MLC that brings the main level closer to this TMC's target, if one is due.
+    fn mlc(&self, version: &Version, state: &EcoTuneState, ctx: &PickContext<'_>) -> Option<Plan> {
+        let tmcs = state.tmc_seqnos.len();
+        let target = state.targets.get(tmcs.checked_sub(1)?)?;
+        // Oldest first.
+        let runs: Vec<&Arc<Run>> = version.level(MAIN).runs().iter().rev().collect();
+        let layout = main_layout(&runs, &state.tmc_seqnos);
+        let (from, to) = merge_toward(&layout, target)?;
+        let chosen = &runs[from..to];
+        if chosen
+            .iter()
+            .any(|r| ctx.leases.any_leased(r.tables().iter().map(|t| &t.id)))
+        {
+            return None;
+        }
+        let units: u32 = layout[from..to].iter().sum();
+        Some(Plan {
+            action: PlanAction::Merge,
+            // Newest first.
+            inputs: chosen.iter().rev().map(|r| run_input(MAIN, r)).collect(),
+            output: Some(PlanOutput {
+                level: MAIN,
+                run: OutputRun::New,
+                cut: self.cut(),
+                bloom_bits_per_key: self.bloom_bits_per_key,
+                preserve_blocks: None,
+            }),
+            policy_state: None,
+            reason: format!(
+                "MLC after TMC {tmcs}: {} runs of {units} units into one (target {})",
+                to - from,
+                ecotune_dp::format_layout(target)
+            ),
+        })
+    }
+}
+
+/// Long scans and all queries counted so far.
+fn query_counts(stats: &WorkloadStats) -> (u64, u64) {
+    let all = stats.point_reads + stats.short_scans + stats.long_scans;
+    (stats.long_scans, all)
+}
+
+/// Whether any table of `level` is leased.
+fn level_leased(version: &Version, level: usize, ctx: &PickContext<'_>) -> bool {
+    ctx.leases
+        .any_leased(version.level(level).tables().map(|t| &t.id))
+}
+
+/// Units per main-level run (oldest first): the TMCs from the one that wrote the run's oldest
+/// entry up to the one before the next newer run's.
+fn main_layout(runs_oldest_first: &[&Arc<Run>], tmc_seqnos: &[u64]) -> Vec<u32> {
+    // The TMC a run starts at: 1 + the TMCs whose largest sequence number is below its oldest.
+    let first: Vec<usize> = runs_oldest_first
+        .iter()
+        .map(|run| {
+            let oldest = run
+                .tables()
+                .iter()
+                .map(|t| t.seqnos.smallest)
+                .min()
+                .unwrap_or_default();
+            tmc_seqnos.iter().filter(|&&b| b < oldest).count()
+        })
+        .collect();
+    let mut layout = Vec::with_capacity(first.len());
+    for (i, &start) in first.iter().enumerate() {
+        let end = first.get(i + 1).copied().unwrap_or(tmc_seqnos.len());
+        layout.push(end.saturating_sub(start).max(1) as u32);
+    }
+    layout
+}
+
+/// The runs `[from, to)` of `layout` to merge so that it agrees with `target` on one more run:
+/// after the longest common prefix, the following runs whose units add up to the target's next
+/// run. `None` when the layout already matches, or no whole runs add up to it.
+fn merge_toward(layout: &[u32], target: &[u32]) -> Option<(usize, usize)> {
+    let common = layout
+        .iter()
+        .zip(target)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let want = *target.get(common)?;
+    let mut sum = 0;
+    for (i, &units) in layout.iter().enumerate().skip(common) {
+        sum += units;
+        if sum == want {
+            return (i > common).then_some((common, i + 1));
+        }
+        if sum > want {
+            return None;
+        }
+    }
+    None
+}
+
+impl CompactionPolicy for EcoTune {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn plan_flush(
+        &self,
+        _version: &Version,
+        _ctx: &PickContext<'_>,
+    ) -> Result<FlushPlan, PolicyError> {
+        Ok(flush_to_new_run(TOP, self.cut(), self.bloom_bits_per_key))
+    }
+
+    fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError> {
+        let mut state = self.state(version)?;
+        if state.targets.is_empty() {
+            // The first round: solve it now, with what the context says so far.
+            let first = self.plan_round(version.level(LAST).size(), &state, ctx)?;
+            state = EcoTuneState {
+                round: 0,
+                unit_bytes: first.unit_bytes,
+                ..first
+            };
+            return Ok(Some(Plan {
+                action: PlanAction::UpdateState,
+                inputs: Vec::new(),
+                output: None,
+                policy_state: Some(store_state(NAME, &state)?),
+                reason: format!(
+                    "round 0: {} TMCs of {}",
+                    state.targets.len(),
+                    format_size(state.unit_bytes)
+                ),
+            }));
+        }
+        let round_done = state.tmc_seqnos.len() >= state.targets.len();
+        let main_busy = level_leased(version, MAIN, ctx) || level_leased(version, LAST, ctx);
+        if round_done {
+            // The global compaction, once no TMC or MLC runs.
+            if main_busy || level_leased(version, TOP, ctx) {
+                return Ok(None);
+            }
+            let last_after = version.level(MAIN).size() + version.level(LAST).size();
+            let next = self.plan_round(last_after, &state, ctx)?;
+            let mut plan = merge_levels(
+                version,
+                MAIN..=MAIN,
+                LAST,
+                true,
+                self.cut(),
+                self.bloom_bits_per_key,
+            );
+            plan.policy_state = Some(store_state(NAME, &next)?);
+            plan.reason = format!(
+                "global compaction ending round {}: next round {} TMCs of {}",
+                state.round,
+                next.targets.len(),
+                format_size(next.unit_bytes)
+            );
+            return Ok(Some(plan));
+        }
+        if let Some(plan) = self.tmc(version, &state, ctx) {
+            return Ok(Some(plan));
+        }
+        Ok(self.mlc(version, &state, ctx))
+    }
+
+    crate::plan_manual_with_own_output!();
+
+    fn options(&self) -> Vec<(&'static str, String)> {
+        let measured = |v: Option<f64>| v.map_or_else(|| "measured".to_string(), |v| v.to_string());
+        vec![
+            ("units_per_round", self.units_per_round.to_string()),
+            ("size_cap", self.size_cap.to_string()),
+            ("merge_slowdown", self.merge_slowdown.to_string()),
+            ("long_scan_ratio", measured(self.long_scan_ratio)),
+            ("rewrite_ratio", measured(self.rewrite_ratio)),
+            ("write_buffer_size", format_size(self.write_buffer_size)),
+            ("target_file_size", format_size(self.target_file_size)),
+            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_merge_makes_the_layout_agree_with_the_target_on_one_more_run() {
+        assert_eq!(merge_toward(&[1, 1, 1], &[3]), Some((0, 3)));
+        assert_eq!(merge_toward(&[3, 1, 1], &[3, 2]), Some((1, 3)));
+        assert_eq!(merge_toward(&[3, 2], &[3, 2]), None, "already there");
+        assert_eq!(merge_toward(&[3, 1], &[3, 1]), None);
+        // Pending units behind the merged stretch stay as they are.
+        assert_eq!(merge_toward(&[7, 1, 1, 1, 1], &[7, 3, 1]), Some((1, 4)));
+        // No whole runs add up to the target's run: wait rather than guess.
+        assert_eq!(merge_toward(&[2, 2], &[3, 1]), None);
+        // A single run never merges with itself.
+        assert_eq!(merge_toward(&[4, 1], &[4, 1, 1]), None);
+    }
+}
