@@ -230,6 +230,19 @@ fn apply_flush(version: &Version, plan: &FlushPlan, buffer: &BufferSummary) -> V
         buffer.bytes,
     );
     flushed.entries = buffer.entries;
+    // Sequence numbers continue from the newest already in the tree, one per entry, as the
+    // engine's and the simulator's do (policies that place runs in time read them).
+    let newest = version
+        .levels()
+        .iter()
+        .flat_map(|l| l.tables())
+        .map(|t| t.seqnos.largest)
+        .max()
+        .unwrap_or(0);
+    flushed.seqnos = strata_meta::SeqRange {
+        smallest: newest + 1,
+        largest: newest + buffer.entries.max(1),
+    };
     flushed.bloom_bits_per_key = plan.output.bloom_bits_per_key;
     let mut parts = vec![flushed];
     for &t in &plan.merge_with {
