@@ -15,7 +15,7 @@ fn process_counters_move_with_the_work_done() {
     // Busy work the optimizer cannot drop.
     let mut x = 1u64;
     for i in 0..50_000_000u64 {
-        x = x.wrapping_mul(6364136223846793005).wrapping_add(i);
+        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
     }
     assert!(x != 0 || cpu >= 0.0);
     assert!(cpu_seconds() > cpu, "CPU time did not advance");

@@ -70,6 +70,9 @@ fn policy(name: &str) -> PolicySpec {
         ("levels", "3".to_string()),
         ("expected_data_size", "8MiB".to_string()),
         ("num_levels", "5".to_string()),
+        // EcoTune measures T_c/T_w on the executor's clock: wall time in the engine, simulated
+        // time here. The comparison fixes it, so that both solve the same schedule.
+        ("rewrite_ratio", "0.25".to_string()),
     ])
     .unwrap();
     spec
