@@ -434,6 +434,15 @@ impl Drop for MappedSink {
     }
 }
 
+/// `offset` and `len` as the C type of file offsets, if both fit.
+#[cfg(target_os = "linux")]
+fn file_range(offset: u64, len: u64) -> Option<(libc::off64_t, libc::off64_t)> {
+    Some((
+        libc::off64_t::try_from(offset).ok()?,
+        libc::off64_t::try_from(len).ok()?,
+    ))
+}
+
 /// `fallocate(fd, 0, offset, len)`: allocates the range's blocks, extending the file. `std` has
 /// no call for it (`File::set_len` makes a sparse file), hence the `libc` call. An
 /// `Unsupported` error means the file system cannot.
@@ -441,10 +450,7 @@ impl Drop for MappedSink {
 #[allow(unsafe_code)]
 fn fallocate(file: &File, offset: u64, len: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    let (Ok(offset), Ok(len)) = (
-        libc::off64_t::try_from(offset),
-        libc::off64_t::try_from(len),
-    ) else {
+    let Some((offset, len)) = file_range(offset, len) else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "file offset beyond what fallocate can name",
@@ -471,15 +477,12 @@ fn fallocate(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
 
 /// `sync_file_range(fd, offset, len, SYNC_FILE_RANGE_WRITE)`: queues the range's dirty pages for
 /// writeback and returns without waiting. No crate the workspace uses wraps it (`nix` 0.32 and
-/// `rustix` 1 do not), hence the one `libc` call.
+/// `rustix` 1 do not), hence the `libc` call.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 fn sync_file_range_write(file: &File, offset: u64, len: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;
-    let (Ok(offset), Ok(len)) = (
-        libc::off64_t::try_from(offset),
-        libc::off64_t::try_from(len),
-    ) else {
+    let Some((offset, len)) = file_range(offset, len) else {
         return Ok(()); // beyond what the call can name; the hint is optional
     };
     // SAFETY: the descriptor is open for as long as `file` is borrowed, and the call only reads
