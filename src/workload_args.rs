@@ -83,6 +83,13 @@ pub struct WorkloadArgs {
     /// EcoTune: share of queries that are long scans (seek + 100 next), 0 to 1. Default 0.3.
     #[arg(long, allow_negative_numbers = true)]
     pub long_scan_share: Option<f64>,
+    /// EcoTune: chance that a query arrival is a burst of `--burst-size` queries at once, 0 to 1
+    /// (the paper's burst test: 0.05). Default 0, no bursts.
+    #[arg(long, allow_negative_numbers = true)]
+    pub burst_probability: Option<f64>,
+    /// EcoTune: queries in a burst, at least 1. Default 20.
+    #[arg(long, allow_negative_numbers = true)]
+    pub burst_size: Option<u32>,
     /// Spooky: operations between moves of the zipfian hot set, at least 1. Default 100,000.
     #[arg(long, allow_negative_numbers = true, value_parser = count_arg)]
     pub hot_period: Option<u64>,
@@ -108,6 +115,8 @@ fn flag_of(param: &str) -> &'static str {
         "write_rate_mib" => "--write-rate",
         "query_rate" => "--query-rate",
         "long_scan_share" => "--long-scan-share",
+        "burst_probability" => "--burst-probability",
+        "burst_size" => "--burst-size",
         "hot_period_ops" => "--hot-period",
         "disorder" => "--disorder",
         _ => "a workload option",
@@ -172,6 +181,8 @@ impl WorkloadArgs {
             (self.write_rate.is_some(), "--write-rate"),
             (self.query_rate.is_some(), "--query-rate"),
             (self.long_scan_share.is_some(), "--long-scan-share"),
+            (self.burst_probability.is_some(), "--burst-probability"),
+            (self.burst_size.is_some(), "--burst-size"),
             (self.hot_period.is_some(), "--hot-period"),
             (self.disorder.is_some(), "--disorder"),
         ]
@@ -230,6 +241,8 @@ impl WorkloadArgs {
             write_rate_mib: self.write_rate.unwrap_or(defaults.write_rate_mib),
             query_rate: self.query_rate.unwrap_or(defaults.query_rate),
             long_scan_share: self.long_scan_share.unwrap_or(defaults.long_scan_share),
+            burst_probability: self.burst_probability.unwrap_or(defaults.burst_probability),
+            burst_size: self.burst_size.unwrap_or(defaults.burst_size),
             hot_period_ops: self.hot_period.unwrap_or(defaults.hot_period_ops),
             disorder: self.disorder.unwrap_or(defaults.disorder),
         };

@@ -273,6 +273,12 @@ fn zero_and_negative_counts_name_the_flag() {
             &[cmd, "--long-scan-share", "1.5"],
             &["--long-scan-share"],
         );
+        refused(
+            &dir,
+            &[cmd, "--burst-probability", "2"],
+            &["--burst-probability", "is 2"],
+        );
+        refused(&dir, &[cmd, "--burst-size", "0"], &["--burst-size is 0"]);
         refused(&dir, &[cmd, "--distribution", "zipf"], &["--distribution"]);
         refused(&dir, &[cmd, "--hot-period", "0"], &["--hot-period is 0"]);
         refused(&dir, &[cmd, "--disorder", "0"], &["--disorder is 0"]);

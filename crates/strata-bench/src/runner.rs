@@ -6,7 +6,8 @@ use crate::physical::{
 };
 use crate::results::{LatencySummary, PhaseBlocks, PhaseResult, RunResult};
 use crate::workload::{
-    encode_key, phase_seed, thread_seed, Generator, KeySpace, OpKind, PhaseSpec, WorkloadSpec,
+    encode_key, phase_seed, thread_seed, Arrivals, Generator, KeySpace, OpKind, PhaseSpec,
+    WorkloadSpec,
 };
 use anyhow::{Context, Result};
 use hdrhistogram::Histogram;
@@ -417,10 +418,10 @@ fn run_phase(
             let (engine, completed, bar) =
                 (Arc::clone(engine), Arc::clone(&completed), bar.clone());
             let mut generator = Generator::new(phase, Arc::clone(space), thread_seed(seed, t));
-            let interval = phase
+            let mut arrivals = phase
                 .open_loop
                 .as_ref()
-                .map(|o| Duration::from_secs_f64(threads as f64 / o.queries_per_sec.max(1e-3)));
+                .map(|o| Arrivals::new(o, threads as usize, thread_seed(seed, t) ^ 0xa771_7a15));
             handles.push(s.spawn(move || -> Result<WorkerOutput> {
                 let mut out = WorkerOutput {
                     histograms: Histograms::new(),
@@ -429,7 +430,7 @@ fn run_phase(
                 };
                 let mut key = Vec::with_capacity(spec.key_size);
                 let mut value = vec![0u8; spec.value_size];
-                let mut next_arrival = Instant::now();
+                let started = Instant::now();
                 let mut local = 0u64;
                 while let Some(op) = generator.next_op(budget) {
                     if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -437,14 +438,13 @@ fn run_phase(
                     }
                     // Open loop: wait for the scheduled arrival; latency counts from it, so
                     // queueing behind a slow operation shows.
-                    let issued = match interval {
-                        Some(iv) => {
+                    let issued = match arrivals.as_mut() {
+                        Some(arrivals) => {
+                            let at = started + arrivals.next_arrival();
                             let now = Instant::now();
-                            if next_arrival > now {
-                                std::thread::sleep(next_arrival - now);
+                            if at > now {
+                                std::thread::sleep(at - now);
                             }
-                            let at = next_arrival;
-                            next_arrival += iv;
                             at
                         }
                         None => Instant::now(),

@@ -21,7 +21,7 @@ pub use generator::{phase_seed, thread_seed, Generator, Op, OpKind};
 pub use keys::{encode_key, scramble, KeySpace, MAX_KEY};
 pub use presets::{ParamError, PresetParams, DISTRIBUTIONS, PRESETS};
 pub use spec::{
-    InsertOrder, KeyDist, Mix, OpenLoop, OptionValue, PhaseSpec, RateLimitedWriter, WorkloadSpec,
-    MAX_THREADS, TPCC_ORDER_BITS,
+    Arrivals, Burst, InsertOrder, KeyDist, Mix, OpenLoop, OptionValue, PhaseSpec,
+    RateLimitedWriter, WorkloadSpec, MAX_THREADS, TPCC_ORDER_BITS,
 };
 pub use stream::OpStream;

@@ -1,7 +1,8 @@
 //! Named workloads: db_bench phases, YCSB A–F, the papers' workloads, and the simulator's fills.
 
 use crate::spec::{
-    InsertOrder, KeyDist, Mix, OpenLoop, PhaseSpec, RateLimitedWriter, WorkloadSpec, MAX_THREADS,
+    Burst, InsertOrder, KeyDist, Mix, OpenLoop, PhaseSpec, RateLimitedWriter, WorkloadSpec,
+    MAX_THREADS,
 };
 use std::fmt;
 
@@ -28,6 +29,10 @@ pub struct PresetParams {
     pub query_rate: f64,
     /// EcoTune: share of queries that are long scans.
     pub long_scan_share: f64,
+    /// EcoTune: chance that a query arrival is a burst (0: no bursts).
+    pub burst_probability: f64,
+    /// EcoTune: queries in a burst.
+    pub burst_size: u32,
     /// Spooky: operations between moves of the hot set.
     pub hot_period_ops: u64,
     /// Nearly-sorted ingest: disorder window in keys.
@@ -47,6 +52,8 @@ impl Default for PresetParams {
             write_rate_mib: 4.0,
             query_rate: 5_000.0,
             long_scan_share: 0.3,
+            burst_probability: 0.0,
+            burst_size: 20,
             hot_period_ops: 100_000,
             disorder: 1_000,
         }
@@ -139,6 +146,16 @@ impl PresetParams {
                 ),
             );
         }
+        if !(0.0..=1.0).contains(&self.burst_probability) {
+            return err(
+                "burst_probability",
+                format!(
+                    "is {}; it must be a probability between 0 and 1",
+                    self.burst_probability
+                ),
+            );
+        }
+        count("burst_size", u64::from(self.burst_size))?;
         count("hot_period_ops", self.hot_period_ops)?;
         count("disorder", self.disorder)?;
         Ok(())
@@ -301,6 +318,10 @@ impl WorkloadSpec {
                 q.long_scan_length = 100;
                 q.open_loop = Some(OpenLoop {
                     queries_per_sec: p.query_rate,
+                    burst: (p.burst_probability > 0.0).then_some(Burst {
+                        probability: p.burst_probability,
+                        size: p.burst_size,
+                    }),
                 });
                 q.writer = Some(RateLimitedWriter {
                     mib_per_sec: p.write_rate_mib,

@@ -250,8 +250,69 @@ impl Mix {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OpenLoop {
-    /// Query arrivals per second, over all query threads.
+    /// Arrivals per second, over all query threads (with bursts, of arrival instants: each may
+    /// bring a burst of queries).
     pub queries_per_sec: f64,
+    /// Bursts, if any: EcoTune's burst test (a base rate where each arrival has a 5% chance of
+    /// being 20 queries at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<Burst>,
+}
+
+/// Bursts of an open-loop stream: each arrival is, with probability `probability`, `size`
+/// queries arriving together instead of one. The mean rate is the base rate times
+/// `1 + probability·(size − 1)`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Burst {
+    /// Chance that an arrival is a burst, in [0, 1].
+    pub probability: f64,
+    /// Queries in a burst, at least 1.
+    pub size: u32,
+}
+
+/// One query thread's arrival times in an open-loop stream, as offsets from when the thread
+/// starts: its share of the base rate, each arrival a burst with the stream's probability
+/// (drawn from the thread's own seeded generator, so a run is repeatable).
+#[derive(Clone, Debug)]
+pub struct Arrivals {
+    interval: std::time::Duration,
+    burst: Option<Burst>,
+    rng: rand_pcg::Pcg64Mcg,
+    next: std::time::Duration,
+    current: std::time::Duration,
+    left_in_burst: u32,
+}
+
+impl Arrivals {
+    /// The arrivals of one of `threads` threads sharing `stream`.
+    pub fn new(stream: &OpenLoop, threads: usize, seed: u64) -> Self {
+        let per_thread = stream.queries_per_sec.max(1e-3) / threads.max(1) as f64;
+        Arrivals {
+            interval: std::time::Duration::from_secs_f64(1.0 / per_thread),
+            burst: stream.burst,
+            rng: rand::SeedableRng::seed_from_u64(seed),
+            next: std::time::Duration::ZERO,
+            current: std::time::Duration::ZERO,
+            left_in_burst: 0,
+        }
+    }
+
+    /// When the next query arrives.
+    pub fn next_arrival(&mut self) -> std::time::Duration {
+        if self.left_in_burst > 0 {
+            self.left_in_burst -= 1;
+            return self.current;
+        }
+        self.current = self.next;
+        self.next += self.interval;
+        if let Some(b) = self.burst {
+            if rand::Rng::random_bool(&mut self.rng, b.probability.clamp(0.0, 1.0)) {
+                self.left_in_burst = b.size.saturating_sub(1);
+            }
+        }
+        self.current
+    }
 }
 
 /// A background writer beside the main threads, at a fixed rate (EcoTune's rate-limited writer).
@@ -589,6 +650,15 @@ impl PhaseSpec {
         }
         if let Some(o) = &self.open_loop {
             positive("open_loop.queries_per_sec", o.queries_per_sec)?;
+            if let Some(b) = &o.burst {
+                if !(0.0..=1.0).contains(&b.probability) {
+                    return Err(format!(
+                        "open_loop.burst.probability is {}; it must be between 0 and 1",
+                        b.probability
+                    ));
+                }
+                at_least_one("open_loop.burst.size", u64::from(b.size))?;
+            }
         }
         if let Some(w) = &self.writer {
             positive("writer.mib_per_sec", w.mib_per_sec)?;

@@ -267,3 +267,87 @@ fn scramble_is_injective_and_stays_below_2_to_the_63() {
     // Not the identity and not monotone: consecutive indexes land far apart.
     assert!((0..100).filter(|&i| scramble(i) < scramble(i + 1)).count() < 90);
 }
+
+#[test]
+fn arrivals_without_bursts_are_evenly_spaced_per_thread() {
+    let stream = OpenLoop {
+        queries_per_sec: 1000.0,
+        burst: None,
+    };
+    // Two threads share the rate: each sees one arrival every 2 ms.
+    let mut a = Arrivals::new(&stream, 2, 7);
+    let times: Vec<u128> = (0..4).map(|_| a.next_arrival().as_micros()).collect();
+    assert_eq!(times, vec![0, 2000, 4000, 6000]);
+}
+
+#[test]
+fn a_burst_brings_its_queries_at_one_instant() {
+    let stream = OpenLoop {
+        queries_per_sec: 100.0,
+        burst: Some(Burst {
+            probability: 1.0,
+            size: 3,
+        }),
+    };
+    let mut a = Arrivals::new(&stream, 1, 7);
+    let times: Vec<u128> = (0..7).map(|_| a.next_arrival().as_millis()).collect();
+    assert_eq!(times, vec![0, 0, 0, 10, 10, 10, 20]);
+}
+
+#[test]
+fn the_paper_burst_test_nearly_doubles_the_base_rate() {
+    // EcoTune's burst test: a base of 15,000 arrivals per second, each with a 5% chance of being
+    // 20 queries: 15,000 × (1 + 0.05 × 19) = 29,250 queries per second on average.
+    let stream = OpenLoop {
+        queries_per_sec: 15_000.0,
+        burst: Some(Burst {
+            probability: 0.05,
+            size: 20,
+        }),
+    };
+    let mut a = Arrivals::new(&stream, 1, 42);
+    let queries = 200_000;
+    let mut last = std::time::Duration::ZERO;
+    for _ in 0..queries {
+        last = a.next_arrival();
+    }
+    let rate = queries as f64 / last.as_secs_f64();
+    assert!((27_500.0..31_000.0).contains(&rate), "{rate}");
+    // The same seed gives the same stream.
+    let mut b = Arrivals::new(&stream, 1, 42);
+    let mut c = Arrivals::new(&stream, 1, 42);
+    assert!((0..1000).all(|_| b.next_arrival() == c.next_arrival()));
+}
+
+#[test]
+fn the_ecotune_preset_carries_bursts_only_when_asked() {
+    let plain = WorkloadSpec::preset("ecotune", &params()).unwrap();
+    let open = plain
+        .phases
+        .iter()
+        .find_map(|p| p.open_loop.clone())
+        .unwrap();
+    assert_eq!(open.burst, None);
+    let bursty = PresetParams {
+        burst_probability: 0.05,
+        ..params()
+    };
+    let spec = WorkloadSpec::preset("ecotune", &bursty).unwrap();
+    let open = spec
+        .phases
+        .iter()
+        .find_map(|p| p.open_loop.clone())
+        .unwrap();
+    assert_eq!(
+        open.burst,
+        Some(Burst {
+            probability: 0.05,
+            size: 20
+        })
+    );
+    let bad = PresetParams {
+        burst_probability: 1.5,
+        ..params()
+    };
+    assert_eq!(bad.validate().unwrap_err().param, "burst_probability");
+}
