@@ -137,24 +137,18 @@ impl PresetParams {
         positive("theta", self.theta)?;
         positive("write_rate_mib", self.write_rate_mib)?;
         positive("query_rate", self.query_rate)?;
-        if !(0.0..=1.0).contains(&self.long_scan_share) {
-            return err(
-                "long_scan_share",
-                format!(
-                    "is {}; it must be a share between 0 and 1",
-                    self.long_scan_share
-                ),
-            );
-        }
-        if !(0.0..=1.0).contains(&self.burst_probability) {
-            return err(
-                "burst_probability",
-                format!(
-                    "is {}; it must be a probability between 0 and 1",
-                    self.burst_probability
-                ),
-            );
-        }
+        let fraction = |param: &'static str, what: &str, value: f64| {
+            if (0.0..=1.0).contains(&value) {
+                Ok(())
+            } else {
+                err(
+                    param,
+                    format!("is {value}; it must be a {what} between 0 and 1"),
+                )
+            }
+        };
+        fraction("long_scan_share", "share", self.long_scan_share)?;
+        fraction("burst_probability", "probability", self.burst_probability)?;
         count("burst_size", u64::from(self.burst_size))?;
         count("hot_period_ops", self.hot_period_ops)?;
         count("disorder", self.disorder)?;
