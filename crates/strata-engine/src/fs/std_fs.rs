@@ -45,12 +45,7 @@ impl FileSystem for StdFs {
             .truncate(true)
             .open(path)
             .map_err(context("creating", path))?;
-        Ok(Box::new(BufferedFile::new(StdSink {
-            file,
-            path: path.to_path_buf(),
-            written: 0,
-            writeback_from: 0,
-        })))
+        Ok(Box::new(BufferedFile::new(StdSink::new(file, path))))
     }
 
     /// On Linux, appends through a shared mapping ([`MappedSink`]); where the file system cannot
@@ -68,12 +63,7 @@ impl FileSystem for StdFs {
             .open(path)
             .map_err(context("creating", path))?;
         let mut sink = MappedSink {
-            base: StdSink {
-                file,
-                path: path.to_path_buf(),
-                written: 0,
-                writeback_from: 0,
-            },
+            base: StdSink::new(file, path),
             map: None,
             map_start: 0,
         };
@@ -308,6 +298,18 @@ struct StdSink {
     writeback_from: u64,
 }
 
+impl StdSink {
+    /// `file`, just created at `path`, with nothing written.
+    fn new(file: File, path: &Path) -> Self {
+        StdSink {
+            file,
+            path: path.to_path_buf(),
+            written: 0,
+            writeback_from: 0,
+        }
+    }
+}
+
 impl Sink for StdSink {
     fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
         self.file
@@ -400,15 +402,14 @@ impl Sink for MappedSink {
     fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
         while !data.is_empty() {
             let at = (self.base.written - self.map_start) as usize;
-            let room = self.map.as_ref().map_or(0, |m| m.len() - at);
-            if room == 0 {
-                self.grow()?;
-                continue;
-            }
-            let Some(map) = self.map.as_mut() else {
-                continue; // unreachable: room > 0 needs a mapping
+            let map = match &mut self.map {
+                Some(map) if at < map.len() => map,
+                _ => {
+                    self.grow()?;
+                    continue;
+                }
             };
-            let n = room.min(data.len());
+            let n = (map.len() - at).min(data.len());
             map[at..at + n].copy_from_slice(&data[..n]);
             self.base.written += n as u64;
             data = &data[n..];
@@ -677,12 +678,7 @@ pub(super) mod tests {
         let tmp = tempfile::tempdir().expect("tempdir");
         let path = tmp.path().join("w.log");
         let file = std::fs::File::create(&path).expect("create");
-        let mut sink = StdSink {
-            file,
-            path: path.clone(),
-            written: 0,
-            writeback_from: 0,
-        };
+        let mut sink = StdSink::new(file, &path);
         sink.write_all(&vec![1u8; 1 << 20]).expect("write");
         sink.start_writeback().expect("writeback");
         assert_eq!(sink.writeback_from, 0, "nothing before the held-back tail");

@@ -24,11 +24,11 @@
 //! the one its oldest entry was written in up to the one before the next newer run's.
 
 use crate::context::{PickContext, WorkloadStats};
-use crate::ecotune_dp::{self, RoundModel, Schedule};
+use crate::ecotune_dp::{self, RoundModel};
 use crate::error::PolicyError;
 use crate::helpers::{
-    check_bloom, check_positive, flush_to_new_run, load_state, merge_levels, move_run, run_input,
-    store_state,
+    any_leased, check_bloom, check_positive, flush_to_new_run, load_state, merge_levels, move_run,
+    run_input, store_state,
 };
 use crate::math::bloom_fpr;
 use crate::options::{
@@ -314,7 +314,7 @@ impl EcoTune {
             false_positive_rate: bloom_fpr(self.bloom_bits_per_key),
             merge_slowdown: self.merge_slowdown,
         };
-        let schedule: Schedule = ecotune_dp::solve(&model).map_err(|reason| {
+        let schedule = ecotune_dp::solve(&model).map_err(|reason| {
             PolicyError::InvalidPlan(format!("ecotune: cannot solve the round: {reason}"))
         })?;
         Ok(EcoTuneState {
@@ -336,7 +336,7 @@ impl EcoTune {
             .unit_bytes
             .saturating_sub(self.write_buffer_size / 2)
             .max(1);
-        if top.size() < threshold || level_leased(version, TOP, ctx) {
+        if top.size() < threshold || any_leased(version, TOP..=TOP, ctx.leases) {
             return None;
         }
         let largest = top
@@ -412,12 +412,6 @@ fn query_counts(stats: &WorkloadStats) -> (u64, u64) {
     (stats.long_scans, all)
 }
 
-/// Whether any table of `level` is leased.
-fn level_leased(version: &Version, level: usize, ctx: &PickContext<'_>) -> bool {
-    ctx.leases
-        .any_leased(version.level(level).tables().map(|t| &t.id))
-}
-
 /// Units per main-level run (oldest first): the TMCs from the one that wrote the run's oldest
 /// entry up to the one before the next newer run's.
 fn main_layout(runs_oldest_first: &[&Arc<Run>], tmc_seqnos: &[u64]) -> Vec<u32> {
@@ -479,15 +473,11 @@ impl CompactionPolicy for EcoTune {
     }
 
     fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError> {
-        let mut state = self.state(version)?;
+        let state = self.state(version)?;
         if state.targets.is_empty() {
             // The first round: solve it now, with what the context says so far.
             let first = self.plan_round(version.level(LAST).size(), &state, ctx)?;
-            state = EcoTuneState {
-                round: 0,
-                unit_bytes: first.unit_bytes,
-                ..first
-            };
+            let state = EcoTuneState { round: 0, ..first };
             return Ok(Some(Plan {
                 action: PlanAction::UpdateState,
                 inputs: Vec::new(),
@@ -501,10 +491,10 @@ impl CompactionPolicy for EcoTune {
             }));
         }
         let round_done = state.tmc_seqnos.len() >= state.targets.len();
-        let main_busy = level_leased(version, MAIN, ctx) || level_leased(version, LAST, ctx);
+        let main_busy = any_leased(version, MAIN..=LAST, ctx.leases);
         if round_done {
             // The global compaction, once no TMC or MLC runs.
-            if main_busy || level_leased(version, TOP, ctx) {
+            if main_busy || any_leased(version, TOP..=TOP, ctx.leases) {
                 return Ok(None);
             }
             let last_after = version.level(MAIN).size() + version.level(LAST).size();
