@@ -374,6 +374,27 @@ impl<O: KeyOrder> SkipList<O> {
     }
 }
 
+/// Asks the CPU to start loading `node`'s level-0 link (just before its header), header, key and
+/// value (192 bytes from the link) while the caller works on the current entry. Nodes lie in the arena in insertion order, so a walk in
+/// key order (a flush, a scan) misses the cache at every step; without this, the flush of a
+/// 64 MiB buffer spent ~40% of its time waiting on those misses (issue 14).
+#[inline]
+fn prefetch_node(node: *const Node) {
+    #[cfg(target_arch = "x86_64")]
+    if !node.is_null() {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: prefetching is a hint: it never faults, even past the node's end.
+        unsafe {
+            let p = (node as *const i8).wrapping_sub(LINK);
+            _mm_prefetch::<_MM_HINT_T0>(p);
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64));
+            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(128));
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = node;
+}
+
 /// A tower height: 1, then one more with probability 1/BRANCHING each, up to MAX_HEIGHT.
 fn random_height(rng: &mut u64) -> usize {
     let mut height = 1;
@@ -467,6 +488,10 @@ impl Cursor {
         debug_assert!(self.valid());
         // SAFETY: the node is published.
         self.node = unsafe { Node::next(self.node, 0) };
+        if !self.node.is_null() {
+            // SAFETY: as above; the new node is published.
+            prefetch_node(unsafe { Node::next(self.node, 0) });
+        }
     }
 
     /// To the previous entry (a search from the top: the list links forward only).

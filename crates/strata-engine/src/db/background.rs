@@ -37,6 +37,10 @@ impl Engine {
             if self.stop_requested() {
                 return;
             }
+            if self.purge_obsolete_files(&mut state) {
+                // The lock was released: a shutdown may have been asked for meanwhile.
+                continue;
+            }
             if state.background_error.is_none() {
                 let ran = if flusher {
                     self.pick_flush(&mut state).map(|job| {
@@ -79,6 +83,7 @@ impl Engine {
     /// REQUIRES: the state lock is held.
     pub fn run_inline(&self, state: &mut MutexGuard<'_, EngineState>) -> Result<()> {
         for _ in 0..MAX_INLINE_PLANS {
+            self.purge_obsolete_files(state);
             Self::check_background_error(state)?;
             if let Some(job) = self.pick_flush(state)? {
                 let result = MutexGuard::unlocked(state, || self.run_flush(&job));
@@ -113,7 +118,8 @@ impl Engine {
             return self.run_inline(&mut state);
         }
         self.background_work.notify_all();
-        while !state.frozen.is_empty() {
+        // The flushed memtables' WALs are gone too when this returns.
+        while !state.frozen.is_empty() || Self::purging(&state) {
             Self::check_background_error(&state)?;
             self.check_open()?;
             self.background_work
@@ -132,8 +138,10 @@ impl Engine {
         loop {
             Self::check_background_error(&state)?;
             self.check_open()?;
-            let busy =
-                !state.frozen.is_empty() || state.flush_running || state.running_compactions > 0;
+            let busy = !state.frozen.is_empty()
+                || state.flush_running
+                || state.running_compactions > 0
+                || Self::purging(&state);
             let wanted = !busy && {
                 let stats = self.workload_stats();
                 let ctx = self.pick_context(&state.leases, &stats, None);

@@ -315,6 +315,8 @@ impl Engine {
         let result = Self::check_background_error(&state)
             .and_then(|()| self.run_manual_compaction(&mut state, range));
         state.manual_compaction = false;
+        // The replaced tables are gone when this returns.
+        self.purge_obsolete_files(&mut state);
         self.background_work.notify_all();
         result
     }

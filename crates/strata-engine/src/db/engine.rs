@@ -112,6 +112,10 @@ pub(crate) struct EngineState {
     pub pending_outputs: HashSet<u64>,
     /// Tables no longer in the current version, deleted once no live version holds them.
     pub obsolete_tables: Vec<u64>,
+    /// Files an install made obsolete, for [`Engine::purge_obsolete_files`] to delete.
+    pub purge_queue: Vec<ObsoleteFile>,
+    /// Purges deleting files right now (with the state lock released).
+    pub purges_running: usize,
     /// Versions readers or jobs may still hold.
     pub live_versions: Vec<Weak<Version>>,
     /// The first background error (see the failure rules in [`crate::db`]): read-only.
@@ -119,6 +123,15 @@ pub(crate) struct EngineState {
     /// WALs window flushes re-logged entries into (see [`crate::manifest::ManifestRecord`]),
     /// at or above the log number as of open, and added since.
     pub relog_wals: Vec<u64>,
+}
+
+/// A file to delete once the state lock is released.
+#[derive(Debug)]
+pub enum ObsoleteFile {
+    /// A table file no live version needs.
+    Table(u64),
+    /// Every WAL numbered below this (the log number when it was queued).
+    WalsBelow(u64),
 }
 
 /// An open database's shared core. [`crate::Db`] is the user's handle to it; background threads

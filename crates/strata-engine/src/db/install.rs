@@ -1,7 +1,7 @@
 //! Installing versions: applying an edit, logging it to the manifest, publishing it, and
 //! deleting the files no version needs any more.
 
-use super::engine::{Engine, EngineState, OPENED_READ_ONLY};
+use super::engine::{Engine, EngineState, ObsoleteFile, OPENED_READ_ONLY};
 use crate::error::{Error, Result};
 use crate::listener::CompletedJob;
 use crate::manifest::{self, classify, FileKind, Manifest, ManifestRecord};
@@ -95,7 +95,7 @@ impl Engine {
                 self.record_background_error(state, &e);
             }
         }
-        self.delete_obsolete_files(state);
+        self.queue_obsolete_files(state);
         self.background_work.notify_all();
         Ok(())
     }
@@ -149,9 +149,10 @@ impl Engine {
         Ok(())
     }
 
-    /// Deletes table files no live version needs (neither as a table nor for the blocks its
-    /// tables refer to) and WALs below the log number (failure rule 8: best effort).
-    fn delete_obsolete_files(&self, state: &mut MutexGuard<'_, EngineState>) {
+    /// Queues for deletion the table files no live version needs (neither as a table nor for
+    /// the blocks its tables refer to) and the WALs below the log number. The deletes happen in
+    /// [`Engine::purge_obsolete_files`], outside the state lock.
+    fn queue_obsolete_files(&self, state: &mut EngineState) {
         state.live_versions.retain(|w| w.strong_count() > 0);
         let live: Vec<Arc<Version>> = state
             .live_versions
@@ -159,37 +160,78 @@ impl Engine {
             .filter_map(Weak::upgrade)
             .collect();
         let mut keep = Vec::new();
-        let mut delete = Vec::new();
         for &t in &state.obsolete_tables {
             if live.iter().any(|v| v.needs_file(TableId(t))) {
                 keep.push(t);
             } else {
-                delete.push(t);
-            }
-        }
-        for t in delete {
-            self.tables.evict(t);
-            match self
-                .fs
-                .remove_file(&self.dir.join(manifest::table_file_name(t)))
-            {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                // Not fatal; try again at the next version change.
-                Err(_) => keep.push(t),
+                // No version names the table, so nothing opens it again.
+                self.tables.evict(t);
+                state.purge_queue.push(ObsoleteFile::Table(t));
             }
         }
         state.obsolete_tables = keep;
-        let log_number = state.log_number;
-        if let Ok(names) = self.fs.list(&self.dir) {
-            for name in names {
-                if let Some(FileKind::Wal(n)) = classify(&name) {
-                    if n < log_number {
-                        let _ = self.fs.remove_file(&self.dir.join(&name));
+        state
+            .purge_queue
+            .push(ObsoleteFile::WalsBelow(state.log_number));
+    }
+
+    /// Whether files wait to be purged or are being purged.
+    pub fn purging(state: &EngineState) -> bool {
+        !state.purge_queue.is_empty() || state.purges_running > 0
+    }
+
+    /// Deletes the files [`Engine::install`] queued, with the state lock released (failure rule
+    /// 8: best effort; a table whose delete failed is queued again at the next install).
+    ///
+    /// Why outside the lock: unlinking a file drops its page cache, and a WAL's drop took ~22
+    /// ms per 64 MiB buffer (issue 14), during which no job could finish, no writer could
+    /// switch memtables, and the flushed memtable, released only after the install, stayed in
+    /// memory. File numbers are never reused, so a file queued here cannot come back to life.
+    ///
+    /// Returns whether it released the lock (callers waiting on a condition check it again).
+    ///
+    /// REQUIRES: the state lock is held.
+    pub fn purge_obsolete_files(&self, state: &mut MutexGuard<'_, EngineState>) -> bool {
+        if state.purge_queue.is_empty() {
+            return false;
+        }
+        let queue = std::mem::take(&mut state.purge_queue);
+        state.purges_running += 1;
+        let failed = MutexGuard::unlocked(state, || {
+            let mut failed = Vec::new();
+            for file in queue {
+                match file {
+                    ObsoleteFile::Table(t) => {
+                        match self
+                            .fs
+                            .remove_file(&self.dir.join(manifest::table_file_name(t)))
+                        {
+                            Ok(()) => {}
+                            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                            // Not fatal; try again at the next version change.
+                            Err(_) => failed.push(t),
+                        }
+                    }
+                    ObsoleteFile::WalsBelow(log_number) => {
+                        let Ok(names) = self.fs.list(&self.dir) else {
+                            continue;
+                        };
+                        for name in names {
+                            if let Some(FileKind::Wal(n)) = classify(&name) {
+                                if n < log_number {
+                                    let _ = self.fs.remove_file(&self.dir.join(&name));
+                                }
+                            }
+                        }
                     }
                 }
             }
-        }
+            failed
+        });
+        state.purges_running -= 1;
+        state.obsolete_tables.extend(failed);
+        self.background_work.notify_all();
+        true
     }
 }
 

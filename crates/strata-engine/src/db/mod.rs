@@ -308,6 +308,8 @@ impl Db {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
+        self.engine
+            .purge_obsolete_files(&mut self.engine.state.lock());
         let result = match &mut *self.engine.wal.lock() {
             WalSlot::Open(wal) => wal
                 .writer

@@ -355,6 +355,8 @@ impl Engine {
                 manual_compaction: false,
                 pending_outputs: HashSet::new(),
                 obsolete_tables: Vec::new(),
+                purge_queue: Vec::new(),
+                purges_running: 0,
                 background_error: None,
                 relog_wals: found.relog_wals,
             }),
@@ -466,7 +468,7 @@ impl Engine {
         if state.frozen.is_empty() {
             // Record that older WALs are no longer needed.
             let log = state.memtable.wal_number();
-            return self.install(&mut state, VersionEdit::new(), &[], Some(log), None);
+            self.install(&mut state, VersionEdit::new(), &[], Some(log), None)?;
         }
         while !state.frozen.is_empty() {
             let Some(job) = self.pick_flush(&mut state)? else {
@@ -477,6 +479,9 @@ impl Engine {
             let result = MutexGuard::unlocked(&mut state, || self.run_flush(&job));
             self.finish_flush(&mut state, job, result)?;
         }
+        // The replayed WALs go before the open returns, as they did before the purge left the
+        // install.
+        self.purge_obsolete_files(&mut state);
         Ok(())
     }
 
