@@ -3,7 +3,7 @@
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{self, SeqNo, ValueKind, TRAILER_LEN};
-use crate::skiplist::{Cursor, KeyOrder, SkipList};
+use crate::skiplist::{Cursor, KeyOrder, SkipList, Walk};
 use bytes::Bytes;
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
@@ -233,6 +233,7 @@ impl Memtable {
         MemtableIterator {
             mem: Arc::clone(self),
             cursor: Cursor::default(),
+            walk: None,
         }
     }
 }
@@ -242,6 +243,9 @@ impl Memtable {
 pub struct MemtableIterator {
     mem: Arc<Memtable>,
     cursor: Cursor,
+    /// After `seek_to_first`, until another positioning call: a [`Walk`] that reads ahead
+    /// (flushes read whole memtables this way).
+    walk: Option<Walk>,
 }
 
 impl InternalIterator for MemtableIterator {
@@ -250,33 +254,45 @@ impl InternalIterator for MemtableIterator {
     }
 
     fn seek_to_first(&mut self) -> Result<()> {
-        self.cursor.seek_to_first(&self.mem.list);
+        let walk = Walk::new(&self.mem.list);
+        self.cursor = walk.cursor();
+        self.walk = Some(walk);
         Ok(())
     }
 
     fn seek_to_last(&mut self) -> Result<()> {
+        self.walk = None;
         self.cursor.seek_to_last(&self.mem.list);
         Ok(())
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.walk = None;
         self.cursor.seek(&self.mem.list, target);
         Ok(())
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        self.walk = None;
         self.cursor.seek_for_prev(&self.mem.list, target);
         Ok(())
     }
 
     fn next(&mut self) -> Result<()> {
         if self.cursor.valid() {
-            self.cursor.next(&self.mem.list);
+            match &mut self.walk {
+                Some(walk) => {
+                    walk.next();
+                    self.cursor = walk.cursor();
+                }
+                None => self.cursor.next(&self.mem.list),
+            }
         }
         Ok(())
     }
 
     fn prev(&mut self) -> Result<()> {
+        self.walk = None;
         if self.cursor.valid() {
             self.cursor.prev(&self.mem.list);
         }
