@@ -739,7 +739,7 @@ mod tests {
             walk.next();
         }
         // Many batches of several lanes each were needed.
-        assert!(n as usize > 4 * WALK_LANES << WALK_LEVEL);
+        assert!(n as usize > (4 * WALK_LANES) << WALK_LEVEL);
         assert_eq!(got, expected);
         assert!(!Walk::new(&SkipList::<Bytewise>::new()).cursor().valid());
     }
