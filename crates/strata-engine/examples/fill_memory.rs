@@ -66,6 +66,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .with_write_buffer_size(64 << 20)
             .with_block_cache_capacity(32 << 20)
             .with_max_background_jobs(2)
+            .with_bytes_per_sync(
+                std::env::var("BYTES_PER_SYNC")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1 << 20),
+            )
             .with_event_listener(Arc::clone(&flushes) as Arc<dyn EventListener>)
             .with_policy_named(
                 "leveled:write_buffer_size=64MiB,target_file_size=64MiB,\

@@ -2,7 +2,7 @@
 //! shared with the simulator, is `strata_exec`), and the per-key rules of a merge.
 
 use crate::error::{Error, Result};
-use crate::fs::FileSystem;
+use crate::fs::{FileSystem, WritebackEvery};
 use crate::iter::StoredBlock;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
@@ -31,6 +31,9 @@ pub struct WriteSettings {
     pub record_block_ranges: bool,
     /// Paces table writes, if set ([`crate::Options::with_rate_limiter`]).
     pub rate_limiter: Option<Arc<RateLimiter>>,
+    /// Starts a table's writeback every this many bytes; 0 never
+    /// ([`crate::Options::with_bytes_per_sync`]).
+    pub bytes_per_sync: u64,
 }
 
 /// Decides, entry by entry, what a merge keeps: the newest version of each key in each snapshot
@@ -241,6 +244,9 @@ impl<'a> OutputWriter<'a> {
             .fs
             .create(&path)
             .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+        if self.settings.bytes_per_sync > 0 {
+            file = Box::new(WritebackEvery::new(file, self.settings.bytes_per_sync));
+        }
         if let Some(limiter) = &self.settings.rate_limiter {
             file = Box::new(RateLimitedFile::new(file, Arc::clone(limiter)));
         }

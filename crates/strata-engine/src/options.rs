@@ -20,6 +20,7 @@ pub struct Options {
     pub(crate) level0_stop_writes_trigger: usize,
     pub(crate) delayed_write_rate: u64,
     pub(crate) wal_bytes_per_sync: u64,
+    pub(crate) bytes_per_sync: u64,
     pub(crate) wal_mapped_writes: bool,
     pub(crate) rate_limit: Option<u64>,
     pub(crate) max_background_jobs: usize,
@@ -72,6 +73,7 @@ impl Default for Options {
             level0_stop_writes_trigger: 36,
             delayed_write_rate: 16 << 20,
             wal_bytes_per_sync: 1 << 20,
+            bytes_per_sync: 1 << 20,
             wal_mapped_writes: true,
             rate_limit: None,
             max_background_jobs: 2,
@@ -173,6 +175,16 @@ impl Options {
     /// its flush job instead. Default: 1 MiB.
     pub fn with_wal_bytes_per_sync(mut self, bytes: u64) -> Self {
         self.wal_bytes_per_sync = bytes;
+        self
+    }
+
+    /// Starts a table file's writeback to the device every this many bytes while a flush or
+    /// compaction writes it, without waiting; 0 never does. The sync that ends every table then
+    /// waits for the last stretch only instead of the whole file, which shortened the flush of
+    /// a 64 MiB buffer (BENCHMARKS.md, issue 14), and so the time its memtable stays in memory.
+    /// RocksDB: `bytes_per_sync` (default 0 there). Default: 1 MiB.
+    pub fn with_bytes_per_sync(mut self, bytes: u64) -> Self {
+        self.bytes_per_sync = bytes;
         self
     }
 

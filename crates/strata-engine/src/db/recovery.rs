@@ -323,6 +323,7 @@ impl Engine {
             rate_limiter: options
                 .rate_limit
                 .map(|rate| Arc::new(RateLimiter::new(rate))),
+            bytes_per_sync: options.bytes_per_sync,
         };
         let version = Arc::new(found.version);
         let memtable = Arc::new(Memtable::with_filter(0, options.memtable_filter_bytes()));

@@ -43,6 +43,50 @@ pub trait WritableFile: Send + Sync {
     }
 }
 
+/// A [`WritableFile`] that starts the writeback of what it wrote every `every` bytes
+/// ([`WritableFile::start_writeback`]), so that its final sync waits for the last stretch only.
+pub struct WritebackEvery {
+    inner: Box<dyn WritableFile>,
+    every: u64,
+    started_at: u64,
+}
+
+impl WritebackEvery {
+    /// Wraps `inner`; `every` > 0.
+    pub fn new(inner: Box<dyn WritableFile>, every: u64) -> Self {
+        debug_assert!(every > 0);
+        WritebackEvery {
+            inner,
+            every,
+            started_at: 0,
+        }
+    }
+}
+
+impl WritableFile for WritebackEvery {
+    fn append(&mut self, data: &[u8]) -> io::Result<()> {
+        self.inner.append(data)?;
+        let len = self.inner.len();
+        if len - self.started_at >= self.every {
+            self.started_at = len;
+            self.inner.start_writeback()?;
+        }
+        Ok(())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+    fn sync(&mut self) -> io::Result<()> {
+        self.inner.sync()
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn start_writeback(&mut self) -> io::Result<()> {
+        self.inner.start_writeback()
+    }
+}
+
 /// A file read at arbitrary offsets, shared between threads.
 pub trait RandomAccessFile: Send + Sync {
     /// Reads exactly `buf.len()` bytes at `offset`; an `UnexpectedEof` error if the file is shorter.
@@ -102,4 +146,51 @@ pub trait FileSystem: Send + Sync + Debug + 'static {
 /// `dir/name`.
 pub fn join(dir: &Path, name: &str) -> PathBuf {
     dir.join(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Counts appended bytes and where writebacks were started.
+    struct Recorder {
+        len: u64,
+        writebacks: Arc<parking_lot::Mutex<Vec<u64>>>,
+    }
+
+    impl WritableFile for Recorder {
+        fn append(&mut self, data: &[u8]) -> io::Result<()> {
+            self.len += data.len() as u64;
+            Ok(())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn sync(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+        fn len(&self) -> u64 {
+            self.len
+        }
+        fn start_writeback(&mut self) -> io::Result<()> {
+            self.writebacks.lock().push(self.len);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn writeback_starts_once_per_stretch_of_bytes() {
+        let writebacks = Arc::new(parking_lot::Mutex::new(Vec::new()));
+        let inner = Recorder {
+            len: 0,
+            writebacks: Arc::clone(&writebacks),
+        };
+        let mut file = WritebackEvery::new(Box::new(inner), 1000);
+        for _ in 0..25 {
+            file.append(&[0u8; 300]).unwrap_or_else(|e| panic!("{e}"));
+        }
+        assert_eq!(file.len(), 7500);
+        // After 1200, 2400, ... bytes: the first append at or past each 1000-byte stretch.
+        assert_eq!(*writebacks.lock(), vec![1200, 2400, 3600, 4800, 6000, 7200]);
+    }
 }
