@@ -43,16 +43,34 @@ const BRANCHING: u64 = 2;
 /// their own.
 const CHUNK: usize = 2 << 20;
 
-/// A node's fixed header. Its links sit just before it in the arena, level 0 nearest (so a
-/// node needs no height field: a search knows the level it reads), and its key and value follow
-/// it.
+/// A node's header: the lengths of its key and value. Its links sit just before it in the
+/// arena, level 0 nearest (so a node needs no height field: a search knows the level it reads),
+/// and its key and value follow it.
+///
+/// Nearly every entry takes the short form, one `u32`: bit 0 clear, the key's length in bits
+/// 1-11 (under 2 KiB) and the value's in bits 12-31 (under 1 MiB). Other entries take the long
+/// form: bit 0 set, then the two lengths as `u32`s (12 bytes). With two 8-byte lengths the
+/// header made a node of a 16-byte key and a 100-byte value 152 bytes, more than the 146 the
+/// buffer charges for it, so a full 64 MiB buffer held 67.1 MiB; the short form makes it 144
+/// (BENCHMARKS.md, issue 14's peak RSS).
 #[repr(C)]
 struct Node {
-    key_len: u32,
-    value_len: u32,
+    head: u32,
 }
 
-const HEADER: usize = std::mem::size_of::<Node>();
+/// Longest key (bytes, exclusive) and value of the short header form.
+const SHORT_KEY_LIMIT: usize = 1 << 11;
+const SHORT_VALUE_LIMIT: usize = 1 << 20;
+
+/// Bytes of the header for these lengths.
+const fn header_len(key_len: usize, value_len: usize) -> usize {
+    if key_len < SHORT_KEY_LIMIT && value_len < SHORT_VALUE_LIMIT {
+        4
+    } else {
+        12
+    }
+}
+
 const LINK: usize = std::mem::size_of::<AtomicPtr<Node>>();
 
 impl Node {
@@ -68,19 +86,45 @@ impl Node {
         Self::link(node, level).load(AtomicOrdering::Acquire)
     }
 
+    /// Writes the header of a node with these lengths. SAFETY: `node` is 8-aligned, with
+    /// `header_len(key_len, value_len)` writable bytes, and not yet published.
+    #[inline]
+    unsafe fn write_header(node: *mut Node, key_len: usize, value_len: usize) {
+        let p = node as *mut u32;
+        if header_len(key_len, value_len) == 4 {
+            p.write(((value_len as u32) << 12) | ((key_len as u32) << 1));
+        } else {
+            p.write(1);
+            p.add(1).write(key_len as u32);
+            p.add(2).write(value_len as u32);
+        }
+    }
+
+    /// The key's offset from the node, the key's length and the value's.
+    /// SAFETY: `node` is a published node.
+    #[inline]
+    unsafe fn layout(node: *const Node) -> (usize, usize, usize) {
+        let head = (*node).head;
+        if head & 1 == 0 {
+            (4, ((head >> 1) & 0x7ff) as usize, (head >> 12) as usize)
+        } else {
+            let p = node as *const u32;
+            (12, *p.add(1) as usize, *p.add(2) as usize)
+        }
+    }
+
     /// The key. SAFETY: `node` is a published node of a list that outlives `'a`.
     #[inline]
     unsafe fn key<'a>(node: *const Node) -> &'a [u8] {
-        let start = (node as *const u8).add(HEADER);
-        std::slice::from_raw_parts(start, (*node).key_len as usize)
+        let (at, key_len, _) = Self::layout(node);
+        std::slice::from_raw_parts((node as *const u8).add(at), key_len)
     }
 
     /// The value. SAFETY: as [`Node::key`].
     #[inline]
     unsafe fn value<'a>(node: *const Node) -> &'a [u8] {
-        let n = &*node;
-        let start = (node as *const u8).add(HEADER + n.key_len as usize);
-        std::slice::from_raw_parts(start, n.value_len as usize)
+        let (at, key_len, value_len) = Self::layout(node);
+        std::slice::from_raw_parts((node as *const u8).add(at + key_len), value_len)
     }
 }
 
@@ -226,7 +270,8 @@ impl<O: KeyOrder> SkipList<O> {
 
     /// Allocates a node with null links; its key and value bytes are left for the caller.
     fn new_node(arena: &mut Arena, height: usize, key_len: usize, value_len: usize) -> *mut Node {
-        let bytes = height * LINK + ((HEADER + key_len + value_len + 7) & !7);
+        let body = header_len(key_len, value_len) + key_len + value_len;
+        let bytes = height * LINK + ((body + 7) & !7);
         let start = arena.allocate(bytes);
         // SAFETY: `start` is 8-aligned and `bytes` long: the links, then the header (8-aligned,
         // since links are 8 bytes each), then the key and value. Links and header are
@@ -237,10 +282,7 @@ impl<O: KeyOrder> SkipList<O> {
                 link.write(AtomicPtr::new(ptr::null_mut()));
             }
             let node = start.add(height * LINK) as *mut Node;
-            node.write(Node {
-                key_len: key_len as u32,
-                value_len: value_len as u32,
-            });
+            Node::write_header(node, key_len, value_len);
             node
         }
     }
@@ -283,7 +325,7 @@ impl<O: KeyOrder> SkipList<O> {
         // SAFETY: the node was just allocated with room for the key and value after its header;
         // it is not yet published, so nothing reads it while it is written.
         unsafe {
-            let mut at = (node as *mut u8).add(HEADER);
+            let mut at = (node as *mut u8).add(header_len(key_len, value.len()));
             for part in key_parts {
                 ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
                 at = at.add(part.len());
@@ -657,8 +699,42 @@ mod tests {
             list.insert(&[&i.to_be_bytes()[..], b"abcd"], &[7u8; 100]);
         }
         let per_entry = (list.memory_usage() - empty) as f64 / 10_000.0;
-        // 2 links of 8, then header 8 + key 8 + value 100 rounded up to 8 (120).
-        assert!((134.0..138.0).contains(&per_entry), "{per_entry}");
+        // 2 links of 8, then header 4 + key 8 + value 100 rounded up to 8 (112).
+        assert!((126.0..130.0).contains(&per_entry), "{per_entry}");
+    }
+
+    #[test]
+    fn both_header_forms_keep_their_lengths() {
+        let list = SkipList::<Bytewise>::new();
+        // (key length, value length) on both sides of each short-form limit.
+        let shapes = [
+            (1, 0),
+            (SHORT_KEY_LIMIT - 1, SHORT_VALUE_LIMIT - 1),
+            (SHORT_KEY_LIMIT, 5),
+            (7, SHORT_VALUE_LIMIT),
+            (SHORT_KEY_LIMIT + 3, 3 * SHORT_VALUE_LIMIT),
+            (64 << 10, 0),
+        ];
+        for (i, &(key_len, value_len)) in shapes.iter().enumerate() {
+            let mut key = vec![b'a' + i as u8; key_len];
+            key[0] = i as u8;
+            list.insert(&[&key], &vec![i as u8; value_len]);
+        }
+        let mut c = Cursor::default();
+        c.seek_to_first(&list);
+        for (i, &(key_len, value_len)) in shapes.iter().enumerate() {
+            assert!(c.valid());
+            let (key, value) = (c.key(&list), c.value(&list));
+            assert_eq!((key.len(), key[0]), (key_len, i as u8));
+            assert!(key[1..].iter().all(|&b| b == b'a' + i as u8));
+            assert_eq!(value.len(), value_len);
+            assert!(value.iter().all(|&b| b == i as u8));
+            c.next(&list);
+        }
+        assert!(!c.valid());
+        assert_eq!(header_len(SHORT_KEY_LIMIT - 1, SHORT_VALUE_LIMIT - 1), 4);
+        assert_eq!(header_len(SHORT_KEY_LIMIT, 0), 12);
+        assert_eq!(header_len(0, SHORT_VALUE_LIMIT), 12);
     }
 
     proptest::proptest! {
