@@ -100,6 +100,10 @@ pub struct SimArgs {
     /// max_background_compactions.
     #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = usize_arg)]
     jobs: usize,
+    /// Workers besides --jobs that run only the plans a policy marks urgent (timed mode), as
+    /// the engine's Options::with_reserved_jobs.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = usize_arg)]
+    reserved_jobs: usize,
     /// Print JSON (one object for one policy, an array for several) instead of a table.
     #[arg(long)]
     json: bool,
@@ -267,6 +271,7 @@ pub fn run(args: SimArgs) -> Result<()> {
             ingest_bytes_per_sec: args.ingest_rate as f64,
             job_bytes_per_sec: args.compaction_rate as f64,
             max_jobs: args.jobs,
+            reserved_jobs: args.reserved_jobs,
         }
     } else {
         Timing::Synchronous

@@ -50,6 +50,11 @@ pub trait KvEngine: Send + Sync {
     fn settle(&self) -> Result<()>;
     /// Counters since open.
     fn stats(&self) -> EngineStats;
+    /// Merges so far that rewrote every table of the deepest level (the ends of compaction
+    /// rounds), if the engine counts them; cheap enough to sample every few milliseconds.
+    fn last_level_rewrites(&self) -> Option<u64> {
+        None
+    }
     /// The database directory (its size is sampled).
     fn dir(&self) -> &Path;
 }
@@ -194,6 +199,10 @@ impl KvEngine for Strata {
     fn settle(&self) -> Result<()> {
         self.db.flush()?;
         Ok(self.db.wait_for_compactions()?)
+    }
+    fn last_level_rewrites(&self) -> Option<u64> {
+        let counter = &self.db.statistics().last_level_rewrites;
+        Some(strata_engine::stats::Statistics::get(counter))
     }
     fn stats(&self) -> EngineStats {
         let m = self.db.metrics();

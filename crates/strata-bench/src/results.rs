@@ -60,6 +60,22 @@ pub struct PhaseResult {
     /// rewriting them (index = level); empty unless counted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blocks_preserved_per_level: Vec<u64>,
+    /// Each compaction round that both began and ended inside the phase (a round ends with a
+    /// merge that rewrites the whole deepest level), with the phase's throughput over it; empty
+    /// for engines and policies without such merges.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<RoundThroughput>,
+}
+
+/// The phase's throughput over one compaction round.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RoundThroughput {
+    /// Seconds since the phase started when the round began (the previous round's end).
+    pub start_secs: f64,
+    /// Seconds since the phase started when it ended.
+    pub end_secs: f64,
+    /// Operations completed in it, per second.
+    pub ops_per_sec: f64,
 }
 
 /// Shape of one level at the end of a run.

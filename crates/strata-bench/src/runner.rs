@@ -4,7 +4,7 @@ use crate::engines::KvEngine;
 use crate::physical::{
     cpu_seconds, device_bytes_written, peak_rss_bytes, reset_peak_rss, rss_bytes,
 };
-use crate::results::{LatencySummary, PhaseBlocks, PhaseResult, RunResult};
+use crate::results::{LatencySummary, PhaseBlocks, PhaseResult, RoundThroughput, RunResult};
 use crate::workload::{
     encode_key, phase_seed, thread_seed, Arrivals, Generator, KeySpace, OpKind, PhaseSpec,
     WorkloadSpec,
@@ -75,6 +75,24 @@ pub fn worst_window(samples: &[(f64, u64)], window: u64) -> f64 {
     } else {
         0.0
     }
+}
+
+/// Throughput over each interval between consecutive round ends, from cumulative (seconds,
+/// completed operations) samples: operations counted at the first sample at or after each end.
+fn round_throughput(samples: &[(f64, u64)], round_ends: &[f64]) -> Vec<RoundThroughput> {
+    let completed_at = |t: f64| {
+        let i = samples.partition_point(|&(s, _)| s < t);
+        samples.get(i).or(samples.last()).map_or(0, |&(_, c)| c)
+    };
+    round_ends
+        .windows(2)
+        .filter(|w| w[1] > w[0])
+        .map(|w| RoundThroughput {
+            start_secs: w[0],
+            end_secs: w[1],
+            ops_per_sec: (completed_at(w[1]) - completed_at(w[0])) as f64 / (w[1] - w[0]),
+        })
+        .collect()
 }
 
 /// Throughput per `interval` seconds, from cumulative samples.
@@ -390,19 +408,28 @@ fn run_phase(
     let deadline =
         (phase.duration_secs > 0.0).then(|| start + Duration::from_secs_f64(phase.duration_secs));
     let samples = Arc::new(Mutex::new(vec![(0.0, 0u64)]));
+    // When each compaction round ended (seconds since the phase started), where the engine
+    // counts rounds.
+    let round_ends = Arc::new(Mutex::new(Vec::<f64>::new()));
     let sampler = {
-        let (samples, completed, stop) = (
+        let (samples, round_ends, completed, stop, engine) = (
             Arc::clone(&samples),
+            Arc::clone(&round_ends),
             Arc::clone(&completed),
             Arc::clone(&stop),
+            Arc::clone(engine),
         );
         std::thread::spawn(move || {
+            let mut rounds = engine.last_level_rewrites();
             while !stop.load(Ordering::Acquire) {
                 std::thread::sleep(SAMPLE_EVERY);
-                samples.lock().push((
-                    start.elapsed().as_secs_f64(),
-                    completed.load(Ordering::Relaxed),
-                ));
+                let at = start.elapsed().as_secs_f64();
+                samples.lock().push((at, completed.load(Ordering::Relaxed)));
+                let now = engine.last_level_rewrites();
+                if now > rounds {
+                    round_ends.lock().push(at);
+                    rounds = now;
+                }
             }
         })
     };
@@ -568,6 +595,7 @@ fn run_phase(
     let total = completed.load(Ordering::Relaxed);
     let mut samples = std::mem::take(&mut *samples.lock());
     samples.push((seconds, total));
+    let rounds = round_throughput(&samples, &round_ends.lock());
     let mut latency = BTreeMap::new();
     let mut combined: Option<Histogram<u64>> = None;
     for (kind, h) in OpKind::ALL.iter().zip(&all.by_kind) {
@@ -595,6 +623,7 @@ fn run_phase(
                 0.0
             },
             worst_window_ops_per_sec: worst_window(&samples, WINDOW_OPS),
+            rounds,
             throughput_samples: throughput_series(&samples, 1.0),
             latency,
             user_bytes: written,
@@ -610,6 +639,19 @@ fn run_phase(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn round_throughput_counts_the_operations_between_round_ends() {
+        // 1,000 ops/s for 10 s, sampled every 0.5 s.
+        let samples: Vec<(f64, u64)> = (0..=20).map(|i| (i as f64 * 0.5, i * 500)).collect();
+        let rounds = round_throughput(&samples, &[2.0, 6.0, 6.0, 9.0]);
+        assert_eq!(rounds.len(), 2, "an empty interval is no round");
+        assert_eq!((rounds[0].start_secs, rounds[0].end_secs), (2.0, 6.0));
+        assert!((rounds[0].ops_per_sec - 1000.0).abs() < 1e-9);
+        assert!((rounds[1].ops_per_sec - 1000.0).abs() < 1e-9);
+        // A single round end bounds no whole round.
+        assert!(round_throughput(&samples, &[3.0]).is_empty());
+    }
 
     #[test]
     fn worst_window_finds_the_slowest_stretch() {

@@ -30,6 +30,7 @@ pub mod error;
 pub mod fs;
 pub mod iter;
 pub mod key;
+mod key_index;
 mod listener;
 pub mod log;
 pub mod manifest;

@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 pub use strata_exec::JobKind;
+use strata_policy::Priority;
 
 /// A completed flush or compaction.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -24,6 +25,8 @@ pub struct CompletedJob {
     pub bytes_read: u64,
     /// The policy's reason.
     pub reason: String,
+    /// The plan's priority (a flush's is normal).
+    pub priority: Priority,
     /// When the job was picked (for a plan that writes nothing, when it was installed).
     pub started: Instant,
     /// When its result was installed.

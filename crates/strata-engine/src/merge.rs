@@ -117,13 +117,17 @@ pub struct OutputWriter<'a> {
     preserver: Option<Preserver>,
     /// Blocks of the open table already told to the preserver.
     blocks_reported: usize,
+    /// Takes each finished table's key hashes for the key index, when the output level has one.
+    index_table: Option<&'a dyn Fn(u64, Vec<Vec<u64>>)>,
 }
 
 impl<'a> OutputWriter<'a> {
     /// A writer of `output`'s tables that allocates file numbers with `allocate`; `inputs` are
     /// the merge's inputs (smallest key, bytes), which the cutter projects piece sizes from.
     /// With a `preserver` (a block-preserving merge) the tables record their block ranges,
-    /// which the manifest needs for the references.
+    /// which the manifest needs for the references. With `index_table`, each finished table's
+    /// number and key hashes go to it before the table is reported.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         fs: &'a dyn FileSystem,
         dir: &'a Path,
@@ -132,6 +136,7 @@ impl<'a> OutputWriter<'a> {
         allocate: &'a dyn Fn() -> u64,
         inputs: &[(Bytes, u64)],
         preserver: Option<Preserver>,
+        index_table: Option<&'a dyn Fn(u64, Vec<Vec<u64>>)>,
     ) -> Self {
         let cutter = Cutter::new(
             &output.cut,
@@ -151,12 +156,16 @@ impl<'a> OutputWriter<'a> {
             started: Vec::new(),
             preserver,
             blocks_reported: 0,
+            index_table,
         }
     }
 
     fn finish_current(&mut self) -> Result<()> {
         if let Some((number, builder)) = self.builder.take() {
-            let summary = builder.finish()?;
+            let mut summary = builder.finish()?;
+            if let Some(index_table) = self.index_table {
+                index_table(number, std::mem::take(&mut summary.key_hashes));
+            }
             if let Some(p) = &mut self.preserver {
                 for b in summary.blocks.iter().skip(self.blocks_reported) {
                     p.emitted(b.size);
@@ -256,6 +265,7 @@ impl<'a> OutputWriter<'a> {
             compression: self.settings.compression,
             bloom_bits_per_key: self.bloom_bits_per_key,
             record_block_ranges: self.settings.record_block_ranges || self.preserver.is_some(),
+            collect_key_hashes: self.index_table.is_some(),
         };
         self.builder = Some((
             number,

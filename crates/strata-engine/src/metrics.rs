@@ -40,6 +40,8 @@ pub struct Metrics {
     pub compactions: u64,
     /// Trivial moves.
     pub trivial_moves: u64,
+    /// Merges that rewrote every table of the deepest level (compaction rounds ended).
+    pub last_level_rewrites: u64,
     /// Puts written.
     pub puts: u64,
     /// Deletes written.
@@ -107,6 +109,18 @@ pub struct Metrics {
     pub retained_file_bytes: u64,
     /// Microseconds spent in the compaction policy's decisions (picks, flush plans, holds).
     pub policy_micros: u64,
+    /// Keys in the key index ([`Options::with_key_index`](crate::Options::with_key_index)),
+    /// stale generations included; 0 without one.
+    pub key_index_entries: u64,
+    /// Bytes the key index's hash tables hold.
+    pub key_index_bytes: u64,
+}
+
+/// What the key index holds, for [`Metrics::collect`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct KeyIndexUse {
+    pub entries: u64,
+    pub bytes: u64,
 }
 
 impl Metrics {
@@ -116,6 +130,7 @@ impl Metrics {
         memtable_bytes: u64,
         cache: &BlockCache,
         policy_nanos: u64,
+        key_index: KeyIndexUse,
     ) -> Metrics {
         let g = Statistics::get;
         let user_bytes = g(&s.user_bytes);
@@ -136,6 +151,7 @@ impl Metrics {
             flushes: g(&s.flushes),
             compactions: g(&s.compactions),
             trivial_moves: g(&s.trivial_moves),
+            last_level_rewrites: g(&s.last_level_rewrites),
             puts: g(&s.puts),
             deletes: g(&s.deletes),
             gets: g(&s.gets),
@@ -178,6 +194,8 @@ impl Metrics {
             retained_files: version.retained_files().count(),
             retained_file_bytes: version.retained_files().map(|(_, size)| size).sum(),
             policy_micros: policy_nanos / 1000,
+            key_index_entries: key_index.entries,
+            key_index_bytes: key_index.bytes,
         }
     }
 }
@@ -220,6 +238,13 @@ impl fmt::Display for Metrics {
             "shape: {} runs, {} tables, {} table bytes, {} memtable bytes, stalled {} µs",
             self.sorted_runs, self.tables, self.table_bytes, self.memtable_bytes, self.stall_micros
         )?;
+        if self.key_index_entries > 0 {
+            writeln!(
+                f,
+                "key index: {} keys in {} bytes",
+                self.key_index_entries, self.key_index_bytes
+            )?;
+        }
         for l in &self.levels {
             writeln!(
                 f,

@@ -24,6 +24,8 @@ pub struct Options {
     pub(crate) wal_mapped_writes: bool,
     pub(crate) rate_limit: Option<u64>,
     pub(crate) max_background_jobs: usize,
+    pub(crate) reserved_jobs: usize,
+    pub(crate) key_index_level: Option<usize>,
     pub(crate) block_size: usize,
     pub(crate) block_restart_interval: usize,
     pub(crate) compression: Compression,
@@ -35,7 +37,6 @@ pub struct Options {
     pub(crate) paranoid_checks: bool,
     pub(crate) record_block_ranges: bool,
     pub(crate) synchronous_compaction: bool,
-    pub(crate) long_scan_entries: u64,
     pub(crate) policy: PolicyChoice,
     pub(crate) fs: Arc<dyn FileSystem>,
     pub(crate) listeners: Vec<Listener>,
@@ -77,6 +78,8 @@ impl Default for Options {
             wal_mapped_writes: true,
             rate_limit: None,
             max_background_jobs: 2,
+            reserved_jobs: 1,
+            key_index_level: None,
             block_size: 4096,
             block_restart_interval: 16,
             compression: Compression::None,
@@ -88,7 +91,6 @@ impl Default for Options {
             paranoid_checks: false,
             record_block_ranges: false,
             synchronous_compaction: false,
-            long_scan_entries: 32,
             policy: PolicyChoice::Named(PolicySpec::new("leveled")),
             fs: Arc::new(StdFs),
             listeners: Vec::new(),
@@ -219,6 +221,28 @@ impl Options {
         self
     }
 
+    /// Keeps an in-memory index of every key in `level`'s tables (key hash → the tables holding
+    /// it, ~10 bytes per key), so that point lookups probe only the tables that hold the key and
+    /// no filter at all: EcoTune's top-level index, for any policy whose level holds many small
+    /// runs (ecotune's top level is 1). Tables enter the index when a flush or compaction writes
+    /// them into the level; tables moved there, or there when the database opens, are probed
+    /// through their filters as usual. `Metrics::key_index_bytes` reports its memory. No
+    /// RocksDB equivalent. Default: none.
+    pub fn with_key_index(mut self, level: Option<usize>) -> Self {
+        self.key_index_level = level;
+        self
+    }
+
+    /// Threads, besides `max_background_jobs`, that run only the plans a policy marks urgent
+    /// ([`strata_policy::Priority::Urgent`], EcoTune's top-to-main compactions) and sleep
+    /// otherwise, so that such a plan never waits behind a long merge. A policy that marks
+    /// nothing urgent leaves them asleep. No RocksDB equivalent (its nearest: the high-priority
+    /// pool flushes run in). Default: 1.
+    pub fn with_reserved_jobs(mut self, n: usize) -> Self {
+        self.reserved_jobs = n;
+        self
+    }
+
     /// Target uncompressed size of a data block. RocksDB: `BlockBasedTableOptions::block_size`.
     /// Default: 4096.
     pub fn with_block_size(mut self, bytes: usize) -> Self {
@@ -299,14 +323,6 @@ impl Options {
         self
     }
 
-    /// A scan that reads at least this many entries counts as long in the workload statistics
-    /// policies see ([`strata_policy::WorkloadStats::long_scans`]). No RocksDB equivalent.
-    /// Default: 32.
-    pub fn with_long_scan_entries(mut self, entries: u64) -> Self {
-        self.long_scan_entries = entries;
-        self
-    }
-
     /// The compaction policy, as an object. RocksDB: `compaction_style` plus its options.
     /// Default: `leveled` with default options (see [`Options::with_policy_named`]).
     pub fn with_policy(mut self, policy: Arc<dyn CompactionPolicy>) -> Self {
@@ -360,6 +376,15 @@ impl Options {
     /// Checks every option, naming the first one out of range.
     pub fn validate(&self) -> Result<()> {
         let bad = |what: &str| Err(Error::InvalidArgument(what.to_string()));
+        if let Some(level) = self
+            .key_index_level
+            .filter(|&l| l >= strata_meta::Version::MAX_LEVELS)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "key index level {level} is beyond the last level ({})",
+                strata_meta::Version::MAX_LEVELS - 1
+            )));
+        }
         if self.write_buffer_size < 4096 {
             return bad("write_buffer_size must be at least 4096 bytes");
         }
@@ -394,9 +419,6 @@ impl Options {
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");
-        }
-        if self.long_scan_entries == 0 {
-            return bad("long_scan_entries must be at least 1");
         }
         if self.max_manifest_file_size < 4096 {
             return bad("max_manifest_file_size must be at least 4096 bytes");

@@ -2,6 +2,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// One point lookup in this many is timed for [`Statistics::lookups_timed_idle`] and its
+/// siblings: two clock reads cost ~2% of a cached lookup, so a sample keeps that at ~0.1%.
+pub const LOOKUP_SAMPLE_EVERY: u32 = 16;
+
 /// Counters updated by every part of the engine (relaxed atomics).
 #[derive(Debug, Default)]
 pub struct Statistics {
@@ -25,6 +29,9 @@ pub struct Statistics {
     pub flushes: AtomicU64,
     /// Merges completed.
     pub compactions: AtomicU64,
+    /// Merges that rewrote every table of the tree's deepest level (global compactions: the
+    /// ends of compaction rounds, [`strata_exec::sources::rewrites_last_level`]).
+    pub last_level_rewrites: AtomicU64,
     /// Trivial moves completed.
     pub trivial_moves: AtomicU64,
     /// Data blocks read from storage by point lookups and scans (block-cache misses; hits
@@ -54,10 +61,19 @@ pub struct Statistics {
     pub gets: AtomicU64,
     /// Range iterators created.
     pub scans: AtomicU64,
-    /// Range iterators dropped after returning fewer entries than the long-scan threshold.
-    pub short_scans: AtomicU64,
-    /// Range iterators dropped after returning at least the long-scan threshold of entries.
-    pub long_scans: AtomicU64,
+    /// Range iterators dropped, by the entries each returned (buckets of
+    /// [`strata_policy::ScanLengths`]).
+    pub scan_lengths: [AtomicU64; strata_policy::ScanLengths::BUCKETS],
+    /// Point lookups timed (one in [`LOOKUP_SAMPLE_EVERY`]) that started while no merge ran, and
+    /// their nanoseconds; then the same for lookups that started beside a merge (EcoTune's β,
+    /// [`strata_policy::LookupTimes`]).
+    pub lookups_timed_idle: AtomicU64,
+    /// See `lookups_timed_idle`.
+    pub lookup_nanos_idle: AtomicU64,
+    /// See `lookups_timed_idle`.
+    pub lookups_timed_merging: AtomicU64,
+    /// See `lookups_timed_idle`.
+    pub lookup_nanos_merging: AtomicU64,
     /// Tables probed by point lookups (runs probed, counting each table looked into).
     pub get_tables_probed: AtomicU64,
     /// Microseconds writers spent slowed down or stopped by the write controller.

@@ -1,5 +1,6 @@
 //! What a reader holds: the memtables and the version of one moment.
 
+use crate::key_index::KeyIndexView;
 use crate::memtable::Memtable;
 use std::sync::Arc;
 use strata_meta::Version;
@@ -14,4 +15,6 @@ pub(crate) struct SuperVersion {
     pub frozen: Vec<Arc<Memtable>>,
     /// The tree's shape.
     pub version: Arc<Version>,
+    /// The key index over the version's indexed level, if the database keeps one.
+    pub key_index: Option<KeyIndexView>,
 }

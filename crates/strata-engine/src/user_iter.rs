@@ -39,24 +39,18 @@ pub struct DbIterator {
     reverse_value: Vec<u8>,
 }
 
-/// Counts a scan by the entries it returned: long from `long_scan_entries` on.
+/// Counts a scan, when it ends, in the bucket of the entries it returned.
 pub(crate) struct ScanCount {
     /// The engine's statistics.
     pub stats: Arc<Statistics>,
-    /// Entries from which a scan is long.
-    pub long_scan_entries: u64,
     /// Entries returned so far.
     pub returned: u64,
 }
 
 impl Drop for ScanCount {
     fn drop(&mut self) {
-        let counter = if self.returned >= self.long_scan_entries {
-            &self.stats.long_scans
-        } else {
-            &self.stats.short_scans
-        };
-        Statistics::add(counter, 1);
+        let bucket = strata_policy::ScanLengths::bucket(self.returned);
+        Statistics::add(&self.stats.scan_lengths[bucket], 1);
     }
 }
 

@@ -9,7 +9,9 @@
 //!   policy and the current version. Options are the policy's registered options (`strata sim
 //!   --list-policies`); `write_buffer_size` and `target_file_size` default to 1MiB here.
 //! - `flush smallest=K largest=K [size=S]`: prints the flush plan for a buffer with that range.
-//! - `pick [leased=ID,ID,...]`: prints the next plan (validated against the version) or `none`.
+//! - `pick [leased=ID | leased=(ID,ID,...)] [urgent=true]`: prints the next plan (validated against the
+//!   version) or `none`; with `urgent=true` the policy is asked for a worker reserved for urgent
+//!   plans, and a normal plan it returns anyway prints as `not urgent:` (no executor starts it).
 //! - `targets`: prints the dynamic level targets (leveled only).
 //! - `apply-flush smallest=K largest=K size=S` and `apply [leased=...]`: execute the flush plan or
 //!   the picked plan on the shape only, through the shared executor's edits (`strata_exec`): a
@@ -34,7 +36,7 @@ use std::sync::Arc;
 use strata_meta::{parse_key, parse_size, Bytes, TableId, TableMeta, Version};
 use strata_policy::{
     build_policy, registry, BufferSummary, CompactionPolicy, CutRule, FlushPlan, Leases, Leveled,
-    PickContext, Plan, PlanAction, PolicySpec, WorkloadStats,
+    PickContext, Plan, PlanAction, PolicySpec, Priority, WorkloadStats,
 };
 
 struct State {
@@ -86,9 +88,10 @@ fn buffer(tc: &mut datadriven::TestCase) -> BufferSummary {
 
 fn leases_arg(tc: &mut datadriven::TestCase, version: &Version) -> Leases {
     let mut leases = Leases::new();
-    if let Some(ids) = arg::<String>(tc, "leased") {
-        for id in ids.split(',') {
-            let id = TableId(id.parse().expect("table id"));
+    let ids = tc.try_take_args::<u64>("leased").expect("table ids");
+    if let Some(ids) = ids {
+        for id in ids {
+            let id = TableId(id);
             let loc = version.table_location(id).expect("leased table exists");
             // Lease the table through a throwaway plan that only takes it as input.
             let plan = Plan {
@@ -101,6 +104,7 @@ fn leases_arg(tc: &mut datadriven::TestCase, version: &Version) -> Leases {
                 output: None,
                 policy_state: None,
                 reason: String::new(),
+                priority: Priority::Normal,
             };
             leases.acquire(&plan, version).expect("lease");
         }
@@ -271,7 +275,21 @@ fn pick(
     leases: &Leases,
     stats: &WorkloadStats,
 ) -> Result<Option<Plan>, String> {
-    let ctx = PickContext::new(leases, stats);
+    pick_for(policy, version, leases, stats, false)
+}
+
+/// [`pick`] for a worker reserved for urgent plans (`urgent_only`) or an ordinary one.
+fn pick_for(
+    policy: &dyn CompactionPolicy,
+    version: &Version,
+    leases: &Leases,
+    stats: &WorkloadStats,
+    urgent_only: bool,
+) -> Result<Option<Plan>, String> {
+    let ctx = PickContext {
+        urgent_only,
+        ..PickContext::new(leases, stats)
+    };
     let plan = policy
         .pick(version, &ctx)
         .map_err(|e| format!("error: {e}\n"))?;
@@ -345,9 +363,14 @@ pub fn run_policy_tests(path: &str) {
                 "pick" | "apply" => {
                     let policy = state.policy.clone().expect("define first");
                     let leases = leases_arg(tc, &state.version);
-                    match pick(policy.as_ref(), &state.version, &leases, &state.stats) {
+                    let urgent = arg::<bool>(tc, "urgent").unwrap_or(false);
+                    let version = &state.version;
+                    match pick_for(policy.as_ref(), version, &leases, &state.stats, urgent) {
                         Err(e) => e,
                         Ok(None) => "none\n".to_string(),
+                        Ok(Some(plan)) if !crate::sources::may_run_on(plan.priority, urgent) => {
+                            format!("not urgent: {plan}")
+                        }
                         Ok(Some(plan)) if tc.directive == "pick" => plan.to_string(),
                         Ok(Some(plan)) => {
                             state.version = apply_plan(&state.version, &plan);
@@ -406,7 +429,11 @@ pub fn run_policy_tests(path: &str) {
                     let s = &mut state.stats;
                     s.puts = count(tc, "puts").unwrap_or(s.puts);
                     s.point_reads = count(tc, "point_reads").unwrap_or(s.point_reads);
-                    s.short_scans = count(tc, "scans").unwrap_or(s.short_scans);
+                    if let Some(scans) = count(tc, "scans") {
+                        // Scans of one entry: the harness needs a count, not lengths.
+                        s.scans = strata_policy::ScanLengths::default();
+                        s.scans.add_to_bucket(1, scans);
+                    }
                     s.bytes_ingested = size_arg(tc, "bytes").unwrap_or(s.bytes_ingested);
                     if let Some(alpha) = arg::<f64>(tc, "skew") {
                         s.skew = Some(alpha);

@@ -115,7 +115,7 @@ fn add_outputs(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strata_policy::{CutRule, PlanInput, PlanOutput};
+    use strata_policy::{CutRule, PlanInput, PlanOutput, Priority};
 
     fn output(level: usize, run: OutputRun) -> Option<PlanOutput> {
         Some(PlanOutput {
@@ -134,6 +134,7 @@ mod tests {
             output: out,
             policy_state: None,
             reason: String::new(),
+            priority: Priority::Normal,
         }
     }
 

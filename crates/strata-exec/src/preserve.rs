@@ -147,7 +147,9 @@ mod tests {
     use super::*;
     use std::sync::Arc;
     use strata_meta::{BlockMeta, Bytes, RunId, TableId, VersionEdit};
-    use strata_policy::{BlockPreservation, CutRule, OutputRun, PlanAction, PlanInput, PlanOutput};
+    use strata_policy::{
+        BlockPreservation, CutRule, OutputRun, PlanAction, PlanInput, PlanOutput, Priority,
+    };
 
     #[test]
     fn keys_must_leave_room_on_both_sides_strictly() {
@@ -230,6 +232,7 @@ mod tests {
             }),
             policy_state: None,
             reason: String::new(),
+            priority: Priority::Normal,
         };
         (version, plan)
     }

@@ -1,10 +1,10 @@
 //! What a merge reads, and when a flush must wait.
 
 use std::sync::Arc;
-use strata_meta::{TableMeta, Version};
+use strata_meta::{TableId, TableMeta, Version};
 use strata_policy::{
-    BufferSummary, CompactionPolicy, FlushPlan, Leases, OutputRun, PickContext, Plan, PlanInput,
-    PolicyError,
+    BufferSummary, CompactionPolicy, FlushPlan, Leases, OutputRun, PickContext, Plan, PlanAction,
+    PlanInput, PolicyError, Priority,
 };
 
 /// The tables of one input, looked up in `version` and sorted by key.
@@ -97,4 +97,32 @@ pub fn flush_held(
 /// Jobs that leave the state alone start beside anything their leases allow.
 pub fn may_start(changes_state: bool, state_change_running: bool) -> bool {
     !(changes_state && state_change_running)
+}
+
+/// Whether `plan`, picked against `version`, merges every table of the tree's deepest level
+/// (its output level, with nothing below): a global compaction, which ends a compaction round
+/// (EcoTune's rounds; `strata bench` reports query throughput per round). Leveled compaction's
+/// partial merges never do; a full merge into the last level does.
+pub fn rewrites_last_level(version: &Version, plan: &Plan) -> bool {
+    let Some(output) = plan
+        .output
+        .as_ref()
+        .filter(|_| plan.action == PlanAction::Merge)
+    else {
+        return false;
+    };
+    let level = version.level(output.level);
+    let deepest = (output.level + 1..version.num_levels()).all(|l| version.level(l).is_empty());
+    if level.is_empty() || !deepest {
+        return false;
+    }
+    let inputs: std::collections::HashSet<TableId> = plan.input_tables().collect();
+    level.tables().all(|t| inputs.contains(&t.id))
+}
+
+/// Whether a plan of `priority` may run on a worker reserved for urgent plans (`reserved`) or
+/// on an ordinary compaction worker: ordinary workers run anything, reserved ones only urgent
+/// plans.
+pub fn may_run_on(priority: Priority, reserved: bool) -> bool {
+    !reserved || priority == Priority::Urgent
 }

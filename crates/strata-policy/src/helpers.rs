@@ -5,6 +5,7 @@ use crate::context::{Leases, ManualRange};
 use crate::error::PolicyError;
 use crate::plan::{
     BlockPreservation, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput,
+    Priority,
 };
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -75,6 +76,7 @@ pub fn merge_levels(
         }),
         policy_state: None,
         reason: String::new(),
+        priority: Priority::Normal,
     }
 }
 
@@ -207,6 +209,7 @@ pub fn window_merge(
         output: Some(output(output_run)),
         policy_state: None,
         reason: String::new(),
+        priority: Priority::Normal,
     })
 }
 
@@ -318,6 +321,7 @@ pub fn reclaim_retained_file(
                     format_size(size),
                     table.id
                 ),
+                priority: Priority::Normal,
             });
         }
     }
@@ -338,6 +342,7 @@ pub fn move_run(from: usize, run: &Run, into: usize) -> Plan {
         }),
         policy_state: None,
         reason: String::new(),
+        priority: Priority::Normal,
     }
 }
 
@@ -528,6 +533,7 @@ pub fn range_merge(
         }),
         policy_state: None,
         reason: "manual compaction".to_string(),
+        priority: Priority::Normal,
     })
 }
 

@@ -47,7 +47,9 @@ pub use builtin::partial::{MergeMode, PartialMerge, PartialMergeState};
 pub use builtin::spooky::{Layout as SpookyLayout, Round as SpookyRound, Spooky, SpookyState};
 pub use builtin::tiered::Tiered;
 pub use builtin::vertiorizon::{VerticalPart, Vertiorizon, VertiorizonState};
-pub use context::{BufferSummary, Leases, ManualRange, PickContext, WorkloadStats};
+pub use context::{
+    BufferSummary, Leases, LookupTimes, ManualRange, PickContext, ScanLengths, WorkloadStats,
+};
 pub use error::PolicyError;
 pub use options::{
     BuildFn, OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY,
@@ -55,7 +57,7 @@ pub use options::{
 };
 pub use plan::{
     BlockPreservation, BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput,
-    PlanOutput,
+    PlanOutput, Priority,
 };
 pub use policy::CompactionPolicy;
 pub use registry::{build_policy, PolicySpec};

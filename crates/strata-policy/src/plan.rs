@@ -153,8 +153,25 @@ pub struct Plan {
     /// this plan were installed on the version it was picked from, so an executor must not
     /// interleave two state-changing plans.
     pub policy_state: Option<PolicyState>,
+    /// Which workers may run it: urgent plans also run on the workers reserved for them, so
+    /// they never wait behind long merges.
+    pub priority: Priority,
     /// Why the policy chose this plan (for traces and `explain`).
     pub reason: String,
+}
+
+/// Which background workers may run a plan. Executors keep a number of workers (the engine's
+/// `Options::with_reserved_jobs`, the simulator's `Timing::Timed::reserved_jobs`) that run only
+/// urgent plans and wait otherwise, so an urgent plan starts even while every other worker is
+/// busy with a long merge. RocksDB has no plan-level equivalent; its nearest is the separate
+/// high-priority pool flushes run in.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Priority {
+    /// Any compaction worker, not a reserved one.
+    #[default]
+    Normal,
+    /// Any compaction worker or a reserved one (EcoTune's top-to-main compactions).
+    Urgent,
 }
 
 /// Which part of the write buffer a flush writes.
@@ -403,6 +420,9 @@ impl fmt::Display for Plan {
         write_inputs(f, &self.inputs)?;
         if let Some(output) = &self.output {
             write!(f, " -> {output}")?;
+        }
+        if self.priority == Priority::Urgent {
+            f.write_str(" urgent")?;
         }
         writeln!(f)?;
         writeln!(f, "  reason: {}", self.reason)?;

@@ -19,6 +19,7 @@ use crate::options::{
 };
 use crate::plan::{
     BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput,
+    Priority,
 };
 use crate::policy::CompactionPolicy;
 use crate::registry;
@@ -213,6 +214,7 @@ impl CompactionPolicy for ExerciseExecutor {
                 self.level1_runs,
                 format_size(split_above)
             ),
+            priority: Priority::Normal,
         }))
     }
 

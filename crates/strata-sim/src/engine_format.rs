@@ -151,6 +151,7 @@ impl TableSizer for EngineSizer {
             compression: Compression::None,
             bloom_bits_per_key,
             record_block_ranges: true,
+            collect_key_hashes: false,
         };
         Box::new(EngineEstimate {
             builder: TableBuilder::new(Box::new(CountingFile(0)), "sizer".into(), options),

@@ -10,14 +10,14 @@ use std::sync::Arc;
 use strata_exec::preserve::Preserver;
 use strata_exec::skew::{FlushKeySample, SkewEstimator};
 use strata_exec::sources::{
-    flush_blocked, flush_held, flush_merge_tables, may_start, merge_sources,
+    flush_blocked, flush_held, flush_merge_tables, may_run_on, may_start, merge_sources,
 };
 use strata_exec::window::{key_position, most_compact_window};
 use strata_exec::{compaction_edit, flush_edit, JobKind, OlderTables};
 use strata_meta::{BlockMeta, EditError, SeqRange, TableId, TableMeta, Version, VersionEdit};
 use strata_policy::{
     BufferSelection, BufferSummary, CompactionPolicy, CutRule, Leases, PickContext, Plan,
-    PlanAction, PolicyError, TimedPolicy, WorkloadStats,
+    PlanAction, PolicyError, Priority, TimedPolicy, WorkloadStats,
 };
 use strata_workload::{OpKind, OpStream, WorkloadSpec};
 use thiserror::Error;
@@ -29,8 +29,9 @@ pub enum Timing {
     /// for plans until it returns none. Deterministic, and what the cost models assume.
     Synchronous,
     /// Writes arrive at `ingest_bytes_per_sec`; a compaction takes its output bytes divided by
-    /// `job_bytes_per_sec`; at most `max_jobs` run at once. Flushes are instantaneous but wait
-    /// (stalling the writer) while the tables they would merge with are being compacted.
+    /// `job_bytes_per_sec`; at most `max_jobs` run at once, plus `reserved_jobs` urgent ones
+    /// ([`strata_policy::Priority::Urgent`]) once those are busy. Flushes are instantaneous but
+    /// wait (stalling the writer) while the tables they would merge with are being compacted.
     Timed {
         /// User bytes ingested per simulated second.
         ingest_bytes_per_sec: f64,
@@ -38,6 +39,8 @@ pub enum Timing {
         job_bytes_per_sec: f64,
         /// Compactions that may run at once.
         max_jobs: usize,
+        /// Workers that run only urgent plans (the engine's `Options::with_reserved_jobs`).
+        reserved_jobs: usize,
     },
 }
 
@@ -92,9 +95,6 @@ pub struct SimConfig {
     /// Bytes each entry adds to the buffer's size beyond its key and value (the engine's
     /// memtable counts a sequence-number trailer and node overhead). Default: 0.
     pub buffer_entry_overhead: u64,
-    /// A scan that reads at least this many entries counts as long in the statistics policies
-    /// see. Default: 32, as the engine's.
-    pub long_scan_entries: u64,
     /// How table sizes are computed. Default: `None`, key+value bytes ([`RawSizer`]).
     pub sizer: Option<Arc<dyn TableSizer>>,
     /// Data block size of the default sizer: when set, tables carry per-block key ranges
@@ -121,7 +121,6 @@ impl Default for SimConfig {
             check_invariants: false,
             final_flush: true,
             buffer_entry_overhead: 0,
-            long_scan_entries: 32,
             sizer: None,
             block_size: None,
             exact_tombstone_drop: true,
@@ -192,6 +191,8 @@ pub struct TraceEvent {
     pub bytes_written: u64,
     /// The policy's reason.
     pub reason: String,
+    /// The plan's priority (a flush's is normal).
+    pub priority: Priority,
     /// Simulated time the job started, in nanoseconds (0 in synchronous mode).
     pub started_nanos: u64,
     /// Simulated time the job was installed, in nanoseconds.
@@ -215,6 +216,8 @@ struct Job {
     output_tables: usize,
     output_bytes: u64,
     read_bytes: u64,
+    /// Runs on a worker reserved for urgent plans.
+    reserved: bool,
 }
 
 /// A simulated LSM tree. Feed it operations with [`Simulator::put`] and friends, then call
@@ -274,6 +277,7 @@ impl Simulator {
             ingest_bytes_per_sec,
             job_bytes_per_sec,
             max_jobs,
+            ..
         } = cfg.timing
         {
             let positive = |x: f64| x.is_finite() && x > 0.0;
@@ -487,14 +491,9 @@ impl Simulator {
         Ok(())
     }
 
-    /// Records a range scan that read `entries` entries (statistics only): long from
-    /// [`SimConfig::long_scan_entries`] on.
+    /// Records a range scan that read `entries` entries (statistics only).
     pub fn scan(&mut self, entries: u64) {
-        if entries >= self.cfg.long_scan_entries {
-            self.stats.long_scans += 1;
-        } else {
-            self.stats.short_scans += 1;
-        }
+        self.stats.scans.record(entries);
     }
 
     /// Runs a whole workload, seeded with `seed`, through a fresh simulator and reports. The
@@ -562,6 +561,7 @@ impl Simulator {
                 stats: &self.stats,
                 buffer: Some(&summary),
                 now_nanos: self.now_nanos(),
+                urgent_only: false,
             };
             let plan = self
                 .policy
@@ -663,6 +663,7 @@ impl Simulator {
                 output_tables: outputs.len(),
                 bytes_written: written,
                 reason: plan.reason.clone(),
+                priority: Priority::Normal,
                 started_nanos: self.now_nanos(),
                 finished_nanos: self.now_nanos(),
             });
@@ -817,16 +818,30 @@ impl Simulator {
 
     /// Asks the policy for work and starts (or, synchronously, runs) it.
     fn schedule(&mut self) -> Result<(), SimError> {
-        let max_jobs = match self.cfg.timing {
-            Timing::Synchronous => 1,
-            Timing::Timed { max_jobs, .. } => max_jobs,
+        let (max_jobs, reserved_jobs) = match self.cfg.timing {
+            Timing::Synchronous => (1, 0),
+            Timing::Timed {
+                max_jobs,
+                reserved_jobs,
+                ..
+            } => (max_jobs, reserved_jobs),
         };
-        while self.running.len() < max_jobs {
+        loop {
+            // Ordinary workers first; the reserved ones only once those are busy.
+            let on_reserved = self.running.iter().filter(|j| j.reserved).count();
+            let reserved = if self.running.len() - on_reserved < max_jobs {
+                false
+            } else if on_reserved < reserved_jobs {
+                true
+            } else {
+                break;
+            };
             let ctx = PickContext {
                 leases: &self.leases,
                 stats: &self.stats,
                 buffer: None,
                 now_nanos: self.now_nanos(),
+                urgent_only: reserved,
             };
             let Some(plan) = self
                 .policy
@@ -835,6 +850,9 @@ impl Simulator {
             else {
                 break;
             };
+            if !may_run_on(plan.priority, reserved) {
+                break;
+            }
             self.plans_since_flush += 1;
             if self.plans_since_flush > self.cfg.max_plans_per_flush {
                 return Err(SimError::NonConvergence {
@@ -848,7 +866,8 @@ impl Simulator {
             if !may_start(plan.policy_state.is_some(), self.state_change_running()) {
                 break;
             }
-            let job = self.start_job(plan)?;
+            let mut job = self.start_job(plan)?;
+            job.reserved = reserved;
             if job.end <= self.now {
                 self.finish_job(job)?;
             } else {
@@ -949,6 +968,7 @@ impl Simulator {
             output_tables,
             output_bytes,
             read_bytes,
+            reserved: false,
         })
     }
 
@@ -1016,6 +1036,7 @@ impl Simulator {
                 output_tables: job.output_tables,
                 bytes_written: job.output_bytes,
                 reason: job.plan.reason.clone(),
+                priority: job.plan.priority,
                 started_nanos: (job.start * 1e9) as u64,
                 finished_nanos: (job.end * 1e9) as u64,
             });

@@ -27,10 +27,11 @@ fn ops(max_key: u64) -> impl Strategy<Value = Vec<TestOp>> {
 fn timing() -> impl Strategy<Value = Timing> {
     prop_oneof![
         Just(Timing::Synchronous),
-        (1.0f64..50.0, 1usize..4).prop_map(|(speed, jobs)| Timing::Timed {
+        (1.0f64..50.0, 1usize..4, 0usize..3).prop_map(|(speed, jobs, reserved)| Timing::Timed {
             ingest_bytes_per_sec: 1000.0,
             job_bytes_per_sec: 1000.0 * speed,
             max_jobs: jobs,
+            reserved_jobs: reserved,
         }),
     ]
 }

@@ -16,7 +16,7 @@ use strata_engine::key::TRAILER_LEN;
 use strata_engine::memtable::ENTRY_OVERHEAD;
 use strata_engine::{CompletedJob, Db, EventListener, Options};
 use strata_meta::{Bytes, Version};
-use strata_policy::{build_policy, testing, PlanAction, PolicySpec};
+use strata_policy::{build_policy, testing, PlanAction, PolicySpec, Priority};
 use strata_sim::{SimConfig, Simulator};
 use strata_workload::{encode_key, Mix, OpKind, OpStream, PresetParams, WorkloadSpec};
 
@@ -27,7 +27,7 @@ const TARGET: u64 = 16 << 10;
 const BLOCK: usize = 4096;
 
 /// (flushes before, kind, input levels, input tables, output level, output tables, bytes
-/// written) of each flush and compaction.
+/// written, priority) of each flush and compaction.
 type Step = (
     u64,
     &'static str,
@@ -36,6 +36,7 @@ type Step = (
     Option<usize>,
     usize,
     u64,
+    Priority,
 );
 
 /// The engine's jobs as steps, and how many of them reclaimed a retained file.
@@ -55,6 +56,7 @@ impl EventListener for Recorder {
             job.output_level,
             job.output_tables,
             job.bytes_written,
+            job.priority,
         ));
     }
 }
@@ -230,6 +232,7 @@ fn run_sim(name: &str, size: Size) -> Outcome {
                 e.output_level,
                 e.output_tables,
                 e.bytes_written,
+                e.priority,
             )
         })
         .collect();
@@ -337,9 +340,18 @@ fn compare(name: &str, size: Size) -> Outcome {
 
 #[test]
 fn engine_and_simulator_make_the_same_plans() {
+    let mut urgent = Vec::new();
     for name in testing::policies_to_test() {
-        compare(name, SMALL);
+        let engine = compare(name, SMALL);
+        if engine.steps.iter().any(|s| s.7 == Priority::Urgent) {
+            urgent.push(name);
+        }
     }
+    // Plan priorities are compared step by step above; ecotune's TMCs are urgent.
+    assert!(
+        urgent.contains(&"ecotune"),
+        "urgent plans came from {urgent:?}"
+    );
 }
 
 /// With two entries per block, block-preserving merges keep blocks, and both sides keep the

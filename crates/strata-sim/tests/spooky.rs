@@ -57,6 +57,7 @@ fn timed(speedup: f64, max_jobs: usize) -> Timing {
         ingest_bytes_per_sec: 1e6,
         job_bytes_per_sec: 1e6 * speedup,
         max_jobs,
+        reserved_jobs: 0,
     }
 }
 

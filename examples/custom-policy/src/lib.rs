@@ -21,8 +21,8 @@ use strata_policy::helpers::{check_bloom, check_positive, flush_to_new_run, run_
 use strata_policy::registry;
 use strata_policy::{
     CompactionPolicy, CutRule, FlushPlan, OptionKind, OptionSpec, OutputRun, PickContext, Plan,
-    PlanAction, PlanOutput, PolicyConfig, PolicyError, PolicyRegistration, BLOOM_BITS_PER_KEY,
-    TARGET_FILE_SIZE,
+    PlanAction, PlanOutput, PolicyConfig, PolicyError, PolicyRegistration, Priority,
+    BLOOM_BITS_PER_KEY, TARGET_FILE_SIZE,
 };
 
 /// The policy's name.
@@ -207,6 +207,7 @@ impl CompactionPolicy for SizeTiered {
                 "{count} runs of similar size ({} together) from position {start}",
                 format_size(total)
             ),
+            priority: Priority::Normal,
         }))
     }
 

@@ -219,7 +219,37 @@ pub fn render_table(c: &Comparison) -> String {
     }
     out.push('\n');
     out.push_str(&render_physical(c));
+    out.push_str(&render_rounds(c));
     out
+}
+
+/// Per run and phase with whole compaction rounds in it: how many, the mean of their
+/// throughputs, and each one's (empty when no run has a whole round).
+pub fn render_rounds(c: &Comparison) -> String {
+    let mut out = String::new();
+    for run in &c.runs {
+        for phase in run.phases.iter().filter(|p| !p.rounds.is_empty()) {
+            let each: Vec<String> = phase
+                .rounds
+                .iter()
+                .map(|r| fmt_count(Some(r.ops_per_sec)))
+                .collect();
+            let mean =
+                phase.rounds.iter().map(|r| r.ops_per_sec).sum::<f64>() / phase.rounds.len() as f64;
+            out.push_str(&format!(
+                "{} {}: {} whole compaction rounds, mean {} ops/s per round ({})\n",
+                run.label,
+                phase.name,
+                phase.rounds.len(),
+                fmt_count(Some(mean)),
+                each.join(", ")
+            ));
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    format!("\nthroughput per compaction round (between merges that rewrite the last level)\n{out}")
 }
 
 /// Headers of the physical view.

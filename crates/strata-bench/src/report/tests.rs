@@ -33,6 +33,7 @@ fn phase(name: &str, ops_per_sec: f64, ops: &[(&str, LatencySummary)]) -> PhaseR
         write_amp: Some(3.5),
         blocks_written_per_level: Vec::new(),
         blocks_preserved_per_level: Vec::new(),
+        rounds: Vec::new(),
     }
 }
 

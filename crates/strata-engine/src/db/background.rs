@@ -9,6 +9,17 @@ use std::sync::Arc;
 use std::time::Duration;
 use strata_policy::{CompactionPolicy, PolicyError};
 
+/// What a background thread runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Worker {
+    /// Flushes.
+    Flush,
+    /// Any compaction.
+    Compaction,
+    /// Only urgent compactions ([`strata_policy::Priority::Urgent`]).
+    Reserved,
+}
+
 impl Engine {
     /// Records the failure of a flush or compaction (failure rule 3) and returns the error to
     /// report: the job's own, or the read-only error if the job only stopped because of an
@@ -28,9 +39,9 @@ impl Engine {
         e
     }
 
-    /// A background thread: runs flushes (`flusher`) or compactions until shutdown, and picks no
-    /// new work after a background error (rule 3).
-    pub fn background_loop(self: Arc<Self>, flusher: bool) {
+    /// A background thread: runs flushes or compactions (urgent ones only on a reserved worker)
+    /// until shutdown, and picks no new work after a background error (rule 3).
+    pub fn background_loop(self: Arc<Self>, worker: Worker) {
         let mut state = self.state.lock();
         let mut worked = false;
         loop {
@@ -42,7 +53,7 @@ impl Engine {
                 continue;
             }
             if state.background_error.is_none() {
-                let ran = if flusher {
+                let ran = if worker == Worker::Flush {
                     self.pick_flush(&mut state).map(|job| {
                         job.map(|job| {
                             let result = MutexGuard::unlocked(&mut state, || self.run_flush(&job));
@@ -51,13 +62,14 @@ impl Engine {
                         })
                     })
                 } else {
-                    self.pick_compaction(&mut state).map(|job| {
-                        job.map(|job| {
-                            let result =
-                                MutexGuard::unlocked(&mut state, || self.run_compaction(&job));
-                            let _ = self.finish_compaction(&mut state, job, result);
+                    self.pick_compaction(&mut state, worker == Worker::Reserved)
+                        .map(|job| {
+                            job.map(|job| {
+                                let result =
+                                    MutexGuard::unlocked(&mut state, || self.run_compaction(&job));
+                                let _ = self.finish_compaction(&mut state, job, result);
+                            })
                         })
-                    })
                 };
                 match ran {
                     Ok(Some(())) => {
@@ -90,7 +102,7 @@ impl Engine {
                 self.finish_flush(state, job, result)?;
                 continue;
             }
-            if let Some(job) = self.pick_compaction(state)? {
+            if let Some(job) = self.pick_compaction(state, false)? {
                 let result = MutexGuard::unlocked(state, || self.run_compaction(&job));
                 self.finish_compaction(state, job, result)?;
                 continue;

@@ -5,6 +5,7 @@ use super::engine::{Engine, EngineState};
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
+use crate::key_index::KeyIndexSet;
 use crate::listener::{CompletedJob, JobKind};
 use crate::merge::{merge_into, source_iterators, MergeError, MergeFilter, OutputWriter};
 use crate::stats::Statistics;
@@ -15,10 +16,12 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strata_exec::preserve::Preserver;
-use strata_exec::sources::{may_start, merge_sources};
+use strata_exec::sources::{may_run_on, may_start, merge_sources, rewrites_last_level};
 use strata_exec::{compaction_edit, OlderTables};
 use strata_meta::{TableId, TableMeta, Version};
-use strata_policy::{CompactionPolicy, ManualRange, Plan, PlanAction, PlanOutput, PolicyError};
+use strata_policy::{
+    CompactionPolicy, ManualRange, PickContext, Plan, PlanAction, PlanOutput, PolicyError,
+};
 
 /// Times a compaction reads its inputs before a read error stops background work.
 pub(crate) const INPUT_READ_ATTEMPTS: u32 = 3;
@@ -38,6 +41,8 @@ pub(crate) struct CompactionJob {
     pub flushes_before: u64,
     /// When the job was picked (for listeners).
     pub started: Instant,
+    /// Whether it runs on a worker reserved for urgent plans.
+    pub reserved: bool,
 }
 
 /// What running a merge produced.
@@ -61,17 +66,29 @@ impl Engine {
     pub fn pick_compaction(
         &self,
         state: &mut MutexGuard<'_, EngineState>,
+        reserved: bool,
     ) -> Result<Option<CompactionJob>> {
         let max_compactions = self.options.max_background_jobs.saturating_sub(1).max(1);
         for _ in 0..MAX_INLINE_PLANS {
-            if state.running_compactions >= max_compactions || state.manual_compaction {
+            let busy = if reserved {
+                state.running_reserved >= self.options.reserved_jobs
+            } else {
+                state.running_compactions - state.running_reserved >= max_compactions
+            };
+            if busy || state.manual_compaction {
                 return Ok(None);
             }
             let stats = self.workload_stats();
-            let ctx = self.pick_context(&state.leases, &stats, None);
+            let ctx = PickContext {
+                urgent_only: reserved,
+                ..self.pick_context(&state.leases, &stats, None)
+            };
             let Some(plan) = self.policy.pick(&state.version, &ctx)? else {
                 return Ok(None);
             };
+            if !may_run_on(plan.priority, reserved) {
+                return Ok(None);
+            }
             plan.validate(&state.version, |t| state.leases.is_table_leased(t))?;
             if !may_start(plan.policy_state.is_some(), state.stateful_running) {
                 return Ok(None);
@@ -83,6 +100,9 @@ impl Engine {
             let locked: &mut EngineState = state;
             locked.leases.acquire(&plan, &locked.version)?;
             locked.running_compactions += 1;
+            locked.running_reserved += usize::from(reserved);
+            self.merges_running
+                .store(locked.running_compactions as u64, Ordering::Relaxed);
             locked.stateful_running |= plan.policy_state.is_some();
             return Ok(Some(CompactionJob {
                 version: Arc::clone(&locked.version),
@@ -90,6 +110,7 @@ impl Engine {
                 flushes_before: Statistics::get(&self.stats.flushes),
                 plan,
                 started: Instant::now(),
+                reserved,
             }));
         }
         Err(Error::Policy(PolicyError::InvalidPlan(format!(
@@ -120,6 +141,7 @@ impl Engine {
             bytes_written: 0,
             bytes_read: 0,
             reason: plan.reason.clone(),
+            priority: plan.priority,
             started: Instant::now(),
             finished: Instant::now(),
         });
@@ -204,6 +226,21 @@ impl Engine {
             self.state.lock().pending_outputs.insert(n);
             n
         };
+        // Tables written into the indexed level enter the key index's current generation as
+        // they finish, before any version holds them (they are pending outputs until then, so
+        // that generation stays).
+        let index_table = |table: u64, hashes: Vec<Vec<u64>>| {
+            let current = self
+                .state
+                .lock()
+                .key_index
+                .as_ref()
+                .map(KeyIndexSet::current);
+            if let Some(index) = current {
+                index.insert(TableId(table), hashes.into_iter().flatten());
+            }
+        };
+        let indexed = self.options.key_index_level == Some(output.level);
         let mut writer = OutputWriter::new(
             self.fs.as_ref(),
             &self.dir,
@@ -212,6 +249,7 @@ impl Engine {
             &allocate,
             projection,
             preserver,
+            indexed.then_some(&index_table as &dyn Fn(u64, Vec<Vec<u64>>)),
         );
         // Stop early at shutdown, or once another job failed (rule 3): the result would not be
         // installed.
@@ -260,10 +298,14 @@ impl Engine {
             flushes_before,
             version,
             started,
+            reserved,
             ..
         } = job;
         drop(version);
         state.running_compactions -= 1;
+        state.running_reserved -= usize::from(reserved);
+        self.merges_running
+            .store(state.running_compactions as u64, Ordering::Relaxed);
         if plan.policy_state.is_some() {
             state.stateful_running = false;
         }
@@ -272,6 +314,7 @@ impl Engine {
             Err(e) => return Err(self.job_failed(state, e)),
         };
         let output_tables = out.tables.len();
+        let ends_round = rewrites_last_level(&state.version, &plan);
         let edit = match compaction_edit(&state.version, &plan, out.tables) {
             Ok(edit) => edit,
             Err(e) => {
@@ -280,6 +323,9 @@ impl Engine {
             }
         };
         self.install(state, edit, &out.files, None, None)?;
+        if ends_round {
+            Statistics::add(&self.stats.last_level_rewrites, 1);
+        }
         self.notify(&CompletedJob {
             kind: JobKind::Compaction(plan.action),
             flushes_before,
@@ -290,6 +336,7 @@ impl Engine {
             bytes_written: out.bytes_written,
             bytes_read: out.bytes_read,
             reason: plan.reason.clone(),
+            priority: plan.priority,
             started,
             finished: Instant::now(),
         });
@@ -351,6 +398,8 @@ impl Engine {
         let locked: &mut EngineState = state;
         locked.leases.acquire(&plan, &version)?;
         locked.running_compactions += 1;
+        self.merges_running
+            .store(locked.running_compactions as u64, Ordering::Relaxed);
         locked.stateful_running |= plan.policy_state.is_some();
         let job = CompactionJob {
             version,
@@ -358,6 +407,7 @@ impl Engine {
             flushes_before: Statistics::get(&self.stats.flushes),
             plan,
             started: Instant::now(),
+            reserved: false,
         };
         let result = MutexGuard::unlocked(state, || self.run_compaction(&job));
         self.finish_compaction(state, job, result)

@@ -3,6 +3,7 @@
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::key::SeqNo;
+use crate::key_index::KeyIndexSet;
 use crate::log::LogWriter;
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
@@ -22,8 +23,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 use strata_exec::skew::SkewEstimator;
-use strata_meta::Version;
-use strata_policy::{BufferSummary, Leases, PickContext, TimedPolicy, WorkloadStats};
+use strata_meta::{TableId, Version};
+use strata_policy::{
+    BufferSummary, Leases, LookupTimes, PickContext, ScanLengths, TimedPolicy, WorkloadStats,
+};
 
 /// Why a database opened with [`crate::Db::open_read_only`] refuses writes.
 pub(crate) const OPENED_READ_ONLY: &str =
@@ -97,8 +100,12 @@ pub(crate) struct EngineState {
     pub log_number: u64,
     /// Tables and key ranges held by running jobs.
     pub leases: Leases,
-    /// Compactions running.
+    /// Compactions running, on any worker.
     pub running_compactions: usize,
+    /// Of those, the ones running on workers reserved for urgent plans.
+    pub running_reserved: usize,
+    /// The key index of `Options::with_key_index`'s level, if any.
+    pub key_index: Option<KeyIndexSet>,
     /// Whether a flush is running.
     pub flush_running: bool,
     /// Whether the running flush writes only a window of its memtables: no memtable may be
@@ -190,6 +197,9 @@ pub(crate) struct Engine {
     pub last_flush_nanos: AtomicU64,
     /// Time between the last two finished flushes, in nanoseconds (0: unknown).
     pub flush_interval_nanos: AtomicU64,
+    /// Merges running now: mirrors `state.running_compactions` for lookups, which must not take
+    /// the state lock to learn whether they run beside one.
+    pub merges_running: AtomicU64,
     /// Nanoseconds a compaction took per MiB it wrote, smoothed over jobs (0: unknown).
     pub rewrite_nanos_per_mib: AtomicU64,
     /// Where point-in-time WAL recovery stopped at open, if it met damage.
@@ -235,13 +245,24 @@ impl Engine {
             puts: Statistics::get(&s.puts),
             deletes: Statistics::get(&s.deletes),
             point_reads: Statistics::get(&s.gets),
-            short_scans: Statistics::get(&s.short_scans),
-            long_scans: Statistics::get(&s.long_scans),
+            scans: {
+                let mut scans = ScanLengths::default();
+                for (bucket, count) in s.scan_lengths.iter().enumerate() {
+                    scans.add_to_bucket(bucket, Statistics::get(count));
+                }
+                scans
+            },
             bytes_ingested: Statistics::get(&s.user_bytes),
             flushes: Statistics::get(&s.flushes),
             skew: self.skew.lock().alpha(),
             flush_interval_nanos: known(self.flush_interval_nanos.load(Ordering::Relaxed)),
             rewrite_nanos_per_mib: known(self.rewrite_nanos_per_mib.load(Ordering::Relaxed)),
+            lookup_times: LookupTimes {
+                idle_lookups: Statistics::get(&s.lookups_timed_idle),
+                idle_nanos: Statistics::get(&s.lookup_nanos_idle),
+                merging_lookups: Statistics::get(&s.lookups_timed_merging),
+                merging_nanos: Statistics::get(&s.lookup_nanos_merging),
+            },
         }
     }
 
@@ -258,6 +279,7 @@ impl Engine {
             stats,
             buffer,
             now_nanos: self.now_nanos(),
+            urgent_only: false,
         }
     }
 
@@ -317,10 +339,19 @@ impl Engine {
 
     /// Publishes what readers see from `state`.
     pub fn install_super_version(&self, state: &EngineState) {
+        let key_index = match (&state.key_index, self.options.key_index_level) {
+            (Some(set), Some(level)) => {
+                let tables: HashSet<TableId> =
+                    state.version.level(level).tables().map(|t| t.id).collect();
+                Some(set.view(level, &tables))
+            }
+            _ => None,
+        };
         let super_version = Arc::new(SuperVersion {
             memtable: Arc::clone(&state.memtable),
             frozen: state.frozen.iter().rev().cloned().collect(),
             version: Arc::clone(&state.version),
+            key_index,
         });
         *self.super_version.write() = super_version;
     }

@@ -21,7 +21,7 @@ use strata_exec::{flush_edit, OlderTables};
 use strata_meta::{TableId, TableMeta, Version};
 use strata_policy::{
     BufferSelection, BufferSummary, CompactionPolicy, FlushPlan, OutputRun, Plan, PlanAction,
-    PlanInput,
+    PlanInput, Priority,
 };
 
 /// A flush the flusher picked: the oldest frozen memtable (or, for a window flush, every frozen
@@ -282,6 +282,7 @@ impl Engine {
             output: Some(plan.output.clone()),
             policy_state: None,
             reason: String::new(),
+            priority: Priority::Normal,
         };
         state.leases.acquire(&lease, &state.version)?;
         state.flush_running = true;
@@ -413,6 +414,7 @@ impl Engine {
             bytes_written: out.bytes_written,
             bytes_read: out.bytes_read,
             reason: plan.reason.clone(),
+            priority: Priority::Normal,
             started: job_started,
             finished: Instant::now(),
         });

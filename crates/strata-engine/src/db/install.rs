@@ -6,11 +6,27 @@ use crate::error::{Error, Result};
 use crate::listener::CompletedJob;
 use crate::manifest::{self, classify, FileKind, Manifest, ManifestRecord};
 use parking_lot::MutexGuard;
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use strata_meta::{TableId, Version, VersionEdit};
 
 impl Engine {
+    /// After the version changed from `old`: drops the key index's generations whose tables
+    /// are all gone from the indexed level, and starts a new one if tables left it.
+    fn refresh_key_index(&self, state: &mut EngineState, old: &Version) {
+        let Some(level) = self.options.key_index_level else {
+            return;
+        };
+        let now: HashSet<TableId> = state.version.level(level).tables().map(|t| t.id).collect();
+        let removed_any = old.level(level).tables().any(|t| !now.contains(&t.id));
+        let pending = state.pending_outputs.iter().map(|&n| TableId(n));
+        let live: HashSet<TableId> = now.iter().copied().chain(pending).collect();
+        if let Some(set) = state.key_index.as_mut() {
+            set.refresh(&live, removed_any);
+        }
+    }
+
     /// Applies `edit`, logs it to the manifest, and publishes the new version. `files` are the
     /// job's output tables; `log_number`, when set, is the new oldest WAL still needed.
     ///
@@ -77,7 +93,10 @@ impl Engine {
         );
         let new_version = Arc::new(new_version);
         state.live_versions.push(Arc::downgrade(&new_version));
-        state.version = new_version;
+        let old_version = std::mem::replace(&mut state.version, new_version);
+        self.refresh_key_index(state, &old_version);
+        // Let go of it now: files only it needs become obsolete below.
+        drop(old_version);
         if let Some(n) = log_number {
             state.log_number = n;
         }

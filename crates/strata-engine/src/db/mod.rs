@@ -82,9 +82,10 @@ pub use read::{ReadOptions, Snapshot};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::metrics::Metrics;
+use crate::metrics::{KeyIndexUse, Metrics};
 use crate::options::WriteOptions;
 use crate::user_iter::DbIterator;
+use background::Worker;
 use bytes::Bytes;
 use engine::{Engine, WalSlot};
 use parking_lot::Mutex;
@@ -146,20 +147,21 @@ impl Db {
         })
     }
 
-    /// Starts one flush thread and `max_background_jobs - 1` (at least one) compaction threads.
+    /// Starts one flush thread, `max_background_jobs - 1` (at least one) compaction threads and
+    /// `reserved_jobs` threads for urgent plans.
     fn start_background_threads(&self) {
         let mut threads = self.threads.lock();
         let flusher = Arc::clone(&self.engine);
-        threads.push(std::thread::spawn(move || flusher.background_loop(true)));
-        let compactors = self
-            .engine
-            .options
-            .max_background_jobs
-            .saturating_sub(1)
-            .max(1);
-        for _ in 0..compactors {
+        threads.push(std::thread::spawn(move || {
+            flusher.background_loop(Worker::Flush)
+        }));
+        let options = &self.engine.options;
+        let compactors = options.max_background_jobs.saturating_sub(1).max(1);
+        let workers = std::iter::repeat_n(Worker::Compaction, compactors)
+            .chain(std::iter::repeat_n(Worker::Reserved, options.reserved_jobs));
+        for worker in workers {
             let engine = Arc::clone(&self.engine);
-            threads.push(std::thread::spawn(move || engine.background_loop(false)));
+            threads.push(std::thread::spawn(move || engine.background_loop(worker)));
         }
     }
 
@@ -245,7 +247,18 @@ impl Db {
 
     /// Counters, amplifications and the tree's shape.
     pub fn metrics(&self) -> Metrics {
-        let version = Arc::clone(&self.engine.state.lock().version);
+        let (version, key_index) = {
+            let state = self.engine.state.lock();
+            let key_index =
+                state
+                    .key_index
+                    .as_ref()
+                    .map_or_else(Default::default, |k| KeyIndexUse {
+                        entries: k.entries(),
+                        bytes: k.memory_bytes(),
+                    });
+            (Arc::clone(&state.version), key_index)
+        };
         let view = self.engine.current_super_version();
         let memtable_bytes = view.memtable.memory_usage()
             + view.frozen.iter().map(|m| m.memory_usage()).sum::<u64>();
@@ -255,7 +268,14 @@ impl Db {
             memtable_bytes,
             &self.engine.block_cache,
             self.engine.policy.nanos(),
+            key_index,
         )
+    }
+
+    /// The live counters [`Db::metrics`] is computed from: relaxed atomics, cheap enough to
+    /// sample often (read one with [`crate::stats::Statistics::get`]).
+    pub fn statistics(&self) -> &crate::stats::Statistics {
+        &self.engine.stats
     }
 
     /// What the compaction policy sees of the workload: operation counts since open, flushes,

@@ -4,14 +4,20 @@ use super::engine::Engine;
 use crate::error::Result;
 use crate::iter::InternalIterator;
 use crate::key::{SeqNo, ValueKind};
-use crate::stats::Statistics;
-use crate::table::ReadPurpose;
+use crate::key_index::KeyIndexView;
+use crate::stats::{Statistics, LOOKUP_SAMPLE_EVERY};
+use crate::table::{bloom_hash, ReadPurpose};
 use crate::table_cache::RunIterator;
 use crate::user_iter::{DbIterator, ScanCount};
 use bytes::Bytes;
+use std::cell::Cell;
 use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
+
+/// The tables the key index names for one key: nearly always none or one.
+type SmallTables = Vec<strata_meta::TableId>;
 
 /// A consistent point-in-time view: reads through it see exactly the writes committed before it
 /// was taken.
@@ -66,8 +72,42 @@ impl Engine {
     }
 
     /// The value of `user_key` as `options` say: the active memtable, then frozen memtables
-    /// newest first, then runs in recency order; the first entry found decides.
+    /// newest first, then runs in recency order; the first entry found decides. One lookup in
+    /// [`LOOKUP_SAMPLE_EVERY`] per thread is timed, apart by whether a merge runs beside it.
     pub fn get(&self, user_key: &[u8], options: &ReadOptions<'_>) -> Result<Option<Bytes>> {
+        thread_local! {
+            static LOOKUPS: Cell<u32> = const { Cell::new(0) };
+        }
+        let n = LOOKUPS.with(|c| {
+            let n = c.get().wrapping_add(1);
+            c.set(n);
+            n
+        });
+        if !n.is_multiple_of(LOOKUP_SAMPLE_EVERY) {
+            return self.lookup(user_key, options);
+        }
+        let merging = self.merges_running.load(Ordering::Relaxed) > 0;
+        let started = Instant::now();
+        let found = self.lookup(user_key, options);
+        let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let (count, total) = if merging {
+            (
+                &self.stats.lookups_timed_merging,
+                &self.stats.lookup_nanos_merging,
+            )
+        } else {
+            (
+                &self.stats.lookups_timed_idle,
+                &self.stats.lookup_nanos_idle,
+            )
+        };
+        Statistics::add(count, 1);
+        Statistics::add(total, nanos);
+        found
+    }
+
+    /// [`Engine::get`] without the timing.
+    fn lookup(&self, user_key: &[u8], options: &ReadOptions<'_>) -> Result<Option<Bytes>> {
         self.check_open()?;
         let seq = self.read_sequence(options);
         let view = self.current_super_version();
@@ -81,15 +121,34 @@ impl Engine {
                 return Ok(resolve(kind, v));
             }
         }
-        for level in view.version.levels() {
+        for (level_no, level) in view.version.levels().iter().enumerate() {
+            // In the indexed level, only the tables the key index names may hold the key.
+            let mut indexed: Option<(&KeyIndexView, SmallTables)> = None;
+            if let Some(index) = view.key_index.as_ref().filter(|k| k.level == level_no) {
+                let mut holders = SmallTables::new();
+                index.candidates(bloom_hash(user_key), |t| holders.push(t));
+                indexed = Some((index, holders));
+            }
             for run in level.runs() {
                 let tables = run.tables();
                 let i = tables.partition_point(|t| t.largest.as_ref() < user_key);
                 let Some(t) = tables.get(i).filter(|t| t.smallest.as_ref() <= user_key) else {
                     continue;
                 };
-                Statistics::add(&self.stats.get_tables_probed, 1);
-                if let Some((_, kind, v)) = self.tables.get(t.id.0)?.get(user_key, seq)? {
+                let found = match &indexed {
+                    Some((index, holders)) if index.is_indexed(t.id) => {
+                        if !holders.contains(&t.id) {
+                            continue;
+                        }
+                        Statistics::add(&self.stats.get_tables_probed, 1);
+                        self.tables.get(t.id.0)?.get_unfiltered(user_key, seq)?
+                    }
+                    _ => {
+                        Statistics::add(&self.stats.get_tables_probed, 1);
+                        self.tables.get(t.id.0)?.get(user_key, seq)?
+                    }
+                };
+                if let Some((_, kind, v)) = found {
                     return Ok(resolve(kind, v));
                 }
             }
@@ -124,7 +183,6 @@ impl Engine {
         }
         let scan_count = ScanCount {
             stats: Arc::clone(&self.stats),
-            long_scan_entries: self.options.long_scan_entries,
             returned: 0,
         };
         DbIterator::new(children, view, scan_count, seq, range, reverse)

@@ -6,6 +6,7 @@ use crate::batch::BatchOp;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::key::ValueKind;
+use crate::key_index::KeyIndexSet;
 use crate::manifest::{self, classify, FileKind, Manifest, ManifestRecord};
 use crate::memtable::Memtable;
 use crate::merge::WriteSettings;
@@ -331,6 +332,8 @@ impl Engine {
             memtable: Arc::clone(&memtable),
             frozen: Vec::new(),
             version: Arc::clone(&version),
+            // Published properly once the engine's state exists (below).
+            key_index: None,
         });
         let engine = Arc::new(Engine {
             dir,
@@ -350,6 +353,8 @@ impl Engine {
                 log_number: found.log_number,
                 leases: Leases::new(),
                 running_compactions: 0,
+                running_reserved: 0,
+                key_index: options.key_index_level.map(|_| KeyIndexSet::new()),
                 flush_running: false,
                 window_flush_running: false,
                 stateful_running: false,
@@ -375,6 +380,7 @@ impl Engine {
             opened_at: Instant::now(),
             last_flush_nanos: AtomicU64::new(0),
             flush_interval_nanos: AtomicU64::new(0),
+            merges_running: AtomicU64::new(0),
             rewrite_nanos_per_mib: AtomicU64::new(0),
             recovery_stop: Mutex::new(None),
             skew: Mutex::new(SkewEstimator::new()),

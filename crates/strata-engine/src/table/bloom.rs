@@ -89,6 +89,11 @@ impl BloomBuilder {
         self.len += 1;
     }
 
+    /// The hashes added, in chunks (a key index takes them after the filter is written).
+    pub(crate) fn into_hashes(self) -> Vec<Vec<u64>> {
+        self.chunks
+    }
+
     /// Size of the filter `finish` would write now.
     pub(crate) fn encoded_len(&self) -> usize {
         bit_bytes(self.len, self.bits_per_key) + 1

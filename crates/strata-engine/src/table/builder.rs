@@ -86,6 +86,9 @@ pub struct TableSummary {
     /// Each data block's range, in order; filled only with
     /// [`TableOptions::record_block_ranges`].
     pub blocks: Vec<BlockRange>,
+    /// The hash of every distinct user key, in chunks; filled only with
+    /// [`TableOptions::collect_key_hashes`].
+    pub key_hashes: Vec<Vec<u64>>,
 }
 
 /// Writes one table file from entries added in increasing internal-key order.
@@ -104,7 +107,10 @@ pub struct TableBuilder {
     offset: u64,
     data_block: BlockBuilder,
     index: IndexWriter,
+    /// Collects key hashes for the filter (when `bloom_bits_per_key > 0`) and for the summary
+    /// (when `collect_key_hashes`).
     bloom: Option<BloomBuilder>,
+    collect_key_hashes: bool,
     compressor: BlockCompressor,
     /// The last key added (empty before the first).
     last_key: Vec<u8>,
@@ -153,7 +159,9 @@ impl TableBuilder {
             offset: 0,
             data_block: BlockBuilder::new(options.restart_interval),
             index: IndexWriter::default(),
-            bloom: (bloom_bits_per_key > 0.0).then(|| BloomBuilder::new(bloom_bits_per_key)),
+            bloom: (bloom_bits_per_key > 0.0 || options.collect_key_hashes)
+                .then(|| BloomBuilder::new(bloom_bits_per_key)),
+            collect_key_hashes: options.collect_key_hashes,
             compressor: BlockCompressor::new(options.compression),
             last_key: Vec::new(),
             block_first_user_key: Vec::new(),
@@ -335,7 +343,10 @@ impl TableBuilder {
         } else {
             self.data_block.size_estimate()
         };
-        let filter = self.bloom.as_ref().map_or(0, BloomBuilder::encoded_len);
+        let filter = match &self.bloom {
+            Some(bloom) if self.bloom_bits_per_key > 0.0 => bloom.encoded_len(),
+            _ => 0,
+        };
         self.offset + self.referenced_bytes + (data + self.index.size() + filter) as u64
     }
 
@@ -383,14 +394,19 @@ impl TableBuilder {
         if !self.data_block.is_empty() {
             self.flush_data_block()?;
         }
-        let filter = match self.bloom.take() {
-            Some(bloom) => {
+        let bloom = self.bloom.take();
+        let filter = match &bloom {
+            Some(bloom) if self.bloom_bits_per_key > 0.0 => {
                 let mut bits = Vec::new();
                 bloom.finish(&mut bits);
                 // Filter bits are random by design: compressing them cannot pay.
                 Some(self.write_meta_block(&bits, false)?)
             }
-            None => None,
+            _ => None,
+        };
+        let key_hashes = match bloom {
+            Some(bloom) if self.collect_key_hashes => bloom.into_hashes(),
+            _ => Vec::new(),
         };
 
         let index_block = std::mem::take(&mut self.index).finish();
@@ -447,6 +463,7 @@ impl TableBuilder {
             raw_value_bytes: self.raw_value_bytes,
             data_blocks: self.data_blocks,
             blocks: self.blocks,
+            key_hashes,
         })
     }
 }

@@ -65,6 +65,7 @@ mod reader;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use bloom::bloom_hash;
 pub use builder::{BlockRange, KeptBlock, TableBuilder, TableSummary};
 pub use format::TableProperties;
 #[doc(hidden)]
@@ -104,6 +105,9 @@ pub struct TableOptions {
     /// Whether [`TableBuilder::finish`] reports each data block's key range in
     /// [`TableSummary::blocks`] (default false).
     pub record_block_ranges: bool,
+    /// Whether [`TableBuilder::finish`] hands back the hash of every distinct user key in
+    /// [`TableSummary::key_hashes`], for an in-memory key index (default false).
+    pub collect_key_hashes: bool,
 }
 
 impl Default for TableOptions {
@@ -114,6 +118,7 @@ impl Default for TableOptions {
             compression: Compression::None,
             bloom_bits_per_key: 10.0,
             record_block_ranges: false,
+            collect_key_hashes: false,
         }
     }
 }

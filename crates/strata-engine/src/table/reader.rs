@@ -784,6 +784,16 @@ impl Table {
                 return Ok(None);
             }
         }
+        self.get_unfiltered(user_key, snapshot)
+    }
+
+    /// [`Table::get`] without the filter probe: for a caller that already knows the table may
+    /// hold the key (the key index).
+    pub fn get_unfiltered(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+    ) -> Result<Option<(SeqNo, ValueKind, Bytes)>> {
         let trailer = pack_trailer(snapshot.min(MAX_SEQNO), SEEK_KIND);
         // Index keys are exact last keys, so the first entry ≥ the target, if any, is in the
         // first block whose last key is ≥ the target.

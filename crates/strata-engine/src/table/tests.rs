@@ -213,6 +213,7 @@ fn all_options() -> Vec<TableOptions> {
             restart_interval: 1,
             bloom_bits_per_key: 0.0,
             record_block_ranges: true,
+            collect_key_hashes: false,
         });
         out.push(TableOptions {
             compression,
@@ -220,6 +221,7 @@ fn all_options() -> Vec<TableOptions> {
             restart_interval: 3,
             bloom_bits_per_key: 4.5,
             record_block_ranges: false,
+            collect_key_hashes: false,
         });
     }
     out

@@ -3,18 +3,23 @@
 //!
 //! - **L1, the top level**: each flush writes a new run; its runs never merge among themselves.
 //! - **L2, the main level**: once L1 holds the *unit* `S` bytes, a top-to-main compaction (TMC)
-//!   merges all of L1 into one new *unit run* at the front of L2. Main-level compactions (MLCs)
-//!   then reshape L2 toward the schedule's target layout for the current TMC: each merges a
-//!   contiguous stretch of runs (nearly always the newest) into one run. Runs that arrive while an
-//!   MLC runs are pending, and the next decision takes them.
+//!   merges all of L1 into one new *unit run* at the front of L2. TMCs are urgent plans
+//!   ([`Priority::Urgent`]): they run on a reserved worker when the others are busy, so flushes
+//!   never back up behind a long merge. Main-level compactions (MLCs) reshape L2 toward the
+//!   schedule's target layout for the current TMC: each merges a contiguous stretch of runs
+//!   (nearly always the newest) into one run. Runs that arrive while an MLC runs are pending,
+//!   and the next decision takes them.
 //! - **L3, the last level**: one run. After the round's `R` TMCs (when L2 holds about `1/C` of
-//!   L3) the global compaction merges L2 into it, and the round ends.
+//!   L3) the next round starts at once (a state-only plan), and the global compaction merges the
+//!   finished round's L2 runs into L3 while the new round's TMCs go on beside it.
 //!
-//! The global compaction's plan re-solves the schedule for the next round from the context's
-//! statistics: the share of long scans `r` ([`WorkloadStats::long_scans`]), the time per TMC
-//! `T_w` (the finished round's duration over its TMCs) and the rewrite time of a unit `T_c`
-//! ([`WorkloadStats::rewrite_nanos_per_mib`]); `β` and, without measurements, `r` and `T_c/T_w`
-//! come from options. The unit is `S = max(write_buffer_size, L3 / (C·R_max))`, so a round has
+//! The state-only plan that starts a round solves its schedule from the context's statistics:
+//! the share of long scans `r` (scans of more than `C + 1` keys, [`WorkloadStats::scans`]),
+//! the time per TMC `T_w` (the finished round's duration over its TMCs) and the rewrite time of
+//! a unit `T_c`
+//! ([`WorkloadStats::rewrite_nanos_per_mib`]) and the slow-down `β` of lookups beside a merge
+//! ([`WorkloadStats::lookup_times`]); options fix any of them instead, and stand in until they are
+//! measured. The unit is `S = max(write_buffer_size, L3 / (C·R_max))`, so a round has
 //! `R = L3 / (C·S)` TMCs, at most `units_per_round` (the paper scales the memtable with the data
 //! to keep R near 29; here the unit grows instead). The schedule, the unit and the sequence
 //! numbers that end each TMC of the round are the persisted state.
@@ -35,7 +40,9 @@ use crate::options::{
     OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, TARGET_FILE_SIZE,
     WRITE_BUFFER_SIZE,
 };
-use crate::plan::{CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanOutput};
+use crate::plan::{
+    CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput, Priority,
+};
 use crate::policy::CompactionPolicy;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -68,9 +75,9 @@ const SIZE_CAP: OptionSpec = OptionSpec {
 const MERGE_SLOWDOWN: OptionSpec = OptionSpec {
     name: "merge_slowdown",
     kind: OptionKind::Float,
-    default: "0.5",
+    default: "",
     rocksdb: None,
-    doc: "β: query speed while an MLC runs over query speed without one, in (0, 1]",
+    doc: "β: query speed while an MLC runs over query speed without one, in (0, 1] (default: measured from timed lookups; 0.5 before)",
 };
 const LONG_SCAN_RATIO: OptionSpec = OptionSpec {
     name: "long_scan_ratio",
@@ -108,7 +115,7 @@ fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError
     let policy = EcoTune {
         units_per_round: u32::try_from(config.u64("units_per_round")?).unwrap_or(u32::MAX),
         size_cap: u32::try_from(config.u64("size_cap")?).unwrap_or(u32::MAX),
-        merge_slowdown: config.f64("merge_slowdown")?,
+        merge_slowdown: config.opt_f64("merge_slowdown")?,
         long_scan_ratio: config.opt_f64("long_scan_ratio")?,
         rewrite_ratio: config.opt_f64("rewrite_ratio")?,
         write_buffer_size: config.size("write_buffer_size")?,
@@ -124,7 +131,7 @@ fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError
 pub struct EcoTune {
     units_per_round: u32,
     size_cap: u32,
-    merge_slowdown: f64,
+    merge_slowdown: Option<f64>,
     long_scan_ratio: Option<f64>,
     rewrite_ratio: Option<f64>,
     write_buffer_size: u64,
@@ -137,7 +144,7 @@ impl Default for EcoTune {
         EcoTune {
             units_per_round: 29,
             size_cap: 3,
-            merge_slowdown: 0.5,
+            merge_slowdown: None,
             long_scan_ratio: None,
             rewrite_ratio: None,
             write_buffer_size: 64 << 20,
@@ -162,6 +169,11 @@ pub struct EcoTuneState {
     pub started_nanos: u64,
     /// Long scans and all queries counted when the round started.
     pub queries_at_start: (u64, u64),
+    /// The largest sequence number the previous round's TMCs took: main-level runs holding
+    /// nothing newer are that round's, and the global compaction merges them into the last
+    /// level while this round's TMCs go on (0: none).
+    #[serde(default)]
+    pub previous_round_seqno: u64,
 }
 
 impl EcoTune {
@@ -185,8 +197,10 @@ impl EcoTune {
         self
     }
 
-    /// β: query speed during an MLC over query speed without one. Default: 0.5.
-    pub fn with_merge_slowdown(mut self, beta: f64) -> Self {
+    /// β, fixed instead of measured: query speed during an MLC over query speed without one.
+    /// Default: measured ([`crate::LookupTimes::merge_slowdown`]), 0.5 until both sides are
+    /// sampled.
+    pub fn with_merge_slowdown(mut self, beta: Option<f64>) -> Self {
         self.merge_slowdown = beta;
         self
     }
@@ -230,10 +244,10 @@ impl EcoTune {
                 format!("{} must be 1 to 1000", self.size_cap),
             ));
         }
-        if !(self.merge_slowdown > 0.0 && self.merge_slowdown <= 1.0) {
+        if let Some(beta) = self.merge_slowdown.filter(|b| !(*b > 0.0 && *b <= 1.0)) {
             return Err(invalid(
                 "merge_slowdown",
-                format!("{} must lie in (0, 1]", self.merge_slowdown),
+                format!("{beta} must lie in (0, 1]"),
             ));
         }
         if let Some(r) = self.long_scan_ratio.filter(|r| !(0.0..=1.0).contains(r)) {
@@ -251,6 +265,14 @@ impl EcoTune {
         check_bloom(self.bloom_bits_per_key)?;
         check_positive("write_buffer_size", self.write_buffer_size)?;
         check_positive("target_file_size", self.target_file_size)
+    }
+
+    /// Long scans and all queries counted so far. A scan is long when it returns more than
+    /// `C + 1` keys: only then does it expect more than one key in the main level (which holds
+    /// `1/(C+1)` of the data), so that the main level's number of runs matters (§4.2).
+    fn query_counts(&self, stats: &WorkloadStats) -> (u64, u64) {
+        let long = stats.scans.longer_than(u64::from(self.size_cap) + 1);
+        (long, stats.point_reads + stats.scans.total())
     }
 
     fn cut(&self) -> CutRule {
@@ -284,7 +306,7 @@ impl EcoTune {
             (last_bytes / (cap * unit_bytes)).clamp(1, max_units)
         };
         let stats = ctx.stats;
-        let (long, all) = query_counts(stats);
+        let (long, all) = self.query_counts(stats);
         let long_scan_ratio = self.long_scan_ratio.unwrap_or_else(|| {
             let (long0, all0) = previous.queries_at_start;
             let (long, all) = (long.saturating_sub(long0), all.saturating_sub(all0));
@@ -312,7 +334,10 @@ impl EcoTune {
             rewrite_time: rewrite_ratio,
             long_scan_ratio,
             false_positive_rate: bloom_fpr(self.bloom_bits_per_key),
-            merge_slowdown: self.merge_slowdown,
+            merge_slowdown: self
+                .merge_slowdown
+                .or_else(|| stats.lookup_times.merge_slowdown())
+                .unwrap_or(0.5),
         };
         let schedule = ecotune_dp::solve(&model).map_err(|reason| {
             PolicyError::InvalidPlan(format!("ecotune: cannot solve the round: {reason}"))
@@ -324,11 +349,20 @@ impl EcoTune {
             tmc_seqnos: Vec::new(),
             started_nanos: ctx.now_nanos,
             queries_at_start: (long, all),
+            previous_round_seqno: previous
+                .tmc_seqnos
+                .last()
+                .copied()
+                .unwrap_or(previous.previous_round_seqno),
         })
     }
 
     /// The top-to-main compaction, if the top level holds a unit and none runs.
     fn tmc(&self, version: &Version, state: &EcoTuneState, ctx: &PickContext<'_>) -> Option<Plan> {
+        if state.tmc_seqnos.len() >= state.targets.len() {
+            // The round is done; the next one's state comes first.
+            return None;
+        }
         let top = version.level(TOP);
         // Within half a buffer of the unit: a flushed buffer makes a table somewhat smaller than
         // the buffer, and a unit of one buffer must still be one flush.
@@ -358,6 +392,8 @@ impl EcoTune {
                 self.bloom_bits_per_key,
             ),
         };
+        // Flushes must not wait for a TMC, so a TMC must not wait for a long merge.
+        plan.priority = Priority::Urgent;
         plan.policy_state = store_state(NAME, &next).ok();
         plan.reason = format!(
             "TMC {} of {}: the top level holds {} (unit {})",
@@ -369,12 +405,67 @@ impl EcoTune {
         Some(plan)
     }
 
+    /// The global compaction: the previous round's main-level runs and the last level's run
+    /// merged into one last-level run, once none of them is leased.
+    fn global_compaction(
+        &self,
+        version: &Version,
+        state: &EcoTuneState,
+        ctx: &PickContext<'_>,
+    ) -> Option<Plan> {
+        let previous = previous_round_runs(version, state);
+        if previous.is_empty() || any_leased(version, LAST..=LAST, ctx.leases) {
+            return None;
+        }
+        if previous
+            .iter()
+            .any(|r| ctx.leases.any_leased(r.tables().iter().map(|t| &t.id)))
+        {
+            return None;
+        }
+        // Newest first: the main level's runs in level order, then the last level's.
+        let mut inputs: Vec<PlanInput> = previous.iter().map(|r| run_input(MAIN, r)).collect();
+        let last = version.level(LAST).runs();
+        inputs.extend(last.iter().map(|r| run_input(LAST, r)));
+        let run = match last {
+            [only] => OutputRun::Existing(only.id()),
+            _ => OutputRun::New,
+        };
+        let bytes: u64 = previous.iter().map(|r| r.size()).sum();
+        Some(Plan {
+            action: PlanAction::Merge,
+            inputs,
+            output: Some(PlanOutput {
+                level: LAST,
+                run,
+                cut: self.cut(),
+                bloom_bits_per_key: self.bloom_bits_per_key,
+                preserve_blocks: None,
+            }),
+            policy_state: None,
+            priority: Priority::Normal,
+            reason: format!(
+                "global compaction ending round {}: {} main-level runs ({}) into the last level ({})",
+                state.round.saturating_sub(1),
+                previous.len(),
+                format_size(bytes),
+                format_size(version.level(LAST).size())
+            ),
+        })
+    }
+
     /// The MLC that brings the main level closer to this TMC's target, if one is due.
     fn mlc(&self, version: &Version, state: &EcoTuneState, ctx: &PickContext<'_>) -> Option<Plan> {
         let tmcs = state.tmc_seqnos.len();
         let target = state.targets.get(tmcs.checked_sub(1)?)?;
-        // Oldest first.
-        let runs: Vec<&Arc<Run>> = version.level(MAIN).runs().iter().rev().collect();
+        // This round's runs, oldest first.
+        let runs: Vec<&Arc<Run>> = version
+            .level(MAIN)
+            .runs()
+            .iter()
+            .rev()
+            .filter(|r| oldest_seqno(r) > state.previous_round_seqno)
+            .collect();
         let layout = main_layout(&runs, &state.tmc_seqnos);
         let (from, to) = merge_toward(&layout, target)?;
         let chosen = &runs[from..to];
@@ -402,14 +493,32 @@ impl EcoTune {
                 to - from,
                 ecotune_dp::format_layout(target)
             ),
+            priority: Priority::Normal,
         })
     }
 }
 
-/// Long scans and all queries counted so far.
-fn query_counts(stats: &WorkloadStats) -> (u64, u64) {
-    let all = stats.point_reads + stats.short_scans + stats.long_scans;
-    (stats.long_scans, all)
+/// The oldest sequence number in `run`.
+fn oldest_seqno(run: &Run) -> u64 {
+    run.tables()
+        .iter()
+        .map(|t| t.seqnos.smallest)
+        .min()
+        .unwrap_or_default()
+}
+
+/// The main-level runs of the round before `state`'s (in level order, newest first): those
+/// the global compaction merges into the last level.
+fn previous_round_runs<'v>(version: &'v Version, state: &EcoTuneState) -> Vec<&'v Arc<Run>> {
+    version
+        .level(MAIN)
+        .runs()
+        .iter()
+        .filter(|r| {
+            let newest = r.tables().iter().map(|t| t.seqnos.largest).max();
+            newest.is_some_and(|s| s <= state.previous_round_seqno)
+        })
+        .collect()
 }
 
 /// Units per main-level run (oldest first): the TMCs from the one that wrote the run's oldest
@@ -419,12 +528,7 @@ fn main_layout(runs_oldest_first: &[&Arc<Run>], tmc_seqnos: &[u64]) -> Vec<u32> 
     let first: Vec<usize> = runs_oldest_first
         .iter()
         .map(|run| {
-            let oldest = run
-                .tables()
-                .iter()
-                .map(|t| t.seqnos.smallest)
-                .min()
-                .unwrap_or_default();
+            let oldest = oldest_seqno(run);
             tmc_seqnos.iter().filter(|&&b| b < oldest).count()
         })
         .collect();
@@ -488,35 +592,36 @@ impl CompactionPolicy for EcoTune {
                     state.targets.len(),
                     format_size(state.unit_bytes)
                 ),
+                priority: Priority::Normal,
             }));
         }
         let round_done = state.tmc_seqnos.len() >= state.targets.len();
-        let main_busy = any_leased(version, MAIN..=LAST, ctx.leases);
-        if round_done {
-            // The global compaction, once no TMC or MLC runs.
-            if main_busy || any_leased(version, TOP..=TOP, ctx.leases) {
-                return Ok(None);
-            }
+        if round_done && !ctx.urgent_only {
+            // The next round starts at once, so its TMCs need not wait for the global
+            // compaction: the last level will hold this round's main level too.
             let last_after = version.level(MAIN).size() + version.level(LAST).size();
             let next = self.plan_round(last_after, &state, ctx)?;
-            let mut plan = merge_levels(
-                version,
-                MAIN..=MAIN,
-                LAST,
-                true,
-                self.cut(),
-                self.bloom_bits_per_key,
-            );
-            plan.policy_state = Some(store_state(NAME, &next)?);
-            plan.reason = format!(
-                "global compaction ending round {}: next round {} TMCs of {}",
-                state.round,
-                next.targets.len(),
-                format_size(next.unit_bytes)
-            );
-            return Ok(Some(plan));
+            return Ok(Some(Plan {
+                action: PlanAction::UpdateState,
+                inputs: Vec::new(),
+                output: None,
+                policy_state: Some(store_state(NAME, &next)?),
+                priority: Priority::Normal,
+                reason: format!(
+                    "round {} done: next round {} TMCs of {}",
+                    state.round,
+                    next.targets.len(),
+                    format_size(next.unit_bytes)
+                ),
+            }));
         }
         if let Some(plan) = self.tmc(version, &state, ctx) {
+            return Ok(Some(plan));
+        }
+        if ctx.urgent_only {
+            return Ok(None);
+        }
+        if let Some(plan) = self.global_compaction(version, &state, ctx) {
             return Ok(Some(plan));
         }
         Ok(self.mlc(version, &state, ctx))
@@ -529,7 +634,7 @@ impl CompactionPolicy for EcoTune {
         vec![
             ("units_per_round", self.units_per_round.to_string()),
             ("size_cap", self.size_cap.to_string()),
-            ("merge_slowdown", self.merge_slowdown.to_string()),
+            ("merge_slowdown", measured(self.merge_slowdown)),
             ("long_scan_ratio", measured(self.long_scan_ratio)),
             ("rewrite_ratio", measured(self.rewrite_ratio)),
             ("write_buffer_size", format_size(self.write_buffer_size)),

@@ -23,7 +23,9 @@ use crate::options::{
     OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, TARGET_FILE_SIZE,
     WRITE_BUFFER_SIZE,
 };
-use crate::plan::{BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanOutput};
+use crate::plan::{
+    BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanOutput, Priority,
+};
 use crate::policy::CompactionPolicy;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -396,6 +398,7 @@ impl CompactionPolicy for HorizontalLeveled {
                 output: None,
                 policy_state: Some(new_state),
                 reason: format!("{reason} (no data to move)"),
+                priority: Priority::Normal,
             }));
         }
         let mut plan = merge_levels(
@@ -599,6 +602,7 @@ impl CompactionPolicy for HorizontalTiered {
                     output: None,
                     policy_state: new_state,
                     reason: format!("new phase: L{last_level} already holds {runs} run(s)"),
+                    priority: Priority::Normal,
                 }));
             }
             let mut plan = merge_levels(
@@ -631,6 +635,7 @@ impl CompactionPolicy for HorizontalTiered {
                 output: None,
                 policy_state: new_state,
                 reason: format!("{reason} (no data to move)"),
+                priority: Priority::Normal,
             }));
         }
         let mut plan = merge_levels(

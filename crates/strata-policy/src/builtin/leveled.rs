@@ -28,7 +28,9 @@ use crate::options::{
     OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO,
     TARGET_FILE_SIZE, WRITE_BUFFER_SIZE,
 };
-use crate::plan::{CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput};
+use crate::plan::{
+    CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput, Priority,
+};
 use crate::policy::CompactionPolicy;
 use std::sync::Arc;
 use strata_meta::{format_size, TableMeta, Version};
@@ -319,6 +321,7 @@ impl Leveled {
             output: Some(self.output(base, output_run)),
             policy_state: None,
             reason,
+            priority: Priority::Normal,
         })
     }
 

@@ -50,7 +50,9 @@ use crate::options::{
     OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO,
     WRITE_BUFFER_SIZE,
 };
-use crate::plan::{CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput};
+use crate::plan::{
+    CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput, Priority,
+};
 use crate::policy::CompactionPolicy;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -651,6 +653,7 @@ impl Spooky {
                 "{} L0 runs wait behind a running merge: merge them into one",
                 runs.len()
             ),
+            priority: Priority::Normal,
         })
     }
 
@@ -718,6 +721,7 @@ impl Spooky {
                     "no piece after the last one merged holds L{} data: the round into L{} ends",
                     round.from, round.into
                 ),
+                priority: Priority::Normal,
             }));
         };
         // Tables of the input levels by the pieces they touch.
@@ -826,6 +830,7 @@ impl Spooky {
                     " (the last piece with new data)"
                 }
             ),
+            priority: Priority::Normal,
         }))
     }
 }

@@ -53,7 +53,9 @@ use crate::options::{
     OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, BLOOM_LAYOUT,
     TARGET_FILE_SIZE, WRITE_BUFFER_SIZE,
 };
-use crate::plan::{BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanOutput};
+use crate::plan::{
+    BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanOutput, Priority,
+};
 use crate::policy::CompactionPolicy;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -368,7 +370,7 @@ fn operation_counts(stats: &WorkloadStats) -> [u64; 3] {
     [
         stats.puts + stats.deletes,
         stats.point_reads,
-        stats.short_scans + stats.long_scans,
+        stats.scans.total(),
     ]
 }
 
@@ -765,6 +767,7 @@ impl Vertiorizon {
                 output: None,
                 policy_state,
                 reason: format!("{reason} (no data to move)"),
+                priority: Priority::Normal,
             });
         }
         let mut plan = merge_levels(
@@ -818,6 +821,7 @@ impl Vertiorizon {
                 output: None,
                 policy_state,
                 reason: format!("{reason} (no data to move)"),
+                priority: Priority::Normal,
             }));
         }
         let into_existing = state.merge == HorizontalMerge::Leveling;
@@ -898,6 +902,7 @@ impl CompactionPolicy for Vertiorizon {
                 output: None,
                 policy_state: Some(store_state(self.policy_name(), &state)?),
                 reason: format!("phase 0: {}", state.tuning),
+                priority: Priority::Normal,
             }));
         }
         let v1 = self.first_vertical_level();
