@@ -104,6 +104,19 @@ pub struct BenchArgs {
     /// Makes the manifest larger. Peers do not count blocks.
     #[arg(long)]
     count_blocks: bool,
+    /// Bytes per second flushes and compactions may write together (e.g. 64MiB); no limit when
+    /// absent. Strata: Options::with_rate_limiter; RocksDB: rate_limiter; fjall has none.
+    #[arg(long, value_parser = size_arg)]
+    rate_limit: Option<u64>,
+    /// Strata: threads besides --jobs that run only the plans a policy marks urgent (ecotune's
+    /// top-to-main compactions). Options::with_reserved_jobs.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = usize_arg)]
+    reserved_jobs: usize,
+    /// Strata: keep an in-memory index of every key in this level's tables, so lookups there
+    /// probe only the tables holding the key (ecotune's top level is 1).
+    /// Options::with_key_index.
+    #[arg(long, allow_negative_numbers = true, value_parser = usize_arg)]
+    key_index: Option<usize>,
     /// Open every engine with its own defaults and ignore the engine flags above (buffer, file
     /// and cache sizes, size ratio, level base, Bloom bits, jobs): what a user who changes
     /// nothing gets. RocksDB gets its default block-based table with a 10-bit Bloom filter and
@@ -373,6 +386,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
         background_jobs: args.jobs,
         expected_data_size: user_bytes.max(1),
         count_blocks: args.count_blocks,
+        rate_limit: args.rate_limit,
+        reserved_jobs: args.reserved_jobs,
+        key_index_level: args.key_index,
         engine_defaults: args.engine_defaults,
     };
     for policy in &policies {

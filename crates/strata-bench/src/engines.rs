@@ -16,6 +16,8 @@ pub struct EngineStats {
     pub blocks_read: Option<u64>,
     /// Tables probed by point lookups, if known.
     pub tables_probed: Option<u64>,
+    /// Filter probes by point lookups, if known.
+    pub filter_probes: Option<u64>,
     /// Microseconds writers were stalled, if known.
     pub stall_micros: Option<u64>,
     /// The LSM shape, if known.
@@ -81,6 +83,17 @@ pub struct EngineSettings {
     /// Record every table's data blocks in the manifest and count the data blocks written per
     /// level (Strata only; `Options::with_record_block_ranges`).
     pub count_blocks: bool,
+    /// Bytes per second flushes and compactions may write together, if limited (Strata's
+    /// `Options::with_rate_limiter`, RocksDB's `rate_limiter`).
+    #[serde(default)]
+    pub rate_limit: Option<u64>,
+    /// Strata: threads that run only urgent plans, besides `background_jobs`
+    /// (`Options::with_reserved_jobs`).
+    #[serde(default = "default_reserved_jobs")]
+    pub reserved_jobs: usize,
+    /// Strata: the level an in-memory key index covers, if any (`Options::with_key_index`).
+    #[serde(default)]
+    pub key_index_level: Option<usize>,
     /// Ignore every other setting: open each engine with its own defaults, as a user who
     /// changes nothing would (RocksDB with its default block-based table given a 10-bit Bloom
     /// filter and no compression, as its documentation recommends for point lookups; Strata's
@@ -101,9 +114,17 @@ impl Default for EngineSettings {
             background_jobs: 2,
             expected_data_size: 1 << 30,
             count_blocks: false,
+            rate_limit: None,
+            reserved_jobs: default_reserved_jobs(),
+            key_index_level: None,
             engine_defaults: false,
         }
     }
+}
+
+/// Strata's default (`Options::with_reserved_jobs`).
+fn default_reserved_jobs() -> usize {
+    1
 }
 
 /// Strata with one policy.
@@ -137,6 +158,9 @@ impl Strata {
                 .with_write_buffer_size(s.write_buffer_size)
                 .with_block_cache_capacity(s.block_cache)
                 .with_max_background_jobs(s.background_jobs)
+                .with_reserved_jobs(s.reserved_jobs)
+                .with_rate_limiter(s.rate_limit)
+                .with_key_index(s.key_index_level)
                 .with_record_block_ranges(s.count_blocks)
                 .with_policy_spec(spec)?
         };
@@ -210,6 +234,7 @@ impl KvEngine for Strata {
             table_bytes_written: Some(m.flush_bytes + m.compaction_bytes_written),
             blocks_read: Some(m.block_cache_misses),
             tables_probed: Some(m.get_tables_probed),
+            filter_probes: Some(m.bloom_checks),
             stall_micros: Some(m.stall_micros),
             shape: m
                 .levels
@@ -286,6 +311,10 @@ mod rocks {
             o.set_target_file_size_base(s.target_file_size);
             o.set_num_levels(7);
             o.set_max_background_jobs(s.background_jobs as i32);
+            if let Some(rate) = s.rate_limit {
+                // Refill every 100 ms with fairness 10, RocksDB's defaults.
+                o.set_ratelimiter(i64::try_from(rate).unwrap_or(i64::MAX), 100_000, 10);
+            }
             o.set_compression_type(rocksdb::DBCompressionType::None);
             o.enable_statistics();
             let mut t = rocksdb::BlockBasedOptions::default();
@@ -361,6 +390,7 @@ mod rocks {
                 ),
                 blocks_read: Some(self.ticker("rocksdb.block.cache.data.miss")),
                 tables_probed: None,
+                filter_probes: None,
                 stall_micros: Some(self.ticker("rocksdb.stall.micros")),
                 // Block counts per level and policy time are Strata's own.
                 ..EngineStats::default()

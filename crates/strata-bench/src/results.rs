@@ -124,6 +124,10 @@ pub struct RunResult {
     pub read_amp: Option<f64>,
     /// Sorted runs (or tables) probed per point lookup, when the engine reports it.
     pub runs_probed_per_lookup: Option<f64>,
+    /// Filter probes per point lookup, when the engine reports it (fewer than the runs probed
+    /// where a key index answers instead, `--key-index`).
+    #[serde(default)]
+    pub filter_probes_per_lookup: Option<f64>,
     /// Seconds writers were stalled by the engine's write controller, when reported.
     pub stall_seconds: Option<f64>,
     /// CPU seconds the process used (user + system) during the run.

@@ -234,6 +234,7 @@ pub fn run(
     let mut reads_measured = 0u64;
     let mut blocks_read_measured = 0u64;
     let mut probed_measured = 0u64;
+    let mut filter_probes_measured = 0u64;
     let mut result = Ok(());
     for (i, phase) in spec.phases.iter().enumerate() {
         let before = engine.stats();
@@ -293,6 +294,9 @@ pub fn run(
                     if let (Some(a), Some(b)) = (after.tables_probed, before.tables_probed) {
                         probed_measured += a - b;
                     }
+                    if let (Some(a), Some(b)) = (after.filter_probes, before.filter_probes) {
+                        filter_probes_measured += a - b;
+                    }
                     phases.push(p);
                 }
             }
@@ -335,6 +339,10 @@ pub fn run(
         .tables_probed
         .filter(|_| reads_measured > 0)
         .map(|_| probed_measured as f64 / reads_measured as f64);
+    let filter_probes = stats
+        .filter_probes
+        .filter(|_| reads_measured > 0)
+        .map(|_| filter_probes_measured as f64 / reads_measured as f64);
     Ok(RunResult {
         label: label.to_string(),
         engine: engine.engine().to_string(),
@@ -348,6 +356,7 @@ pub fn run(
         final_space_amp: ratio(final_disk as f64, live_bytes as f64),
         read_amp,
         runs_probed_per_lookup: runs_probed,
+        filter_probes_per_lookup: filter_probes,
         stall_seconds: stats.stall_micros.map(|m| m as f64 / 1e6),
         cpu_seconds: cpu_seconds() - cpu_start,
         policy_seconds: match (stats.policy_micros, stats_start.policy_micros) {

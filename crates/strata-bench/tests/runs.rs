@@ -90,6 +90,7 @@ fn ycsb_a_measures_throughput_latency_and_amplification() {
         );
         assert!(r.peak_disk_bytes > 0 && !r.disk_samples.is_empty());
         assert!(r.read_amp.is_some() && r.runs_probed_per_lookup.is_some());
+        assert!(r.filter_probes_per_lookup.is_some());
         assert!(!r.shape.is_empty());
     }
     let table = report::render_table(&c);

@@ -197,19 +197,28 @@ impl KeyIndexSet {
     /// What readers of a version whose level holds `tables` use: each generation with the
     /// slots of those tables.
     pub fn view(&self, level: usize, tables: &HashSet<TableId>) -> KeyIndexView {
+        let mut indexed = Vec::new();
         let generations = self
             .generations
             .iter()
             .filter_map(|g| {
-                let slots: Vec<(TableId, u32)> = g
+                let mut by_slot: Slots = g
                     .slots()
                     .into_iter()
                     .filter(|(t, _)| tables.contains(t))
+                    .map(|(t, slot)| (slot, t))
                     .collect();
-                (!slots.is_empty()).then(|| (Arc::clone(g), slots))
+                by_slot.sort_unstable();
+                indexed.extend(by_slot.iter().map(|&(_, t)| t));
+                (!by_slot.is_empty()).then(|| (Arc::clone(g), by_slot))
             })
             .collect();
-        KeyIndexView { level, generations }
+        indexed.sort_unstable();
+        KeyIndexView {
+            level,
+            generations,
+            indexed,
+        }
     }
 
     /// Keys indexed, over every generation (stale ones included).
@@ -234,26 +243,26 @@ pub(crate) struct KeyIndexView {
     /// The level indexed.
     pub level: usize,
     generations: Vec<(Arc<KeyIndex>, Slots)>,
+    /// Every table of the view with indexed keys, sorted.
+    indexed: Vec<TableId>,
 }
 
-/// The tables of one generation a view sees, with their slots.
-type Slots = Vec<(TableId, u32)>;
+/// The tables of one generation a view sees, sorted by slot.
+type Slots = Vec<(u32, TableId)>;
 
 impl KeyIndexView {
     /// Whether `table`'s keys are indexed (else a lookup probes it through its filter).
     pub fn is_indexed(&self, table: TableId) -> bool {
-        self.generations
-            .iter()
-            .any(|(_, slots)| slots.iter().any(|(t, _)| *t == table))
+        self.indexed.binary_search(&table).is_ok()
     }
 
     /// Calls `found` with every indexed table of the version that may hold a key hashing to
     /// `hash` (a false match of the kept bits costs one probe of the table).
     pub fn candidates(&self, hash: u64, mut found: impl FnMut(TableId)) {
-        for (index, slots) in &self.generations {
+        for (index, by_slot) in &self.generations {
             index.candidates(hash, |slot| {
-                if let Some(&(t, _)) = slots.iter().find(|(_, s)| *s == slot) {
-                    found(t);
+                if let Ok(i) = by_slot.binary_search_by_key(&slot, |&(s, _)| s) {
+                    found(by_slot[i].1);
                 }
             });
         }

@@ -1,7 +1,7 @@
 //! Oracle test: long random sequences of puts, deletes, batches, gets, range scans in both
 //! directions, snapshots, flushes, manual compactions and reopens, checked after every step
 //! against a `BTreeMap` model, for every built-in policy, with background and synchronous
-//! compaction.
+//! compaction, and a key index (`Options::with_key_index`) answering lookups in one level.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
@@ -43,6 +43,9 @@ fn options(fs: &MemFs, policy: &str, synchronous: bool) -> Options {
         .with_block_size(512)
         .with_block_cache_capacity(64 << 10)
         .with_synchronous_compaction(synchronous)
+        // The key index over the level most policies flush into (background runs, where flushes
+        // race with merges that empty it) or over level 0 (leveled's and Spooky's flushes).
+        .with_key_index(Some(if synchronous { 0 } else { 1 }))
         // Two compaction threads: policies that run jobs side by side (Spooky's pieces beside
         // merges out of L0, intra-L0 merges) do so here.
         .with_max_background_jobs(3)

@@ -34,7 +34,7 @@ pub mod registry;
 pub mod testing;
 mod timer;
 
-pub use builtin::ecotune::{EcoTune, EcoTuneState};
+pub use builtin::ecotune::{EcoTune, EcoTuneState, RoundInputs};
 pub use builtin::horizontal::{
     HorizontalLeveled, HorizontalLeveledState, HorizontalTiered, HorizontalTieredState,
     SkewThreshold,

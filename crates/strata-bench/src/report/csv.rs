@@ -4,7 +4,7 @@ use crate::results::{Comparison, LatencySummary, PhaseResult, RunResult};
 
 /// Column names, in order. Run-level columns repeat on every row of the run so each row stands on
 /// its own in a spreadsheet or a dataframe.
-const HEADER: [&str; 36] = [
+const HEADER: [&str; 37] = [
     "workload",
     "label",
     "engine",
@@ -17,6 +17,7 @@ const HEADER: [&str; 36] = [
     "final_space_amp",
     "read_amp",
     "runs_probed_per_lookup",
+    "filter_probes_per_lookup",
     "stall_seconds",
     "cpu_seconds",
     "wall_seconds",
@@ -88,6 +89,7 @@ fn row(
         float(Some(run.final_space_amp)),
         float(run.read_amp),
         float(run.runs_probed_per_lookup),
+        float(run.filter_probes_per_lookup),
         float(run.stall_seconds),
         float(Some(run.cpu_seconds)),
         float(Some(run.wall_seconds)),

@@ -54,6 +54,7 @@ fn comparison() -> Comparison {
         final_space_amp: 1.1,
         read_amp: Some(1.25),
         runs_probed_per_lookup: Some(6.0),
+        filter_probes_per_lookup: Some(5.0),
         stall_seconds: Some(0.5),
         cpu_seconds: 12.0,
         policy_seconds: Some(0.5),
@@ -114,6 +115,7 @@ fn comparison() -> Comparison {
         peak_space_amp: 3.0,
         read_amp: None,
         runs_probed_per_lookup: Some(12.0),
+        filter_probes_per_lookup: Some(11.0),
         stall_seconds: None,
         phases: vec![
             phase("load", 300_000.0, &[("all", latency(2.0, 30.0, 60.0))]),
@@ -136,6 +138,7 @@ fn comparison() -> Comparison {
         worst_window_ops_per_sec: f64::NAN,
         read_amp: None,
         runs_probed_per_lookup: None,
+        filter_probes_per_lookup: None,
         disk_samples: Vec::new(),
         shape: Vec::new(),
         policy_state: None,

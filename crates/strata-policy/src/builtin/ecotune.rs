@@ -174,6 +174,22 @@ pub struct EcoTuneState {
     /// level while this round's TMCs go on (0: none).
     #[serde(default)]
     pub previous_round_seqno: u64,
+    /// What this round's schedule was solved from: r, T_c/T_w and β as measured (or fixed by
+    /// options) when the round started.
+    #[serde(default)]
+    pub solved_with: Option<RoundInputs>,
+}
+
+/// The measured inputs a round's schedule was solved from (kept in the state, so a reader can
+/// see why a round merges as it does).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RoundInputs {
+    /// r: the share of long scans among queries.
+    pub long_scan_ratio: f64,
+    /// T_c/T_w: the time to rewrite a unit over the time between TMCs.
+    pub rewrite_ratio: f64,
+    /// β: query speed beside an MLC over query speed without one.
+    pub merge_slowdown: f64,
 }
 
 impl EcoTune {
@@ -342,6 +358,12 @@ impl EcoTune {
         let schedule = ecotune_dp::solve(&model).map_err(|reason| {
             PolicyError::InvalidPlan(format!("ecotune: cannot solve the round: {reason}"))
         })?;
+        let solved_with = Some(RoundInputs {
+            // Rounded, so the state stays short and reads well.
+            long_scan_ratio: (model.long_scan_ratio * 1e4).round() / 1e4,
+            rewrite_ratio: (model.rewrite_time * 1e4).round() / 1e4,
+            merge_slowdown: (model.merge_slowdown * 1e4).round() / 1e4,
+        });
         Ok(EcoTuneState {
             round: previous.round + 1,
             unit_bytes,
@@ -354,6 +376,7 @@ impl EcoTune {
                 .last()
                 .copied()
                 .unwrap_or(previous.previous_round_seqno),
+            solved_with,
         })
     }
 
