@@ -18,6 +18,8 @@ pub struct EngineStats {
     pub tables_probed: Option<u64>,
     /// Filter probes by point lookups, if known.
     pub filter_probes: Option<u64>,
+    /// Keys in the key index and the bytes it holds, if the engine keeps one.
+    pub key_index: Option<(u64, u64)>,
     /// Microseconds writers were stalled, if known.
     pub stall_micros: Option<u64>,
     /// The LSM shape, if known.
@@ -235,6 +237,8 @@ impl KvEngine for Strata {
             blocks_read: Some(m.block_cache_misses),
             tables_probed: Some(m.get_tables_probed),
             filter_probes: Some(m.bloom_checks),
+            key_index: (m.key_index_entries > 0)
+                .then_some((m.key_index_entries, m.key_index_bytes)),
             stall_micros: Some(m.stall_micros),
             shape: m
                 .levels
@@ -391,6 +395,7 @@ mod rocks {
                 blocks_read: Some(self.ticker("rocksdb.block.cache.data.miss")),
                 tables_probed: None,
                 filter_probes: None,
+                key_index: None,
                 stall_micros: Some(self.ticker("rocksdb.stall.micros")),
                 // Block counts per level and policy time are Strata's own.
                 ..EngineStats::default()

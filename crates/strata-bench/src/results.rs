@@ -173,6 +173,9 @@ pub struct RunResult {
     /// counters, rounds and tuning decisions).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy_state: Option<String>,
+    /// Keys in the key index at the end and the bytes its hash tables hold (`--key-index`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_index: Option<(u64, u64)>,
     /// The phases, in order.
     pub phases: Vec<PhaseResult>,
     /// Data blocks written and kept per level in every phase, measured or not (empty unless

@@ -376,6 +376,7 @@ pub fn run(
         disk_samples,
         shape: stats.shape,
         policy_state: stats.policy_state,
+        key_index: stats.key_index,
         phases,
         phase_blocks,
     })

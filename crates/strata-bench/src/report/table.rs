@@ -246,10 +246,23 @@ pub fn render_rounds(c: &Comparison) -> String {
             ));
         }
     }
-    if out.is_empty() {
-        return out;
+    if !out.is_empty() {
+        out = format!(
+            "\nthroughput per compaction round (between merges that rewrite the last level)\n{out}"
+        );
     }
-    format!("\nthroughput per compaction round (between merges that rewrite the last level)\n{out}")
+    for run in &c.runs {
+        if let Some((keys, bytes)) = run.key_index {
+            out.push_str(&format!(
+                "{}: key index of {} keys in {:.1} MiB ({:.1} bytes a key)\n",
+                run.label,
+                fmt_count(Some(keys as f64)),
+                bytes as f64 / f64::from(1 << 20),
+                bytes as f64 / keys.max(1) as f64
+            ));
+        }
+    }
+    out
 }
 
 /// Headers of the physical view.

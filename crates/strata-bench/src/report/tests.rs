@@ -84,6 +84,7 @@ fn comparison() -> Comparison {
             },
         ],
         policy_state: Some("{\"tuning\":\"tiering ℓ=3\"}".to_string()),
+        key_index: Some((1_000_000, 10 << 20)),
         phase_blocks: Vec::new(),
         phases: vec![
             phase(
@@ -142,6 +143,7 @@ fn comparison() -> Comparison {
         disk_samples: Vec::new(),
         shape: Vec::new(),
         policy_state: None,
+        key_index: None,
         phases: vec![PhaseResult {
             throughput_samples: Vec::new(),
             ..phase("run", 50_000.0, &[("all", latency(10.0, 400.0, 2000.0))])
@@ -215,6 +217,32 @@ fn table_shows_values_and_ratios_to_the_baseline() {
     let peer = table_row(&table, "peer");
     assert_eq!(peer[2], "-", "NaN worst window shows as missing");
     assert_eq!(peer[10..], ["0.50", "-", "2.00", "1.00", "1.00"]);
+    assert!(
+        table.contains("leveled: key index of 1,000,000 keys in 10.0 MiB (10.5 bytes a key)"),
+        "{table}"
+    );
+    assert!(
+        !table.contains("compaction round"),
+        "no run has rounds: {table}"
+    );
+}
+
+#[test]
+fn table_lists_each_run_s_throughput_per_compaction_round() {
+    let mut c = comparison();
+    let round = |start_secs, end_secs, ops_per_sec| crate::results::RoundThroughput {
+        start_secs,
+        end_secs,
+        ops_per_sec,
+    };
+    c.runs[0].phases[1].rounds = vec![round(1.0, 3.0, 60_000.0), round(3.0, 4.0, 90_000.0)];
+    let table = render_table(&c);
+    assert!(
+        table.contains(
+            "leveled run: 2 whole compaction rounds, mean 75,000 ops/s per round (60,000, 90,000)"
+        ),
+        "{table}"
+    );
 }
 
 #[test]
