@@ -15,7 +15,7 @@
 //! ([`OptionSpec`]) and a constructor. Built-in policies: [`Leveled`], [`LeveledFull`],
 //! [`Tiered`], [`LazyLeveled`], [`HorizontalLeveled`], [`HorizontalTiered`], [`Spooky`] (with
 //! its lazy and tiered variants), [`Vertiorizon`] (with its lazy-leveling backbone), the partial-merge family
-//! ([`PartialMerge`]: Full, RR, ChooseBest and Mixed with [`MixedLearner`]), and [`EcoTune`]. A policy written
+//! ([`PartialMerge`]: Full, RR, ChooseBest and Mixed with [`MixedLearner`]), [`EcoTune`], and [`MinMax`] (bucket ingestion). A policy written
 //! outside this crate implements [`CompactionPolicy`], builds its plans with [`helpers`], and
 //! calls [`registry::register`].
 
@@ -26,6 +26,7 @@ pub mod ecotune_dp;
 mod error;
 pub mod helpers;
 pub mod math;
+pub mod minmax_model;
 mod options;
 pub mod overlap;
 mod plan;
@@ -42,6 +43,7 @@ pub use builtin::horizontal::{
 pub use builtin::lazy_leveled::LazyLeveled;
 pub use builtin::leveled::{LevelTargets, Leveled};
 pub use builtin::leveled_full::LeveledFull;
+pub use builtin::minmax::MinMax;
 pub use builtin::mixed_learning::{Learner as MixedLearner, Measurement as MixedMeasurement};
 pub use builtin::partial::{MergeMode, PartialMerge, PartialMergeState};
 pub use builtin::spooky::{Layout as SpookyLayout, Round as SpookyRound, Spooky, SpookyState};

@@ -43,6 +43,7 @@ const BUILTIN: &[PolicyRegistration] = &[
     crate::builtin::partial::CHOOSEBEST_PRESERVING_REGISTRATION,
     crate::builtin::partial::MIXED_PRESERVING_REGISTRATION,
     crate::builtin::ecotune::REGISTRATION,
+    crate::builtin::minmax::REGISTRATION,
 ];
 
 fn extra() -> &'static RwLock<Vec<PolicyRegistration>> {

@@ -6,6 +6,7 @@ pub mod horizontal;
 pub mod lazy_leveled;
 pub mod leveled;
 pub mod leveled_full;
+pub mod minmax;
 pub mod mixed_learning;
 pub mod partial;
 pub mod spooky;

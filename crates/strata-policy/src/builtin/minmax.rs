@@ -1,0 +1,198 @@
+//! Min-Max bucket ingestion: nearly sorted data loaded with no merging at all.
+//!
+//! The write buffer is the paper's sorted cache and its size the cache limit. Each time it fills,
+//! the flush writes only the *most compact window*: the `bucket_size` worth of consecutive keys
+//! (in key order) whose key span, last key minus first, is smallest
+//! ([`BufferSelection::MostCompactWindow`]). The rest stays buffered, so keys that arrived out of
+//! order get the chance to be joined by their neighbours before they are written. Every bucket
+//! becomes a run of its own in L1 and is never merged: write amplification is one table write
+//! per entry. Reads pay instead, one probe per bucket whose [min, max] holds the key.
+//!
+//! The window is counted in entries, from the buffer's average entry size, so a bucket is about
+//! `bucket_size` bytes. On ties the first window (smallest keys) goes. Paper: "On Lowering Merge
+//! Costs of an LSM Tree", SSDBM 2021; `docs/minmax.md`.
+
+use crate::context::PickContext;
+use crate::error::PolicyError;
+use crate::helpers::{check_bloom, check_positive, flush_to_new_run};
+use crate::options::{
+    OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY,
+};
+use crate::plan::{BufferSelection, CutRule, FlushPlan, Plan};
+use crate::policy::CompactionPolicy;
+use std::sync::Arc;
+use strata_meta::{format_size, Version};
+
+/// The policy's name.
+pub const NAME: &str = "minmax";
+
+/// The level that holds the buckets.
+const BUCKETS: usize = 1;
+
+const BUCKET_SIZE: OptionSpec = OptionSpec {
+    name: "bucket_size",
+    kind: OptionKind::Size,
+    default: "1MiB",
+    rocksdb: None,
+    doc: "bytes of one bucket (the paper's window, its I/O size); one table each",
+};
+
+/// The registry entry.
+pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: NAME,
+    summary: "Min-Max buckets: each full buffer writes its most compact window of keys as a run; nothing merges",
+    options: &[BUCKET_SIZE, BLOOM_BITS_PER_KEY],
+    build,
+};
+
+fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+    let policy = MinMax::new()
+        .with_bucket_size(config.size("bucket_size")?)
+        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
+    policy.validate()?;
+    Ok(Arc::new(policy))
+}
+
+/// Min-Max bucket ingestion. See the module documentation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MinMax {
+    bucket_size: u64,
+    bloom_bits_per_key: f64,
+}
+
+impl Default for MinMax {
+    fn default() -> Self {
+        MinMax {
+            bucket_size: 1 << 20,
+            bloom_bits_per_key: 10.0,
+        }
+    }
+}
+
+impl MinMax {
+    /// The default configuration.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes of one bucket: the window a flush writes, and the size of its table. No RocksDB
+    /// equivalent. Default: 1 MiB.
+    pub fn with_bucket_size(mut self, bytes: u64) -> Self {
+        self.bucket_size = bytes;
+        self
+    }
+
+    /// Bloom filter bits per key of the buckets. RocksDB: the `bits_per_key` of
+    /// `NewBloomFilterPolicy`. Default: 10.
+    pub fn with_bloom_bits_per_key(mut self, bits: f64) -> Self {
+        self.bloom_bits_per_key = bits;
+        self
+    }
+
+    /// Checks every option.
+    pub fn validate(&self) -> Result<(), PolicyError> {
+        check_bloom(self.bloom_bits_per_key)?;
+        check_positive("bucket_size", self.bucket_size)
+    }
+
+    /// Entries in a window of `bucket_size` bytes at the buffer's average entry size: at least
+    /// one, and the whole buffer when it holds less than a bucket.
+    pub fn window_entries(&self, buffered_entries: u64, buffered_bytes: u64) -> u64 {
+        if buffered_entries == 0 || buffered_bytes <= self.bucket_size {
+            return buffered_entries.max(1);
+        }
+        let entries = u128::from(self.bucket_size) * u128::from(buffered_entries)
+            / u128::from(buffered_bytes);
+        u64::try_from(entries).unwrap_or(u64::MAX).max(1)
+    }
+}
+
+impl CompactionPolicy for MinMax {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn plan_flush(
+        &self,
+        _version: &Version,
+        ctx: &PickContext<'_>,
+    ) -> Result<FlushPlan, PolicyError> {
+        // The table is cut well above the bucket so a bucket is one table (its entries can be a
+        // little larger than the buffer's average).
+        let cut = CutRule::target_size(self.bucket_size.saturating_mul(2));
+        let mut plan = flush_to_new_run(BUCKETS, cut, self.bloom_bits_per_key);
+        let Some(buffer) = ctx.buffer else {
+            return Ok(plan);
+        };
+        let entries = self.window_entries(buffer.entries, buffer.bytes);
+        if entries < buffer.entries {
+            plan.selection = BufferSelection::MostCompactWindow { entries };
+            plan.reason = format!(
+                "bucket: the most compact {entries} of {} buffered entries into a new run in L{BUCKETS}",
+                buffer.entries
+            );
+        } else {
+            plan.reason = format!(
+                "bucket: the whole buffer ({} entries) into a new run in L{BUCKETS}",
+                buffer.entries
+            );
+        }
+        Ok(plan)
+    }
+
+    fn pick(
+        &self,
+        _version: &Version,
+        _ctx: &PickContext<'_>,
+    ) -> Result<Option<Plan>, PolicyError> {
+        // Buckets are never merged (the paper's choice (b): leave them unsorted, index them).
+        Ok(None)
+    }
+
+    fn plan_manual(
+        &self,
+        version: &Version,
+        range: &crate::ManualRange,
+        _ctx: &PickContext<'_>,
+    ) -> Result<Option<Plan>, PolicyError> {
+        // A manual compaction is the paper's choice (a): sort the range's buckets into one run.
+        Ok(crate::helpers::range_merge(
+            version,
+            range,
+            Some((
+                CutRule::target_size(self.bucket_size),
+                self.bloom_bits_per_key,
+            )),
+        ))
+    }
+
+    fn options(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("bucket_size", format_size(self.bucket_size)),
+            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_is_a_bucket_of_the_buffers_average_entries() {
+        let policy = MinMax::new().with_bucket_size(1000);
+        // 100 entries of 50 bytes: 20 make a bucket.
+        assert_eq!(policy.window_entries(100, 5000), 20);
+        // Less than a bucket buffered: all of it.
+        assert_eq!(policy.window_entries(10, 500), 10);
+        assert_eq!(policy.window_entries(0, 0), 1);
+        // Entries larger than a bucket: one at a time.
+        assert_eq!(policy.window_entries(3, 30_000), 1);
+    }
+
+    #[test]
+    fn bad_options_are_refused_by_name() {
+        let err = MinMax::new().with_bucket_size(0).validate().unwrap_err();
+        assert!(err.to_string().contains("bucket_size"), "{err}");
+    }
+}
