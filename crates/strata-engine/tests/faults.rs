@@ -33,6 +33,8 @@ fn small_options(fs: Arc<dyn FileSystem>, policy: &str, synchronous: bool) -> Op
         ("expected_data_size", "256KiB"),
         ("levels", "3"),
         ("num_levels", "5"),
+        // Min-Max flushes a quarter of the buffer, so windows and remainders meet the faults.
+        ("bucket_size", "1KiB"),
     ])
     .unwrap();
     Options::new()

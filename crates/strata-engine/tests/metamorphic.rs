@@ -65,6 +65,8 @@ fn options(fs: &MemFs, policy: &str, synchronous: bool) -> Options {
         ("target_file_size", "2KiB"),
         ("expected_data_size", "512KiB"),
         ("num_levels", "5"),
+        // Min-Max flushes a quarter of the buffer at a time.
+        ("bucket_size", "1KiB"),
     ])
     .unwrap();
     Options::new()

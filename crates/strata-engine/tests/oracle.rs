@@ -35,6 +35,8 @@ fn options(fs: &MemFs, policy: &str, synchronous: bool) -> Options {
         ("num_levels", "5"),
         // Files kept for preserved blocks stay longer, so reads and reopens meet them.
         ("max_dead_fraction", "1"),
+        // Min-Max flushes a quarter of the buffer at a time, so reads meet buffered remainders.
+        ("bucket_size", "2KiB"),
     ])
     .unwrap();
     Options::new()

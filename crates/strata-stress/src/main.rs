@@ -107,6 +107,8 @@ fn options(policy: &str) -> Result<Options> {
         ("size_ratio", "4"),
         ("target_file_size", "32KiB"),
         ("expected_data_size", "16MiB"),
+        // Min-Max flushes a quarter of the buffer, so kills fall between windows.
+        ("bucket_size", "16KiB"),
     ])?;
     Ok(Options::new()
         .with_write_buffer_size(64 << 10)
