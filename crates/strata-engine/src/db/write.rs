@@ -194,6 +194,27 @@ impl Engine {
                     }
                 }
             }
+            // All buffered data together stays within max_write_buffer_number buffers. Only a
+            // window flush (which puts what it leaves out back into the active memtable) comes
+            // near this bound before the frozen-count stall below; without it a writer faster
+            // than the windows refills a buffer per flush while each flush frees one window,
+            // and the buffered data grows without bound. With nothing frozen the active
+            // memtable is frozen below regardless, so a flush can start.
+            let buffer_limit = self
+                .options
+                .write_buffer_size
+                .saturating_mul(self.options.max_write_buffer_number as u64);
+            let frozen_bytes: u64 = state.frozen.iter().map(|m| m.approximate_size()).sum();
+            if !synchronous
+                && !state.frozen.is_empty()
+                && frozen_bytes + state.memtable.approximate_size() >= buffer_limit
+            {
+                let start = Instant::now();
+                self.background_work
+                    .wait_for(&mut state, Duration::from_millis(100));
+                Statistics::add(&self.stats.stall_micros, start.elapsed().as_micros() as u64);
+                continue;
+            }
             if state.memtable.approximate_size() < self.options.write_buffer_size {
                 return Ok(Arc::clone(&state.memtable));
             }
