@@ -204,10 +204,15 @@ impl Engine {
                 .options
                 .write_buffer_size
                 .saturating_mul(self.options.max_write_buffer_number as u64);
-            let frozen_bytes: u64 = state.frozen.iter().map(|m| m.approximate_size()).sum();
             if !synchronous
                 && !state.frozen.is_empty()
-                && frozen_bytes + state.memtable.approximate_size() >= buffer_limit
+                && state.memtable.approximate_size()
+                    + state
+                        .frozen
+                        .iter()
+                        .map(|m| m.approximate_size())
+                        .sum::<u64>()
+                    >= buffer_limit
             {
                 let start = Instant::now();
                 self.background_work
