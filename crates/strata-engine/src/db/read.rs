@@ -174,9 +174,15 @@ impl Engine {
         }
         for level in view.version.levels() {
             for run in level.runs() {
+                // Only the tables whose keys can fall in the range: a level of many small runs
+                // (Min-Max buckets) then costs a scan nothing for the runs it does not touch.
+                let tables = tables_in_range(run.tables(), &range);
+                if tables.is_empty() {
+                    continue;
+                }
                 children.push(Box::new(RunIterator::new(
                     Arc::clone(&self.tables),
-                    run.tables().to_vec(),
+                    tables.to_vec(),
                     ReadPurpose::Query,
                 )));
             }
@@ -186,5 +192,64 @@ impl Engine {
             returned: 0,
         };
         DbIterator::new(children, view, scan_count, seq, range, reverse)
+    }
+}
+
+/// The contiguous tables of a run (sorted, disjoint) whose key ranges overlap `range`.
+fn tables_in_range<'a>(
+    tables: &'a [Arc<strata_meta::TableMeta>],
+    range: &(Bound<Vec<u8>>, Bound<Vec<u8>>),
+) -> &'a [Arc<strata_meta::TableMeta>] {
+    // First table not wholly before the start.
+    let first = tables.partition_point(|t| match &range.0 {
+        Bound::Included(s) => t.largest.as_ref() < s.as_slice(),
+        Bound::Excluded(s) => t.largest.as_ref() <= s.as_slice(),
+        Bound::Unbounded => false,
+    });
+    // First table wholly after the end.
+    let end = tables.partition_point(|t| match &range.1 {
+        Bound::Included(e) => t.smallest.as_ref() <= e.as_slice(),
+        Bound::Excluded(e) => t.smallest.as_ref() < e.as_slice(),
+        Bound::Unbounded => true,
+    });
+    &tables[first..end.max(first)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata_meta::TableMeta;
+
+    #[test]
+    fn a_scan_takes_only_the_tables_its_range_overlaps() {
+        // Tables [b, d], [f, h], [j, l].
+        let tables: Vec<Arc<TableMeta>> = [("b", "d"), ("f", "h"), ("j", "l")]
+            .iter()
+            .enumerate()
+            .map(|(i, (lo, hi))| Arc::new(TableMeta::new(i as u64, *lo, *hi, 10)))
+            .collect();
+        let ids = |range: (Bound<&str>, Bound<&str>)| -> Vec<u64> {
+            let range = (
+                range.0.map(|s| s.as_bytes().to_vec()),
+                range.1.map(|s| s.as_bytes().to_vec()),
+            );
+            tables_in_range(&tables, &range)
+                .iter()
+                .map(|t| t.id.0)
+                .collect()
+        };
+        use Bound::{Excluded, Included, Unbounded};
+        assert_eq!(ids((Unbounded, Unbounded)), [0, 1, 2]);
+        assert_eq!(ids((Included("e"), Included("e"))), Vec::<u64>::new());
+        assert_eq!(ids((Included("e"), Included("f"))), [1]);
+        assert_eq!(ids((Included("e"), Excluded("f"))), Vec::<u64>::new());
+        assert_eq!(ids((Included("h"), Unbounded)), [1, 2]);
+        assert_eq!(ids((Excluded("h"), Unbounded)), [2]);
+        assert_eq!(ids((Unbounded, Included("b"))), [0]);
+        assert_eq!(ids((Unbounded, Excluded("b"))), Vec::<u64>::new());
+        assert_eq!(ids((Included("c"), Included("k"))), [0, 1, 2]);
+        assert_eq!(ids((Included("m"), Unbounded)), Vec::<u64>::new());
+        // An empty range (start after end) takes nothing.
+        assert_eq!(ids((Included("k"), Included("c"))), Vec::<u64>::new());
     }
 }
