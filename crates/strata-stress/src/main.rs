@@ -138,6 +138,24 @@ struct SideLog {
 
 impl SideLog {
     fn open(path: &Path) -> Result<SideLog> {
+        // A kill can cut even a one-line write short where the file crosses a page boundary
+        // (the kernel stops between pages once a fatal signal is pending). Replay ignores such
+        // a torn last line; drop it before appending, or the next line is glued to it (seen
+        // as "A 1X 15254" after a kill cut "A 15254" at "A 1").
+        match std::fs::read(path) {
+            Ok(text) => {
+                let keep = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+                if keep < text.len() {
+                    OpenOptions::new()
+                        .write(true)
+                        .open(path)
+                        .and_then(|f| f.set_len(keep as u64))
+                        .with_context(|| format!("cutting the torn tail of {}", path.display()))?;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        }
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -1017,5 +1035,33 @@ fn main() -> Result<()> {
     match Cli::parse().command {
         Cmd::Run(a) => run(a),
         Cmd::Crash(a) => crash(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_side_log_line_is_cut_before_the_next_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("thread-00.log");
+        // A kill cut "A 15254" short after "A 1".
+        std::fs::write(&path, "I 15254 k=~\nA 1").unwrap();
+        let mut log = SideLog::open(&path).unwrap();
+        log.line("X 15254").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "I 15254 k=~\nX 15254\n"
+        );
+        let replayed = replay(&path).unwrap();
+        assert_eq!(replayed.acked, 0, "the cut acknowledgement does not count");
+        // A log that ends with a whole line is left alone.
+        drop(log);
+        SideLog::open(&path).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "I 15254 k=~\nX 15254\n"
+        );
     }
 }
