@@ -83,19 +83,11 @@ impl DbIterator {
     }
 
     fn before_start(&self, user_key: &[u8]) -> bool {
-        match &self.start {
-            Bound::Included(s) => user_key < s.as_slice(),
-            Bound::Excluded(s) => user_key <= s.as_slice(),
-            Bound::Unbounded => false,
-        }
+        strata_meta::below_start(&self.start, user_key)
     }
 
     fn past_end(&self, user_key: &[u8]) -> bool {
-        match &self.end {
-            Bound::Included(e) => user_key > e.as_slice(),
-            Bound::Excluded(e) => user_key >= e.as_slice(),
-            Bound::Unbounded => false,
-        }
+        strata_meta::above_end(&self.end, user_key)
     }
 
     fn parse(ikey: &[u8]) -> Result<(&[u8], SeqNo, ValueKind)> {

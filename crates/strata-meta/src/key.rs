@@ -107,6 +107,26 @@ pub fn parse_key(text: &str) -> Result<Bytes, String> {
     }
 }
 
+/// Whether `key` lies before a range that starts at `start`: below an included bound, at or
+/// below an excluded one, never for an unbounded start.
+pub fn below_start<B: AsRef<[u8]>>(start: &std::ops::Bound<B>, key: &[u8]) -> bool {
+    match start {
+        std::ops::Bound::Included(s) => key < s.as_ref(),
+        std::ops::Bound::Excluded(s) => key <= s.as_ref(),
+        std::ops::Bound::Unbounded => false,
+    }
+}
+
+/// Whether `key` lies past a range that ends at `end`: above an included bound, at or above an
+/// excluded one, never for an unbounded end.
+pub fn above_end<B: AsRef<[u8]>>(end: &std::ops::Bound<B>, key: &[u8]) -> bool {
+    match end {
+        std::ops::Bound::Included(e) => key > e.as_ref(),
+        std::ops::Bound::Excluded(e) => key >= e.as_ref(),
+        std::ops::Bound::Unbounded => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

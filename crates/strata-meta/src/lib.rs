@@ -26,7 +26,7 @@ mod version;
 
 pub use edit::{AddedTable, DeletedTable, NewRun, NextIds, RetainedFile, VersionEdit};
 pub use error::{EditError, ParseError};
-pub use key::{format_key, parse_key, KeyRange};
+pub use key::{above_end, below_start, format_key, parse_key, KeyRange};
 pub use state::PolicyState;
 pub use table::{BlockMeta, RunId, SeqNo, SeqRange, TableId, TableMeta};
 pub use text::{format_size, parse_size};

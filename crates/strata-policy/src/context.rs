@@ -327,17 +327,8 @@ impl ManualRange {
 
     /// Whether a table spanning `[smallest, largest]` holds keys the range may contain.
     pub fn touches(&self, smallest: &[u8], largest: &[u8]) -> bool {
-        let after_start = match &self.start {
-            Bound::Included(s) => largest >= s.as_ref(),
-            Bound::Excluded(s) => largest > s.as_ref(),
-            Bound::Unbounded => true,
-        };
-        let before_end = match &self.end {
-            Bound::Included(e) => smallest <= e.as_ref(),
-            Bound::Excluded(e) => smallest < e.as_ref(),
-            Bound::Unbounded => true,
-        };
-        after_start && before_end
+        !strata_meta::below_start(&self.start, largest)
+            && !strata_meta::above_end(&self.end, smallest)
     }
 }
 

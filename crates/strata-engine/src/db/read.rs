@@ -201,17 +201,9 @@ fn tables_in_range<'a>(
     range: &(Bound<Vec<u8>>, Bound<Vec<u8>>),
 ) -> &'a [Arc<strata_meta::TableMeta>] {
     // First table not wholly before the start.
-    let first = tables.partition_point(|t| match &range.0 {
-        Bound::Included(s) => t.largest.as_ref() < s.as_slice(),
-        Bound::Excluded(s) => t.largest.as_ref() <= s.as_slice(),
-        Bound::Unbounded => false,
-    });
+    let first = tables.partition_point(|t| strata_meta::below_start(&range.0, &t.largest));
     // First table wholly after the end.
-    let end = tables.partition_point(|t| match &range.1 {
-        Bound::Included(e) => t.smallest.as_ref() <= e.as_slice(),
-        Bound::Excluded(e) => t.smallest.as_ref() < e.as_slice(),
-        Bound::Unbounded => true,
-    });
+    let end = tables.partition_point(|t| !strata_meta::above_end(&range.1, &t.smallest));
     &tables[first..end.max(first)]
 }
 

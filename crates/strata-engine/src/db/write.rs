@@ -204,7 +204,7 @@ impl Engine {
                 .options
                 .write_buffer_size
                 .saturating_mul(self.options.max_write_buffer_number as u64);
-            if !synchronous
+            let buffers_full = !synchronous
                 && !state.frozen.is_empty()
                 && state.memtable.approximate_size()
                     + state
@@ -212,19 +212,13 @@ impl Engine {
                         .iter()
                         .map(|m| m.approximate_size())
                         .sum::<u64>()
-                    >= buffer_limit
-            {
-                let start = Instant::now();
-                self.background_work
-                    .wait_for(&mut state, Duration::from_millis(100));
-                Statistics::add(&self.stats.stall_micros, start.elapsed().as_micros() as u64);
-                continue;
-            }
-            if state.memtable.approximate_size() < self.options.write_buffer_size {
+                    >= buffer_limit;
+            if !buffers_full && state.memtable.approximate_size() < self.options.write_buffer_size {
                 return Ok(Arc::clone(&state.memtable));
             }
             if !synchronous
-                && (state.frozen.len() + 1 >= self.options.max_write_buffer_number
+                && (buffers_full
+                    || state.frozen.len() + 1 >= self.options.max_write_buffer_number
                     || l0_runs >= self.options.level0_stop_writes_trigger)
             {
                 let start = Instant::now();
