@@ -13,12 +13,12 @@
 
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, WritableFile};
-use crate::key::MAX_SEQNO;
+use crate::key::{SeqNo, MAX_SEQNO};
 use crate::log::{LogReader, LogWriter, RecoveryMode};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use strata_meta::{NextIds, Version, VersionEdit};
+use strata_meta::{KeyRange, NextIds, Version, VersionEdit};
 
 /// The newest manifest format this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -112,6 +112,31 @@ pub struct ManifestRecord {
     /// recovery must not drop them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub relogged_into: Vec<u64>,
+    /// Entries a window flush wrote to a table while their memtables stayed buffered (added to
+    /// those of earlier records): WAL replay and later windows skip them, since a table already
+    /// holds them; without this record a reopen would flush them a second time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evicted: Vec<BufferEviction>,
+}
+
+/// What a window flush took out of memtables it left buffered: every entry whose user key is in
+/// `range` and whose sequence number is at most `max_seq`, from WALs below `below_wal`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferEviction {
+    /// The window's first and last user keys.
+    pub range: KeyRange,
+    /// The largest sequence number in the memtables the window was taken from.
+    pub max_seq: SeqNo,
+    /// The open WAL's number at the flush: the evicted entries are logged in older ones, so the
+    /// record matters only while the log number is below it.
+    pub below_wal: u64,
+}
+
+impl BufferEviction {
+    /// Whether the entry of `user_key` at `seq` is one this eviction took out.
+    pub fn covers(&self, user_key: &[u8], seq: SeqNo) -> bool {
+        seq <= self.max_seq && self.range.contains(user_key)
+    }
 }
 
 /// What recovery read from the manifest.
@@ -127,6 +152,8 @@ pub struct Recovered {
     pub log_number: u64,
     /// WALs at or above `log_number` that hold entries re-logged by window flushes.
     pub relog_wals: Vec<u64>,
+    /// Window flushes' evictions from WALs at or above `log_number`.
+    pub evictions: Vec<BufferEviction>,
     /// The manifest's number.
     pub manifest_number: u64,
     /// Where the manifest's tail was dropped, if the file ended inside its last record.
@@ -219,6 +246,7 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
     let mut last_seqno = 0;
     let mut log_number = 0;
     let mut relog_wals: Vec<u64> = Vec::new();
+    let mut evictions: Vec<BufferEviction> = Vec::new();
     let mut records = 0u64;
     while let Some(payload) = reader.next_record()? {
         let offset = reader.last_record_offset();
@@ -268,6 +296,7 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
             log_number = log_number.max(n);
         }
         relog_wals.extend(&record.relogged_into);
+        evictions.extend(record.evicted);
     }
     if records == 0 {
         return Err(Error::corruption(name, 0, "the manifest holds no record"));
@@ -297,6 +326,10 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
             relog_wals.sort_unstable();
             relog_wals.dedup();
             relog_wals
+        },
+        evictions: {
+            evictions.retain(|e| e.below_wal > log_number);
+            evictions
         },
         manifest_number,
         dropped_tail: reader.dropped_tail(),

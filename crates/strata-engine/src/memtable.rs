@@ -19,6 +19,12 @@ use xxhash_rust::xxh3::xxh3_64;
 /// holds ~1.5% less than it is charged for 100-byte values (tested).
 pub const ENTRY_OVERHEAD: u64 = 22;
 
+/// Bytes an entry of `user_key` and `value` is charged in a buffer: its internal key, its value
+/// and [`ENTRY_OVERHEAD`].
+pub fn charge(user_key: &[u8], value: &[u8]) -> u64 {
+    (user_key.len() + TRAILER_LEN + value.len()) as u64 + ENTRY_OVERHEAD
+}
+
 /// Internal-key order ([`key::compare_internal_keys`]).
 #[derive(Debug)]
 struct InternalOrder;
@@ -106,6 +112,8 @@ pub struct Memtable {
     bytes: AtomicU64,
     user_bytes: AtomicU64,
     tombstones: AtomicU64,
+    /// The largest sequence number inserted (a window flush's eviction bound).
+    max_seq: AtomicU64,
     wal_number: u64,
 }
 
@@ -132,6 +140,7 @@ impl Memtable {
             bytes: AtomicU64::new(0),
             user_bytes: AtomicU64::new(0),
             tombstones: AtomicU64::new(0),
+            max_seq: AtomicU64::new(0),
             wal_number,
         }
     }
@@ -151,11 +160,13 @@ impl Memtable {
             if let (Some(filter), Some(hash)) = (&self.filter, hash) {
                 filter.add(hash);
             }
+            // Under the writer lock: a load and a store, not a compare-and-swap loop.
+            if seq > self.max_seq.load(AtomicOrdering::Relaxed) {
+                self.max_seq.store(seq, AtomicOrdering::Relaxed);
+            }
         });
-        self.bytes.fetch_add(
-            (user_key.len() + TRAILER_LEN + value.len()) as u64 + ENTRY_OVERHEAD,
-            AtomicOrdering::Relaxed,
-        );
+        self.bytes
+            .fetch_add(charge(user_key, value), AtomicOrdering::Relaxed);
         self.user_bytes.fetch_add(
             (user_key.len() + value.len()) as u64,
             AtomicOrdering::Relaxed,
@@ -180,6 +191,11 @@ impl Memtable {
         }
         let (found, seq, kind) = key::parse_internal_key(c.key(&self.list))?;
         (found == user_key).then(|| (seq, kind, Bytes::copy_from_slice(c.value(&self.list))))
+    }
+
+    /// The largest sequence number inserted (0 when empty).
+    pub fn max_seq(&self) -> SeqNo {
+        self.max_seq.load(AtomicOrdering::Relaxed)
     }
 
     /// Bytes charged to the buffer (what is compared with the write-buffer size): every

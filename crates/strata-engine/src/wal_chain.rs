@@ -304,7 +304,8 @@ fn stop_or_fail(
             offset,
             format!(
                 "{reason}; point-in-time recovery cannot stop here, since WAL {relog} holds \
-                 entries a window flush re-logged, older than data already in tables"
+                 entries a window flush re-logged or left buffered, older than data already in \
+                 tables"
             ),
         ));
     }

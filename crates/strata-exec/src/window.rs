@@ -13,6 +13,14 @@ pub fn key_position(key: &[u8]) -> u128 {
     u128::from_be_bytes(bytes)
 }
 
+/// The smallest key whose [`key_position`] is `position` or more: the position's 16 bytes
+/// without their trailing zeros (a longer key with the same position sorts after it).
+pub fn smallest_key_at(position: u128) -> Vec<u8> {
+    let bytes = position.to_be_bytes();
+    let len = bytes.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    bytes[..len].to_vec()
+}
+
 /// The window of `width` consecutive keys, given by their [`key_position`]s in key order, whose
 /// span (last − first) is smallest; the first such window on ties. The whole list when `width` is
 /// 0 or not smaller than the list.
@@ -232,6 +240,30 @@ impl WindowIndex {
         }
     }
 
+    /// How many positions are below `position`: the rank of its first occurrence, or where it
+    /// would go. A window's keys that share its first position with keys before it start
+    /// `window.ranks.start − rank_of(window.first)` keys into that position.
+    pub fn rank_of(&self, position: u128) -> usize {
+        let mut rank = 0;
+        for block in &self.blocks {
+            match block.positions.last() {
+                Some(&last) if last < position => rank += block.positions.len(),
+                _ => return rank + block.positions.partition_point(|&p| p < position),
+            }
+        }
+        rank
+    }
+
+    /// Whether `position` is held (some key at that position is in the buffer).
+    pub fn contains(&self, position: u128) -> bool {
+        let k = self
+            .blocks
+            .partition_point(|b| b.positions.last().is_some_and(|&last| last < position));
+        self.blocks
+            .get(k)
+            .is_some_and(|b| b.positions.binary_search(&position).is_ok())
+    }
+
     fn first_position(&self) -> Option<u128> {
         self.blocks
             .iter()
@@ -322,6 +354,29 @@ mod tests {
         assert!(key_position(b"a") < key_position(b"ab"));
         assert!(key_position(b"ab") < key_position(b"b"));
         assert_eq!(key_position(&7u64.to_be_bytes()), 7u128 << 64);
+    }
+
+    #[test]
+    fn rank_contains_and_the_smallest_key_agree_with_a_sorted_list() {
+        let mut index = WindowIndex::new();
+        let mut sorted = Vec::new();
+        for i in 0..2_000u128 {
+            let p = (i * 7919) % 1_009; // repeats, out of order, across blocks
+            index.insert(p);
+            sorted.push(p);
+        }
+        sorted.sort_unstable();
+        for p in 0..1_100u128 {
+            assert_eq!(index.rank_of(p), sorted.partition_point(|&q| q < p), "{p}");
+            assert_eq!(index.contains(p), sorted.binary_search(&p).is_ok(), "{p}");
+        }
+        for key in [&b"a"[..], b"ab\x00c", b"", &[0u8, 0, 1], &[0xff; 20]] {
+            let p = key_position(key);
+            let smallest = smallest_key_at(p);
+            assert_eq!(key_position(&smallest), p);
+            assert!(smallest.as_slice() <= key);
+        }
+        assert_eq!(smallest_key_at(key_position(b"ab\x00\x00")), b"ab".to_vec());
     }
 
     /// The brute force over a sorted copy, for comparison.

@@ -130,8 +130,9 @@ impl Engine {
             return self.run_inline(&mut state);
         }
         self.background_work.notify_all();
-        // The flushed memtables' WALs are gone too when this returns.
-        while !state.frozen.is_empty() || Self::purging(&state) {
+        // The flushed memtables' WALs are gone too when this returns. Memtables a window flush
+        // left held stay.
+        while state.flush_due(self.options.write_buffer_size) || Self::purging(&state) {
             Self::check_background_error(&state)?;
             self.check_open()?;
             self.background_work
@@ -150,7 +151,7 @@ impl Engine {
         loop {
             Self::check_background_error(&state)?;
             self.check_open()?;
-            let busy = !state.frozen.is_empty()
+            let busy = state.flush_due(self.options.write_buffer_size)
                 || state.flush_running
                 || state.running_compactions > 0
                 || Self::purging(&state);

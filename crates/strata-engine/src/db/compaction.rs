@@ -2,6 +2,7 @@
 //! compactions.
 
 use super::engine::{Engine, EngineState};
+use super::install::BufferChange;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
@@ -126,7 +127,7 @@ impl Engine {
         plan: &Plan,
     ) -> Result<()> {
         let edit = compaction_edit(&state.version, plan, Vec::new())?;
-        self.install(state, edit, &[], None, None)?;
+        self.install(state, edit, &[], BufferChange::default())?;
         self.notify(&CompletedJob {
             kind: JobKind::Compaction(plan.action),
             flushes_before: Statistics::get(&self.stats.flushes),
@@ -322,7 +323,7 @@ impl Engine {
                 return Err(self.job_failed(state, e.into()));
             }
         };
-        self.install(state, edit, &out.files, None, None)?;
+        self.install(state, edit, &out.files, BufferChange::default())?;
         if ends_round {
             Statistics::add(&self.stats.last_level_rewrites, 1);
         }

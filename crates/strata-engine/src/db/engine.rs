@@ -5,7 +5,7 @@ use crate::fs::{FileLock, FileSystem};
 use crate::key::SeqNo;
 use crate::key_index::KeyIndexSet;
 use crate::log::LogWriter;
-use crate::manifest::Manifest;
+use crate::manifest::{BufferEviction, Manifest};
 use crate::memtable::Memtable;
 use crate::merge::WriteSettings;
 use crate::options::Options;
@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 use strata_exec::skew::SkewEstimator;
+use strata_exec::window::WindowIndex;
 use strata_meta::{TableId, Version};
 use strata_policy::{
     BufferSummary, Leases, LookupTimes, PickContext, ScanLengths, TimedPolicy, WorkloadStats,
@@ -108,8 +109,8 @@ pub(crate) struct EngineState {
     pub key_index: Option<KeyIndexSet>,
     /// Whether a flush is running.
     pub flush_running: bool,
-    /// Whether the running flush writes only a window of its memtables: no memtable may be
-    /// frozen until it ends (see [`Engine::rebuffer`]).
+    /// Whether the running flush re-buffers what its window leaves: no memtable may be frozen
+    /// until it ends (see [`Engine::rebuffer`]).
     pub window_flush_running: bool,
     /// A running job carries policy state; no other state-changing work may start.
     pub stateful_running: bool,
@@ -130,6 +131,49 @@ pub(crate) struct EngineState {
     /// WALs window flushes re-logged entries into (see [`crate::manifest::ManifestRecord`]),
     /// at or above the log number as of open, and added since.
     pub relog_wals: Vec<u64>,
+    /// The frozen memtables window flushes have taken windows from and left buffered.
+    pub held: HeldBuffer,
+    /// Window flushes' evictions from WALs at or above the log number: entries still in held
+    /// memtables (or, after a crash, in their WALs) that tables already hold.
+    pub evictions: Vec<BufferEviction>,
+}
+
+/// The oldest frozen memtables, once a window flush has taken a window from them: they stay
+/// frozen (and their WALs live) while what the windows left of them is buffered, so a window
+/// flush writes its window without copying the rest. The entries windows took stay in the
+/// memtables, where reads find the same versions the tables hold; later windows skip them
+/// ([`EngineState::evictions`]). The live counts are those of the newest version of each key
+/// not yet evicted: what the simulator's buffer holds after a window flush.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct HeldBuffer {
+    /// How many of the oldest frozen memtables are held.
+    pub memtables: usize,
+    /// Distinct live keys.
+    pub live_entries: u64,
+    /// Their user key and value bytes.
+    pub live_user_bytes: u64,
+    /// Their bytes as a buffer charges them ([`crate::memtable::charge`]).
+    pub live_charged: u64,
+}
+
+impl EngineState {
+    /// Frozen memtables no flush has taken a window from yet.
+    pub fn waiting_memtables(&self) -> usize {
+        self.frozen.len() - self.held.memtables
+    }
+
+    /// Bytes charged to the buffer as the write-buffer size counts them: the active memtable
+    /// plus what held memtables still hold live.
+    pub fn buffered_bytes(&self) -> u64 {
+        self.memtable.approximate_size() + self.held.live_charged
+    }
+
+    /// Whether a flush is due: a frozen memtable waits, or held memtables still hold a full
+    /// buffer (a window flush left more than the buffer size).
+    pub fn flush_due(&self, write_buffer_size: u64) -> bool {
+        self.waiting_memtables() > 0
+            || (self.held.memtables > 0 && self.held.live_charged >= write_buffer_size)
+    }
 }
 
 /// A file to delete once the state lock is released.
@@ -206,6 +250,10 @@ pub(crate) struct Engine {
     pub recovery_stop: Mutex<Option<RecoveryStop>>,
     /// The skew estimate α policies see, from the keys of consecutive flushes.
     pub skew: Mutex<SkewEstimator>,
+    /// The positions of the held memtables' live keys ([`HeldBuffer`]), so a window flush
+    /// finds its window without measuring every window of the buffer. Only the running flush
+    /// touches it (one flush runs at a time).
+    pub window_index: Mutex<WindowIndex>,
 }
 
 impl Engine {

@@ -1,13 +1,15 @@
 //! Flushes: picking the flush of the oldest frozen memtable, writing it (or a window of it) as
 //! the policy plans, and installing the result.
 
-use super::engine::{Engine, EngineState};
+use super::engine::{Engine, EngineState, HeldBuffer};
+use super::install::BufferChange;
 use super::write::BufferedEntry;
 use crate::error::{Error, Result};
-use crate::iter::InternalIterator;
-use crate::key::{self, SeqNo};
+use crate::iter::{InternalIterator, MergingIterator};
+use crate::key::{self, SeqNo, ValueKind};
 use crate::listener::{CompletedJob, JobKind};
-use crate::memtable::Memtable;
+use crate::manifest::BufferEviction;
+use crate::memtable::{self, Memtable};
 use crate::merge::{source_iterators, MergeFilter};
 use crate::stats::Statistics;
 use bytes::Bytes;
@@ -16,19 +18,28 @@ use std::sync::Arc;
 use std::time::Instant;
 use strata_exec::skew::FlushKeySample;
 use strata_exec::sources::{flush_blocked, flush_held, flush_merge_tables, may_start};
-use strata_exec::window::{key_position, most_compact_window};
+use strata_exec::window::{key_position, smallest_key_at, WindowIndex};
 use strata_exec::{flush_edit, OlderTables};
-use strata_meta::{TableId, TableMeta, Version};
+use strata_meta::{KeyRange, TableId, TableMeta, Version};
 use strata_policy::{
     BufferSelection, BufferSummary, CompactionPolicy, FlushPlan, OutputRun, Plan, PlanAction,
     PlanInput, Priority,
 };
 
-/// A flush the flusher picked: the oldest frozen memtable (or, for a window flush, every frozen
-/// memtable) and the policy's plan for it.
+/// A flush the flusher picked: the oldest frozen memtable (or, for a window flush or while
+/// memtables are held, every frozen memtable) and the policy's plan for it.
 pub(crate) struct FlushJob {
     /// The frozen memtables it flushes, oldest first.
     pub memtables: Vec<Arc<Memtable>>,
+    /// What the first of them held live when the job started ([`HeldBuffer`]).
+    pub held: HeldBuffer,
+    /// Evictions from them so far.
+    pub evictions: Vec<BufferEviction>,
+    /// Whether a window flush copies what it leaves into the active memtable, so that the
+    /// memtables and their WALs can go: once evicted entries outweigh live ones.
+    pub rebuffer: bool,
+    /// The open WAL's number when the job started (above every WAL of `memtables`).
+    pub below_wal: u64,
     /// What they summarized to for the policy.
     pub summary: BufferSummary,
     /// The policy's plan.
@@ -55,18 +66,28 @@ pub(crate) struct FlushOutput {
     pub bytes_written: u64,
     /// Entries a window flush left out, to be buffered again.
     pub remainder: Vec<BufferedEntry>,
+    /// What stays held after a window flush, or `None` when the job's memtables go.
+    pub held: Option<HeldBuffer>,
+    /// The window a flush took from memtables that stay held.
+    pub eviction: Option<BufferEviction>,
     /// The flushed keys' sample for the skew estimate.
     pub key_sample: FlushKeySample,
 }
 
 /// The buffer summary a policy sees for `memtables` together, or `None` when they are empty.
-fn buffer_summary(memtables: &[Arc<Memtable>]) -> Option<BufferSummary> {
+/// The first `held.memtables` of them count what they hold live (see [`HeldBuffer`]); the rest
+/// count every entry inserted, as the simulator's buffer does until a flush sorts it.
+fn buffer_summary(memtables: &[Arc<Memtable>], held: &HeldBuffer) -> Option<BufferSummary> {
     let mut summary: Option<BufferSummary> = None;
-    for memtable in memtables {
+    for (i, memtable) in memtables.iter().enumerate() {
         let Some((smallest, largest)) = memtable.key_range() else {
             continue;
         };
-        let (entries, bytes) = (memtable.len() as u64, memtable.user_bytes());
+        let (entries, bytes) = match i.cmp(&held.memtables) {
+            std::cmp::Ordering::Less if i > 0 => (0, 0),
+            std::cmp::Ordering::Less => (held.live_entries, held.live_user_bytes),
+            _ => (memtable.len() as u64, memtable.user_bytes()),
+        };
         summary = Some(match summary {
             None => BufferSummary {
                 smallest,
@@ -82,28 +103,7 @@ fn buffer_summary(memtables: &[Arc<Memtable>]) -> Option<BufferSummary> {
             },
         });
     }
-    summary
-}
-
-/// The buffer a flush writes: its one memtable, or the entries of several copied into one.
-fn combined(memtables: &[Arc<Memtable>]) -> Result<Arc<Memtable>> {
-    if let [only] = memtables {
-        return Ok(Arc::clone(only));
-    }
-    let wal = memtables.first().map_or(0, |m| m.wal_number());
-    let buffer = Arc::new(Memtable::new(wal));
-    for memtable in memtables {
-        let mut it = memtable.iter();
-        it.seek_to_first()?;
-        while it.valid() {
-            let Some((user_key, seq, kind)) = key::parse_internal_key(it.key()) else {
-                return Err(Error::corruption("memtable", 0, "malformed internal key"));
-            };
-            buffer.insert(user_key, seq, kind, it.value());
-            it.next()?;
-        }
-    }
-    Ok(buffer)
+    summary.filter(|s| s.entries > 0)
 }
 
 /// A cursor that offers every user key it moves onto, going forward, to the skew estimator's
@@ -158,49 +158,195 @@ impl InternalIterator for SamplingIterator {
     }
 }
 
-/// Splits `memtable` for a flush of its most compact window of `width` user keys: a memtable
-/// holding every entry of the window's keys, and the entries of the other keys that must stay
-/// buffered (shadowed versions no snapshot needs are dropped; tombstones stay). The window
-/// follows `strata_exec::window`, over the distinct user keys.
-fn split_window(
-    memtable: &Arc<Memtable>,
-    width: u64,
-    snapshots: Vec<SeqNo>,
-) -> Result<(Arc<Memtable>, Vec<BufferedEntry>)> {
-    let mut positions = Vec::new();
+/// The live counts of a held buffer, changed one key's newest version at a time.
+impl HeldBuffer {
+    fn add(&mut self, user_key: &[u8], value: &[u8]) {
+        self.live_entries += 1;
+        self.live_user_bytes += (user_key.len() + value.len()) as u64;
+        self.live_charged += memtable::charge(user_key, value);
+    }
+
+    fn remove(&mut self, user_key: &[u8], value: &[u8]) {
+        self.live_entries -= 1;
+        self.live_user_bytes -= (user_key.len() + value.len()) as u64;
+        self.live_charged -= memtable::charge(user_key, value);
+    }
+}
+
+/// What a window flush takes from its memtables.
+struct TakenWindow {
+    /// Every entry of the window's keys.
+    flushed: Arc<Memtable>,
+    /// What stays held, or `None` when the memtables can go (nothing is left, or it is
+    /// re-buffered).
+    held: Option<HeldBuffer>,
+    /// The window, when the memtables stay held.
+    eviction: Option<BufferEviction>,
+    /// The entries to buffer again, when the flush re-buffers.
+    remainder: Vec<BufferedEntry>,
+}
+
+/// Whether one of `evictions` took out the entry of a key at a sequence number. Entries newer
+/// than every eviction (most of a memtable not yet held) cost one comparison.
+fn evicted_by(evictions: &[BufferEviction]) -> impl Fn(&[u8], SeqNo) -> bool + '_ {
+    let newest = evictions.iter().map(|e| e.max_seq).max();
+    move |k, seq| newest.is_some_and(|n| seq <= n) && evictions.iter().any(|e| e.covers(k, seq))
+}
+
+/// A cursor merging `memtables` in internal-key order.
+fn merged(memtables: &[Arc<Memtable>]) -> MergingIterator {
+    MergingIterator::new(
+        memtables
+            .iter()
+            .map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>)
+            .collect(),
+    )
+}
+
+fn parse(ikey: &[u8]) -> Result<(&[u8], SeqNo, ValueKind)> {
+    key::parse_internal_key(ikey)
+        .ok_or_else(|| Error::corruption("memtable", 0, "malformed internal key"))
+}
+
+/// Adds the keys of `memtable` (the newest of `memtables`, not yet held) to the window index
+/// and its newest versions to the live counts; a key that older held memtables hold live
+/// counts once, at its newest version. One pass over the memtable, once in its life: later
+/// window flushes read only their window.
+fn index_memtable(
+    memtables: &[Arc<Memtable>],
+    evictions: &[BufferEviction],
+    index: &mut WindowIndex,
+    live: &mut HeldBuffer,
+) -> Result<()> {
+    let Some((memtable, older)) = memtables.split_last() else {
+        return Ok(());
+    };
+    let evicted = evicted_by(evictions);
     let mut it = memtable.iter();
     it.seek_to_first()?;
     let mut previous: Option<Vec<u8>> = None;
     while it.valid() {
-        let user_key = key::user_key(it.key());
-        if previous.as_deref() != Some(user_key) {
-            positions.push(key_position(user_key));
-            previous = Some(user_key.to_vec());
+        let (user_key, seq, _) = parse(it.key())?;
+        if previous.as_deref() == Some(user_key) || evicted(user_key, seq) {
+            it.next()?;
+            continue;
+        }
+        previous = Some(user_key.to_vec());
+        let position = key_position(user_key);
+        // Positions may repeat for distinct keys: the index only rules a key out.
+        let mut held_before = false;
+        if index.contains(position) {
+            for m in older.iter().rev() {
+                if let Some((old_seq, _, old_value)) = m.get(user_key, key::MAX_SEQNO) {
+                    if !evicted(user_key, old_seq) {
+                        live.remove(user_key, &old_value);
+                        held_before = true;
+                    }
+                    break;
+                }
+            }
+        }
+        if !held_before {
+            index.insert(position);
+        }
+        live.add(user_key, it.value());
+        it.next()?;
+    }
+    Ok(())
+}
+
+/// Takes the most compact window of `width` live keys (all of them when `width` is at least
+/// their number) out of the job's memtables, leaving the rest held, or re-buffered when the
+/// job says so. The window index answers where the window is; only the window's entries are
+/// read (the paper's Evict-Window without a scan of the cache).
+fn take_window(job: &FlushJob, index: &mut WindowIndex, width: usize) -> Result<TakenWindow> {
+    let memtables = &job.memtables;
+    let mut live = job.held.clone();
+    if live.memtables == 0 {
+        *index = WindowIndex::new();
+    }
+    for i in live.memtables..memtables.len() {
+        index_memtable(&memtables[..=i], &job.evictions, index, &mut live)?;
+    }
+    live.memtables = memtables.len();
+    let window = index.most_compact(width);
+    let skip = window.ranks.start - index.rank_of(window.first);
+    let take = window.ranks.len();
+    let evicted = evicted_by(&job.evictions);
+
+    let flushed = Arc::new(Memtable::new(0));
+    let mut it = merged(memtables);
+    it.seek(&key::seek_key(
+        &smallest_key_at(window.first),
+        key::MAX_SEQNO,
+    ))?;
+    let (mut distinct, mut current): (usize, Option<Vec<u8>>) = (0, None);
+    let mut range: Option<(Vec<u8>, Vec<u8>)> = None;
+    while it.valid() {
+        let (user_key, seq, kind) = parse(it.key())?;
+        if evicted(user_key, seq) {
+            it.next()?;
+            continue;
+        }
+        if current.as_deref() != Some(user_key) {
+            distinct += 1;
+            if distinct > skip + take {
+                break;
+            }
+            current = Some(user_key.to_vec());
+            if distinct > skip {
+                // The first live entry of a key is its newest.
+                live.remove(user_key, it.value());
+                match &mut range {
+                    None => range = Some((user_key.to_vec(), user_key.to_vec())),
+                    Some((_, last)) => *last = user_key.to_vec(),
+                }
+            }
+        }
+        if distinct > skip {
+            flushed.insert(user_key, seq, kind, it.value());
         }
         it.next()?;
     }
-    let width = usize::try_from(width).unwrap_or(usize::MAX);
-    let window = most_compact_window(&positions, width);
-    if window.len() == positions.len() {
-        return Ok((Arc::clone(memtable), Vec::new()));
+    index.remove(window.ranks);
+    let Some((smallest, largest)) = range else {
+        return Err(Error::corruption(
+            "memtable",
+            0,
+            "a window flush found none of its window's keys in the buffer",
+        ));
+    };
+    let eviction = BufferEviction {
+        range: KeyRange::new(smallest, largest),
+        max_seq: memtables.iter().map(|m| m.max_seq()).max().unwrap_or(0),
+        below_wal: job.below_wal,
+    };
+    if index.is_empty() {
+        return Ok(TakenWindow {
+            flushed,
+            held: None,
+            eviction: None,
+            remainder: Vec::new(),
+        });
     }
-    let flushed = Arc::new(Memtable::new(memtable.wal_number()));
+    if !job.rebuffer {
+        return Ok(TakenWindow {
+            flushed,
+            held: Some(live),
+            eviction: Some(eviction),
+            remainder: Vec::new(),
+        });
+    }
+    // Re-buffer: copy what is live (shadowed versions no snapshot needs dropped, tombstones
+    // kept) so that the held memtables and their WALs can go.
+    *index = WindowIndex::new();
     let mut remainder = Vec::new();
-    let mut keep = MergeFilter::keeping_tombstones(snapshots);
-    let mut index: Option<usize> = None;
-    let mut previous: Option<Vec<u8>> = None;
+    let mut keep = MergeFilter::keeping_tombstones(job.snapshots.clone());
+    let mut it = merged(memtables);
     it.seek_to_first()?;
     while it.valid() {
-        let Some((user_key, seq, kind)) = key::parse_internal_key(it.key()) else {
-            return Err(Error::corruption("memtable", 0, "malformed internal key"));
-        };
-        if previous.as_deref() != Some(user_key) {
-            index = Some(index.map_or(0, |i| i + 1));
-            previous = Some(user_key.to_vec());
-        }
-        if index.is_some_and(|i| window.contains(&i)) {
-            flushed.insert(user_key, seq, kind, it.value());
-        } else if keep.keep(it.key()) {
+        let (user_key, seq, kind) = parse(it.key())?;
+        if !evicted(user_key, seq) && !eviction.covers(user_key, seq) && keep.keep(it.key()) {
             remainder.push(BufferedEntry {
                 key: user_key.to_vec(),
                 seq,
@@ -210,7 +356,12 @@ fn split_window(
         }
         it.next()?;
     }
-    Ok((flushed, remainder))
+    Ok(TakenWindow {
+        flushed,
+        held: None,
+        eviction: None,
+        remainder,
+    })
 }
 
 impl Engine {
@@ -221,14 +372,21 @@ impl Engine {
     ///
     /// REQUIRES: the state lock is held.
     pub fn pick_flush(&self, state: &mut EngineState) -> Result<Option<FlushJob>> {
-        if state.flush_running || state.manual_compaction {
+        if state.flush_running
+            || state.manual_compaction
+            || !state.flush_due(self.options.write_buffer_size)
+        {
             return Ok(None);
         }
-        let Some(front) = state.frozen.front().cloned() else {
-            return Ok(None);
+        let held = state.held.clone();
+        // Held memtables are flushed together with every later one: a window is over all
+        // buffered keys.
+        let mut memtables: Vec<Arc<Memtable>> = if held.memtables > 0 {
+            state.frozen.iter().cloned().collect()
+        } else {
+            state.frozen.front().cloned().into_iter().collect()
         };
-        let mut memtables = vec![front];
-        let Some(mut summary) = buffer_summary(&memtables) else {
+        let Some(mut summary) = buffer_summary(&memtables, &held) else {
             return Ok(None);
         };
         let stats = self.workload_stats();
@@ -242,9 +400,9 @@ impl Engine {
             return Ok(None);
         }
         let mut plan = self.policy.plan_flush(&state.version, &ctx)?;
-        if plan.selection != BufferSelection::All && state.frozen.len() > 1 {
+        if plan.selection != BufferSelection::All && memtables.len() < state.frozen.len() {
             memtables = state.frozen.iter().cloned().collect();
-            summary = buffer_summary(&memtables).unwrap_or(summary);
+            summary = buffer_summary(&memtables, &held).unwrap_or(summary);
             let ctx = self.pick_context(&state.leases, &stats, Some(&summary));
             plan = self.policy.plan_flush(&state.version, &ctx)?;
         }
@@ -285,10 +443,24 @@ impl Engine {
             priority: Priority::Normal,
         };
         state.leases.acquire(&lease, &state.version)?;
+        // Re-buffer once the held memtables' evicted bytes pass what is live in the buffer.
+        let windowed = plan.selection != BufferSelection::All || held.memtables > 0;
+        let rebuffer = held.memtables > 0 && {
+            let physical: u64 = memtables.iter().map(|m| m.approximate_size()).sum();
+            let waiting: u64 = memtables[held.memtables..]
+                .iter()
+                .map(|m| m.approximate_size())
+                .sum();
+            physical >= 2 * (held.live_charged + waiting)
+        };
         state.flush_running = true;
-        state.window_flush_running = plan.selection != BufferSelection::All;
+        state.window_flush_running = windowed && rebuffer;
         state.stateful_running |= plan.policy_state.is_some();
         Ok(Some(FlushJob {
+            held,
+            evictions: state.evictions.clone(),
+            rebuffer,
+            below_wal: state.memtable.wal_number(),
             memtables,
             summary,
             plan,
@@ -303,13 +475,33 @@ impl Engine {
     /// tables the plan names.
     pub fn run_flush(&self, job: &FlushJob) -> Result<FlushOutput> {
         let plan = &job.plan;
-        let buffer = combined(&job.memtables)?;
-        let (flushed, remainder) = match plan.selection {
-            BufferSelection::All => (buffer, Vec::new()),
-            BufferSelection::MostCompactWindow { entries } => {
-                split_window(&buffer, entries, job.snapshots.clone())?
+        let width = match plan.selection {
+            BufferSelection::MostCompactWindow { entries } => usize::try_from(entries).ok(),
+            BufferSelection::All if job.held.memtables > 0 => Some(usize::MAX),
+            BufferSelection::All => None,
+        };
+        let taken = match (width, job.memtables.as_slice()) {
+            (Some(width), _) => take_window(job, &mut self.window_index.lock(), width)?,
+            (None, [only]) => TakenWindow {
+                flushed: Arc::clone(only),
+                held: None,
+                eviction: None,
+                remainder: Vec::new(),
+            },
+            (None, _) => {
+                return Err(Error::corruption(
+                    "memtable",
+                    0,
+                    "a flush of the whole buffer took more than one memtable",
+                ))
             }
         };
+        let TakenWindow {
+            flushed,
+            held,
+            eviction,
+            remainder,
+        } = taken;
         let sample = Arc::new(Mutex::new(FlushKeySample::new()));
         let merge_with = flush_merge_tables(&job.version, plan)?;
         // The buffer counts as one input of the cutter's projection, at its smallest key.
@@ -345,6 +537,8 @@ impl Engine {
             files,
             bytes_read,
             remainder,
+            held,
+            eviction,
             key_sample,
         })
     }
@@ -393,17 +587,34 @@ impl Engine {
                 return Err(self.job_failed(state, e.into()));
             }
         };
-        // WALs older than the next memtable still waiting (or the active one) are obsolete.
         let flushed = memtables.len();
-        let next_log = state
-            .frozen
-            .get(flushed)
-            .map_or(state.memtable.wal_number(), |m| m.wal_number());
-        // Re-logged leftovers went into the open WAL: recorded, for point-in-time recovery.
-        let relogged_into = (!out.remainder.is_empty()).then(|| state.memtable.wal_number());
-        self.install(state, edit, &out.files, Some(next_log), relogged_into)?;
-        state.frozen.drain(..flushed);
-        self.install_super_version(state);
+        if let Some(mut held) = out.held.take() {
+            // The memtables stay, held, with their WALs; the manifest records the window so
+            // that a replay of those WALs leaves it out.
+            let change = BufferChange {
+                evicted: out.eviction.take(),
+                ..BufferChange::default()
+            };
+            self.install(state, edit, &out.files, change)?;
+            held.memtables = flushed;
+            state.held = held;
+        } else {
+            // WALs older than the next memtable still waiting (or the active one) are obsolete.
+            let next_log = state
+                .frozen
+                .get(flushed)
+                .map_or(state.memtable.wal_number(), |m| m.wal_number());
+            // Re-logged leftovers went into the open WAL: recorded, for point-in-time recovery.
+            let change = BufferChange {
+                log_number: Some(next_log),
+                relogged_into: (!out.remainder.is_empty()).then(|| state.memtable.wal_number()),
+                evicted: None,
+            };
+            self.install(state, edit, &out.files, change)?;
+            state.frozen.drain(..flushed);
+            state.held = HeldBuffer::default();
+            self.install_super_version(state);
+        }
         self.notify(&CompletedJob {
             kind: JobKind::Flush,
             flushes_before: Statistics::get(&self.stats.flushes),

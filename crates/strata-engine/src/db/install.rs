@@ -4,12 +4,23 @@
 use super::engine::{Engine, EngineState, ObsoleteFile, OPENED_READ_ONLY};
 use crate::error::{Error, Result};
 use crate::listener::CompletedJob;
-use crate::manifest::{self, classify, FileKind, Manifest, ManifestRecord};
+use crate::manifest::{self, classify, BufferEviction, FileKind, Manifest, ManifestRecord};
 use parking_lot::MutexGuard;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use strata_meta::{TableId, Version, VersionEdit};
+
+/// What an install records about the write buffer besides the edit (a flush's).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BufferChange {
+    /// The new oldest WAL still needed, if it changed.
+    pub log_number: Option<u64>,
+    /// The open WAL, if a window flush re-logged buffered entries into it.
+    pub relogged_into: Option<u64>,
+    /// What a window flush took out of memtables it left buffered.
+    pub evicted: Option<BufferEviction>,
+}
 
 impl Engine {
     /// After the version changed from `old`: drops the key index's generations whose tables
@@ -28,7 +39,7 @@ impl Engine {
     }
 
     /// Applies `edit`, logs it to the manifest, and publishes the new version. `files` are the
-    /// job's output tables; `log_number`, when set, is the new oldest WAL still needed.
+    /// job's output tables; `buffer` is what a flush changed in the write buffer's WALs.
     ///
     /// After a background error nothing is logged (failure rule 4) and the outputs are deleted;
     /// if the manifest append fails, the outputs are kept, since the record may have reached the
@@ -39,9 +50,13 @@ impl Engine {
         state: &mut MutexGuard<'_, EngineState>,
         edit: VersionEdit,
         files: &[u64],
-        log_number: Option<u64>,
-        relogged_into: Option<u64>,
+        buffer: BufferChange,
     ) -> Result<()> {
+        let BufferChange {
+            log_number,
+            relogged_into,
+            evicted,
+        } = buffer;
         if let Err(e) = Self::check_background_error(state) {
             self.discard_outputs(state, files);
             return Err(e);
@@ -62,6 +77,7 @@ impl Engine {
             log_number,
             edit,
             relogged_into: relogged_into.into_iter().collect(),
+            evicted: evicted.iter().cloned().collect(),
         };
         let appended = match state.manifest.as_mut() {
             Some(manifest) => manifest.append(&record),
@@ -99,7 +115,9 @@ impl Engine {
         drop(old_version);
         if let Some(n) = log_number {
             state.log_number = n;
+            state.evictions.retain(|e| e.below_wal > n);
         }
+        state.evictions.extend(evicted);
         if let Some(n) = relogged_into {
             state.relog_wals.push(n);
         }
@@ -152,6 +170,7 @@ impl Engine {
             last_seqno: Some(self.last_sequence.load(Ordering::Acquire)),
             log_number: Some(state.log_number),
             relogged_into: live_relog_wals(state),
+            evicted: state.evictions.clone(),
             ..ManifestRecord::default()
         };
         state.manifest = Some(Manifest::create(

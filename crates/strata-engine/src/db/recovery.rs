@@ -1,13 +1,14 @@
 //! Opening a database: checking and locking the directory, recovering the manifest, replaying
 //! WALs, and clearing leftovers of earlier runs.
 
-use super::engine::{Engine, EngineState, WalSlot};
+use super::engine::{Engine, EngineState, HeldBuffer, WalSlot};
+use super::install::BufferChange;
 use crate::batch::BatchOp;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::key::ValueKind;
 use crate::key_index::KeyIndexSet;
-use crate::manifest::{self, classify, FileKind, Manifest, ManifestRecord};
+use crate::manifest::{self, classify, BufferEviction, FileKind, Manifest, ManifestRecord};
 use crate::memtable::Memtable;
 use crate::merge::WriteSettings;
 use crate::options::Options;
@@ -26,6 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use strata_exec::skew::SkewEstimator;
+use strata_exec::window::WindowIndex;
 use strata_meta::{TableId, Version, VersionEdit};
 use strata_policy::Leases;
 
@@ -51,6 +53,8 @@ struct Directory {
     log_number: u64,
     /// WALs holding re-logged entries (see `manifest::Recovered::relog_wals`).
     relog_wals: Vec<u64>,
+    /// Window flushes' evictions from WALs still needed (`manifest::Recovered::evictions`).
+    evictions: Vec<BufferEviction>,
     /// The manifest edits go to (`None` when opened read-only).
     manifest: Option<Manifest>,
 }
@@ -130,6 +134,7 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
             last_sequence: 0,
             log_number: 0,
             relog_wals: Vec::new(),
+            evictions: Vec::new(),
             manifest: Some(manifest),
         });
     }
@@ -141,6 +146,7 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
         last_seqno: Some(r.last_seqno),
         log_number: Some(r.log_number),
         relogged_into: r.relog_wals.clone(),
+        evicted: r.evictions.clone(),
         ..ManifestRecord::default()
     };
     // A fresh manifest on every open keeps recovery from reading a long history twice.
@@ -153,6 +159,7 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
         last_sequence: r.last_seqno,
         log_number: r.log_number,
         relog_wals: r.relog_wals,
+        evictions: r.evictions,
         manifest: Some(manifest),
     })
 }
@@ -187,6 +194,7 @@ fn open_directory_read_only(fs: &dyn FileSystem, dir: &Path) -> Result<Directory
         last_sequence: r.last_seqno,
         log_number: r.log_number,
         relog_wals: r.relog_wals,
+        evictions: r.evictions,
         manifest: None,
     })
 }
@@ -365,6 +373,8 @@ impl Engine {
                 purges_running: 0,
                 background_error: None,
                 relog_wals: found.relog_wals,
+                held: HeldBuffer::default(),
+                evictions: found.evictions,
             }),
             background_work: Condvar::new(),
             super_version: RwLock::new(super_version),
@@ -384,6 +394,7 @@ impl Engine {
             rewrite_nanos_per_mib: AtomicU64::new(0),
             recovery_stop: Mutex::new(None),
             skew: Mutex::new(SkewEstimator::new()),
+            window_index: Mutex::new(WindowIndex::new()),
             options,
         });
         match access {
@@ -428,13 +439,26 @@ impl Engine {
             0,
             self.options.memtable_filter_bytes(),
         ));
-        let relog_wals = self.state.lock().relog_wals.clone();
+        let (mut relog_wals, evictions) = {
+            let state = self.state.lock();
+            (state.relog_wals.clone(), state.evictions.clone())
+        };
+        // WALs of memtables a window flush left held hold entries older than the window it
+        // wrote to a table: point-in-time recovery may not stop before them, as before a
+        // re-logged WAL.
+        if let Some(below) = evictions.iter().map(|e| e.below_wal).max() {
+            relog_wals.extend(wals.iter().map(|w| w.number).filter(|&n| n < below));
+        }
+        // Entries a window flush already wrote to a table are not buffered again (later
+        // windows would skip them too, but they would take memory and a pass for nothing).
+        let evicted = |k: &[u8], seq| evictions.iter().any(|e| e.covers(k, seq));
         let replayed = wal_chain::replay(
             wals,
             log_number,
             &relog_wals,
             self.options.wal_recovery_mode,
             |seq, op| match op {
+                BatchOp::Put(k, _) | BatchOp::Delete(k) if evicted(k, seq) => {}
                 BatchOp::Put(k, v) => memtable.insert(k, seq, ValueKind::Put, v),
                 BatchOp::Delete(k) => memtable.insert(k, seq, ValueKind::Delete, &[]),
             },
@@ -475,9 +499,14 @@ impl Engine {
         if state.frozen.is_empty() {
             // Record that older WALs are no longer needed.
             let log = state.memtable.wal_number();
-            self.install(&mut state, VersionEdit::new(), &[], Some(log), None)?;
+            let change = BufferChange {
+                log_number: Some(log),
+                ..BufferChange::default()
+            };
+            self.install(&mut state, VersionEdit::new(), &[], change)?;
         }
-        while !state.frozen.is_empty() {
+        // What a window flush leaves stays held, its WALs with it, as in a running database.
+        while state.flush_due(self.options.write_buffer_size) {
             let Some(job) = self.pick_flush(&mut state)? else {
                 return Err(Error::InvalidArgument(
                     "the policy refused to flush recovered data".to_string(),

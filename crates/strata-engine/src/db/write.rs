@@ -194,31 +194,37 @@ impl Engine {
                     }
                 }
             }
-            // All buffered data together stays within max_write_buffer_number buffers. Only a
-            // window flush (which puts what it leaves out back into the active memtable) comes
-            // near this bound before the frozen-count stall below; without it a writer faster
-            // than the windows refills a buffer per flush while each flush frees one window,
-            // and the buffered data grows without bound. With nothing frozen the active
-            // memtable is frozen below regardless, so a flush can start.
+            // All buffered data together stays within max_write_buffer_number buffers. Only
+            // window flushes (which leave most of the buffer held) come near this bound before
+            // the frozen-count stall below; without it a writer faster than the windows refills
+            // a buffer per flush while each flush frees one window, and the buffered data grows
+            // without bound. Held memtables count what they hold live. With no memtable waiting
+            // the active one is frozen below regardless, so a flush can start.
             let buffer_limit = self
                 .options
                 .write_buffer_size
                 .saturating_mul(self.options.max_write_buffer_number as u64);
+            let waiting = state.waiting_memtables();
             let buffers_full = !synchronous
-                && !state.frozen.is_empty()
-                && state.memtable.approximate_size()
+                && waiting > 0
+                && state.buffered_bytes()
                     + state
                         .frozen
                         .iter()
+                        .skip(state.held.memtables)
                         .map(|m| m.approximate_size())
                         .sum::<u64>()
                     >= buffer_limit;
-            if !buffers_full && state.memtable.approximate_size() < self.options.write_buffer_size {
+            if !buffers_full && state.buffered_bytes() < self.options.write_buffer_size {
                 return Ok(Arc::clone(&state.memtable));
             }
+            // Held memtables still over the buffer size get another window flush first;
+            // freezing the active memtable would not help.
+            let held_full = waiting == 0 && state.flush_due(self.options.write_buffer_size);
             if !synchronous
                 && (buffers_full
-                    || state.frozen.len() + 1 >= self.options.max_write_buffer_number
+                    || held_full
+                    || waiting + 1 >= self.options.max_write_buffer_number
                     || l0_runs >= self.options.level0_stop_writes_trigger)
             {
                 let start = Instant::now();
@@ -240,8 +246,8 @@ impl Engine {
     ///
     /// Fails without changing anything if the new WAL cannot be created (failure rule 7); a
     /// failure to sync the old WAL is a background error (rule 1). Waits while a window flush
-    /// runs: its remainder goes into the active memtable, which must then still be the one right
-    /// after the memtables it flushes.
+    /// that re-buffers runs: its remainder goes into the active memtable, which must then still
+    /// be the one right after the memtables it flushes.
     ///
     /// REQUIRES: the commit lock is held, or no other thread can write (open).
     pub fn switch_memtable(&self, state: &mut MutexGuard<'_, EngineState>) -> Result<()> {
@@ -320,7 +326,8 @@ impl Engine {
 
     /// Puts the entries a window flush left out back into the active memtable, after logging
     /// them in its WAL and syncing it: once the flush installs, the flushed memtables' WALs hold
-    /// nothing that is not in a table or in the open WAL, and can go. Entries keep their
+    /// nothing that is not in a table or in the open WAL, and can go. Window flushes do this
+    /// only once held memtables hold more evicted bytes than live ones (see `run_flush`). Entries keep their
     /// sequence numbers; WAL recovery replays records in any order. A window flush takes every
     /// frozen memtable and no memtable is frozen while it runs
     /// ([`EngineState::window_flush_running`]), so the active memtable is the one right after
