@@ -69,16 +69,126 @@ pub struct MergingIterator {
     /// current child.
     heap: Vec<usize>,
     direction: Direction,
+    /// Children not opened yet ([`MergingIterator::with_deferred`]).
+    deferred: Vec<Box<dyn DeferredChildren>>,
+    /// The source in `deferred` whose next child starts first, if any child is left.
+    next_deferred: Option<usize>,
+    /// The target of the last forward seek (`None`: from the first key).
+    last_target: Option<Vec<u8>>,
+}
+
+/// Children a [`MergingIterator`] opens only once a forward scan reaches them, in the order of
+/// the smallest internal key each can hold: the runs of a level of many small runs that start
+/// after where a scan starts (Min-Max buckets), so a scan merges the runs its keys reach, not
+/// every run after its start.
+pub trait DeferredChildren: Send {
+    /// The smallest internal key the next child can hold, if a child is left.
+    fn next_start(&self) -> Option<&[u8]>;
+    /// Opens the next child (not positioned) and moves past it.
+    fn open_next(&mut self) -> Box<dyn InternalIterator>;
 }
 
 impl MergingIterator {
     /// Merges `children` (order does not matter).
     pub fn new(children: Vec<Box<dyn InternalIterator>>) -> Self {
+        Self::with_deferred(children, Vec::new())
+    }
+
+    /// Merges `children` and, going forward, each child of `deferred` from when the merged
+    /// position reaches the child's start: every entry already returned is below it, so opening
+    /// it then (positioned at its start, or at the last seek target if later) misses nothing.
+    /// Any backward move opens all of them. For reads only: [`Self::smallest_other_key`] does
+    /// not see unopened children.
+    pub fn with_deferred(
+        children: Vec<Box<dyn InternalIterator>>,
+        deferred: Vec<Box<dyn DeferredChildren>>,
+    ) -> Self {
         let heap = Vec::with_capacity(children.len());
-        MergingIterator {
+        let mut merged = MergingIterator {
             children,
             heap,
             direction: Direction::Forward,
+            deferred,
+            next_deferred: None,
+            last_target: None,
+        };
+        merged.find_next_deferred();
+        merged
+    }
+
+    /// Children opened so far.
+    pub fn opened_children(&self) -> usize {
+        self.children.len()
+    }
+
+    fn find_next_deferred(&mut self) {
+        let mut best: Option<usize> = None;
+        for (i, d) in self.deferred.iter().enumerate() {
+            let Some(start) = d.next_start() else {
+                continue;
+            };
+            let earlier = best.is_none_or(|b| {
+                self.deferred[b]
+                    .next_start()
+                    .is_none_or(|s| compare_internal_keys(start, s) == Ordering::Less)
+            });
+            if earlier {
+                best = Some(i);
+            }
+        }
+        self.next_deferred = best;
+    }
+
+    /// Going forward: opens the deferred children that start at or before the current key
+    /// (all that start anywhere, when no child is valid).
+    fn open_reached(&mut self) -> Result<()> {
+        while let Some(source) = self.next_deferred {
+            let Some(start) = self.deferred[source].next_start() else {
+                self.find_next_deferred();
+                continue;
+            };
+            if let Some(&top) = self.heap.first() {
+                if compare_internal_keys(start, self.children[top].key()) == Ordering::Greater {
+                    return Ok(());
+                }
+            }
+            let target = match &self.last_target {
+                Some(t) if compare_internal_keys(t, start) == Ordering::Greater => t.clone(),
+                _ => start.to_vec(),
+            };
+            let mut child = self.deferred[source].open_next();
+            child.seek(&target)?;
+            let index = self.children.len();
+            let valid = child.valid();
+            self.children.push(child);
+            if valid {
+                self.heap.push(index);
+                self.sift_up(self.heap.len() - 1);
+            }
+            self.find_next_deferred();
+        }
+        Ok(())
+    }
+
+    /// Opens every deferred child, unpositioned (before a backward move positions them all).
+    fn open_all(&mut self) {
+        for d in &mut self.deferred {
+            while d.next_start().is_some() {
+                self.children.push(d.open_next());
+            }
+        }
+        self.next_deferred = None;
+    }
+
+    /// Restores the heap above position `i`.
+    fn sift_up(&mut self, mut i: usize) {
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if !self.before(self.heap[i], self.heap[parent]) {
+                return;
+            }
+            self.heap.swap(i, parent);
+            i = parent;
         }
     }
 
@@ -210,10 +320,12 @@ impl InternalIterator for MergingIterator {
             c.seek_to_first()?;
         }
         self.rebuild(Direction::Forward);
-        Ok(())
+        self.last_target = None;
+        self.open_reached()
     }
 
     fn seek_to_last(&mut self) -> Result<()> {
+        self.open_all();
         for c in &mut self.children {
             c.seek_to_last()?;
         }
@@ -226,10 +338,12 @@ impl InternalIterator for MergingIterator {
             c.seek(target)?;
         }
         self.rebuild(Direction::Forward);
-        Ok(())
+        self.last_target = Some(target.to_vec());
+        self.open_reached()
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
+        self.open_all();
         for c in &mut self.children {
             c.seek_for_prev(target)?;
         }
@@ -249,6 +363,9 @@ impl InternalIterator for MergingIterator {
         }
         self.children[cur].next()?;
         self.settle_top();
+        if self.next_deferred.is_some() {
+            self.open_reached()?;
+        }
         Ok(())
     }
 
@@ -257,6 +374,7 @@ impl InternalIterator for MergingIterator {
             return Ok(());
         };
         if self.direction == Direction::Forward {
+            self.open_all();
             self.turn(cur, Direction::Reverse)?;
             self.children[cur].prev()?;
             self.rebuild(Direction::Reverse);
@@ -351,6 +469,128 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    /// Runs for the deferred test: sorted lists opened on demand, by smallest key.
+    struct Later {
+        runs: Vec<Vec<(Vec<u8>, Vec<u8>)>>,
+        opened: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl DeferredChildren for Later {
+        fn next_start(&self) -> Option<&[u8]> {
+            self.runs
+                .first()
+                .and_then(|r| r.first())
+                .map(|(k, _)| k.as_slice())
+        }
+        fn open_next(&mut self) -> Box<dyn InternalIterator> {
+            self.opened
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Box::new(VecIterator::new(self.runs.remove(0)))
+        }
+    }
+
+    #[test]
+    fn deferred_children_give_the_same_entries_and_open_only_when_reached() {
+        let mut rng = 7u64;
+        let mut step = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for case in 0..200 {
+            // Nearly sorted buckets of 1-6 keys, a few wide ones; seq numbers unique.
+            let mut runs = Vec::new();
+            let mut seq = 1;
+            for b in 0..30u64 {
+                let base = b * 10 + step() % 15;
+                let run: Vec<(Vec<u8>, Vec<u8>)> = (0..1 + step() % 6)
+                    .map(|_| {
+                        seq += 1;
+                        let k = format!("{:04}", base + step() % if b % 9 == 0 { 200 } else { 8 });
+                        (internal_key(k.as_bytes(), seq, ValueKind::Put), vec![])
+                    })
+                    .collect();
+                runs.push(VecIterator::new(run).entries);
+            }
+            runs.sort_by(|a, b| compare_internal_keys(&a[0].0, &b[0].0));
+            let eager = |runs: &Vec<Vec<(Vec<u8>, Vec<u8>)>>| {
+                MergingIterator::new(
+                    runs.iter()
+                        .map(|r| Box::new(VecIterator::new(r.clone())) as Box<dyn InternalIterator>)
+                        .collect(),
+                )
+            };
+            let opened = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let mut all = eager(&runs);
+            let mut lazy = MergingIterator::with_deferred(
+                Vec::new(),
+                vec![Box::new(Later {
+                    runs: runs.clone(),
+                    opened: opened.clone(),
+                })],
+            );
+            let target = internal_key(
+                format!("{:04}", step() % 320).as_bytes(),
+                u64::MAX >> 8,
+                ValueKind::Put,
+            );
+            all.seek(&target).unwrap();
+            lazy.seek(&target).unwrap();
+            // A short forward scan opens only the runs starting before where it stops.
+            for _ in 0..5 {
+                assert_eq!(all.valid(), lazy.valid(), "case {case}");
+                if !all.valid() {
+                    break;
+                }
+                assert_eq!(all.key(), lazy.key(), "case {case}");
+                all.next().unwrap();
+                lazy.next().unwrap();
+            }
+            if lazy.valid() {
+                let reached = runs
+                    .iter()
+                    .filter(|r| compare_internal_keys(&r[0].0, lazy.key()) != Ordering::Greater)
+                    .count();
+                assert!(
+                    opened.load(std::sync::atomic::Ordering::Relaxed) <= reached,
+                    "case {case}: opened runs past the scan"
+                );
+            }
+            // Then moves both ways agree entry for entry.
+            for _ in 0..40 {
+                assert_eq!(all.valid(), lazy.valid(), "case {case}");
+                if !all.valid() {
+                    break;
+                }
+                assert_eq!(all.key(), lazy.key(), "case {case}");
+                if step() % 3 == 0 {
+                    all.prev().unwrap();
+                    lazy.prev().unwrap();
+                } else {
+                    all.next().unwrap();
+                    lazy.next().unwrap();
+                }
+            }
+            // A scan from the first key sees everything.
+            all.seek_to_first().unwrap();
+            let mut lazy = MergingIterator::with_deferred(
+                Vec::new(),
+                vec![Box::new(Later {
+                    runs: runs.clone(),
+                    opened,
+                })],
+            );
+            lazy.seek_to_first().unwrap();
+            while all.valid() {
+                assert_eq!(all.key(), lazy.key(), "case {case}");
+                all.next().unwrap();
+                lazy.next().unwrap();
+            }
+            assert!(!lazy.valid());
+        }
     }
 
     #[test]

@@ -114,6 +114,10 @@ pub struct Metrics {
     pub key_index_entries: u64,
     /// Bytes the key index's hash tables hold.
     pub key_index_bytes: u64,
+    /// Microseconds spent building the levels' interval indexes (once per new version).
+    pub interval_index_micros: u64,
+    /// Bytes the current version's interval indexes take.
+    pub interval_index_bytes: u64,
 }
 
 /// What the key index holds, for [`Metrics::collect`].
@@ -131,6 +135,7 @@ impl Metrics {
         cache: &BlockCache,
         policy_nanos: u64,
         key_index: KeyIndexUse,
+        interval_index_bytes: u64,
     ) -> Metrics {
         let g = Statistics::get;
         let user_bytes = g(&s.user_bytes);
@@ -151,6 +156,8 @@ impl Metrics {
             flushes: g(&s.flushes),
             compactions: g(&s.compactions),
             trivial_moves: g(&s.trivial_moves),
+            interval_index_micros: g(&s.interval_index_nanos) / 1000,
+            interval_index_bytes,
             last_level_rewrites: g(&s.last_level_rewrites),
             puts: g(&s.puts),
             deletes: g(&s.deletes),

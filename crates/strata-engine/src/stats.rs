@@ -34,6 +34,8 @@ pub struct Statistics {
     pub last_level_rewrites: AtomicU64,
     /// Trivial moves completed.
     pub trivial_moves: AtomicU64,
+    /// Nanoseconds spent building the levels' interval indexes, once per new version.
+    pub interval_index_nanos: AtomicU64,
     /// Data blocks read from storage by point lookups and scans (block-cache misses; hits
     /// excluded). Compaction inputs and table metadata are counted apart, so that this divided by
     /// the lookups is the read amplification of DESIGN.md.

@@ -55,9 +55,9 @@ impl Drop for ScanCount {
 }
 
 impl DbIterator {
-    /// A user iterator over `children` (memtables and runs) as of `seq`.
+    /// A user iterator over `merged` (memtables and runs) as of `seq`.
     pub(crate) fn new(
-        children: Vec<Box<dyn InternalIterator>>,
+        merged: MergingIterator,
         super_version: Arc<SuperVersion>,
         scan_count: ScanCount,
         seq: SeqNo,
@@ -65,7 +65,7 @@ impl DbIterator {
         reverse: bool,
     ) -> Result<DbIterator> {
         Ok(DbIterator {
-            merged: MergingIterator::new(children),
+            merged,
             _super_version: super_version,
             scan_count,
             seq,

@@ -18,6 +18,7 @@
 
 mod edit;
 mod error;
+mod intervals;
 mod key;
 mod state;
 mod table;
@@ -26,6 +27,7 @@ mod version;
 
 pub use edit::{AddedTable, DeletedTable, NewRun, NextIds, RetainedFile, VersionEdit};
 pub use error::{EditError, ParseError};
+pub use intervals::RunIntervals;
 pub use key::{above_end, below_start, format_key, parse_key, KeyRange};
 pub use state::PolicyState;
 pub use table::{BlockMeta, RunId, SeqNo, SeqRange, TableId, TableMeta};

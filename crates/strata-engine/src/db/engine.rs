@@ -395,11 +395,27 @@ impl Engine {
             }
             _ => None,
         };
+        // A memtable switch keeps the version: its interval indexes stay.
+        let intervals = {
+            let current = self.super_version.read();
+            if Arc::ptr_eq(&current.version, &state.version) {
+                Arc::clone(&current.intervals)
+            } else {
+                let started = Instant::now();
+                let intervals = crate::super_version::run_intervals(&state.version);
+                Statistics::add(
+                    &self.stats.interval_index_nanos,
+                    started.elapsed().as_nanos() as u64,
+                );
+                intervals
+            }
+        };
         let super_version = Arc::new(SuperVersion {
             memtable: Arc::clone(&state.memtable),
             frozen: state.frozen.iter().rev().cloned().collect(),
             version: Arc::clone(&state.version),
             key_index,
+            intervals,
         });
         *self.super_version.write() = super_version;
     }

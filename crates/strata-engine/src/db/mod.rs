@@ -269,6 +269,7 @@ impl Db {
             &self.engine.block_cache,
             self.engine.policy.nanos(),
             key_index,
+            view.intervals.iter().map(|i| i.memory_bytes() as u64).sum(),
         )
     }
 

@@ -2,12 +2,13 @@
 
 use super::engine::Engine;
 use crate::error::Result;
-use crate::iter::InternalIterator;
-use crate::key::{SeqNo, ValueKind};
+use crate::iter::{DeferredChildren, InternalIterator, MergingIterator};
+use crate::key::{self, SeqNo, ValueKind};
 use crate::key_index::KeyIndexView;
 use crate::stats::{Statistics, LOOKUP_SAMPLE_EVERY};
+use crate::super_version::SuperVersion;
 use crate::table::{bloom_hash, ReadPurpose};
-use crate::table_cache::RunIterator;
+use crate::table_cache::{RunIterator, TableCache};
 use crate::user_iter::{DbIterator, ScanCount};
 use bytes::Bytes;
 use std::cell::Cell;
@@ -121,6 +122,7 @@ impl Engine {
                 return Ok(resolve(kind, v));
             }
         }
+        let mut holders = Vec::new();
         for (level_no, level) in view.version.levels().iter().enumerate() {
             // In the indexed level, only the tables the key index names may hold the key.
             let mut indexed: Option<(&KeyIndexView, SmallTables)> = None;
@@ -129,8 +131,11 @@ impl Engine {
                 index.candidates(bloom_hash(user_key), |t| holders.push(t));
                 indexed = Some((index, holders));
             }
-            for run in level.runs() {
-                let tables = run.tables();
+            // Only the runs whose key range holds the key (the level's interval index).
+            holders.clear();
+            view.intervals[level_no].holding(user_key, &mut holders);
+            for &run in &holders {
+                let tables = level.runs()[run].tables();
                 let i = tables.partition_point(|t| t.largest.as_ref() < user_key);
                 let Some(t) = tables.get(i).filter(|t| t.smallest.as_ref() <= user_key) else {
                     continue;
@@ -172,26 +177,99 @@ impl Engine {
         for memtable in &view.frozen {
             children.push(Box::new(memtable.iter()));
         }
-        for level in view.version.levels() {
-            for run in level.runs() {
-                // Only the tables whose keys can fall in the range: a level of many small runs
-                // (Min-Max buckets) then costs a scan nothing for the runs it does not touch.
-                let tables = tables_in_range(run.tables(), &range);
-                if tables.is_empty() {
-                    continue;
+        // Per level, the runs holding the scan's start are opened now, and the runs starting
+        // after it only once the scan reaches them (the level's interval index): a scan of a
+        // level of many small runs (Min-Max buckets) merges the runs its keys reach, not every
+        // run after its start. Within a run, only the tables overlapping the range.
+        let start = match &range.0 {
+            Bound::Included(k) | Bound::Excluded(k) => Some(k.as_slice()),
+            Bound::Unbounded => None,
+        };
+        let mut deferred: Vec<Box<dyn DeferredChildren>> = Vec::new();
+        let mut holders = Vec::new();
+        for (level_no, level) in view.version.levels().iter().enumerate() {
+            holders.clear();
+            if let Some(start) = start {
+                view.intervals[level_no].holding(start, &mut holders);
+            }
+            for &run in &holders {
+                let tables = tables_in_range(level.runs()[run].tables(), &range);
+                if !tables.is_empty() {
+                    children.push(Box::new(RunIterator::new(
+                        Arc::clone(&self.tables),
+                        tables.to_vec(),
+                        ReadPurpose::Query,
+                    )));
                 }
-                children.push(Box::new(RunIterator::new(
-                    Arc::clone(&self.tables),
-                    tables.to_vec(),
-                    ReadPurpose::Query,
-                )));
+            }
+            let first = view.intervals[level_no].first_starting_after(start);
+            let mut later = RunsStartingLater {
+                view: Arc::clone(&view),
+                level: level_no,
+                next: first,
+                range: range.clone(),
+                start: Vec::new(),
+                tables: Arc::clone(&self.tables),
+            };
+            later.load_start();
+            if later.next_start().is_some() {
+                deferred.push(Box::new(later));
             }
         }
         let scan_count = ScanCount {
             stats: Arc::clone(&self.stats),
             returned: 0,
         };
-        DbIterator::new(children, view, scan_count, seq, range, reverse)
+        let merged = MergingIterator::with_deferred(children, deferred);
+        DbIterator::new(merged, view, scan_count, seq, range, reverse)
+    }
+}
+
+/// The runs of one level that start after a scan's start, by smallest key, for the scan's
+/// merging iterator to open once it reaches them.
+struct RunsStartingLater {
+    view: Arc<SuperVersion>,
+    level: usize,
+    /// The next run, by position in the level's interval index order.
+    next: usize,
+    range: (Bound<Vec<u8>>, Bound<Vec<u8>>),
+    /// The next run's smallest internal key; empty when no run is left in the range.
+    start: Vec<u8>,
+    tables: Arc<TableCache>,
+}
+
+impl RunsStartingLater {
+    /// Sets `start` for the run at `next` (empty when none is left below the range's end).
+    fn load_start(&mut self) {
+        self.start.clear();
+        if let Some((smallest, _)) = self.view.intervals[self.level].starting_at(self.next) {
+            if !strata_meta::above_end(&self.range.1, smallest) {
+                self.start = key::seek_key(smallest, key::MAX_SEQNO);
+            }
+        }
+    }
+}
+
+impl DeferredChildren for RunsStartingLater {
+    fn next_start(&self) -> Option<&[u8]> {
+        (!self.start.is_empty()).then_some(self.start.as_slice())
+    }
+
+    fn open_next(&mut self) -> Box<dyn InternalIterator> {
+        let intervals = &self.view.intervals[self.level];
+        let run = intervals.starting_at(self.next).map_or(0, |(_, run)| run);
+        let tables = tables_in_range(
+            self.view.version.level(self.level).runs()[run].tables(),
+            &self.range,
+        )
+        .to_vec();
+        self.next += 1;
+        self.load_start();
+        Box::new(RunIterator::new(
+            Arc::clone(&self.tables),
+            tables,
+            ReadPurpose::Query,
+        ))
     }
 }
 

@@ -342,6 +342,7 @@ impl Engine {
             version: Arc::clone(&version),
             // Published properly once the engine's state exists (below).
             key_index: None,
+            intervals: crate::super_version::run_intervals(&version),
         });
         let engine = Arc::new(Engine {
             dir,
