@@ -163,7 +163,7 @@ mod tests {
             rng ^= rng << 17;
             // Nearly sorted buckets, some wide.
             let lo = i * 10 + (rng % 40) as u32;
-            let width = if rng % 17 == 0 {
+            let width = if rng.is_multiple_of(17) {
                 900
             } else {
                 (rng % 30) as u32
