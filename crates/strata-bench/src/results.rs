@@ -65,6 +65,11 @@ pub struct PhaseResult {
     /// for engines and policies without such merges.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rounds: Vec<RoundThroughput>,
+    /// Data blocks the phase's queries read from storage (block-cache misses; compactions and
+    /// table metadata not counted); absent when the engine does not count them. With a block
+    /// cache too small to hold what a query reads, ÷ `ops` is the blocks a query touches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks_read: Option<u64>,
 }
 
 /// The phase's throughput over one compaction round.

@@ -290,6 +290,7 @@ pub fn run(
                     reads_measured += reads;
                     if let (Some(a), Some(b)) = (after.blocks_read, before.blocks_read) {
                         blocks_read_measured += a - b;
+                        p.blocks_read = Some(a - b);
                     }
                     if let (Some(a), Some(b)) = (after.tables_probed, before.tables_probed) {
                         probed_measured += a - b;
@@ -640,6 +641,7 @@ fn run_phase(
             write_amp: None,
             blocks_written_per_level: Vec::new(),
             blocks_preserved_per_level: Vec::new(),
+            blocks_read: None,
         },
         written,
         reads,

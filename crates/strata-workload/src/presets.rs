@@ -187,7 +187,14 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("partial-merge-normal", "Partial merges: 50/50 inserts and deletes, inserts from a shifting normal"),
     ("partial-merge-tpcc", "Partial merges: TPC-C NEW_ORDER-like inserts, deletes of the oldest orders"),
     ("nearly-sorted", "time-series ingest: ascending keys with bounded disorder (bucket ingestion)"),
+    ("minmax-queries", "Min-Max: nearly sorted ingest, then the paper's five range queries Q1-Q5 (selectivity 0.003 to 0.05 of the entries), 20 each"),
 ];
+
+/// The Min-Max paper's range queries Q1–Q5: the share of the keys each reads (Sec. 4).
+pub const MINMAX_QUERY_SELECTIVITY: [f64; 5] = [0.003, 0.006, 0.015, 0.026, 0.05];
+
+/// Queries per phase of the `minmax-queries` preset.
+const MINMAX_QUERIES_PER_PHASE: u64 = 20;
 
 impl WorkloadSpec {
     /// The preset `name` (see [`PRESETS`]); db_bench names may be comma-separated to run them in
@@ -376,6 +383,26 @@ impl WorkloadSpec {
                 let mut l = load("ingest");
                 l.inserts = InsertOrder::NearlySorted { window: p.disorder };
                 ("nearly sorted ingest with bounded disorder", vec![l])
+            }
+            "minmax-queries" => {
+                let mut l = load("ingest");
+                l.inserts = InsertOrder::NearlySorted { window: p.disorder };
+                let mut phases = vec![l];
+                for (i, selectivity) in MINMAX_QUERY_SELECTIVITY.iter().enumerate() {
+                    // A query reads its share of the keys from a uniformly random start.
+                    let mut q = run(m(0.0, 0.0, 0.0, 1.0, 0.0, 0.0), KeyDist::Uniform);
+                    q.name = format!("q{}", i + 1);
+                    q.ops = MINMAX_QUERIES_PER_PHASE;
+                    q.threads = 1;
+                    // The ingest's key numbering (not scrambled), so starts are stored keys.
+                    q.inserts = InsertOrder::NearlySorted { window: p.disorder };
+                    q.scan_length = ((p.entries as f64 * selectivity).round() as usize).max(1);
+                    phases.push(q);
+                }
+                (
+                    "nearly sorted ingest, then range queries Q1-Q5 reading 0.3% to 5% of the keys",
+                    phases,
+                )
             }
             other => {
                 let names: Vec<&str> = PRESETS.iter().map(|(n, _)| *n).collect();

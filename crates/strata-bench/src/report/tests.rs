@@ -34,6 +34,7 @@ fn phase(name: &str, ops_per_sec: f64, ops: &[(&str, LatencySummary)]) -> PhaseR
         blocks_written_per_level: Vec::new(),
         blocks_preserved_per_level: Vec::new(),
         rounds: Vec::new(),
+        blocks_read: None,
     }
 }
 
