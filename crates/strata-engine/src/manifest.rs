@@ -127,8 +127,9 @@ pub struct BufferEviction {
     pub range: KeyRange,
     /// The largest sequence number in the memtables the window was taken from.
     pub max_seq: SeqNo,
-    /// The open WAL's number at the flush: the evicted entries are logged in older ones, so the
-    /// record matters only while the log number is below it.
+    /// One above the open WAL's number at the flush: the evicted entries are logged below it
+    /// (a re-buffered memtable's entries are logged again in the WAL open at the time, which
+    /// may be that one), so the record matters only while the log number is below it.
     pub below_wal: u64,
 }
 

@@ -144,11 +144,13 @@ fn window_flushes_delete_each_wal_once_nothing_in_it_is_unflushed() {
         db.wait_for_compactions().unwrap();
         let metrics = db.metrics();
         assert!(metrics.flushes > 10, "{} flushes", metrics.flushes);
-        // Held memtables are re-buffered once evicted bytes pass the live ones, so their WALs
-        // stay few: a held buffer of at most about two buffers' entries, plus the waiting and
-        // active memtables.
+        // Held memtables go once nothing live is left in them, or are re-buffered once evicted
+        // bytes pass the live ones, so their WALs stay few; waiting memtables (small ones,
+        // frozen early behind a held buffer) stall writers at 8 × max_write_buffer_number.
+        // Without deletes this run would leave hundreds.
+        let bound = if synchronous { 6 } else { 24 };
         assert!(
-            most_wals <= 6,
+            most_wals <= bound,
             "{most_wals} WALs at once (synchronous {synchronous})"
         );
         assert!(wals(&fs)[0] > first_wal, "the first WAL is still there");

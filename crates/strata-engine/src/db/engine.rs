@@ -109,9 +109,6 @@ pub(crate) struct EngineState {
     pub key_index: Option<KeyIndexSet>,
     /// Whether a flush is running.
     pub flush_running: bool,
-    /// Whether the running flush re-buffers what its window leaves: no memtable may be frozen
-    /// until it ends (see [`Engine::rebuffer`]).
-    pub window_flush_running: bool,
     /// A running job carries policy state; no other state-changing work may start.
     pub stateful_running: bool,
     /// A manual compaction has the tree to itself.
@@ -154,6 +151,10 @@ pub(crate) struct HeldBuffer {
     pub live_user_bytes: u64,
     /// Their bytes as a buffer charges them ([`crate::memtable::charge`]).
     pub live_charged: u64,
+    /// Per held memtable (oldest first), the live keys whose newest version it holds: a held
+    /// memtable at the front with none left holds only what tables (or newer memtables) have,
+    /// and goes with its WAL without a copy.
+    pub live_per_memtable: Vec<u64>,
 }
 
 impl EngineState {

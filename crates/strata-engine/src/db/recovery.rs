@@ -365,7 +365,6 @@ impl Engine {
                 running_reserved: 0,
                 key_index: options.key_index_level.map(|_| KeyIndexSet::new()),
                 flush_running: false,
-                window_flush_running: false,
                 stateful_running: false,
                 manual_compaction: false,
                 pending_outputs: HashSet::new(),

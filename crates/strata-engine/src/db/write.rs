@@ -205,26 +205,36 @@ impl Engine {
                 .write_buffer_size
                 .saturating_mul(self.options.max_write_buffer_number as u64);
             let waiting = state.waiting_memtables();
+            let waiting_bytes: u64 = state
+                .frozen
+                .iter()
+                .skip(state.held.memtables)
+                .map(|m| m.approximate_size())
+                .sum();
             let buffers_full = !synchronous
                 && waiting > 0
-                && state.buffered_bytes()
-                    + state
-                        .frozen
-                        .iter()
-                        .skip(state.held.memtables)
-                        .map(|m| m.approximate_size())
-                        .sum::<u64>()
-                    >= buffer_limit;
+                && state.buffered_bytes() + waiting_bytes >= buffer_limit;
             if !buffers_full && state.buffered_bytes() < self.options.write_buffer_size {
                 return Ok(Arc::clone(&state.memtable));
             }
             // Held memtables still over the buffer size get another window flush first;
-            // freezing the active memtable would not help.
-            let held_full = waiting == 0 && state.flush_due(self.options.write_buffer_size);
+            // freezing the active memtable would not help (and, with it empty, would only
+            // start WAL after WAL while holding the lock the flush needs).
+            let held_full = state.held.memtables > 0
+                && state.held.live_charged >= self.options.write_buffer_size;
+            // Frozen memtables waiting for a flush stall writers once they hold
+            // max_write_buffer_number − 1 buffers: counted in bytes, since memtables a window
+            // flush's buffer makes freeze early are small (a rebuffering flush of Min-Max would
+            // otherwise stall writers for all of its 80 ms behind one 1 MiB memtable); and in
+            // count past 8 buffers' worth, to bound the WALs open at once.
+            let max = self.options.max_write_buffer_number;
+            let waiting_full = waiting_bytes
+                >= (max as u64 - 1).saturating_mul(self.options.write_buffer_size)
+                || waiting + 1 >= 8 * max;
             if !synchronous
                 && (buffers_full
                     || held_full
-                    || waiting + 1 >= self.options.max_write_buffer_number
+                    || (waiting > 0 && waiting_full)
                     || l0_runs >= self.options.level0_stop_writes_trigger)
             {
                 let start = Instant::now();
@@ -245,18 +255,10 @@ impl Engine {
     /// Freezes the active memtable and starts a new WAL for its successor.
     ///
     /// Fails without changing anything if the new WAL cannot be created (failure rule 7); a
-    /// failure to sync the old WAL is a background error (rule 1). Waits while a window flush
-    /// that re-buffers runs: its remainder goes into the active memtable, which must then still
-    /// be the one right after the memtables it flushes.
+    /// failure to sync the old WAL is a background error (rule 1).
     ///
     /// REQUIRES: the commit lock is held, or no other thread can write (open).
     pub fn switch_memtable(&self, state: &mut MutexGuard<'_, EngineState>) -> Result<()> {
-        while state.window_flush_running {
-            Self::check_background_error(state)?;
-            self.check_open()?;
-            self.background_work
-                .wait_for(state, std::time::Duration::from_millis(100));
-        }
         Self::check_background_error(state)?;
         let predecessor = {
             let mut slot = self.wal.lock();
@@ -324,19 +326,15 @@ impl Engine {
         Ok(())
     }
 
-    /// Puts the entries a window flush left out back into the active memtable, after logging
-    /// them in its WAL and syncing it: once the flush installs, the flushed memtables' WALs hold
-    /// nothing that is not in a table or in the open WAL, and can go. Window flushes do this
-    /// only once held memtables hold more evicted bytes than live ones (see `run_flush`). Entries keep their
-    /// sequence numbers; WAL recovery replays records in any order. A window flush takes every
-    /// frozen memtable and no memtable is frozen while it runs
-    /// ([`EngineState::window_flush_running`]), so the active memtable is the one right after
-    /// the flushed ones: for every key, the newest version is still found first, by reads and by
-    /// recovery. On an error the WAL is closed and the caller makes the database read-only
-    /// (failure rule 1); nothing was inserted.
+    /// Logs again, in the open WAL, the entries a re-buffering window flush copied into the
+    /// memtable that replaces the ones it held, and syncs it: once the flush installs, those
+    /// memtables' WALs hold nothing that is not in a table or in the open WAL, and can go.
+    /// Entries keep their sequence numbers; WAL recovery replays records in any order (the
+    /// manifest names the WAL, so point-in-time recovery does not stop before it). On an error
+    /// the WAL is closed and the caller makes the database read-only (failure rule 1).
     ///
-    /// REQUIRES: the state lock is held (so the active memtable and the open WAL stay paired).
-    pub fn rebuffer(&self, state: &EngineState, entries: &mut [BufferedEntry]) -> Result<()> {
+    /// REQUIRES: the state lock is held (no memtable switch moves the open WAL meanwhile).
+    pub fn relog(&self, entries: &mut [BufferedEntry]) -> Result<()> {
         if entries.is_empty() {
             return Ok(());
         }
@@ -370,9 +368,6 @@ impl Engine {
             start = end;
         }
         Statistics::add(&self.stats.wal_syncs, 1);
-        for e in entries.iter() {
-            state.memtable.insert(&e.key, e.seq, e.kind, &e.value);
-        }
         Ok(())
     }
 }
