@@ -117,6 +117,11 @@ pub struct BenchArgs {
     /// Options::with_key_index.
     #[arg(long, allow_negative_numbers = true, value_parser = usize_arg)]
     key_index: Option<usize>,
+    /// Strata: read without the levels' interval indexes over runs (lookups visit every run,
+    /// scans open every run overlapping their range at the start), to measure what they save.
+    /// Options::with_interval_index(false).
+    #[arg(long)]
+    no_interval_index: bool,
     /// Open every engine with its own defaults and ignore the engine flags above (buffer, file
     /// and cache sizes, size ratio, level base, Bloom bits, jobs): what a user who changes
     /// nothing gets. RocksDB gets its default block-based table with a 10-bit Bloom filter and
@@ -389,6 +394,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         rate_limit: args.rate_limit,
         reserved_jobs: args.reserved_jobs,
         key_index_level: args.key_index,
+        interval_index: !args.no_interval_index,
         engine_defaults: args.engine_defaults,
     };
     for policy in &policies {

@@ -96,6 +96,10 @@ pub struct EngineSettings {
     /// Strata: the level an in-memory key index covers, if any (`Options::with_key_index`).
     #[serde(default)]
     pub key_index_level: Option<usize>,
+    /// Strata: whether reads use the levels' interval indexes over runs
+    /// (`Options::with_interval_index`).
+    #[serde(default = "default_interval_index")]
+    pub interval_index: bool,
     /// Ignore every other setting: open each engine with its own defaults, as a user who
     /// changes nothing would (RocksDB with its default block-based table given a 10-bit Bloom
     /// filter and no compression, as its documentation recommends for point lookups; Strata's
@@ -119,12 +123,17 @@ impl Default for EngineSettings {
             rate_limit: None,
             reserved_jobs: default_reserved_jobs(),
             key_index_level: None,
+            interval_index: true,
             engine_defaults: false,
         }
     }
 }
 
 /// Strata's default (`Options::with_reserved_jobs`).
+fn default_interval_index() -> bool {
+    true
+}
+
 fn default_reserved_jobs() -> usize {
     1
 }
@@ -163,6 +172,7 @@ impl Strata {
                 .with_reserved_jobs(s.reserved_jobs)
                 .with_rate_limiter(s.rate_limit)
                 .with_key_index(s.key_index_level)
+                .with_interval_index(s.interval_index)
                 .with_record_block_ranges(s.count_blocks)
                 .with_policy_spec(spec)?
         };

@@ -26,6 +26,7 @@ pub struct Options {
     pub(crate) max_background_jobs: usize,
     pub(crate) reserved_jobs: usize,
     pub(crate) key_index_level: Option<usize>,
+    pub(crate) interval_index: bool,
     pub(crate) block_size: usize,
     pub(crate) block_restart_interval: usize,
     pub(crate) compression: Compression,
@@ -80,6 +81,7 @@ impl Default for Options {
             max_background_jobs: 2,
             reserved_jobs: 1,
             key_index_level: None,
+            interval_index: true,
             block_size: 4096,
             block_restart_interval: 16,
             compression: Compression::None,
@@ -230,6 +232,17 @@ impl Options {
     /// RocksDB equivalent. Default: none.
     pub fn with_key_index(mut self, level: Option<usize>) -> Self {
         self.key_index_level = level;
+        self
+    }
+
+    /// Whether reads use each level's interval index over its runs (`strata_meta::RunIntervals`):
+    /// a point lookup probes only the runs whose key range holds the key, and a scan opens a
+    /// run only once it reaches the run's smallest key. Without it a scan opens every run that
+    /// overlaps its range when it starts, and a lookup visits every run (what a level of many
+    /// small runs, Min-Max buckets, costs without the paper's interval B-tree). No RocksDB
+    /// equivalent. Default: true.
+    pub fn with_interval_index(mut self, on: bool) -> Self {
+        self.interval_index = on;
         self
     }
 

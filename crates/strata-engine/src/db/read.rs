@@ -131,9 +131,14 @@ impl Engine {
                 index.candidates(bloom_hash(user_key), |t| holders.push(t));
                 indexed = Some((index, holders));
             }
-            // Only the runs whose key range holds the key (the level's interval index).
+            // Only the runs whose key range holds the key (the level's interval index), or
+            // every run, newest first.
             holders.clear();
-            view.intervals[level_no].holding(user_key, &mut holders);
+            if self.options.interval_index {
+                view.intervals[level_no].holding(user_key, &mut holders);
+            } else {
+                holders.extend(0..level.runs().len());
+            }
             for &run in &holders {
                 let tables = level.runs()[run].tables();
                 let i = tables.partition_point(|t| t.largest.as_ref() < user_key);
@@ -189,7 +194,10 @@ impl Engine {
         let mut holders = Vec::new();
         for (level_no, level) in view.version.levels().iter().enumerate() {
             holders.clear();
-            if let Some(start) = start {
+            if !self.options.interval_index {
+                // Every run overlapping the range, opened now.
+                holders.extend(0..level.runs().len());
+            } else if let Some(start) = start {
                 view.intervals[level_no].holding(start, &mut holders);
             }
             for &run in &holders {
@@ -201,6 +209,9 @@ impl Engine {
                         ReadPurpose::Query,
                     )));
                 }
+            }
+            if !self.options.interval_index {
+                continue;
             }
             let first = view.intervals[level_no].first_starting_after(start);
             let mut later = RunsStartingLater {
