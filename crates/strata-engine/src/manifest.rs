@@ -48,6 +48,19 @@ pub enum FileKind {
     UnreplayedWal(u64),
 }
 
+/// The numbers of the WALs among a directory's file `names`, ascending.
+pub fn wal_numbers(names: &[String]) -> Vec<u64> {
+    let mut numbers: Vec<u64> = names
+        .iter()
+        .filter_map(|n| match classify(n) {
+            Some(FileKind::Wal(w)) => Some(w),
+            _ => None,
+        })
+        .collect();
+    numbers.sort_unstable();
+    numbers
+}
+
 /// Classifies a file name; `None` for files that are not Strata's.
 pub fn classify(name: &str) -> Option<FileKind> {
     let number = |s: &str| s.parse::<u64>().ok();

@@ -612,17 +612,7 @@ fn record_ends(fs: &MemFs, path: &Path) -> Vec<u64> {
 
 /// Numbers of the WAL files in the directory, in order.
 fn wal_numbers(fs: &MemFs) -> Vec<u64> {
-    let mut wals: Vec<u64> = fs
-        .list(Path::new(DIR))
-        .unwrap()
-        .iter()
-        .filter_map(|n| match classify(n) {
-            Some(FileKind::Wal(w)) => Some(w),
-            _ => None,
-        })
-        .collect();
-    wals.sort_unstable();
-    wals
+    strata_engine::manifest::wal_numbers(&fs.list(Path::new(DIR)).unwrap())
 }
 
 /// Issue 10, item 1: an older WAL that lost its end (here cut at a record boundary, so it looks

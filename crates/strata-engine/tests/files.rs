@@ -115,19 +115,8 @@ fn window_flushes_delete_each_wal_once_nothing_in_it_is_unflushed() {
                 .unwrap()
         };
         let db = Db::open("/db", options()).unwrap();
-        let wals = |fs: &MemFs| {
-            let mut numbers: Vec<u64> = fs
-                .list(Path::new("/db"))
-                .unwrap()
-                .iter()
-                .filter_map(|n| match classify(n) {
-                    Some(FileKind::Wal(w)) => Some(w),
-                    _ => None,
-                })
-                .collect();
-            numbers.sort_unstable();
-            numbers
-        };
+        let wals =
+            |fs: &MemFs| strata_engine::manifest::wal_numbers(&fs.list(Path::new("/db")).unwrap());
         let first_wal = wals(&fs)[0];
         let mut most_wals = 0;
         for i in 0..8000u32 {

@@ -12,7 +12,9 @@ use std::time::Instant;
 use strata_meta::{AddedTable, NewRun, RunId, RunIntervals, TableMeta, Version, VersionEdit};
 
 fn main() {
-    let mut args = std::env::args().skip(1).map(|a| a.parse::<u64>().expect("a number"));
+    let mut args = std::env::args()
+        .skip(1)
+        .map(|a| a.parse::<u64>().expect("a number"));
     let runs = args.next().unwrap_or(1_100);
     let overlap = args.next().unwrap_or(1_000);
     let keys_per_run = 9_000u64;
@@ -25,7 +27,12 @@ fn main() {
         edit.added.push(AddedTable {
             level: 1,
             run,
-            table: Arc::new(TableMeta::new(i + 1, key(lo), key((i + 1) * keys_per_run), 1 << 20)),
+            table: Arc::new(TableMeta::new(
+                i + 1,
+                key(lo),
+                key((i + 1) * keys_per_run),
+                1 << 20,
+            )),
         });
     }
     let version = Version::new().apply(&edit).expect("a valid edit");

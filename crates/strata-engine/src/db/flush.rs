@@ -648,13 +648,15 @@ impl Engine {
             }
         };
         let flushed = memtables.len();
+        // WALs older than the first memtable after the flushed ones (or the active one) are
+        // obsolete once those go.
+        let next_log = state
+            .frozen
+            .get(flushed)
+            .map_or(state.memtable.wal_number(), |m| m.wal_number());
         if let Some(rebuffered) = out.rebuffered.take() {
             // The copy replaces the job's memtables, before any frozen while the job ran, and
             // their WALs go: the copy's entries are in the open WAL.
-            let next_log = state
-                .frozen
-                .get(flushed)
-                .map_or(state.memtable.wal_number(), |m| m.wal_number());
             let change = BufferChange {
                 log_number: Some(next_log),
                 relogged_into: Some(state.memtable.wal_number()),
@@ -669,10 +671,6 @@ impl Engine {
         } else if let Some(mut held) = out.held.take() {
             // The memtables stay, held, with their WALs; the manifest records the window so
             // that a replay of those WALs leaves it out.
-            let change = BufferChange {
-                evicted: out.eviction.take(),
-                ..BufferChange::default()
-            };
             held.memtables = flushed;
             // Held memtables at the front with no live key left go now, with their WALs (not
             // while a snapshot may need a version only they hold).
@@ -686,7 +684,8 @@ impl Engine {
                 log_number: (gone > 0)
                     .then(|| state.frozen[gone].wal_number())
                     .filter(|&n| n > state.log_number),
-                ..change
+                evicted: out.eviction.take(),
+                ..BufferChange::default()
             };
             self.install(state, edit, &out.files, change)?;
             if gone > 0 {
@@ -697,11 +696,6 @@ impl Engine {
             }
             state.held = held;
         } else {
-            // WALs older than the next memtable still waiting (or the active one) are obsolete.
-            let next_log = state
-                .frozen
-                .get(flushed)
-                .map_or(state.memtable.wal_number(), |m| m.wal_number());
             let change = BufferChange {
                 log_number: Some(next_log),
                 evicted: out.eviction.take(),

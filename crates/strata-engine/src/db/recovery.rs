@@ -418,14 +418,8 @@ impl Engine {
         names: &[String],
         log_number: u64,
     ) -> Result<(Arc<Memtable>, wal_chain::Replayed)> {
-        let mut numbers: Vec<u64> = names
-            .iter()
-            .filter_map(|n| match classify(n) {
-                Some(FileKind::Wal(w)) if w >= log_number => Some(w),
-                _ => None,
-            })
-            .collect();
-        numbers.sort_unstable();
+        let mut numbers = manifest::wal_numbers(names);
+        numbers.retain(|&w| w >= log_number);
         let mut wals = Vec::with_capacity(numbers.len());
         for number in numbers {
             let path = self.dir.join(manifest::wal_file_name(number));
