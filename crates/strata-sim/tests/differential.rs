@@ -64,7 +64,8 @@ impl EventListener for Recorder {
 /// The policy with small tables, so outputs are cut by size.
 fn policy(name: &str) -> PolicySpec {
     testing::register();
-    let mut spec = PolicySpec::new(name);
+    // A name may carry options of its own ("minmax:remerge_depth=2").
+    let mut spec: PolicySpec = name.parse().unwrap();
     spec.fill_defaults([
         ("size_ratio", "4".to_string()),
         ("write_buffer_size", BUFFER.to_string()),
@@ -389,6 +390,19 @@ fn engine_and_simulator_keep_the_same_blocks() {
     assert!(reclaims > 0, "no retained file was reclaimed");
     let engine = compare("partial-choosebest-p", LARGE);
     assert_eq!(engine.blocks_preserved_per_level.iter().sum::<u64>(), 0);
+}
+
+/// Min-Max's optional re-merge: background merges of overlapping buckets between window
+/// flushes, the same on both sides.
+#[test]
+fn minmax_re_merges_alike_on_both_sides() {
+    let engine = compare("minmax:remerge_depth=2", SMALL);
+    let merges = engine
+        .steps
+        .iter()
+        .filter(|s| s.1 == PlanAction::Merge.as_str())
+        .count();
+    assert!(merges > 0, "no re-merge ran");
 }
 
 #[test]

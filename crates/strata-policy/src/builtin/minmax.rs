@@ -21,7 +21,7 @@ use crate::options::{
 use crate::plan::{BufferSelection, CutRule, FlushPlan, Plan};
 use crate::policy::CompactionPolicy;
 use std::sync::Arc;
-use strata_meta::{format_size, Version};
+use strata_meta::{format_size, Bytes, Version};
 
 /// The policy's name.
 pub const NAME: &str = "minmax";
@@ -37,17 +37,26 @@ const BUCKET_SIZE: OptionSpec = OptionSpec {
     doc: "bytes of one bucket (the paper's window, its I/O size); one table each",
 };
 
+const REMERGE_DEPTH: OptionSpec = OptionSpec {
+    name: "remerge_depth",
+    kind: OptionKind::Integer,
+    default: "0",
+    rocksdb: None,
+    doc: "merge the buckets around a key once more than this many hold it (0: never)",
+};
+
 /// The registry entry.
 pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: NAME,
     summary: "Min-Max buckets: each full buffer writes its most compact window of keys as a run; nothing merges",
-    options: &[BUCKET_SIZE, BLOOM_BITS_PER_KEY],
+    options: &[BUCKET_SIZE, REMERGE_DEPTH, BLOOM_BITS_PER_KEY],
     build,
 };
 
 fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
     let policy = MinMax::new()
         .with_bucket_size(config.size("bucket_size")?)
+        .with_remerge_depth(config.usize("remerge_depth")?)
         .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
     policy.validate()?;
     Ok(Arc::new(policy))
@@ -57,6 +66,7 @@ fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError
 #[derive(Clone, Debug, PartialEq)]
 pub struct MinMax {
     bucket_size: u64,
+    remerge_depth: usize,
     bloom_bits_per_key: f64,
 }
 
@@ -64,6 +74,7 @@ impl Default for MinMax {
     fn default() -> Self {
         MinMax {
             bucket_size: 1 << 20,
+            remerge_depth: 0,
             bloom_bits_per_key: 10.0,
         }
     }
@@ -80,6 +91,44 @@ impl MinMax {
     pub fn with_bucket_size(mut self, bytes: u64) -> Self {
         self.bucket_size = bytes;
         self
+    }
+
+    /// The re-merge bound: once more than `depth` buckets hold some key (what a lookup of it
+    /// probes, and a range query over it reads beyond one sorted run), a background merge sorts
+    /// those buckets, and every bucket overlapping them, into one run (the paper's option (a)
+    /// as background work; its bound is on query I/O per range, taken here from the version,
+    /// so the engine and the simulator merge alike). No RocksDB equivalent. Default: 0, never.
+    pub fn with_remerge_depth(mut self, depth: usize) -> Self {
+        self.remerge_depth = depth;
+        self
+    }
+
+    /// The key held by the most buckets and how many hold it (the first such key on ties);
+    /// `None` when the level is empty.
+    pub fn deepest_overlap(version: &Version) -> Option<(Bytes, usize)> {
+        // A sweep over the buckets' ends: starts before ends at the same key, since ranges are
+        // inclusive.
+        let mut ends: Vec<(Bytes, bool)> = Vec::new();
+        for run in version.level(BUCKETS).runs() {
+            let (Some(first), Some(last)) = (run.tables().first(), run.tables().last()) else {
+                continue;
+            };
+            ends.push((first.smallest.clone(), false));
+            ends.push((last.largest.clone(), true));
+        }
+        ends.sort();
+        let (mut depth, mut best): (usize, Option<(Bytes, usize)>) = (0, None);
+        for (key, is_end) in ends {
+            if is_end {
+                depth -= 1;
+            } else {
+                depth += 1;
+                if best.as_ref().is_none_or(|(_, d)| depth > *d) {
+                    best = Some((key, depth));
+                }
+            }
+        }
+        best
     }
 
     /// Bloom filter bits per key of the buckets. RocksDB: the `bits_per_key` of
@@ -140,13 +189,39 @@ impl CompactionPolicy for MinMax {
         Ok(plan)
     }
 
-    fn pick(
-        &self,
-        _version: &Version,
-        _ctx: &PickContext<'_>,
-    ) -> Result<Option<Plan>, PolicyError> {
-        // Buckets are never merged (the paper's choice (b): leave them unsorted, index them).
-        Ok(None)
+    fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError> {
+        // By default buckets are never merged (the paper's choice (b): leave them unsorted,
+        // index them).
+        if self.remerge_depth == 0 {
+            return Ok(None);
+        }
+        let Some((key, depth)) = Self::deepest_overlap(version) else {
+            return Ok(None);
+        };
+        if depth <= self.remerge_depth {
+            return Ok(None);
+        }
+        let range = crate::ManualRange {
+            start: std::ops::Bound::Included(key.clone()),
+            end: std::ops::Bound::Included(key.clone()),
+        };
+        let Some(mut plan) = self.plan_manual(version, &range, ctx)? else {
+            return Ok(None);
+        };
+        if plan
+            .inputs
+            .iter()
+            .any(|i| ctx.leases.any_leased(i.tables.iter()))
+        {
+            return Ok(None);
+        }
+        plan.reason = format!(
+            "re-merge: {depth} buckets hold {} (bound {}); {} runs into one",
+            strata_meta::format_key(&key),
+            self.remerge_depth,
+            plan.inputs.len()
+        );
+        Ok(Some(plan))
     }
 
     fn plan_manual(
@@ -169,6 +244,7 @@ impl CompactionPolicy for MinMax {
     fn options(&self) -> Vec<(&'static str, String)> {
         vec![
             ("bucket_size", format_size(self.bucket_size)),
+            ("remerge_depth", self.remerge_depth.to_string()),
             ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
         ]
     }
