@@ -5,8 +5,9 @@
 //! (in key order) whose key span, last key minus first, is smallest
 //! ([`BufferSelection::MostCompactWindow`]). The rest stays buffered, so keys that arrived out of
 //! order get the chance to be joined by their neighbours before they are written. Every bucket
-//! becomes a run of its own in L1 and is never merged: write amplification is one table write
-//! per entry. Reads pay instead, one probe per bucket whose [min, max] holds the key.
+//! becomes a run of its own in L1 and, by default, is never merged: write amplification is one
+//! table write per entry. Reads pay instead, one probe per bucket whose [min, max] holds the key.
+//! With `remerge_depth` set, buckets that pile up over one key are merged in the background.
 //!
 //! The window is counted in entries, from the buffer's average entry size, so a bucket is about
 //! `bucket_size` bytes. On ties the first window (smallest keys) goes. Paper: "On Lowering Merge
