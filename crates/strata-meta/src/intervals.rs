@@ -83,8 +83,21 @@ impl RunIntervals {
         if end == 0 {
             return;
         }
-        let mut stack = vec![(1usize, 0usize, self.leaves)];
-        while let Some((node, lo, hi)) = stack.pop() {
+        if self.order.len() == 1 {
+            // One run (a leveled level): no tree to walk.
+            if self.largest[0].as_ref() >= key {
+                out.push(self.order[0] as usize);
+            }
+            return;
+        }
+        // Depth-first over the tree, on the stack: it holds at most one entry per tree level
+        // plus one, and a lookup runs this once per level (no allocation per lookup).
+        let mut stack = [(0usize, 0usize, 0usize); 66];
+        stack[0] = (1, 0, self.leaves);
+        let mut top = 1;
+        while top > 0 {
+            top -= 1;
+            let (node, lo, hi) = stack[top];
             if lo >= end
                 || self.max_largest[node]
                     .as_ref()
@@ -97,8 +110,9 @@ impl RunIntervals {
                 continue;
             }
             let mid = (lo + hi) / 2;
-            stack.push((2 * node + 1, mid, hi));
-            stack.push((2 * node, lo, mid));
+            stack[top] = (2 * node + 1, mid, hi);
+            stack[top + 1] = (2 * node, lo, mid);
+            top += 2;
         }
         out[start..].sort_unstable();
     }
