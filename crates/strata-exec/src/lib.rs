@@ -25,6 +25,7 @@ mod cut;
 #[cfg(feature = "datadriven")]
 pub mod datadriven;
 pub mod edit;
+pub mod file_event;
 mod job;
 mod older;
 pub mod preserve;

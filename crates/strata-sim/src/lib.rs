@@ -14,6 +14,7 @@
 
 #[cfg(feature = "engine-format")]
 pub mod engine_format;
+pub mod ftl;
 mod keys;
 mod merge;
 mod output;
