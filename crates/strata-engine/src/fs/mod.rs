@@ -1,14 +1,17 @@
 //! The file-system seam: every byte the engine reads or writes goes through [`FileSystem`].
 //!
 //! [`StdFs`] is the real implementation; [`MemFs`] keeps files in memory (tests, with power-loss
-//! simulation); [`FaultFs`] wraps either and injects I/O errors (reliability tests).
+//! simulation); [`FaultFs`] wraps either and injects I/O errors (reliability tests);
+//! [`RecordingFs`] wraps either and records the file trace a storage device would see.
 
 mod fault;
 mod mem;
+mod recording;
 mod std_fs;
 
 pub use fault::{FaultFs, FaultKind, FaultStats, FileClass, FileClasses};
 pub use mem::MemFs;
+pub use recording::RecordingFs;
 pub use std_fs::StdFs;
 
 use std::fmt::Debug;
