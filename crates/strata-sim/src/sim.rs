@@ -5,8 +5,9 @@ use crate::merge::{merge_preserving, merge_runs, sort_buffer, BlockCursor, RunCu
 use crate::output::{TableWriter, WrittenTable};
 use crate::report::{LevelReport, Metrics, PhaseReport, SimReport, TimelineSample};
 use crate::size::{RawSizer, SizedBlock, SizedTable, TableSizer};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use strata_exec::file_event::FileEvent;
 use strata_exec::preserve::Preserver;
 use strata_exec::skew::{FlushKeySample, SkewEstimator};
 use strata_exec::sources::{
@@ -250,6 +251,87 @@ pub struct Simulator {
     /// Workload phases closed so far, and the one under way.
     phases: Vec<PhaseReport>,
     phase: Option<PhaseMark>,
+    /// Where the device's file events go, if anywhere ([`Simulator::with_file_sink`]).
+    files: Option<FileRecorder>,
+}
+
+/// WAL bytes gathered into one append event (what a group commit hands the device at once is
+/// smaller, but pages fill the same way).
+const WAL_APPEND: u64 = 64 << 10;
+
+/// File numbers of the simulated WALs start here, above every table id.
+const FIRST_WAL_FILE: u64 = 1 << 62;
+
+/// The simulated device's files: tables, written when installed and deleted when no version
+/// needs them, and one WAL per buffer, deleted at its flush.
+struct FileRecorder {
+    sink: Box<dyn FnMut(FileEvent) + Send>,
+    /// Table files written and not deleted.
+    live: HashSet<u64>,
+    /// Of those, files the version no longer holds but still needs for references.
+    retained: HashSet<u64>,
+    wal: Option<u64>,
+    next_wal: u64,
+    /// WAL bytes not yet emitted.
+    wal_pending: u64,
+}
+
+impl FileRecorder {
+    fn log(&mut self, bytes: u64) {
+        let wal = match self.wal {
+            Some(w) => w,
+            None => {
+                let w = FIRST_WAL_FILE + self.next_wal;
+                self.next_wal += 1;
+                (self.sink)(FileEvent::Create(w));
+                self.wal = Some(w);
+                w
+            }
+        };
+        self.wal_pending += bytes;
+        if self.wal_pending >= WAL_APPEND {
+            (self.sink)(FileEvent::Append(wal, self.wal_pending));
+            self.wal_pending = 0;
+        }
+    }
+
+    /// The buffer is being flushed: its WAL goes.
+    fn end_wal(&mut self) {
+        if let Some(wal) = self.wal.take() {
+            if self.wal_pending > 0 {
+                (self.sink)(FileEvent::Append(wal, self.wal_pending));
+                self.wal_pending = 0;
+            }
+            (self.sink)(FileEvent::Delete(wal));
+        }
+    }
+
+    fn installed(&mut self, version: &Version, edit: &VersionEdit) {
+        for added in &edit.added {
+            let id = added.table.id.0;
+            if self.live.insert(id) {
+                (self.sink)(FileEvent::Create(id));
+                (self.sink)(FileEvent::Append(id, added.table.size));
+            }
+        }
+        let candidates: Vec<u64> = edit
+            .deleted
+            .iter()
+            .map(|d| d.table.0)
+            .chain(self.retained.iter().copied())
+            .collect();
+        for id in candidates {
+            if version.table_location(TableId(id)).is_some() {
+                continue;
+            }
+            if version.needs_file(TableId(id)) {
+                self.retained.insert(id);
+            } else if self.live.remove(&id) {
+                self.retained.remove(&id);
+                (self.sink)(FileEvent::Delete(id));
+            }
+        }
+    }
 }
 
 /// Where the current workload phase started, and its peak space so far.
@@ -266,6 +348,23 @@ struct PhaseMark {
 }
 
 impl Simulator {
+    /// Sends the device's file events to `sink`: each table written when a job installs it
+    /// (created, then appended whole) and deleted once no version needs its file, and one WAL
+    /// per buffer, appended 64 KiB at a time and deleted at the buffer's flush. The FTL model
+    /// ([`crate::ftl`]) replays them; the engine records the same events through
+    /// `strata_engine::fs::RecordingFs`.
+    pub fn with_file_sink(mut self, sink: impl FnMut(FileEvent) + Send + 'static) -> Self {
+        self.files = Some(FileRecorder {
+            sink: Box::new(sink),
+            live: HashSet::new(),
+            retained: HashSet::new(),
+            wal: None,
+            next_wal: 0,
+            wal_pending: 0,
+        });
+        self
+    }
+
     /// A simulator with an empty tree.
     pub fn new(policy: Arc<dyn CompactionPolicy>, cfg: SimConfig) -> Result<Self, SimError> {
         if cfg.buffer_size == 0 || cfg.key_size == 0 {
@@ -319,6 +418,7 @@ impl Simulator {
             trace: Vec::new(),
             phases: Vec::new(),
             phase: None,
+            files: None,
             timeline: Vec::new(),
             last_sample_bytes: 0,
         })
@@ -468,6 +568,9 @@ impl Simulator {
     fn ingest(&mut self, entry: u64) -> Result<(), SimError> {
         self.seqno += 1;
         let bytes = self.entry_bytes(entry);
+        if let Some(files) = self.files.as_mut() {
+            files.log(bytes);
+        }
         self.buffer.push(entry);
         self.buffer_bytes += bytes + self.cfg.buffer_entry_overhead;
         let seq = SeqRange {
@@ -543,6 +646,9 @@ impl Simulator {
     pub fn flush(&mut self) -> Result<(), SimError> {
         if self.buffer.is_empty() {
             return Ok(());
+        }
+        if let Some(files) = self.files.as_mut() {
+            files.end_wal();
         }
         let raw = std::mem::take(&mut self.buffer);
         let written_entries = raw.len() as u64;
@@ -805,6 +911,9 @@ impl Simulator {
             if self.version.table_location(d.table).is_none() {
                 self.tables.remove(&d.table);
             }
+        }
+        if let Some(files) = self.files.as_mut() {
+            files.installed(&self.version, edit);
         }
         self.metrics.max_tables = self
             .metrics
