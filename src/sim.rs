@@ -3,14 +3,16 @@
 use crate::checks;
 use crate::policies::policy_specs;
 use crate::workload_args::{
-    ingest_bytes, size_arg, usize_arg, warn_if_smaller_than_a_buffer, WorkloadArgs,
+    ingest_bytes, size_arg, usize_arg, warn, warn_if_smaller_than_a_buffer, WorkloadArgs,
 };
 use anyhow::{Context, Result};
 use clap::Args;
 use std::io::Write as _;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use strata_bench::job_log::{job_log_file_name, write_job_log, JobRecord};
 use strata_policy::{build_policy, registry};
+use strata_sim::ftl::{Ftl, FtlConfig, FtlRecorder, VictimPolicy};
 use strata_sim::{
     comparison_table, human_bytes, SimConfig, SimReport, Simulator, Timing, TraceEvent,
 };
@@ -129,6 +131,24 @@ pub struct SimArgs {
     /// the same tables. Slower. Default: raw key and value bytes.
     #[arg(long)]
     engine_format: bool,
+    /// Put the tree on a simulated SSD of this many bytes: a page-mapped FTL with garbage
+    /// collection replays every table and WAL the simulation writes and deletes, and the report
+    /// adds GC write amplification and total WA (= WA × GC WA). [SIZE: 4K = 4KB = 4KiB]
+    #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
+    ssd: Option<u64>,
+    /// --ssd: the share of the flash hidden from the host, 0 to 1.
+    #[arg(long, default_value_t = 0.07, allow_negative_numbers = true)]
+    over_provisioning: f64,
+    /// --ssd: bytes of one erase block (a superblock across the dies). [SIZE]
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = size_arg, allow_hyphen_values = true)]
+    erase_block: u64,
+    /// --ssd: bytes of one mapping page (LSM files are written whole, so coarse pages change
+    /// little and keep a terabyte's map small). [SIZE]
+    #[arg(long, value_name = "SIZE", default_value = "64KiB", value_parser = size_arg, allow_hyphen_values = true)]
+    ftl_page: u64,
+    /// --ssd: how GC picks the block to clean: greedy (fewest valid pages) or cost-benefit.
+    #[arg(long, default_value = "greedy", value_parser = ["greedy", "cost-benefit"])]
+    gc_victim: String,
 }
 
 impl SimArgs {
@@ -159,7 +179,32 @@ impl SimArgs {
         if let Some(dir) = &self.job_log {
             checks::writable_dir("--job-log", dir)?;
         }
+        if self.ssd.is_some() {
+            // The model checks the rest and names the setting.
+            self.ftl_config()?;
+        }
         Ok(())
+    }
+
+    /// The simulated device, if `--ssd` asks for one.
+    fn ftl_config(&self) -> Result<Option<FtlConfig>> {
+        let Some(capacity) = self.ssd else {
+            return Ok(None);
+        };
+        let config = FtlConfig {
+            capacity,
+            over_provisioning: self.over_provisioning,
+            erase_block: self.erase_block,
+            page_size: self.ftl_page,
+            gc_free_blocks: 2,
+            victim: if self.gc_victim == "cost-benefit" {
+                VictimPolicy::CostBenefit
+            } else {
+                VictimPolicy::Greedy
+            },
+        };
+        Ftl::new(config.clone()).map_err(|e| anyhow::anyhow!("--ssd: {e}"))?;
+        Ok(Some(config))
     }
 }
 
@@ -316,8 +361,35 @@ pub fn run(args: SimArgs) -> Result<()> {
     for ((spec, policy), label) in specs.iter().zip(policies).zip(&labels) {
         let name = &spec.name;
         let start = Instant::now();
-        let mut report = Simulator::run(policy, config.clone(), &workload, args.workload.seed)
-            .with_context(|| format!("simulating {name}"))?;
+        let mut report = match args.ftl_config()? {
+            None => Simulator::run(policy, config.clone(), &workload, args.workload.seed)
+                .with_context(|| format!("simulating {name}"))?,
+            Some(device) => {
+                let recorder = Arc::new(Mutex::new(FtlRecorder::new(Ftl::new(device)?)));
+                let sink = Arc::clone(&recorder);
+                let sim = Simulator::new(policy, config.clone())
+                    .with_context(|| format!("simulating {name}"))?
+                    .with_file_sink(move |event| {
+                        if let Ok(mut r) = sink.lock() {
+                            r.apply(event);
+                        }
+                    });
+                let mut report = sim
+                    .run_workload(&workload, args.workload.seed)
+                    .with_context(|| format!("simulating {name}"))?;
+                let recorder = Arc::try_unwrap(recorder)
+                    .map_err(|_| anyhow::anyhow!("the device is still in use"))?
+                    .into_inner()
+                    .map_err(|_| anyhow::anyhow!("the device model panicked"))?;
+                // A device too small for the policy's space is a result (Spooky's paper saw
+                // such runs crash), not an error of the command.
+                match recorder.finish() {
+                    Ok(ssd) => report.ssd = Some(ssd),
+                    Err(e) => warn(&format!("{name} on the simulated SSD: {e}")),
+                }
+                report
+            }
+        };
         report.wall_seconds = start.elapsed().as_secs_f64();
         if let Some(dir) = &args.job_log {
             let jobs: Vec<JobRecord> = std::mem::take(&mut report.trace)
@@ -332,6 +404,20 @@ pub fn run(args: SimArgs) -> Result<()> {
                 report.write_amp, report.peak_space_amp, report.wall_seconds
             );
             print!("{}", report.shape());
+            if let Some(ssd) = &report.ssd {
+                println!(
+                    "  SSD {} ({:.0}% spare, {} blocks, {} GC): GC WA {:.2}, total WA {:.2}, {} written by the host, {} programmed, utilization {:.0}% at the end",
+                    human_bytes(ssd.capacity),
+                    ssd.over_provisioning * 100.0,
+                    human_bytes(ssd.erase_block),
+                    ssd.victim,
+                    ssd.gc_write_amp,
+                    report.write_amp * ssd.gc_write_amp,
+                    human_bytes(ssd.host_bytes),
+                    human_bytes(ssd.nand_bytes),
+                    ssd.utilization * 100.0
+                );
+            }
         }
         reports.push(report);
     }

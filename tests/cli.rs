@@ -882,3 +882,51 @@ fn each_bench_run_reports_what_it_cost_the_machine_in_a_process_of_its_own() {
     // The job files and databases went with the comparison's directory.
     assert_eq!(std::fs::read_dir(dir.join("db")).unwrap().count(), 0);
 }
+
+/// `strata sim --ssd`: the tree on a simulated SSD, GC and total write amplification in the
+/// table and the JSON; a device too small for a policy is a warning naming it, and a bad device
+/// setting an error naming the flag.
+#[test]
+fn sim_puts_the_tree_on_a_simulated_ssd() {
+    let dir = scratch("sim-ssd");
+    let device = [
+        "--workload",
+        "spooky-uniform",
+        "--entries",
+        "200000",
+        "--ops",
+        "400000",
+        "--write-buffer-size",
+        "1MiB",
+        "--target-file-size",
+        "256KiB",
+        "--erase-block",
+        "1MiB",
+        "--ftl-page",
+        "16KiB",
+    ];
+    let mut args = vec!["sim", "--policies", "leveled", "--ssd", "80MiB"];
+    args.extend_from_slice(&device);
+    let run = succeeded(&dir, &args);
+    assert!(run.stdout.contains("GC WA"), "{}", run.stdout);
+    let json = sim_json(&dir, &[&["--ssd", "80MiB"][..], &device[..]].concat());
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let gc = v["ssd"]["gc_write_amp"].as_f64().unwrap();
+    assert!(gc >= 1.0, "{gc}");
+    assert!(!v["ssd"]["timeline"].as_array().unwrap().is_empty());
+    // 30 MiB of flash cannot hold 23 MB of live data at a leveled tree's peak.
+    let mut small = vec!["sim", "--policies", "leveled", "--ssd", "30MiB"];
+    small.extend_from_slice(&device);
+    let run = succeeded(&dir, &small);
+    assert!(
+        run.stderr
+            .contains("leveled on the simulated SSD: the device is full"),
+        "{}",
+        run.stderr
+    );
+    refused(
+        &dir,
+        &["sim", "--ssd", "1GiB", "--over-provisioning", "1.5"],
+        &["--ssd", "over_provisioning"],
+    );
+}

@@ -126,6 +126,122 @@ impl FtlStats {
     }
 }
 
+/// One point of a device's timeline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct FtlSample {
+    /// Bytes the host had written.
+    pub host_bytes: u64,
+    /// GC write amplification so far.
+    pub gc_write_amp: f64,
+    /// GC write amplification over the interval since the previous sample.
+    pub interval_gc_write_amp: f64,
+    /// Live bytes ÷ logical bytes.
+    pub utilization: f64,
+}
+
+/// A device's run: the settings, the totals and the timeline.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct FtlReport {
+    /// Physical bytes.
+    pub capacity: u64,
+    /// Spare share.
+    pub over_provisioning: f64,
+    /// Erase-block bytes.
+    pub erase_block: u64,
+    /// Mapping-page bytes.
+    pub page_size: u64,
+    /// The victim rule.
+    pub victim: String,
+    /// Bytes the host wrote.
+    pub host_bytes: u64,
+    /// Bytes programmed (host and GC).
+    pub nand_bytes: u64,
+    /// Blocks erased.
+    pub erases: u64,
+    /// NAND ÷ host bytes.
+    pub gc_write_amp: f64,
+    /// Live ÷ logical bytes at the end.
+    pub utilization: f64,
+    /// Samples, one per erase block's worth of host writes.
+    pub timeline: Vec<FtlSample>,
+}
+
+/// Feeds an [`Ftl`] file events and samples its timeline once per erase block of host writes.
+#[derive(Debug)]
+pub struct FtlRecorder {
+    ftl: Ftl,
+    timeline: Vec<FtlSample>,
+    last: FtlStats,
+    /// The first event the device refused (recording stops there).
+    error: Option<FtlError>,
+}
+
+impl FtlRecorder {
+    /// Records into `ftl`.
+    pub fn new(ftl: Ftl) -> Self {
+        FtlRecorder {
+            ftl,
+            timeline: Vec::new(),
+            last: FtlStats::default(),
+            error: None,
+        }
+    }
+
+    /// Applies one event, sampling when an erase block's worth of host pages has passed.
+    pub fn apply(&mut self, event: FileEvent) {
+        if self.error.is_some() {
+            return;
+        }
+        if let Err(e) = self.ftl.apply(event) {
+            self.error = Some(e);
+            return;
+        }
+        let s = self.ftl.stats();
+        if s.host_pages - self.last.host_pages >= u64::from(self.ftl.pages_per_block) {
+            self.sample();
+        }
+    }
+
+    fn sample(&mut self) {
+        let s = self.ftl.stats();
+        let host = s.host_pages - self.last.host_pages;
+        self.timeline.push(FtlSample {
+            host_bytes: s.host_pages * self.ftl.config.page_size,
+            gc_write_amp: s.gc_write_amp(),
+            interval_gc_write_amp: if host == 0 {
+                1.0
+            } else {
+                (s.nand_pages - self.last.nand_pages) as f64 / host as f64
+            },
+            utilization: self.ftl.utilization(),
+        });
+        self.last = s;
+    }
+
+    /// The report, or the first event the device refused.
+    pub fn finish(mut self) -> Result<FtlReport, FtlError> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.sample();
+        let s = self.ftl.stats();
+        let c = &self.ftl.config;
+        Ok(FtlReport {
+            capacity: c.capacity,
+            over_provisioning: c.over_provisioning,
+            erase_block: c.erase_block,
+            page_size: c.page_size,
+            victim: c.victim.to_string(),
+            host_bytes: s.host_pages * c.page_size,
+            nand_bytes: s.nand_pages * c.page_size,
+            erases: s.erases,
+            gc_write_amp: s.gc_write_amp(),
+            utilization: self.ftl.utilization(),
+            timeline: self.timeline,
+        })
+    }
+}
+
 const NONE: u32 = u32::MAX;
 
 #[derive(Clone, Debug)]

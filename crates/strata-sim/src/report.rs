@@ -99,6 +99,10 @@ pub struct PhaseReport {
 pub struct SimReport {
     /// Policy name.
     pub policy: String,
+    /// The simulated SSD's run (`strata sim --ssd`), if any; `total_write_amp` =
+    /// `write_amp` × its GC write amplification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ssd: Option<crate::ftl::FtlReport>,
     /// Policy options.
     pub policy_options: BTreeMap<String, String>,
     /// The policy's persisted state at the end (its decisions so far, e.g. what Mixed learned),

@@ -608,7 +608,12 @@ impl Simulator {
         spec: &WorkloadSpec,
         seed: u64,
     ) -> Result<SimReport, SimError> {
-        let mut sim = Simulator::new(policy, cfg)?;
+        Simulator::new(policy, cfg)?.run_workload(spec, seed)
+    }
+
+    /// [`Simulator::run`] on this simulator (one given a file sink, say).
+    pub fn run_workload(self, spec: &WorkloadSpec, seed: u64) -> Result<SimReport, SimError> {
+        let mut sim = self;
         let mut stream = OpStream::new(spec, seed).map_err(SimError::Config)?;
         let (mut ops, mut inserts) = (0u64, 0u64);
         let mut phase_index = None;
@@ -1280,6 +1285,7 @@ impl Simulator {
             .collect();
         let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
         Ok(SimReport {
+            ssd: None,
             policy: self.policy.name().to_string(),
             policy_options: self
                 .policy
