@@ -219,6 +219,9 @@ struct Job {
     read_bytes: u64,
     /// Runs on a worker reserved for urgent plans.
     reserved: bool,
+    /// Output bytes already sent to the file sink as appends (timed mode writes a job's tables
+    /// over its duration, so concurrent jobs' writes interleave on the device).
+    emitted: u64,
 }
 
 /// A simulated LSM tree. Feed it operations with [`Simulator::put`] and friends, then call
@@ -274,6 +277,8 @@ struct FileRecorder {
     next_wal: u64,
     /// WAL bytes not yet emitted.
     wal_pending: u64,
+    /// Tables of running jobs being written: bytes appended so far.
+    writing: HashMap<u64, u64>,
 }
 
 impl FileRecorder {
@@ -306,12 +311,49 @@ impl FileRecorder {
         }
     }
 
+    /// A running job has written `emitted` of its outputs' bytes, tables in order; appends
+    /// what is new, 64 KiB at a time at least.
+    fn progress(&mut self, outputs: &[(TableMeta, Arc<[u64]>)], emitted: &mut u64, target: u64) {
+        if target < *emitted + WAL_APPEND && target < outputs.iter().map(|o| o.0.size).sum() {
+            return;
+        }
+        let mut start = 0u64;
+        for (meta, _) in outputs {
+            let (id, size) = (meta.id.0, meta.size);
+            let end = start + size;
+            if *emitted < end && target > start {
+                let written = self.writing.get(&id).copied();
+                if written.is_none() {
+                    (self.sink)(FileEvent::Create(id));
+                }
+                let now = target.min(end) - start;
+                let before = written.unwrap_or(0);
+                if now > before {
+                    (self.sink)(FileEvent::Append(id, now - before));
+                }
+                self.writing.insert(id, now);
+            }
+            start = end;
+        }
+        *emitted = target.max(*emitted);
+    }
+
     fn installed(&mut self, version: &Version, edit: &VersionEdit) {
         for added in &edit.added {
             let id = added.table.id.0;
-            if self.live.insert(id) {
-                (self.sink)(FileEvent::Create(id));
-                (self.sink)(FileEvent::Append(id, added.table.size));
+            if !self.live.insert(id) {
+                continue; // a move: the file stays where it is
+            }
+            match self.writing.remove(&id) {
+                Some(written) => {
+                    if added.table.size > written {
+                        (self.sink)(FileEvent::Append(id, added.table.size - written));
+                    }
+                }
+                None => {
+                    (self.sink)(FileEvent::Create(id));
+                    (self.sink)(FileEvent::Append(id, added.table.size));
+                }
             }
         }
         let candidates: Vec<u64> = edit
@@ -361,6 +403,7 @@ impl Simulator {
             wal: None,
             next_wal: 0,
             wal_pending: 0,
+            writing: HashMap::new(),
         });
         self
     }
@@ -1083,6 +1126,7 @@ impl Simulator {
             output_bytes,
             read_bytes,
             reserved: false,
+            emitted: 0,
         })
     }
 
@@ -1161,6 +1205,19 @@ impl Simulator {
 
     /// Advances the clock to `t`, finishing the jobs that end by then (and starting new ones).
     fn advance_to(&mut self, t: f64) -> Result<(), SimError> {
+        if let Some(files) = self.files.as_mut() {
+            // Running jobs write their tables at an even pace over their duration.
+            for job in &mut self.running {
+                let span = job.end - job.start;
+                let done = if span > 0.0 {
+                    ((t - job.start) / span).clamp(0.0, 1.0)
+                } else {
+                    1.0
+                };
+                let target = (job.output_bytes as f64 * done) as u64;
+                files.progress(&job.outputs, &mut job.emitted, target);
+            }
+        }
         loop {
             let next = self
                 .running
