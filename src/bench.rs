@@ -142,6 +142,11 @@ pub struct BenchArgs {
     /// the run's label. `strata sim --job-log` writes the same format.
     #[arg(long)]
     job_log: Option<PathBuf>,
+    /// Record each Strata run's device file trace into this directory (created if missing), as
+    /// `<label>.trace`: every file the engine creates, appends to, cuts and deletes, for
+    /// `strata sim --replay-trace FILE --ssd SIZE`. The directory should not be the database's.
+    #[arg(long)]
+    file_trace: Option<PathBuf>,
     /// Print the results as JSON (a list of runs) instead of the table.
     #[arg(long)]
     json: bool,
@@ -395,6 +400,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         reserved_jobs: args.reserved_jobs,
         key_index_level: args.key_index,
         interval_index: !args.no_interval_index,
+        file_trace: None,
         engine_defaults: args.engine_defaults,
     };
     for policy in &policies {
@@ -410,6 +416,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if let Some(dir) = &args.job_log {
         checks::writable_dir("--job-log", dir)?;
     }
+    if let Some(dir) = &args.file_trace {
+        checks::writable_dir("--file-trace", dir)?;
+    }
     warn_if_too_short(&workload);
     warn_if_smaller_than_a_buffer(&workload, args.write_buffer_size);
     let config = BenchConfig {
@@ -422,6 +431,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         seed: args.workload.seed,
         progress: !args.quiet && !args.json,
         job_log: args.job_log.clone(),
+        file_trace: args.file_trace.clone(),
         isolate: if args.in_process || !crate::is_main() {
             None
         } else {

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use strata_bench::job_log::{job_log_file_name, write_job_log, JobRecord};
 use strata_policy::{build_policy, registry};
-use strata_sim::ftl::{Ftl, FtlConfig, FtlRecorder, VictimPolicy};
+use strata_sim::ftl::{replay_events, Ftl, FtlConfig, FtlRecorder, VictimPolicy};
 use strata_sim::{
     comparison_table, human_bytes, SimConfig, SimReport, Simulator, Timing, TraceEvent,
 };
@@ -149,6 +149,10 @@ pub struct SimArgs {
     /// --ssd: how GC picks the block to clean: greedy (fewest valid pages) or cost-benefit.
     #[arg(long, default_value = "greedy", value_parser = ["greedy", "cost-benefit"])]
     gc_victim: String,
+    /// Replay a device file trace (`strata bench --file-trace`) on the --ssd device instead of
+    /// simulating a workload, and report its GC write amplification.
+    #[arg(long, value_name = "FILE")]
+    replay_trace: Option<std::path::PathBuf>,
 }
 
 impl SimArgs {
@@ -208,6 +212,54 @@ impl SimArgs {
     }
 }
 
+/// `strata sim --replay-trace FILE --ssd SIZE`: the trace on the device, and what GC added.
+fn replay_trace(args: &SimArgs, path: &std::path::Path) -> Result<()> {
+    let Some(device) = args.ftl_config()? else {
+        anyhow::bail!("--replay-trace needs a device: --ssd SIZE");
+    };
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("--replay-trace: opening {}", path.display()))?;
+    let mut recorder = FtlRecorder::new(Ftl::new(device)?);
+    let start = Instant::now();
+    replay_events(std::io::BufReader::new(file), |event| recorder.apply(event))
+        .with_context(|| format!("--replay-trace {}", path.display()))?;
+    let mut report = recorder.finish()?;
+    if args.json {
+        report.timeline = thin(report.timeline, args.timeline_points);
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "{} on SSD {} ({:.0}% spare, {} blocks, {} GC): GC WA {:.3}, {} written by the host, {} programmed, {} erases, utilization {:.0}% at the end ({:.1}s)",
+            path.display(),
+            human_bytes(report.capacity),
+            report.over_provisioning * 100.0,
+            human_bytes(report.erase_block),
+            report.victim,
+            report.gc_write_amp,
+            human_bytes(report.host_bytes),
+            human_bytes(report.nand_bytes),
+            report.erases,
+            report.utilization * 100.0,
+            start.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+/// Every k-th of `samples`, so at most about `points` remain (the last always).
+fn thin<T: Copy>(samples: Vec<T>, points: usize) -> Vec<T> {
+    if points == 0 || samples.len() <= points {
+        return samples;
+    }
+    let step = samples.len().div_ceil(points);
+    let last = samples.last().copied();
+    let mut out: Vec<T> = samples.into_iter().step_by(step).collect();
+    if let Some(last) = last {
+        out.push(last);
+    }
+    out
+}
+
 /// Peak resident set size of this process, from /proc (Linux only).
 fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -263,6 +315,9 @@ pub fn run(args: SimArgs) -> Result<()> {
     }
     // Everything is checked before the first simulation: flags, the workload, every policy.
     args.check()?;
+    if let Some(trace) = &args.replay_trace {
+        return replay_trace(&args, trace);
+    }
     let workload = args.workload.spec("fillunique", 10_000_000, None)?;
     OpStream::new(&workload, args.workload.seed).map_err(|e| {
         anyhow::anyhow!(
@@ -371,7 +426,8 @@ pub fn run(args: SimArgs) -> Result<()> {
                     .with_context(|| format!("simulating {name}"))?
                     .with_file_sink(move |event| {
                         if let Ok(mut r) = sink.lock() {
-                            r.apply(event);
+                            // A refused event stops the device; `finish` reports why.
+                            let _ = r.apply(event);
                         }
                     });
                 let mut report = sim

@@ -930,3 +930,54 @@ fn sim_puts_the_tree_on_a_simulated_ssd() {
         &["--ssd", "over_provisioning"],
     );
 }
+
+/// `strata bench --file-trace DIR` records each Strata run's device file trace, and `strata sim
+/// --replay-trace FILE --ssd SIZE` replays it on the simulated SSD; a replay without a device
+/// is refused.
+#[test]
+fn a_recorded_engine_trace_replays_on_the_simulated_ssd() {
+    let dir = scratch("file-trace");
+    std::fs::create_dir_all(dir.join("traces")).unwrap();
+    succeeded(
+        &dir,
+        &[
+            "bench",
+            "--workload",
+            "fillrandom",
+            "--entries",
+            "20000",
+            "--policies",
+            "leveled",
+            "--peers",
+            "none",
+            "--write-buffer-size",
+            "256KiB",
+            "--quiet",
+            "--file-trace",
+            "traces",
+        ],
+    );
+    let trace = dir.join("traces").join("leveled.trace");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(text.starts_with("c "), "{}", &text[..text.len().min(200)]);
+    let run = succeeded(
+        &dir,
+        &[
+            "sim",
+            "--replay-trace",
+            trace.to_str().unwrap(),
+            "--ssd",
+            "64MiB",
+            "--erase-block",
+            "1MiB",
+            "--ftl-page",
+            "16KiB",
+        ],
+    );
+    assert!(run.stdout.contains("GC WA"), "{}", run.stdout);
+    refused(
+        &dir,
+        &["sim", "--replay-trace", trace.to_str().unwrap()],
+        &["--replay-trace", "--ssd"],
+    );
+}

@@ -2,7 +2,7 @@
 //! and fjall with options matched to Strata's as closely as their APIs allow.
 
 use crate::results::LevelShape;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use strata_policy::PolicySpec;
@@ -100,6 +100,10 @@ pub struct EngineSettings {
     /// (`Options::with_interval_index`).
     #[serde(default = "default_interval_index")]
     pub interval_index: bool,
+    /// Strata: record the device's file trace (`strata_engine::fs::RecordingFs`) into this
+    /// file, for `strata sim --replay-trace`.
+    #[serde(default)]
+    pub file_trace: Option<PathBuf>,
     /// Ignore every other setting: open each engine with its own defaults, as a user who
     /// changes nothing would (RocksDB with its default block-based table given a 10-bit Bloom
     /// filter and no compression, as its documentation recommends for point lookups; Strata's
@@ -124,6 +128,7 @@ impl Default for EngineSettings {
             reserved_jobs: default_reserved_jobs(),
             key_index_level: None,
             interval_index: true,
+            file_trace: None,
             engine_defaults: false,
         }
     }
@@ -178,6 +183,15 @@ impl Strata {
         };
         if let Some(listener) = listener {
             options = options.with_event_listener(listener);
+        }
+        if let Some(path) = &s.file_trace {
+            let sink = std::fs::File::create(path)
+                .with_context(|| format!("creating the file trace {}", path.display()))?;
+            let fs = strata_engine::fs::RecordingFs::new(
+                Arc::new(strata_engine::fs::StdFs),
+                Box::new(std::io::BufWriter::new(sink)),
+            );
+            options = options.with_file_system(Arc::new(fs));
         }
         Ok(Strata {
             db: strata_engine::Db::open(dir, options)?,

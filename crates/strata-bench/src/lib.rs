@@ -50,6 +50,9 @@ pub struct BenchConfig {
     /// Write each Strata run's job log ([`job_log`]) into this directory, as
     /// [`job_log::job_log_file_name`] of the run's label.
     pub job_log: Option<PathBuf>,
+    /// Record each Strata run's device file trace into this directory, as `<label>.trace`
+    /// (`strata_engine::fs::RecordingFs`; `strata sim --replay-trace` replays it).
+    pub file_trace: Option<PathBuf>,
     /// Run each configuration in a process of its own, started with this command, so that its
     /// peak memory, CPU time and device bytes are its own and no engine inherits another's
     /// heap or page-cache state; `None` runs them all in this process.
@@ -218,11 +221,16 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
         if dir.exists() {
             bail!("{} already exists", dir.display());
         }
+        let mut settings = config.settings.clone();
+        if let (Some(traces), true) = (&config.file_trace, *is_policy) {
+            settings.file_trace =
+                Some(traces.join(format!("{}.trace", job_log::plain_name(label))));
+        }
         let job = RunJob {
             workload: config.workload.clone(),
             label: label.clone(),
             is_policy: *is_policy,
-            settings: config.settings.clone(),
+            settings,
             dir,
             seed: config.seed,
             progress: config.progress,

@@ -31,6 +31,7 @@ fn config(key_size: usize, dir: &std::path::Path) -> BenchConfig {
         seed: 1,
         progress: false,
         job_log: None,
+        file_trace: None,
         isolate: None,
         bandwidth_probe_bytes: 0,
     }

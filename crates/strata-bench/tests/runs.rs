@@ -28,6 +28,7 @@ fn config(workload: WorkloadSpec, policies: &[&str]) -> BenchConfig {
         seed: 7,
         progress: false,
         job_log: None,
+        file_trace: None,
         isolate: None,
         bandwidth_probe_bytes: 0,
     }

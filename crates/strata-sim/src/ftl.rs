@@ -126,6 +126,24 @@ impl FtlStats {
     }
 }
 
+/// Reads a text trace ([`FileEvent`] lines, blank lines skipped) and hands each event to
+/// `apply`; an unreadable or bad line, or an event `apply` refuses, is an error naming the line.
+pub fn replay_events(
+    trace: impl BufRead,
+    mut apply: impl FnMut(FileEvent) -> Result<(), FtlError>,
+) -> Result<(), FtlError> {
+    for (n, line) in trace.lines().enumerate() {
+        let at = |e: String| FtlError::Trace(format!("line {}: {e}", n + 1));
+        let line = line.map_err(|e| at(format!("reading: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let event: FileEvent = line.parse().map_err(at)?;
+        apply(event).map_err(|e| at(e.to_string()))?;
+    }
+    Ok(())
+}
+
 /// One point of a device's timeline.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct FtlSample {
@@ -187,19 +205,21 @@ impl FtlRecorder {
         }
     }
 
-    /// Applies one event, sampling when an erase block's worth of host pages has passed.
-    pub fn apply(&mut self, event: FileEvent) {
-        if self.error.is_some() {
-            return;
+    /// Applies one event, sampling when an erase block's worth of host pages has passed. After
+    /// the first refused event nothing more is applied, and [`FtlRecorder::finish`] reports it.
+    pub fn apply(&mut self, event: FileEvent) -> Result<(), FtlError> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
         }
         if let Err(e) = self.ftl.apply(event) {
-            self.error = Some(e);
-            return;
+            self.error = Some(e.clone());
+            return Err(e);
         }
         let s = self.ftl.stats();
         if s.host_pages - self.last.host_pages >= u64::from(self.ftl.pages_per_block) {
             self.sample();
         }
+        Ok(())
     }
 
     fn sample(&mut self) {
@@ -442,20 +462,11 @@ impl Ftl {
         trace: impl BufRead,
         mut sample: impl FnMut(&Ftl),
     ) -> Result<(), FtlError> {
-        for (n, line) in trace.lines().enumerate() {
-            let line =
-                line.map_err(|e| FtlError::Trace(format!("line {}: reading: {e}", n + 1)))?;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let event: FileEvent = line
-                .parse()
-                .map_err(|e| FtlError::Trace(format!("line {}: {e}", n + 1)))?;
-            self.apply(event)
-                .map_err(|e| FtlError::Trace(format!("line {}: {e}", n + 1)))?;
+        replay_events(trace, |event| {
+            self.apply(event)?;
             sample(self);
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Deletes file `id`, trimming its pages.

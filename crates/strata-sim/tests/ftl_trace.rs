@@ -48,6 +48,7 @@ fn a_replayed_engine_trace_holds_what_the_directory_holds() {
     db.flush().unwrap();
     db.wait_for_compactions().unwrap();
     db.close().unwrap();
+    fs.flush_trace().unwrap();
     assert_eq!(fs.trace_error(), None);
 
     let page = 4096;

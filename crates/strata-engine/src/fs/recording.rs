@@ -17,10 +17,34 @@ struct Recorder {
     next: u64,
     /// The first error writing the trace: recording stops, the file system goes on.
     failed: Option<String>,
+    /// Appends to one file not yet written out: consecutive appends to the same file (a WAL's
+    /// records, a table's blocks) make one event, which keeps a WAL-heavy trace small.
+    pending: Option<(u64, u64)>,
 }
 
 impl Recorder {
     fn emit(&mut self, event: FileEvent) {
+        if let FileEvent::Append(id, bytes) = event {
+            match &mut self.pending {
+                Some((p, b)) if *p == id => *b += bytes,
+                _ => {
+                    self.write_pending();
+                    self.pending = Some((id, bytes));
+                }
+            }
+            return;
+        }
+        self.write_pending();
+        self.write(event);
+    }
+
+    fn write_pending(&mut self) {
+        if let Some((id, bytes)) = self.pending.take() {
+            self.write(FileEvent::Append(id, bytes));
+        }
+    }
+
+    fn write(&mut self, event: FileEvent) {
         if self.failed.is_none() {
             if let Err(e) = writeln!(self.sink, "{event}") {
                 self.failed = Some(e.to_string());
@@ -69,13 +93,16 @@ impl RecordingFs {
                 ids: HashMap::new(),
                 next: 0,
                 failed: None,
+                pending: None,
             })),
         }
     }
 
-    /// Flushes the trace.
+    /// Writes out what is pending and flushes the trace (dropping the last handle does too).
     pub fn flush_trace(&self) -> io::Result<()> {
-        self.recorder.lock().sink.flush()
+        let mut r = self.recorder.lock();
+        r.write_pending();
+        r.sink.flush()
     }
 
     /// Why recording stopped, if a trace write failed.
@@ -90,6 +117,13 @@ impl RecordingFs {
             id,
             recorder: Arc::clone(&self.recorder),
         })
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        self.write_pending();
+        let _ = self.sink.flush();
     }
 }
 
@@ -212,8 +246,9 @@ mod tests {
         let (a, b) = (Path::new("/d/a"), Path::new("/d/b"));
         fs.create_dir_all(Path::new("/d")).unwrap();
         let mut f = fs.create(a).unwrap();
-        f.append(b"hello").unwrap();
+        f.append(b"hel").unwrap();
         f.append(b"").unwrap();
+        f.append(b"lo").unwrap();
         drop(f);
         let mut g = fs.create(b).unwrap();
         g.append(&[0; 100]).unwrap();
@@ -224,6 +259,7 @@ mod tests {
         fs.remove_file(b).unwrap();
         // Reads are not device writes.
         assert!(fs.read(b).is_err());
+        fs.flush_trace().unwrap();
         let text = String::from_utf8(sink.0.lock().clone()).unwrap();
         assert_eq!(text, "c 0\na 0 5\nc 1\na 1 100\nt 1 10\nd 1\nd 0\n");
         assert_eq!(fs.trace_error(), None);
