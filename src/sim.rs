@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use strata_bench::job_log::{job_log_file_name, write_job_log, JobRecord};
 use strata_policy::{build_policy, registry};
-use strata_sim::ftl::{replay_events, Ftl, FtlConfig, FtlRecorder, VictimPolicy};
+use strata_sim::ftl::{replay_events, Ftl, FtlConfig, FtlRecorder, FtlReport, VictimPolicy};
 use strata_sim::{
     comparison_table, human_bytes, SimConfig, SimReport, Simulator, Timing, TraceEvent,
 };
@@ -149,6 +149,11 @@ pub struct SimArgs {
     /// --ssd: how GC picks the block to clean: greedy (fewest valid pages) or cost-benefit.
     #[arg(long, default_value = "greedy", value_parser = ["greedy", "cost-benefit"])]
     gc_victim: String,
+    /// --ssd: write the device's timelines into this directory (created if missing):
+    /// ssd-timeline.csv (policy, host bytes, GC WA so far and over the interval, utilization)
+    /// and the charts gc-write-amp.svg and utilization.svg, in `strata bench`'s report style.
+    #[arg(long, value_name = "DIR")]
+    ssd_report: Option<std::path::PathBuf>,
     /// Replay a device file trace (`strata bench --file-trace`) on the --ssd device instead of
     /// simulating a workload, and report its GC write amplification.
     #[arg(long, value_name = "FILE")]
@@ -187,6 +192,12 @@ impl SimArgs {
             // The model checks the rest and names the setting.
             self.ftl_config()?;
         }
+        if let Some(dir) = &self.ssd_report {
+            if self.ssd.is_none() {
+                anyhow::bail!("--ssd-report needs a device: --ssd SIZE");
+            }
+            checks::writable_dir("--ssd-report", dir)?;
+        }
         Ok(())
     }
 
@@ -210,6 +221,60 @@ impl SimArgs {
         Ftl::new(config.clone()).map_err(|e| anyhow::anyhow!("--ssd: {e}"))?;
         Ok(Some(config))
     }
+}
+
+/// The `--ssd-report` files: the timelines as CSV and two charts.
+fn write_ssd_report(dir: &std::path::Path, devices: &[(String, &FtlReport)]) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut csv =
+        String::from("policy,host_bytes,gc_write_amp,interval_gc_write_amp,utilization\n");
+    for (label, ssd) in devices {
+        for s in &ssd.timeline {
+            csv.push_str(&format!(
+                "{label},{},{:.4},{:.4},{:.4}\n",
+                s.host_bytes, s.gc_write_amp, s.interval_gc_write_amp, s.utilization
+            ));
+        }
+    }
+    let write = |name: &str, text: &str| {
+        std::fs::write(dir.join(name), text)
+            .with_context(|| format!("writing {}", dir.join(name).display()))
+    };
+    write("ssd-timeline.csv", &csv)?;
+    let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+    let series = |value: fn(&strata_sim::ftl::FtlSample) -> f64| -> Vec<(String, Vec<(f64, f64)>)> {
+        devices
+            .iter()
+            .map(|(label, ssd)| {
+                (
+                    label.clone(),
+                    ssd.timeline
+                        .iter()
+                        .map(|s| (gib(s.host_bytes), value(s)))
+                        .collect(),
+                )
+            })
+            .collect()
+    };
+    write(
+        "gc-write-amp.svg",
+        &strata_bench::report::series_svg(
+            "GC write amplification over each erase block of host writes",
+            "host GiB written",
+            "NAND ÷ host bytes",
+            &series(|s| s.interval_gc_write_amp),
+        )?,
+    )?;
+    write(
+        "utilization.svg",
+        &strata_bench::report::series_svg(
+            "Live bytes ÷ the device's logical bytes",
+            "host GiB written",
+            "utilization",
+            &series(|s| s.utilization),
+        )?,
+    )?;
+    Ok(())
 }
 
 /// `strata sim --replay-trace FILE --ssd SIZE`: the trace on the device, and what GC added.
@@ -479,6 +544,14 @@ pub fn run(args: SimArgs) -> Result<()> {
     }
     if let Some(path) = &args.timeline_csv {
         write_timeline_csv(path, &reports)?;
+    }
+    if let Some(dir) = &args.ssd_report {
+        let devices: Vec<(String, &FtlReport)> = labels
+            .iter()
+            .zip(&reports)
+            .filter_map(|(label, r)| r.ssd.as_ref().map(|s| (label.clone(), s)))
+            .collect();
+        write_ssd_report(dir, &devices)?;
     }
     let rss = peak_rss_bytes();
     if args.json {

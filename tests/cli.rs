@@ -905,10 +905,30 @@ fn sim_puts_the_tree_on_a_simulated_ssd() {
         "--ftl-page",
         "16KiB",
     ];
-    let mut args = vec!["sim", "--policies", "leveled", "--ssd", "80MiB"];
+    let mut args = vec![
+        "sim",
+        "--policies",
+        "leveled",
+        "--ssd",
+        "80MiB",
+        "--ssd-report",
+        "ssd",
+    ];
     args.extend_from_slice(&device);
     let run = succeeded(&dir, &args);
     assert!(run.stdout.contains("GC WA"), "{}", run.stdout);
+    let csv = std::fs::read_to_string(dir.join("ssd/ssd-timeline.csv")).unwrap();
+    assert!(csv.starts_with("policy,host_bytes,gc_write_amp"), "{csv}");
+    assert!(csv.lines().skip(1).all(|l| l.starts_with("leveled,")));
+    for chart in ["gc-write-amp.svg", "utilization.svg"] {
+        let svg = std::fs::read_to_string(dir.join("ssd").join(chart)).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("leveled"), "{chart}");
+    }
+    refused(
+        &dir,
+        &["sim", "--ssd-report", "ssd"],
+        &["--ssd-report", "--ssd"],
+    );
     let json = sim_json(&dir, &[&["--ssd", "80MiB"][..], &device[..]].concat());
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let gc = v["ssd"]["gc_write_amp"].as_f64().unwrap();

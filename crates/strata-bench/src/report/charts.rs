@@ -282,6 +282,26 @@ fn line_chart(caption: &str, x_desc: &str, y_desc: &str, lines: &[Line]) -> io::
     })
 }
 
+/// A line per named series (the report's colours in order), on linear axes from zero, as an
+/// SVG document: for timelines other tools draw in the report's style (`strata sim --ssd`).
+pub fn series_svg(
+    caption: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> io::Result<String> {
+    let lines: Vec<Line> = series
+        .iter()
+        .enumerate()
+        .map(|(i, (label, points))| Line {
+            label: label.clone(),
+            colour: colour(i),
+            points: finite_points(points.iter().copied()),
+        })
+        .collect();
+    line_chart(caption, x_desc, y_desc, &lines)
+}
+
 /// Ops/s over time in each run's main phase.
 fn throughput_svg(c: &Comparison, title: &str) -> io::Result<String> {
     let lines: Vec<Line> = c

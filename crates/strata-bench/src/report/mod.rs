@@ -15,6 +15,7 @@ mod csv;
 mod html;
 mod table;
 
+pub use charts::series_svg;
 pub use csv::render_csv;
 pub use table::render_table;
 
