@@ -21,6 +21,7 @@ mod output;
 mod report;
 mod sim;
 mod size;
+pub mod summary;
 
 pub use keys::{is_tombstone, key_at_or_after, key_bytes, key_from_bytes, key_of};
 pub use report::{
