@@ -241,8 +241,10 @@ fn write_ssd_report(dir: &std::path::Path, devices: &[(String, &FtlReport)]) -> 
             .with_context(|| format!("writing {}", dir.join(name).display()))
     };
     write("ssd-timeline.csv", &csv)?;
+    /// A timeline value to chart.
+    type Metric = fn(&strata_sim::ftl::FtlSample) -> f64;
     let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
-    let series = |value: fn(&strata_sim::ftl::FtlSample) -> f64| -> Vec<(String, Vec<(f64, f64)>)> {
+    let series = |value: Metric| -> Vec<(String, Vec<(f64, f64)>)> {
         devices
             .iter()
             .map(|(label, ssd)| {
@@ -256,24 +258,25 @@ fn write_ssd_report(dir: &std::path::Path, devices: &[(String, &FtlReport)]) -> 
             })
             .collect()
     };
-    write(
-        "gc-write-amp.svg",
-        &strata_bench::report::series_svg(
+    let charts: [(&str, &str, &str, Metric); 2] = [
+        (
+            "gc-write-amp.svg",
             "GC write amplification over each erase block of host writes",
-            "host GiB written",
             "NAND ÷ host bytes",
-            &series(|s| s.interval_gc_write_amp),
-        )?,
-    )?;
-    write(
-        "utilization.svg",
-        &strata_bench::report::series_svg(
+            |s| s.interval_gc_write_amp,
+        ),
+        (
+            "utilization.svg",
             "Live bytes ÷ the device's logical bytes",
-            "host GiB written",
             "utilization",
-            &series(|s| s.utilization),
-        )?,
-    )?;
+            |s| s.utilization,
+        ),
+    ];
+    for (file, caption, y_desc, value) in charts {
+        let svg =
+            strata_bench::report::series_svg(caption, "host GiB written", y_desc, &series(value))?;
+        write(file, &svg)?;
+    }
     Ok(())
 }
 

@@ -627,27 +627,30 @@ mod tests {
         assert_eq!(s.gc_write_amp(), 1.0, "{s:?}");
     }
 
+    /// Writes `files` one-page files, deleting a random live one whenever the host's view of
+    /// the device is fuller than `fill`: lifetimes mix in every block. Returns the GC WA.
+    fn churn(ftl: &mut Ftl, files: u64, fill: f64, seed: u64) -> f64 {
+        let mut live: Vec<u64> = Vec::new();
+        let mut rng = seed;
+        for id in 0..files {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            ftl.create(id).unwrap();
+            ftl.append(id, 4096).unwrap();
+            live.push(id);
+            if ftl.utilization() > fill {
+                let i = (rng % live.len() as u64) as usize;
+                ftl.delete(live.swap_remove(i)).unwrap();
+            }
+        }
+        ftl.stats().gc_write_amp()
+    }
+
     #[test]
     fn small_files_with_mixed_lifetimes_make_gc_copy() {
-        // Interleaved writers: a long-lived file and short-lived ones share every block.
         for victim in [VictimPolicy::Greedy, VictimPolicy::CostBenefit] {
-            let mut ftl = small(0.07, victim);
-            let mut live: Vec<u64> = Vec::new();
-            let mut rng = 5u64;
-            for next in 1_000..31_000u64 {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                ftl.create(next).unwrap();
-                ftl.append(next, 4096).unwrap();
-                live.push(next);
-                // Keep the device about 85% full: delete a random live file.
-                if ftl.utilization() > 0.85 {
-                    let i = (rng % live.len() as u64) as usize;
-                    ftl.delete(live.swap_remove(i)).unwrap();
-                }
-            }
-            let wa = ftl.stats().gc_write_amp();
+            let wa = churn(&mut small(0.07, victim), 30_000, 0.85, 5);
             assert!(wa > 1.5, "{victim}: GC WA {wa}");
         }
     }
@@ -656,26 +659,9 @@ mod tests {
     /// device is then less of the flash.
     #[test]
     fn more_over_provisioning_means_less_gc() {
-        let run = |op| {
-            let mut ftl = small(op, VictimPolicy::Greedy);
-            let mut live = Vec::new();
-            let mut rng = 11u64;
-            for id in 0..40_000u64 {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                ftl.create(id).unwrap();
-                ftl.append(id, 4096).unwrap();
-                live.push(id);
-                // The host keeps its view of the device 90% full: with more spare area the
-                // same share of the logical space is less of the flash.
-                if ftl.utilization() > 0.9 {
-                    let i = (rng % live.len() as u64) as usize;
-                    ftl.delete(live.swap_remove(i)).unwrap();
-                }
-            }
-            ftl.stats().gc_write_amp()
-        };
+        // The host keeps its view of the device 90% full: with more spare area the same share
+        // of the logical space is less of the flash.
+        let run = |op| churn(&mut small(op, VictimPolicy::Greedy), 40_000, 0.9, 11);
         let (tight, roomy) = (run(0.07), run(0.28));
         assert!(roomy < tight, "OP 28%: {roomy}, OP 7%: {tight}");
     }

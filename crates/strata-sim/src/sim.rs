@@ -258,9 +258,9 @@ pub struct Simulator {
     files: Option<FileRecorder>,
 }
 
-/// WAL bytes gathered into one append event (what a group commit hands the device at once is
-/// smaller, but pages fill the same way).
-const WAL_APPEND: u64 = 64 << 10;
+/// Bytes gathered into one append event, of a WAL or of a running job's tables (what the
+/// engine hands the device at once is smaller, but pages fill the same way).
+const APPEND_CHUNK: u64 = 64 << 10;
 
 /// File numbers of the simulated WALs start here, above every table id.
 const FIRST_WAL_FILE: u64 = 1 << 62;
@@ -294,7 +294,7 @@ impl FileRecorder {
             }
         };
         self.wal_pending += bytes;
-        if self.wal_pending >= WAL_APPEND {
+        if self.wal_pending >= APPEND_CHUNK {
             (self.sink)(FileEvent::Append(wal, self.wal_pending));
             self.wal_pending = 0;
         }
@@ -314,7 +314,7 @@ impl FileRecorder {
     /// A running job has written `emitted` of its outputs' bytes, tables in order; appends
     /// what is new, 64 KiB at a time at least.
     fn progress(&mut self, outputs: &[(TableMeta, Arc<[u64]>)], emitted: &mut u64, target: u64) {
-        if target < *emitted + WAL_APPEND && target < outputs.iter().map(|o| o.0.size).sum() {
+        if target < *emitted + APPEND_CHUNK && target < outputs.iter().map(|o| o.0.size).sum() {
             return;
         }
         let mut start = 0u64;

@@ -143,8 +143,6 @@ pub(crate) struct EngineState {
 /// not yet evicted: what the simulator's buffer holds after a window flush.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct HeldBuffer {
-    /// How many of the oldest frozen memtables are held.
-    pub memtables: usize,
     /// Distinct live keys.
     pub live_entries: u64,
     /// Their user key and value bytes.
@@ -153,14 +151,27 @@ pub(crate) struct HeldBuffer {
     pub live_charged: u64,
     /// Per held memtable (oldest first), the live keys whose newest version it holds: a held
     /// memtable at the front with none left holds only what tables (or newer memtables) have,
-    /// and goes with its WAL without a copy.
+    /// and goes with its WAL without a copy. Its length is the number of held memtables.
     pub live_per_memtable: Vec<u64>,
+}
+
+impl HeldBuffer {
+    /// How many of the oldest frozen memtables are held.
+    pub fn memtables(&self) -> usize {
+        self.live_per_memtable.len()
+    }
+
+    /// Whether held memtables still hold a full buffer live (a window flush left more than
+    /// `write_buffer_size`): another window flush is due before anything else.
+    pub fn over(&self, write_buffer_size: u64) -> bool {
+        self.memtables() > 0 && self.live_charged >= write_buffer_size
+    }
 }
 
 impl EngineState {
     /// Frozen memtables no flush has taken a window from yet.
     pub fn waiting_memtables(&self) -> usize {
-        self.frozen.len() - self.held.memtables
+        self.frozen.len() - self.held.memtables()
     }
 
     /// Bytes charged to the buffer as the write-buffer size counts them: the active memtable
@@ -172,8 +183,7 @@ impl EngineState {
     /// Whether a flush is due: a frozen memtable waits, or held memtables still hold a full
     /// buffer (a window flush left more than the buffer size).
     pub fn flush_due(&self, write_buffer_size: u64) -> bool {
-        self.waiting_memtables() > 0
-            || (self.held.memtables > 0 && self.held.live_charged >= write_buffer_size)
+        self.waiting_memtables() > 0 || self.held.over(write_buffer_size)
     }
 }
 

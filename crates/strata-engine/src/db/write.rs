@@ -196,7 +196,7 @@ impl Engine {
             }
             // All buffered data together stays within max_write_buffer_number buffers. Only
             // window flushes (which leave most of the buffer held) come near this bound before
-            // the frozen-count stall below; without it a writer faster than the windows refills
+            // the waiting-memtable stall below; without it a writer faster than the windows refills
             // a buffer per flush while each flush frees one window, and the buffered data grows
             // without bound. Held memtables count what they hold live. With no memtable waiting
             // the active one is frozen below regardless, so a flush can start.
@@ -208,7 +208,7 @@ impl Engine {
             let waiting_bytes: u64 = state
                 .frozen
                 .iter()
-                .skip(state.held.memtables)
+                .skip(state.held.memtables())
                 .map(|m| m.approximate_size())
                 .sum();
             let buffers_full = !synchronous
@@ -220,8 +220,7 @@ impl Engine {
             // Held memtables still over the buffer size get another window flush first;
             // freezing the active memtable would not help (and, with it empty, would only
             // start WAL after WAL while holding the lock the flush needs).
-            let held_full = state.held.memtables > 0
-                && state.held.live_charged >= self.options.write_buffer_size;
+            let held_full = state.held.over(self.options.write_buffer_size);
             // Frozen memtables waiting for a flush stall writers once they hold
             // max_write_buffer_number − 1 buffers: counted in bytes, since memtables a window
             // flush's buffer makes freeze early are small (a rebuffering flush of Min-Max would
