@@ -116,11 +116,6 @@ impl MergingIterator {
         merged
     }
 
-    /// Children opened so far.
-    pub fn opened_children(&self) -> usize {
-        self.children.len()
-    }
-
     fn find_next_deferred(&mut self) {
         let mut best: Option<usize> = None;
         for (i, d) in self.deferred.iter().enumerate() {

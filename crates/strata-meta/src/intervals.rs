@@ -134,11 +134,6 @@ impl RunIntervals {
         self.order.len() * (4 + 2 * key_refs)
             + self.max_largest.len() * std::mem::size_of::<Option<Bytes>>()
     }
-
-    /// Largest key of the `i`-th run by smallest key.
-    pub fn largest_at(&self, i: usize) -> Option<&Bytes> {
-        self.largest.get(i)
-    }
 }
 
 #[cfg(test)]
