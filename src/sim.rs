@@ -3,7 +3,7 @@
 use crate::checks;
 use crate::policies::policy_specs;
 use crate::workload_args::{
-    ingest_bytes, size_arg, usize_arg, warn, warn_if_smaller_than_a_buffer, WorkloadArgs,
+    count_arg, ingest_bytes, size_arg, usize_arg, warn, warn_if_smaller_than_a_buffer, WorkloadArgs,
 };
 use anyhow::{Context, Result};
 use clap::Args;
@@ -131,6 +131,12 @@ pub struct SimArgs {
     /// the same tables. Slower. Default: raw key and value bytes.
     #[arg(long)]
     engine_format: bool,
+    /// Scale mode: keep at most KEYS keys. Past them the simulator keeps one key in 2, 4, ...
+    /// (chosen by a hash of the key), each standing for that many entries, so a tree of billions
+    /// of entries runs in fixed memory (docs/scale.md). `--scale` alone: 4,194,304 keys
+    /// (32 MiB). Not with --block-size or --engine-format. Default: off, every key kept.
+    #[arg(long, value_name = "KEYS", num_args = 0..=1, default_missing_value = "4194304", value_parser = count_arg)]
+    scale: Option<u64>,
     /// Put the tree on a simulated SSD of this many bytes: a page-mapped FTL with garbage
     /// collection replays every table and WAL the simulation writes and deletes, and the report
     /// adds GC write amplification and total WA (= WA × GC WA). [SIZE: 4K = 4KB = 4KiB]
@@ -187,6 +193,15 @@ impl SimArgs {
         }
         if let Some(dir) = &self.job_log {
             checks::writable_dir("--job-log", dir)?;
+        }
+        if let Some(keys) = self.scale {
+            checks::at_least("--scale", keys, 1)?;
+            if self.block_size.is_some() || self.engine_format {
+                anyhow::bail!(
+                    "--scale sizes tables by key and value bytes; drop --block-size and \
+                     --engine-format, which need every entry"
+                );
+            }
         }
         if self.ssd.is_some() {
             // The model checks the rest and names the setting.
@@ -453,6 +468,10 @@ pub fn run(args: SimArgs) -> Result<()> {
         block_size: args.block_size,
         ..SimConfig::default()
     };
+    let config = SimConfig {
+        scale_keys: args.scale,
+        ..config
+    };
     let config = if args.engine_format {
         let block = args.block_size.unwrap_or(4096);
         config.with_engine_format(usize::try_from(block).unwrap_or(usize::MAX))
@@ -479,6 +498,11 @@ pub fn run(args: SimArgs) -> Result<()> {
             args.size_ratio,
             if args.timed { "timed" } else { "synchronous" }
         );
+        if let Some(keys) = config.scale_keys {
+            println!(
+                "scale mode: at most {keys} keys kept (one in 2, 4, ... chosen by hash, once more)"
+            );
+        }
     }
     let mut reports = Vec::new();
     for ((spec, policy), label) in specs.iter().zip(policies).zip(&labels) {

@@ -103,6 +103,8 @@ pub struct SimReport {
     /// `write_amp` × its GC write amplification.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ssd: Option<crate::ftl::FtlReport>,
+    /// Scale mode's sample rate: tables kept one key in this many (1: the exact simulator).
+    pub sample_one_in: u64,
     /// Policy options.
     pub policy_options: BTreeMap<String, String>,
     /// The policy's persisted state at the end (its decisions so far, e.g. what Mixed learned),

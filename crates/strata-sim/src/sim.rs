@@ -1,5 +1,6 @@
 //! The simulator: a metadata-only LSM tree driven by a compaction policy.
 
+use crate::distinct::DistinctCounter;
 use crate::keys::{self, is_tombstone, key_at_or_after, key_bytes, key_of};
 use crate::merge::{merge_preserving, merge_runs, sort_buffer, BlockCursor, RunCursor};
 use crate::output::{TableWriter, WrittenTable};
@@ -71,6 +72,20 @@ fn block_metas(file: TableId, entries: &[u64], blocks: &[SizedBlock]) -> Option<
     Some(metas.into())
 }
 
+/// Whether scale mode keeps `key` when it keeps the keys whose hash is at most `threshold` (so
+/// a key kept at a rate is kept at every higher one). The hash is the skew estimator's
+/// ([`FlushKeySample`]): at rates of one in 8 or fewer, every kept key is one it samples too.
+#[inline]
+fn kept_at(key: u64, threshold: u64) -> bool {
+    key_hash(key) <= threshold
+}
+
+/// The hash scale mode samples and counts keys by.
+#[inline]
+fn key_hash(key: u64) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(&key.to_be_bytes())
+}
+
 /// Simulator settings.
 #[derive(Clone, Debug)]
 pub struct SimConfig {
@@ -107,6 +122,41 @@ pub struct SimConfig {
     /// off, only if no older table's key range covers it, as the engine (and RocksDB) decide.
     /// Default: true.
     pub exact_tombstone_drop: bool,
+    /// Scale mode: the most keys the simulator keeps (tables and buffer). Past it, it keeps
+    /// one key in 2, then 4, ... (chosen by a hash of the key) and each kept entry stands for
+    /// that many entries in sizes and counts. `None` keeps every key: the exact simulator. See
+    /// [`SimConfig::with_scale`] and `docs/scale.md`. Default: `None`.
+    pub scale_keys: Option<u64>,
+}
+
+/// Scale mode's default budget of kept keys ([`SimConfig::scale_keys`]): 32 MiB of them.
+pub const DEFAULT_SCALE_KEYS: u64 = 1 << 22;
+
+impl SimConfig {
+    /// Scale mode, keeping at most `keys` keys (see [`SimConfig::scale_keys`]).
+    ///
+    /// Why a hash-chosen sample rather than a count or a sketch per table: a key is kept in
+    /// every table or in none, so merges deduplicate updates and drop tombstones exactly on the
+    /// kept keys, a table cut at any key holds exactly the kept keys of its range, and the
+    /// executor's merge, cutting and tombstone code runs unchanged. The rate halves only when
+    /// the budget is reached, so a small tree is simulated exactly and a large one on a sample
+    /// of fixed size: memory does not grow with the entries.
+    pub fn with_scale(mut self, keys: u64) -> Self {
+        self.scale_keys = Some(keys);
+        self
+    }
+}
+
+impl SimConfig {
+    /// Key and value bytes, each simulated entry standing for `weight` entries.
+    fn raw_sizer(&self, weight: f64) -> RawSizer {
+        RawSizer {
+            key_size: self.key_size,
+            value_size: self.value_size,
+            block_size: self.block_size,
+            weight,
+        }
+    }
 }
 
 impl Default for SimConfig {
@@ -125,6 +175,7 @@ impl Default for SimConfig {
             sizer: None,
             block_size: None,
             exact_tombstone_drop: true,
+            scale_keys: None,
         }
     }
 }
@@ -233,8 +284,23 @@ pub struct Simulator {
     sizer: Arc<dyn TableSizer>,
     version: Version,
     tables: HashMap<TableId, Arc<[u64]>>,
+    /// The buffer's entries in arrival order (in scale mode, its sampled ones).
     buffer: Vec<u64>,
+    /// Bytes the buffer counts against its size (every entry, sampled or not).
     buffer_bytes: u64,
+    /// Entries in the buffer and their key and value bytes (every entry, sampled or not).
+    buffer_entries: u64,
+    buffer_user_bytes: u64,
+    /// Scale mode: the buffer's distinct keys, counted over every key; `buffer_windowed` when a
+    /// window flush left entries it did not count.
+    buffer_distinct: Option<DistinctCounter>,
+    buffer_windowed: bool,
+    /// Scale mode: one key in this many is kept (1: every key; [`SimConfig::scale_keys`]), those
+    /// whose hash is at most `sample_threshold`.
+    sample_one_in: u64,
+    sample_threshold: u64,
+    /// Keys kept in tables' contents and the buffer.
+    kept_keys: u64,
     buffer_seqnos: Option<SeqRange>,
     seqno: u64,
     next_table: u64,
@@ -430,13 +496,27 @@ impl Simulator {
                 ));
             }
         }
-        let sizer = cfg.sizer.clone().unwrap_or_else(|| {
-            Arc::new(RawSizer {
-                key_size: cfg.key_size,
-                value_size: cfg.value_size,
-                block_size: cfg.block_size,
-            })
-        });
+        if cfg.scale_keys == Some(0) {
+            return Err(SimError::Config(
+                "scale mode must keep at least one key".to_string(),
+            ));
+        }
+        if cfg.scale_keys.is_some() && (cfg.sizer.is_some() || cfg.block_size.is_some()) {
+            // A kept entry stands for many data blocks: blocks and the engine's encoder need
+            // every entry.
+            return Err(SimError::Config(
+                "scale mode sizes tables by key and value bytes: it takes neither a block size \
+                 nor the engine's format"
+                    .to_string(),
+            ));
+        }
+        let sizer = cfg
+            .sizer
+            .clone()
+            .unwrap_or_else(|| Arc::new(cfg.raw_sizer(1.0)));
+        let buffer_distinct = cfg
+            .scale_keys
+            .map(|_| DistinctCounter::for_keys(cfg.buffer_size / (cfg.key_size + cfg.value_size)));
         Ok(Simulator {
             cfg,
             // Timed, so the report can say what share of the work the decisions take.
@@ -446,6 +526,13 @@ impl Simulator {
             tables: HashMap::new(),
             buffer: Vec::new(),
             buffer_bytes: 0,
+            buffer_entries: 0,
+            buffer_user_bytes: 0,
+            buffer_distinct,
+            buffer_windowed: false,
+            sample_one_in: 1,
+            sample_threshold: u64::MAX,
+            kept_keys: 0,
             buffer_seqnos: None,
             seqno: 0,
             next_table: 1,
@@ -482,13 +569,14 @@ impl Simulator {
         self.stats.flushes
     }
 
-    /// The sorted keys of a table, if it exists.
+    /// The sorted keys of a table, if it exists (in scale mode, its sampled keys).
     pub fn table_keys(&self, id: TableId) -> Option<&Arc<[u64]>> {
         self.tables.get(&id)
     }
 
     /// The keys a reader would find: for each key, the newest entry (buffer first, then runs in
-    /// recency order) decides, and a tombstone hides it. O(entries); for tests and checks.
+    /// recency order) decides, and a tombstone hides it. O(entries); for tests and checks. In
+    /// scale mode, the sampled keys only.
     pub fn live_keys(&self) -> std::collections::BTreeSet<u64> {
         let mut decided: HashMap<u64, bool> = HashMap::new();
         for &e in self.buffer.iter().rev() {
@@ -587,6 +675,7 @@ impl Simulator {
             key_size: self.cfg.key_size,
             value_size: self.cfg.value_size,
             block_size: None,
+            weight: 1.0,
         }
         .entry_bytes(entry)
     }
@@ -614,7 +703,19 @@ impl Simulator {
         if let Some(files) = self.files.as_mut() {
             files.log(bytes);
         }
-        self.buffer.push(entry);
+        let kept = match &mut self.buffer_distinct {
+            None => true,
+            Some(counter) => {
+                let hash = key_hash(key_of(entry));
+                counter.add(hash);
+                hash <= self.sample_threshold
+            }
+        };
+        if kept {
+            self.buffer.push(entry);
+        }
+        self.buffer_entries += 1;
+        self.buffer_user_bytes += bytes;
         self.buffer_bytes += bytes + self.cfg.buffer_entry_overhead;
         let seq = SeqRange {
             smallest: self.seqno,
@@ -631,7 +732,7 @@ impl Simulator {
         }
         // A flush that writes only a window may leave the buffer full: flush until it is not, as
         // the engine freezes its memtable again while it is over the size.
-        while self.buffer_bytes >= self.cfg.buffer_size && !self.buffer.is_empty() {
+        while self.buffer_bytes >= self.cfg.buffer_size && self.buffer_entries > 0 {
             self.flush()?;
         }
         Ok(())
@@ -692,15 +793,15 @@ impl Simulator {
     /// Flushes the buffer now (if it holds anything). A flush that writes only a window of the
     /// buffer keeps the rest buffered.
     pub fn flush(&mut self) -> Result<(), SimError> {
-        if self.buffer.is_empty() {
+        if self.buffer_entries == 0 {
             return Ok(());
         }
         if let Some(files) = self.files.as_mut() {
             files.end_wal();
         }
         let raw = std::mem::take(&mut self.buffer);
-        let written_entries = raw.len() as u64;
-        let written_bytes: u64 = raw.iter().map(|&e| self.entry_bytes(e)).sum();
+        let written_entries = std::mem::take(&mut self.buffer_entries);
+        let written_bytes = std::mem::take(&mut self.buffer_user_bytes);
         let sorted = sort_buffer(raw);
         let buffer_seqnos = self.buffer_seqnos.take().unwrap_or_default();
         let summary = BufferSummary {
@@ -755,19 +856,38 @@ impl Simulator {
                     .iter()
                     .map(|&e| key_position(&key_of(e).to_be_bytes()))
                     .collect();
+                let entries = entries.div_ceil(self.sample_one_in);
                 let window = most_compact_window(&positions, entries as usize);
                 let mut keep = sorted[..window.start].to_vec();
                 keep.extend_from_slice(&sorted[window.end..]);
                 (sorted[window].to_vec(), keep)
             }
         };
+        // Scale mode: the flushed entries weigh the buffer's distinct keys over the sample's,
+        // as counted over every key, or the sample's rate when a window flush is involved.
+        let distinct = self
+            .buffer_distinct
+            .as_mut()
+            .map(|c| c.take_distinct(written_entries));
+        let windowed = std::mem::replace(&mut self.buffer_windowed, !keep.is_empty());
+        let sample = self.sample_bytes(&entries);
+        let per_kept = match distinct {
+            Some(d) if !windowed && keep.is_empty() && !entries.is_empty() => {
+                d as f64 / entries.len() as f64
+            }
+            _ => self.sample_one_in as f64,
+        };
+        let (mut input_bytes, mut input_sample_bytes) =
+            ((sample as f64 * per_kept).round() as u64, sample);
         if keep.is_empty() {
             self.buffer_bytes = 0;
         } else {
-            self.buffer_bytes = keep
-                .iter()
-                .map(|&e| self.entry_bytes(e) + self.cfg.buffer_entry_overhead)
-                .sum();
+            // What stays is deduplicated; in scale mode each kept entry stands for its share.
+            let weight = self.sample_one_in;
+            self.buffer_user_bytes = self.sample_bytes(&keep) * weight;
+            self.buffer_entries = keep.len() as u64 * weight;
+            self.buffer_bytes =
+                self.buffer_user_bytes + self.buffer_entries * self.cfg.buffer_entry_overhead;
             self.buffer = keep;
             self.buffer_seqnos = Some(buffer_seqnos);
         }
@@ -786,7 +906,10 @@ impl Simulator {
             read_bytes += t.size;
             seqnos = seqnos.union(t.seqnos);
             projection.push((key_at_or_after(&t.smallest), t.size));
-            merge_arrays.push(self.table_array(t.id)?);
+            let array = self.table_array(t.id)?;
+            input_bytes += t.size;
+            input_sample_bytes += self.sample_bytes(&array);
+            merge_arrays.push(array);
         }
         let older = OlderTables::below(
             &self.version,
@@ -801,6 +924,7 @@ impl Simulator {
         let merged = merge_runs(runs, |k| self.tombstone_needed(&older, k));
         let outputs = self.write_tables(
             &merged,
+            self.sizer_for(input_bytes, input_sample_bytes),
             &plan.output.cut,
             plan.output.bloom_bits_per_key,
             seqnos,
@@ -885,12 +1009,12 @@ impl Simulator {
     fn write_tables(
         &mut self,
         merged: &[u64],
+        (sizer, weight): (Arc<dyn TableSizer>, f64),
         cut: &CutRule,
         bloom_bits_per_key: f64,
         seqnos: SeqRange,
         inputs: &[(u64, u64)],
     ) -> Vec<(TableMeta, Arc<[u64]>)> {
-        let sizer = Arc::clone(&self.sizer);
         let mut writer = TableWriter::new(
             sizer.as_ref(),
             cut,
@@ -902,19 +1026,22 @@ impl Simulator {
         for &entry in merged {
             writer.add(entry);
         }
-        self.new_tables(writer.finish(), bloom_bits_per_key, seqnos)
+        self.new_tables(writer.finish(), weight, bloom_bits_per_key, seqnos)
     }
 
     /// Output tables with ids, from what a writer finished.
     fn new_tables(
         &mut self,
         written: Vec<WrittenTable>,
+        weight: f64,
         bloom_bits_per_key: f64,
         seqnos: SeqRange,
     ) -> Vec<(TableMeta, Arc<[u64]>)> {
         written
             .into_iter()
-            .map(|(sized, entries)| self.new_table(&entries, sized, bloom_bits_per_key, seqnos))
+            .map(|(sized, entries)| {
+                self.new_table(&entries, sized, weight, bloom_bits_per_key, seqnos)
+            })
             .collect()
     }
 
@@ -923,6 +1050,7 @@ impl Simulator {
         &mut self,
         entries: &[u64],
         sized: SizedTable,
+        weight: f64,
         bloom_bits_per_key: f64,
         seqnos: SeqRange,
     ) -> (TableMeta, Arc<[u64]>) {
@@ -935,8 +1063,9 @@ impl Simulator {
             smallest: key_bytes(first),
             largest: key_bytes(last),
             size: sized.size,
-            entries: entries.len() as u64,
-            tombstones: entries.iter().filter(|&&e| is_tombstone(e)).count() as u64,
+            entries: (entries.len() as f64 * weight).round() as u64,
+            tombstones: (entries.iter().filter(|&&e| is_tombstone(e)).count() as f64 * weight)
+                .round() as u64,
             seqnos,
             bloom_bits_per_key,
             blocks: block_metas(id, entries, &sized.blocks),
@@ -948,7 +1077,11 @@ impl Simulator {
     /// the data blocks new tables wrote (a moved table is deleted and added by the same edit).
     fn install(&mut self, version: Version, edit: &VersionEdit, new_arrays: Vec<Arc<[u64]>>) {
         for (added, array) in edit.added.iter().zip(new_arrays) {
-            self.tables.insert(added.table.id, array);
+            self.kept_keys += array.len() as u64;
+            if let Some(old) = self.tables.insert(added.table.id, array) {
+                // A move re-adds a table with the contents it has.
+                self.kept_keys -= old.len() as u64;
+            }
         }
         edit.count_blocks(
             &mut self.metrics.blocks_written_per_level,
@@ -957,7 +1090,14 @@ impl Simulator {
         self.version = version;
         for d in &edit.deleted {
             if self.version.table_location(d.table).is_none() {
-                self.tables.remove(&d.table);
+                if let Some(old) = self.tables.remove(&d.table) {
+                    self.kept_keys -= old.len() as u64;
+                }
+            }
+        }
+        if let Some(budget) = self.cfg.scale_keys {
+            while self.kept_keys + self.buffer.len() as u64 > budget {
+                self.halve_sample();
             }
         }
         if let Some(files) = self.files.as_mut() {
@@ -971,6 +1111,52 @@ impl Simulator {
             .metrics
             .max_sorted_runs
             .max(self.version.run_count() as u64);
+    }
+
+    /// Scale mode: keeps half the keys from now on, dropping from every table, the buffer and
+    /// running jobs' outputs the keys the new rate does not keep. Tables' metadata stays as
+    /// measured; merges from now on measure on the smaller sample.
+    fn halve_sample(&mut self) {
+        self.sample_one_in *= 2;
+        self.sample_threshold = u64::MAX / self.sample_one_in;
+        let threshold = self.sample_threshold;
+        let kept = |e: &u64| kept_at(key_of(*e), threshold);
+        let thin =
+            |array: &Arc<[u64]>| -> Arc<[u64]> { array.iter().copied().filter(kept).collect() };
+        self.kept_keys = 0;
+        for array in self.tables.values_mut() {
+            *array = thin(array);
+            self.kept_keys += array.len() as u64;
+        }
+        for job in &mut self.running {
+            for (_, array) in &mut job.outputs {
+                *array = thin(array);
+            }
+        }
+        self.buffer.retain(kept);
+    }
+
+    /// Scale mode: the sizer of a merge whose inputs are `input_bytes` by their metadata (the
+    /// buffer: its user bytes) and `sample_bytes` by their kept entries. Each kept entry then
+    /// weighs `input_bytes / sample_bytes`, the sample's one-in-N as measured on these inputs:
+    /// a merge that drops nothing writes exactly its inputs' bytes, and only the share the
+    /// merge drops (updates deduplicated, tombstones) is estimated from the sample. The exact
+    /// simulator's sizer, at weight 1, otherwise.
+    fn sizer_for(&self, input_bytes: u64, sample_bytes: u64) -> (Arc<dyn TableSizer>, f64) {
+        if self.cfg.scale_keys.is_none() {
+            return (Arc::clone(&self.sizer), 1.0);
+        }
+        let weight = if sample_bytes > 0 {
+            input_bytes as f64 / sample_bytes as f64
+        } else {
+            self.sample_one_in as f64
+        };
+        (Arc::new(self.cfg.raw_sizer(weight)), weight)
+    }
+
+    /// Key and value bytes of a table's kept entries.
+    fn sample_bytes(&self, entries: &[u64]) -> u64 {
+        entries.iter().map(|&e| self.entry_bytes(e)).sum()
     }
 
     /// Asks the policy for work and starts (or, synchronously, runs) it.
@@ -1054,19 +1240,25 @@ impl Simulator {
             let mut cursors = Vec::with_capacity(sources.len());
             let mut seqnos: Option<SeqRange> = None;
             let mut projection = Vec::new();
+            let mut sample_bytes = 0;
             for run in &sources {
                 let mut arrays = Vec::with_capacity(run.len());
                 for t in run {
                     read_bytes += t.size;
                     seqnos = Some(seqnos.map_or(t.seqnos, |s| s.union(t.seqnos)));
                     projection.push((key_at_or_after(&t.smallest), t.size));
-                    arrays.push(self.table_array(t.id)?);
+                    let array = self.table_array(t.id)?;
+                    if self.cfg.scale_keys.is_some() {
+                        sample_bytes += self.sample_bytes(&array);
+                    }
+                    arrays.push(array);
                 }
                 cursors.push(RunCursor::new(arrays));
             }
             let inputs: Vec<TableId> = plan.input_tables().collect();
             let older = OlderTables::below(&self.version, output.level, output.run, &inputs);
             let seqnos = seqnos.unwrap_or_default();
+            let (sizer, weight) = self.sizer_for(read_bytes, sample_bytes);
             let block_size = self.cfg.block_size.unwrap_or(1);
             match Preserver::for_plan(&self.version, &plan, block_size) {
                 Some(preserver) => {
@@ -1079,7 +1271,6 @@ impl Simulator {
                                 .map(BlockCursor::new)
                         })
                         .collect::<Result<Vec<_>, SimError>>()?;
-                    let sizer = Arc::clone(&self.sizer);
                     let mut writer = TableWriter::new(
                         sizer.as_ref(),
                         &output.cut,
@@ -1089,12 +1280,14 @@ impl Simulator {
                         Some(preserver),
                     );
                     merge_preserving(runs, |k| self.tombstone_needed(&older, k), &mut writer);
-                    outputs = self.new_tables(writer.finish(), output.bloom_bits_per_key, seqnos);
+                    outputs =
+                        self.new_tables(writer.finish(), weight, output.bloom_bits_per_key, seqnos);
                 }
                 None => {
                     let merged = merge_runs(cursors, |k| self.tombstone_needed(&older, k));
                     outputs = self.write_tables(
                         &merged,
+                        (sizer, weight),
                         &output.cut,
                         output.bloom_bits_per_key,
                         seqnos,
@@ -1343,6 +1536,7 @@ impl Simulator {
         let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
         Ok(SimReport {
             ssd: None,
+            sample_one_in: self.sample_one_in,
             policy: self.policy.name().to_string(),
             policy_options: self
                 .policy

@@ -64,6 +64,9 @@ pub struct RawSizer {
     /// Cut data blocks as the engine does: a block ends with the entry that brings it to this
     /// many bytes. `None` cuts none.
     pub block_size: Option<u64>,
+    /// Entries each simulated entry stands for: 1 in the exact simulator; in scale mode
+    /// ([`crate::SimConfig::scale_keys`]) about the sample's one-in-N, as the merge measured it.
+    pub weight: f64,
 }
 
 impl RawSizer {
@@ -80,6 +83,8 @@ impl RawSizer {
 struct RawEstimate {
     sizer: RawSizer,
     bytes: u64,
+    /// The weighted bytes so far, unrounded (equal to `bytes` at weight 1).
+    weighted: f64,
     /// Finished blocks, and the open one (with `block_size`).
     blocks: Vec<SizedBlock>,
     open: SizedBlock,
@@ -101,7 +106,8 @@ impl RawEstimate {
 impl TableEstimate for RawEstimate {
     fn add(&mut self, entry: u64) {
         let bytes = self.sizer.entry_bytes(entry);
-        self.bytes += bytes;
+        self.weighted += bytes as f64 * self.sizer.weight;
+        self.bytes = self.weighted.round() as u64;
         if let Some(block_size) = self.sizer.block_size {
             self.open.entries += 1;
             self.open.size += bytes;
@@ -112,7 +118,8 @@ impl TableEstimate for RawEstimate {
     }
     fn add_kept(&mut self, block: &BlockMeta, _entries: &[u64]) {
         self.end_open_block();
-        self.bytes += block.size;
+        self.weighted += block.size as f64;
+        self.bytes = self.weighted.round() as u64;
         self.blocks.push(SizedBlock {
             entries: block.entries,
             size: block.size,
@@ -146,6 +153,7 @@ impl TableSizer for RawSizer {
         Box::new(RawEstimate {
             sizer: *self,
             bytes: 0,
+            weighted: 0.0,
             blocks: Vec::new(),
             open: SizedBlock::default(),
             own_bytes: 0,
