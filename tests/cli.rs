@@ -1001,3 +1001,51 @@ fn a_recorded_engine_trace_replays_on_the_simulated_ssd() {
         &["--replay-trace", "--ssd"],
     );
 }
+
+#[test]
+fn sim_scale_mode_keeps_a_sample_and_reports_its_rate() {
+    let dir = scratch("sim-scale");
+    let run = succeeded(
+        &dir,
+        &[
+            "sim",
+            "--policies",
+            "leveled,tiered",
+            "--entries",
+            "300000",
+            "--write-buffer-size",
+            "1MiB",
+            "--scale",
+            "20000",
+            "--json",
+        ],
+    );
+    let reports: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    for r in reports.as_array().unwrap() {
+        // 300,000 entries against a budget of 20,000 keys: one in 16 or more kept.
+        assert!(r["sample_one_in"].as_u64().unwrap() >= 16, "{r}");
+        assert!(r["write_amp"].as_f64().unwrap() >= 1.0, "{r}");
+    }
+    let text = succeeded(
+        &dir,
+        &[
+            "sim",
+            "--policies",
+            "leveled",
+            "--entries",
+            "50000",
+            "--scale",
+        ],
+    );
+    assert!(
+        text.stdout.contains("scale mode: at most 4194304 keys"),
+        "{}",
+        text.stdout
+    );
+    refused(
+        &dir,
+        &["sim", "--scale", "10000", "--engine-format"],
+        &["--scale", "--engine-format"],
+    );
+    refused(&dir, &["sim", "--scale", "0"], &["--scale"]);
+}
