@@ -5,7 +5,8 @@
 #
 #   scripts/scale-check.sh ENTRIES [SCALE_KEYS] [OUT_DIR] [extra `strata sim` flags...]
 #
-# SCALE_KEYS is the scale mode's key budget (default 4194304, `--scale` alone). The JSON of every
+# SCALE_KEYS is the scale mode's key budget (default 4194304, `--scale` alone). POLICIES (default
+# all) and WORKLOADS (default the four) narrow the set. The JSON of every
 # run goes to OUT_DIR (default target/scale-check/ENTRIES), and scripts/scale-table.py prints the
 # comparison from it.
 set -euo pipefail
@@ -15,14 +16,14 @@ out=${3:-target/scale-check/$entries}
 shift $(( $# < 3 ? $# : 3 ))
 mkdir -p "$out"
 strata=${STRATA:-target/release/strata}
-for workload in fillrandom updaterandom updatezipf deleterandom; do
+for workload in ${WORKLOADS:-fillrandom updaterandom updatezipf deleterandom}; do
   for mode in exact scale; do
     flags=()
     [ "$mode" = scale ] && flags=(--scale "$keys")
     file="$out/$workload-$mode.json"
     [ -s "$file" ] && continue
     echo "== $workload $mode" >&2
-    "$strata" sim --policies all --workload "$workload" --entries "$entries" "${flags[@]}" "$@" --json >"$file.tmp"
+    "$strata" sim --policies "${POLICIES:-all}" --workload "$workload" --entries "$entries" "${flags[@]}" "$@" --json >"$file.tmp"
     mv "$file.tmp" "$file"
   done
 done

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use strata_meta::{TableId, TableMeta, Version};
+use strata_meta::{Run, TableId, TableMeta, Version};
 use strata_policy::OutputRun;
 
 /// The tables older than a merge's output, outside the merge: the runs after the output run in
@@ -14,7 +14,11 @@ use strata_policy::OutputRun;
 /// addition look into the covering tables' key sets.
 #[derive(Clone, Debug, Default)]
 pub struct OlderTables {
-    runs: Vec<Vec<Arc<TableMeta>>>,
+    /// The older runs, shared with the version (a merge at the top of a tree of thousands of
+    /// tables copies none of them).
+    runs: Vec<Arc<Run>>,
+    /// The merge's own tables, which do not count.
+    inputs: HashSet<TableId>,
 }
 
 impl OlderTables {
@@ -35,26 +39,20 @@ impl OlderTables {
         let mut runs = Vec::new();
         for (l, lvl) in version.levels().iter().enumerate().skip(level) {
             let skip = if l == level { first_older } else { 0 };
-            for r in lvl.runs().iter().skip(skip) {
-                let tables: Vec<Arc<TableMeta>> = r
-                    .tables()
-                    .iter()
-                    .filter(|t| !inputs.contains(&t.id))
-                    .cloned()
-                    .collect();
-                if !tables.is_empty() {
-                    runs.push(tables);
-                }
-            }
+            runs.extend(lvl.runs().iter().skip(skip).cloned());
         }
-        OlderTables { runs }
+        OlderTables { runs, inputs }
     }
 
-    /// The older tables whose key range covers `key`: at most one per run.
+    /// The older tables whose key range covers `key`: at most one per run. A run's tables are
+    /// disjoint, so when the one covering `key` is an input, no other table of that run does.
     pub fn covering<'a>(&'a self, key: &'a [u8]) -> impl Iterator<Item = &'a Arc<TableMeta>> + 'a {
-        self.runs.iter().filter_map(move |tables| {
+        self.runs.iter().filter_map(move |run| {
+            let tables = run.tables();
             let i = tables.partition_point(|t| t.largest.as_ref() < key);
-            tables.get(i).filter(|t| t.smallest.as_ref() <= key)
+            tables
+                .get(i)
+                .filter(|t| t.smallest.as_ref() <= key && !self.inputs.contains(&t.id))
         })
     }
 
@@ -104,6 +102,14 @@ mod tests {
         let older = OlderTables::below(&v, 1, OutputRun::Existing(RunId(3)), &[TableId(3)]);
         assert_eq!(ids(&older, "b"), vec![2, 1]);
         assert!(!older.may_hold(b"zz"));
+        // An input of an older run does not count: merging run 2 into run 3 too.
+        let older = OlderTables::below(
+            &v,
+            1,
+            OutputRun::Existing(RunId(3)),
+            &[TableId(3), TableId(2)],
+        );
+        assert_eq!(ids(&older, "b"), vec![1]);
         // Into the last level: nothing is below.
         let older = OlderTables::below(&v, 2, OutputRun::Existing(RunId(1)), &[TableId(1)]);
         assert!(!older.may_hold(b"b"));

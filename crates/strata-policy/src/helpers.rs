@@ -119,12 +119,20 @@ pub fn partial_merge(
     let next_runs = version.level(level + 1).runs();
     let mut best: Option<(f64, &TableMeta, usize, usize)> = None;
     for (position, run) in runs.iter().enumerate() {
+        let mut overlaps = vec![0u64; run.tables().len()];
+        for next in next_runs {
+            for (total, bytes) in overlaps
+                .iter_mut()
+                .zip(next.overlapping_sizes(run.tables()))
+            {
+                *total = total.saturating_add(bytes);
+            }
+        }
         for (index, table) in run.tables().iter().enumerate() {
             if window_conflict(version, level, std::slice::from_ref(table), leases) {
                 continue;
             }
-            let range = table.key_range();
-            let overlap_bytes: u64 = next_runs.iter().map(|r| r.overlapping_size(&range)).sum();
+            let overlap_bytes = overlaps[index];
             let ratio = overlap_bytes as f64 / table.size.max(1) as f64;
             if best.as_ref().is_none_or(|(b, ..)| ratio < *b) {
                 best = Some((ratio, table, position, index));
@@ -151,6 +159,9 @@ pub fn window_conflict(
     tables: &[std::sync::Arc<TableMeta>],
     leases: &Leases,
 ) -> bool {
+    if leases.is_empty() {
+        return false;
+    }
     let Some(range) = tables
         .iter()
         .map(|t| t.key_range())

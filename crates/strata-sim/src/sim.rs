@@ -717,11 +717,11 @@ impl Simulator {
         self.buffer_entries += 1;
         self.buffer_user_bytes += bytes;
         self.buffer_bytes += bytes + self.cfg.buffer_entry_overhead;
-        let seq = SeqRange {
-            smallest: self.seqno,
+        // Sequence numbers only grow: the buffer's range ends at the newest.
+        self.buffer_seqnos = Some(SeqRange {
+            smallest: self.buffer_seqnos.map_or(self.seqno, |s| s.smallest),
             largest: self.seqno,
-        };
-        self.buffer_seqnos = Some(self.buffer_seqnos.map_or(seq, |s| s.union(seq)));
+        });
         self.stats.bytes_ingested += bytes;
         if let Timing::Timed {
             ingest_bytes_per_sec,

@@ -107,7 +107,8 @@ impl TableEstimate for RawEstimate {
     fn add(&mut self, entry: u64) {
         let bytes = self.sizer.entry_bytes(entry);
         self.weighted += bytes as f64 * self.sizer.weight;
-        self.bytes = self.weighted.round() as u64;
+        // Rounded by adding a half: `f64::round` is a library call, once per entry.
+        self.bytes = (self.weighted + 0.5) as u64;
         if let Some(block_size) = self.sizer.block_size {
             self.open.entries += 1;
             self.open.size += bytes;
@@ -119,7 +120,7 @@ impl TableEstimate for RawEstimate {
     fn add_kept(&mut self, block: &BlockMeta, _entries: &[u64]) {
         self.end_open_block();
         self.weighted += block.size as f64;
-        self.bytes = self.weighted.round() as u64;
+        self.bytes = (self.weighted + 0.5) as u64;
         self.blocks.push(SizedBlock {
             entries: block.entries,
             size: block.size,

@@ -6,7 +6,6 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal, Zipf};
 use rand_pcg::Pcg64Mcg;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// The kind of one operation.
@@ -225,7 +224,7 @@ impl Generator {
     fn insert_key(&mut self) -> u64 {
         match self.phase.inserts.clone() {
             InsertOrder::Random | InsertOrder::Sequential => {
-                let i = self.space.inserted.fetch_add(1, Ordering::Relaxed);
+                let i = self.space.next_index();
                 self.space.set_live(i, true);
                 self.key_of_index(i)
             }
@@ -234,7 +233,7 @@ impl Generator {
                 // `window` steps or more: displacement stays within about the window.
                 let window = window.max(1);
                 while (self.pending.len() as u64) < window {
-                    let i = self.space.inserted.fetch_add(1, Ordering::Relaxed);
+                    let i = self.space.next_index();
                     self.pending_at.insert(i, self.pending.len());
                     self.pending.push((i, self.issued));
                     self.pending_order.push_back(i);
@@ -268,7 +267,7 @@ impl Generator {
             }
             InsertOrder::UniformDomain { size } => {
                 let k = self.rng.random_range(0..size.max(1));
-                self.space.inserted.fetch_max(size, Ordering::Relaxed);
+                self.space.raise_inserted(size);
                 self.space.set_live(k, true);
                 k
             }

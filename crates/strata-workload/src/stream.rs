@@ -42,7 +42,8 @@ impl OpStream {
         Ok(OpStream {
             phases: spec.phases.clone(),
             seed,
-            space: KeySpace::new(),
+            // The stream's generators run one at a time, on the caller's thread.
+            space: KeySpace::single_writer(),
             phase: 0,
             generator: None,
         })
