@@ -233,7 +233,7 @@ impl Generator {
                 // `window` steps or more: displacement stays within about the window.
                 let window = window.max(1);
                 while (self.pending.len() as u64) < window {
-                    let i = self.space.next_index();
+                    let i = self.space.next_pending_index();
                     self.pending_at.insert(i, self.pending.len());
                     self.pending.push((i, self.issued));
                     self.pending_order.push_back(i);
@@ -371,7 +371,7 @@ impl Generator {
                 OpKind::Update | OpKind::Rmw => match self.existing_key() {
                     Some((k, index)) => {
                         if let Some(i) = index {
-                            self.space.set_live(i, true);
+                            self.space.set_updated(i);
                         }
                         break k;
                     }

@@ -351,3 +351,48 @@ fn the_ecotune_preset_carries_bursts_only_when_asked() {
     };
     assert_eq!(bad.validate().unwrap_err().param, "burst_probability");
 }
+
+/// The op stream's live-key count (what space amplification divides by) equals the keys its
+/// operations leave live, counted in a set: inserts and updates make a key live, deletes dead.
+/// Covers the single-writer key space's shortcut for updates while nothing was ever deleted.
+#[test]
+fn the_stream_counts_live_keys_as_its_operations_leave_them() {
+    let p = PresetParams {
+        entries: 20_000,
+        ops: 20_000,
+        ..PresetParams::default()
+    };
+    for name in [
+        "updaterandom",
+        "updatezipf",
+        "deleterandom",
+        "deleterandom,overwrite",
+        "nearly-sorted",
+        "ycsb-d",
+    ] {
+        let spec = WorkloadSpec::preset(name, &p).unwrap();
+        let mut stream = OpStream::new(&spec, 3).unwrap();
+        let mut live = HashSet::new();
+        let mut ops = 0u64;
+        while let Some(op) = stream.next() {
+            match op.kind {
+                OpKind::Insert | OpKind::Update | OpKind::Rmw => {
+                    live.insert(op.key);
+                }
+                OpKind::Delete => {
+                    live.remove(&op.key);
+                }
+                _ => {}
+            }
+            ops += 1;
+            if ops.is_multiple_of(5_000) {
+                assert_eq!(
+                    stream.live_keys(),
+                    live.len() as u64,
+                    "{name} after {ops} ops"
+                );
+            }
+        }
+        assert_eq!(stream.live_keys(), live.len() as u64, "{name} at the end");
+    }
+}
