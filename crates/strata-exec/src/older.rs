@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use strata_meta::{Run, TableId, TableMeta, Version};
+use strata_meta::{Run, RunId, TableId, TableMeta, Version};
 use strata_policy::OutputRun;
 
 /// The tables older than a merge's output, outside the merge: the runs after the output run in
@@ -30,11 +30,18 @@ impl OlderTables {
         let output_level = version.level(level);
         let first_older = match run {
             OutputRun::Existing(id) => output_level.position(id).map_or(0, |p| p + 1),
-            OutputRun::New => output_level.new_run_position(|run| {
-                version
-                    .run(level, run)
-                    .is_some_and(|r| r.tables().iter().any(|t| inputs.contains(&t.id)))
-            }),
+            OutputRun::New => {
+                // The runs of this level the merge takes tables from, found by the inputs'
+                // locations: asking each run (thousands in a tree of buckets) at every merge made
+                // it quadratic.
+                let losing: HashSet<RunId> = inputs
+                    .iter()
+                    .filter_map(|&t| version.table_location(t))
+                    .filter(|loc| loc.level == level)
+                    .map(|loc| loc.run)
+                    .collect();
+                output_level.new_run_position(|run| losing.contains(&run))
+            }
         };
         let mut runs = Vec::new();
         for (l, lvl) in version.levels().iter().enumerate().skip(level) {
@@ -65,7 +72,7 @@ impl OlderTables {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strata_meta::{RunId, VersionEdit};
+    use strata_meta::VersionEdit;
 
     fn version() -> Version {
         // L1: run 3 (newest) [m, p], run 2 [a, c]; L2: run 1 [a, z].
