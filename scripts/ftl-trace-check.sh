@@ -5,6 +5,7 @@
 #
 #   scripts/ftl-trace-check.sh OUT_DIR [ENTRIES] [DEVICE]
 #
+# WORKLOAD (default fillrandom) picks the workload; run phases have ENTRIES operations.
 # Defaults: 2,000,000 entries of 16 + 512 bytes (1.06 GB, about 6 GiB written with the WAL), a
 # 1.6 GiB device with 7% spare, 16 MiB erase blocks, 64 KiB pages; `leveled`, 16 MiB buffers
 # and tables, T = 10.
@@ -14,7 +15,7 @@ entries=${2:-2000000}
 device=${3:-1.6GiB}
 strata=${STRATA:-target/release/strata}
 mkdir -p "$out"
-workload=(--workload fillrandom --entries "$entries" --key-size 16 --value-size 512
+workload=(--workload "${WORKLOAD:-fillrandom}" --entries "$entries" --ops "$entries" --key-size 16 --value-size 512
   --policies leveled --write-buffer-size 16MiB --target-file-size 16MiB --size-ratio 10)
 ssd=(--ssd "$device" --over-provisioning 0.07 --erase-block 16MiB --ftl-page 64KiB)
 if [ ! -s "$out/trace/leveled.trace" ]; then
@@ -38,6 +39,9 @@ print("|---|---:|---:|---:|---:|")
 for label, name in [("engine trace", "engine-ssd.json"), ("simulator", "sim-ssd.json"),
                     ("simulator --timed", "sim-timed-ssd.json")]:
     s, wa = ssd(name)
+    if name == "engine-ssd.json":
+        with open(os.path.join(out, "bench.json")) as f:
+            wa = json.load(f)[0]["write_amp"]
     wa_text = f"{wa:.2f}" if wa else "–"
     print(f"| {label} | {s['host_bytes'] / 2**30:.2f} | {wa_text} | {s['gc_write_amp']:.3f} | {s['utilization']:.0%} |")
 PY
