@@ -15,6 +15,7 @@ use strata_policy::{build_policy, registry};
 use strata_sim::ftl::{replay_events, Ftl, FtlConfig, FtlRecorder, FtlReport, VictimPolicy};
 use strata_sim::{
     comparison_table, human_bytes, SimConfig, SimReport, Simulator, Timing, TraceEvent,
+    DEFAULT_SCALE_KEYS,
 };
 use strata_workload::OpStream;
 
@@ -135,8 +136,8 @@ pub struct SimArgs {
     /// (chosen by a hash of the key), each standing for that many entries, so a tree of billions
     /// of entries runs in fixed memory (docs/scale.md). `--scale` alone: 4,194,304 keys
     /// (32 MiB). Not with --block-size or --engine-format. Default: off, every key kept.
-    #[arg(long, value_name = "KEYS", num_args = 0..=1, default_missing_value = "4194304", value_parser = count_arg)]
-    scale: Option<u64>,
+    #[arg(long, value_name = "KEYS", num_args = 0..=1, value_parser = count_arg)]
+    scale: Option<Option<u64>>,
     /// Put the tree on a simulated SSD of this many bytes: a page-mapped FTL with garbage
     /// collection replays every table and WAL the simulation writes and deletes, and the report
     /// adds GC write amplification and total WA (= WA × GC WA). [SIZE: 4K = 4KB = 4KiB]
@@ -194,7 +195,7 @@ impl SimArgs {
         if let Some(dir) = &self.job_log {
             checks::writable_dir("--job-log", dir)?;
         }
-        if let Some(keys) = self.scale {
+        if let Some(keys) = self.scale_keys() {
             checks::at_least("--scale", keys, 1)?;
             if self.block_size.is_some() || self.engine_format {
                 anyhow::bail!(
@@ -214,6 +215,11 @@ impl SimArgs {
             checks::writable_dir("--ssd-report", dir)?;
         }
         Ok(())
+    }
+
+    /// Scale mode's key budget: `--scale KEYS`, or the default for `--scale` alone.
+    fn scale_keys(&self) -> Option<u64> {
+        self.scale.map(|keys| keys.unwrap_or(DEFAULT_SCALE_KEYS))
     }
 
     /// The simulated device, if `--ssd` asks for one.
@@ -469,7 +475,7 @@ pub fn run(args: SimArgs) -> Result<()> {
         ..SimConfig::default()
     };
     let config = SimConfig {
-        scale_keys: args.scale,
+        scale_keys: args.scale_keys(),
         ..config
     };
     let config = if args.engine_format {
@@ -500,7 +506,7 @@ pub fn run(args: SimArgs) -> Result<()> {
         );
         if let Some(keys) = config.scale_keys {
             println!(
-                "scale mode: at most {keys} keys kept (one in 2, 4, ... chosen by hash, once more)"
+                "scale mode: at most {keys} keys kept (past them, one in 2, 4, ... chosen by hash)"
             );
         }
     }

@@ -671,13 +671,7 @@ impl Simulator {
     }
 
     fn entry_bytes(&self, entry: u64) -> u64 {
-        RawSizer {
-            key_size: self.cfg.key_size,
-            value_size: self.cfg.value_size,
-            block_size: None,
-            weight: 1.0,
-        }
-        .entry_bytes(entry)
+        self.cfg.raw_sizer(1.0).entry_bytes(entry)
     }
 
     /// Inserts or updates `key`.
@@ -870,7 +864,13 @@ impl Simulator {
             .as_mut()
             .map(|c| c.take_distinct(written_entries));
         let windowed = std::mem::replace(&mut self.buffer_windowed, !keep.is_empty());
-        let sample = self.sample_bytes(&entries);
+        // Only scale mode weighs by sample bytes (`sizer_for`); the exact simulator skips the pass.
+        let scale = self.cfg.scale_keys.is_some();
+        let sample = if scale {
+            self.sample_bytes(&entries)
+        } else {
+            0
+        };
         let per_kept = match distinct {
             Some(d) if !windowed && keep.is_empty() && !entries.is_empty() => {
                 d as f64 / entries.len() as f64
@@ -908,7 +908,9 @@ impl Simulator {
             projection.push((key_at_or_after(&t.smallest), t.size));
             let array = self.table_array(t.id)?;
             input_bytes += t.size;
-            input_sample_bytes += self.sample_bytes(&array);
+            if scale {
+                input_sample_bytes += self.sample_bytes(&array);
+            }
             merge_arrays.push(array);
         }
         let older = OlderTables::below(

@@ -82,8 +82,7 @@ impl RawSizer {
 
 struct RawEstimate {
     sizer: RawSizer,
-    bytes: u64,
-    /// The weighted bytes so far, unrounded (equal to `bytes` at weight 1).
+    /// The weighted bytes so far, unrounded (whole at weight 1).
     weighted: f64,
     /// Finished blocks, and the open one (with `block_size`).
     blocks: Vec<SizedBlock>,
@@ -107,8 +106,6 @@ impl TableEstimate for RawEstimate {
     fn add(&mut self, entry: u64) {
         let bytes = self.sizer.entry_bytes(entry);
         self.weighted += bytes as f64 * self.sizer.weight;
-        // Rounded by adding a half: `f64::round` is a library call, once per entry.
-        self.bytes = (self.weighted + 0.5) as u64;
         if let Some(block_size) = self.sizer.block_size {
             self.open.entries += 1;
             self.open.size += bytes;
@@ -120,7 +117,6 @@ impl TableEstimate for RawEstimate {
     fn add_kept(&mut self, block: &BlockMeta, _entries: &[u64]) {
         self.end_open_block();
         self.weighted += block.size as f64;
-        self.bytes = (self.weighted + 0.5) as u64;
         self.blocks.push(SizedBlock {
             entries: block.entries,
             size: block.size,
@@ -129,7 +125,9 @@ impl TableEstimate for RawEstimate {
         });
     }
     fn size(&self) -> u64 {
-        self.bytes
+        // Rounded by adding a half: `f64::round` is a library call, and the cutter asks at
+        // every entry.
+        (self.weighted + 0.5) as u64
     }
     fn open_block_bytes(&self) -> u64 {
         self.open.size
@@ -143,7 +141,7 @@ impl TableEstimate for RawEstimate {
     fn finish(mut self: Box<Self>) -> SizedTable {
         self.end_open_block();
         SizedTable {
-            size: self.bytes,
+            size: self.size(),
             blocks: self.blocks,
         }
     }
@@ -153,7 +151,6 @@ impl TableSizer for RawSizer {
     fn start_table(&self, _bloom_bits_per_key: f64, _seqnos: SeqRange) -> Box<dyn TableEstimate> {
         Box::new(RawEstimate {
             sizer: *self,
-            bytes: 0,
             weighted: 0.0,
             blocks: Vec::new(),
             open: SizedBlock::default(),
