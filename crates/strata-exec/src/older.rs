@@ -11,12 +11,17 @@ use strata_policy::OutputRun;
 /// A tombstone the merge writes may be dropped only when no such table can hold its key: else the
 /// older value would reappear. Both executors ask [`OlderTables::covering`]; the engine (like
 /// RocksDB) drops a tombstone when no older table's key range covers it, and the simulator can in
-/// addition look into the covering tables' key sets.
+/// addition look into the covering tables' key sets. It also keeps the runs on the other side,
+/// newer than the output ([`OlderTables::newer_covering`]): a simulator that counts every table
+/// holding a key answers "does an older table hold it" by subtracting the merge's own tables and
+/// the newer ones, which is cheaper when thousands of runs lie below.
 #[derive(Clone, Debug, Default)]
 pub struct OlderTables {
     /// The older runs, shared with the version (a merge at the top of a tree of thousands of
     /// tables copies none of them).
     runs: Vec<Arc<Run>>,
+    /// The runs newer than the output: shallower levels', and the output level's before it.
+    newer: Vec<Arc<Run>>,
     /// The merge's own tables, which do not count.
     inputs: HashSet<TableId>,
 }
@@ -44,17 +49,49 @@ impl OlderTables {
             }
         };
         let mut runs = Vec::new();
-        for (l, lvl) in version.levels().iter().enumerate().skip(level) {
-            let skip = if l == level { first_older } else { 0 };
-            runs.extend(lvl.runs().iter().skip(skip).cloned());
+        let mut newer = Vec::new();
+        for (l, lvl) in version.levels().iter().enumerate() {
+            let split = match l.cmp(&level) {
+                std::cmp::Ordering::Less => lvl.runs().len(),
+                std::cmp::Ordering::Equal => first_older,
+                std::cmp::Ordering::Greater => 0,
+            };
+            newer.extend(lvl.runs()[..split].iter().cloned());
+            runs.extend(lvl.runs()[split..].iter().cloned());
         }
-        OlderTables { runs, inputs }
+        OlderTables {
+            runs,
+            newer,
+            inputs,
+        }
     }
 
     /// The older tables whose key range covers `key`: at most one per run. A run's tables are
     /// disjoint, so when the one covering `key` is an input, no other table of that run does.
     pub fn covering<'a>(&'a self, key: &'a [u8]) -> impl Iterator<Item = &'a Arc<TableMeta>> + 'a {
-        self.runs.iter().filter_map(move |run| {
+        self.covering_in(&self.runs, key)
+    }
+
+    /// The tables newer than the output, outside the merge, whose key range covers `key`: at
+    /// most one per run.
+    pub fn newer_covering<'a>(
+        &'a self,
+        key: &'a [u8],
+    ) -> impl Iterator<Item = &'a Arc<TableMeta>> + 'a {
+        self.covering_in(&self.newer, key)
+    }
+
+    /// Runs below the output, and runs above it.
+    pub fn run_counts(&self) -> (usize, usize) {
+        (self.runs.len(), self.newer.len())
+    }
+
+    fn covering_in<'a>(
+        &'a self,
+        runs: &'a [Arc<Run>],
+        key: &'a [u8],
+    ) -> impl Iterator<Item = &'a Arc<TableMeta>> + 'a {
+        runs.iter().filter_map(move |run| {
             let tables = run.tables();
             let i = tables.partition_point(|t| t.largest.as_ref() < key);
             tables
@@ -102,6 +139,10 @@ mod tests {
         let older = OlderTables::below(&v, 1, OutputRun::New, &[TableId(2)]);
         assert_eq!(ids(&older, "n"), vec![1]);
         assert_eq!(ids(&older, "b"), vec![1]);
+        assert_eq!(older.run_counts(), (1, 1));
+        let newer: Vec<u64> = older.newer_covering(b"n").map(|t| t.id.0).collect();
+        assert_eq!(newer, vec![3]);
+        assert_eq!(older.newer_covering(b"b").count(), 0);
         // A new run with no input in L1 goes to the front: both L1 runs are below it.
         let older = OlderTables::below(&v, 1, OutputRun::New, &[]);
         assert_eq!(ids(&older, "n"), vec![3, 1]);
@@ -117,8 +158,11 @@ mod tests {
             &[TableId(3), TableId(2)],
         );
         assert_eq!(ids(&older, "b"), vec![1]);
-        // Into the last level: nothing is below.
+        // Into the last level: nothing is below, and both L1 runs are above.
         let older = OlderTables::below(&v, 2, OutputRun::Existing(RunId(1)), &[TableId(1)]);
         assert!(!older.may_hold(b"b"));
+        assert_eq!(older.run_counts(), (0, 2));
+        let newer: Vec<u64> = older.newer_covering(b"b").map(|t| t.id.0).collect();
+        assert_eq!(newer, vec![2]);
     }
 }

@@ -20,6 +20,7 @@ mod distinct;
 #[cfg(feature = "engine-format")]
 pub mod engine_format;
 pub mod ftl;
+mod holders;
 mod keys;
 mod merge;
 mod output;

@@ -1,11 +1,13 @@
 //! The simulator: a metadata-only LSM tree driven by a compaction policy.
 
 use crate::distinct::DistinctCounter;
+use crate::holders::KeyHolders;
 use crate::keys::{self, is_tombstone, key_at_or_after, key_bytes, key_of};
 use crate::merge::{merge_preserving, merge_runs, sort_buffer, BlockCursor, RunCursor};
 use crate::output::{TableWriter, WrittenTable};
 use crate::report::{LevelReport, Metrics, PhaseReport, SimReport, TimelineSample};
 use crate::size::{RawSizer, SizedBlock, SizedTable, TableSizer};
+use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use strata_exec::file_event::FileEvent;
@@ -122,6 +124,12 @@ pub struct SimConfig {
     /// off, only if no older table's key range covers it, as the engine (and RocksDB) decide.
     /// Default: true.
     pub exact_tombstone_drop: bool,
+    /// The exact tombstone rule searches every older run for a tombstone's key. When at least
+    /// this many runs lie below a merge's output, and more than lie above it and in the merge,
+    /// it asks instead an index of how many tables hold each key (built on first need, about
+    /// 20 bytes per key the tree holds) and subtracts the merge's and the newer tables. The
+    /// answers are the same; `usize::MAX` never builds the index. Default: 16.
+    pub tombstone_index_runs: usize,
     /// Scale mode: the most keys the simulator keeps (tables and buffer). Past it, it keeps
     /// one key in 2, then 4, ... (chosen by a hash of the key) and each kept entry stands for
     /// that many entries in sizes and counts. `None` keeps every key: the exact simulator. See
@@ -175,6 +183,7 @@ impl Default for SimConfig {
             sizer: None,
             block_size: None,
             exact_tombstone_drop: true,
+            tombstone_index_runs: 16,
             scale_keys: None,
         }
     }
@@ -284,6 +293,9 @@ pub struct Simulator {
     sizer: Arc<dyn TableSizer>,
     version: Version,
     tables: HashMap<TableId, Arc<[u64]>>,
+    /// How many of `tables` hold each key, once a merge has needed it
+    /// ([`SimConfig::tombstone_index_runs`]); kept up to date from then on.
+    holders: OnceCell<KeyHolders>,
     /// The buffer's entries in arrival order (in scale mode, its sampled ones).
     buffer: Vec<u64>,
     /// Bytes the buffer counts against its size (every entry, sampled or not).
@@ -322,6 +334,15 @@ pub struct Simulator {
     phase: Option<PhaseMark>,
     /// Where the device's file events go, if anywhere ([`Simulator::with_file_sink`]).
     files: Option<FileRecorder>,
+}
+
+/// How one merge decides whether a tombstone must be kept ([`Simulator::tombstone_needed`]).
+struct TombstoneRule<'a> {
+    /// The tables outside the merge, below and above its output.
+    older: OlderTables,
+    /// When counting holders ([`SimConfig::tombstone_index_runs`]): the merge's input tables,
+    /// by run.
+    counted_inputs: Option<&'a [Vec<Arc<TableMeta>>]>,
 }
 
 /// Bytes gathered into one append event, of a WAL or of a running job's tables (what the
@@ -524,6 +545,7 @@ impl Simulator {
             sizer,
             version: Version::new(),
             tables: HashMap::new(),
+            holders: OnceCell::new(),
             buffer: Vec::new(),
             buffer_bytes: 0,
             buffer_entries: 0,
@@ -919,11 +941,12 @@ impl Simulator {
             plan.output.run,
             &plan.merge_with,
         );
+        let rule = self.tombstone_rule(older, std::slice::from_ref(&merge_with));
         let mut runs = vec![RunCursor::new(vec![Arc::from(entries)])];
         if !merge_arrays.is_empty() {
             runs.push(RunCursor::new(merge_arrays));
         }
-        let merged = merge_runs(runs, |k| self.tombstone_needed(&older, k));
+        let merged = merge_runs(runs, |k| self.tombstone_needed(&rule, k));
         let outputs = self.write_tables(
             &merged,
             self.sizer_for(input_bytes, input_sample_bytes),
@@ -990,19 +1013,58 @@ impl Simulator {
         })
     }
 
+    /// How a merge whose output `older` places, reading `inputs` (its tables by run, each run's
+    /// in key order), decides on tombstones: counted when
+    /// [`SimConfig::tombstone_index_runs`] says so, else by searching the older runs.
+    fn tombstone_rule<'a>(
+        &self,
+        older: OlderTables,
+        inputs: &'a [Vec<Arc<TableMeta>>],
+    ) -> TombstoneRule<'a> {
+        let (below, above) = older.run_counts();
+        let counted = self.cfg.exact_tombstone_drop
+            && below >= self.cfg.tombstone_index_runs
+            && below > above + inputs.len();
+        TombstoneRule {
+            older,
+            counted_inputs: counted.then_some(inputs),
+        }
+    }
+
     /// Whether a tombstone for `key` must be kept: an older table outside the merge covers the key
     /// (and, with exact tombstone dropping, holds it).
-    fn tombstone_needed(&self, older: &OlderTables, key: u64) -> bool {
+    fn tombstone_needed(&self, rule: &TombstoneRule, key: u64) -> bool {
         let kb = key_bytes(key);
-        let mut covering = older.covering(&kb);
         if !self.cfg.exact_tombstone_drop {
-            return covering.next().is_some();
+            return rule.older.covering(&kb).next().is_some();
         }
-        covering.any(|t| {
-            self.tables.get(&t.id).is_some_and(|arr| {
-                let j = arr.partition_point(|&e| key_of(e) < key);
-                arr.get(j).is_some_and(|&e| key_of(e) == key)
-            })
+        let Some(inputs) = rule.counted_inputs else {
+            return rule.older.covering(&kb).any(|t| self.holds(t, key));
+        };
+        // Every table holding the key is older than the output, newer, or an input.
+        let holders = self
+            .holders
+            .get_or_init(|| KeyHolders::of(self.tables.values().map(|a| &a[..])))
+            .count(key);
+        if holders == 0 {
+            return false;
+        }
+        let in_inputs = inputs.iter().filter_map(|run| {
+            let i = run.partition_point(|t| t.largest.as_ref() < &kb[..]);
+            run.get(i).filter(|t| t.smallest.as_ref() <= &kb[..])
+        });
+        let not_older = in_inputs
+            .chain(rule.older.newer_covering(&kb))
+            .filter(|t| self.holds(t, key))
+            .count();
+        holders as usize > not_older
+    }
+
+    /// Whether `table`'s key set holds `key`.
+    fn holds(&self, table: &TableMeta, key: u64) -> bool {
+        self.tables.get(&table.id).is_some_and(|arr| {
+            let j = arr.partition_point(|&e| key_of(e) < key);
+            arr.get(j).is_some_and(|&e| key_of(e) == key)
         })
     }
 
@@ -1078,10 +1140,17 @@ impl Simulator {
     /// Installs a new version: stores new tables' contents and forgets deleted ones, and counts
     /// the data blocks new tables wrote (a moved table is deleted and added by the same edit).
     fn install(&mut self, version: Version, edit: &VersionEdit, new_arrays: Vec<Arc<[u64]>>) {
+        let mut holders = self.holders.get_mut();
         for (added, array) in edit.added.iter().zip(new_arrays) {
             self.kept_keys += array.len() as u64;
+            if let Some(h) = holders.as_deref_mut() {
+                h.add(&array);
+            }
             if let Some(old) = self.tables.insert(added.table.id, array) {
                 self.kept_keys -= old.len() as u64;
+                if let Some(h) = holders.as_deref_mut() {
+                    h.remove(&old);
+                }
             }
         }
         edit.count_blocks(
@@ -1093,6 +1162,9 @@ impl Simulator {
             if self.version.table_location(d.table).is_none() {
                 if let Some(old) = self.tables.remove(&d.table) {
                     self.kept_keys -= old.len() as u64;
+                    if let Some(h) = self.holders.get_mut() {
+                        h.remove(&old);
+                    }
                 }
             }
         }
@@ -1138,6 +1210,9 @@ impl Simulator {
             }
         }
         self.buffer.retain(kept);
+        if let Some(h) = self.holders.get_mut() {
+            h.retain(|k| kept_at(k, threshold));
+        }
     }
 
     /// Scale mode: the sizer of a merge whose inputs are `input_bytes` by their metadata (the
@@ -1261,6 +1336,7 @@ impl Simulator {
             }
             let inputs: Vec<TableId> = plan.input_tables().collect();
             let older = OlderTables::below(&self.version, output.level, output.run, &inputs);
+            let rule = self.tombstone_rule(older, &sources);
             let seqnos = seqnos.unwrap_or_default();
             let (sizer, weight) = self.sizer_for(read_bytes, sample_bytes);
             let block_size = self.cfg.block_size.unwrap_or(1);
@@ -1283,12 +1359,12 @@ impl Simulator {
                         &projection,
                         Some(preserver),
                     );
-                    merge_preserving(runs, |k| self.tombstone_needed(&older, k), &mut writer);
+                    merge_preserving(runs, |k| self.tombstone_needed(&rule, k), &mut writer);
                     outputs =
                         self.new_tables(writer.finish(), weight, output.bloom_bits_per_key, seqnos);
                 }
                 None => {
-                    let merged = merge_runs(cursors, |k| self.tombstone_needed(&older, k));
+                    let merged = merge_runs(cursors, |k| self.tombstone_needed(&rule, k));
                     outputs = self.write_tables(
                         &merged,
                         (sizer, weight),
