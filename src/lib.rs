@@ -1,10 +1,11 @@
 //! The `strata` command-line tool as a library: [`run`] parses arguments and runs `strata sim`
-//! or `strata bench`. A program that registers policies of its own
+//! `strata bench` or `strata inspect`. A program that registers policies of its own
 //! (`strata_policy::registry::register`) and then calls [`run`] offers the same commands with
 //! those policies selectable by name, as `examples/custom-policy` shows.
 
 mod bench;
 mod checks;
+mod inspect;
 mod policies;
 mod sim;
 mod workload_args;
@@ -31,6 +32,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Simulate compaction policies on a workload (metadata only, no data written).
     Sim(sim::SimArgs),
+    /// Describe a database directory, a table file or a WAL file, and check them for damage.
+    Inspect(inspect::InspectArgs),
     /// One run of `strata bench`, in a process of its own (started by `strata bench`).
     #[command(hide = true)]
     BenchRun(bench::BenchRunArgs),
@@ -62,6 +65,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
     match cli.command {
         Command::Bench(args) => bench::run(args),
         Command::Sim(args) => sim::run(args),
+        Command::Inspect(args) => inspect::run(args),
         Command::BenchRun(args) => bench::run_one(args),
     }
 }

@@ -28,6 +28,7 @@ pub mod batch;
 mod db;
 pub mod error;
 pub mod fs;
+pub mod inspect;
 pub mod iter;
 pub mod key;
 mod key_index;

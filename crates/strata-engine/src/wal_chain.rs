@@ -71,7 +71,7 @@ pub fn encode_link(predecessor: Option<WalLink>) -> Vec<u8> {
 
 /// `None` if `payload` is not a link record; otherwise the predecessor it names (if any), or why
 /// it is malformed.
-fn decode_link(payload: &[u8]) -> Option<std::result::Result<Option<WalLink>, String>> {
+pub(crate) fn decode_link(payload: &[u8]) -> Option<std::result::Result<Option<WalLink>, String>> {
     let seq = u64::from_le_bytes(payload.get(..8)?.try_into().ok()?);
     if seq != LINK_SEQ {
         return None;

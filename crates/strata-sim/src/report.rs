@@ -3,7 +3,6 @@
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use strata_meta::format_size;
 
 /// Running counters inside the simulator.
 #[derive(Clone, Debug, Default)]
@@ -258,7 +257,7 @@ pub fn human_bytes(bytes: u64) -> String {
     } else if bytes >= 1 << 10 {
         format!("{:.1}KiB", b / 1024.0)
     } else {
-        format_size(bytes)
+        format!("{bytes}B")
     }
 }
 

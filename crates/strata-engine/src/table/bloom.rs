@@ -169,6 +169,16 @@ impl BloomFilter {
     pub(crate) fn size(&self) -> usize {
         self.bits.len()
     }
+
+    /// Hash probes per key.
+    pub(crate) fn probes(&self) -> u32 {
+        self.probes
+    }
+
+    /// Bits set.
+    pub(crate) fn bits_set(&self) -> u64 {
+        self.bits.iter().map(|b| u64::from(b.count_ones())).sum()
+    }
 }
 
 #[cfg(test)]

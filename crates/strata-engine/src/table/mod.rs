@@ -70,7 +70,10 @@ pub use builder::{BlockRange, KeptBlock, TableBuilder, TableSummary};
 pub use format::TableProperties;
 #[doc(hidden)]
 pub use fuzzing::{fuzz_decode_block, FuzzBlockWalk};
-pub use reader::{BlockCache, BlockFiles, ReadPurpose, Table, TableIterator};
+pub use reader::{
+    BlockCache, BlockFiles, BlockPlace, IndexedBlock, ReadPurpose, Table, TableIterator,
+    TableLayout,
+};
 
 /// How a table's blocks are compressed. Blocks that do not shrink by at least 1/8 are stored
 /// uncompressed whatever the setting.

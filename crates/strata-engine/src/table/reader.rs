@@ -606,6 +606,49 @@ pub struct Table {
     _charge: Option<TableCharge>,
 }
 
+/// Where a block is in a table file: offset and bytes with its trailer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct BlockPlace {
+    /// Offset of the block's first byte.
+    pub offset: u64,
+    /// Bytes it occupies, its 5-byte trailer included.
+    pub size: u64,
+}
+
+/// A data block as a table's index lists it ([`Table::index_blocks`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexedBlock {
+    /// Where it is in the file holding it.
+    pub place: BlockPlace,
+    /// Entries in it.
+    pub entries: u64,
+    /// Its last user key.
+    pub last_key: Bytes,
+    /// The file holding it when it is another table's (a block kept by a block-preserving
+    /// merge); `None` for the table's own blocks.
+    pub file: Option<u64>,
+}
+
+/// A table file's layout beyond its data blocks ([`Table::layout`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct TableLayout {
+    /// The format version in the footer.
+    pub format_version: u32,
+    /// The index block.
+    pub index: BlockPlace,
+    /// The properties block.
+    pub properties: BlockPlace,
+    /// The Bloom filter block, if the table has one.
+    pub filter: Option<BlockPlace>,
+    /// Hash probes per key of the filter.
+    pub filter_probes: Option<u32>,
+    /// Bits of the filter that are set, and its bits: with the probes, an estimate of its
+    /// false-positive rate, (set / bits)^probes.
+    pub filter_bits_set: Option<u64>,
+    /// Bits of the filter.
+    pub filter_bits: Option<u64>,
+}
+
 /// Opens the table files that index entries of other tables refer to: a table made by a
 /// block-preserving merge reads some of its data blocks from other files. The engine's table
 /// cache implements it; a table opened on its own ([`Table::open`]) has none and reports such
@@ -890,13 +933,34 @@ impl Table {
             + self.src.name.len()
     }
 
-    /// Every data block's key range and location: the last keys from the index, the first
-    /// keys from each block's first entry (one uncached read per block; the index keeps only
-    /// last keys).
+    /// Every data block as the index lists it, in key order: where it is, its entries and its
+    /// last user key. Reads nothing.
+    pub fn index_blocks(&self) -> Vec<IndexedBlock> {
+        self.index
+            .entries
+            .iter()
+            .map(|e| {
+                let key = self.index.bytes(e.last_key);
+                IndexedBlock {
+                    place: BlockPlace {
+                        offset: e.offset,
+                        size: u64::from(e.size) + BLOCK_TRAILER_LEN as u64,
+                    },
+                    entries: u64::from(e.entries),
+                    last_key: key.slice(..key.len().saturating_sub(8)),
+                    file: (e.file != 0).then_some(e.file),
+                }
+            })
+            .collect()
+    }
+
+    /// Every data block's key range and location: [`Table::index_blocks`] with the first keys
+    /// from each block's first entry (one uncached read per block; the index keeps only last
+    /// keys).
     pub fn block_ranges(&self) -> Result<Vec<BlockRange>> {
         let mut cursor = Cursor::default();
         let mut ranges = Vec::with_capacity(self.index.entries.len());
-        for e in &self.index.entries {
+        for (e, indexed) in self.index.entries.iter().zip(self.index_blocks()) {
             let holder = self.holder(e)?;
             let src = &holder.table().src;
             let block = src.read_parsed_block(e.handle(), "data", ReadPurpose::Metadata)?;
@@ -904,14 +968,13 @@ impl Table {
                 .seek_to_first(&block)
                 .map_err(|err| src.decode_error(e.handle(), "data", err))?;
             let first = split_internal_key(cursor.key()).0;
-            let key = self.index.bytes(e.last_key);
             ranges.push(BlockRange {
                 smallest: Bytes::copy_from_slice(first),
-                largest: key.slice(..key.len().saturating_sub(8)),
-                size: u64::from(e.size) + BLOCK_TRAILER_LEN as u64,
-                entries: u64::from(e.entries),
-                offset: e.offset,
-                file: (e.file != 0).then_some(e.file),
+                largest: indexed.last_key,
+                size: indexed.place.size,
+                entries: indexed.entries,
+                offset: indexed.place.offset,
+                file: indexed.file,
             });
         }
         Ok(ranges)
@@ -920,6 +983,23 @@ impl Table {
     /// The format version the table was written with.
     pub fn format_version(&self) -> u32 {
         self.footer.format_version
+    }
+
+    /// Where the table's meta blocks are and what its filter is (for `strata inspect`).
+    pub fn layout(&self) -> TableLayout {
+        let place = |h: BlockHandle| BlockPlace {
+            offset: h.offset,
+            size: h.size + BLOCK_TRAILER_LEN as u64,
+        };
+        TableLayout {
+            format_version: self.footer.format_version,
+            index: place(self.footer.index),
+            properties: place(self.footer.properties),
+            filter: self.footer.filter.map(place),
+            filter_probes: self.filter.as_ref().map(BloomFilter::probes),
+            filter_bits_set: self.filter.as_ref().map(BloomFilter::bits_set),
+            filter_bits: self.filter.as_ref().map(|f| f.size() as u64 * 8),
+        }
     }
 
     /// Reads every block from the file (bypassing the cache) and checks its checksum and
