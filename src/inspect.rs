@@ -168,6 +168,29 @@ fn db_text(d: &DbInspection, tables: bool) -> String {
         d.last_seqno, d.next_file_number, d.log_number, d.flushes
     );
     let _ = writeln!(s, "policy      state {}", d.policy_state);
+    let l = &d.lifetime;
+    let per_op = |bytes: u64, ops: u64| bytes as f64 / ops.max(1) as f64;
+    let _ = writeln!(
+        s,
+        "workload    {} puts, {} deletes, {} point reads, {} scans since creation; keys {:.1} B, \
+         values {:.1} B on average; skew {}",
+        l.puts,
+        l.deletes,
+        l.point_reads,
+        l.scans,
+        per_op(l.key_bytes, l.puts + l.deletes),
+        per_op(l.value_bytes, l.puts),
+        l.skew.map_or("unknown".to_string(), |a| format!("{a:.3}"))
+    );
+    let _ = writeln!(
+        s,
+        "written     {} by users, {} by flushes, {} by compactions: write amplification {}",
+        format_size(l.user_bytes()),
+        format_size(l.flush_bytes),
+        format_size(l.compaction_bytes_written),
+        l.write_amplification()
+            .map_or("unknown".to_string(), |wa| format!("{wa:.2}"))
+    );
     let _ = writeln!(
         s,
         "tables      {} in {} runs, {} ({} in files kept for referred blocks); {} entries, {} \

@@ -15,7 +15,7 @@ use crate::iter::InternalIterator;
 use crate::key::{parse_internal_key, ValueKind};
 use crate::log::{LogReader, RecoveryMode};
 use crate::manifest::{self, FileKind, ManifestRecord};
-use crate::stats::Statistics;
+use crate::stats::{LifetimeStats, Statistics};
 use crate::table::{Table, TableLayout, TableProperties};
 use crate::table_cache::TableCache;
 use crate::wal_chain;
@@ -99,6 +99,9 @@ pub struct DbInspection {
     pub log_number: u64,
     /// Flushes installed since the database was created.
     pub flushes: u64,
+    /// What the database did since its creation, as of the manifest's last record: its
+    /// workload and its write amplification.
+    pub lifetime: LifetimeStats,
     /// The compaction policy's saved state, as JSON (`null` when never set).
     pub policy_state: serde_json::Value,
     /// The tree, shallowest level first.
@@ -351,6 +354,7 @@ pub fn inspect_db(fs: Arc<dyn FileSystem>, dir: &Path, what: InspectDb) -> Resul
         last_seqno: recovered.last_seqno,
         log_number: recovered.log_number,
         flushes: version.flushes(),
+        lifetime: recovered.lifetime.clone(),
         policy_state,
         table_bytes,
         retained_bytes,

@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::fs::{FileSystem, WritableFile};
 use crate::key::{SeqNo, MAX_SEQNO};
 use crate::log::{LogReader, LogWriter, RecoveryMode};
+use crate::stats::LifetimeStats;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -130,6 +131,10 @@ pub struct ManifestRecord {
     /// holds them; without this record a reopen would flush them a second time.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evicted: Vec<BufferEviction>,
+    /// The database's workload and costs since its creation, as of this record (replacing
+    /// those of earlier records). Absent in manifests written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifetime: Option<LifetimeStats>,
 }
 
 /// What a window flush took out of memtables it left buffered: every entry whose user key is in
@@ -172,6 +177,8 @@ pub struct Recovered {
     pub manifest_number: u64,
     /// Where the manifest's tail was dropped, if the file ended inside its last record.
     pub dropped_tail: Option<(u64, String)>,
+    /// The last record's [`ManifestRecord::lifetime`] (empty when none carries one).
+    pub lifetime: LifetimeStats,
 }
 
 /// An edit that builds `version` from an empty tree (runs are created newest first, which the
@@ -262,6 +269,7 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
     let mut relog_wals: Vec<u64> = Vec::new();
     let mut evictions: Vec<BufferEviction> = Vec::new();
     let mut records = 0u64;
+    let mut lifetime = LifetimeStats::default();
     while let Some(payload) = reader.next_record()? {
         let offset = reader.last_record_offset();
         let record: ManifestRecord = serde_json::from_slice(&payload).map_err(|e| {
@@ -311,6 +319,9 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         }
         relog_wals.extend(&record.relogged_into);
         evictions.extend(record.evicted);
+        if let Some(l) = record.lifetime {
+            lifetime = l;
+        }
     }
     if records == 0 {
         return Err(Error::corruption(name, 0, "the manifest holds no record"));
@@ -347,6 +358,7 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         },
         manifest_number,
         dropped_tail: reader.dropped_tail(),
+        lifetime,
     })
 }
 

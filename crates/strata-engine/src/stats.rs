@@ -1,6 +1,8 @@
 //! Engine statistics: the counters write, space and read amplification are computed from.
 
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
+use strata_policy::ScanLengths;
 
 /// One point lookup in this many is timed for [`Statistics::lookups_timed_idle`] and its
 /// siblings: two clock reads cost ~2% of a cached lookup, so a sample keeps that at ~0.1%.
@@ -11,6 +13,8 @@ pub const LOOKUP_SAMPLE_EVERY: u32 = 16;
 pub struct Statistics {
     /// User key+value bytes accepted by writes (puts count key+value, deletes the key).
     pub user_bytes: AtomicU64,
+    /// The value bytes among them (the rest are key bytes).
+    pub value_bytes: AtomicU64,
     /// Bytes appended to write-ahead logs.
     pub wal_bytes: AtomicU64,
     /// WAL syncs.
@@ -65,7 +69,7 @@ pub struct Statistics {
     pub scans: AtomicU64,
     /// Range iterators dropped, by the entries each returned (buckets of
     /// [`strata_policy::ScanLengths`]).
-    pub scan_lengths: [AtomicU64; strata_policy::ScanLengths::BUCKETS],
+    pub scan_lengths: [AtomicU64; ScanLengths::BUCKETS],
     /// Point lookups timed (one in [`LOOKUP_SAMPLE_EVERY`]) that started while no merge ran, and
     /// their nanoseconds; then the same for lookups that started beside a merge (EcoTune's β,
     /// [`strata_policy::LookupTimes`]).
@@ -104,5 +108,113 @@ impl Statistics {
     #[inline]
     pub fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
+    }
+}
+
+/// What a database has done since it was created: its workload (what `strata advise` tunes
+/// for) and the bytes that workload cost (write amplification over the database's life).
+///
+/// The engine records it with every flush's and compaction's manifest record and at close, so
+/// it survives reopening; a crash loses what happened since the last record. Writes replayed
+/// from the WAL at open are not counted again.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LifetimeStats {
+    /// Puts written.
+    pub puts: u64,
+    /// Deletes written.
+    pub deletes: u64,
+    /// Point lookups.
+    pub point_reads: u64,
+    /// Range iterators created.
+    pub scans: u64,
+    /// Range iterators by the entries each returned, in [`ScanLengths`]' buckets.
+    pub scan_lengths: Vec<u64>,
+    /// User key bytes of puts and deletes.
+    pub key_bytes: u64,
+    /// User value bytes of puts.
+    pub value_bytes: u64,
+    /// Bytes appended to WALs.
+    pub wal_bytes: u64,
+    /// Bytes flushes wrote to tables.
+    pub flush_bytes: u64,
+    /// Bytes compactions wrote to tables, and read from them.
+    pub compaction_bytes_written: u64,
+    /// Bytes compactions read.
+    pub compaction_bytes_read: u64,
+    /// Flushes and merges completed.
+    pub flushes: u64,
+    /// Merges completed.
+    pub compactions: u64,
+    /// The last skew estimate (the fraction of a flush made of hot keys), if one was made.
+    pub skew: Option<f64>,
+    /// Seconds the database has been open for writing.
+    pub open_seconds: f64,
+}
+
+impl LifetimeStats {
+    /// These counts plus what `stats` counted since the open, with the open's skew estimate
+    /// (if it made one) and its `seconds`.
+    pub fn plus(&self, stats: &Statistics, skew: Option<f64>, seconds: f64) -> LifetimeStats {
+        let get = Statistics::get;
+        let value_bytes = get(&stats.value_bytes);
+        let mut scan_lengths = self.scan_lengths.clone();
+        scan_lengths.resize(ScanLengths::BUCKETS.max(scan_lengths.len()), 0);
+        for (sum, count) in scan_lengths.iter_mut().zip(&stats.scan_lengths) {
+            *sum += get(count);
+        }
+        // Every manifest record carries these: empty long-scan buckets cost nothing.
+        while scan_lengths.last() == Some(&0) {
+            scan_lengths.pop();
+        }
+        LifetimeStats {
+            puts: self.puts + get(&stats.puts),
+            deletes: self.deletes + get(&stats.deletes),
+            point_reads: self.point_reads + get(&stats.gets),
+            scans: self.scans + get(&stats.scans),
+            scan_lengths,
+            key_bytes: self.key_bytes + get(&stats.user_bytes).saturating_sub(value_bytes),
+            value_bytes: self.value_bytes + value_bytes,
+            wal_bytes: self.wal_bytes + get(&stats.wal_bytes),
+            flush_bytes: self.flush_bytes + get(&stats.flush_bytes),
+            compaction_bytes_written: self.compaction_bytes_written
+                + get(&stats.compaction_bytes_written),
+            compaction_bytes_read: self.compaction_bytes_read + get(&stats.compaction_bytes_read),
+            flushes: self.flushes + get(&stats.flushes),
+            compactions: self.compactions + get(&stats.compactions),
+            skew: skew.or(self.skew),
+            open_seconds: self.open_seconds + seconds,
+        }
+    }
+
+    /// User key and value bytes written.
+    pub fn user_bytes(&self) -> u64 {
+        self.key_bytes + self.value_bytes
+    }
+
+    /// Table bytes written by flushes and compactions ÷ user bytes written (DESIGN.md's write
+    /// amplification), if anything was written.
+    pub fn write_amplification(&self) -> Option<f64> {
+        let user = self.user_bytes();
+        (user > 0).then(|| (self.flush_bytes + self.compaction_bytes_written) as f64 / user as f64)
+    }
+
+    /// Operations of every kind.
+    pub fn operations(&self) -> u64 {
+        self.puts + self.deletes + self.point_reads + self.scans
+    }
+
+    /// The range scans by length, as policies count them.
+    pub fn scan_length_histogram(&self) -> ScanLengths {
+        let mut scans = ScanLengths::default();
+        for (bucket, &count) in self
+            .scan_lengths
+            .iter()
+            .enumerate()
+            .take(ScanLengths::BUCKETS)
+        {
+            scans.add_to_bucket(bucket, count);
+        }
+        scans
     }
 }

@@ -113,6 +113,13 @@ fn a_database_of_every_policy_reads_back_as_its_handle_saw_it() {
         assert_eq!(d.history.len() as u64, d.manifest_records, "{policy}");
         assert!(d.history[0].snapshot, "{policy}");
         assert_eq!(d.flushes, version.flushes(), "{policy}");
+        // The workload as the close recorded it.
+        assert_eq!(d.lifetime.puts + d.lifetime.deletes, 4_000, "{policy}");
+        let written = d.lifetime.flush_bytes + d.lifetime.compaction_bytes_written;
+        assert!(
+            written >= d.table_bytes,
+            "{policy}: every table was written once"
+        );
 
         // Every table file: what the manifest records, every entry in order.
         for (_, _, meta) in version.tables() {

@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
 use std::sync::Arc;
-use strata_engine::fs::MemFs;
+use strata_engine::fs::{FaultFs, MemFs};
 use strata_engine::{Db, Options};
 
 fn open() -> Db {
@@ -90,4 +90,72 @@ fn lookups_are_timed_apart_from_merges_when_none_runs() {
         None,
         "no lookups beside a merge yet"
     );
+}
+
+/// What a database did since its creation survives closes and reopens; a crash keeps what the
+/// last flush recorded.
+#[test]
+fn lifetime_statistics_add_up_across_reopens_and_a_crash_keeps_the_last_record() {
+    let fs = MemFs::default();
+    let options = || {
+        Options::new()
+            .with_file_system(Arc::new(fs.clone()))
+            .with_write_buffer_size(64 << 10)
+            .with_synchronous_compaction(true)
+    };
+    let db = Db::open("/db", options()).unwrap();
+    for i in 0..2_000u32 {
+        db.put(format!("key{:05}", i % 1_500), [1u8; 30]).unwrap();
+    }
+    db.delete("key00001").unwrap();
+    for i in 0..300u32 {
+        db.get(format!("key{i:05}")).unwrap();
+    }
+    let scanned = db.range("key00100".."key00110").unwrap().count();
+    assert_eq!(scanned, 10);
+    db.flush().unwrap();
+    let first = db.lifetime_stats();
+    assert_eq!((first.puts, first.deletes), (2_000, 1));
+    assert_eq!((first.point_reads, first.scans), (300, 1));
+    assert_eq!(first.key_bytes, 2_001 * 8);
+    assert_eq!(first.value_bytes, 2_000 * 30);
+    assert_eq!(first.scan_length_histogram().total(), 1);
+    let wa = first.write_amplification().unwrap();
+    assert!(wa > 0.5, "the flushes wrote the data once at least: {wa}");
+    db.close().unwrap();
+
+    // Reopen: the counts continue; a read-only open sees them and records nothing.
+    let db = Db::open("/db", options()).unwrap();
+    let reopened = db.lifetime_stats();
+    assert_eq!(reopened.puts, first.puts);
+    assert_eq!(reopened.point_reads, first.point_reads);
+    assert_eq!(reopened.flush_bytes, first.flush_bytes);
+    for i in 0..100u32 {
+        db.get(format!("key{i:05}")).unwrap();
+        db.put(format!("new{i:05}"), [2u8; 10]).unwrap();
+    }
+    db.close().unwrap();
+    let reader = Db::open_read_only("/db", options()).unwrap();
+    let closed = reader.lifetime_stats();
+    assert_eq!(
+        (closed.puts, closed.point_reads),
+        (2_100, 400),
+        "close recorded the reads"
+    );
+    reader.close().unwrap();
+
+    // A crash: what happened after the last record is gone, the rest stays. The process
+    // "dies" (its file system refuses everything) before the handle is dropped.
+    let faults = FaultFs::new(Arc::new(fs.clone()), 1);
+    let db = Db::open("/db", options().with_file_system(Arc::new(faults.clone()))).unwrap();
+    for i in 0..50u32 {
+        db.get(format!("key{i:05}")).unwrap();
+    }
+    faults.set_active(false);
+    drop(db);
+    fs.simulate_power_loss();
+    let db = Db::open("/db", options()).unwrap();
+    let after_crash = db.lifetime_stats();
+    assert_eq!((after_crash.puts, after_crash.point_reads), (2_100, 400));
+    db.close().unwrap();
 }

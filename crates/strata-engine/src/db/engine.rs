@@ -9,7 +9,7 @@ use crate::manifest::{BufferEviction, Manifest};
 use crate::memtable::Memtable;
 use crate::merge::WriteSettings;
 use crate::options::Options;
-use crate::stats::Statistics;
+use crate::stats::{LifetimeStats, Statistics};
 use crate::super_version::SuperVersion;
 use crate::table::BlockCache;
 use crate::table_cache::TableCache;
@@ -265,6 +265,8 @@ pub(crate) struct Engine {
     /// finds its window without measuring every window of the buffer. Only the running flush
     /// touches it (one flush runs at a time).
     pub window_index: Mutex<WindowIndex>,
+    /// What the database did before this open ([`Engine::lifetime_stats`] adds this open's).
+    pub lifetime_before: LifetimeStats,
 }
 
 impl Engine {
@@ -294,6 +296,15 @@ impl Engine {
     /// Nanoseconds since the database opened: the clock policies see.
     pub fn now_nanos(&self) -> u64 {
         u64::try_from(self.opened_at.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// What the database did since its creation: the recorded counts plus this open's.
+    pub fn lifetime_stats(&self) -> LifetimeStats {
+        self.lifetime_before.plus(
+            &self.stats,
+            self.skew.lock().alpha(),
+            self.opened_at.elapsed().as_secs_f64(),
+        )
     }
 
     /// The workload statistics policies see.

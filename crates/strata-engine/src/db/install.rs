@@ -78,6 +78,7 @@ impl Engine {
             edit,
             relogged_into: relogged_into.into_iter().collect(),
             evicted: evicted.iter().cloned().collect(),
+            lifetime: Some(self.lifetime_stats()),
         };
         let appended = match state.manifest.as_mut() {
             Some(manifest) => manifest.append(&record),
@@ -158,6 +159,25 @@ impl Engine {
         }
     }
 
+    /// Records [`Engine::lifetime_stats`] in the manifest (at close: reads since the last flush
+    /// would be lost otherwise). Nothing on a read-only or failed database.
+    pub fn record_lifetime(&self) -> Result<()> {
+        let mut state = self.state.lock();
+        if state.background_error.is_some() {
+            return Ok(());
+        }
+        let record = ManifestRecord {
+            lifetime: Some(self.lifetime_stats()),
+            ..ManifestRecord::default()
+        };
+        match state.manifest.as_mut() {
+            Some(manifest) => manifest.append(&record).inspect_err(|e| {
+                self.record_background_error(&mut state, e);
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Starts a fresh manifest holding a snapshot of the live version and points `CURRENT` at
     /// it. On failure the old manifest stays open and on disk (`CURRENT` may name either).
     fn rotate_manifest(&self, state: &mut MutexGuard<'_, EngineState>) -> Result<()> {
@@ -171,6 +191,7 @@ impl Engine {
             log_number: Some(state.log_number),
             relogged_into: live_relog_wals(state),
             evicted: state.evictions.clone(),
+            lifetime: Some(self.lifetime_stats()),
             ..ManifestRecord::default()
         };
         state.manifest = Some(Manifest::create(

@@ -279,6 +279,14 @@ impl Db {
         &self.engine.stats
     }
 
+    /// What the database did since it was created: operations, key and value bytes, bytes
+    /// written by flushes and compactions (its write amplification over its life). Recorded in
+    /// the manifest with every flush, compaction and close, so it survives reopening; see
+    /// [`LifetimeStats`](crate::stats::LifetimeStats).
+    pub fn lifetime_stats(&self) -> crate::stats::LifetimeStats {
+        self.engine.lifetime_stats()
+    }
+
     /// What the compaction policy sees of the workload: operation counts since open, flushes,
     /// the skew estimate α (the fraction of a flush's keys the previous flush also held), and
     /// the measured flush interval and rewrite speed.
@@ -331,6 +339,7 @@ impl Db {
         }
         self.engine
             .purge_obsolete_files(&mut self.engine.state.lock());
+        let recorded = self.engine.record_lifetime();
         let result = match &mut *self.engine.wal.lock() {
             WalSlot::Open(wal) => wal
                 .writer
@@ -342,7 +351,7 @@ impl Db {
         // reports why, as RocksDB's `Close` returns the background error.
         let result = match background_error {
             Some(why) => result.and(Err(Error::ReadOnly(why))),
-            None => result,
+            None => result.and(recorded),
         };
         self.engine.lock.lock().take();
         result

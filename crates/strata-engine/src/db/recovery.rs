@@ -13,7 +13,7 @@ use crate::memtable::Memtable;
 use crate::merge::WriteSettings;
 use crate::options::Options;
 use crate::rate_limiter::RateLimiter;
-use crate::stats::Statistics;
+use crate::stats::{LifetimeStats, Statistics};
 use crate::super_version::SuperVersion;
 use crate::table::BlockCache;
 use crate::table_cache::TableCache;
@@ -57,6 +57,8 @@ struct Directory {
     evictions: Vec<BufferEviction>,
     /// The manifest edits go to (`None` when opened read-only).
     manifest: Option<Manifest>,
+    /// What the database did before this open.
+    lifetime: LifetimeStats,
 }
 
 /// Wraps an I/O error with what was being done.
@@ -136,6 +138,7 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
             relog_wals: Vec::new(),
             evictions: Vec::new(),
             manifest: Some(manifest),
+            lifetime: LifetimeStats::default(),
         });
     }
     let r = manifest::recover(fs, dir)?;
@@ -147,6 +150,7 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
         log_number: Some(r.log_number),
         relogged_into: r.relog_wals.clone(),
         evicted: r.evictions.clone(),
+        lifetime: Some(r.lifetime.clone()),
         ..ManifestRecord::default()
     };
     // A fresh manifest on every open keeps recovery from reading a long history twice.
@@ -161,6 +165,7 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
         relog_wals: r.relog_wals,
         evictions: r.evictions,
         manifest: Some(manifest),
+        lifetime: r.lifetime,
     })
 }
 
@@ -196,6 +201,7 @@ fn open_directory_read_only(fs: &dyn FileSystem, dir: &Path) -> Result<Directory
         relog_wals: r.relog_wals,
         evictions: r.evictions,
         manifest: None,
+        lifetime: r.lifetime,
     })
 }
 
@@ -395,6 +401,7 @@ impl Engine {
             recovery_stop: Mutex::new(None),
             skew: Mutex::new(SkewEstimator::new()),
             window_index: Mutex::new(WindowIndex::new()),
+            lifetime_before: found.lifetime,
             options,
         });
         match access {

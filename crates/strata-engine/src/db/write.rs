@@ -78,16 +78,18 @@ impl Engine {
             Statistics::add(&self.stats.wal_syncs, 1);
         }
         let mut seq = first_seq;
+        let (mut puts, mut deletes, mut value_bytes) = (0u64, 0u64, 0u64);
         for b in &batches {
             for op in b.iter() {
                 match op {
                     Ok(BatchOp::Put(k, v)) => {
                         memtable.insert(k, seq, ValueKind::Put, v);
-                        Statistics::add(&self.stats.puts, 1);
+                        puts += 1;
+                        value_bytes += v.len() as u64;
                     }
                     Ok(BatchOp::Delete(k)) => {
                         memtable.insert(k, seq, ValueKind::Delete, &[]);
-                        Statistics::add(&self.stats.deletes, 1);
+                        deletes += 1;
                     }
                     Err(offset) => {
                         return Err(Error::corruption(
@@ -101,6 +103,9 @@ impl Engine {
             }
             Statistics::add(&self.stats.user_bytes, b.user_bytes());
         }
+        Statistics::add(&self.stats.puts, puts);
+        Statistics::add(&self.stats.deletes, deletes);
+        Statistics::add(&self.stats.value_bytes, value_bytes);
         self.last_sequence
             .store(first_seq + count - 1, Ordering::Release);
         Statistics::add(&self.stats.batches, group.len() as u64);
