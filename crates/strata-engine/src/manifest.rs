@@ -194,6 +194,7 @@ pub fn snapshot_edit(version: &Version) -> VersionEdit {
             }
         }
     }
+    edit.policy = version.policy().map(str::to_string);
     if !version.policy_state().is_empty() {
         edit.set_policy_state(version.policy_state().clone());
     }

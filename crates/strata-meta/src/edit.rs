@@ -56,6 +56,10 @@ pub struct VersionEdit {
     pub added: Vec<AddedTable>,
     /// The policy's new state, if it changed.
     pub policy_state: Option<PolicyState>,
+    /// The policy the tree is handed to, as a specification (`name:option=value,...`), when
+    /// it changes: a policy switch, which also clears the state. Absent in older manifests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
     /// Flushes installed since the database was created, counting this edit's, if it is a flush
     /// (or a snapshot). Absent in manifests written before the count existed: they read as 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -152,6 +156,14 @@ impl VersionEdit {
         self
     }
 
+    /// Hands the tree to the policy `spec` names (`name:option=value,...`) with an empty
+    /// state: a policy switch.
+    pub fn switch_policy(&mut self, spec: impl Into<String>) -> &mut Self {
+        self.policy = Some(spec.into());
+        self.policy_state = Some(PolicyState::empty());
+        self
+    }
+
     /// Sets the flush count the version holds after this edit.
     pub fn set_flushes(&mut self, flushes: u64) -> &mut Self {
         self.flushes = Some(flushes);
@@ -164,6 +176,7 @@ impl VersionEdit {
             && self.new_runs.is_empty()
             && self.added.is_empty()
             && self.policy_state.is_none()
+            && self.policy.is_none()
             && self.flushes.is_none()
             && self.retained.is_empty()
             && self.next_ids.is_none()

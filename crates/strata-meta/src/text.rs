@@ -4,6 +4,7 @@
 //! next-table 13
 //! next-run 9
 //! flushes 41
+//! policy tiered:size_ratio=4
 //! policy-state {"counters":[1,0]}
 //! retained 7 size=262144
 //! L0:
@@ -35,6 +36,9 @@ impl fmt::Display for Version {
         writeln!(f, "next-run {}", self.next_run_id())?;
         if self.flushes() > 0 {
             writeln!(f, "flushes {}", self.flushes())?;
+        }
+        if let Some(policy) = self.policy() {
+            writeln!(f, "policy {policy}")?;
         }
         if !self.policy_state().is_empty() {
             writeln!(f, "policy-state {}", self.policy_state())?;
@@ -165,6 +169,7 @@ struct Parser {
     level: Option<usize>,
     blocks: Vec<BlockMeta>,
     policy_state: PolicyState,
+    policy: Option<String>,
     flushes: u64,
     next_table: Option<u64>,
     next_run: Option<u64>,
@@ -279,6 +284,8 @@ impl Parser {
             "policy-state" => {
                 self.policy_state = PolicyState::from_json(rest).map_err(|m| err(n, m))?
             }
+            "policy" if !rest.is_empty() => self.policy = Some(rest.to_string()),
+            "policy" => return Err(err(n, "a policy line names a policy: `policy leveled`")),
             "run" => {
                 let id = rest
                     .strip_suffix(':')
@@ -379,6 +386,7 @@ impl Version {
             level: None,
             blocks: Vec::new(),
             policy_state: PolicyState::empty(),
+            policy: None,
             next_table: None,
             next_run: None,
             flushes: 0,
@@ -409,7 +417,7 @@ impl Version {
         let next_table = p.next_table.unwrap_or(max_table.unwrap_or(0));
         let next_run = p.next_run.unwrap_or(max_run.unwrap_or(0));
         Version::from_parts(p.levels, p.retained, p.policy_state, next_table, next_run)
-            .map(|v| v.with_flushes(p.flushes))
+            .map(|v| v.with_flushes(p.flushes).with_policy(p.policy))
             .map_err(|e| err(0, e.to_string()))
     }
 }
@@ -421,6 +429,7 @@ mod tests {
     const SHAPE: &str = "
 # a hand-written shape
 flushes 41
+policy tiered:size_ratio=4
 policy-state {\"c\":[1,2]}
 L0:
   run 8:
@@ -445,6 +454,7 @@ L2:
         assert_eq!(v.next_table_id(), 13);
         assert_eq!(v.next_run_id(), 9);
         assert_eq!(v.flushes(), 41);
+        assert_eq!(v.policy(), Some("tiered:size_ratio=4"));
         let t = v.table(TableId(4)).unwrap();
         assert_eq!(t.blocks.as_ref().map(|b| b.len()), Some(2));
         assert_eq!(t.bloom_bits_per_key, 9.5);

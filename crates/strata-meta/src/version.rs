@@ -244,6 +244,8 @@ pub struct FileReferences {
 pub struct Version {
     levels: Vec<Level>,
     policy_state: PolicyState,
+    /// The policy the tree was last handed to, as a specification.
+    policy: Option<String>,
     next_table_id: u64,
     next_run_id: u64,
     flushes: u64,
@@ -334,6 +336,7 @@ impl PartialEq for Version {
         // `locations` and `references` are derived from `levels`.
         self.levels == other.levels
             && self.policy_state == other.policy_state
+            && self.policy == other.policy
             && self.next_table_id == other.next_table_id
             && self.next_run_id == other.next_run_id
             && self.flushes == other.flushes
@@ -435,6 +438,18 @@ impl Version {
         &self.policy_state
     }
 
+    /// The policy the tree was last handed to ([`VersionEdit::switch_policy`]), as a
+    /// specification `name:option=value,...`; `None` if no edit ever named one.
+    pub fn policy(&self) -> Option<&str> {
+        self.policy.as_deref()
+    }
+
+    /// This version with its policy specification set (for building versions from text).
+    pub fn with_policy(mut self, spec: Option<String>) -> Version {
+        self.policy = spec;
+        self
+    }
+
     /// One more than the largest table id ever added (a high-water mark for id allocation).
     pub fn next_table_id(&self) -> u64 {
         self.next_table_id
@@ -528,6 +543,7 @@ impl Version {
         let mut version = Version {
             levels: built,
             policy_state,
+            policy: None,
             next_table_id,
             next_run_id,
             flushes: 0,
@@ -862,6 +878,7 @@ impl Version {
                 .policy_state
                 .clone()
                 .unwrap_or_else(|| self.policy_state.clone()),
+            policy: edit.policy.clone().or_else(|| self.policy.clone()),
             next_table_id,
             next_run_id,
             flushes: edit.flushes.unwrap_or(self.flushes),
@@ -1274,6 +1291,30 @@ mod flush_count_tests {
         count_only.set_flushes(2);
         assert!(!count_only.is_empty());
         assert_eq!(v.apply(&count_only).unwrap().flushes(), 2);
+    }
+
+    #[test]
+    fn a_switch_names_the_policy_and_clears_its_state_and_later_edits_keep_both() {
+        let mut stateful = VersionEdit::new();
+        stateful.set_policy_state(PolicyState::from_json("{\"c\":1}").unwrap());
+        let v = Version::new().apply(&stateful).unwrap();
+        assert_eq!(v.policy(), None);
+        let mut switch = VersionEdit::new();
+        switch.switch_policy("tiered:size_ratio=4");
+        assert!(!switch.is_empty());
+        let v = v.apply(&switch).unwrap();
+        assert_eq!(v.policy(), Some("tiered:size_ratio=4"));
+        assert!(
+            v.policy_state().is_empty(),
+            "the old policy's state is not the new one's"
+        );
+        let mut flush = VersionEdit::new();
+        flush.set_flushes(3);
+        let v = v.apply(&flush).unwrap();
+        assert_eq!(v.policy(), Some("tiered:size_ratio=4"));
+        assert_eq!(Version::parse(&v.to_string()).unwrap(), v);
+        let json = serde_json::to_string(&flush).unwrap();
+        assert!(!json.contains("policy\""), "{json}");
     }
 
     #[test]

@@ -116,6 +116,31 @@ impl PolicySpec {
         self
     }
 
+    /// The specification that builds `policy` again: its name and the options it reports that
+    /// it declares, with values of the declared type (a policy also reports values it derives,
+    /// such as a computed level count, and describes an unset option in words, such as
+    /// "measured"). What a database records when it is handed to a policy, so that it reopens
+    /// with the same one. An unregistered policy's specification keeps every reported option.
+    pub fn of(policy: &dyn CompactionPolicy) -> Self {
+        let declared = lookup(policy.name()).ok().map(|r| r.options);
+        let settable = |name: &str, value: &str| {
+            declared.as_ref().is_none_or(|options| {
+                options
+                    .iter()
+                    .any(|o| o.name == name && o.kind.check(value))
+            })
+        };
+        PolicySpec {
+            name: policy.name().to_string(),
+            options: policy
+                .options()
+                .into_iter()
+                .filter(|(k, v)| settable(k, v))
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        }
+    }
+
     /// Whether option `name` is set.
     pub fn is_set(&self, name: &str) -> bool {
         self.options.iter().any(|(k, _)| k == name)
@@ -317,6 +342,19 @@ mod tests {
                     o.kind.describe()
                 );
             }
+        }
+    }
+
+    #[test]
+    fn the_specification_of_a_policy_builds_the_same_policy() {
+        for name in builtin_names() {
+            let mut spec = PolicySpec::new(name);
+            spec.fill_defaults([("write_buffer_size", "3MiB"), ("bloom_bits_per_key", "7.5")])
+                .unwrap();
+            let built = build_policy(&spec).unwrap();
+            let recorded: PolicySpec = PolicySpec::of(built.as_ref()).to_string().parse().unwrap();
+            let again = build_policy(&recorded).unwrap();
+            assert_eq!(again.options(), built.options(), "{name}: {recorded}");
         }
     }
 

@@ -21,7 +21,7 @@ use strata_exec::{compaction_edit, flush_edit, JobKind, OlderTables};
 use strata_meta::{BlockMeta, EditError, SeqRange, TableId, TableMeta, Version, VersionEdit};
 use strata_policy::{
     BufferSelection, BufferSummary, CompactionPolicy, CutRule, Leases, PickContext, Plan,
-    PlanAction, PolicyError, Priority, TimedPolicy, WorkloadStats,
+    PlanAction, PolicyError, PolicySpec, Priority, TimedPolicy, WorkloadStats,
 };
 use strata_workload::{OpKind, OpStream, WorkloadSpec};
 use thiserror::Error;
@@ -334,6 +334,8 @@ pub struct Simulator {
     phase: Option<PhaseMark>,
     /// Where the device's file events go, if anywhere ([`Simulator::with_file_sink`]).
     files: Option<FileRecorder>,
+    /// Set while a policy switch lets the old policy's jobs finish: nothing new starts.
+    draining: bool,
 }
 
 /// How one merge decides whether a tombstone must be kept ([`Simulator::tombstone_needed`]).
@@ -573,6 +575,7 @@ impl Simulator {
             files: None,
             timeline: Vec::new(),
             last_sample_bytes: 0,
+            draining: false,
         })
     }
 
@@ -1238,8 +1241,40 @@ impl Simulator {
         entries.iter().map(|&e| self.entry_bytes(e)).sum()
     }
 
+    /// Hands the tree to `policy` from now on: a live policy switch, as the engine's
+    /// `Db::set_policy` makes it. The old policy's running jobs finish first (their plans, and
+    /// the state they carry, are its own); then one edit names the new policy
+    /// ([`PolicySpec::of`]) and clears the state, and the new policy plans its way from the
+    /// tree as it finds it, at once.
+    pub fn set_policy(&mut self, policy: Arc<dyn CompactionPolicy>) -> Result<(), SimError> {
+        self.draining = true;
+        let mut drained = Ok(());
+        while let Some(end) = self.running.iter().map(|j| j.end).reduce(f64::max) {
+            drained = self.advance_to(end);
+            if drained.is_err() {
+                break;
+            }
+        }
+        self.draining = false;
+        drained?;
+        let mut edit = VersionEdit::new();
+        edit.switch_policy(PolicySpec::of(policy.as_ref()).to_string());
+        let applied = self.version.apply(&edit).map_err(|source| SimError::Edit {
+            policy: self.policy.name(),
+            source,
+            plan: "policy switch".to_string(),
+        })?;
+        self.install(applied, &edit, Vec::new());
+        self.policy = Arc::new(TimedPolicy::new(policy));
+        self.plans_since_flush = 0;
+        self.schedule()
+    }
+
     /// Asks the policy for work and starts (or, synchronously, runs) it.
     fn schedule(&mut self) -> Result<(), SimError> {
+        if self.draining {
+            return Ok(());
+        }
         let (max_jobs, reserved_jobs) = match self.cfg.timing {
             Timing::Synchronous => (1, 0),
             Timing::Timed {
