@@ -195,6 +195,7 @@ pub fn snapshot_edit(version: &Version) -> VersionEdit {
         }
     }
     edit.policy = version.policy().map(str::to_string);
+    edit.handover = version.in_handover().then_some(true);
     if !version.policy_state().is_empty() {
         edit.set_policy_state(version.policy_state().clone());
     }

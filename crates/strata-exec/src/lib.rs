@@ -15,6 +15,8 @@
 //! - [`window`]: the most compact window of a buffer (Min-Max bucket ingestion);
 //! - [`preserve`]: which input data blocks a block-preserving merge keeps unchanged;
 //! - [`JobKind`]: what a finished job was, and its name in job logs;
+//! - [`handover`]: bringing a tree another policy built into a shape every policy accepts,
+//!   after a live policy switch;
 //! - [`edit`]: the version edit that installs a finished compaction or flush, including where a
 //!   new run goes and which id it gets.
 //!
@@ -26,6 +28,7 @@ mod cut;
 pub mod datadriven;
 pub mod edit;
 pub mod file_event;
+pub mod handover;
 mod job;
 mod older;
 pub mod preserve;

@@ -139,7 +139,8 @@ mod tests {
         let older = OlderTables::below(&v, 1, OutputRun::New, &[TableId(2)]);
         assert_eq!(ids(&older, "n"), vec![1]);
         assert_eq!(ids(&older, "b"), vec![1]);
-        assert_eq!(older.run_counts(), (1, 1));
+        // Below: run 2 itself (its tables are inputs, which never count) and L2's run.
+        assert_eq!(older.run_counts(), (2, 1));
         let newer: Vec<u64> = older.newer_covering(b"n").map(|t| t.id.0).collect();
         assert_eq!(newer, vec![3]);
         assert_eq!(older.newer_covering(b"b").count(), 0);
@@ -158,10 +159,11 @@ mod tests {
             &[TableId(3), TableId(2)],
         );
         assert_eq!(ids(&older, "b"), vec![1]);
-        // Into the last level: nothing is below, and both L1 runs are above.
+        // Into the last level: nothing is below; both L1 runs are above, and so is the output
+        // run itself (its tables outside the merge are not older than the output).
         let older = OlderTables::below(&v, 2, OutputRun::Existing(RunId(1)), &[TableId(1)]);
         assert!(!older.may_hold(b"b"));
-        assert_eq!(older.run_counts(), (0, 2));
+        assert_eq!(older.run_counts(), (0, 3));
         let newer: Vec<u64> = older.newer_covering(b"b").map(|t| t.id.0).collect();
         assert_eq!(newer, vec![2]);
     }

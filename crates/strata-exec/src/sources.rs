@@ -47,11 +47,18 @@ pub fn merge_sources(
         .collect()
 }
 
-/// The tables a flush merges the buffer with, in key order, checked to be in its output run.
+/// The tables a flush of the keys in `flushed` (smallest, largest; `None` when it flushes
+/// nothing) merges the buffer with, in key order, checked to be in its output run. Fails if
+/// the output would sit below a table that overlaps the flushed keys: that table holds older
+/// data, which would hide the flush's newer entries from reads.
 pub fn flush_merge_tables(
     version: &Version,
     plan: &FlushPlan,
+    flushed: Option<(&[u8], &[u8])>,
 ) -> Result<Vec<Arc<TableMeta>>, PolicyError> {
+    if let Some((smallest, largest)) = flushed {
+        check_flush_is_newest(version, plan, smallest, largest)?;
+    }
     if plan.merge_with.is_empty() {
         return Ok(Vec::new());
     }
@@ -68,6 +75,56 @@ pub fn flush_merge_tables(
             tables: plan.merge_with.clone(),
         },
     )
+}
+
+/// Fails if a run newer in recency order than the flush's output (a shallower level's, or one
+/// before the output in its level) holds a table overlapping [`smallest`, `largest`] that the
+/// flush does not merge with.
+fn check_flush_is_newest(
+    version: &Version,
+    plan: &FlushPlan,
+    smallest: &[u8],
+    largest: &[u8],
+) -> Result<(), PolicyError> {
+    let level = plan.output.level;
+    let output_level = version.level(level);
+    let position = match plan.output.run {
+        OutputRun::Existing(run) => output_level.position(run).unwrap_or(0),
+        OutputRun::New => output_level.new_run_position(|run| {
+            plan.merge_with
+                .iter()
+                .any(|&t| version.table_location(t).is_some_and(|loc| loc.run == run))
+        }),
+    };
+    let newer = version
+        .levels()
+        .iter()
+        .take(level)
+        .enumerate()
+        .flat_map(|(l, lvl)| lvl.runs().iter().map(move |r| (l, r)))
+        .chain(
+            output_level
+                .runs()
+                .iter()
+                .take(position)
+                .map(|r| (level, r)),
+        );
+    for (l, run) in newer {
+        let hiding = run.tables().iter().find(|t| {
+            t.smallest.as_ref() <= largest
+                && t.largest.as_ref() >= smallest
+                && !plan.merge_with.contains(&t.id)
+        });
+        if let Some(t) = hiding {
+            return Err(PolicyError::InvalidPlan(format!(
+                "a flush into level {level} would sit below table {} (run {} of level {l}), \
+                 whose older entries would hide the flushed ones",
+                t.id,
+                run.id()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Whether `plan` must wait before it can flush `buffer`: it merges with a table a running job

@@ -60,6 +60,10 @@ pub struct VersionEdit {
     /// it changes: a policy switch, which also clears the state. Absent in older manifests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
+    /// Starts (`true`) or ends (`false`) a handover: the tree another policy built is being
+    /// brought into a shape the new one accepts ([`crate::Version::in_handover`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover: Option<bool>,
     /// Flushes installed since the database was created, counting this edit's, if it is a flush
     /// (or a snapshot). Absent in manifests written before the count existed: they read as 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -157,10 +161,17 @@ impl VersionEdit {
     }
 
     /// Hands the tree to the policy `spec` names (`name:option=value,...`) with an empty
-    /// state: a policy switch.
+    /// state, and starts a handover: a policy switch.
     pub fn switch_policy(&mut self, spec: impl Into<String>) -> &mut Self {
         self.policy = Some(spec.into());
         self.policy_state = Some(PolicyState::empty());
+        self.handover = Some(true);
+        self
+    }
+
+    /// Ends a handover: the tree has the shape every policy accepts.
+    pub fn end_handover(&mut self) -> &mut Self {
+        self.handover = Some(false);
         self
     }
 
@@ -177,6 +188,7 @@ impl VersionEdit {
             && self.added.is_empty()
             && self.policy_state.is_none()
             && self.policy.is_none()
+            && self.handover.is_none()
             && self.flushes.is_none()
             && self.retained.is_empty()
             && self.next_ids.is_none()

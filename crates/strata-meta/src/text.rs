@@ -5,6 +5,7 @@
 //! next-run 9
 //! flushes 41
 //! policy tiered:size_ratio=4
+//! handover
 //! policy-state {"counters":[1,0]}
 //! retained 7 size=262144
 //! L0:
@@ -39,6 +40,9 @@ impl fmt::Display for Version {
         }
         if let Some(policy) = self.policy() {
             writeln!(f, "policy {policy}")?;
+        }
+        if self.in_handover() {
+            writeln!(f, "handover")?;
         }
         if !self.policy_state().is_empty() {
             writeln!(f, "policy-state {}", self.policy_state())?;
@@ -170,6 +174,7 @@ struct Parser {
     blocks: Vec<BlockMeta>,
     policy_state: PolicyState,
     policy: Option<String>,
+    handover: bool,
     flushes: u64,
     next_table: Option<u64>,
     next_run: Option<u64>,
@@ -286,6 +291,7 @@ impl Parser {
             }
             "policy" if !rest.is_empty() => self.policy = Some(rest.to_string()),
             "policy" => return Err(err(n, "a policy line names a policy: `policy leveled`")),
+            "handover" => self.handover = true,
             "run" => {
                 let id = rest
                     .strip_suffix(':')
@@ -387,6 +393,7 @@ impl Version {
             blocks: Vec::new(),
             policy_state: PolicyState::empty(),
             policy: None,
+            handover: false,
             next_table: None,
             next_run: None,
             flushes: 0,
@@ -417,7 +424,11 @@ impl Version {
         let next_table = p.next_table.unwrap_or(max_table.unwrap_or(0));
         let next_run = p.next_run.unwrap_or(max_run.unwrap_or(0));
         Version::from_parts(p.levels, p.retained, p.policy_state, next_table, next_run)
-            .map(|v| v.with_flushes(p.flushes).with_policy(p.policy))
+            .map(|v| {
+                v.with_flushes(p.flushes)
+                    .with_policy(p.policy)
+                    .with_handover(p.handover)
+            })
             .map_err(|e| err(0, e.to_string()))
     }
 }

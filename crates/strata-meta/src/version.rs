@@ -246,6 +246,8 @@ pub struct Version {
     policy_state: PolicyState,
     /// The policy the tree was last handed to, as a specification.
     policy: Option<String>,
+    /// Whether the tree is being handed over to that policy.
+    handover: bool,
     next_table_id: u64,
     next_run_id: u64,
     flushes: u64,
@@ -337,6 +339,7 @@ impl PartialEq for Version {
         self.levels == other.levels
             && self.policy_state == other.policy_state
             && self.policy == other.policy
+            && self.handover == other.handover
             && self.next_table_id == other.next_table_id
             && self.next_run_id == other.next_run_id
             && self.flushes == other.flushes
@@ -450,6 +453,19 @@ impl Version {
         self
     }
 
+    /// Whether the tree is being handed to a new policy ([`VersionEdit::switch_policy`]): until
+    /// an edit ends it ([`VersionEdit::end_handover`]), executors bring the tree another policy
+    /// built into the shape every policy accepts, instead of asking the new policy for plans.
+    pub fn in_handover(&self) -> bool {
+        self.handover
+    }
+
+    /// This version with its handover flag set (for building versions from text).
+    pub fn with_handover(mut self, handover: bool) -> Version {
+        self.handover = handover;
+        self
+    }
+
     /// One more than the largest table id ever added (a high-water mark for id allocation).
     pub fn next_table_id(&self) -> u64 {
         self.next_table_id
@@ -544,6 +560,7 @@ impl Version {
             levels: built,
             policy_state,
             policy: None,
+            handover: false,
             next_table_id,
             next_run_id,
             flushes: 0,
@@ -879,6 +896,7 @@ impl Version {
                 .clone()
                 .unwrap_or_else(|| self.policy_state.clone()),
             policy: edit.policy.clone().or_else(|| self.policy.clone()),
+            handover: edit.handover.unwrap_or(self.handover),
             next_table_id,
             next_run_id,
             flushes: edit.flushes.unwrap_or(self.flushes),
@@ -1308,11 +1326,18 @@ mod flush_count_tests {
             v.policy_state().is_empty(),
             "the old policy's state is not the new one's"
         );
+        assert!(v.in_handover());
         let mut flush = VersionEdit::new();
         flush.set_flushes(3);
         let v = v.apply(&flush).unwrap();
         assert_eq!(v.policy(), Some("tiered:size_ratio=4"));
+        assert!(v.in_handover());
         assert_eq!(Version::parse(&v.to_string()).unwrap(), v);
+        let mut end = VersionEdit::new();
+        end.end_handover();
+        let v = v.apply(&end).unwrap();
+        assert!(!v.in_handover());
+        assert_eq!(v.policy(), Some("tiered:size_ratio=4"));
         let json = serde_json::to_string(&flush).unwrap();
         assert!(!json.contains("policy\""), "{json}");
     }

@@ -11,6 +11,7 @@ use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use strata_exec::file_event::FileEvent;
+use strata_exec::handover::{self, HandoverStep};
 use strata_exec::preserve::Preserver;
 use strata_exec::skew::{FlushKeySample, SkewEstimator};
 use strata_exec::sources::{
@@ -336,6 +337,8 @@ pub struct Simulator {
     files: Option<FileRecorder>,
     /// Set while a policy switch lets the old policy's jobs finish: nothing new starts.
     draining: bool,
+    /// Where the policy's flushes go ([`handover::entry_level`]), for handovers.
+    entry_level: usize,
 }
 
 /// How one merge decides whether a tombstone must be kept ([`Simulator::tombstone_needed`]).
@@ -537,6 +540,7 @@ impl Simulator {
             .sizer
             .clone()
             .unwrap_or_else(|| Arc::new(cfg.raw_sizer(1.0)));
+        let entry_level = handover::entry_level(policy.as_ref());
         let buffer_distinct = cfg
             .scale_keys
             .map(|_| DistinctCounter::for_keys(cfg.buffer_size / (cfg.key_size + cfg.value_size)));
@@ -576,6 +580,7 @@ impl Simulator {
             timeline: Vec::new(),
             last_sample_bytes: 0,
             draining: false,
+            entry_level,
         })
     }
 
@@ -592,6 +597,11 @@ impl Simulator {
     /// Flushes so far.
     pub fn flushes(&self) -> u64 {
         self.stats.flushes
+    }
+
+    /// Bytes flushes and compactions have written to tables so far.
+    pub fn table_bytes_written(&self) -> u64 {
+        self.metrics.flush_bytes + self.metrics.compaction_bytes
     }
 
     /// The sorted keys of a table, if it exists (in scale mode, its sampled keys).
@@ -837,9 +847,7 @@ impl Simulator {
                 now_nanos: self.now_nanos(),
                 urgent_only: false,
             };
-            let plan = self
-                .policy
-                .plan_flush(&self.version, &ctx)
+            let plan = handover::flush_plan(self.policy.as_ref(), &self.version, &ctx)
                 .map_err(|e| self.policy_error(e))?;
             let blocked = flush_blocked(&plan, &summary, &self.leases)
                 || flush_held(
@@ -920,8 +928,16 @@ impl Simulator {
         for &e in &entries {
             key_sample.add(&key_of(e).to_be_bytes());
         }
-        let merge_with =
-            flush_merge_tables(&self.version, &plan).map_err(|e| self.policy_error(e))?;
+        let range = match (entries.first(), entries.last()) {
+            (Some(&a), Some(&b)) => Some((key_bytes(key_of(a)), key_bytes(key_of(b)))),
+            _ => None,
+        };
+        let merge_with = flush_merge_tables(
+            &self.version,
+            &plan,
+            range.as_ref().map(|(a, b)| (a.as_ref(), b.as_ref())),
+        )
+        .map_err(|e| self.policy_error(e))?;
         let mut merge_arrays = Vec::with_capacity(merge_with.len());
         let mut read_bytes = 0;
         let mut seqnos = buffer_seqnos;
@@ -1259,15 +1275,22 @@ impl Simulator {
         drained?;
         let mut edit = VersionEdit::new();
         edit.switch_policy(PolicySpec::of(policy.as_ref()).to_string());
-        let applied = self.version.apply(&edit).map_err(|source| SimError::Edit {
-            policy: self.policy.name(),
-            source,
-            plan: "policy switch".to_string(),
-        })?;
-        self.install(applied, &edit, Vec::new());
+        self.apply_edit(edit, "policy switch")?;
+        self.entry_level = handover::entry_level(policy.as_ref());
         self.policy = Arc::new(TimedPolicy::new(policy));
         self.plans_since_flush = 0;
         self.schedule()
+    }
+
+    /// Installs an edit no job made (`what` names it in errors).
+    fn apply_edit(&mut self, edit: VersionEdit, what: &str) -> Result<(), SimError> {
+        let applied = self.version.apply(&edit).map_err(|source| SimError::Edit {
+            policy: self.policy.name(),
+            source,
+            plan: what.to_string(),
+        })?;
+        self.install(applied, &edit, Vec::new());
+        Ok(())
     }
 
     /// Asks the policy for work and starts (or, synchronously, runs) it.
@@ -1300,11 +1323,21 @@ impl Simulator {
                 now_nanos: self.now_nanos(),
                 urgent_only: reserved,
             };
-            let Some(plan) = self
-                .policy
-                .pick(&self.version, &ctx)
-                .map_err(|e| self.policy_error(e))?
-            else {
+            let next = if self.version.in_handover() {
+                match handover::handover_step(&self.version, self.entry_level, &self.leases) {
+                    HandoverStep::Plan(plan) => Some(plan),
+                    HandoverStep::Wait => None,
+                    HandoverStep::Done => {
+                        self.apply_edit(handover::end_of_handover(), "end of handover")?;
+                        continue;
+                    }
+                }
+            } else {
+                self.policy
+                    .pick(&self.version, &ctx)
+                    .map_err(|e| self.policy_error(e))?
+            };
+            let Some(plan) = next else {
                 break;
             };
             if !may_run_on(plan.priority, reserved) {

@@ -1,0 +1,276 @@
+//! Handing a tree to another policy: a live policy switch ([`Version::in_handover`]).
+//!
+//! Every policy keeps a shape of its own, and its plans rely on it: a leveled policy expects one
+//! run in each level below the top, a tiered one flushes below level 0, a policy of buckets
+//! keeps thousands of runs in one level. A tree another policy built breaks those assumptions
+//! (measured: leveled refuses to merge a tiered tree's levels, tiered's flushes would land below
+//! a leveled tree's level 0). So before the new policy plans anything, the executors, engine and
+//! simulator alike, bring the tree into a shape every policy accepts:
+//!
+//! - nothing above the new policy's *entry level*, the level its flushes go into (asked of the
+//!   policy: where a flush into an empty tree goes), so its newest data is never below older;
+//! - at most one run in every level.
+//!
+//! Only the levels that break this are touched, shallowest first: a level above the entry level
+//! goes down into it (the deepest such level first, so recency order holds), and a level with
+//! several runs becomes one. Runs whose key ranges do not overlap are joined by moving their
+//! tables (no byte rewritten); overlapping ones are merged, once. Meanwhile a flush goes to a new
+//! run at the top of level 0 ([`handover_flush`]), which is always newest. When the tree has the
+//! shape, an edit ends the handover ([`end_of_handover`]) and the new policy takes over.
+//!
+//! Nothing here is asked of policies beyond their ordinary flush plan, so a policy registered by
+//! a user is handed trees the same way. The switch itself is one edit
+//! ([`VersionEdit::switch_policy`]): a crash leaves the tree with the old policy or the new one,
+//! and a handover interrupted by a crash goes on after the reopen, since the version records it.
+
+use strata_meta::{Run, TableId, Version, VersionEdit};
+use strata_policy::{
+    CompactionPolicy, CutRule, FlushPlan, Leases, OutputRun, PickContext, Plan, PlanAction,
+    PlanInput, PlanOutput, Priority, WorkloadStats,
+};
+
+/// The level `policy` flushes into: where its flush into an empty tree goes.
+pub fn entry_level(policy: &dyn CompactionPolicy) -> usize {
+    let (leases, stats) = (Leases::new(), WorkloadStats::default());
+    let ctx = PickContext::new(&leases, &stats);
+    policy
+        .plan_flush(&Version::new(), &ctx)
+        .map_or(0, |plan| plan.output.level)
+}
+
+/// The flush a handover makes of `plan` (the new policy's): the same cut, Bloom filter and
+/// buffer selection, into a new run at the top of level 0, merging with nothing.
+pub fn handover_flush(mut plan: FlushPlan) -> FlushPlan {
+    plan.output.level = 0;
+    plan.output.run = OutputRun::New;
+    plan.output.preserve_blocks = None;
+    plan.merge_with.clear();
+    plan.policy_state = None;
+    plan.reason = "handover: new run at the top of L0".to_string();
+    plan
+}
+
+/// The flush an executor runs: `policy`'s plan, or during a handover [`handover_flush`] of it.
+pub fn flush_plan(
+    policy: &dyn CompactionPolicy,
+    version: &Version,
+    ctx: &PickContext<'_>,
+) -> Result<FlushPlan, strata_policy::PolicyError> {
+    let plan = policy.plan_flush(version, ctx)?;
+    Ok(if version.in_handover() {
+        handover_flush(plan)
+    } else {
+        plan
+    })
+}
+
+/// The edit that ends the handover once [`handover_step`] says it is done.
+pub fn end_of_handover() -> VersionEdit {
+    let mut edit = VersionEdit::new();
+    edit.end_handover();
+    edit
+}
+
+/// What a handover does next ([`handover_step`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum HandoverStep {
+    /// Run this plan.
+    Plan(Plan),
+    /// A level that needs work has tables a running job holds: wait for it.
+    Wait,
+    /// The tree has the shape every policy accepts: end the handover ([`end_of_handover`]).
+    Done,
+}
+
+/// The next step of the handover of `version` to a policy whose entry level is `entry`.
+pub fn handover_step(version: &Version, entry: usize, leases: &Leases) -> HandoverStep {
+    match handover_plan(version, entry, leases) {
+        Some(plan) => HandoverStep::Plan(plan),
+        None if needs_work(version, entry) => HandoverStep::Wait,
+        None => HandoverStep::Done,
+    }
+}
+
+/// Whether `version` lacks the shape: data above `entry`, or a level with several runs.
+fn needs_work(version: &Version, entry: usize) -> bool {
+    version
+        .levels()
+        .iter()
+        .enumerate()
+        .any(|(l, level)| (l < entry && !level.is_empty()) || level.runs().len() > 1)
+}
+
+/// The next plan of the handover of `version` to a policy whose entry level is `entry`, or
+/// `None` when the tree has the shape every policy accepts or the level that needs work has
+/// tables a running job holds.
+fn handover_plan(version: &Version, entry: usize, leases: &Leases) -> Option<Plan> {
+    let leased = |level: usize| leases.any_leased(version.level(level).tables().map(|t| &t.id));
+    // Down into the entry level, the deepest level above it first.
+    let above = (0..entry.min(version.num_levels())).rev();
+    if let Some(level) = above.into_iter().find(|&l| !version.level(l).is_empty()) {
+        if leased(level) || leased(entry) {
+            return None;
+        }
+        return Some(join(
+            version,
+            level,
+            entry,
+            format!("handover: L{level} goes down into the new policy's entry level L{entry}"),
+        ));
+    }
+    let level = (entry..version.num_levels()).find(|&l| version.level(l).runs().len() > 1)?;
+    if leased(level) {
+        return None;
+    }
+    Some(join(
+        version,
+        level,
+        level,
+        format!(
+            "handover: L{level}'s {} runs become one",
+            version.level(level).runs().len()
+        ),
+    ))
+}
+
+/// Every run of `level` into one new run at `into`: moved when no two of them overlap, else
+/// merged, cut at the largest input table's size with the largest input Bloom setting.
+fn join(version: &Version, level: usize, into: usize, reason: String) -> Plan {
+    let runs = version.level(level).runs();
+    let inputs: Vec<PlanInput> = runs
+        .iter()
+        .map(|run| PlanInput {
+            level,
+            run: run.id(),
+            tables: run.tables().iter().map(|t| t.id).collect(),
+        })
+        .collect();
+    let (largest, bloom) = runs
+        .iter()
+        .flat_map(|r| r.tables())
+        .fold((0u64, 0.0f64), |(size, bloom), t| {
+            (size.max(t.size), bloom.max(t.bloom_bits_per_key))
+        });
+    let disjoint = disjoint(runs);
+    Plan {
+        action: if disjoint {
+            PlanAction::Move
+        } else {
+            PlanAction::Merge
+        },
+        inputs,
+        output: Some(PlanOutput {
+            level: into,
+            run: OutputRun::New,
+            cut: CutRule::target_size(largest.max(1)),
+            bloom_bits_per_key: bloom,
+            preserve_blocks: None,
+        }),
+        policy_state: None,
+        reason: if disjoint {
+            format!("{reason} (key ranges disjoint: moved)")
+        } else {
+            reason
+        },
+        priority: Priority::Normal,
+    }
+}
+
+/// Whether no two tables of `runs` overlap (so their tables can form one run as they are).
+fn disjoint(runs: &[std::sync::Arc<Run>]) -> bool {
+    let mut ranges: Vec<(&[u8], &[u8], TableId)> = runs
+        .iter()
+        .flat_map(|r| r.tables())
+        .map(|t| (t.smallest.as_ref(), t.largest.as_ref(), t.id))
+        .collect();
+    ranges.sort_unstable();
+    ranges.windows(2).all(|w| w[0].1 < w[1].0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction_edit;
+    use strata_policy::{build_policy, PolicySpec};
+
+    fn run_to_end(mut version: Version, entry: usize) -> (Version, Vec<Plan>) {
+        let leases = Leases::new();
+        let mut plans = Vec::new();
+        while let HandoverStep::Plan(plan) = handover_step(&version, entry, &leases) {
+            plan.validate(&version, |_| false).unwrap();
+            let outputs = match plan.action {
+                PlanAction::Move => Vec::new(),
+                // A merge's outputs: one table spanning its inputs (the shape is what counts).
+                _ => {
+                    let range = plan.input_range(&version).unwrap();
+                    let id = version.next_table_id();
+                    vec![strata_meta::TableMeta::new(
+                        id,
+                        range.smallest,
+                        range.largest,
+                        10,
+                    )]
+                }
+            };
+            let edit = compaction_edit(&version, &plan, outputs).unwrap();
+            version = version.apply(&edit).unwrap();
+            plans.push(plan);
+        }
+        (version, plans)
+    }
+
+    #[test]
+    fn a_tree_ends_with_nothing_above_the_entry_level_and_one_run_per_level() {
+        // Level 0 overlapping runs, level 1 two disjoint runs, level 2 two overlapping runs.
+        let v = Version::parse(
+            "L0:
+  run 9:
+    table 9 [c, f] size=10
+  run 8:
+    table 8 [a, d] size=10
+L1:
+  run 7:
+    table 7 [a, b] size=10
+  run 6:
+    table 6 [m, p] size=10
+L2:
+  run 5:
+    table 5 [a, z] size=10
+  run 4:
+    table 4 [b, c] size=10
+",
+        )
+        .unwrap();
+        let (after, plans) = run_to_end(v.clone(), 1);
+        for level in 0..after.num_levels() {
+            assert!(after.level(level).runs().len() <= 1, "{after}");
+        }
+        assert!(after.level(0).is_empty(), "{after}");
+        // L0 went down (merged: overlapping), then L1 became one, then L2.
+        let actions: Vec<PlanAction> = plans.iter().map(|p| p.action).collect();
+        assert_eq!(
+            actions,
+            [PlanAction::Merge, PlanAction::Merge, PlanAction::Merge]
+        );
+        // With entry level 0, level 1's disjoint runs are joined by a move.
+        let (_, plans) = run_to_end(
+            Version::parse(
+                "L1:\n  run 7:\n    table 7 [a, b] size=10\n  run 6:\n    table 6 [m, p] size=10\n",
+            )
+            .unwrap(),
+            0,
+        );
+        assert_eq!(plans.len(), 1);
+        assert_eq!(plans[0].action, PlanAction::Move);
+        // A tree that has the shape needs nothing.
+        assert_eq!(handover_step(&after, 1, &Leases::new()), HandoverStep::Done);
+    }
+
+    #[test]
+    fn the_entry_level_is_where_a_flush_into_an_empty_tree_goes() {
+        let level =
+            |name: &str| entry_level(build_policy(&PolicySpec::new(name)).unwrap().as_ref());
+        assert_eq!(level("leveled"), 0);
+        assert_eq!(level("tiered"), 1);
+    }
+}
