@@ -47,6 +47,9 @@ pub struct Options {
 /// the database opens (so it sees the final write buffer size), or a policy object.
 #[derive(Clone, Debug)]
 pub(crate) enum PolicyChoice {
+    /// The policy the database records (the last one it was handed to), or `leveled` for a
+    /// database that records none.
+    Recorded,
     /// Built at open from the registry.
     Named(PolicySpec),
     /// Used as given.
@@ -93,7 +96,7 @@ impl Default for Options {
             paranoid_checks: false,
             record_block_ranges: false,
             synchronous_compaction: false,
-            policy: PolicyChoice::Named(PolicySpec::new("leveled")),
+            policy: PolicyChoice::Recorded,
             fs: Arc::new(StdFs),
             listeners: Vec::new(),
         }
@@ -337,7 +340,11 @@ impl Options {
     }
 
     /// The compaction policy, as an object. RocksDB: `compaction_style` plus its options.
-    /// Default: `leveled` with default options (see [`Options::with_policy_named`]).
+    /// Default: the policy the database records (every database records the policy it was
+    /// last handed to, with its options), or `leveled` with default options for a new one.
+    ///
+    /// A policy other than the recorded one is a policy switch at open (see `Db::set_policy`):
+    /// the tree is handed over to it, and the database records it from then on.
     pub fn with_policy(mut self, policy: Arc<dyn CompactionPolicy>) -> Self {
         self.policy = PolicyChoice::Object(policy);
         self
@@ -360,17 +367,39 @@ impl Options {
         Ok(self)
     }
 
-    /// The policy the database will run: the configured object, or the named policy built with
-    /// this database's write buffer size as its default.
-    pub fn build_policy(&self) -> Result<Arc<dyn CompactionPolicy>> {
-        match &self.policy {
-            PolicyChoice::Object(policy) => Ok(Arc::clone(policy)),
-            PolicyChoice::Named(spec) => {
-                let mut spec = spec.clone();
-                spec.fill_defaults([("write_buffer_size", self.write_buffer_size)])?;
-                Ok(build_policy(&spec)?)
+    /// The policy a database that records `recorded` (a specification, see
+    /// [`strata_policy::PolicySpec::of`]) runs: the configured object, the named policy built
+    /// with this database's write buffer size as its default, or the recorded one (`leveled`
+    /// when none is recorded). The flag says whether it was configured rather than recorded.
+    pub(crate) fn policy_for(
+        &self,
+        recorded: Option<&str>,
+    ) -> Result<(Arc<dyn CompactionPolicy>, bool)> {
+        match (&self.policy, recorded) {
+            (PolicyChoice::Object(policy), _) => Ok((Arc::clone(policy), true)),
+            (PolicyChoice::Named(spec), _) => Ok((self.build_named(spec)?, true)),
+            (PolicyChoice::Recorded, Some(text)) => {
+                let built = text
+                    .parse::<PolicySpec>()
+                    .and_then(|spec| build_policy(&spec));
+                let policy = built.map_err(|e| {
+                    Error::InvalidArgument(format!(
+                        "the database records the policy {text}, which cannot be built here \
+                         ({e}); register it, or name a policy with Options::with_policy"
+                    ))
+                })?;
+                Ok((policy, false))
+            }
+            (PolicyChoice::Recorded, None) => {
+                Ok((self.build_named(&PolicySpec::new("leveled"))?, false))
             }
         }
+    }
+
+    fn build_named(&self, spec: &PolicySpec) -> Result<Arc<dyn CompactionPolicy>> {
+        let mut spec = spec.clone();
+        spec.fill_defaults([("write_buffer_size", self.write_buffer_size)])?;
+        Ok(build_policy(&spec)?)
     }
 
     /// The file system. RocksDB: `env`. Default: the real one.

@@ -64,6 +64,38 @@ pub fn flush_plan(
     })
 }
 
+/// What an executor does next about compactions ([`next_compaction`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum NextCompaction {
+    /// Run this plan.
+    Plan(Plan),
+    /// Nothing to start now.
+    Idle,
+    /// Install [`end_of_handover`], then ask again.
+    EndHandover,
+}
+
+/// The compaction an executor starts next: during a handover, its next step (the new policy
+/// is not asked until it ends); otherwise `policy`'s pick. `entry` is the policy's
+/// [`entry_level`].
+pub fn next_compaction(
+    policy: &dyn CompactionPolicy,
+    version: &Version,
+    ctx: &PickContext<'_>,
+    entry: usize,
+) -> Result<NextCompaction, strata_policy::PolicyError> {
+    if !version.in_handover() {
+        return Ok(policy
+            .pick(version, ctx)?
+            .map_or(NextCompaction::Idle, NextCompaction::Plan));
+    }
+    Ok(match handover_step(version, entry, ctx.leases) {
+        HandoverStep::Plan(plan) => NextCompaction::Plan(plan),
+        HandoverStep::Wait => NextCompaction::Idle,
+        HandoverStep::Done => NextCompaction::EndHandover,
+    })
+}
+
 /// The edit that ends the handover once [`handover_step`] says it is done.
 pub fn end_of_handover() -> VersionEdit {
     let mut edit = VersionEdit::new();

@@ -11,7 +11,7 @@ use std::cell::OnceCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use strata_exec::file_event::FileEvent;
-use strata_exec::handover::{self, HandoverStep};
+use strata_exec::handover::{self, NextCompaction};
 use strata_exec::preserve::Preserver;
 use strata_exec::skew::{FlushKeySample, SkewEstimator};
 use strata_exec::sources::{
@@ -1323,22 +1323,20 @@ impl Simulator {
                 now_nanos: self.now_nanos(),
                 urgent_only: reserved,
             };
-            let next = if self.version.in_handover() {
-                match handover::handover_step(&self.version, self.entry_level, &self.leases) {
-                    HandoverStep::Plan(plan) => Some(plan),
-                    HandoverStep::Wait => None,
-                    HandoverStep::Done => {
-                        self.apply_edit(handover::end_of_handover(), "end of handover")?;
-                        continue;
-                    }
+            let next = handover::next_compaction(
+                self.policy.as_ref(),
+                &self.version,
+                &ctx,
+                self.entry_level,
+            )
+            .map_err(|e| self.policy_error(e))?;
+            let plan = match next {
+                NextCompaction::Plan(plan) => plan,
+                NextCompaction::Idle => break,
+                NextCompaction::EndHandover => {
+                    self.apply_edit(handover::end_of_handover(), "end of handover")?;
+                    continue;
                 }
-            } else {
-                self.policy
-                    .pick(&self.version, &ctx)
-                    .map_err(|e| self.policy_error(e))?
-            };
-            let Some(plan) = next else {
-                break;
             };
             if !may_run_on(plan.priority, reserved) {
                 break;

@@ -5,8 +5,10 @@ use super::compaction::MAX_INLINE_PLANS;
 use super::engine::{Engine, EngineState};
 use crate::error::{Error, Result};
 use parking_lot::MutexGuard;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
+use strata_exec::handover::{self, NextCompaction};
 use strata_policy::{CompactionPolicy, PolicyError};
 
 /// What a background thread runs.
@@ -111,7 +113,7 @@ impl Engine {
         }
         Err(Error::Policy(PolicyError::InvalidPlan(format!(
             "policy {} did not converge within {MAX_INLINE_PLANS} plans",
-            self.policy.name()
+            self.policy().name()
         ))))
     }
 
@@ -158,7 +160,12 @@ impl Engine {
             let wanted = !busy && {
                 let stats = self.workload_stats();
                 let ctx = self.pick_context(&state.leases, &stats, None);
-                self.policy.pick(&state.version, &ctx)?.is_some()
+                handover::next_compaction(
+                    self.policy().as_ref(),
+                    &state.version,
+                    &ctx,
+                    self.entry_level.load(Ordering::Relaxed),
+                )? != NextCompaction::Idle
             };
             if !busy && !wanted {
                 return Ok(());

@@ -16,6 +16,7 @@ use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use strata_exec::handover::{self, NextCompaction};
 use strata_exec::preserve::Preserver;
 use strata_exec::sources::{may_run_on, may_start, merge_sources, rewrites_last_level};
 use strata_exec::{compaction_edit, OlderTables};
@@ -76,7 +77,7 @@ impl Engine {
             } else {
                 state.running_compactions - state.running_reserved >= max_compactions
             };
-            if busy || state.manual_compaction {
+            if busy || state.manual_compaction || state.switching {
                 return Ok(None);
             }
             let stats = self.workload_stats();
@@ -84,8 +85,24 @@ impl Engine {
                 urgent_only: reserved,
                 ..self.pick_context(&state.leases, &stats, None)
             };
-            let Some(plan) = self.policy.pick(&state.version, &ctx)? else {
-                return Ok(None);
+            let next = handover::next_compaction(
+                self.policy().as_ref(),
+                &state.version,
+                &ctx,
+                self.entry_level.load(Ordering::Relaxed),
+            )?;
+            let plan = match next {
+                NextCompaction::Plan(plan) => plan,
+                NextCompaction::Idle => return Ok(None),
+                NextCompaction::EndHandover => {
+                    self.install(
+                        state,
+                        handover::end_of_handover(),
+                        &[],
+                        BufferChange::default(),
+                    )?;
+                    continue;
+                }
             };
             if !may_run_on(plan.priority, reserved) {
                 return Ok(None);
@@ -116,7 +133,7 @@ impl Engine {
         }
         Err(Error::Policy(PolicyError::InvalidPlan(format!(
             "policy {} returned {MAX_INLINE_PLANS} data-free plans in a row; it does not converge",
-            self.policy.name()
+            self.policy().name()
         ))))
     }
 
@@ -389,7 +406,7 @@ impl Engine {
         let version = Arc::clone(&state.version);
         let stats = self.workload_stats();
         let ctx = self.pick_context(&state.leases, &stats, None);
-        let Some(plan) = self.policy.plan_manual(&version, &range, &ctx)? else {
+        let Some(plan) = self.policy().plan_manual(&version, &range, &ctx)? else {
             return Ok(());
         };
         plan.validate(&version, |t| state.leases.is_table_leased(t))?;

@@ -133,6 +133,8 @@ pub(crate) struct EngineState {
     /// Window flushes' evictions from WALs at or above the log number: entries still in held
     /// memtables (or, after a crash, in their WALs) that tables already hold.
     pub evictions: Vec<BufferEviction>,
+    /// Set while a policy switch waits for the old policy's jobs: nothing new starts.
+    pub switching: bool,
 }
 
 /// The oldest frozen memtables, once a window flush has taken a window from them: they stay
@@ -206,8 +208,11 @@ pub(crate) struct Engine {
     pub dir: PathBuf,
     /// The options it was opened with.
     pub options: Options,
-    /// The compaction policy.
-    pub policy: Arc<TimedPolicy>,
+    /// The compaction policy: replaced by a switch ([`Engine::set_policy`]) under the state
+    /// lock; read through [`Engine::policy`].
+    pub policy: RwLock<Arc<TimedPolicy>>,
+    /// Where the policy's flushes go ([`strata_exec::handover::entry_level`]), for handovers.
+    pub entry_level: std::sync::atomic::AtomicUsize,
     /// All file I/O goes through it.
     pub fs: Arc<dyn FileSystem>,
     /// Counters.
@@ -296,6 +301,11 @@ impl Engine {
     /// Nanoseconds since the database opened: the clock policies see.
     pub fn now_nanos(&self) -> u64 {
         u64::try_from(self.opened_at.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// The compaction policy now.
+    pub fn policy(&self) -> Arc<TimedPolicy> {
+        Arc::clone(&self.policy.read())
     }
 
     /// What the database did since its creation: the recorded counts plus this open's.

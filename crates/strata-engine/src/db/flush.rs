@@ -16,14 +16,14 @@ use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
 use std::sync::Arc;
 use std::time::Instant;
+use strata_exec::handover;
 use strata_exec::skew::FlushKeySample;
 use strata_exec::sources::{flush_blocked, flush_held, flush_merge_tables, may_start};
 use strata_exec::window::{key_position, smallest_key_at, WindowIndex};
 use strata_exec::{flush_edit, OlderTables};
 use strata_meta::{KeyRange, TableId, TableMeta, Version};
 use strata_policy::{
-    BufferSelection, BufferSummary, CompactionPolicy, FlushPlan, OutputRun, Plan, PlanAction,
-    PlanInput, Priority,
+    BufferSelection, BufferSummary, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, Priority,
 };
 
 /// A flush the flusher picked: the oldest frozen memtable (or, for a window flush or while
@@ -428,6 +428,7 @@ impl Engine {
     pub fn pick_flush(&self, state: &mut EngineState) -> Result<Option<FlushJob>> {
         if state.flush_running
             || state.manual_compaction
+            || state.switching
             || !state.flush_due(self.options.write_buffer_size)
         {
             return Ok(None);
@@ -445,20 +446,21 @@ impl Engine {
         };
         let stats = self.workload_stats();
         let ctx = self.pick_context(&state.leases, &stats, Some(&summary));
+        let policy = self.policy();
         if flush_held(
-            self.policy.as_ref(),
+            policy.as_ref(),
             &state.version,
             &ctx,
             state.running_compactions > 0,
         ) {
             return Ok(None);
         }
-        let mut plan = self.policy.plan_flush(&state.version, &ctx)?;
+        let mut plan = handover::flush_plan(policy.as_ref(), &state.version, &ctx)?;
         if plan.selection != BufferSelection::All && memtables.len() < state.frozen.len() {
             memtables = state.frozen.iter().cloned().collect();
             summary = buffer_summary(&memtables, &held).unwrap_or(summary);
             let ctx = self.pick_context(&state.leases, &stats, Some(&summary));
-            plan = self.policy.plan_flush(&state.version, &ctx)?;
+            plan = handover::flush_plan(policy.as_ref(), &state.version, &ctx)?;
         }
         plan.output.cut.validate()?;
         if !may_start(plan.policy_state.is_some(), state.stateful_running)

@@ -76,6 +76,7 @@ mod flush;
 mod install;
 mod read;
 mod recovery;
+mod switch;
 mod write;
 
 pub use read::{ReadOptions, Snapshot};
@@ -267,7 +268,7 @@ impl Db {
             &version,
             memtable_bytes,
             &self.engine.block_cache,
-            self.engine.policy.nanos(),
+            self.engine.policy().nanos(),
             key_index,
             view.intervals.iter().map(|i| i.memory_bytes() as u64).sum(),
         )
@@ -277,6 +278,27 @@ impl Db {
     /// sample often (read one with [`crate::stats::Statistics::get`]).
     pub fn statistics(&self) -> &crate::stats::Statistics {
         &self.engine.stats
+    }
+
+    /// Hands the tree to `policy` from now on, without rewriting it: a live policy switch.
+    ///
+    /// Running flushes and compactions finish first (new ones wait; writes go on until the
+    /// memtables fill), then one manifest record names the new policy, with its options, and
+    /// clears the old one's state: a crash leaves the database with one policy or the other,
+    /// never between. The new policy then takes the tree over through a *handover*
+    /// ([`strata_exec::handover`]): levels above the level its flushes go into go down into
+    /// it, and levels with several runs become one run (moved, when their key ranges do not
+    /// overlap; merged once otherwise), as background jobs; only then does the new policy plan.
+    /// A handover a crash interrupts goes on after the reopen. A full rewrite is never made;
+    /// [`Db::compact_range`] over everything makes one. The database records the policy, so a
+    /// reopen with default options runs it ([`Options::with_policy`]). No RocksDB equivalent:
+    /// changing its compaction style needs the whole tree compacted first.
+    ///
+    /// Fails on a read-only or failed database, and while another switch is under way.
+    ///
+    /// [`Options::with_policy`]: crate::Options::with_policy
+    pub fn set_policy(&self, policy: Arc<dyn CompactionPolicy>) -> Result<()> {
+        self.engine.set_policy(policy)
     }
 
     /// What the database did since it was created: operations, key and value bytes, bytes
@@ -302,7 +324,7 @@ impl Db {
     /// The compaction policy the database runs.
     pub fn policy(&self) -> Arc<dyn CompactionPolicy> {
         // The timing wrapper decides as the policy it wraps.
-        Arc::clone(&self.engine.policy) as Arc<dyn CompactionPolicy>
+        self.engine.policy() as Arc<dyn CompactionPolicy>
     }
 
     /// Where WAL replay stopped at this open, if it opened in [`RecoveryMode::PointInTime`] and
@@ -362,7 +384,7 @@ impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Db")
             .field("dir", &self.engine.dir)
-            .field("policy", &self.engine.policy.name())
+            .field("policy", &self.engine.policy().name())
             .field(
                 "last_sequence",
                 &self.engine.last_sequence.load(Ordering::Relaxed),

@@ -23,13 +23,14 @@ use crate::write_queue::WriteQueue;
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+use strata_exec::handover;
 use strata_exec::skew::SkewEstimator;
 use strata_exec::window::WindowIndex;
 use strata_meta::{TableId, Version, VersionEdit};
-use strata_policy::Leases;
+use strata_policy::{CompactionPolicy, Leases, PolicySpec};
 
 /// How open may use the directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -205,6 +206,27 @@ fn open_directory_read_only(fs: &dyn FileSystem, dir: &Path) -> Result<Directory
     })
 }
 
+/// The edit open makes so that the database records `chosen` (built from the options, when
+/// `configured`, else from the record): none when it records it already; a switch to it, with
+/// a handover, when it records another; the record alone when it records none (a new database,
+/// or one written before databases recorded their policy).
+fn policy_edit(
+    recorded: Option<&str>,
+    chosen: &dyn CompactionPolicy,
+    configured: bool,
+) -> Option<VersionEdit> {
+    let spec = PolicySpec::of(chosen).to_string();
+    let mut edit = VersionEdit::new();
+    match recorded {
+        Some(recorded) if recorded == spec || !configured => return None,
+        Some(_) => {
+            edit.switch_policy(spec);
+        }
+        None => edit.policy = Some(spec),
+    }
+    Some(edit)
+}
+
 /// The first file number open may allocate. Never reuse a number a file in the directory has
 /// (failure rule 9): files created after the manifest last recorded the counter (a WAL, outputs
 /// of a job that failed) may still be there. File numbers near `u64::MAX` would leave no number
@@ -311,13 +333,16 @@ impl Engine {
     /// writing nothing.
     pub fn open(dir: PathBuf, options: Options, access: Access) -> Result<Arc<Engine>> {
         options.validate()?;
-        // Timed, so metrics can say what share of the work the decisions take.
-        let policy = Arc::new(strata_policy::TimedPolicy::new(options.build_policy()?));
         let fs = Arc::clone(&options.fs);
         let found = match access {
             Access::ReadWrite => open_directory(fs.as_ref(), &dir, &options)?,
             Access::ReadOnly => open_directory_read_only(fs.as_ref(), &dir)?,
         };
+        let (chosen, configured) = options.policy_for(found.version.policy())?;
+        let handing = policy_edit(found.version.policy(), chosen.as_ref(), configured);
+        let entry_level = handover::entry_level(chosen.as_ref());
+        // Timed, so metrics can say what share of the work the decisions take.
+        let policy = Arc::new(strata_policy::TimedPolicy::new(chosen));
         let stats = Arc::new(Statistics::default());
         let block_cache = Arc::new(
             BlockCache::new(options.block_cache_capacity)
@@ -353,7 +378,8 @@ impl Engine {
         let engine = Arc::new(Engine {
             dir,
             fs,
-            policy,
+            policy: RwLock::new(policy),
+            entry_level: AtomicUsize::new(entry_level),
             stats,
             tables,
             block_cache,
@@ -381,6 +407,7 @@ impl Engine {
                 relog_wals: found.relog_wals,
                 held: HeldBuffer::default(),
                 evictions: found.evictions,
+                switching: false,
             }),
             background_work: Condvar::new(),
             super_version: RwLock::new(super_version),
@@ -404,6 +431,12 @@ impl Engine {
             lifetime_before: found.lifetime,
             options,
         });
+        // Recorded before the WALs are replayed into tables, so that those flushes already
+        // follow the handover's rule (a new policy's own flush could sit below the old tree).
+        if let (Access::ReadWrite, Some(edit)) = (access, handing) {
+            let mut state = engine.state.lock();
+            engine.install(&mut state, edit, &[], BufferChange::default())?;
+        }
         match access {
             Access::ReadWrite => engine.recover_wals(&found.names, found.log_number)?,
             Access::ReadOnly => engine.replay_wals_in_memory(&found.names, found.log_number)?,

@@ -1,0 +1,62 @@
+//! Live policy switches ([`crate::Db::set_policy`]): the tree is handed to another policy
+//! without a rewrite (see [`strata_exec::handover`]).
+
+use super::engine::Engine;
+use super::install::BufferChange;
+use crate::error::{Error, Result};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use strata_exec::handover;
+use strata_meta::VersionEdit;
+use strata_policy::{CompactionPolicy, PolicySpec, TimedPolicy};
+
+impl Engine {
+    /// Hands the tree to `policy`: stops starting jobs, waits for the running ones (the old
+    /// policy's plans, and the state they carry, are its own), then records the switch in the
+    /// manifest, in one record, and replaces the policy. The handover runs as ordinary jobs
+    /// afterwards. On a read-only or failed database nothing changes.
+    pub fn set_policy(&self, policy: Arc<dyn CompactionPolicy>) -> Result<()> {
+        self.check_open()?;
+        let mut state = self.state.lock();
+        Self::check_background_error(&state)?;
+        if state.manifest.is_none() {
+            return Err(Error::ReadOnly(
+                "the database was opened read-only; a policy switch writes the manifest"
+                    .to_string(),
+            ));
+        }
+        if state.switching {
+            return Err(Error::InvalidArgument(
+                "another policy switch is under way".to_string(),
+            ));
+        }
+        state.switching = true;
+        let drained = loop {
+            if let Err(e) = Self::check_background_error(&state).and_then(|()| self.check_open()) {
+                break Err(e);
+            }
+            if !state.flush_running && state.running_compactions == 0 {
+                break Ok(());
+            }
+            self.background_work
+                .wait_for(&mut state, Duration::from_millis(20));
+        };
+        let switched = drained.and_then(|()| {
+            let mut edit = VersionEdit::new();
+            edit.switch_policy(PolicySpec::of(policy.as_ref()).to_string());
+            self.install(&mut state, edit, &[], BufferChange::default())?;
+            self.entry_level
+                .store(handover::entry_level(policy.as_ref()), Ordering::Relaxed);
+            *self.policy.write() = Arc::new(TimedPolicy::new(policy));
+            Ok(())
+        });
+        state.switching = false;
+        self.background_work.notify_all();
+        switched?;
+        if self.options.synchronous_compaction {
+            self.run_inline(&mut state)?;
+        }
+        Ok(())
+    }
+}
