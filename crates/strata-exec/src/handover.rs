@@ -77,12 +77,15 @@ pub enum NextCompaction {
 
 /// The compaction an executor starts next: during a handover, its next step (the new policy
 /// is not asked until it ends); otherwise `policy`'s pick. `entry` is the policy's
-/// [`entry_level`].
+/// [`entry_level`]. `flush_running` says a flush is being written: one planned during the
+/// handover adds a run at the top of level 0 when it installs, so the handover cannot end
+/// before it has (measured: the new policy's next flush then sat below it).
 pub fn next_compaction(
     policy: &dyn CompactionPolicy,
     version: &Version,
     ctx: &PickContext<'_>,
     entry: usize,
+    flush_running: bool,
 ) -> Result<NextCompaction, strata_policy::PolicyError> {
     if !version.in_handover() {
         return Ok(policy
@@ -92,6 +95,7 @@ pub fn next_compaction(
     Ok(match handover_step(version, entry, ctx.leases) {
         HandoverStep::Plan(plan) => NextCompaction::Plan(plan),
         HandoverStep::Wait => NextCompaction::Idle,
+        HandoverStep::Done if flush_running => NextCompaction::Idle,
         HandoverStep::Done => NextCompaction::EndHandover,
     })
 }

@@ -1328,6 +1328,8 @@ impl Simulator {
                 &self.version,
                 &ctx,
                 self.entry_level,
+                // Flushes are instantaneous here: none is ever being written.
+                false,
             )
             .map_err(|e| self.policy_error(e))?;
             let plan = match next {

@@ -165,6 +165,7 @@ impl Engine {
                     &state.version,
                     &ctx,
                     self.entry_level.load(Ordering::Relaxed),
+                    state.flush_running,
                 )? != NextCompaction::Idle
             };
             if !busy && !wanted {

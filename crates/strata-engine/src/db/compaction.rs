@@ -90,6 +90,7 @@ impl Engine {
                 &state.version,
                 &ctx,
                 self.entry_level.load(Ordering::Relaxed),
+                state.flush_running,
             )?;
             let plan = match next {
                 NextCompaction::Plan(plan) => plan,
