@@ -167,7 +167,17 @@ fn db_text(d: &DbInspection, tables: bool) -> String {
         "sequence    last {}, next file {}, log number {}, {} flushes",
         d.last_seqno, d.next_file_number, d.log_number, d.flushes
     );
-    let _ = writeln!(s, "policy      state {}", d.policy_state);
+    let _ = writeln!(
+        s,
+        "policy      {}{}; state {}",
+        d.policy.as_deref().unwrap_or("(none recorded)"),
+        if d.in_handover {
+            " (handover under way)"
+        } else {
+            ""
+        },
+        d.policy_state
+    );
     let l = &d.lifetime;
     let per_op = |bytes: u64, ops: u64| bytes as f64 / ops.max(1) as f64;
     let _ = writeln!(

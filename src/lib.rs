@@ -1,5 +1,5 @@
 //! The `strata` command-line tool as a library: [`run`] parses arguments and runs `strata sim`
-//! `strata bench` or `strata inspect`. A program that registers policies of its own
+//! `strata bench`, `strata inspect` or `strata switch-policy`. A program that registers policies of its own
 //! (`strata_policy::registry::register`) and then calls [`run`] offers the same commands with
 //! those policies selectable by name, as `examples/custom-policy` shows.
 
@@ -8,6 +8,7 @@ mod checks;
 mod inspect;
 mod policies;
 mod sim;
+mod switch;
 mod workload_args;
 
 use anyhow::Result;
@@ -34,6 +35,8 @@ enum Command {
     Sim(sim::SimArgs),
     /// Describe a database directory, a table file or a WAL file, and check them for damage.
     Inspect(inspect::InspectArgs),
+    /// Hand a closed database's tree to another compaction policy, without a full rewrite.
+    SwitchPolicy(switch::SwitchArgs),
     /// One run of `strata bench`, in a process of its own (started by `strata bench`).
     #[command(hide = true)]
     BenchRun(bench::BenchRunArgs),
@@ -66,6 +69,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Command::Bench(args) => bench::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Inspect(args) => inspect::run(args),
+        Command::SwitchPolicy(args) => switch::run(args),
         Command::BenchRun(args) => bench::run_one(args),
     }
 }

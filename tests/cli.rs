@@ -1142,3 +1142,58 @@ fn inspect_describes_a_database_and_names_damage_by_file_and_offset() {
     std::fs::create_dir_all(&empty).unwrap();
     refused(&dir, &["inspect", empty.to_str().unwrap()], &["CURRENT"]);
 }
+
+#[test]
+fn switch_policy_hands_a_closed_database_to_another_policy() {
+    let dir = scratch("switch-policy");
+    let db_dir = dir.join("db");
+    let options = strata_engine::Options::new()
+        .with_write_buffer_size(16 << 10)
+        .with_synchronous_compaction(true)
+        .with_policy_named("tiered:size_ratio=3")
+        .unwrap();
+    let db = strata_engine::Db::open(&db_dir, options).unwrap();
+    for i in 0..4_000u32 {
+        db.put(format!("key{:05}", (i * 7) % 3_000), format!("value {i}"))
+            .unwrap();
+    }
+    db.close().unwrap();
+    let db_arg = db_dir.to_str().unwrap();
+
+    let run = succeeded(&dir, &["switch-policy", db_arg, "leveled", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(report["from"].as_str().unwrap().starts_with("tiered:"));
+    assert!(report["to"].as_str().unwrap().starts_with("leveled:"));
+    // The handover rewrote part of the tree, not all of it twice over.
+    let written = report["bytes_written"].as_f64().unwrap();
+    assert!(
+        written < 2.0 * report["bytes_before"].as_f64().unwrap(),
+        "{report}"
+    );
+    let inspected: serde_json::Value =
+        serde_json::from_str(&succeeded(&dir, &["inspect", db_arg, "--json"]).stdout).unwrap();
+    assert!(inspected["policy"]
+        .as_str()
+        .unwrap()
+        .starts_with("leveled:"));
+    assert_eq!(inspected["in_handover"], false);
+    // Every key is there, read with the recorded policy.
+    let db = strata_engine::Db::open(&db_dir, strata_engine::Options::new()).unwrap();
+    assert_eq!(db.policy().name(), "leveled");
+    assert_eq!(db.range::<&str, _>(..).unwrap().count(), 3_000);
+    db.close().unwrap();
+    // A rewrite on request; bad input names what is wrong.
+    let run = succeeded(&dir, &["switch-policy", db_arg, "tiered", "--rewrite"]);
+    assert!(run.stdout.contains("with the rewrite"), "{}", run.stdout);
+    refused(&dir, &["switch-policy", db_arg, "nosuch"], &["nosuch"]);
+    refused(
+        &dir,
+        &["switch-policy", db_arg, "tiered:size_ratio=0"],
+        &["size_ratio"],
+    );
+    refused(
+        &dir,
+        &["switch-policy", "nowhere", "tiered"],
+        &["nowhere", "not a directory"],
+    );
+}

@@ -102,6 +102,11 @@ pub struct DbInspection {
     /// What the database did since its creation, as of the manifest's last record: its
     /// workload and its write amplification.
     pub lifetime: LifetimeStats,
+    /// The policy the database records (the last one its tree was handed to), as a
+    /// specification with every option.
+    pub policy: Option<String>,
+    /// Whether a handover to it is under way ([`strata_meta::Version::in_handover`]).
+    pub in_handover: bool,
     /// The compaction policy's saved state, as JSON (`null` when never set).
     pub policy_state: serde_json::Value,
     /// The tree, shallowest level first.
@@ -355,6 +360,8 @@ pub fn inspect_db(fs: Arc<dyn FileSystem>, dir: &Path, what: InspectDb) -> Resul
         log_number: recovered.log_number,
         flushes: version.flushes(),
         lifetime: recovered.lifetime.clone(),
+        policy: version.policy().map(str::to_string),
+        in_handover: version.in_handover(),
         policy_state,
         table_bytes,
         retained_bytes,
