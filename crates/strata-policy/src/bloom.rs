@@ -30,6 +30,7 @@
 
 use crate::context::{ManualRange, PickContext};
 use crate::error::PolicyError;
+use crate::model::{ModelEstimate, ModelInput};
 use crate::plan::{FlushPlan, OutputRun, Plan, PlanAction};
 use crate::policy::CompactionPolicy;
 use std::sync::Arc;
@@ -294,6 +295,10 @@ impl CompactionPolicy for DynamicBloom {
         options.retain(|(name, _)| *name != "bloom_layout");
         options.push(("bloom_layout", BloomLayout::Dynamic.as_str().to_string()));
         options
+    }
+
+    fn cost_model(&self, input: &ModelInput) -> Option<ModelEstimate> {
+        self.inner.cost_model(input)
     }
 }
 

@@ -27,6 +27,7 @@ mod error;
 pub mod helpers;
 pub mod math;
 pub mod minmax_model;
+pub mod model;
 mod options;
 pub mod overlap;
 mod plan;

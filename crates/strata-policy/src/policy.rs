@@ -3,6 +3,7 @@
 use crate::context::{ManualRange, PickContext};
 use crate::error::PolicyError;
 use crate::helpers;
+use crate::model::{ModelEstimate, ModelInput};
 use crate::plan::{FlushPlan, Plan};
 use std::fmt;
 use strata_meta::Version;
@@ -70,4 +71,10 @@ pub trait CompactionPolicy: Send + Sync + fmt::Debug {
 
     /// The policy's options as (name, value) pairs, for reports.
     fn options(&self) -> Vec<(&'static str, String)>;
+
+    /// Closed-form costs of this policy's tree in steady state ([`crate::model`]), if it has a
+    /// model: `strata advise` ranks with them before it simulates. Default: none.
+    fn cost_model(&self, _input: &ModelInput) -> Option<ModelEstimate> {
+        None
+    }
 }

@@ -5,6 +5,7 @@
 
 use crate::context::{ManualRange, PickContext};
 use crate::error::PolicyError;
+use crate::model::{ModelEstimate, ModelInput};
 use crate::plan::{FlushPlan, Plan};
 use crate::policy::CompactionPolicy;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -79,6 +80,10 @@ impl CompactionPolicy for TimedPolicy {
 
     fn options(&self) -> Vec<(&'static str, String)> {
         self.inner.options()
+    }
+
+    fn cost_model(&self, input: &ModelInput) -> Option<ModelEstimate> {
+        self.inner.cost_model(input)
     }
 }
 

@@ -15,6 +15,7 @@ use crate::helpers::{
     any_leased, check_bloom, check_positive, check_size_ratio, flush_to_new_run, merge_levels,
     move_run, runs_per_level,
 };
+use crate::model::{self, ModelEstimate, ModelInput};
 use crate::options::{
     PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO, TARGET_FILE_SIZE,
     WRITE_BUFFER_SIZE,
@@ -184,5 +185,9 @@ impl CompactionPolicy for LazyLeveled {
             ("target_file_size", format_size(self.target_file_size)),
             ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
         ]
+    }
+
+    fn cost_model(&self, input: &ModelInput) -> Option<ModelEstimate> {
+        Some(model::lazy_leveling(self.size_ratio, input))
     }
 }

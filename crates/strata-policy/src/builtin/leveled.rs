@@ -24,6 +24,7 @@ use crate::helpers::{
     check_bloom, check_positive, check_size_ratio, flush_to_new_run, overlapping_inputs,
     partial_merge,
 };
+use crate::model::{self, ModelEstimate, ModelInput};
 use crate::options::{
     OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO,
     TARGET_FILE_SIZE, WRITE_BUFFER_SIZE,
@@ -414,5 +415,9 @@ impl CompactionPolicy for Leveled {
             ("target_file_size", format_size(self.target_file_size)),
             ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
         ]
+    }
+
+    fn cost_model(&self, input: &ModelInput) -> Option<ModelEstimate> {
+        Some(model::leveling(self.size_ratio, input))
     }
 }

@@ -22,6 +22,7 @@ use crate::helpers::{
     any_leased, check_bloom, check_positive, check_size_ratio, flush_to_new_run, merge_levels,
     move_run,
 };
+use crate::model::{self, ModelEstimate, ModelInput};
 use crate::options::{
     OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO,
     TARGET_FILE_SIZE, WRITE_BUFFER_SIZE,
@@ -257,5 +258,9 @@ impl CompactionPolicy for LeveledFull {
             ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
             ("dynamic_level_bytes", self.dynamic_level_bytes.to_string()),
         ]
+    }
+
+    fn cost_model(&self, input: &ModelInput) -> Option<ModelEstimate> {
+        Some(model::full_leveling(self.size_ratio, input))
     }
 }

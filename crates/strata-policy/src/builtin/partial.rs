@@ -35,6 +35,7 @@ use crate::helpers::{
     check_bloom, check_positive, check_size_ratio, flush_to_new_run, load_state, merge_levels,
     move_run, reclaim_retained_file, store_state, window_merge,
 };
+use crate::model::{self, ModelEstimate, ModelInput};
 use crate::options::{
     OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO,
     WRITE_BUFFER_SIZE,
@@ -999,5 +1000,10 @@ impl CompactionPolicy for PartialMerge {
             ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
         ]);
         options
+    }
+
+    fn cost_model(&self, input: &ModelInput) -> Option<ModelEstimate> {
+        // File-granularity leveling; block preservation lowers it, which the simulator sees.
+        Some(model::leveling(self.size_ratio, input))
     }
 }

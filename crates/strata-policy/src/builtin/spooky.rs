@@ -46,6 +46,7 @@ use crate::helpers::{
     any_leased, check_bloom, check_positive, check_size_ratio, flush_to_new_run, load_state,
     merge_levels, move_run, run_input, runs_per_level, store_state,
 };
+use crate::model::{self, ModelEstimate, ModelInput};
 use crate::options::{
     OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO,
     WRITE_BUFFER_SIZE,
@@ -952,5 +953,15 @@ impl CompactionPolicy for Spooky {
             ("dynamic_level_bytes", self.dynamic_level_bytes.to_string()),
         ]);
         options
+    }
+
+    fn cost_model(&self, input: &ModelInput) -> Option<ModelEstimate> {
+        let t = self.size_ratio;
+        Some(match self.layout {
+            // Whole-level merges with preemption: Spooky's own eq. 4.
+            Layout::Leveled => model::full_leveling(t, input),
+            Layout::LazyLeveled => model::lazy_leveling(t, input),
+            Layout::Tiered => model::tiering(t, input),
+        })
     }
 }
