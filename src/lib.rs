@@ -3,6 +3,7 @@
 //! (`strata_policy::registry::register`) and then calls [`run`] offers the same commands with
 //! those policies selectable by name, as `examples/custom-policy` shows.
 
+mod advise;
 mod bench;
 mod checks;
 mod inspect;
@@ -33,6 +34,9 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Simulate compaction policies on a workload (metadata only, no data written).
     Sim(sim::SimArgs),
+    /// Which compaction policy, with which options, for a workload and an objective: cost
+    /// models, then the simulator, then (--verify) the engine.
+    Advise(advise::AdviseArgs),
     /// Describe a database directory, a table file or a WAL file, and check them for damage.
     Inspect(inspect::InspectArgs),
     /// Hand a closed database's tree to another compaction policy, without a full rewrite.
@@ -69,6 +73,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Command::Bench(args) => bench::run(args),
         Command::Sim(args) => sim::run(args),
         Command::Inspect(args) => inspect::run(args),
+        Command::Advise(args) => advise::run(args),
         Command::SwitchPolicy(args) => switch::run(args),
         Command::BenchRun(args) => bench::run_one(args),
     }

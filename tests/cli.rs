@@ -1197,3 +1197,98 @@ fn switch_policy_hands_a_closed_database_to_another_policy() {
         &["nowhere", "not a directory"],
     );
 }
+
+#[test]
+fn advise_ranks_by_the_objective_keeps_to_constraints_and_reads_a_database() {
+    let dir = scratch("advise");
+    let small = [
+        "advise",
+        "--workload",
+        "fillrandom",
+        "--entries",
+        "60000",
+        "--write-buffer-size",
+        "256KiB",
+        "--policies",
+        "leveled,tiered,lazy-leveled,minmax",
+        "--json",
+    ];
+    let json = |args: &[&str]| -> serde_json::Value {
+        serde_json::from_str(&succeeded(&dir, args).stdout).unwrap()
+    };
+    let mut args = small.to_vec();
+    args.extend(["--objective", "write-amp"]);
+    let advice = json(&args);
+    let candidates = advice["candidates"].as_array().unwrap();
+    // Two size ratios for the three policies that have one, one configuration for minmax.
+    assert_eq!(candidates.len(), 7);
+    let lowest = candidates
+        .iter()
+        .min_by(|a, b| {
+            a["write_amp"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["write_amp"].as_f64().unwrap())
+        })
+        .unwrap();
+    assert_eq!(advice["pick"]["spec"], lowest["spec"]);
+    assert!(advice["pick"]["bench_flags"]
+        .as_str()
+        .unwrap()
+        .starts_with("--policies '"));
+    assert!(advice["pick"]["rust"]
+        .as_str()
+        .unwrap()
+        .contains("with_policy_named"));
+    // A space budget leaves configurations out, and the pick keeps to it.
+    let mut args = small.to_vec();
+    args.extend(["--max-space-amp", "1.6"]);
+    let advice = json(&args);
+    let kept: Vec<&serde_json::Value> = advice["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["excluded"].is_null())
+        .collect();
+    assert!(!kept.is_empty() && kept.len() < 7, "{advice}");
+    assert!(kept.iter().all(|c| c["space_amp"].as_f64().unwrap() <= 1.6));
+    assert_eq!(advice["pick"]["spec"], kept[0]["spec"]);
+    let mut args = small.to_vec();
+    args.extend(["--max-space-amp", "0.5"]);
+    refused(&dir, &args, &["no configuration meets the constraints"]);
+    // --verify measures the best on the engine.
+    let mut args = small.to_vec();
+    args[4] = "20000";
+    args.extend(["--verify", "1"]);
+    let advice = json(&args);
+    assert!(
+        advice["candidates"][0]["measured_ops_per_sec"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    // A database's recorded workload: all puts.
+    let db_dir = dir.join("db");
+    let db = strata_engine::Db::open(&db_dir, strata_engine::Options::new()).unwrap();
+    for i in 0..5_000u32 {
+        db.put(format!("key{i:06}"), [0u8; 50]).unwrap();
+    }
+    db.close().unwrap();
+    let advice = json(&[
+        "advise",
+        "--db",
+        db_dir.to_str().unwrap(),
+        "--policies",
+        "leveled,tiered",
+        "--write-buffer-size",
+        "64KiB",
+        "--json",
+    ]);
+    assert!(advice["workload"]
+        .as_str()
+        .unwrap()
+        .starts_with("recorded by"));
+    assert_eq!(advice["mix"][0], 1.0, "{advice}");
+    refused(&dir, &["advise", "--size-ratios", "1"], &["--size-ratios"]);
+    refused(&dir, &["advise", "--db", "nowhere"], &["--db nowhere"]);
+}

@@ -214,6 +214,22 @@ impl ScanLengths {
         self.counts.iter().sum()
     }
 
+    /// Entries a scan returned on average, each counted at its bucket's smallest length (exact
+    /// below 16, within a factor of two above); 0 with no scans.
+    pub fn mean(&self) -> f64 {
+        let total = self.total();
+        if total == 0 {
+            return 0.0;
+        }
+        let entries: u64 = self
+            .counts
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| c * Self::bucket_start(i))
+            .sum();
+        entries as f64 / total as f64
+    }
+
     /// Scans that returned more than `entries` entries: exact below 16; above, scans in the
     /// power-of-two bucket holding `entries + 1` count as longer when that bucket starts at
     /// `entries + 1`, and as not longer otherwise (the threshold rounds up to a bucket's start).

@@ -1,0 +1,587 @@
+//! `strata advise`: which compaction policy, with which options, for a workload and an
+//! objective. Three stages, cheapest first: the policies' closed-form cost models
+//! (`strata_policy::model`), the simulator on the workload itself (the same operation stream
+//! `strata bench` runs), and, if asked, short engine runs of the best few.
+
+use crate::policies::policy_specs;
+use crate::workload_args::{size_arg, WorkloadArgs};
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use strata_bench::engines::EngineSettings;
+use strata_bench::{run_comparison, BenchConfig};
+use strata_engine::stats::LifetimeStats;
+use strata_engine::{Db, Options};
+use strata_policy::model::{ModelEstimate, ModelInput};
+use strata_policy::{build_policy, registry, PolicySpec};
+use strata_sim::{human_bytes, SimConfig, SimReport, Simulator};
+use strata_workload::{KeyDist, Mix, PresetParams, WorkloadSpec};
+
+/// What to optimize.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Objective {
+    /// Operations per second, by the cost model below (and by the engine with --verify).
+    Throughput,
+    /// Bytes written to tables per user byte.
+    WriteAmp,
+    /// Peak table bytes per live byte.
+    SpaceAmp,
+    /// Modelled I/Os per point lookup (and runs per range scan when the workload scans).
+    ReadCost,
+}
+
+/// Options of `strata advise`.
+#[derive(Args, Debug)]
+pub struct AdviseArgs {
+    /// The workload (shared with `strata bench` and `strata sim`).
+    #[command(flatten)]
+    workload: WorkloadArgs,
+    /// Take the workload from a database's recorded statistics instead (operation mix, key
+    /// and value sizes, skew, live keys; `strata inspect DIR` shows them).
+    #[arg(long, value_name = "DIR")]
+    db: Option<PathBuf>,
+    /// What to optimize.
+    #[arg(long, value_enum, default_value_t = Objective::Throughput)]
+    objective: Objective,
+    /// Leave out configurations whose simulated peak space amplification is above this.
+    #[arg(long, allow_negative_numbers = true)]
+    max_space_amp: Option<f64>,
+    /// Leave out configurations whose simulated write amplification is above this.
+    #[arg(long, allow_negative_numbers = true)]
+    max_write_amp: Option<f64>,
+    /// Memory for write buffers and Bloom filters; configurations that need more are left
+    /// out, and filters of 10, 6 and 3 bits per key are tried. [SIZE: 4K = 4KB = 4KiB]
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    max_memory: Option<u64>,
+    /// Policies to consider: comma-separated specifications or "all". Default: all.
+    #[arg(long = "policies")]
+    policies: Option<String>,
+    /// Size ratios tried for policies that have one (and whose specification does not set it).
+    #[arg(long, value_delimiter = ',', default_value = "4,10")]
+    size_ratios: Vec<f64>,
+    /// Write buffer size of every configuration. [SIZE]
+    #[arg(long, value_name = "SIZE", value_parser = size_arg, default_value = "4MiB")]
+    write_buffer_size: u64,
+    /// Simulate in scale mode (`strata sim --scale`): for workloads of hundreds of millions of
+    /// entries.
+    #[arg(long)]
+    scale: bool,
+    /// Run the best N configurations on the engine (`strata bench`, same workload) and rank
+    /// those by what they measure.
+    #[arg(long, default_value_t = 0)]
+    verify: usize,
+    /// Throughput model: nanoseconds of compaction per byte written to tables (this machine:
+    /// about 5, BENCHMARKS.md).
+    #[arg(long, default_value_t = 5.0)]
+    write_ns_per_byte: f64,
+    /// Throughput model: microseconds per data block read from storage.
+    #[arg(long, default_value_t = 4.0)]
+    block_read_us: f64,
+    /// Throughput model: microseconds a point lookup spends on each sorted run it passes
+    /// (filter check, index search) besides reading blocks.
+    #[arg(long, default_value_t = 0.15)]
+    run_probe_us: f64,
+    /// Rows of the ranking to print.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// One configuration and what each stage said about it.
+#[derive(Clone, Debug, Serialize)]
+struct Candidate {
+    /// The policy's name and the options advise chose (the grid's): for the table.
+    label: String,
+    /// The policy specification, every option the configuration sets.
+    spec: String,
+    /// Bloom bits per key.
+    bloom_bits_per_key: f64,
+    /// The closed-form model's estimate, if the policy has one.
+    model: Option<ModelEstimate>,
+    /// Simulated write amplification, peak space amplification, I/Os per lookup and runs per
+    /// range scan.
+    write_amp: f64,
+    /// Simulated peak space amplification.
+    space_amp: f64,
+    /// Simulated I/Os per point lookup, averaged over the run.
+    lookup_cost: f64,
+    /// Sorted runs a range scan touches at the end.
+    scan_runs: u64,
+    /// Estimated operations per second (the throughput model).
+    estimated_ops_per_sec: f64,
+    /// Measured operations per second (--verify).
+    measured_ops_per_sec: Option<f64>,
+    /// Measured write amplification (--verify).
+    measured_write_amp: Option<f64>,
+    /// The objective's value (lower is better; throughput is negated).
+    score: f64,
+    /// Why it was left out, if it was.
+    excluded: Option<String>,
+}
+
+/// What `strata advise` prints as JSON.
+#[derive(Debug, Serialize)]
+struct Advice {
+    workload: String,
+    objective: Objective,
+    mix: [f64; 4],
+    candidates: Vec<Candidate>,
+    pick: Option<Pick>,
+}
+
+/// The chosen configuration, ready to use.
+#[derive(Debug, Serialize)]
+struct Pick {
+    spec: String,
+    reason: String,
+    rust: String,
+    bench_flags: String,
+}
+
+/// Runs `strata advise`.
+pub fn run(args: AdviseArgs) -> Result<()> {
+    if args.workload.list_if_asked() {
+        return Ok(());
+    }
+    for (flag, value) in [
+        ("--max-space-amp", args.max_space_amp),
+        ("--max-write-amp", args.max_write_amp),
+    ] {
+        if let Some(v) = value {
+            crate::checks::above(flag, v, 0.0)?;
+        }
+    }
+    crate::checks::above("--write-ns-per-byte", args.write_ns_per_byte, 0.0)?;
+    crate::checks::above("--block-read-us", args.block_read_us, 0.0)?;
+    crate::checks::not_negative("--run-probe-us", args.run_probe_us)?;
+    for &t in &args.size_ratios {
+        crate::checks::above("--size-ratios", t, 1.0)?;
+    }
+    let spec = match &args.db {
+        Some(dir) => workload_of_database(dir, &args.workload)?,
+        None => args
+            .workload
+            .spec("ycsb-a", args.workload.entries.unwrap_or(1_000_000), None)?,
+    };
+    let mix = mix_of(&spec);
+    let entry_bytes = (spec.key_size + spec.value_size) as u64;
+    let keys = spec
+        .phases
+        .iter()
+        .map(|p| (p.ops as f64 * p.mix.insert) as u64)
+        .sum::<u64>()
+        .max(1);
+    let defaults = [
+        ("write_buffer_size", args.write_buffer_size.to_string()),
+        ("target_file_size", args.write_buffer_size.to_string()),
+        ("expected_data_size", (keys * entry_bytes).to_string()),
+    ];
+    let bases = policy_specs(args.policies.as_deref(), &spec, &[], &defaults)?;
+    let blooms: &[f64] = if args.max_memory.is_some() {
+        &[10.0, 6.0, 3.0]
+    } else {
+        &[10.0]
+    };
+    let mut specs: Vec<(PolicySpec, f64, String)> = Vec::new();
+    for base in &bases {
+        let ratios: Vec<Option<f64>> =
+            if has_option(&base.name, "size_ratio") && !base.is_set("size_ratio") {
+                args.size_ratios.iter().copied().map(Some).collect()
+            } else {
+                vec![None]
+            };
+        for ratio in ratios {
+            for &bloom in blooms {
+                let mut s = base.clone();
+                let mut label = base.name.clone();
+                if let Some(t) = ratio {
+                    s = s.with("size_ratio", t);
+                    label.push_str(&format!(" T={t}"));
+                }
+                if has_option(&s.name, "bloom_bits_per_key") && !base.is_set("bloom_bits_per_key") {
+                    s = s.with("bloom_bits_per_key", bloom);
+                    if blooms.len() > 1 {
+                        label.push_str(&format!(" bloom={bloom}"));
+                    }
+                }
+                specs.push((s, bloom, label));
+            }
+        }
+    }
+    let input = ModelInput {
+        data_bytes: keys * entry_bytes,
+        buffer_bytes: args.write_buffer_size,
+    };
+    let mut candidates = Vec::with_capacity(specs.len());
+    let progress = if args.json {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(specs.len() as u64).with_style(
+            ProgressStyle::with_template("simulating {pos}/{len} {bar:30} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        )
+    };
+    for (s, bloom, label) in &specs {
+        let policy = build_policy(s).with_context(|| format!("the policy {s}"))?;
+        progress.set_message(label.clone());
+        let config = SimConfig {
+            key_size: spec.key_size as u64,
+            value_size: spec.value_size as u64,
+            buffer_size: args.write_buffer_size,
+            scale_keys: args.scale.then_some(strata_sim::DEFAULT_SCALE_KEYS),
+            ..SimConfig::default()
+        };
+        let model = policy.cost_model(&input);
+        let report = Simulator::run(policy, config, &spec, args.workload.seed)
+            .with_context(|| format!("simulating {s}"))?;
+        let mut c = candidate(
+            s.to_string(),
+            *bloom,
+            model,
+            &report,
+            &args,
+            mix,
+            entry_bytes,
+        );
+        c.label = label.clone();
+        c.excluded = exclusion(&c, &args, keys);
+        candidates.push(c);
+        progress.inc(1);
+    }
+    progress.finish_and_clear();
+    rank(&mut candidates);
+    if args.verify > 0 {
+        verify(&mut candidates, &spec, &args)?;
+        rank(&mut candidates);
+    }
+    let pick = candidates
+        .iter()
+        .find(|c| c.excluded.is_none())
+        .map(|c| pick_of(c, &candidates, &args));
+    let advice = Advice {
+        workload: spec.name.clone(),
+        objective: args.objective,
+        mix,
+        candidates,
+        pick,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&advice)?);
+    } else {
+        print!("{}", text(&advice, args.top));
+    }
+    if advice.pick.is_none() {
+        bail!("no configuration meets the constraints");
+    }
+    Ok(())
+}
+
+fn has_option(policy: &str, option: &str) -> bool {
+    registry::lookup(policy).is_ok_and(|r| r.options.iter().any(|o| o.name == option))
+}
+
+/// The share of puts and deletes, point reads, and scans (short and long) among the workload's
+/// operations, weighted by each phase's operations; the fourth number is the mean scan length.
+fn mix_of(spec: &WorkloadSpec) -> [f64; 4] {
+    let (mut writes, mut reads, mut scans, mut total, mut scanned) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for p in &spec.phases {
+        let ops = p.ops as f64;
+        let m = &p.mix;
+        writes += ops * (m.insert + m.update + m.delete + m.rmw);
+        reads += ops * (m.read + m.rmw);
+        scans += ops * (m.scan + m.long_scan);
+        scanned += ops * (m.scan * p.scan_length as f64 + m.long_scan * p.long_scan_length as f64);
+        total += ops * (m.insert + m.update + m.delete + m.rmw + m.read + m.scan + m.long_scan);
+    }
+    let total = f64::max(total, 1.0);
+    [
+        writes / total,
+        reads / total,
+        scans / total,
+        scanned / f64::max(scans, 1.0),
+    ]
+}
+
+fn candidate(
+    spec: String,
+    bloom: f64,
+    model: Option<ModelEstimate>,
+    r: &SimReport,
+    args: &AdviseArgs,
+    mix: [f64; 4],
+    entry_bytes: u64,
+) -> Candidate {
+    // Nanoseconds per operation: a write costs its bytes rewritten by compactions; a lookup
+    // its modelled block reads and a probe of every run; a scan a block per run it touches
+    // plus its entries' bytes.
+    let block_ns = args.block_read_us * 1e3;
+    let nanos = mix[0] * r.write_amp * entry_bytes as f64 * args.write_ns_per_byte
+        + mix[1]
+            * (r.avg_lookup_cost * block_ns + r.final_sorted_runs as f64 * args.run_probe_us * 1e3)
+        + mix[2] * (r.range_scan_runs as f64 * block_ns + mix[3] * entry_bytes as f64 * 0.5);
+    let estimated_ops_per_sec = 1e9 / nanos.max(1.0);
+    let mut c = Candidate {
+        label: spec.clone(),
+        spec,
+        bloom_bits_per_key: bloom,
+        model,
+        write_amp: r.write_amp,
+        space_amp: r.peak_space_amp,
+        lookup_cost: r.avg_lookup_cost,
+        scan_runs: r.range_scan_runs,
+        estimated_ops_per_sec,
+        measured_ops_per_sec: None,
+        measured_write_amp: None,
+        score: 0.0,
+        excluded: None,
+    };
+    c.score = score(&c, args.objective, mix);
+    c
+}
+
+fn score(c: &Candidate, objective: Objective, mix: [f64; 4]) -> f64 {
+    match objective {
+        Objective::Throughput => -c.measured_ops_per_sec.unwrap_or(c.estimated_ops_per_sec),
+        Objective::WriteAmp => c.measured_write_amp.unwrap_or(c.write_amp),
+        Objective::SpaceAmp => c.space_amp,
+        Objective::ReadCost => {
+            c.lookup_cost * mix[1] + c.scan_runs as f64 * mix[2] / (mix[1] + mix[2]).max(1e-9)
+        }
+    }
+}
+
+fn exclusion(c: &Candidate, args: &AdviseArgs, keys: u64) -> Option<String> {
+    if let Some(max) = args.max_space_amp.filter(|&m| c.space_amp > m) {
+        return Some(format!(
+            "peak space amplification {:.2} > {max}",
+            c.space_amp
+        ));
+    }
+    if let Some(max) = args.max_write_amp.filter(|&m| c.write_amp > m) {
+        return Some(format!("write amplification {:.2} > {max}", c.write_amp));
+    }
+    if let Some(max) = args.max_memory {
+        // Two write buffers (the active one and one being flushed) and every key's filter bits.
+        let need = 2 * args.write_buffer_size + (c.bloom_bits_per_key * keys as f64 / 8.0) as u64;
+        if need > max {
+            return Some(format!(
+                "needs {} of buffers and filters",
+                human_bytes(need)
+            ));
+        }
+    }
+    None
+}
+
+/// Best first: measured configurations before estimated ones, excluded ones last.
+fn rank(candidates: &mut [Candidate]) {
+    candidates.sort_by(|a, b| {
+        (
+            a.excluded.is_some(),
+            a.measured_ops_per_sec.is_none() && a.measured_write_amp.is_none(),
+        )
+            .cmp(&(
+                b.excluded.is_some(),
+                b.measured_ops_per_sec.is_none() && b.measured_write_amp.is_none(),
+            ))
+            .then(a.score.total_cmp(&b.score))
+    });
+}
+
+/// Runs the best `args.verify` configurations on the engine and records what they measure.
+fn verify(candidates: &mut [Candidate], spec: &WorkloadSpec, args: &AdviseArgs) -> Result<()> {
+    let chosen: Vec<usize> = (0..candidates.len())
+        .filter(|&i| candidates[i].excluded.is_none())
+        .take(args.verify)
+        .collect();
+    let config = BenchConfig {
+        workload: spec.clone(),
+        policies: chosen.iter().map(|&i| candidates[i].spec.clone()).collect(),
+        peers: Vec::new(),
+        baseline: None,
+        settings: EngineSettings {
+            write_buffer_size: args.write_buffer_size,
+            target_file_size: args.write_buffer_size,
+            ..EngineSettings::default()
+        },
+        dir: None,
+        seed: args.workload.seed,
+        progress: !args.json,
+        job_log: None,
+        file_trace: None,
+        isolate: None,
+        bandwidth_probe_bytes: 0,
+    };
+    let comparison = run_comparison(&config).context("verifying on the engine")?;
+    for run in &comparison.runs {
+        if let Some(c) = candidates.iter_mut().find(|c| c.spec == run.label) {
+            c.measured_ops_per_sec = Some(run.ops_per_sec);
+            c.measured_write_amp = Some(run.write_amp);
+            c.score = score(c, args.objective, [0.0; 4]);
+        }
+    }
+    Ok(())
+}
+
+fn pick_of(best: &Candidate, all: &[Candidate], args: &AdviseArgs) -> Pick {
+    let runner_up = all.iter().filter(|c| c.excluded.is_none()).nth(1);
+    let measured = best.measured_ops_per_sec.is_some();
+    let what = match args.objective {
+        Objective::Throughput => match best.measured_ops_per_sec {
+            Some(ops) => format!("measured {ops:.0} ops/s"),
+            None => format!("estimated {:.0} ops/s", best.estimated_ops_per_sec),
+        },
+        Objective::WriteAmp => format!(
+            "write amplification {:.2}",
+            best.measured_write_amp.unwrap_or(best.write_amp)
+        ),
+        Objective::SpaceAmp => format!("peak space amplification {:.2}", best.space_amp),
+        Objective::ReadCost => format!(
+            "{:.2} I/Os per lookup, {} runs per scan",
+            best.lookup_cost, best.scan_runs
+        ),
+    };
+    let versus = runner_up.map_or(String::new(), |r| {
+        format!(
+            " (next: {}, score {:.3} vs {:.3})",
+            r.label,
+            r.score.abs(),
+            best.score.abs()
+        )
+    });
+    let reason = format!(
+        "best {}{what}; simulated WA {:.2}, peak SA {:.2}, {:.2} I/Os per lookup{versus}",
+        if measured {
+            "on the engine: "
+        } else {
+            "by the simulator: "
+        },
+        best.write_amp,
+        best.space_amp,
+        best.lookup_cost
+    );
+    Pick {
+        rust: format!(
+            "strata_engine::Options::new()\n    .with_write_buffer_size({})\n    .with_policy_named({:?})?",
+            args.write_buffer_size, best.spec
+        ),
+        bench_flags: format!(
+            "--policies '{}' --write-buffer-size {}",
+            best.spec,
+            strata_meta::format_size(args.write_buffer_size)
+        ),
+        spec: best.spec.clone(),
+        reason,
+    }
+}
+
+fn text(a: &Advice, top: usize) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "workload {}: {:.0}% writes, {:.0}% point reads, {:.0}% scans; objective {:?}\n",
+        a.workload,
+        100.0 * a.mix[0],
+        100.0 * a.mix[1],
+        100.0 * a.mix[2],
+        a.objective
+    );
+    let _ = writeln!(
+        s,
+        "{:>4}  {:<44} {:>8} {:>7} {:>7} {:>7} {:>6} {:>11} {:>11}",
+        "rank",
+        "policy",
+        "model WA",
+        "sim WA",
+        "peak SA",
+        "I/O/get",
+        "runs",
+        "est. ops/s",
+        "meas. ops/s"
+    );
+    for (i, c) in a.candidates.iter().enumerate().take(top) {
+        let _ = writeln!(
+            s,
+            "{:>4}  {:<44} {:>8} {:>7.2} {:>7.2} {:>7.3} {:>6} {:>11.0} {:>11}{}",
+            i + 1,
+            c.label,
+            c.model
+                .as_ref()
+                .map_or("-".to_string(), |m| format!("{:.2}", m.write_amp)),
+            c.write_amp,
+            c.space_amp,
+            c.lookup_cost,
+            c.scan_runs,
+            c.estimated_ops_per_sec,
+            c.measured_ops_per_sec
+                .map_or("-".to_string(), |o| format!("{o:.0}")),
+            c.excluded
+                .as_ref()
+                .map_or(String::new(), |e| format!("  (left out: {e})"))
+        );
+    }
+    if let Some(p) = &a.pick {
+        let _ = writeln!(s, "\npick: {}\nwhy:  {}", p.spec, p.reason);
+        let _ = writeln!(
+            s,
+            "\nas Options:\n{}\n\nas strata bench flags:\n{}",
+            p.rust, p.bench_flags
+        );
+    }
+    s
+}
+
+/// A workload like the one the database at `dir` recorded: its mix of puts, deletes, reads and
+/// scans, its key and value sizes, skewed (zipfian) when its flushes showed hot keys, loading
+/// as many keys as it wrote (at most `--entries`, default 1,000,000, to keep the simulation
+/// short).
+fn workload_of_database(dir: &PathBuf, workload: &WorkloadArgs) -> Result<WorkloadSpec> {
+    let db = Db::open_read_only(dir, Options::new())
+        .with_context(|| format!("--db {}", dir.display()))?;
+    let l: LifetimeStats = db.lifetime_stats();
+    db.close()?;
+    if l.operations() == 0 {
+        bail!(
+            "--db {}: the database records no operations (statistics are recorded since this \
+             version; write to it, or give a --workload)",
+            dir.display()
+        );
+    }
+    let writes = (l.puts + l.deletes).max(1);
+    let key_size = (l.key_bytes / writes).max(1) as usize;
+    let value_size = (l.value_bytes / l.puts.max(1)) as usize;
+    let entries = workload.entries.unwrap_or(1_000_000).min(l.puts.max(1));
+    let ops = workload.ops.unwrap_or(entries);
+    let total = l.operations() as f64;
+    let scans = l.scan_length_histogram();
+    let params = PresetParams {
+        entries,
+        ops,
+        key_size,
+        value_size,
+        ..PresetParams::default()
+    };
+    let mut spec = WorkloadSpec::preset("updaterandom", &params)
+        .map_err(|e| anyhow::anyhow!("building the workload: {e}"))?;
+    spec.name = format!("recorded by {}", dir.display());
+    if let Some(run) = spec.phases.last_mut() {
+        run.mix = Mix {
+            update: l.puts as f64 / total,
+            delete: l.deletes as f64 / total,
+            read: l.point_reads as f64 / total,
+            scan: l.scans as f64 / total,
+            ..Mix::default()
+        };
+        run.scan_length = scans.mean().round().max(1.0) as usize;
+        if l.skew.is_some_and(|a| a > 0.3) {
+            run.keys = KeyDist::Zipfian { theta: 0.99 };
+        }
+    }
+    Ok(spec)
+}
