@@ -69,6 +69,17 @@ struct RunArgs {
     /// Seed (each run should get a new one).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Hand the tree to this policy (`Db::set_policy`) while the workers write, after
+    /// `--switch-after` seconds.
+    #[arg(long)]
+    switch_to: Option<String>,
+    /// Seconds before the switch.
+    #[arg(long, default_value_t = 0.0)]
+    switch_after: f64,
+    /// Limit flush and compaction writes to this many bytes per second (so that handovers
+    /// take long enough for kills to land in them).
+    #[arg(long)]
+    rate_limit: Option<u64>,
 }
 
 #[derive(Parser)]
@@ -88,9 +99,17 @@ struct CrashArgs {
     /// Worker threads per child.
     #[arg(long, default_value_t = 4)]
     threads: usize,
+    /// Keys per worker thread of each child (more keys, bigger trees, longer handovers).
+    #[arg(long, default_value_t = 2000)]
+    keys: u64,
     /// Seed of the driver.
     #[arg(long, default_value_t = 7)]
     seed: u64,
+    /// Policy switches: every cycle works on one database, opens it with a policy other than
+    /// the last cycle's (a switch at open) and switches again while it writes (`Db::set_policy`),
+    /// so kills land in handovers.
+    #[arg(long)]
+    switching: bool,
     /// Every this many cycles (0: never), damage a WAL after the kill: cut the end off an older
     /// WAL or flip a byte before the newest WAL's last record. A default open must refuse it as
     /// corruption naming the file, a point-in-time open (of a copy) must hold a prefix of every
@@ -99,8 +118,11 @@ struct CrashArgs {
     wal_damage_every: u64,
 }
 
-/// Small buffers and tables, so a short run flushes and compacts many times.
-fn options(policy: &str) -> Result<Options> {
+/// The write buffer of every child: small, so a short run flushes and compacts many times.
+const BUFFER: u64 = 64 << 10;
+
+/// `policy` with the crash test's small tables.
+fn policy_spec(policy: &str) -> Result<PolicySpec> {
     testing::register();
     let mut spec: PolicySpec = policy.parse()?;
     spec.fill_defaults([
@@ -110,8 +132,14 @@ fn options(policy: &str) -> Result<Options> {
         // Min-Max flushes a quarter of the buffer, so kills fall between windows.
         ("bucket_size", "16KiB"),
     ])?;
+    Ok(spec)
+}
+
+/// Small buffers and tables, so a short run flushes and compacts many times.
+fn options(policy: &str) -> Result<Options> {
+    let spec = policy_spec(policy)?;
     Ok(Options::new()
-        .with_write_buffer_size(64 << 10)
+        .with_write_buffer_size(BUFFER)
         .with_block_size(1024)
         .with_max_background_jobs(3)
         // Lookups in level 1 (where most policies flush) go through the key index, so the
@@ -542,13 +570,36 @@ fn run(args: RunArgs) -> Result<()> {
     let logs = side_log_dir(&args.dir);
     std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
     if args.dir.join("CURRENT").exists() {
+        // Whether the kill cut a handover short: the recovered version says so.
+        let reader = Db::open_read_only(&args.dir, Options::new())
+            .context("reading the recovered version")?;
+        println!("IN_HANDOVER {}", reader.version().in_handover());
+        reader.close()?;
         check_table_files(&args)?;
     }
-    let db =
-        Arc::new(Db::open(&args.dir, options(&args.policy)?).context("reopening after the crash")?);
+    let db = Arc::new(
+        Db::open(
+            &args.dir,
+            options(&args.policy)?.with_rate_limiter(args.rate_limit),
+        )
+        .context("reopening after the crash")?,
+    );
     let verified = verify(&db, &logs, args.threads).context("verifying after the crash")?;
     println!("VERIFIED {}", serde_json::to_string(&verified)?);
     let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
+    let switcher = match &args.switch_to {
+        Some(to) => {
+            let mut spec = policy_spec(to)?;
+            spec.fill_defaults([("write_buffer_size", BUFFER)])?;
+            let policy = strata_policy::build_policy(&spec)?;
+            let (db, after) = (Arc::clone(&db), args.switch_after);
+            Some(std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_secs_f64(after));
+                db.set_policy(policy)
+            }))
+        }
+        None => None,
+    };
     let handles: Vec<_> = (0..args.threads)
         .map(|t| {
             let (db, logs, args) = (Arc::clone(&db), logs.clone(), args.clone());
@@ -560,6 +611,11 @@ fn run(args: RunArgs) -> Result<()> {
         ops += h
             .join()
             .map_err(|_| anyhow::anyhow!("a worker panicked"))??;
+    }
+    if let Some(h) = switcher {
+        h.join()
+            .map_err(|_| anyhow::anyhow!("the policy switch panicked"))?
+            .context("switching the policy")?;
     }
     println!("DONE {ops}");
     Ok(())
@@ -577,6 +633,8 @@ struct CrashSummary {
     in_flight_applied: u64,
     in_flight_absent: u64,
     per_policy_cycles: BTreeMap<String, u64>,
+    /// Cycles that found the database in a handover the kill had cut short (`--switching`).
+    recovered_in_handover: u64,
     /// WAL damage cases made (`--wal-damage-every`).
     wal_damage_cases: u64,
     /// ... of which an older WAL lost its end.
@@ -935,10 +993,35 @@ fn crash(args: CrashArgs) -> Result<()> {
     let mut rng = Pcg64Mcg::seed_from_u64(args.seed);
     let mut s = CrashSummary::default();
     let start = Instant::now();
+    let mut last: Option<String> = None;
     for cycle in 0..args.cycles {
-        let policy = &policies[(cycle % policies.len() as u64) as usize];
-        let dir = args.dir.join(policy);
+        let mut policy = &policies[(cycle % policies.len() as u64) as usize];
+        let mut dir = args.dir.join(policy);
         let run_for = rng.random_range(0.05..args.max_seconds.max(0.06));
+        let mut switch = Vec::new();
+        if args.switching {
+            // One database; each cycle opens it with another policy, then switches again.
+            let pick = |rng: &mut Pcg64Mcg, not: Option<&String>| loop {
+                let p = &policies[rng.random_range(0..policies.len())];
+                if Some(p) != not || policies.len() == 1 {
+                    break p;
+                }
+            };
+            policy = pick(&mut rng, last.as_ref());
+            let to = pick(&mut rng, Some(policy));
+            dir = args.dir.join("switching");
+            switch = vec![
+                // Slow background writes: handovers outlast the time before the kill.
+                "--rate-limit".to_string(),
+                (1u64 << 20).to_string(),
+                "--switch-to".to_string(),
+                to.clone(),
+                "--switch-after".to_string(),
+                // Late in the run, so that the kill often lands in the handover.
+                format!("{:.3}", run_for * rng.random_range(0.7..1.0)),
+            ];
+            last = Some(to.clone());
+        }
         let mut child = Command::new(&exe)
             .args([
                 "run",
@@ -946,9 +1029,12 @@ fn crash(args: CrashArgs) -> Result<()> {
                 policy,
                 "--threads",
                 &args.threads.to_string(),
+                "--keys",
+                &args.keys.to_string(),
                 "--seed",
                 &rng.random::<u64>().to_string(),
             ])
+            .args(&switch)
             .arg("--dir")
             .arg(&dir)
             .stdout(Stdio::piped())
@@ -962,6 +1048,9 @@ fn crash(args: CrashArgs) -> Result<()> {
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         let verified_line = stdout.lines().find_map(|l| l.strip_prefix("VERIFIED "));
+        if stdout.lines().any(|l| l == "IN_HANDOVER true") {
+            s.recovered_in_handover += 1;
+        }
         match verified_line.and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok()) {
             Some(v) => {
                 let n = |f: &str| v.get(f).and_then(serde_json::Value::as_u64).unwrap_or(0);
@@ -995,9 +1084,14 @@ fn crash(args: CrashArgs) -> Result<()> {
         s.cycles += 1;
         *s.per_policy_cycles.entry(policy.clone()).or_default() += 1;
     }
-    // A last verification per policy, without a kill after it.
-    for policy in &policies {
-        let dir = args.dir.join(policy);
+    // A last verification per policy (of the one database when switching), without a kill
+    // after it.
+    let finals: Vec<(&String, PathBuf)> = if args.switching {
+        vec![(&policies[0], args.dir.join("switching"))]
+    } else {
+        policies.iter().map(|p| (p, args.dir.join(p))).collect()
+    };
+    for (policy, dir) in finals {
         let out = Command::new(&exe)
             .args([
                 "run",
@@ -1005,6 +1099,8 @@ fn crash(args: CrashArgs) -> Result<()> {
                 policy,
                 "--threads",
                 &args.threads.to_string(),
+                "--keys",
+                &args.keys.to_string(),
                 "--seconds",
                 "0",
             ])

@@ -338,7 +338,13 @@ impl Engine {
             Access::ReadWrite => open_directory(fs.as_ref(), &dir, &options)?,
             Access::ReadOnly => open_directory_read_only(fs.as_ref(), &dir)?,
         };
-        let (chosen, configured) = options.policy_for(found.version.policy())?;
+        let (chosen, configured) = match options.policy_for(found.version.policy()) {
+            Ok(chosen) => chosen,
+            // A read-only handle never plans a flush or a compaction: a recorded policy this
+            // program has not registered does not keep it from reading.
+            Err(_) if access == Access::ReadOnly => options.policy_for(None)?,
+            Err(e) => return Err(e),
+        };
         let handing = policy_edit(found.version.policy(), chosen.as_ref(), configured);
         let entry_level = handover::entry_level(chosen.as_ref());
         // Timed, so metrics can say what share of the work the decisions take.
