@@ -114,8 +114,9 @@ impl Statistics {
 /// What a database has done since it was created: its workload (what `strata advise` tunes
 /// for) and the bytes that workload cost (write amplification over the database's life).
 ///
-/// The engine records it with every flush's and compaction's manifest record and at close, so
-/// it survives reopening; a crash loses what happened since the last record. Writes replayed
+/// The engine records it with every flush's manifest record, in each new manifest's first
+/// record and at close, so it survives reopening; a crash loses what happened since the last
+/// flush. Writes replayed
 /// from the WAL at open are not counted again.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]

@@ -70,6 +70,9 @@ impl Engine {
                 return Err(e);
             }
         };
+        // With flushes only (and at close and in each new manifest's first record): the
+        // statistics are ~300 bytes, and compactions' records are the manifest's most.
+        let lifetime = edit.flushes.is_some().then(|| self.lifetime_stats());
         let record = ManifestRecord {
             format_version: None,
             next_file_number: Some(self.next_file_number.load(Ordering::Relaxed)),
@@ -78,7 +81,7 @@ impl Engine {
             edit,
             relogged_into: relogged_into.into_iter().collect(),
             evicted: evicted.iter().cloned().collect(),
-            lifetime: Some(self.lifetime_stats()),
+            lifetime,
         };
         let appended = match state.manifest.as_mut() {
             Some(manifest) => manifest.append(&record),

@@ -303,7 +303,7 @@ impl Db {
 
     /// What the database did since it was created: operations, key and value bytes, bytes
     /// written by flushes and compactions (its write amplification over its life). Recorded in
-    /// the manifest with every flush, compaction and close, so it survives reopening; see
+    /// the manifest with every flush and at close, so it survives reopening; see
     /// [`LifetimeStats`](crate::stats::LifetimeStats).
     pub fn lifetime_stats(&self) -> crate::stats::LifetimeStats {
         self.engine.lifetime_stats()

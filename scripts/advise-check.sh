@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Issue 18's acceptance check: on each workload, strata advise's first pick (its top three
+# verified on the engine) against every built-in policy measured by strata bench in the same
+# session, on the same workload and write buffer.
+#
+#   scripts/advise-check.sh [OUT_DIR]
+#
+# env: WORKLOADS (default: fillrandom ycsb-b ycsb-e updatezipf, then the held-back ycsb-f and
+# ycsb-d), ENTRIES and OPS (default 500000), BUFFER (default 4MiB), VERIFY (default 3),
+# STRATA (default target/release/strata). scripts/advise-table.py prints the table from OUT_DIR.
+set -euo pipefail
+out=${1:-target/advise-check}
+mkdir -p "$out"
+strata=${STRATA:-target/release/strata}
+entries=${ENTRIES:-500000}
+ops=${OPS:-500000}
+buffer=${BUFFER:-4MiB}
+builtins=$("$strata" sim --list-policies | sed -n 's/^\([a-z0-9-]*\): .*/\1/p' | paste -sd, -)
+for workload in ${WORKLOADS:-fillrandom ycsb-b ycsb-e updatezipf ycsb-f ycsb-d}; do
+  common=(--workload "$workload" --entries "$entries" --ops "$ops" --write-buffer-size "$buffer")
+  if [ ! -s "$out/$workload-advise.json" ]; then
+    echo "== $workload: advise" >&2
+    "$strata" advise "${common[@]}" --verify "${VERIFY:-3}" --json >"$out/$workload-advise.json.tmp"
+    mv "$out/$workload-advise.json.tmp" "$out/$workload-advise.json"
+  fi
+  pick=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pick"]["spec"])' "$out/$workload-advise.json")
+  if [ ! -s "$out/$workload-bench.json" ]; then
+    echo "== $workload: bench, every policy and the pick" >&2
+    "$strata" bench "${common[@]}" --policies "$builtins,$pick" --peers none --json \
+      --report "$out/$workload-report" >"$out/$workload-bench.json.tmp"
+    mv "$out/$workload-bench.json.tmp" "$out/$workload-bench.json"
+  fi
+done
+python3 "$(dirname "$0")/advise-table.py" "$out"
