@@ -731,6 +731,11 @@ pub fn inspect_wal(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<Wa
         records: Vec::new(),
         damage: None,
     };
+    let damage_at = |offset: u64, reason: String| DamageReport {
+        file: name.clone(),
+        offset,
+        reason,
+    };
     let mut first = true;
     loop {
         let payload = match reader.next_record() {
@@ -748,11 +753,7 @@ pub fn inspect_wal(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<Wa
                 match link {
                     Ok(link) => out.predecessor = link.map(|l| (l.number, l.len)),
                     Err(reason) => {
-                        out.damage = Some(DamageReport {
-                            file: name.clone(),
-                            offset,
-                            reason,
-                        });
+                        out.damage = Some(damage_at(offset, reason));
                         break;
                     }
                 }
@@ -779,11 +780,7 @@ pub fn inspect_wal(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<Wa
         let last = match decoded {
             Ok(last) => last,
             Err(reason) => {
-                out.damage = Some(DamageReport {
-                    file: name.clone(),
-                    offset,
-                    reason,
-                });
+                out.damage = Some(damage_at(offset, reason));
                 break;
             }
         };
