@@ -124,11 +124,13 @@ impl PolicySpec {
     pub fn of(policy: &dyn CompactionPolicy) -> Self {
         let declared = lookup(policy.name()).ok().map(|r| r.options);
         let settable = |name: &str, value: &str| {
-            declared.as_ref().is_none_or(|options| {
-                options
-                    .iter()
-                    .any(|o| o.name == name && o.kind.check(value))
-            })
+            // Every policy takes the Bloom layout, declared or not (see `build_policy`).
+            name == crate::options::BLOOM_LAYOUT.name
+                || declared.as_ref().is_none_or(|options| {
+                    options
+                        .iter()
+                        .any(|o| o.name == name && o.kind.check(value))
+                })
         };
         PolicySpec {
             name: policy.name().to_string(),
@@ -355,6 +357,14 @@ mod tests {
             let recorded: PolicySpec = PolicySpec::of(built.as_ref()).to_string().parse().unwrap();
             let again = build_policy(&recorded).unwrap();
             assert_eq!(again.options(), built.options(), "{name}: {recorded}");
+            // The dynamic Bloom layout wraps the policy; its specification says so.
+            let dynamic = build_policy(&spec.clone().with("bloom_layout", "dynamic")).unwrap();
+            let recorded: PolicySpec = PolicySpec::of(dynamic.as_ref())
+                .to_string()
+                .parse()
+                .unwrap();
+            let again = build_policy(&recorded).unwrap();
+            assert_eq!(again.options(), dynamic.options(), "{name}: {recorded}");
         }
     }
 
