@@ -290,15 +290,7 @@ pub fn inspect_db(fs: Arc<dyn FileSystem>, dir: &Path, what: InspectDb) -> Resul
     // A retained file is checked only for its size: its table is gone, and the blocks tables
     // still refer to in it are read (and verified) through those tables. Its own index may
     // name files nothing needs any more.
-    let needed = version
-        .tables()
-        .map(|(_, _, t)| (t.id, t.file_bytes(), true))
-        .chain(
-            version
-                .retained_files()
-                .map(|(file, size)| (file, size, false)),
-        );
-    for (file, expected, is_table) in needed {
+    for (file, expected, is_table) in version.stored_files() {
         let name = manifest::table_file_name(file.0);
         let problem = |offset: u64, reason: String| DamageReport {
             file: name.clone(),
@@ -343,11 +335,7 @@ pub fn inspect_db(fs: Arc<dyn FileSystem>, dir: &Path, what: InspectDb) -> Resul
     };
     let levels = describe_levels(version);
     let retained_bytes = version.retained_files().map(|(_, size)| size).sum::<u64>();
-    let table_bytes = version
-        .tables()
-        .map(|(_, _, t)| t.file_bytes())
-        .sum::<u64>()
-        + retained_bytes;
+    let table_bytes = version.disk_bytes();
     Ok(DbInspection {
         manifest: manifest_name,
         manifest_bytes,

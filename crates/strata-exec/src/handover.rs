@@ -24,9 +24,10 @@
 //! and a handover interrupted by a crash goes on after the reopen, since the version records it.
 
 use strata_meta::{Run, TableId, Version, VersionEdit};
+use strata_policy::helpers::{inputs_output_settings, level_inputs};
 use strata_policy::{
-    CompactionPolicy, CutRule, FlushPlan, Leases, OutputRun, PickContext, Plan, PlanAction,
-    PlanInput, PlanOutput, Priority, WorkloadStats,
+    CompactionPolicy, FlushPlan, Leases, OutputRun, PickContext, Plan, PlanAction, PlanOutput,
+    Priority, WorkloadStats,
 };
 
 /// The level `policy` flushes into: where its flush into an empty tree goes.
@@ -48,6 +49,14 @@ pub fn handover_flush(mut plan: FlushPlan) -> FlushPlan {
     plan.policy_state = None;
     plan.reason = "handover: new run at the top of L0".to_string();
     plan
+}
+
+/// The edit that hands the tree to `policy` ([`VersionEdit::switch_policy`] of the
+/// specification that rebuilds it, [`strata_policy::PolicySpec::of`]).
+pub fn switch_edit(policy: &dyn CompactionPolicy) -> VersionEdit {
+    let mut edit = VersionEdit::new();
+    edit.switch_policy(strata_policy::PolicySpec::of(policy).to_string());
+    edit
 }
 
 /// The flush an executor runs: `policy`'s plan, or during a handover [`handover_flush`] of it.
@@ -118,75 +127,46 @@ pub enum HandoverStep {
     Done,
 }
 
-/// The next step of the handover of `version` to a policy whose entry level is `entry`.
+/// The next step of the handover of `version` to a policy whose entry level is `entry`: a level
+/// above it goes down into it, the deepest first; else a level with several runs becomes one;
+/// a level whose tables a running job holds waits.
 pub fn handover_step(version: &Version, entry: usize, leases: &Leases) -> HandoverStep {
-    match handover_plan(version, entry, leases) {
-        Some(plan) => HandoverStep::Plan(plan),
-        None if needs_work(version, entry) => HandoverStep::Wait,
-        None => HandoverStep::Done,
-    }
-}
-
-/// Whether `version` lacks the shape: data above `entry`, or a level with several runs.
-fn needs_work(version: &Version, entry: usize) -> bool {
-    version
-        .levels()
-        .iter()
-        .enumerate()
-        .any(|(l, level)| (l < entry && !level.is_empty()) || level.runs().len() > 1)
-}
-
-/// The next plan of the handover of `version` to a policy whose entry level is `entry`, or
-/// `None` when the tree has the shape every policy accepts or the level that needs work has
-/// tables a running job holds.
-fn handover_plan(version: &Version, entry: usize, leases: &Leases) -> Option<Plan> {
-    let leased = |level: usize| leases.any_leased(version.level(level).tables().map(|t| &t.id));
-    // Down into the entry level, the deepest level above it first.
-    let above = (0..entry.min(version.num_levels())).rev();
-    if let Some(level) = above.into_iter().find(|&l| !version.level(l).is_empty()) {
-        if leased(level) || leased(entry) {
-            return None;
-        }
-        return Some(join(
-            version,
+    let above = (0..entry.min(version.num_levels()))
+        .rev()
+        .find(|&l| !version.level(l).is_empty());
+    let (level, into, reason) = match above {
+        Some(level) => (
             level,
             entry,
             format!("handover: L{level} goes down into the new policy's entry level L{entry}"),
-        ));
-    }
-    let level = (entry..version.num_levels()).find(|&l| version.level(l).runs().len() > 1)?;
-    if leased(level) {
-        return None;
-    }
-    Some(join(
-        version,
-        level,
-        level,
-        format!(
-            "handover: L{level}'s {} runs become one",
-            version.level(level).runs().len()
         ),
-    ))
+        None => {
+            let Some(level) =
+                (entry..version.num_levels()).find(|&l| version.level(l).runs().len() > 1)
+            else {
+                return HandoverStep::Done;
+            };
+            let runs = version.level(level).runs().len();
+            (
+                level,
+                level,
+                format!("handover: L{level}'s {runs} runs become one"),
+            )
+        }
+    };
+    let leased = |level: usize| leases.any_leased(version.level(level).tables().map(|t| &t.id));
+    if leased(level) || leased(into) {
+        return HandoverStep::Wait;
+    }
+    HandoverStep::Plan(join(version, level, into, reason))
 }
 
 /// Every run of `level` into one new run at `into`: moved when no two of them overlap, else
 /// merged, cut at the largest input table's size with the largest input Bloom setting.
 fn join(version: &Version, level: usize, into: usize, reason: String) -> Plan {
     let runs = version.level(level).runs();
-    let inputs: Vec<PlanInput> = runs
-        .iter()
-        .map(|run| PlanInput {
-            level,
-            run: run.id(),
-            tables: run.tables().iter().map(|t| t.id).collect(),
-        })
-        .collect();
-    let (largest, bloom) = runs
-        .iter()
-        .flat_map(|r| r.tables())
-        .fold((0u64, 0.0f64), |(size, bloom), t| {
-            (size.max(t.size), bloom.max(t.bloom_bits_per_key))
-        });
+    let inputs = level_inputs(version, level..=level);
+    let (cut, bloom_bits_per_key) = inputs_output_settings(runs.iter().flat_map(|r| r.tables()));
     let disjoint = disjoint(runs);
     Plan {
         action: if disjoint {
@@ -198,8 +178,8 @@ fn join(version: &Version, level: usize, into: usize, reason: String) -> Plan {
         output: Some(PlanOutput {
             level: into,
             run: OutputRun::New,
-            cut: CutRule::target_size(largest.max(1)),
-            bloom_bits_per_key: bloom,
+            cut,
+            bloom_bits_per_key,
             preserve_blocks: None,
         }),
         policy_state: None,

@@ -92,11 +92,8 @@ impl OlderTables {
         key: &'a [u8],
     ) -> impl Iterator<Item = &'a Arc<TableMeta>> + 'a {
         runs.iter().filter_map(move |run| {
-            let tables = run.tables();
-            let i = tables.partition_point(|t| t.largest.as_ref() < key);
-            tables
-                .get(i)
-                .filter(|t| t.smallest.as_ref() <= key && !self.inputs.contains(&t.id))
+            run.table_covering(key)
+                .filter(|t| !self.inputs.contains(&t.id))
         })
     }
 

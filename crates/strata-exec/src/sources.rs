@@ -1,7 +1,7 @@
 //! What a merge reads, and when a flush must wait.
 
 use std::sync::Arc;
-use strata_meta::{TableId, TableMeta, Version};
+use strata_meta::{KeyRange, TableId, TableMeta, Version};
 use strata_policy::{
     BufferSummary, CompactionPolicy, FlushPlan, Leases, OutputRun, PickContext, Plan, PlanAction,
     PlanInput, PolicyError, Priority,
@@ -47,55 +47,54 @@ pub fn merge_sources(
         .collect()
 }
 
-/// The tables a flush of the keys in `flushed` (smallest, largest; `None` when it flushes
-/// nothing) merges the buffer with, in key order, checked to be in its output run. Fails if
-/// the output would sit below a table that overlaps the flushed keys: that table holds older
-/// data, which would hide the flush's newer entries from reads.
+/// The tables a flush of the keys in `flushed` (`None` when it flushes nothing) merges the
+/// buffer with, in key order, checked to be in its output run. Fails if the output would sit
+/// below a table that overlaps the flushed keys: that table holds older data, which would hide
+/// the flush's newer entries from reads.
 pub fn flush_merge_tables(
     version: &Version,
     plan: &FlushPlan,
-    flushed: Option<(&[u8], &[u8])>,
+    flushed: Option<&KeyRange>,
 ) -> Result<Vec<Arc<TableMeta>>, PolicyError> {
-    if let Some((smallest, largest)) = flushed {
-        check_flush_is_newest(version, plan, smallest, largest)?;
-    }
-    if plan.merge_with.is_empty() {
-        return Ok(Vec::new());
-    }
-    let OutputRun::Existing(run) = plan.output.run else {
-        return Err(PolicyError::InvalidPlan(
-            "a flush into a new run cannot merge with existing tables".to_string(),
-        ));
+    let (position, merge_with) = match plan.output.run {
+        // A new run goes to the front of its level: it loses no tables to this flush.
+        OutputRun::New if plan.merge_with.is_empty() => (0, Vec::new()),
+        OutputRun::New => {
+            return Err(PolicyError::InvalidPlan(
+                "a flush into a new run cannot merge with existing tables".to_string(),
+            ))
+        }
+        OutputRun::Existing(run) => {
+            let tables = if plan.merge_with.is_empty() {
+                Vec::new()
+            } else {
+                input_tables(
+                    version,
+                    &PlanInput {
+                        level: plan.output.level,
+                        run,
+                        tables: plan.merge_with.clone(),
+                    },
+                )?
+            };
+            let level = version.level(plan.output.level);
+            (level.position(run).unwrap_or(0), tables)
+        }
     };
-    input_tables(
-        version,
-        &PlanInput {
-            level: plan.output.level,
-            run,
-            tables: plan.merge_with.clone(),
-        },
-    )
+    if let Some(range) = flushed {
+        check_flush_is_newest(version, plan.output.level, position, range)?;
+    }
+    Ok(merge_with)
 }
 
-/// Fails if a run newer in recency order than the flush's output (a shallower level's, or one
-/// before the output in its level) holds a table overlapping [`smallest`, `largest`] that the
-/// flush does not merge with.
+/// Fails if a run newer in recency order than a flush's output at `position` of `level` (a
+/// shallower level's run, or one before it in its level) holds a table overlapping `range`.
 fn check_flush_is_newest(
     version: &Version,
-    plan: &FlushPlan,
-    smallest: &[u8],
-    largest: &[u8],
+    level: usize,
+    position: usize,
+    range: &KeyRange,
 ) -> Result<(), PolicyError> {
-    let level = plan.output.level;
-    let output_level = version.level(level);
-    let position = match plan.output.run {
-        OutputRun::Existing(run) => output_level.position(run).unwrap_or(0),
-        OutputRun::New => output_level.new_run_position(|run| {
-            plan.merge_with
-                .iter()
-                .any(|&t| version.table_location(t).is_some_and(|loc| loc.run == run))
-        }),
-    };
     let newer = version
         .levels()
         .iter()
@@ -103,19 +102,15 @@ fn check_flush_is_newest(
         .enumerate()
         .flat_map(|(l, lvl)| lvl.runs().iter().map(move |r| (l, r)))
         .chain(
-            output_level
+            version
+                .level(level)
                 .runs()
                 .iter()
                 .take(position)
                 .map(|r| (level, r)),
         );
     for (l, run) in newer {
-        let hiding = run.tables().iter().find(|t| {
-            t.smallest.as_ref() <= largest
-                && t.largest.as_ref() >= smallest
-                && !plan.merge_with.contains(&t.id)
-        });
-        if let Some(t) = hiding {
+        if let Some(t) = run.overlapping(range).first() {
             return Err(PolicyError::InvalidPlan(format!(
                 "a flush into level {level} would sit below table {} (run {} of level {l}), \
                  whose older entries would hide the flushed ones",

@@ -32,7 +32,7 @@ pub use key::{above_end, below_start, format_key, parse_key, KeyRange};
 pub use state::PolicyState;
 pub use table::{BlockMeta, RunId, SeqNo, SeqRange, TableId, TableMeta};
 pub use text::{format_size, parse_size};
-pub use version::{FileReferences, Level, Run, TableLocation, Version};
+pub use version::{table_covering, FileReferences, Level, Run, TableLocation, Version};
 
 /// Key bytes; cheap to clone.
 pub use bytes::Bytes;

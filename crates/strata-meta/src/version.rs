@@ -8,6 +8,13 @@ use crate::table::{RunId, TableId, TableMeta};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
+/// The table of `tables` (sorted by key, disjoint: a run's, or a slice of one) whose key range
+/// holds `key`, if any (binary search).
+pub fn table_covering<'a>(tables: &'a [Arc<TableMeta>], key: &[u8]) -> Option<&'a Arc<TableMeta>> {
+    let i = tables.partition_point(|t| t.largest.as_ref() < key);
+    tables.get(i).filter(|t| t.smallest.as_ref() <= key)
+}
+
 /// A sorted run: tables ordered by key that do not overlap one another.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Run {
@@ -74,6 +81,11 @@ impl Run {
             },
             _ => KeyRange::new(bytes::Bytes::new(), bytes::Bytes::new()),
         }
+    }
+
+    /// The run's table whose key range holds `key`, if any ([`table_covering`]).
+    pub fn table_covering(&self, key: &[u8]) -> Option<&Arc<TableMeta>> {
+        table_covering(&self.tables, key)
     }
 
     /// The contiguous slice of tables whose key ranges overlap `range` (binary search).
@@ -384,6 +396,18 @@ impl Version {
             .iter()
             .map(|l| l.size)
             .fold(0, u64::saturating_add)
+    }
+
+    /// Every file storage must hold for this version, with its size: each table's own file
+    /// ([`TableMeta::file_bytes`]; `true`), then each file retained for the blocks tables refer
+    /// to in it (`false`). Their sizes add up to [`Version::disk_bytes`].
+    pub fn stored_files(&self) -> impl Iterator<Item = (TableId, u64, bool)> + '_ {
+        self.tables()
+            .map(|(_, _, t)| (t.id, t.file_bytes(), true))
+            .chain(
+                self.retained_files()
+                    .map(|(file, size)| (file, size, false)),
+            )
     }
 
     /// Bytes on storage: every table's own file ([`TableMeta::file_bytes`]) plus the files

@@ -339,6 +339,18 @@ pub fn reclaim_retained_file(
     None
 }
 
+/// Output settings taken from a merge's input `tables`, for a merge no policy configured (a
+/// manual compaction, a handover): cut at the largest input table's size, with the largest
+/// input Bloom setting.
+pub fn inputs_output_settings<'a>(
+    tables: impl IntoIterator<Item = &'a Arc<TableMeta>>,
+) -> (CutRule, f64) {
+    let (largest, bloom) = tables.into_iter().fold((0u64, 0.0f64), |(size, bloom), t| {
+        (size.max(t.size), bloom.max(t.bloom_bits_per_key))
+    });
+    (CutRule::target_size(largest.max(1)), bloom)
+}
+
 /// A move of every table of the single run at `from` into a new run at `into`.
 pub fn move_run(from: usize, run: &Run, into: usize) -> Plan {
     Plan {
@@ -519,14 +531,12 @@ pub fn range_merge(
         }
     }
     let (cut, bloom_bits_per_key) = output.unwrap_or_else(|| {
-        let inputs = inputs
-            .iter()
-            .flat_map(|i| &i.tables)
-            .filter_map(|&id| version.table(id));
-        let (largest, bloom) = inputs.fold((0u64, 0.0f64), |(size, bloom), t| {
-            (size.max(t.size), bloom.max(t.bloom_bits_per_key))
-        });
-        (CutRule::target_size(largest.max(1)), bloom)
+        inputs_output_settings(
+            inputs
+                .iter()
+                .flat_map(|i| &i.tables)
+                .filter_map(|&id| version.table(id)),
+        )
     });
     let run = match version.level(deepest).runs() {
         [only] => OutputRun::Existing(only.id()),

@@ -19,10 +19,13 @@ use strata_exec::sources::{
 };
 use strata_exec::window::{key_position, most_compact_window};
 use strata_exec::{compaction_edit, flush_edit, JobKind, OlderTables};
-use strata_meta::{BlockMeta, EditError, SeqRange, TableId, TableMeta, Version, VersionEdit};
+use strata_meta::{
+    table_covering, BlockMeta, EditError, KeyRange, SeqRange, TableId, TableMeta, Version,
+    VersionEdit,
+};
 use strata_policy::{
     BufferSelection, BufferSummary, CompactionPolicy, CutRule, Leases, PickContext, Plan,
-    PlanAction, PolicyError, PolicySpec, Priority, TimedPolicy, WorkloadStats,
+    PlanAction, PolicyError, Priority, TimedPolicy, WorkloadStats,
 };
 use strata_workload::{OpKind, OpStream, WorkloadSpec};
 use thiserror::Error;
@@ -929,15 +932,11 @@ impl Simulator {
             key_sample.add(&key_of(e).to_be_bytes());
         }
         let range = match (entries.first(), entries.last()) {
-            (Some(&a), Some(&b)) => Some((key_bytes(key_of(a)), key_bytes(key_of(b)))),
+            (Some(&a), Some(&b)) => Some(KeyRange::new(key_bytes(key_of(a)), key_bytes(key_of(b)))),
             _ => None,
         };
-        let merge_with = flush_merge_tables(
-            &self.version,
-            &plan,
-            range.as_ref().map(|(a, b)| (a.as_ref(), b.as_ref())),
-        )
-        .map_err(|e| self.policy_error(e))?;
+        let merge_with = flush_merge_tables(&self.version, &plan, range.as_ref())
+            .map_err(|e| self.policy_error(e))?;
         let mut merge_arrays = Vec::with_capacity(merge_with.len());
         let mut read_bytes = 0;
         let mut seqnos = buffer_seqnos;
@@ -1068,10 +1067,7 @@ impl Simulator {
         if holders == 0 {
             return false;
         }
-        let in_inputs = inputs.iter().filter_map(|run| {
-            let i = run.partition_point(|t| t.largest.as_ref() < &kb[..]);
-            run.get(i).filter(|t| t.smallest.as_ref() <= &kb[..])
-        });
+        let in_inputs = inputs.iter().filter_map(|run| table_covering(run, &kb));
         let not_older = in_inputs
             .chain(rule.older.newer_covering(&kb))
             .filter(|t| self.holds(t, key))
@@ -1260,26 +1256,26 @@ impl Simulator {
     /// Hands the tree to `policy` from now on: a live policy switch, as the engine's
     /// `Db::set_policy` makes it. The old policy's running jobs finish first (their plans, and
     /// the state they carry, are its own); then one edit names the new policy
-    /// ([`PolicySpec::of`]) and clears the state, and the new policy plans its way from the
+    /// ([`handover::switch_edit`]) and clears the state, and the new policy plans its way from the
     /// tree as it finds it, at once.
     pub fn set_policy(&mut self, policy: Arc<dyn CompactionPolicy>) -> Result<(), SimError> {
         self.draining = true;
-        let mut drained = Ok(());
-        while let Some(end) = self.running.iter().map(|j| j.end).reduce(f64::max) {
-            drained = self.advance_to(end);
-            if drained.is_err() {
-                break;
-            }
-        }
+        let drained = self.finish_running_jobs();
         self.draining = false;
         drained?;
-        let mut edit = VersionEdit::new();
-        edit.switch_policy(PolicySpec::of(policy.as_ref()).to_string());
-        self.apply_edit(edit, "policy switch")?;
+        self.apply_edit(handover::switch_edit(policy.as_ref()), "policy switch")?;
         self.entry_level = handover::entry_level(policy.as_ref());
         self.policy = Arc::new(TimedPolicy::new(policy));
         self.plans_since_flush = 0;
         self.schedule()
+    }
+
+    /// Advances the clock until no job runs (new ones may start meanwhile, unless draining).
+    fn finish_running_jobs(&mut self) -> Result<(), SimError> {
+        while let Some(end) = self.running.iter().map(|j| j.end).reduce(f64::max) {
+            self.advance_to(end)?;
+        }
+        Ok(())
     }
 
     /// Installs an edit no job made (`what` names it in errors).
@@ -1660,9 +1656,7 @@ impl Simulator {
         if self.cfg.final_flush {
             self.flush()?;
         }
-        while let Some(end) = self.running.iter().map(|j| j.end).reduce(f64::max) {
-            self.advance_to(end)?;
-        }
+        self.finish_running_jobs()?;
         self.end_phase();
         let user_bytes = self.stats.bytes_ingested;
         let m = &self.metrics;

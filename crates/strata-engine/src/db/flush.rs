@@ -566,12 +566,8 @@ impl Engine {
             rebuffered,
         } = taken;
         let sample = Arc::new(Mutex::new(FlushKeySample::new()));
-        let range = flushed.key_range();
-        let merge_with = flush_merge_tables(
-            &job.version,
-            plan,
-            range.as_ref().map(|(a, b)| (a.as_ref(), b.as_ref())),
-        )?;
+        let range = flushed.key_range().map(|(a, b)| KeyRange::new(a, b));
+        let merge_with = flush_merge_tables(&job.version, plan, range.as_ref())?;
         // The buffer counts as one input of the cutter's projection, at its smallest key.
         let mut projection: Vec<(Bytes, u64)> = flushed
             .key_range()

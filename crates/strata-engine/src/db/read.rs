@@ -140,9 +140,7 @@ impl Engine {
                 holders.extend(0..level.runs().len());
             }
             for &run in &holders {
-                let tables = level.runs()[run].tables();
-                let i = tables.partition_point(|t| t.largest.as_ref() < user_key);
-                let Some(t) = tables.get(i).filter(|t| t.smallest.as_ref() <= user_key) else {
+                let Some(t) = level.runs()[run].table_covering(user_key) else {
                     continue;
                 };
                 let found = match &indexed {

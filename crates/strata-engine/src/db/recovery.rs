@@ -279,14 +279,12 @@ fn check_live_files(
         None => String::new(),
     };
     // Every table's own file, and every file kept for the blocks tables refer to in it.
-    let files =
-        r.version
-            .tables()
-            .map(|(_, _, t)| (t.id, t.file_bytes(), "table"))
-            .chain(r.version.retained_files().map(|(file, size)| {
-                (file, size, "table file kept for the blocks tables refer to")
-            }));
-    for (file, expected, what) in files {
+    for (file, expected, is_table) in r.version.stored_files() {
+        let what = if is_table {
+            "table"
+        } else {
+            "table file kept for the blocks tables refer to"
+        };
         let name = manifest::table_file_name(file.0);
         let path = dir.join(&name);
         match fs.file_size(&path) {

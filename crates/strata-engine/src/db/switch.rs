@@ -8,8 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use strata_exec::handover;
-use strata_meta::VersionEdit;
-use strata_policy::{CompactionPolicy, PolicySpec, TimedPolicy};
+use strata_policy::{CompactionPolicy, TimedPolicy};
 
 impl Engine {
     /// Hands the tree to `policy`: stops starting jobs, waits for the running ones (the old
@@ -43,8 +42,7 @@ impl Engine {
                 .wait_for(&mut state, Duration::from_millis(20));
         };
         let switched = drained.and_then(|()| {
-            let mut edit = VersionEdit::new();
-            edit.switch_policy(PolicySpec::of(policy.as_ref()).to_string());
+            let edit = handover::switch_edit(policy.as_ref());
             self.install(&mut state, edit, &[], BufferChange::default())?;
             self.entry_level
                 .store(handover::entry_level(policy.as_ref()), Ordering::Relaxed);
