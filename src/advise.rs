@@ -257,7 +257,7 @@ pub fn run(args: AdviseArgs) -> Result<()> {
     progress.finish_and_clear();
     rank(&mut candidates);
     if args.verify > 0 {
-        verify(&mut candidates, &spec, &args)?;
+        verify(&mut candidates, &spec, &args, mix)?;
         rank(&mut candidates);
     }
     let pick = candidates
@@ -350,8 +350,14 @@ fn score(c: &Candidate, objective: Objective, mix: [f64; 4]) -> f64 {
         Objective::Throughput => -c.measured_ops_per_sec.unwrap_or(c.estimated_ops_per_sec),
         Objective::WriteAmp => c.measured_write_amp.unwrap_or(c.write_amp),
         Objective::SpaceAmp => c.space_amp,
+        // I/Os per lookup and runs per scan, weighed by the workload's shares of each.
         Objective::ReadCost => {
-            c.lookup_cost * mix[1] + c.scan_runs as f64 * mix[2] / (mix[1] + mix[2]).max(1e-9)
+            let (reads, scans) = (mix[1], mix[2]);
+            if reads + scans > 0.0 {
+                (c.lookup_cost * reads + c.scan_runs as f64 * scans) / (reads + scans)
+            } else {
+                c.lookup_cost
+            }
         }
     }
 }
@@ -395,7 +401,12 @@ fn rank(candidates: &mut [Candidate]) {
 }
 
 /// Runs the best `args.verify` configurations on the engine and records what they measure.
-fn verify(candidates: &mut [Candidate], spec: &WorkloadSpec, args: &AdviseArgs) -> Result<()> {
+fn verify(
+    candidates: &mut [Candidate],
+    spec: &WorkloadSpec,
+    args: &AdviseArgs,
+    mix: [f64; 4],
+) -> Result<()> {
     let chosen: Vec<usize> = (0..candidates.len())
         .filter(|&i| candidates[i].excluded.is_none())
         .take(args.verify)
@@ -432,7 +443,7 @@ fn verify(candidates: &mut [Candidate], spec: &WorkloadSpec, args: &AdviseArgs) 
         if let Some(c) = candidates.iter_mut().find(|c| c.spec == run.label) {
             c.measured_ops_per_sec = Some(run.ops_per_sec);
             c.measured_write_amp = Some(run.write_amp);
-            c.score = score(c, args.objective, [0.0; 4]);
+            c.score = score(c, args.objective, mix);
         }
     }
     Ok(())

@@ -1240,6 +1240,34 @@ fn advise_ranks_by_the_objective_keeps_to_constraints_and_reads_a_database() {
         .as_str()
         .unwrap()
         .contains("with_policy_named"));
+    // Read cost on a workload of lookups and updates, no scans: the score is the I/Os per
+    // lookup, whatever the share of writes.
+    let advice = json(&[
+        "advise",
+        "--workload",
+        "ycsb-b",
+        "--entries",
+        "30000",
+        "--ops",
+        "30000",
+        "--write-buffer-size",
+        "256KiB",
+        "--policies",
+        "leveled,tiered",
+        "--objective",
+        "read-cost",
+        "--json",
+    ]);
+    let scores: Vec<f64> = advice["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            assert_eq!(c["score"], c["lookup_cost"], "{c}");
+            c["score"].as_f64().unwrap()
+        })
+        .collect();
+    assert!(scores.windows(2).all(|w| w[0] <= w[1]), "{scores:?}");
     // A space budget leaves configurations out, and the pick keeps to it.
     let mut args = small.to_vec();
     args.extend(["--max-space-amp", "1.6"]);
