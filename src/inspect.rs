@@ -307,11 +307,7 @@ fn db_text(d: &DbInspection, tables: bool) -> String {
         );
     }
     for damage in &d.damage {
-        let _ = writeln!(
-            s,
-            "DAMAGED     {} at offset {}: {}",
-            damage.file, damage.offset, damage.reason
-        );
+        let _ = writeln!(s, "DAMAGED     {damage}");
     }
     if d.verified {
         let _ = writeln!(s, "verified    every table's blocks read and checked");
@@ -408,11 +404,7 @@ fn table_text(t: &TableInspection) -> String {
     }
     match &t.damage {
         Some(d) => {
-            let _ = writeln!(
-                s,
-                "\nDAMAGED     {} at offset {}: {}",
-                d.file, d.offset, d.reason
-            );
+            let _ = writeln!(s, "\nDAMAGED     {d}");
         }
         None if t.verified => {
             let _ = writeln!(s, "\nverified    every block read and checked");
@@ -468,11 +460,7 @@ fn wal_text(w: &WalInspection) -> String {
         );
     }
     if let Some(d) = &w.damage {
-        let _ = writeln!(
-            s,
-            "DAMAGED     {} at offset {}: {}",
-            d.file, d.offset, d.reason
-        );
+        let _ = writeln!(s, "DAMAGED     {d}");
     }
     s
 }

@@ -50,6 +50,16 @@ pub struct DamageReport {
     pub reason: String,
 }
 
+impl std::fmt::Display for DamageReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} at offset {}: {}",
+            self.file, self.offset, self.reason
+        )
+    }
+}
+
 impl DamageReport {
     /// The damage as the error it is.
     pub fn into_error(self) -> Error {
