@@ -116,8 +116,7 @@ impl Statistics {
 ///
 /// The engine records it with every flush's manifest record, in each new manifest's first
 /// record and at close, so it survives reopening; a crash loses what happened since the last
-/// flush. Writes replayed
-/// from the WAL at open are not counted again.
+/// flush. Writes replayed from the WAL at open are not counted again.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LifetimeStats {
