@@ -85,6 +85,10 @@ pub struct Metrics {
     pub table_bytes: u64,
     /// Bytes held by memtables (their arenas).
     pub memtable_bytes: u64,
+    /// Frozen memtables: waiting for a flush, or held by a window flush. Each keeps its WAL,
+    /// so the WALs on disk are these plus the active one's (plus, for a moment, those a flush
+    /// just made obsolete). RocksDB: `rocksdb.num-immutable-mem-table`.
+    pub frozen_memtables: usize,
     /// Block-cache bytes in use by data blocks.
     pub block_cache_bytes: u64,
     /// Bytes open tables charge to the block cache
@@ -180,6 +184,7 @@ impl Metrics {
             compaction_read_retries: g(&s.compaction_read_retries),
             table_bytes: version.disk_bytes(),
             memtable_bytes,
+            frozen_memtables: 0,
             block_cache_bytes: cache.used_bytes(),
             block_cache_table_bytes: cache.table_bytes(),
             sorted_runs: version.run_count(),
@@ -242,8 +247,14 @@ impl fmt::Display for Metrics {
         )?;
         writeln!(
             f,
-            "shape: {} runs, {} tables, {} table bytes, {} memtable bytes, stalled {} µs",
-            self.sorted_runs, self.tables, self.table_bytes, self.memtable_bytes, self.stall_micros
+            "shape: {} runs, {} tables, {} table bytes, {} memtable bytes ({} frozen memtables), \
+             stalled {} µs",
+            self.sorted_runs,
+            self.tables,
+            self.table_bytes,
+            self.memtable_bytes,
+            self.frozen_memtables,
+            self.stall_micros
         )?;
         if self.key_index_entries > 0 {
             writeln!(

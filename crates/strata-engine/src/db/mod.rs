@@ -248,7 +248,7 @@ impl Db {
 
     /// Counters, amplifications and the tree's shape.
     pub fn metrics(&self) -> Metrics {
-        let (version, key_index) = {
+        let (version, key_index, frozen_memtables) = {
             let state = self.engine.state.lock();
             let key_index =
                 state
@@ -258,20 +258,23 @@ impl Db {
                         entries: k.entries(),
                         bytes: k.memory_bytes(),
                     });
-            (Arc::clone(&state.version), key_index)
+            (Arc::clone(&state.version), key_index, state.frozen.len())
         };
         let view = self.engine.current_super_version();
         let memtable_bytes = view.memtable.memory_usage()
             + view.frozen.iter().map(|m| m.memory_usage()).sum::<u64>();
-        Metrics::collect(
-            &self.engine.stats,
-            &version,
-            memtable_bytes,
-            &self.engine.block_cache,
-            self.engine.policy().nanos(),
-            key_index,
-            view.intervals.iter().map(|i| i.memory_bytes() as u64).sum(),
-        )
+        Metrics {
+            frozen_memtables,
+            ..Metrics::collect(
+                &self.engine.stats,
+                &version,
+                memtable_bytes,
+                &self.engine.block_cache,
+                self.engine.policy().nanos(),
+                key_index,
+                view.intervals.iter().map(|i| i.memory_bytes() as u64).sum(),
+            )
+        }
     }
 
     /// The live counters [`Db::metrics`] is computed from: relaxed atomics, cheap enough to
