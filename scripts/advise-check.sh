@@ -7,6 +7,8 @@
 #
 # env: WORKLOADS (default: fillrandom ycsb-b ycsb-e updatezipf, then the held-back ycsb-f and
 # ycsb-d), ENTRIES and OPS (default 500000), BUFFER (default 4MiB), VERIFY (default 3),
+# ROUNDS (default 3: every policy is benched that many times, in rounds, and compared by its
+# median; one run's noise on this machine is ±10%, as large as the criterion),
 # STRATA (default target/release/strata). scripts/advise-table.py prints the table from OUT_DIR.
 set -euo pipefail
 out=${1:-target/advise-check}
@@ -24,11 +26,14 @@ for workload in ${WORKLOADS:-fillrandom ycsb-b ycsb-e updatezipf ycsb-f ycsb-d};
     mv "$out/$workload-advise.json.tmp" "$out/$workload-advise.json"
   fi
   pick=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pick"]["spec"])' "$out/$workload-advise.json")
-  if [ ! -s "$out/$workload-bench.json" ]; then
-    echo "== $workload: bench, every policy and the pick" >&2
-    "$strata" bench "${common[@]}" --policies "$builtins,$pick" --peers none --json \
-      --report "$out/$workload-report" >"$out/$workload-bench.json.tmp"
-    mv "$out/$workload-bench.json.tmp" "$out/$workload-bench.json"
-  fi
+  for round in $(seq 1 "${ROUNDS:-3}"); do
+    bench="$out/$workload-bench-$round.json"
+    if [ ! -s "$bench" ]; then
+      echo "== $workload: bench round $round, every policy and the pick" >&2
+      "$strata" bench "${common[@]}" --policies "$builtins,$pick" --peers none --json \
+        --report "$out/$workload-report-$round" >"$bench.tmp"
+      mv "$bench.tmp" "$bench"
+    fi
+  done
 done
 python3 "$(dirname "$0")/advise-table.py" "$out"

@@ -1,34 +1,46 @@
 #!/usr/bin/env python3
 """The table of scripts/advise-check.sh: per workload, advise's pick, its throughput and write
-amplification as strata bench measured them, the best policy's, and the pick's shortfall."""
+amplification as strata bench measured them (median over the rounds, with the rounds' range),
+the best policy's by median, and the pick's shortfall."""
 import json
+import statistics
 import sys
 from pathlib import Path
 
 out = Path(sys.argv[1] if len(sys.argv) > 1 else "target/advise-check")
-print("| workload | advise's pick | pick ops/s | best policy | best ops/s | pick / best | pick WA | lowest WA (policy) |")
-print("|---|---|---:|---|---:|---:|---:|---:|")
+print("| workload | advise's pick | pick ops/s, median (range) | best policy | best ops/s, median (range) | pick / best | rounds | pick WA | lowest WA (policy) |")
+print("|---|---|---:|---|---:|---:|---:|---:|---:|")
 for advice_file in sorted(out.glob("*-advise.json")):
     workload = advice_file.name[: -len("-advise.json")]
-    bench_file = out / f"{workload}-bench.json"
-    if not bench_file.exists():
-        continue
     advice = json.loads(advice_file.read_text())
-    runs = json.loads(bench_file.read_text())
+    rounds = [json.loads(f.read_text()) for f in sorted(out.glob(f"{workload}-bench-*.json"))]
+    if not rounds:
+        continue
+    by_label = {}
+    for runs in rounds:
+        for r in runs:
+            by_label.setdefault(r["label"], []).append(r)
+    ops = {label: statistics.median([r["ops_per_sec"] for r in rs]) for label, rs in by_label.items()}
+    wa = {label: statistics.median([r["write_amp"] for r in rs]) for label, rs in by_label.items()}
+    spread = {
+        label: (min(r["ops_per_sec"] for r in rs), max(r["ops_per_sec"] for r in rs))
+        for label, rs in by_label.items()
+    }
     pick = advice["pick"]["spec"]
-    by_label = {r["label"]: r for r in runs}
-    mine = by_label.get(pick)
-    best = max(runs, key=lambda r: r["ops_per_sec"])
-    low = min(runs, key=lambda r: r["write_amp"])
-    short = pick.split(":")[0] + "".join(
-        f" {k}={v}" for k, v in (o.split("=") for o in pick.split(":")[1].split(",") if ":" in pick)
-        if k in ("size_ratio", "bloom_bits_per_key") and not (k == "bloom_bits_per_key" and v == "10")
+    name = lambda label: label.split(":")[0]
+    short = name(pick) + "".join(
+        f" {k}={v}"
+        for k, v in (o.split("=") for o in pick.split(":")[1].split(","))
+        if k == "size_ratio" or (k == "bloom_bits_per_key" and v != "10")
     ) if ":" in pick else pick
-    if mine is None:
+    if pick not in ops:
         print(f"| {workload} | {short} | (not measured) | | | | | |")
         continue
+    best = max(ops, key=ops.get)
+    low = min(wa, key=wa.get)
+    rng = lambda label: f"{spread[label][0]:.0f}–{spread[label][1]:.0f}"
     print(
-        f"| {workload} | {short} | {mine['ops_per_sec']:.0f} | {best['label'].split(':')[0]} | "
-        f"{best['ops_per_sec']:.0f} | {mine['ops_per_sec'] / best['ops_per_sec']:.3f} | "
-        f"{mine['write_amp']:.2f} | {low['write_amp']:.2f} ({low['label'].split(':')[0]}) |"
+        f"| {workload} | {short} | {ops[pick]:.0f} ({rng(pick)}) | {name(best)} | "
+        f"{ops[best]:.0f} ({rng(best)}) | {ops[pick] / ops[best]:.3f} | {len(rounds)} | "
+        f"{wa[pick]:.2f} | {wa[low]:.2f} ({name(low)}) |"
     )
