@@ -12,7 +12,7 @@ use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use strata_bench::engines::EngineSettings;
-use strata_bench::{run_comparison, BenchConfig, ChildCommand};
+use strata_bench::{run_comparison, BenchConfig};
 use strata_engine::stats::LifetimeStats;
 use strata_engine::{Db, Options};
 use strata_policy::model::{ModelEstimate, ModelInput};
@@ -428,14 +428,7 @@ fn verify(
         file_trace: None,
         // Each configuration in a process of its own, as `strata bench` runs them (when this
         // program can start itself), so no run inherits another's heap or caches.
-        isolate: if crate::is_main() {
-            Some(ChildCommand {
-                program: std::env::current_exe().context("finding this program")?,
-                args: vec!["bench-run".into()],
-            })
-        } else {
-            None
-        },
+        isolate: crate::bench::own_process_per_run()?,
         bandwidth_probe_bytes: 0,
     };
     let comparison = run_comparison(&config).context("verifying on the engine")?;

@@ -170,6 +170,19 @@ pub struct BenchArgs {
     bandwidth_probe: u64,
 }
 
+/// How a comparison gives each configuration a process of its own: this same program again,
+/// with the hidden `bench-run` command; `None` when this process was not started through
+/// [`crate::main`] (called as a library), so runs stay in this process.
+pub(crate) fn own_process_per_run() -> Result<Option<ChildCommand>> {
+    if !crate::is_main() {
+        return Ok(None);
+    }
+    Ok(Some(ChildCommand {
+        program: std::env::current_exe().context("finding this program to run each run")?,
+        args: vec!["bench-run".into()],
+    }))
+}
+
 /// Arguments of the hidden `bench-run` command: one configuration of a comparison, in a process
 /// of its own (what `strata bench` starts for each run).
 #[derive(Args, Debug)]
@@ -432,13 +445,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         progress: !args.quiet && !args.json,
         job_log: args.job_log.clone(),
         file_trace: args.file_trace.clone(),
-        isolate: if args.in_process || !crate::is_main() {
+        isolate: if args.in_process {
             None
         } else {
-            Some(ChildCommand {
-                program: std::env::current_exe().context("finding this program to run each run")?,
-                args: vec!["bench-run".into()],
-            })
+            own_process_per_run()?
         },
         bandwidth_probe_bytes: args.bandwidth_probe,
     };
