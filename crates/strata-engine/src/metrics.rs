@@ -131,11 +131,20 @@ pub(crate) struct KeyIndexUse {
     pub bytes: u64,
 }
 
+/// What the memtables hold, for [`Metrics::collect`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct MemtableUse {
+    /// Their arenas' bytes, the active memtable's included.
+    pub bytes: u64,
+    /// Frozen ones, held or waiting.
+    pub frozen: usize,
+}
+
 impl Metrics {
     pub(crate) fn collect(
         s: &Statistics,
         version: &Version,
-        memtable_bytes: u64,
+        memtables: MemtableUse,
         cache: &BlockCache,
         policy_nanos: u64,
         key_index: KeyIndexUse,
@@ -183,8 +192,8 @@ impl Metrics {
             delayed_writes: g(&s.delayed_writes),
             compaction_read_retries: g(&s.compaction_read_retries),
             table_bytes: version.disk_bytes(),
-            memtable_bytes,
-            frozen_memtables: 0,
+            memtable_bytes: memtables.bytes,
+            frozen_memtables: memtables.frozen,
             block_cache_bytes: cache.used_bytes(),
             block_cache_table_bytes: cache.table_bytes(),
             sorted_runs: version.run_count(),

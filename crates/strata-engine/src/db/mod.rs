@@ -83,7 +83,7 @@ pub use read::{ReadOptions, Snapshot};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::metrics::{KeyIndexUse, Metrics};
+use crate::metrics::{KeyIndexUse, MemtableUse, Metrics};
 use crate::options::WriteOptions;
 use crate::user_iter::DbIterator;
 use background::Worker;
@@ -261,20 +261,20 @@ impl Db {
             (Arc::clone(&state.version), key_index, state.frozen.len())
         };
         let view = self.engine.current_super_version();
-        let memtable_bytes = view.memtable.memory_usage()
-            + view.frozen.iter().map(|m| m.memory_usage()).sum::<u64>();
-        Metrics {
-            frozen_memtables,
-            ..Metrics::collect(
-                &self.engine.stats,
-                &version,
-                memtable_bytes,
-                &self.engine.block_cache,
-                self.engine.policy().nanos(),
-                key_index,
-                view.intervals.iter().map(|i| i.memory_bytes() as u64).sum(),
-            )
-        }
+        let memtables = MemtableUse {
+            bytes: view.memtable.memory_usage()
+                + view.frozen.iter().map(|m| m.memory_usage()).sum::<u64>(),
+            frozen: frozen_memtables,
+        };
+        Metrics::collect(
+            &self.engine.stats,
+            &version,
+            memtables,
+            &self.engine.block_cache,
+            self.engine.policy().nanos(),
+            key_index,
+            view.intervals.iter().map(|i| i.memory_bytes() as u64).sum(),
+        )
     }
 
     /// The live counters [`Db::metrics`] is computed from: relaxed atomics, cheap enough to
