@@ -34,7 +34,7 @@ for advice_file in sorted(out.glob("*-advise.json")):
         if k == "size_ratio" or (k == "bloom_bits_per_key" and v != "10")
     ) if ":" in pick else pick
     if pick not in ops:
-        print(f"| {workload} | {short} | (not measured) | | | | | |")
+        print(f"| {workload} | {short} | (not measured) | | | | {len(rounds)} | | |")
         continue
     best = max(ops, key=ops.get)
     low = min(wa, key=wa.get)
