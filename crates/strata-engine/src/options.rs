@@ -144,6 +144,13 @@ impl Options {
         (self.write_buffer_size as f64 * self.memtable_bloom_size_ratio) as usize
     }
 
+    /// Frozen memtables (held or waiting), each with its WAL, at which writers stall until a
+    /// flush, and past which a flush re-buffers what it leaves: 8 × `max_write_buffer_number`.
+    /// Window flushes make many small memtables; this bounds their WALs.
+    pub(crate) fn frozen_memtable_limit(&self) -> usize {
+        8 * self.max_write_buffer_number
+    }
+
     /// Memtables (active plus frozen) before writes stop and wait for a flush. RocksDB:
     /// `max_write_buffer_number`. Default: 2.
     pub fn with_max_write_buffer_number(mut self, n: usize) -> Self {

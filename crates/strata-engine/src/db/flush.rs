@@ -500,8 +500,8 @@ impl Engine {
         };
         state.leases.acquire(&lease, &state.version)?;
         // Re-buffer once the held memtables' evicted bytes pass what is live in the buffer, or
-        // once the memtables (each with its WAL) number more than 8 × max_write_buffer_number,
-        // the count writers stall at: a buffer held nearly full makes writers freeze small
+        // once the memtables (each with its WAL) number more than the count writers stall at
+        // (`Options::frozen_memtable_limit`): a buffer held nearly full makes writers freeze small
         // memtables, and holding them all would keep their WALs without bound (30 frozen seen
         // with 16 KiB buffers). The copy is one memtable, logged in the open WAL. Not at a
         // lower count: Min-Max holds 13–14 memtables of a 16 MiB buffer in steady state, and
@@ -514,7 +514,7 @@ impl Engine {
                 .map(|m| m.approximate_size())
                 .sum();
             physical >= 2 * (held.live_charged + waiting)
-                || memtables.len() > 8 * self.options.max_write_buffer_number
+                || memtables.len() > self.options.frozen_memtable_limit()
         };
         state.flush_running = true;
         state.stateful_running |= plan.policy_state.is_some();

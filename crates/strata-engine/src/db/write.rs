@@ -230,15 +230,15 @@ impl Engine {
             // max_write_buffer_number − 1 buffers: counted in bytes, since memtables a window
             // flush's buffer makes freeze early are small (a rebuffering flush of Min-Max would
             // otherwise stall writers for all of its 80 ms behind one 1 MiB memtable); and in
-            // count, held ones included, at 8 buffers' worth, to bound the WALs open at once:
-            // with a window flush's buffer nearly full, every switch freezes a memtable of a
-            // few writes, each with its WAL. The flush the stall waits for takes them all and
-            // re-buffers what it leaves once they number more than that, so at most
-            // 8 × max_write_buffer_number + 1 are frozen at once.
+            // count, held ones included, at `Options::frozen_memtable_limit`, to bound the WALs
+            // open at once: with a window flush's buffer nearly full, every switch freezes a
+            // memtable of a few writes, each with its WAL. The flush the stall waits for takes
+            // them all and re-buffers what it leaves once they number more than the limit, so
+            // at most the limit + 1 are frozen at once.
             let max = self.options.max_write_buffer_number;
             let waiting_full = waiting_bytes
                 >= (max as u64 - 1).saturating_mul(self.options.write_buffer_size)
-                || state.frozen.len() + 1 >= 8 * max;
+                || state.frozen.len() + 1 >= self.options.frozen_memtable_limit();
             if !synchronous
                 && (buffers_full
                     || held_full
