@@ -54,12 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "last key: {:?}",
         last.map(|(k, _)| String::from_utf8_lossy(&k).into_owned())
     );
-    let at_snapshot = db.get_with(
-        "user:00000003",
-        &strata_engine::ReadOptions {
-            snapshot: Some(&snapshot),
-        },
-    )?;
+    let at_snapshot = db.get_with("user:00000003", &strata_engine::ReadOptions::at(&snapshot))?;
     println!(
         "user:00000003 at the snapshot = {:?}",
         at_snapshot.map(|v| String::from_utf8_lossy(&v).into_owned())

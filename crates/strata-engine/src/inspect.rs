@@ -591,7 +591,7 @@ pub fn inspect_table(
     let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
     let stats = Arc::new(Statistics::default());
     // Opened through a table cache, so that blocks kept in sibling files can be read.
-    let cache = TableCache::new(Arc::clone(&fs), dir, 64, None, Arc::clone(&stats));
+    let cache = TableCache::new(Arc::clone(&fs), dir, 64, None, Arc::clone(&stats), false);
     let file = fs
         .open(path)
         .map_err(|e| Error::io(format!("opening table {}", path.display()), e))?;

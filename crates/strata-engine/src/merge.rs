@@ -8,7 +8,9 @@ use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
 use crate::manifest::table_file_name;
 use crate::rate_limiter::{RateLimitedFile, RateLimiter};
-use crate::table::{Compression, KeptBlock, ReadPurpose, TableBuilder, TableOptions, TableSummary};
+use crate::table::{
+    Compression, KeptBlock, ReadPurpose, ReadaheadSize, TableBuilder, TableOptions, TableSummary,
+};
 use crate::table_cache::{RunIterator, TableCache};
 use bytes::Bytes;
 use std::path::Path;
@@ -34,6 +36,9 @@ pub struct WriteSettings {
     /// Starts a table's writeback every this many bytes; 0 never
     /// ([`crate::Options::with_bytes_per_sync`]).
     pub bytes_per_sync: u64,
+    /// Writes tables around the page cache
+    /// ([`crate::Options::with_use_direct_io_for_flush_and_compaction`]).
+    pub direct_writes: bool,
 }
 
 /// Decides, entry by entry, what a merge keeps: the newest version of each key in each snapshot
@@ -249,11 +254,14 @@ impl<'a> OutputWriter<'a> {
         let path = self.dir.join(table_file_name(number));
         // Recorded before creating: a failed create may still leave a file behind.
         self.started.push(number);
-        let mut file = self
-            .fs
-            .create(&path)
-            .map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
-        if self.settings.bytes_per_sync > 0 {
+        let created = if self.settings.direct_writes {
+            self.fs.create_direct(&path)
+        } else {
+            self.fs.create(&path)
+        };
+        let mut file = created.map_err(|e| Error::io(format!("creating {}", path.display()), e))?;
+        // Direct writes reach the device as they are made: there is no writeback to start.
+        if self.settings.bytes_per_sync > 0 && !self.settings.direct_writes {
             file = Box::new(WritebackEvery::new(file, self.settings.bytes_per_sync));
         }
         if let Some(limiter) = &self.settings.rate_limiter {
@@ -348,10 +356,11 @@ pub fn table_meta(number: u64, s: &TableSummary, bloom_bits_per_key: f64) -> Tab
 }
 
 /// A cursor over each run of `sources` (the shared executor's merge sources: runs newest first,
-/// tables in key order), and the bytes they hold.
+/// tables in key order), reading each table with `readahead`, and the bytes they hold.
 pub fn source_iterators(
     sources: Vec<Vec<Arc<TableMeta>>>,
     tables: &Arc<TableCache>,
+    readahead: ReadaheadSize,
 ) -> (Vec<Box<dyn InternalIterator>>, u64) {
     let bytes = sources.iter().flatten().map(|t| t.size).sum();
     let iters = sources
@@ -361,6 +370,7 @@ pub fn source_iterators(
                 Arc::clone(tables),
                 run,
                 ReadPurpose::Compaction,
+                readahead,
             )) as Box<dyn InternalIterator>
         })
         .collect();

@@ -60,6 +60,17 @@ pub struct Metrics {
     pub compaction_blocks_read: u64,
     /// Properties, index and filter blocks read when tables were opened.
     pub metadata_blocks_read: u64,
+    /// Index blocks read from storage by lookups and scans (block-cache misses where the cache
+    /// holds indexes; 0 while open tables hold them).
+    pub index_blocks_read: u64,
+    /// Filter blocks read from storage by lookups, counted like `index_blocks_read`.
+    pub filter_blocks_read: u64,
+    /// Reads of lookups and scans that read ahead (a data block and the bytes after it).
+    pub readahead_reads: u64,
+    /// Bytes those reads brought.
+    pub readahead_bytes: u64,
+    /// Data blocks that came out of a read ahead (each also counts in `blocks_read`).
+    pub readahead_blocks: u64,
     /// Block-cache hits of lookups and scans.
     pub block_cache_hits: u64,
     /// Block-cache misses of lookups and scans.
@@ -181,6 +192,11 @@ impl Metrics {
             block_bytes_read: g(&s.block_bytes_read),
             compaction_blocks_read: g(&s.compaction_blocks_read),
             metadata_blocks_read: g(&s.metadata_blocks_read),
+            index_blocks_read: g(&s.index_blocks_read),
+            filter_blocks_read: g(&s.filter_blocks_read),
+            readahead_reads: g(&s.readahead_reads),
+            readahead_bytes: g(&s.readahead_bytes),
+            readahead_blocks: g(&s.readahead_blocks),
             block_cache_hits: g(&s.block_cache_hits),
             block_cache_misses: g(&s.block_cache_misses),
             bloom_checks: g(&s.bloom_checks),

@@ -4,7 +4,7 @@ use crate::error::{Error, Result};
 use crate::fs::{FileSystem, StdFs};
 use crate::listener::EventListener;
 use crate::log::RecoveryMode;
-use crate::table::Compression;
+use crate::table::{Compression, ReadaheadSize};
 use std::sync::Arc;
 use strata_policy::{build_policy, CompactionPolicy, PolicySpec};
 
@@ -32,6 +32,9 @@ pub struct Options {
     pub(crate) compression: Compression,
     pub(crate) block_cache_capacity: u64,
     pub(crate) charge_tables_to_cache: bool,
+    pub(crate) use_direct_reads: bool,
+    pub(crate) use_direct_io_for_flush_and_compaction: bool,
+    pub(crate) compaction_readahead_size: u64,
     pub(crate) max_open_files: usize,
     pub(crate) max_manifest_file_size: u64,
     pub(crate) wal_recovery_mode: RecoveryMode,
@@ -90,6 +93,9 @@ impl Default for Options {
             compression: Compression::None,
             block_cache_capacity: 32 << 20,
             charge_tables_to_cache: true,
+            use_direct_reads: false,
+            use_direct_io_for_flush_and_compaction: false,
+            compaction_readahead_size: 2 << 20,
             max_open_files: 1000,
             max_manifest_file_size: 16 << 20,
             wal_recovery_mode: RecoveryMode::TolerateCorruptedTail,
@@ -304,6 +310,44 @@ impl Options {
         self
     }
 
+    /// Reads table files around the page cache (`O_DIRECT`), for lookups, scans and
+    /// compactions alike: the block cache is then the only cache of table data, and the memory
+    /// a database uses is what its options say. The file system must support direct I/O:
+    /// opening fails with [`Error::InvalidArgument`] naming this option and the directory where
+    /// it does not (ramfs, and tmpfs before Linux 6.6), never silently reading buffered.
+    /// RocksDB: `use_direct_reads`. Default: false.
+    pub fn with_use_direct_reads(mut self, yes: bool) -> Self {
+        self.use_direct_reads = yes;
+        self
+    }
+
+    /// Writes the table files of flushes and compactions around the page cache (`O_DIRECT`),
+    /// so that background writes neither fill the page cache nor evict what reads need. WALs
+    /// and the manifest stay buffered. Fails at open like [`Options::with_use_direct_reads`]
+    /// where the file system refuses direct I/O. RocksDB:
+    /// `use_direct_io_for_flush_and_compaction`. Default: false.
+    pub fn with_use_direct_io_for_flush_and_compaction(mut self, yes: bool) -> Self {
+        self.use_direct_io_for_flush_and_compaction = yes;
+        self
+    }
+
+    /// Bytes a compaction reads ahead in each input table: its inputs are read in order, so
+    /// one large read replaces many block-sized ones, which matters most with direct reads
+    /// (no kernel readahead). 0 reads block by block. RocksDB: `compaction_readahead_size`.
+    /// Default: 2 MiB.
+    pub fn with_compaction_readahead_size(mut self, bytes: u64) -> Self {
+        self.compaction_readahead_size = bytes;
+        self
+    }
+
+    /// How compactions read ahead in their inputs.
+    pub(crate) fn compaction_readahead(&self) -> ReadaheadSize {
+        match self.compaction_readahead_size {
+            0 => ReadaheadSize::Off,
+            bytes => ReadaheadSize::Fixed(usize::try_from(bytes).unwrap_or(usize::MAX)),
+        }
+    }
+
     /// Table files kept open. RocksDB: `max_open_files`. Default: 1000.
     pub fn with_max_open_files(mut self, n: usize) -> Self {
         self.max_open_files = n;
@@ -471,6 +515,9 @@ impl Options {
         }
         if self.max_manifest_file_size < 4096 {
             return bad("max_manifest_file_size must be at least 4096 bytes");
+        }
+        if self.compaction_readahead_size > 1 << 30 {
+            return bad("compaction_readahead_size must be at most 1 GiB");
         }
         if let Compression::Zstd { level } = self.compression {
             if !(-7..=22).contains(&level) {

@@ -51,6 +51,21 @@ pub struct Statistics {
     pub compaction_blocks_read: AtomicU64,
     /// Properties, index and filter blocks read when a table is opened or verified.
     pub metadata_blocks_read: AtomicU64,
+    /// Index blocks read from storage by point lookups and scans: misses of the block cache
+    /// where it holds indexes (`Options::with_cache_index_and_filter_blocks`); 0 while open
+    /// tables hold them.
+    pub index_blocks_read: AtomicU64,
+    /// Filter blocks read from storage by point lookups, counted like `index_blocks_read`.
+    pub filter_blocks_read: AtomicU64,
+    /// Reads of lookups and scans that read ahead: each brought a data block and the file bytes
+    /// after it (`ReadOptions::readahead_size`).
+    pub readahead_reads: AtomicU64,
+    /// Bytes those reads brought.
+    pub readahead_bytes: AtomicU64,
+    /// Data blocks of lookups and scans that came out of a read ahead (each also counts in
+    /// `blocks_read`): the reads of data blocks that went to storage are `blocks_read −
+    /// readahead_blocks + readahead_reads`.
+    pub readahead_blocks: AtomicU64,
     /// Block-cache hits.
     pub block_cache_hits: AtomicU64,
     /// Block-cache misses.

@@ -6,7 +6,7 @@ use crate::iter::{InternalIterator, StoredBlock};
 use crate::key::user_key;
 use crate::manifest::table_file_name;
 use crate::stats::Statistics;
-use crate::table::{BlockCache, BlockFiles, ReadPurpose, Table, TableIterator};
+use crate::table::{BlockCache, BlockFiles, ReadPurpose, ReadaheadSize, Table, TableIterator};
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 use strata_meta::TableMeta;
@@ -20,6 +20,8 @@ pub struct TableCache {
     cache: quick_cache::sync::Cache<u64, Arc<Table>>,
     block_cache: Option<Arc<BlockCache>>,
     stats: Arc<Statistics>,
+    /// Open files for direct reads ([`crate::Options::with_use_direct_reads`]).
+    direct_reads: bool,
 }
 
 impl std::fmt::Debug for TableCache {
@@ -32,13 +34,15 @@ impl std::fmt::Debug for TableCache {
 }
 
 impl TableCache {
-    /// A cache of up to `capacity` open tables in `dir`.
+    /// A cache of up to `capacity` open tables in `dir`, their files opened for direct reads
+    /// if `direct_reads`.
     pub fn new(
         fs: Arc<dyn FileSystem>,
         dir: PathBuf,
         capacity: usize,
         block_cache: Option<Arc<BlockCache>>,
         stats: Arc<Statistics>,
+        direct_reads: bool,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| TableCache {
             me: me.clone(),
@@ -47,6 +51,7 @@ impl TableCache {
             cache: quick_cache::sync::Cache::new(capacity.max(1)),
             block_cache,
             stats,
+            direct_reads,
         })
     }
 
@@ -57,10 +62,12 @@ impl TableCache {
         }
         let name = table_file_name(number);
         let path = self.dir.join(&name);
-        let file = self
-            .fs
-            .open(&path)
-            .map_err(|e| Error::io(format!("opening table {}", path.display()), e))?;
+        let opened = if self.direct_reads {
+            self.fs.open_direct(&path)
+        } else {
+            self.fs.open(&path)
+        };
+        let file = opened.map_err(|e| Error::io(format!("opening table {}", path.display()), e))?;
         let files: Weak<dyn BlockFiles> = self.me.clone();
         let table = Arc::new(
             Table::open(
@@ -93,18 +100,25 @@ pub struct RunIterator {
     cache: Arc<TableCache>,
     tables: Vec<Arc<TableMeta>>,
     purpose: ReadPurpose,
+    readahead: ReadaheadSize,
     index: usize,
     current: Option<TableIterator>,
 }
 
 impl RunIterator {
     /// A cursor over `tables`, which must be sorted by key and disjoint, reading blocks for
-    /// `purpose`.
-    pub fn new(cache: Arc<TableCache>, tables: Vec<Arc<TableMeta>>, purpose: ReadPurpose) -> Self {
+    /// `purpose` with `readahead` in each table.
+    pub fn new(
+        cache: Arc<TableCache>,
+        tables: Vec<Arc<TableMeta>>,
+        purpose: ReadPurpose,
+        readahead: ReadaheadSize,
+    ) -> Self {
         RunIterator {
             cache,
             tables,
             purpose,
+            readahead,
             index: 0,
             current: None,
         }
@@ -115,7 +129,7 @@ impl RunIterator {
         match self.tables.get(index) {
             Some(meta) => {
                 let table = self.cache.get(meta.id.0)?;
-                self.current = Some(table.iter_for(self.purpose));
+                self.current = Some(table.iter_with(self.purpose, self.readahead));
                 Ok(true)
             }
             None => {

@@ -65,9 +65,7 @@ fn concurrent_writers_readers_and_flushes_lose_nothing() {
                 s.spawn(move || {
                     while !done.load(Ordering::Acquire) {
                         let snap = db.snapshot();
-                        let read = ReadOptions {
-                            snapshot: Some(&snap),
-                        };
+                        let read = ReadOptions::at(&snap);
                         let before: Vec<_> = db
                             .range_with::<&str, _>(.., &read, false)
                             .unwrap()

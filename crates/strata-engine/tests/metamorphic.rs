@@ -111,7 +111,7 @@ fn transcript(policy: &str, synchronous: bool, steps: &[Step]) -> Vec<String> {
             Step::Snapshot => snapshot = Some(db.snapshot()),
             Step::SnapshotGet(k) => {
                 if let Some(s) = &snapshot {
-                    let read = ReadOptions { snapshot: Some(s) };
+                    let read = ReadOptions::at(s);
                     out.push(format!("{:?}", db.get_with(k, &read).unwrap()));
                 }
             }

@@ -192,9 +192,7 @@ fn run(policy: &str, synchronous: bool, seed: u64, steps: usize) {
                 if let Some((snap, old)) =
                     snapshots.get(rng.random_range(0..snapshots.len().max(1)))
                 {
-                    let read = ReadOptions {
-                        snapshot: Some(snap),
-                    };
+                    let read = ReadOptions::at(snap);
                     let k = key(&mut rng);
                     assert_eq!(
                         db.get_with(&k, &read).unwrap().map(|b| b.to_vec()),

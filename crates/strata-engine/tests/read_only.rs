@@ -162,9 +162,7 @@ fn a_read_only_open_reads_everything_and_changes_nothing() {
         .collect();
     assert_eq!(backward, expected_back);
     let snapshot = db.snapshot();
-    let at_snapshot = ReadOptions {
-        snapshot: Some(&snapshot),
-    };
+    let at_snapshot = ReadOptions::at(&snapshot);
     assert_eq!(
         db.get_with(key(2050), &at_snapshot)
             .unwrap()

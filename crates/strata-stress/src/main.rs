@@ -501,12 +501,7 @@ fn worker(
             _ => {
                 // A snapshot stays frozen while this thread writes again.
                 let snap = db.snapshot();
-                let before = db.get_with(
-                    &key,
-                    &ReadOptions {
-                        snapshot: Some(&snap),
-                    },
-                )?;
+                let before = db.get_with(&key, &ReadOptions::at(&snap))?;
                 let mut b = WriteBatch::new();
                 let v = format!("t{thread}s{seq}v{}", rng.random::<u32>());
                 b.put(&key, &v)?;
@@ -519,12 +514,7 @@ fn worker(
                 log.line(&format!("A {seq}"))?;
                 model.insert(key.clone(), intent.writes[0].1.clone());
                 seq += 1;
-                let after = db.get_with(
-                    &key,
-                    &ReadOptions {
-                        snapshot: Some(&snap),
-                    },
-                )?;
+                let after = db.get_with(&key, &ReadOptions::at(&snap))?;
                 if before != after {
                     bail!("thread {thread}: a snapshot read of {key} changed");
                 }

@@ -191,7 +191,11 @@ impl Engine {
         let input_ids: Vec<TableId> = plan.input_tables().collect();
         let mut attempt = 1;
         let (tables, bytes_read, started) = loop {
-            let (inputs, bytes_read) = source_iterators(sources.clone(), &self.tables);
+            let (inputs, bytes_read) = source_iterators(
+                sources.clone(),
+                &self.tables,
+                self.options.compaction_readahead(),
+            );
             let older = OlderTables::below(&job.version, output.level, output.run, &input_ids);
             let filter = MergeFilter::new(job.snapshots.clone(), older);
             let started = Instant::now();

@@ -589,7 +589,11 @@ impl Engine {
         })];
         let mut bytes_read = 0;
         if !merge_with.is_empty() {
-            let (tables, bytes) = source_iterators(vec![merge_with], &self.tables);
+            let (tables, bytes) = source_iterators(
+                vec![merge_with],
+                &self.tables,
+                self.options.compaction_readahead(),
+            );
             inputs.extend(tables);
             bytes_read = bytes;
         }

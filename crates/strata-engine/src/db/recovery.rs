@@ -62,6 +62,54 @@ struct Directory {
     lifetime: LifetimeStats,
 }
 
+/// The name of the file [`check_direct_io`] writes (a `.tmp` file: open deletes any a crash
+/// leaves).
+const DIRECT_IO_PROBE: &str = "DIRECT-IO-PROBE.tmp";
+
+/// Checks that the file system under `dir` does the direct I/O `options` ask for, so that one
+/// refusing `O_DIRECT` is an error at open naming the option and the directory, rather than at
+/// the first flush or lookup (or, worse, a silent fall back to buffered I/O). Direct reads are
+/// tried on `CURRENT`, direct writes (read-write handles only) on a probe file, written,
+/// synced and deleted.
+fn check_direct_io(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: &Options,
+    access: Access,
+) -> Result<()> {
+    let refused = |option: &str, e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::InvalidInput | std::io::ErrorKind::Unsupported => {
+            Error::InvalidArgument(format!(
+                "{option} is on, but the file system holding {} does not do direct I/O: {e}",
+                dir.display()
+            ))
+        }
+        _ => Error::io(
+            format!("trying direct I/O in {} for {option}", dir.display()),
+            e,
+        ),
+    };
+    if options.use_direct_reads {
+        let current = dir.join(manifest::CURRENT);
+        fs.open_direct(&current)
+            .and_then(|file| {
+                let mut first = vec![0u8; file.len().min(4096) as usize];
+                file.read_exact_at(&mut first, 0)
+            })
+            .map_err(|e| refused("use_direct_reads", e))?;
+    }
+    if options.use_direct_io_for_flush_and_compaction && access == Access::ReadWrite {
+        let probe = dir.join(DIRECT_IO_PROBE);
+        let written = fs.create_direct(&probe).and_then(|mut file| {
+            file.append(&[0u8; 4096])?;
+            file.sync()
+        });
+        let _ = fs.remove_file(&probe);
+        written.map_err(|e| refused("use_direct_io_for_flush_and_compaction", e))?;
+    }
+    Ok(())
+}
+
 /// Wraps an I/O error with what was being done.
 fn io_error(context: String) -> impl FnOnce(std::io::Error) -> Error {
     move |e| Error::io(context, e)
@@ -336,6 +384,7 @@ impl Engine {
             Access::ReadWrite => open_directory(fs.as_ref(), &dir, &options)?,
             Access::ReadOnly => open_directory_read_only(fs.as_ref(), &dir)?,
         };
+        check_direct_io(fs.as_ref(), &dir, &options, access)?;
         let (chosen, configured) = match options.policy_for(found.version.policy()) {
             Ok(chosen) => chosen,
             // A read-only handle never plans a flush or a compaction: a recorded policy this
@@ -358,6 +407,7 @@ impl Engine {
             options.max_open_files,
             Some(Arc::clone(&block_cache)),
             Arc::clone(&stats),
+            options.use_direct_reads,
         );
         let settings = WriteSettings {
             block_size: options.block_size,
@@ -368,6 +418,7 @@ impl Engine {
                 .rate_limit
                 .map(|rate| Arc::new(RateLimiter::new(rate))),
             bytes_per_sync: options.bytes_per_sync,
+            direct_writes: options.use_direct_io_for_flush_and_compaction,
         };
         let version = Arc::new(found.version);
         let memtable = Arc::new(Memtable::with_filter(0, options.memtable_filter_bytes()));

@@ -601,6 +601,25 @@ impl FaultFs {
     }
 }
 
+impl FaultFs {
+    /// A file from `open` on the wrapped file system, with this one's faults injected.
+    fn open_with(
+        &self,
+        path: &Path,
+        open: impl FnOnce(&dyn FileSystem, &Path) -> io::Result<Arc<dyn RandomAccessFile>>,
+    ) -> io::Result<Arc<dyn RandomAccessFile>> {
+        let class = FileClass::of_path(path);
+        self.check(FaultKind::Open, class, "opening", path)?;
+        let file = open(self.inner.as_ref(), path)?;
+        Ok(Arc::new(FaultRandomAccessFile {
+            inner: file,
+            shared: Arc::clone(&self.shared),
+            class,
+            path: path.to_path_buf(),
+        }))
+    }
+}
+
 impl FileSystem for FaultFs {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         self.inner.create_dir_all(path)
@@ -614,16 +633,16 @@ impl FileSystem for FaultFs {
         self.create_with(path, |fs, path| fs.create_mapped(path))
     }
 
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.create_with(path, |fs, path| fs.create_direct(path))
+    }
+
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        let class = FileClass::of_path(path);
-        self.check(FaultKind::Open, class, "opening", path)?;
-        let file = self.inner.open(path)?;
-        Ok(Arc::new(FaultRandomAccessFile {
-            inner: file,
-            shared: Arc::clone(&self.shared),
-            class,
-            path: path.to_path_buf(),
-        }))
+        self.open_with(path, |fs, path| fs.open(path))
+    }
+
+    fn open_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.open_with(path, |fs, path| fs.open_direct(path))
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {

@@ -40,6 +40,8 @@ struct State {
     durable_files: BTreeMap<PathBuf, Arc<RwLock<MemFile>>>,
     dirs: BTreeSet<PathBuf>,
     locks: BTreeSet<PathBuf>,
+    /// Direct opens fail, as on ramfs ([`MemFs::refuse_direct_io`]).
+    refuse_direct_io: bool,
 }
 
 #[derive(Default)]
@@ -104,6 +106,25 @@ impl MemFs {
     /// A new, empty file system.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// From now on, refuses (`refuse`) or allows direct I/O: refusing, `open_direct` and
+    /// `create_direct` fail with `InvalidInput`, as `O_DIRECT` does on ramfs.
+    pub fn refuse_direct_io(&self, refuse: bool) {
+        self.state.lock().refuse_direct_io = refuse;
+    }
+
+    fn check_direct(&self, what: &str, path: &Path) -> io::Result<()> {
+        if self.state.lock().refuse_direct_io {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{what} {} with direct I/O (O_DIRECT): the file system refuses it",
+                    path.display()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Simulates a power loss: every file is cut back to the length it had at its last sync, so
@@ -234,6 +255,19 @@ impl FileSystem for MemFs {
         let file = self.state.lock().file("opening", &path)?;
         let len = file.read().data.len() as u64;
         Ok(Arc::new(MemRandomAccessFile { file, len, path }))
+    }
+
+    /// Memory has no page cache to go around: a direct file is a plain one, unless the file
+    /// system refuses direct I/O ([`MemFs::refuse_direct_io`]).
+    fn open_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.check_direct("opening", path)?;
+        self.open(path)
+    }
+
+    /// Like [`open_direct`](Self::open_direct).
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.check_direct("creating", path)?;
+        self.create(path)
     }
 
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {

@@ -4,11 +4,15 @@
 //! simulation); [`FaultFs`] wraps either and injects I/O errors (reliability tests);
 //! [`RecordingFs`] wraps either and records the file trace a storage device would see.
 
+#[cfg(target_os = "linux")]
+mod direct;
 mod fault;
 mod mem;
 mod recording;
 mod std_fs;
 
+#[cfg(target_os = "linux")]
+pub use direct::{AlignedBuf, ALIGNMENT};
 pub use fault::{FaultFs, FaultKind, FaultStats, FileClass, FileClasses};
 pub use mem::MemFs;
 pub use recording::RecordingFs;
@@ -125,6 +129,21 @@ pub trait FileSystem: Send + Sync + Debug + 'static {
     }
     /// Opens `path` for random reads.
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>>;
+    /// Opens `path` for random reads that go around the page cache (`O_DIRECT`): every read
+    /// goes to the device. Reads keep [`RandomAccessFile`]'s contract (any offset and length).
+    ///
+    /// CONTRACT: a file system that cannot read this way fails with
+    /// [`io::ErrorKind::InvalidInput`] (what `O_DIRECT` gets on ramfs) or
+    /// [`io::ErrorKind::Unsupported`] (the default), never by reading through a cache instead.
+    fn open_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        Err(no_direct_io("opening", path))
+    }
+    /// Creates (or truncates) `path` for appends that go around the page cache (`O_DIRECT`),
+    /// with [`WritableFile`]'s contract: appended bytes reach the file by a flush (whole
+    /// blocks) or a sync (everything). Refuses like [`open_direct`](Self::open_direct).
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        Err(no_direct_io("creating", path))
+    }
     /// Reads the whole file.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// Atomically replaces `to` with `from`.
@@ -144,6 +163,17 @@ pub trait FileSystem: Send + Sync + Debug + 'static {
     /// Takes an exclusive lock on `path` (creating it), failing with `WouldBlock` if another
     /// process or handle holds it.
     fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>>;
+}
+
+/// The error of a file system without direct I/O.
+pub(crate) fn no_direct_io(what: &str, path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "{what} {} with direct I/O: this file system has none",
+            path.display()
+        ),
+    )
 }
 
 /// `dir/name`.

@@ -170,8 +170,15 @@ impl FileSystem for RecordingFs {
         let file = self.inner.create_mapped(path)?;
         Ok(self.wrap(path, file))
     }
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        let file = self.inner.create_direct(path)?;
+        Ok(self.wrap(path, file))
+    }
     fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         self.inner.open(path)
+    }
+    fn open_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.inner.open_direct(path)
     }
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         self.inner.read(path)

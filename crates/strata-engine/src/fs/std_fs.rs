@@ -90,6 +90,23 @@ impl FileSystem for StdFs {
         }))
     }
 
+    /// Linux only; an `InvalidInput` error names the path where the file system refuses
+    /// `O_DIRECT`.
+    fn open_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        #[cfg(target_os = "linux")]
+        return Ok(Arc::new(super::direct::open(path)?));
+        #[cfg(not(target_os = "linux"))]
+        Err(super::no_direct_io("opening", path))
+    }
+
+    /// Linux only, like [`open_direct`](Self::open_direct).
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        #[cfg(target_os = "linux")]
+        return Ok(Box::new(super::direct::create(path)?));
+        #[cfg(not(target_os = "linux"))]
+        Err(super::no_direct_io("creating", path))
+    }
+
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         fs::read(path).map_err(context("reading", path))
     }

@@ -57,23 +57,27 @@
 mod block;
 mod bloom;
 mod builder;
+mod cache;
 mod coding;
 mod compress;
 mod format;
 mod fuzzing;
+mod index;
+mod iter;
+mod readahead;
 mod reader;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use bloom::bloom_hash;
 pub use builder::{BlockRange, KeptBlock, TableBuilder, TableSummary};
+pub use cache::BlockCache;
 pub use format::TableProperties;
 #[doc(hidden)]
 pub use fuzzing::{fuzz_decode_block, FuzzBlockWalk};
-pub use reader::{
-    BlockCache, BlockFiles, BlockPlace, IndexedBlock, ReadPurpose, Table, TableIterator,
-    TableLayout,
-};
+pub use iter::TableIterator;
+pub use readahead::{ReadaheadSize, AUTO_READAHEAD_MAX, AUTO_READAHEAD_START};
+pub use reader::{BlockFiles, BlockPlace, IndexedBlock, ReadPurpose, Table, TableLayout};
 
 /// How a table's blocks are compressed. Blocks that do not shrink by at least 1/8 are stored
 /// uncompressed whatever the setting.

@@ -1,4 +1,4 @@
-//! Reading a table: [`Table`], its iterator, and the shared [`BlockCache`].
+//! Reading a table: [`Table`] and the file it reads from.
 
 use std::cell::Cell;
 use std::cmp::Ordering;
@@ -6,151 +6,26 @@ use std::fmt;
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
-use parking_lot::Mutex;
-use quick_cache::sync::Cache;
-use quick_cache::Weighter;
 
-use super::block::{cmp_to_target, split_internal_key, Block, Cursor, DecodeError};
+use super::block::{split_internal_key, Block, Cursor, DecodeError};
 use super::bloom::BloomFilter;
 use super::builder::BlockRange;
+use super::cache::{BlockCache, TableCharge};
 use super::compress::{block_crc, decode_contents, BLOCK_TRAILER_LEN, TYPE_NONE};
-use super::format::{
-    decode_index, BlockHandle, Footer, IndexValue, TableProperties, FOOTER_LEN,
-    FORMAT_COMPACT_INDEX, FORMAT_WITH_REFERENCES,
-};
+use super::format::{BlockHandle, Footer, TableProperties, FOOTER_LEN};
+use super::index::{Index, IndexEntry};
+use super::iter::TableIterator;
+use super::readahead::{Readahead, ReadaheadSize};
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
-use crate::iter::{InternalIterator, StoredBlock};
 use crate::key::{
     compare_internal_keys, pack_trailer, parse_internal_key, SeqNo, ValueKind, MAX_SEQNO, SEEK_KIND,
 };
 use crate::stats::Statistics;
 
-/// Bytes charged per cached block on top of its contents: the `Block`, its `Arc`, the key and
-/// the cache's own bookkeeping. Also keeps every weight above zero (quick_cache never evicts
-/// zero-weight items).
-const CACHE_ENTRY_OVERHEAD: u64 = 128;
-
 /// Blocks from this size on are read into mappings of their own
 /// ([`TableFile::read_block_bytes`]): malloc's default threshold for mapping an allocation.
 pub(crate) const MAPPED_BLOCK: usize = 128 << 10;
-
-/// Cache key: (file number, block offset).
-type CacheKey = (u64, u64);
-
-#[derive(Clone)]
-struct BlockWeighter;
-
-impl Weighter<CacheKey, Arc<Block>> for BlockWeighter {
-    fn weight(&self, _key: &CacheKey, block: &Arc<Block>) -> u64 {
-        block.data().len() as u64 + CACHE_ENTRY_OVERHEAD
-    }
-}
-
-/// A cache of decompressed data blocks shared by all tables, bounded in bytes. Blocks are keyed
-/// by (file number, offset), so file numbers must be unique among the tables sharing a cache.
-///
-/// Open tables may also be *charged* to it ([`BlockCache::charging_tables`]): their index,
-/// filter and properties stay in memory, outside the cache, but the bytes they hold come off
-/// the budget left for blocks, so blocks and tables together stay within the capacity.
-pub struct BlockCache {
-    cache: Cache<CacheKey, Arc<Block>, BlockWeighter>,
-    capacity: u64,
-    charge_tables: bool,
-    /// Bytes charged by open tables. Under a lock so that the capacity handed to the cache
-    /// always follows the latest sum.
-    charged: Mutex<u64>,
-}
-
-impl BlockCache {
-    /// A cache holding up to `capacity_bytes` of blocks (contents plus a small per-block
-    /// overhead). A block larger than one shard of the cache (capacity / shards) is not kept.
-    pub fn new(capacity_bytes: u64) -> Self {
-        // Only sizes the shards and the eviction history; blocks are ~4 KiB by default.
-        let estimated_items = usize::try_from(capacity_bytes / 4096)
-            .unwrap_or(usize::MAX)
-            .max(1);
-        BlockCache {
-            cache: Cache::with_weighter(estimated_items, capacity_bytes, BlockWeighter),
-            capacity: capacity_bytes,
-            charge_tables: false,
-            charged: Mutex::new(0),
-        }
-    }
-
-    /// This cache, with the memory of open tables charged to it (`yes`) or not.
-    pub fn charging_tables(mut self, yes: bool) -> Self {
-        self.charge_tables = yes;
-        self
-    }
-
-    /// The byte budget.
-    pub fn capacity(&self) -> u64 {
-        self.capacity
-    }
-
-    /// Bytes currently charged to cached blocks.
-    pub fn used_bytes(&self) -> u64 {
-        self.cache.weight()
-    }
-
-    /// Bytes currently charged by open tables (0 unless the cache charges them).
-    pub fn table_bytes(&self) -> u64 {
-        *self.charged.lock()
-    }
-
-    /// Charges `bytes` of an opening table, if this cache charges tables; the charge ends when
-    /// the returned value drops.
-    fn charge_table(self: &Arc<Self>, bytes: u64) -> Option<TableCharge> {
-        if !self.charge_tables {
-            return None;
-        }
-        self.adjust_charge(|c| c.saturating_add(bytes));
-        Some(TableCharge {
-            cache: Arc::clone(self),
-            bytes,
-        })
-    }
-
-    /// Applies `f` to the charged bytes and gives blocks what is left. The cache never goes
-    /// below one block's worth, so lookups still cache something when tables take it all.
-    fn adjust_charge(&self, f: impl FnOnce(u64) -> u64) {
-        let mut charged = self.charged.lock();
-        *charged = f(*charged);
-        let for_blocks = self
-            .capacity
-            .saturating_sub(*charged)
-            .max(MIN_BLOCK_BUDGET.min(self.capacity));
-        self.cache.set_capacity(for_blocks);
-    }
-}
-
-/// The block budget a [`BlockCache`] keeps however much open tables are charged.
-const MIN_BLOCK_BUDGET: u64 = 1 << 20;
-
-/// An open table's charge on a [`BlockCache`], returned when dropped.
-struct TableCharge {
-    cache: Arc<BlockCache>,
-    bytes: u64,
-}
-
-impl Drop for TableCharge {
-    fn drop(&mut self) {
-        let bytes = self.bytes;
-        self.cache.adjust_charge(|c| c.saturating_sub(bytes));
-    }
-}
-
-impl fmt::Debug for BlockCache {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BlockCache")
-            .field("capacity", &self.capacity)
-            .field("used_bytes", &self.used_bytes())
-            .field("table_bytes", &self.table_bytes())
-            .field("blocks", &self.cache.len())
-            .finish()
-    }
-}
 
 thread_local! {
     /// Key buffer for `Table::get`, reused so that lookups do not allocate.
@@ -172,11 +47,11 @@ fn put_scratch(buf: Vec<u8>) {
 }
 
 /// The file a table reads from, with what block reads need to report.
-struct TableFile {
-    file: Arc<dyn RandomAccessFile>,
-    name: String,
-    size: u64,
-    stats: Arc<Statistics>,
+pub(super) struct TableFile {
+    pub(super) file: Arc<dyn RandomAccessFile>,
+    pub(super) name: String,
+    pub(super) size: u64,
+    pub(super) stats: Arc<Statistics>,
 }
 
 /// Who reads a block, which decides the counter it is charged to and whether it may enter the
@@ -196,7 +71,7 @@ pub enum ReadPurpose {
 
 impl TableFile {
     /// Bytes the block at `handle` occupies with its trailer, checked to lie inside the file.
-    fn block_span(&self, handle: BlockHandle, what: &str) -> Result<usize> {
+    pub(super) fn block_span(&self, handle: BlockHandle, what: &str) -> Result<usize> {
         handle
             .size
             .checked_add(BLOCK_TRAILER_LEN as u64)
@@ -221,22 +96,36 @@ impl TableFile {
 
     /// Fills `buf` (the block and its trailer) from the file, charges the read to `purpose`'s
     /// counter and verifies the checksum; returns the block's type byte.
-    fn read_checked(
+    pub(super) fn read_checked(
         &self,
         handle: BlockHandle,
         what: &str,
         purpose: ReadPurpose,
         buf: &mut [u8],
     ) -> Result<u8> {
-        self.file.read_exact_at(buf, handle.offset).map_err(|e| {
+        self.read_at(buf, handle.offset, what)?;
+        self.check_block(handle, what, purpose, buf)
+    }
+
+    /// Fills `buf` from the file at `offset`; `what` names the block (or blocks) in errors.
+    pub(super) fn read_at(&self, buf: &mut [u8], offset: u64, what: &str) -> Result<()> {
+        self.file.read_exact_at(buf, offset).map_err(|e| {
             Error::io(
-                format!(
-                    "reading {what} block of {} at offset {}",
-                    self.name, handle.offset
-                ),
+                format!("reading {what} block of {} at offset {offset}", self.name),
                 e,
             )
-        })?;
+        })
+    }
+
+    /// Charges the block in `buf` (with its trailer, as read from storage) to `purpose`'s
+    /// counter and verifies its checksum; returns its type byte.
+    fn check_block(
+        &self,
+        handle: BlockHandle,
+        what: &str,
+        purpose: ReadPurpose,
+        buf: &[u8],
+    ) -> Result<u8> {
         let total = buf.len();
         match purpose {
             ReadPurpose::Query => {
@@ -246,7 +135,9 @@ impl TableFile {
             ReadPurpose::Compaction => Statistics::add(&self.stats.compaction_blocks_read, 1),
             ReadPurpose::Metadata => Statistics::add(&self.stats.metadata_blocks_read, 1),
         }
-        let stored = total - BLOCK_TRAILER_LEN;
+        let stored = total
+            .checked_sub(BLOCK_TRAILER_LEN)
+            .ok_or_else(|| Error::corruption(&self.name, handle.offset, "short block"))?;
         let (block_type, crc) = match buf.get(stored..) {
             Some(&[t, a, b, c, d]) => (t, u32::from_le_bytes([a, b, c, d])),
             _ => return Err(Error::corruption(&self.name, handle.offset, "short block")),
@@ -261,9 +152,31 @@ impl TableFile {
         Ok(block_type)
     }
 
+    /// The data block at `handle` from `stored`, its bytes with the trailer as read from
+    /// storage (by a readahead): charged to `purpose`'s counter, checked, decompressed and
+    /// parsed like [`TableFile::read_parsed_block`]'s.
+    pub(super) fn parse_stored_block(
+        &self,
+        handle: BlockHandle,
+        purpose: ReadPurpose,
+        stored: &[u8],
+    ) -> Result<Block> {
+        let block_type = self.check_block(handle, "data", purpose, stored)?;
+        let contents = stored[..stored.len() - BLOCK_TRAILER_LEN].to_vec();
+        let contents = decode_contents(contents, block_type).map_err(|reason| {
+            Error::corruption(&self.name, handle.offset, format!("data block: {reason}"))
+        })?;
+        Block::new(Bytes::from(contents)).map_err(|e| self.decode_error(handle, "data", e))
+    }
+
     /// Reads the block at `handle`, verifies its checksum and decompresses it, charging the read
     /// to `purpose`'s counter.
-    fn read_block(&self, handle: BlockHandle, what: &str, purpose: ReadPurpose) -> Result<Vec<u8>> {
+    pub(super) fn read_block(
+        &self,
+        handle: BlockHandle,
+        what: &str,
+        purpose: ReadPurpose,
+    ) -> Result<Vec<u8>> {
         let total = self.block_span(handle, what)?;
         let mut buf = vec![0u8; total];
         let block_type = self.read_checked(handle, what, purpose, &mut buf)?;
@@ -279,7 +192,7 @@ impl TableFile {
     /// system at once. On the heap, such blocks freed by compactions left holes malloc kept
     /// (measured: with malloc's large allocations always mapped, YCSB A's peak RSS at 2·10^6
     /// entries fell from 154 to 133 MiB).
-    fn read_block_bytes(
+    pub(super) fn read_block_bytes(
         &self,
         handle: BlockHandle,
         what: &str,
@@ -305,7 +218,7 @@ impl TableFile {
     }
 
     /// Reads and checks the layout of the block at `handle`.
-    fn read_parsed_block(
+    pub(super) fn read_parsed_block(
         &self,
         handle: BlockHandle,
         what: &str,
@@ -315,7 +228,7 @@ impl TableFile {
         Block::new(contents).map_err(|e| self.decode_error(handle, what, e))
     }
 
-    fn decode_error(&self, handle: BlockHandle, what: &str, e: DecodeError) -> Error {
+    pub(super) fn decode_error(&self, handle: BlockHandle, what: &str, e: DecodeError) -> Error {
         Error::corruption(
             &self.name,
             handle.offset,
@@ -327,277 +240,15 @@ impl TableFile {
     }
 }
 
-/// One data block as described by the index.
-#[derive(Clone, Copy, Debug)]
-struct IndexEntry {
-    /// The block's last internal key: a byte range of [`Index::keys`].
-    last_key: (u32, u32),
-    /// Where the block is, with its size (without the trailer).
-    offset: u64,
-    size: u32,
-    /// Entries in the block.
-    entries: u32,
-    /// The file holding the block: 0 for this table's own file.
-    file: u64,
-}
-
-impl IndexEntry {
-    fn handle(&self) -> BlockHandle {
-        BlockHandle {
-            offset: self.offset,
-            size: u64::from(self.size),
-        }
-    }
-}
-
-/// The index, decoded and checked at open and kept in memory: every block's exact last
-/// internal key, location and entry count (~64 bytes per block with 16-byte keys).
-struct Index {
-    /// The blocks' last internal keys, back to back.
-    keys: Bytes,
-    entries: Vec<IndexEntry>,
-    /// `key_prefix` of each block's last user key. Searching this dense array first keeps a
-    /// lookup's binary search in a few cache lines instead of touching two scattered places
-    /// (entry and key bytes) per step; full keys are compared only among equal prefixes.
-    prefixes: Vec<u64>,
-}
-
-/// The first eight bytes of `user_key` as a big-endian number, zero-padded: ordering prefixes
-/// never contradicts ordering the keys.
-#[inline]
-fn key_prefix(user_key: &[u8]) -> u64 {
-    let mut b = [0u8; 8];
-    let n = user_key.len().min(8);
-    b[..n].copy_from_slice(&user_key[..n]);
-    u64::from_be_bytes(b)
-}
-
-/// [`Index`] while it is being decoded.
-#[derive(Default)]
-struct IndexParts {
-    keys: Vec<u8>,
-    entries: Vec<IndexEntry>,
-    prefixes: Vec<u64>,
-}
-
-/// One index entry as any format version describes it, before the checks every version shares.
-struct RawIndexEntry<'a> {
-    last_key: &'a [u8],
-    handle: BlockHandle,
-    entries: u64,
-    file_number: u64,
-    /// The block's first user key (versions 2 and 3 only).
-    first_user_key: Option<&'a [u8]>,
-}
-
-impl Index {
-    /// Decodes and checks the index block: keys are valid internal keys in increasing order,
-    /// the table's own blocks lie in `data_end` in file order, each block holds at least one
-    /// entry, and (versions 2 and 3) first keys are consistent with last keys. Entries may name
-    /// another file only from format version 3 on, and never the table's own number
-    /// (`file_number`); where such blocks lie is checked when they are read.
-    fn load(
-        src: &TableFile,
-        handle: BlockHandle,
-        data_end: u64,
-        format_version: u32,
-        file_number: u64,
-    ) -> Result<Index> {
-        let corrupt = |reason: String| Error::corruption(&src.name, handle.offset, reason);
-        let mut index = IndexParts::default();
-        let mut prev_block_end = 0u64;
-        let mut check_and_push = |i: usize, raw: RawIndexEntry<'_>| -> Result<()> {
-            if raw.file_number != 0 && format_version < FORMAT_WITH_REFERENCES {
-                return Err(corrupt(format!(
-                    "index entry {i} refers to a data block in file {}, which format version \
-                     {format_version} does not allow",
-                    raw.file_number
-                )));
-            }
-            if raw.file_number != 0 && raw.file_number == file_number {
-                return Err(corrupt(format!(
-                    "index entry {i} names the table's own file {file_number} as another file"
-                )));
-            }
-            let key = raw.last_key;
-            if parse_internal_key(key).is_none() {
-                return Err(corrupt(format!(
-                    "index entry {i} has an invalid internal key"
-                )));
-            }
-            let (last_user, _) = split_internal_key(key);
-            if let Some(first) = raw.first_user_key {
-                if first > last_user {
-                    return Err(corrupt(format!("index entry {i} starts after it ends")));
-                }
-            }
-            if let Some(prev) = index.entries.last() {
-                let prev_key = slice(&index.keys, prev.last_key);
-                let first_before_prev = raw
-                    .first_user_key
-                    .is_some_and(|first| first < split_internal_key(prev_key).0);
-                if compare_internal_keys(prev_key, key) != Ordering::Less || first_before_prev {
-                    return Err(corrupt(format!("index entry {i} is out of order")));
-                }
-            }
-            let h = raw.handle;
-            if raw.file_number == 0 {
-                let end = h
-                    .offset
-                    .checked_add(h.size)
-                    .and_then(|e| e.checked_add(BLOCK_TRAILER_LEN as u64));
-                if h.offset < prev_block_end || end.is_none_or(|e| e > data_end) {
-                    return Err(corrupt(format!(
-                        "index entry {i}: data block (offset {}, size {}) overlaps another \
-                         block or lies outside the data area",
-                        h.offset, h.size
-                    )));
-                }
-                prev_block_end = end.unwrap_or(data_end);
-            }
-            if raw.entries == 0 {
-                return Err(corrupt(format!("index entry {i} describes an empty block")));
-            }
-            let (Ok(size), Ok(entries)) = (u32::try_from(h.size), u32::try_from(raw.entries))
-            else {
-                return Err(corrupt(format!(
-                    "index entry {i} describes a block of {} bytes and {} entries, beyond 4 GiB \
-                     or 2^32 entries",
-                    h.size, raw.entries
-                )));
-            };
-            let start = index.keys.len();
-            index.keys.extend_from_slice(key);
-            let (Ok(start), Ok(end)) = (u32::try_from(start), u32::try_from(index.keys.len()))
-            else {
-                return Err(corrupt("index keys larger than 4 GiB".into()));
-            };
-            index.prefixes.push(key_prefix(last_user));
-            index.entries.push(IndexEntry {
-                last_key: (start, end),
-                offset: h.offset,
-                size,
-                entries,
-                file: raw.file_number,
-            });
-            Ok(())
-        };
-        if format_version >= FORMAT_COMPACT_INDEX {
-            // Decoded into `index` and dropped: a plain read, never a mapping.
-            let data = src.read_block(handle, "index", ReadPurpose::Metadata)?;
-            let mut i = 0usize;
-            let decoded = decode_index(&data, |e| {
-                let raw = RawIndexEntry {
-                    last_key: e.last_key,
-                    handle: e.handle,
-                    entries: e.entries,
-                    file_number: e.file_number,
-                    first_user_key: None,
-                };
-                i += 1;
-                check_and_push(i - 1, raw)
-            })?;
-            if decoded.is_none() {
-                return Err(corrupt(format!("malformed index entry {i}")));
-            }
-        } else {
-            let block = src.read_parsed_block(handle, "index", ReadPurpose::Metadata)?;
-            let data = block.data();
-            if u32::try_from(data.len()).is_err() {
-                return Err(corrupt("index block larger than 4 GiB".into()));
-            }
-            for i in 0..block.num_restarts() {
-                let ((ks, ke), (vs, ve)) = block
-                    .standalone_entry(block.restart(i))
-                    .map_err(|e| src.decode_error(handle, "index", e))?;
-                let next = if i + 1 < block.num_restarts() {
-                    block.restart(i + 1)
-                } else {
-                    block.entries_end()
-                };
-                if ve != next {
-                    return Err(corrupt(format!(
-                        "index entry {i} is not followed by a restart"
-                    )));
-                }
-                let value = data.get(vs..ve).unwrap_or_default();
-                let value = IndexValue::decode(value)
-                    .ok_or_else(|| corrupt(format!("malformed index entry {i}")))?;
-                let first = (vs + value.first_key.0, vs + value.first_key.1);
-                check_and_push(
-                    i,
-                    RawIndexEntry {
-                        last_key: data.get(ks..ke).unwrap_or_default(),
-                        handle: value.handle,
-                        entries: value.entries,
-                        file_number: value.file_number,
-                        first_user_key: data.get(first.0..first.1),
-                    },
-                )?;
-            }
-        }
-        index.entries.shrink_to_fit();
-        index.prefixes.shrink_to_fit();
-        Ok(Index {
-            // Exact size, so that slices of it (kept blocks' last keys) share it without a copy.
-            keys: Bytes::from(index.keys.into_boxed_slice()),
-            entries: index.entries,
-            prefixes: index.prefixes,
-        })
-    }
-
-    /// The position of the first block whose last key is ≥ (`user_key`, `trailer`); the number
-    /// of blocks if there is none.
-    #[inline]
-    fn find(&self, user_key: &[u8], trailer: u64) -> usize {
-        let p = key_prefix(user_key);
-        // Blocks ending in a smaller prefix end before the target, larger ones after it.
-        let lo = self.prefixes.partition_point(|&x| x < p);
-        let tied = self.prefixes.get(lo..).unwrap_or_default();
-        let hi = lo + tied.partition_point(|&x| x == p);
-        let candidates = self.entries.get(lo..hi).unwrap_or_default();
-        lo + candidates.partition_point(|e| {
-            cmp_to_target(slice(&self.keys, e.last_key), user_key, trailer) == Ordering::Less
-        })
-    }
-
-    fn last_key(&self, e: &IndexEntry) -> &[u8] {
-        slice(&self.keys, e.last_key)
-    }
-
-    /// A zero-copy `Bytes` of a range checked at load.
-    fn bytes(&self, range: (u32, u32)) -> Bytes {
-        let (s, e) = (range.0 as usize, range.1 as usize);
-        if s <= e && e <= self.keys.len() {
-            self.keys.slice(s..e)
-        } else {
-            Bytes::new()
-        }
-    }
-
-    /// Bytes the decoded index holds.
-    fn memory_usage(&self) -> usize {
-        self.keys.len()
-            + self.entries.capacity() * std::mem::size_of::<IndexEntry>()
-            + self.prefixes.capacity() * std::mem::size_of::<u64>()
-    }
-}
-
-#[inline]
-fn slice(data: &[u8], range: (u32, u32)) -> &[u8] {
-    data.get(range.0 as usize..range.1 as usize)
-        .unwrap_or_default()
-}
-
 /// An open table file. Cheap to share (`Arc<Table>`); every method takes `&self` and is safe to
 /// call from many threads. The index, filter and properties live in memory; data blocks are
 /// read on demand, through the block cache when there is one.
 pub struct Table {
-    src: TableFile,
-    file_number: u64,
-    cache: Option<Arc<BlockCache>>,
+    pub(super) src: TableFile,
+    pub(super) file_number: u64,
+    pub(super) cache: Option<Arc<BlockCache>>,
     footer: Footer,
-    index: Index,
+    pub(super) index: Index,
     filter: Option<BloomFilter>,
     properties: TableProperties,
     /// Opens the files of blocks the index refers to elsewhere (see [`BlockFiles`]).
@@ -790,7 +441,7 @@ impl Table {
     }
 
     /// The table whose file holds `entry`'s block: this one, or the one `block_files` opens.
-    fn holder(&self, entry: &IndexEntry) -> Result<Holder<'_>> {
+    pub(super) fn holder(&self, entry: &IndexEntry) -> Result<Holder<'_>> {
         if entry.file == 0 {
             return Ok(Holder::Own(self));
         }
@@ -891,15 +542,23 @@ impl Table {
     }
 
     /// An iterator over all entries whose block reads are charged to `purpose` (and fill the
-    /// block cache only for [`ReadPurpose::Query`]).
+    /// block cache only for [`ReadPurpose::Query`]), reading ahead automatically for queries
+    /// and block by block otherwise.
     pub fn iter_for(self: &Arc<Self>, purpose: ReadPurpose) -> TableIterator {
-        TableIterator {
-            table: Arc::clone(self),
-            purpose,
-            block: None,
-            block_index: 0,
-            cursor: Cursor::default(),
-        }
+        let readahead = match purpose {
+            ReadPurpose::Query => ReadaheadSize::Auto,
+            ReadPurpose::Compaction | ReadPurpose::Metadata => ReadaheadSize::Off,
+        };
+        self.iter_with(purpose, readahead)
+    }
+
+    /// [`Table::iter_for`] reading ahead as `readahead` says.
+    pub fn iter_with(
+        self: &Arc<Self>,
+        purpose: ReadPurpose,
+        readahead: ReadaheadSize,
+    ) -> TableIterator {
+        TableIterator::new(Arc::clone(self), purpose, readahead)
     }
 
     /// The table's properties.
@@ -1053,7 +712,11 @@ impl Table {
     }
 
     /// The data block of `entry`, from the cache or the file holding it.
-    fn data_block(&self, entry: &IndexEntry, purpose: ReadPurpose) -> Result<Arc<Block>> {
+    pub(super) fn data_block(
+        &self,
+        entry: &IndexEntry,
+        purpose: ReadPurpose,
+    ) -> Result<Arc<Block>> {
         self.holder(entry)?
             .table()
             .stored_block(entry.handle(), purpose)
@@ -1063,268 +726,54 @@ impl Table {
     /// queries count cache hits and misses and fill the cache; a compaction takes a cached block
     /// but leaves the cache as it is. Blocks are cached under the file that holds them, so a
     /// kept block is cached once for every table referring to it.
-    fn stored_block(&self, handle: BlockHandle, purpose: ReadPurpose) -> Result<Arc<Block>> {
-        let Some(cache) = &self.cache else {
-            return Ok(Arc::new(
-                self.src.read_parsed_block(handle, "data", purpose)?,
-            ));
-        };
-        let key = (self.file_number, handle.offset);
+    pub(super) fn stored_block(
+        &self,
+        handle: BlockHandle,
+        purpose: ReadPurpose,
+    ) -> Result<Arc<Block>> {
+        self.stored_block_via(handle, purpose, None)
+    }
+
+    /// [`Table::stored_block`], reading a missing block through `readahead` if given: block
+    /// `position` of this table's index.
+    pub(super) fn stored_block_via(
+        &self,
+        handle: BlockHandle,
+        purpose: ReadPurpose,
+        readahead: Option<(&mut Readahead, usize)>,
+    ) -> Result<Arc<Block>> {
         let query = purpose == ReadPurpose::Query;
-        if let Some(block) = cache.cache.get(&key) {
-            if query {
-                Statistics::add(&self.src.stats.block_cache_hits, 1);
+        if let Some(cache) = &self.cache {
+            if let Some(block) = cache.get(self.file_number, handle.offset) {
+                if query {
+                    Statistics::add(&self.src.stats.block_cache_hits, 1);
+                }
+                return Ok(block);
             }
-            return Ok(block);
         }
-        let block = Arc::new(self.src.read_parsed_block(handle, "data", purpose)?);
-        if query {
+        let block = Arc::new(match readahead {
+            Some((readahead, position)) => readahead.block(&self.src, handle, position, purpose)?,
+            None => self.src.read_parsed_block(handle, "data", purpose)?,
+        });
+        if let (Some(cache), true) = (&self.cache, query) {
             Statistics::add(&self.src.stats.block_cache_misses, 1);
-            cache.cache.insert(key, Arc::clone(&block));
+            cache.insert(self.file_number, handle.offset, Arc::clone(&block));
         }
         Ok(block)
     }
 }
 
 /// The table holding a data block: the one reading it, or another it refers to.
-enum Holder<'a> {
+pub(super) enum Holder<'a> {
     Own(&'a Table),
     Other(Arc<Table>),
 }
 
 impl Holder<'_> {
-    fn table(&self) -> &Table {
+    pub(super) fn table(&self) -> &Table {
         match self {
             Holder::Own(t) => t,
             Holder::Other(t) => t,
         }
-    }
-}
-
-/// An [`InternalIterator`] over one table. It holds the current data block and reuses one key
-/// buffer for every entry and block it visits.
-pub struct TableIterator {
-    table: Arc<Table>,
-    /// Who the block reads are for.
-    purpose: ReadPurpose,
-    /// The loaded block; `None` when the iterator is not positioned.
-    block: Option<Arc<Block>>,
-    /// Position of `block` in the index.
-    block_index: usize,
-    cursor: Cursor,
-}
-
-impl fmt::Debug for TableIterator {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TableIterator")
-            .field("table", &self.table.src.name)
-            .field("block_index", &self.block_index)
-            .field("valid", &self.valid())
-            .finish()
-    }
-}
-
-impl TableIterator {
-    /// Makes block `i` current (reusing it if already loaded); false past either end.
-    fn load(&mut self, i: usize) -> Result<bool> {
-        let Some(entry) = self.table.index.entries.get(i) else {
-            self.block = None;
-            return Ok(false);
-        };
-        if self.block.is_none() || self.block_index != i {
-            self.block = None;
-            self.block = Some(self.table.data_block(entry, self.purpose)?);
-            self.block_index = i;
-        }
-        Ok(true)
-    }
-
-    /// A decode error in the current block, naming the file that holds it.
-    fn decode_error(&self, e: DecodeError) -> Error {
-        let Some(entry) = self.table.index.entries.get(self.block_index) else {
-            return self
-                .table
-                .src
-                .decode_error(BlockHandle::default(), "data", e);
-        };
-        match self.table.holder(entry) {
-            Ok(holder) => holder.table().src.decode_error(entry.handle(), "data", e),
-            Err(other) => other,
-        }
-    }
-
-    /// Runs a cursor move on the current block.
-    fn on_block(
-        &mut self,
-        step: impl FnOnce(&mut Cursor, &Block) -> std::result::Result<(), DecodeError>,
-    ) -> Result<()> {
-        let Some(block) = &self.block else {
-            self.cursor.invalidate();
-            return Ok(());
-        };
-        match step(&mut self.cursor, block) {
-            Ok(()) => Ok(()),
-            Err(e) => Err(self.decode_error(e)),
-        }
-    }
-
-    /// Positions on the first entry of block `i` or, if empty, of the blocks after it.
-    fn first_from(&mut self, mut i: usize) -> Result<()> {
-        loop {
-            if !self.load(i)? {
-                self.cursor.invalidate();
-                return Ok(());
-            }
-            self.on_block(|c, b| c.seek_to_first(b))?;
-            if self.cursor.valid() {
-                return Ok(());
-            }
-            i += 1;
-        }
-    }
-
-    /// Positions on the last entry of block `i` or, if empty, of the blocks before it.
-    fn last_from(&mut self, mut i: Option<usize>) -> Result<()> {
-        while let Some(at) = i {
-            if !self.load(at)? {
-                break;
-            }
-            self.on_block(|c, b| c.seek_to_last(b))?;
-            if self.cursor.valid() {
-                return Ok(());
-            }
-            i = at.checked_sub(1);
-        }
-        self.block = None;
-        self.cursor.invalidate();
-        Ok(())
-    }
-
-    fn seek_inner(&mut self, target: &[u8]) -> Result<()> {
-        let (user_key, trailer) = split_internal_key(target);
-        let i = self.table.index.find(user_key, trailer);
-        if !self.load(i)? {
-            self.cursor.invalidate();
-            return Ok(());
-        }
-        self.on_block(|c, b| c.seek(b, user_key, trailer))?;
-        if !self.cursor.valid() {
-            // Only a block whose index key overstates its contents ends up here.
-            self.first_from(i + 1)?;
-        }
-        Ok(())
-    }
-
-    fn seek_for_prev_inner(&mut self, target: &[u8]) -> Result<()> {
-        self.seek_inner(target)?;
-        if !self.valid() {
-            return self.last_from(self.table.index.entries.len().checked_sub(1));
-        }
-        let (user_key, trailer) = split_internal_key(target);
-        if cmp_to_target(self.cursor.key(), user_key, trailer) == Ordering::Greater {
-            self.prev_inner()?;
-        }
-        Ok(())
-    }
-
-    fn next_inner(&mut self) -> Result<()> {
-        self.on_block(|c, b| c.next(b))?;
-        if !self.cursor.valid() && self.block.is_some() {
-            self.first_from(self.block_index + 1)?;
-        }
-        Ok(())
-    }
-
-    fn prev_inner(&mut self) -> Result<()> {
-        self.on_block(|c, b| c.prev(b))?;
-        if !self.cursor.valid() && self.block.is_some() {
-            self.last_from(self.block_index.checked_sub(1))?;
-        }
-        Ok(())
-    }
-
-    /// Leaves the iterator unpositioned after an error, passing the error on.
-    fn settle(&mut self, result: Result<()>) -> Result<()> {
-        if result.is_err() {
-            self.block = None;
-            self.cursor.invalidate();
-        }
-        result
-    }
-}
-
-impl InternalIterator for TableIterator {
-    fn valid(&self) -> bool {
-        self.block.is_some() && self.cursor.valid()
-    }
-
-    fn seek_to_first(&mut self) -> Result<()> {
-        let r = self.first_from(0);
-        self.settle(r)
-    }
-
-    fn seek_to_last(&mut self) -> Result<()> {
-        let r = self.last_from(self.table.index.entries.len().checked_sub(1));
-        self.settle(r)
-    }
-
-    fn seek(&mut self, target: &[u8]) -> Result<()> {
-        let r = self.seek_inner(target);
-        self.settle(r)
-    }
-
-    fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
-        let r = self.seek_for_prev_inner(target);
-        self.settle(r)
-    }
-
-    fn next(&mut self) -> Result<()> {
-        if !self.valid() {
-            return Ok(());
-        }
-        let r = self.next_inner();
-        self.settle(r)
-    }
-
-    fn prev(&mut self) -> Result<()> {
-        if !self.valid() {
-            return Ok(());
-        }
-        let r = self.prev_inner();
-        self.settle(r)
-    }
-
-    fn key(&self) -> &[u8] {
-        if self.valid() {
-            self.cursor.key()
-        } else {
-            &[]
-        }
-    }
-
-    fn value(&self) -> &[u8] {
-        match &self.block {
-            Some(block) if self.cursor.valid() => self.cursor.value(block),
-            _ => &[],
-        }
-    }
-
-    fn block_start(&self) -> Option<StoredBlock> {
-        if !self.valid() || !self.cursor.at_first() {
-            return None;
-        }
-        let entry = self.table.index.entries.get(self.block_index)?;
-        let last = self.table.index.bytes(entry.last_key);
-        Some(StoredBlock {
-            file_number: if entry.file == 0 {
-                self.table.file_number
-            } else {
-                entry.file
-            },
-            offset: entry.offset,
-            size: u64::from(entry.size) + BLOCK_TRAILER_LEN as u64,
-            entries: u64::from(entry.entries),
-            last_user_key: last.slice(..last.len().saturating_sub(8)),
-        })
     }
 }
