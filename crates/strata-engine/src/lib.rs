@@ -29,6 +29,7 @@ mod db;
 pub mod error;
 pub mod fs;
 pub mod inspect;
+mod io_pool;
 pub mod iter;
 pub mod key;
 mod key_index;

@@ -74,6 +74,7 @@ mod compaction;
 mod engine;
 mod flush;
 mod install;
+mod multi_get;
 mod read;
 mod recovery;
 mod switch;

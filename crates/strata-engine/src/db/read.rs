@@ -80,7 +80,7 @@ impl<'a> ReadOptions<'a> {
 
 impl Engine {
     /// The sequence number a read with `options` sees.
-    fn read_sequence(&self, options: &ReadOptions<'_>) -> SeqNo {
+    pub(super) fn read_sequence(&self, options: &ReadOptions<'_>) -> SeqNo {
         options
             .snapshot
             .map_or_else(|| self.last_sequence.load(Ordering::Acquire), |s| s.seq)
@@ -176,15 +176,6 @@ impl Engine {
             }
         }
         Ok(None)
-    }
-
-    /// The values of `keys` as `options` say, in the order of `keys`.
-    pub fn multi_get(
-        &self,
-        keys: &[&[u8]],
-        options: &ReadOptions<'_>,
-    ) -> Result<Vec<Option<Bytes>>> {
-        keys.iter().map(|k| self.lookup(k, options)).collect()
     }
 
     /// An iterator over `range` as `options` say, ascending or (`reverse`) descending.

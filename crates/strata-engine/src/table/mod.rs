@@ -54,6 +54,7 @@
 //! 0..52 at 52..56) are the frozen part of the format that every future version keeps, so a
 //! damaged version field reads as corruption rather than as a newer format.
 
+mod batch;
 mod block;
 mod bloom;
 mod builder;
@@ -69,6 +70,7 @@ mod reader;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use batch::query_blocks;
 pub(crate) use bloom::bloom_hash;
 pub use builder::{BlockRange, KeptBlock, TableBuilder, TableSummary};
 pub use cache::BlockCache;

@@ -103,7 +103,7 @@ impl Readahead {
             self.last_read = Some(position);
             self.count_hit(src, purpose);
             let at = (handle.offset - self.window_offset) as usize;
-            return src.parse_stored_block(handle, purpose, &self.window[at..at + total]);
+            return src.parse_stored_block(handle, purpose, self.window[at..at + total].to_vec());
         }
         let ahead = self.ahead(position);
         if ahead == 0 {
@@ -125,7 +125,7 @@ impl Readahead {
             Statistics::add(&src.stats.readahead_bytes, len as u64);
         }
         self.count_hit(src, purpose);
-        src.parse_stored_block(handle, purpose, &self.window[..total])
+        src.parse_stored_block(handle, purpose, self.window[..total].to_vec())
     }
 
     fn count_hit(&self, src: &TableFile, purpose: ReadPurpose) {

@@ -153,17 +153,17 @@ impl TableFile {
     }
 
     /// The data block at `handle` from `stored`, its bytes with the trailer as read from
-    /// storage (by a readahead): charged to `purpose`'s counter, checked, decompressed and
+    /// storage (by a readahead or a batch of reads): charged to `purpose`'s counter, checked, decompressed and
     /// parsed like [`TableFile::read_parsed_block`]'s.
     pub(super) fn parse_stored_block(
         &self,
         handle: BlockHandle,
         purpose: ReadPurpose,
-        stored: &[u8],
+        mut stored: Vec<u8>,
     ) -> Result<Block> {
-        let block_type = self.check_block(handle, "data", purpose, stored)?;
-        let contents = stored[..stored.len() - BLOCK_TRAILER_LEN].to_vec();
-        let contents = decode_contents(contents, block_type).map_err(|reason| {
+        let block_type = self.check_block(handle, "data", purpose, &stored)?;
+        stored.truncate(stored.len() - BLOCK_TRAILER_LEN);
+        let contents = decode_contents(stored, block_type).map_err(|reason| {
             Error::corruption(&self.name, handle.offset, format!("data block: {reason}"))
         })?;
         Block::new(Bytes::from(contents)).map_err(|e| self.decode_error(handle, "data", e))
@@ -471,14 +471,7 @@ impl Table {
         user_key: &[u8],
         snapshot: SeqNo,
     ) -> Result<Option<(SeqNo, ValueKind, Bytes)>> {
-        if let Some(filter) = &self.filter {
-            Statistics::add(&self.src.stats.bloom_checks, 1);
-            if !filter.may_contain(user_key) {
-                Statistics::add(&self.src.stats.bloom_negatives, 1);
-                return Ok(None);
-            }
-        }
-        self.get_unfiltered(user_key, snapshot)
+        self.get_from(user_key, snapshot, true)
     }
 
     /// [`Table::get`] without the filter probe: for a caller that already knows the table may
@@ -488,20 +481,69 @@ impl Table {
         user_key: &[u8],
         snapshot: SeqNo,
     ) -> Result<Option<(SeqNo, ValueKind, Bytes)>> {
+        self.get_from(user_key, snapshot, false)
+    }
+
+    fn get_from(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+        filtered: bool,
+    ) -> Result<Option<(SeqNo, ValueKind, Bytes)>> {
+        let Some(position) = self.locate(user_key, snapshot, filtered) else {
+            return Ok(None);
+        };
+        let entry = &self.index.entries[position];
+        let block = self.data_block(entry, ReadPurpose::Query)?;
+        self.find_in_block(&block, position, user_key, snapshot)
+    }
+
+    /// Where a point lookup of `user_key` at `snapshot` must look in this table: the index
+    /// position of the one data block that can hold its newest visible entry, or `None` when
+    /// the Bloom filter (probed, and counted in `bloom_checks` and `bloom_negatives`, only if
+    /// `filtered`) or the index rules the table out. Reads nothing.
+    pub(crate) fn locate(&self, user_key: &[u8], snapshot: SeqNo, filtered: bool) -> Option<usize> {
+        if let (Some(filter), true) = (&self.filter, filtered) {
+            Statistics::add(&self.src.stats.bloom_checks, 1);
+            if !filter.may_contain(user_key) {
+                Statistics::add(&self.src.stats.bloom_negatives, 1);
+                return None;
+            }
+        }
         let trailer = pack_trailer(snapshot.min(MAX_SEQNO), SEEK_KIND);
         // Index keys are exact last keys, so the first entry ≥ the target, if any, is in the
         // first block whose last key is ≥ the target.
-        let Some(entry) = self.index.entries.get(self.index.find(user_key, trailer)) else {
-            return Ok(None);
+        let position = self.index.find(user_key, trailer);
+        (position < self.index.entries.len()).then_some(position)
+    }
+
+    /// The table whose file holds the data block at index `position` (this one, or the one a
+    /// block-preserving merge kept it in) and where it lies there.
+    pub(crate) fn block_holder(self: &Arc<Self>, position: usize) -> Result<(Arc<Table>, BlockHandle)> {
+        let entry = &self.index.entries[position];
+        let holder = match self.holder(entry)? {
+            Holder::Own(_) => Arc::clone(self),
+            Holder::Other(table) => table,
         };
-        let holder = self.holder(entry)?;
+        Ok((holder, entry.handle()))
+    }
+
+    /// The newest entry of `user_key` with seq ≤ `snapshot` in `block`, the data block at
+    /// index `position` ([`Table::locate`]'s answer).
+    pub(crate) fn find_in_block(
+        &self,
+        block: &Block,
+        position: usize,
+        user_key: &[u8],
+        snapshot: SeqNo,
+    ) -> Result<Option<(SeqNo, ValueKind, Bytes)>> {
+        let entry = &self.index.entries[position];
+        let trailer = pack_trailer(snapshot.min(MAX_SEQNO), SEEK_KIND);
         // Errors name the file that holds the block.
+        let holder = self.holder(entry)?;
         let src = &holder.table().src;
-        let block = holder
-            .table()
-            .stored_block(entry.handle(), ReadPurpose::Query)?;
         let mut cursor = Cursor::with_buffer(take_scratch());
-        let result = match cursor.seek(&block, user_key, trailer) {
+        let result = match cursor.seek(block, user_key, trailer) {
             Err(e) => Err(src.decode_error(entry.handle(), "data", e)),
             Ok(()) if !cursor.valid() => Ok(None),
             Ok(()) => match parse_internal_key(cursor.key()) {

@@ -1,0 +1,84 @@
+//! The data blocks of a batch of point lookups, read at once ([`Db::multi_get`]).
+//!
+//! [`Db::multi_get`]: crate::Db::multi_get
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::block::Block;
+use super::format::BlockHandle;
+use super::reader::Table;
+use super::ReadPurpose;
+use crate::error::{Error, Result};
+use crate::io_pool::{self, Read};
+use crate::stats::Statistics;
+
+/// The data blocks at `wanted` (each the table whose file holds the block, and where it lies
+/// there: [`Table::block_holder`]), for point lookups: from the block cache where it holds them,
+/// counted as hits; the rest read from storage in parallel, then checked, counted as misses and
+/// cached as a lookup's reads are ([`Table::get`]). In `wanted`'s order; a block asked for
+/// twice is read once.
+pub(crate) fn query_blocks(wanted: &[(Arc<Table>, BlockHandle)]) -> Vec<Result<Arc<Block>>> {
+    let mut results: Vec<Option<Result<Arc<Block>>>> = (0..wanted.len()).map(|_| None).collect();
+    // Where each block was first asked for: later askers share that result.
+    let mut first: HashMap<(u64, u64), usize> = HashMap::with_capacity(wanted.len());
+    let mut same_as: Vec<usize> = (0..wanted.len()).collect();
+    let mut reads = Vec::new();
+    let mut read_for = Vec::new();
+    for (i, (table, handle)) in wanted.iter().enumerate() {
+        if let Some(&earlier) = first.get(&(table.file_number, handle.offset)) {
+            same_as[i] = earlier;
+            continue;
+        }
+        first.insert((table.file_number, handle.offset), i);
+        if let Some(cache) = &table.cache {
+            if let Some(block) = cache.get(table.file_number, handle.offset) {
+                Statistics::add(&table.src.stats.block_cache_hits, 1);
+                results[i] = Some(Ok(block));
+                continue;
+            }
+        }
+        match table.src.block_span(*handle, "data") {
+            Ok(len) => {
+                reads.push(Read {
+                    file: Arc::clone(&table.src.file),
+                    offset: handle.offset,
+                    len,
+                });
+                read_for.push(i);
+            }
+            Err(e) => results[i] = Some(Err(e)),
+        }
+    }
+    for (i, read) in read_for.into_iter().zip(io_pool::read_all(reads)) {
+        let (table, handle) = &wanted[i];
+        let block = read
+            .map_err(|e| {
+                Error::io(
+                    format!(
+                        "reading data block of {} at offset {}",
+                        table.src.name, handle.offset
+                    ),
+                    e,
+                )
+            })
+            .and_then(|stored| table.src.parse_stored_block(*handle, ReadPurpose::Query, stored))
+            .map(Arc::new);
+        if let (Ok(block), Some(cache)) = (&block, &table.cache) {
+            Statistics::add(&table.src.stats.block_cache_misses, 1);
+            cache.insert(table.file_number, handle.offset, Arc::clone(block));
+        }
+        results[i] = Some(block);
+    }
+    same_as
+        .iter()
+        .map(|&asker| match &results[asker] {
+            Some(Ok(block)) => Ok(Arc::clone(block)),
+            Some(Err(e)) => Err(e.duplicate()),
+            None => Err(Error::io(
+                "reading a batch of data blocks",
+                std::io::Error::other("a block of the batch was never read"),
+            )),
+        })
+        .collect()
+}
