@@ -591,7 +591,14 @@ pub fn inspect_table(
     let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
     let stats = Arc::new(Statistics::default());
     // Opened through a table cache, so that blocks kept in sibling files can be read.
-    let cache = TableCache::new(Arc::clone(&fs), dir, 64, None, Arc::clone(&stats), false);
+    let cache = TableCache::new(
+        Arc::clone(&fs),
+        dir,
+        64,
+        None,
+        Arc::clone(&stats),
+        Default::default(),
+    );
     let file = fs
         .open(path)
         .map_err(|e| Error::io(format!("opening table {}", path.display()), e))?;
@@ -600,7 +607,7 @@ pub fn inspect_table(
     let table =
         Arc::new(Table::open(file, number, name.clone(), None, stats)?.with_block_files(files));
     let blocks = table
-        .index_blocks()
+        .index_blocks()?
         .into_iter()
         .map(|b| BlockView {
             offset: b.place.offset,
@@ -626,7 +633,7 @@ pub fn inspect_table(
         file: name,
         bytes,
         properties: table.properties().into(),
-        layout: table.layout(),
+        layout: table.layout()?,
         blocks,
         dump: dumped,
         verified: verify && damage.is_none(),

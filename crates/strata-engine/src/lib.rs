@@ -60,7 +60,7 @@ pub use error::{Error, Result};
 pub use listener::{CompletedJob, EventListener, JobKind};
 pub use log::RecoveryMode;
 pub use metrics::{LevelMetrics, Metrics};
-pub use options::{Options, WriteOptions};
+pub use options::{IndexPinning, Options, WriteOptions};
 pub use table::Compression;
 pub use user_iter::DbIterator;
 pub use wal_chain::RecoveryStop;

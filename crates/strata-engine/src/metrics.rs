@@ -65,6 +65,11 @@ pub struct Metrics {
     pub index_blocks_read: u64,
     /// Filter blocks read from storage by lookups, counted like `index_blocks_read`.
     pub filter_blocks_read: u64,
+    /// Lookups and scans that found a table's index in the block cache (tables that keep it
+    /// there only).
+    pub index_cache_hits: u64,
+    /// Lookups that found a table's filter in the block cache, counted like `index_cache_hits`.
+    pub filter_cache_hits: u64,
     /// Reads of lookups and scans that read ahead (a data block and the bytes after it).
     pub readahead_reads: u64,
     /// Bytes those reads brought.
@@ -100,8 +105,25 @@ pub struct Metrics {
     /// so the WALs on disk are these plus the active one's (plus, for a moment, those a flush
     /// just made obsolete). RocksDB: `rocksdb.num-immutable-mem-table`.
     pub frozen_memtables: usize,
-    /// Block-cache bytes in use by data blocks.
+    /// The block cache's capacity.
+    pub block_cache_capacity: u64,
+    /// Block-cache bytes in use by cached entries (data blocks, and indexes and filters where
+    /// the cache keeps them), each with a small per-entry overhead.
     pub block_cache_bytes: u64,
+    /// What the block cache holds, by kind: data blocks and their bytes.
+    pub block_cache_data_blocks: u64,
+    /// See `block_cache_data_blocks`.
+    pub block_cache_data_bytes: u64,
+    /// Table indexes the block cache holds
+    /// ([`Options::with_cache_index_and_filter_blocks`](crate::Options::with_cache_index_and_filter_blocks)),
+    /// and their bytes.
+    pub block_cache_indexes: u64,
+    /// See `block_cache_indexes`.
+    pub block_cache_index_bytes: u64,
+    /// Table filters the block cache holds, and their bytes.
+    pub block_cache_filters: u64,
+    /// See `block_cache_filters`.
+    pub block_cache_filter_bytes: u64,
     /// Bytes open tables charge to the block cache
     /// ([`Options::with_charge_tables_to_cache`](crate::Options::with_charge_tables_to_cache);
     /// 0 when off).
@@ -162,6 +184,7 @@ impl Metrics {
         interval_index_bytes: u64,
     ) -> Metrics {
         let g = Statistics::get;
+        let contents = cache.contents();
         let user_bytes = g(&s.user_bytes);
         let flush_bytes = g(&s.flush_bytes);
         let compaction_bytes_written = g(&s.compaction_bytes_written);
@@ -194,6 +217,8 @@ impl Metrics {
             metadata_blocks_read: g(&s.metadata_blocks_read),
             index_blocks_read: g(&s.index_blocks_read),
             filter_blocks_read: g(&s.filter_blocks_read),
+            index_cache_hits: g(&s.index_cache_hits),
+            filter_cache_hits: g(&s.filter_cache_hits),
             readahead_reads: g(&s.readahead_reads),
             readahead_bytes: g(&s.readahead_bytes),
             readahead_blocks: g(&s.readahead_blocks),
@@ -210,7 +235,14 @@ impl Metrics {
             table_bytes: version.disk_bytes(),
             memtable_bytes: memtables.bytes,
             frozen_memtables: memtables.frozen,
+            block_cache_capacity: cache.capacity(),
             block_cache_bytes: cache.used_bytes(),
+            block_cache_data_blocks: contents.data_blocks,
+            block_cache_data_bytes: contents.data_bytes,
+            block_cache_indexes: contents.indexes,
+            block_cache_index_bytes: contents.index_bytes,
+            block_cache_filters: contents.filters,
+            block_cache_filter_bytes: contents.filter_bytes,
             block_cache_table_bytes: cache.table_bytes(),
             sorted_runs: version.run_count(),
             tables: version.table_count(),
@@ -269,6 +301,28 @@ impl fmt::Display for Metrics {
             self.block_cache_misses,
             self.bloom_negatives,
             self.bloom_checks
+        )?;
+        writeln!(
+            f,
+            "cache: {} of {} bytes: {} data blocks ({} bytes), {} indexes ({} bytes), {} filters \
+             ({} bytes); {} bytes charged by open tables; index {} hits / {} reads, filter {} \
+             hits / {} reads; readahead {} reads ({} bytes) serving {} blocks",
+            self.block_cache_bytes,
+            self.block_cache_capacity,
+            self.block_cache_data_blocks,
+            self.block_cache_data_bytes,
+            self.block_cache_indexes,
+            self.block_cache_index_bytes,
+            self.block_cache_filters,
+            self.block_cache_filter_bytes,
+            self.block_cache_table_bytes,
+            self.index_cache_hits,
+            self.index_blocks_read,
+            self.filter_cache_hits,
+            self.filter_blocks_read,
+            self.readahead_reads,
+            self.readahead_bytes,
+            self.readahead_blocks
         )?;
         writeln!(
             f,

@@ -32,6 +32,10 @@ pub struct Options {
     pub(crate) compression: Compression,
     pub(crate) block_cache_capacity: u64,
     pub(crate) charge_tables_to_cache: bool,
+    pub(crate) cache_index_and_filter_blocks: bool,
+    pub(crate) index_pinning: IndexPinning,
+    pub(crate) index_and_filter_high_priority: bool,
+    pub(crate) high_pri_pool_ratio: f64,
     pub(crate) use_direct_reads: bool,
     pub(crate) use_direct_io_for_flush_and_compaction: bool,
     pub(crate) compaction_readahead_size: u64,
@@ -44,6 +48,36 @@ pub struct Options {
     pub(crate) policy: PolicyChoice,
     pub(crate) fs: Arc<dyn FileSystem>,
     pub(crate) listeners: Vec<Listener>,
+}
+
+/// Which tables hold their index and filter while the block cache keeps the others'
+/// ([`Options::with_pin_index_and_filter_blocks`]). A table decides when it is opened, from the
+/// level a read meets it in, and keeps to it while it is open.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IndexPinning {
+    /// No table: every index and filter competes for the cache.
+    #[default]
+    None,
+    /// Tables in level 0, which most lookups probe (RocksDB:
+    /// `pin_l0_filter_and_index_blocks_in_cache`).
+    Level0,
+    /// Tables in every level above the deepest one holding data: about a tenth of the tree's
+    /// metadata under leveling with a size ratio of 10, probed by every lookup that reaches the
+    /// deepest level (RocksDB has none for unpartitioned indexes; nearest:
+    /// `MetadataCacheOptions::unpartitioned_pinning = kFlushedAndSimilar`).
+    UpperLevels,
+}
+
+impl IndexPinning {
+    /// Whether a table met in `level`, when the deepest level holding data is `deepest`,
+    /// holds its index and filter.
+    pub(crate) fn pins(self, level: usize, deepest: usize) -> bool {
+        match self {
+            IndexPinning::None => false,
+            IndexPinning::Level0 => level == 0,
+            IndexPinning::UpperLevels => level < deepest,
+        }
+    }
 }
 
 /// The compaction policy as configured: a registered policy named by a specification, built when
@@ -93,6 +127,10 @@ impl Default for Options {
             compression: Compression::None,
             block_cache_capacity: 32 << 20,
             charge_tables_to_cache: true,
+            cache_index_and_filter_blocks: false,
+            index_pinning: IndexPinning::None,
+            index_and_filter_high_priority: true,
+            high_pri_pool_ratio: 0.5,
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
             compaction_readahead_size: 2 << 20,
@@ -348,6 +386,48 @@ impl Options {
         }
     }
 
+    /// Keeps tables' indexes and Bloom filters in the block cache, evicted like data blocks and
+    /// read again when needed, instead of held by each open table for as long as it is open.
+    /// Memory then stays within the cache's capacity however large the tree grows, at the cost
+    /// of index and filter reads once the cache is too small for them (`Metrics` counts them in
+    /// `index_blocks_read` and `filter_blocks_read`). Some tables may still hold theirs
+    /// ([`Options::with_pin_index_and_filter_blocks`]), and the cache can protect them from
+    /// data blocks ([`Options::with_cache_index_and_filter_blocks_with_high_priority`]). Held
+    /// ones are charged to the cache either way ([`Options::with_charge_tables_to_cache`]).
+    /// RocksDB: `BlockBasedTableOptions::cache_index_and_filter_blocks`. Default: false.
+    pub fn with_cache_index_and_filter_blocks(mut self, yes: bool) -> Self {
+        self.cache_index_and_filter_blocks = yes;
+        self
+    }
+
+    /// Which tables hold their index and filter while the block cache keeps the others'
+    /// ([`Options::with_cache_index_and_filter_blocks`]; without it every table holds them).
+    /// RocksDB: `pin_l0_filter_and_index_blocks_in_cache` is [`IndexPinning::Level0`].
+    /// Default: [`IndexPinning::None`].
+    pub fn with_pin_index_and_filter_blocks(mut self, pinning: IndexPinning) -> Self {
+        self.index_pinning = pinning;
+        self
+    }
+
+    /// Keeps indexes and filters in the block cache in a pool of their own that data blocks
+    /// never evict, of up to [`Options::with_high_pri_pool_ratio`] of the capacity (data blocks
+    /// use what it leaves unused), so that scans and lookups of cold data do not push out
+    /// the metadata every lookup needs. Applies with
+    /// [`Options::with_cache_index_and_filter_blocks`]. RocksDB:
+    /// `cache_index_and_filter_blocks_with_high_priority`. Default: true.
+    pub fn with_cache_index_and_filter_blocks_with_high_priority(mut self, yes: bool) -> Self {
+        self.index_and_filter_high_priority = yes;
+        self
+    }
+
+    /// The share of the block cache the high-priority pool of indexes and filters may take
+    /// ([`Options::with_cache_index_and_filter_blocks_with_high_priority`]), in [0, 1]. RocksDB:
+    /// `LRUCacheOptions::high_pri_pool_ratio`. Default: 0.5.
+    pub fn with_high_pri_pool_ratio(mut self, ratio: f64) -> Self {
+        self.high_pri_pool_ratio = ratio;
+        self
+    }
+
     /// Table files kept open. RocksDB: `max_open_files`. Default: 1000.
     pub fn with_max_open_files(mut self, n: usize) -> Self {
         self.max_open_files = n;
@@ -515,6 +595,9 @@ impl Options {
         }
         if self.max_manifest_file_size < 4096 {
             return bad("max_manifest_file_size must be at least 4096 bytes");
+        }
+        if !(0.0..=1.0).contains(&self.high_pri_pool_ratio) {
+            return bad("high_pri_pool_ratio must be between 0 and 1");
         }
         if self.compaction_readahead_size > 1 << 30 {
             return bad("compaction_readahead_size must be at most 1 GiB");

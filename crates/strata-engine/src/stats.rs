@@ -57,6 +57,11 @@ pub struct Statistics {
     pub index_blocks_read: AtomicU64,
     /// Filter blocks read from storage by point lookups, counted like `index_blocks_read`.
     pub filter_blocks_read: AtomicU64,
+    /// Lookups and scans that found a table's index in the block cache (only tables that keep
+    /// it there count).
+    pub index_cache_hits: AtomicU64,
+    /// Lookups that found a table's filter in the block cache, counted like `index_cache_hits`.
+    pub filter_cache_hits: AtomicU64,
     /// Reads of lookups and scans that read ahead: each brought a data block and the file bytes
     /// after it (`ReadOptions::readahead_size`).
     pub readahead_reads: AtomicU64,

@@ -5,6 +5,7 @@ use crate::fs::FileSystem;
 use crate::iter::{InternalIterator, StoredBlock};
 use crate::key::user_key;
 use crate::manifest::table_file_name;
+use crate::options::IndexPinning;
 use crate::stats::Statistics;
 use crate::table::{BlockCache, BlockFiles, ReadPurpose, ReadaheadSize, Table, TableIterator};
 use std::path::PathBuf;
@@ -20,8 +21,19 @@ pub struct TableCache {
     cache: quick_cache::sync::Cache<u64, Arc<Table>>,
     block_cache: Option<Arc<BlockCache>>,
     stats: Arc<Statistics>,
+    reads: TableReads,
+}
+
+/// How a [`TableCache`] opens tables.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TableReads {
     /// Open files for direct reads ([`crate::Options::with_use_direct_reads`]).
-    direct_reads: bool,
+    pub direct: bool,
+    /// Tables keep their index and filter in the block cache unless `pinning` holds them
+    /// ([`crate::Options::with_cache_index_and_filter_blocks`]).
+    pub cache_index_and_filter: bool,
+    /// See `cache_index_and_filter`.
+    pub pinning: IndexPinning,
 }
 
 impl std::fmt::Debug for TableCache {
@@ -34,15 +46,14 @@ impl std::fmt::Debug for TableCache {
 }
 
 impl TableCache {
-    /// A cache of up to `capacity` open tables in `dir`, their files opened for direct reads
-    /// if `direct_reads`.
+    /// A cache of up to `capacity` open tables in `dir`, opened as `reads` says.
     pub fn new(
         fs: Arc<dyn FileSystem>,
         dir: PathBuf,
         capacity: usize,
         block_cache: Option<Arc<BlockCache>>,
         stats: Arc<Statistics>,
-        direct_reads: bool,
+        reads: TableReads,
     ) -> Arc<Self> {
         Arc::new_cyclic(|me| TableCache {
             me: me.clone(),
@@ -51,34 +62,55 @@ impl TableCache {
             cache: quick_cache::sync::Cache::new(capacity.max(1)),
             block_cache,
             stats,
-            direct_reads,
+            reads,
         })
     }
 
-    /// Table `number`, opened if not cached.
+    /// Whether opening a table depends on the level it is met in
+    /// ([`TableCache::get_at_level`]).
+    pub fn pins_by_level(&self) -> bool {
+        self.reads.cache_index_and_filter && self.reads.pinning != IndexPinning::None
+    }
+
+    /// Table `number`, opened if not cached. A table this opens that keeps its index and filter
+    /// in the block cache holds them only if pinning holds them at every level.
     pub fn get(&self, number: u64) -> Result<Arc<Table>> {
+        self.open_table(number, !self.reads.cache_index_and_filter)
+    }
+
+    /// [`TableCache::get`] for a read that meets the table in `level`, the deepest level
+    /// holding data being `deepest`: a table this opens holds its index and filter if the
+    /// pinning says so for that level.
+    pub fn get_at_level(&self, number: u64, level: usize, deepest: usize) -> Result<Arc<Table>> {
+        let pin = !self.reads.cache_index_and_filter || self.reads.pinning.pins(level, deepest);
+        self.open_table(number, pin)
+    }
+
+    fn open_table(&self, number: u64, pin: bool) -> Result<Arc<Table>> {
         if let Some(t) = self.cache.get(&number) {
             return Ok(t);
         }
         let name = table_file_name(number);
         let path = self.dir.join(&name);
-        let opened = if self.direct_reads {
+        let opened = if self.reads.direct {
             self.fs.open_direct(&path)
         } else {
             self.fs.open(&path)
         };
         let file = opened.map_err(|e| Error::io(format!("opening table {}", path.display()), e))?;
         let files: Weak<dyn BlockFiles> = self.me.clone();
-        let table = Arc::new(
-            Table::open(
-                file,
-                number,
-                name,
-                self.block_cache.clone(),
-                Arc::clone(&self.stats),
-            )?
-            .with_block_files(files),
-        );
+        let mut table = Table::open(
+            file,
+            number,
+            name,
+            self.block_cache.clone(),
+            Arc::clone(&self.stats),
+        )?
+        .with_block_files(files);
+        if !pin {
+            table = table.cache_index_and_filter();
+        }
+        let table = Arc::new(table);
         self.cache.insert(number, Arc::clone(&table));
         Ok(table)
     }
@@ -101,6 +133,9 @@ pub struct RunIterator {
     tables: Vec<Arc<TableMeta>>,
     purpose: ReadPurpose,
     readahead: ReadaheadSize,
+    /// The level the run is in and the deepest level holding data, for tables it opens
+    /// ([`TableCache::get_at_level`]).
+    level: Option<(usize, usize)>,
     index: usize,
     current: Option<TableIterator>,
 }
@@ -119,16 +154,26 @@ impl RunIterator {
             tables,
             purpose,
             readahead,
+            level: None,
             index: 0,
             current: None,
         }
+    }
+
+    /// This cursor, for a run in `level` when the deepest level holding data is `deepest`.
+    pub fn in_level(mut self, level: usize, deepest: usize) -> Self {
+        self.level = Some((level, deepest));
+        self
     }
 
     fn open(&mut self, index: usize) -> Result<bool> {
         self.index = index;
         match self.tables.get(index) {
             Some(meta) => {
-                let table = self.cache.get(meta.id.0)?;
+                let table = match self.level {
+                    Some((level, deepest)) => self.cache.get_at_level(meta.id.0, level, deepest)?,
+                    None => self.cache.get(meta.id.0)?,
+                };
                 self.current = Some(table.iter_with(self.purpose, self.readahead));
                 Ok(true)
             }

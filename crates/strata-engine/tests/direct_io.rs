@@ -109,7 +109,10 @@ fn exercise(reads: bool, writes: bool) -> Vec<(&'static str, String, bool)> {
 #[test]
 fn direct_reads_open_tables_direct_and_nothing_else() {
     let seen = exercise(true, false);
-    let tables: Vec<_> = seen.iter().filter(|(_, n, _)| n.ends_with(".sst")).collect();
+    let tables: Vec<_> = seen
+        .iter()
+        .filter(|(_, n, _)| n.ends_with(".sst"))
+        .collect();
     assert!(tables.iter().any(|(what, _, _)| *what == "open"));
     for (what, name, direct) in &seen {
         let table = name.ends_with(".sst");
@@ -131,7 +134,10 @@ fn direct_writes_create_tables_direct_and_keep_logs_buffered() {
             created_tables += 1;
             assert!(direct, "{name} was written through the page cache");
         } else if *what == "create" && !name.ends_with(".tmp") {
-            assert!(!direct, "{name} (WAL, manifest, CURRENT) must stay buffered");
+            assert!(
+                !direct,
+                "{name} (WAL, manifest, CURRENT) must stay buffered"
+            );
         } else if *what == "open" {
             assert!(!direct, "{name} was read direct without use_direct_reads");
         }

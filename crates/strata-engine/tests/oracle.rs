@@ -2,8 +2,10 @@
 //! (`Db::multi_get`), range scans in both directions (reading ahead automatically or by a fixed
 //! size), snapshots, flushes, manual compactions and reopens, checked after every step against a
 //! `BTreeMap` model, for every built-in policy, with background and synchronous compaction, a
-//! key index (`Options::with_key_index`) answering lookups in one level, and once more on a real
-//! file system with direct I/O for reads, flushes and compactions.
+//! key index (`Options::with_key_index`) answering lookups in one level, indexes and filters
+//! held by tables or kept in a tiny block cache (pinned by level or not, with a high-priority
+//! pool or not), and once more on a real file system with direct I/O for reads, flushes and
+//! compactions.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
@@ -13,7 +15,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 use strata_engine::fs::{FileSystem, MemFs, StdFs};
-use strata_engine::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata_engine::{Db, IndexPinning, Options, ReadOptions, WriteBatch, WriteOptions};
 use strata_policy::{testing, PolicySpec};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -35,7 +37,13 @@ enum Storage {
     Direct,
 }
 
-fn options(fs: &Arc<dyn FileSystem>, policy: &str, synchronous: bool, storage: Storage) -> Options {
+fn options(
+    fs: &Arc<dyn FileSystem>,
+    policy: &str,
+    synchronous: bool,
+    storage: Storage,
+    seed: u64,
+) -> Options {
     let buffer = 8 << 10;
     let mut spec = PolicySpec::new(policy);
     spec.fill_defaults([
@@ -51,7 +59,17 @@ fn options(fs: &Arc<dyn FileSystem>, policy: &str, synchronous: bool, storage: S
     ])
     .unwrap();
     let direct = storage == Storage::Direct;
+    // Half the runs keep indexes and filters in the (tiny) block cache, pinned in some levels
+    // or not, with and without a high-priority pool.
+    let pinning = [
+        IndexPinning::None,
+        IndexPinning::Level0,
+        IndexPinning::UpperLevels,
+    ][(seed / 2 % 3) as usize];
     Options::new()
+        .with_cache_index_and_filter_blocks(seed % 2 == 1)
+        .with_pin_index_and_filter_blocks(pinning)
+        .with_cache_index_and_filter_blocks_with_high_priority(seed % 4 < 2)
         .with_file_system(Arc::clone(fs))
         .with_use_direct_reads(direct)
         .with_use_direct_io_for_flush_and_compaction(direct)
@@ -165,7 +183,7 @@ fn run(policy: &str, synchronous: bool, seed: u64, steps: usize, storage: Storag
         Storage::Memory => (Arc::new(MemFs::default()), std::path::PathBuf::from("/db")),
         Storage::Direct => (Arc::new(StdFs), tmp.path().join("db")),
     };
-    let mut db = Db::open(&path, options(&fs, policy, synchronous, storage)).unwrap();
+    let mut db = Db::open(&path, options(&fs, policy, synchronous, storage, seed)).unwrap();
     let mut model = Model::new();
     let mut rng = StdRng::seed_from_u64(seed);
     let mut snapshots: Vec<(strata_engine::Snapshot, Model)> = Vec::new();
@@ -291,7 +309,7 @@ fn run(policy: &str, synchronous: bool, seed: u64, steps: usize, storage: Storag
                 } else {
                     drop(db);
                 }
-                db = Db::open(&path, options(&fs, policy, synchronous, storage)).unwrap();
+                db = Db::open(&path, options(&fs, policy, synchronous, storage, seed)).unwrap();
             }
         }
     }

@@ -74,7 +74,11 @@ impl Engine {
             let key_index = view.key_index.as_ref().filter(|k| k.level == level_no);
             // (run, pending key) for every run that may hold a key, grouped by run newest first.
             by_run.clear();
-            for (i, p) in pending.iter().enumerate().filter(|(_, p)| p.found.is_none()) {
+            for (i, p) in pending
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.found.is_none())
+            {
                 holders.clear();
                 if self.options.interval_index {
                     view.intervals[level_no].holding(p.key, &mut holders);
@@ -109,8 +113,8 @@ impl Engine {
                         _ => true,
                     };
                     Statistics::add(&self.stats.get_tables_probed, 1);
-                    let table = self.tables.get(meta.id.0)?;
-                    if let Some(position) = table.locate(p.key, seq, filtered) {
+                    let table = self.table_in_level(meta.id.0, level_no, &view.version)?;
+                    if let Some(position) = table.locate(p.key, seq, filtered)? {
                         probes.push(Probe {
                             pending: i,
                             table,

@@ -7,7 +7,7 @@ use crate::key::{self, SeqNo, ValueKind};
 use crate::key_index::KeyIndexView;
 use crate::stats::{Statistics, LOOKUP_SAMPLE_EVERY};
 use crate::super_version::SuperVersion;
-use crate::table::{bloom_hash, ReadPurpose, ReadaheadSize};
+use crate::table::{bloom_hash, ReadPurpose, ReadaheadSize, Table};
 use crate::table_cache::{RunIterator, TableCache};
 use crate::user_iter::{DbIterator, ScanCount};
 use bytes::Bytes;
@@ -16,6 +16,7 @@ use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
+use strata_meta::Version;
 
 /// The tables the key index names for one key: nearly always none or one.
 type SmallTables = Vec<strata_meta::TableId>;
@@ -163,11 +164,13 @@ impl Engine {
                             continue;
                         }
                         Statistics::add(&self.stats.get_tables_probed, 1);
-                        self.tables.get(t.id.0)?.get_unfiltered(user_key, seq)?
+                        self.table_in_level(t.id.0, level_no, &view.version)?
+                            .get_unfiltered(user_key, seq)?
                     }
                     _ => {
                         Statistics::add(&self.stats.get_tables_probed, 1);
-                        self.tables.get(t.id.0)?.get(user_key, seq)?
+                        self.table_in_level(t.id.0, level_no, &view.version)?
+                            .get(user_key, seq)?
                     }
                 };
                 if let Some((_, kind, v)) = found {
@@ -176,6 +179,21 @@ impl Engine {
             }
         }
         Ok(None)
+    }
+
+    /// Table `number`, met by a read in `level` of `version` (which decides whether a table
+    /// opened now holds its index and filter: [`crate::IndexPinning`]).
+    pub(super) fn table_in_level(
+        &self,
+        number: u64,
+        level: usize,
+        version: &Version,
+    ) -> Result<Arc<Table>> {
+        if !self.tables.pins_by_level() {
+            return self.tables.get(number);
+        }
+        self.tables
+            .get_at_level(number, level, deepest_level(version))
     }
 
     /// An iterator over `range` as `options` say, ascending or (`reverse`) descending.
@@ -206,6 +224,7 @@ impl Engine {
             0 => ReadaheadSize::Auto,
             bytes => ReadaheadSize::Fixed(bytes),
         };
+        let deepest = deepest_level(&view.version);
         let mut deferred: Vec<Box<dyn DeferredChildren>> = Vec::new();
         let mut holders = Vec::new();
         for (level_no, level) in view.version.levels().iter().enumerate() {
@@ -219,12 +238,15 @@ impl Engine {
             for &run in &holders {
                 let tables = tables_in_range(level.runs()[run].tables(), &range);
                 if !tables.is_empty() {
-                    children.push(Box::new(RunIterator::new(
-                        Arc::clone(&self.tables),
-                        tables.to_vec(),
-                        ReadPurpose::Query,
-                        readahead,
-                    )));
+                    children.push(Box::new(
+                        RunIterator::new(
+                            Arc::clone(&self.tables),
+                            tables.to_vec(),
+                            ReadPurpose::Query,
+                            readahead,
+                        )
+                        .in_level(level_no, deepest),
+                    ));
                 }
             }
             if !self.options.interval_index {
@@ -239,6 +261,7 @@ impl Engine {
                 start: Vec::new(),
                 tables: Arc::clone(&self.tables),
                 readahead,
+                deepest,
             };
             later.load_start();
             if later.next_start().is_some() {
@@ -266,6 +289,8 @@ struct RunsStartingLater {
     start: Vec<u8>,
     tables: Arc<TableCache>,
     readahead: ReadaheadSize,
+    /// The deepest level holding data in the scan's version.
+    deepest: usize,
 }
 
 impl RunsStartingLater {
@@ -295,13 +320,25 @@ impl DeferredChildren for RunsStartingLater {
         .to_vec();
         self.next += 1;
         self.load_start();
-        Box::new(RunIterator::new(
-            Arc::clone(&self.tables),
-            tables,
-            ReadPurpose::Query,
-            self.readahead,
-        ))
+        Box::new(
+            RunIterator::new(
+                Arc::clone(&self.tables),
+                tables,
+                ReadPurpose::Query,
+                self.readahead,
+            )
+            .in_level(self.level, self.deepest),
+        )
     }
+}
+
+/// The deepest level of `version` holding data (0 for an empty tree).
+fn deepest_level(version: &Version) -> usize {
+    version
+        .levels()
+        .iter()
+        .rposition(|level| !level.is_empty())
+        .unwrap_or(0)
 }
 
 /// The contiguous tables of a run (sorted, disjoint) whose key ranges overlap `range`.

@@ -16,7 +16,7 @@ use crate::rate_limiter::RateLimiter;
 use crate::stats::{LifetimeStats, Statistics};
 use crate::super_version::SuperVersion;
 use crate::table::BlockCache;
-use crate::table_cache::TableCache;
+use crate::table_cache::{TableCache, TableReads};
 use crate::wal_chain::{self, WalFile, WalLink};
 use crate::write_controller::WriteController;
 use crate::write_queue::WriteQueue;
@@ -397,17 +397,23 @@ impl Engine {
         // Timed, so metrics can say what share of the work the decisions take.
         let policy = Arc::new(strata_policy::TimedPolicy::new(chosen));
         let stats = Arc::new(Statistics::default());
-        let block_cache = Arc::new(
-            BlockCache::new(options.block_cache_capacity)
-                .charging_tables(options.charge_tables_to_cache),
-        );
+        let mut block_cache = BlockCache::new(options.block_cache_capacity)
+            .charging_tables(options.charge_tables_to_cache);
+        if options.cache_index_and_filter_blocks && options.index_and_filter_high_priority {
+            block_cache = block_cache.with_high_priority(options.high_pri_pool_ratio);
+        }
+        let block_cache = Arc::new(block_cache);
         let tables = TableCache::new(
             Arc::clone(&fs),
             dir.clone(),
             options.max_open_files,
             Some(Arc::clone(&block_cache)),
             Arc::clone(&stats),
-            options.use_direct_reads,
+            TableReads {
+                direct: options.use_direct_reads,
+                cache_index_and_filter: options.cache_index_and_filter_blocks,
+                pinning: options.index_pinning,
+            },
         );
         let settings = WriteSettings {
             block_size: options.block_size,

@@ -62,7 +62,11 @@ pub(crate) fn query_blocks(wanted: &[(Arc<Table>, BlockHandle)]) -> Vec<Result<A
                     e,
                 )
             })
-            .and_then(|stored| table.src.parse_stored_block(*handle, ReadPurpose::Query, stored))
+            .and_then(|stored| {
+                table
+                    .src
+                    .parse_stored_block(*handle, ReadPurpose::Query, stored)
+            })
             .map(Arc::new);
         if let (Ok(block), Some(cache)) = (&block, &table.cache) {
             Statistics::add(&table.src.stats.block_cache_misses, 1);

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::block::{cmp_to_target, split_internal_key, Block, Cursor, DecodeError};
 use super::compress::BLOCK_TRAILER_LEN;
 use super::format::BlockHandle;
+use super::index::Index;
 use super::readahead::{Readahead, ReadaheadSize};
 use super::reader::{ReadPurpose, Table};
 use crate::error::{Error, Result};
@@ -24,6 +25,8 @@ pub struct TableIterator {
     block_index: usize,
     cursor: Cursor,
     readahead: Readahead,
+    /// The table's index, from the first positioning on (it may have to be read).
+    index: Option<Arc<Index>>,
 }
 
 impl fmt::Debug for TableIterator {
@@ -50,12 +53,24 @@ impl TableIterator {
             block_index: 0,
             cursor: Cursor::default(),
             readahead: Readahead::new(readahead),
+            index: None,
         }
+    }
+
+    /// The table's index, fetched once per iterator.
+    fn index(&mut self) -> Result<Arc<Index>> {
+        if let Some(index) = &self.index {
+            return Ok(Arc::clone(index));
+        }
+        let index = self.table.shared_index()?;
+        self.index = Some(Arc::clone(&index));
+        Ok(index)
     }
 
     /// Makes block `i` current (reusing it if already loaded); false past either end.
     fn load(&mut self, i: usize) -> Result<bool> {
-        let Some(entry) = self.table.index.entries.get(i) else {
+        let index = self.index()?;
+        let Some(entry) = index.entries.get(i) else {
             self.block = None;
             return Ok(false);
         };
@@ -79,7 +94,11 @@ impl TableIterator {
 
     /// A decode error in the current block, naming the file that holds it.
     fn decode_error(&self, e: DecodeError) -> Error {
-        let Some(entry) = self.table.index.entries.get(self.block_index) else {
+        let Some(entry) = self
+            .index
+            .as_ref()
+            .and_then(|index| index.entries.get(self.block_index))
+        else {
             return self
                 .table
                 .src
@@ -140,7 +159,7 @@ impl TableIterator {
 
     fn seek_inner(&mut self, target: &[u8]) -> Result<()> {
         let (user_key, trailer) = split_internal_key(target);
-        let i = self.table.index.find(user_key, trailer);
+        let i = self.index()?.find(user_key, trailer);
         if !self.load(i)? {
             self.cursor.invalidate();
             return Ok(());
@@ -156,7 +175,8 @@ impl TableIterator {
     fn seek_for_prev_inner(&mut self, target: &[u8]) -> Result<()> {
         self.seek_inner(target)?;
         if !self.valid() {
-            return self.last_from(self.table.index.entries.len().checked_sub(1));
+            let blocks = self.index()?.entries.len();
+            return self.last_from(blocks.checked_sub(1));
         }
         let (user_key, trailer) = split_internal_key(target);
         if cmp_to_target(self.cursor.key(), user_key, trailer) == Ordering::Greater {
@@ -202,7 +222,9 @@ impl InternalIterator for TableIterator {
     }
 
     fn seek_to_last(&mut self) -> Result<()> {
-        let r = self.last_from(self.table.index.entries.len().checked_sub(1));
+        let r = self
+            .index()
+            .and_then(|index| self.last_from(index.entries.len().checked_sub(1)));
         self.settle(r)
     }
 
@@ -251,8 +273,9 @@ impl InternalIterator for TableIterator {
         if !self.valid() || !self.cursor.at_first() {
             return None;
         }
-        let entry = self.table.index.entries.get(self.block_index)?;
-        let last = self.table.index.bytes(entry.last_key);
+        let index = self.index.as_ref()?;
+        let entry = index.entries.get(self.block_index)?;
+        let last = index.bytes(entry.last_key);
         Some(StoredBlock {
             file_number: if entry.file == 0 {
                 self.table.file_number

@@ -3,6 +3,7 @@
 use std::cell::Cell;
 use std::cmp::Ordering;
 use std::fmt;
+use std::ops::Deref;
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
@@ -10,7 +11,7 @@ use bytes::Bytes;
 use super::block::{split_internal_key, Block, Cursor, DecodeError};
 use super::bloom::BloomFilter;
 use super::builder::BlockRange;
-use super::cache::{BlockCache, TableCharge};
+use super::cache::{BlockCache, CacheEntry, TableCharge};
 use super::compress::{block_crc, decode_contents, BLOCK_TRAILER_LEN, TYPE_NONE};
 use super::format::{BlockHandle, Footer, TableProperties, FOOTER_LEN};
 use super::index::{Index, IndexEntry};
@@ -217,6 +218,14 @@ impl TableFile {
         Ok(Bytes::from_owner(map).slice(..stored))
     }
 
+    /// Reads and decodes the Bloom filter block at `handle`.
+    pub(super) fn read_filter(&self, handle: BlockHandle) -> Result<BloomFilter> {
+        let contents = self.read_block_bytes(handle, "filter", ReadPurpose::Metadata)?;
+        BloomFilter::decode(contents).map_err(|reason| {
+            Error::corruption(&self.name, handle.offset, format!("filter block: {reason}"))
+        })
+    }
+
     /// Reads and checks the layout of the block at `handle`.
     pub(super) fn read_parsed_block(
         &self,
@@ -240,16 +249,46 @@ impl TableFile {
     }
 }
 
+/// An index or a filter of a table: held by the table, or kept in the block cache.
+enum Held<T> {
+    /// Held for as long as the table is open (charged to the block cache when it charges
+    /// tables): RocksDB's index and filter outside the cache, or pinned in it.
+    Pinned(Arc<T>),
+    /// In the block cache under the table's file number and this offset, read from the file
+    /// again after an eviction.
+    Cached(u64),
+}
+
+/// An index or a filter in use: borrowed from the table that holds it, or a share of the block
+/// cache's.
+pub(super) enum MetaRef<'a, T> {
+    Pinned(&'a T),
+    Cached(Arc<T>),
+}
+
+impl<T> Deref for MetaRef<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match self {
+            MetaRef::Pinned(t) => t,
+            MetaRef::Cached(t) => t,
+        }
+    }
+}
+
 /// An open table file. Cheap to share (`Arc<Table>`); every method takes `&self` and is safe to
-/// call from many threads. The index, filter and properties live in memory; data blocks are
+/// call from many threads. The properties live in memory, and the index and filter too unless
+/// the table keeps them in the block cache ([`Table::cache_index_and_filter`]); data blocks are
 /// read on demand, through the block cache when there is one.
 pub struct Table {
     pub(super) src: TableFile,
     pub(super) file_number: u64,
     pub(super) cache: Option<Arc<BlockCache>>,
     footer: Footer,
-    pub(super) index: Index,
-    filter: Option<BloomFilter>,
+    /// Where data blocks end: the first meta block's offset.
+    data_end: u64,
+    index: Held<Index>,
+    filter: Option<Held<BloomFilter>>,
     properties: TableProperties,
     /// Opens the files of blocks the index refers to elsewhere (see [`BlockFiles`]).
     block_files: Option<Weak<dyn BlockFiles>>,
@@ -388,12 +427,7 @@ impl Table {
             file_number,
         )?;
         let filter = match footer.filter {
-            Some(h) => {
-                let contents = src.read_block_bytes(h, "filter", ReadPurpose::Metadata)?;
-                Some(BloomFilter::decode(contents).map_err(|reason| {
-                    Error::corruption(&src.name, h.offset, format!("filter block: {reason}"))
-                })?)
-            }
+            Some(h) => Some(Held::Pinned(Arc::new(src.read_filter(h)?))),
             None => None,
         };
 
@@ -422,7 +456,8 @@ impl Table {
             file_number,
             cache,
             footer,
-            index,
+            data_end,
+            index: Held::Pinned(Arc::new(index)),
             filter,
             properties,
             block_files: None,
@@ -432,6 +467,114 @@ impl Table {
             table._charge = cache.charge_table(table.memory_usage() as u64);
         }
         Ok(table)
+    }
+
+    /// This table, keeping its index and filter in its block cache (if it has one) instead of
+    /// holding them: they are evicted like blocks (unless the cache gives them high priority)
+    /// and read again when needed, and the table charges the cache only for its properties.
+    /// RocksDB: `cache_index_and_filter_blocks`.
+    pub fn cache_index_and_filter(mut self) -> Table {
+        let Some(cache) = self.cache.clone() else {
+            return self;
+        };
+        if let Held::Pinned(index) = &self.index {
+            let offset = self.footer.index.offset;
+            cache.insert_meta(
+                self.file_number,
+                offset,
+                CacheEntry::Index(Arc::clone(index)),
+            );
+            self.index = Held::Cached(offset);
+        }
+        if let (Some(Held::Pinned(filter)), Some(h)) = (&self.filter, self.footer.filter) {
+            cache.insert_meta(
+                self.file_number,
+                h.offset,
+                CacheEntry::Filter(Arc::clone(filter)),
+            );
+            self.filter = Some(Held::Cached(h.offset));
+        }
+        // Charge again for what the table still holds.
+        self._charge = None;
+        self._charge = cache.charge_table(self.memory_usage() as u64);
+        self
+    }
+
+    /// The index: the table's own, or the block cache's (read into it again after an eviction,
+    /// counted in `index_blocks_read`).
+    pub(super) fn index(&self) -> Result<MetaRef<'_, Index>> {
+        match &self.index {
+            Held::Pinned(index) => Ok(MetaRef::Pinned(index)),
+            Held::Cached(offset) => self.cached_index(*offset).map(MetaRef::Cached),
+        }
+    }
+
+    /// [`Table::index`] as a share that outlives the borrow (for iterators).
+    pub(super) fn shared_index(&self) -> Result<Arc<Index>> {
+        match &self.index {
+            Held::Pinned(index) => Ok(Arc::clone(index)),
+            Held::Cached(offset) => self.cached_index(*offset),
+        }
+    }
+
+    fn cached_index(&self, offset: u64) -> Result<Arc<Index>> {
+        let stats = &self.src.stats;
+        let cache = self.meta_cache()?;
+        if let Some(CacheEntry::Index(index)) = cache.get_meta(self.file_number, offset) {
+            Statistics::add(&stats.index_cache_hits, 1);
+            return Ok(index);
+        }
+        Statistics::add(&stats.index_blocks_read, 1);
+        let index = Arc::new(Index::load(
+            &self.src,
+            self.footer.index,
+            self.data_end,
+            self.footer.format_version,
+            self.file_number,
+        )?);
+        cache.insert_meta(
+            self.file_number,
+            offset,
+            CacheEntry::Index(Arc::clone(&index)),
+        );
+        Ok(index)
+    }
+
+    /// The Bloom filter, if the table has one: the table's own, or the block cache's (read
+    /// into it again after an eviction, counted in `filter_blocks_read`).
+    fn filter(&self) -> Result<Option<MetaRef<'_, BloomFilter>>> {
+        let offset = match &self.filter {
+            None => return Ok(None),
+            Some(Held::Pinned(filter)) => return Ok(Some(MetaRef::Pinned(filter))),
+            Some(Held::Cached(offset)) => *offset,
+        };
+        let stats = &self.src.stats;
+        let cache = self.meta_cache()?;
+        if let Some(CacheEntry::Filter(filter)) = cache.get_meta(self.file_number, offset) {
+            Statistics::add(&stats.filter_cache_hits, 1);
+            return Ok(Some(MetaRef::Cached(filter)));
+        }
+        Statistics::add(&stats.filter_blocks_read, 1);
+        let handle = self.footer.filter.unwrap_or_default();
+        let filter = Arc::new(self.src.read_filter(handle)?);
+        cache.insert_meta(
+            self.file_number,
+            offset,
+            CacheEntry::Filter(Arc::clone(&filter)),
+        );
+        Ok(Some(MetaRef::Cached(filter)))
+    }
+
+    /// The block cache holding the index and filter ([`Table::cache_index_and_filter`] only
+    /// hands them to a table that has one).
+    fn meta_cache(&self) -> Result<&Arc<BlockCache>> {
+        self.cache.as_ref().ok_or_else(|| {
+            Error::corruption(
+                &self.src.name,
+                self.footer.index.offset,
+                "the table keeps its index in a block cache it does not have",
+            )
+        })
     }
 
     /// This table, reading the blocks its index places in other files through `files`.
@@ -490,11 +633,11 @@ impl Table {
         snapshot: SeqNo,
         filtered: bool,
     ) -> Result<Option<(SeqNo, ValueKind, Bytes)>> {
-        let Some(position) = self.locate(user_key, snapshot, filtered) else {
+        let Some(position) = self.locate(user_key, snapshot, filtered)? else {
             return Ok(None);
         };
-        let entry = &self.index.entries[position];
-        let block = self.data_block(entry, ReadPurpose::Query)?;
+        let entry = self.index()?.entries[position];
+        let block = self.data_block(&entry, ReadPurpose::Query)?;
         self.find_in_block(&block, position, user_key, snapshot)
     }
 
@@ -502,26 +645,37 @@ impl Table {
     /// position of the one data block that can hold its newest visible entry, or `None` when
     /// the Bloom filter (probed, and counted in `bloom_checks` and `bloom_negatives`, only if
     /// `filtered`) or the index rules the table out. Reads nothing.
-    pub(crate) fn locate(&self, user_key: &[u8], snapshot: SeqNo, filtered: bool) -> Option<usize> {
-        if let (Some(filter), true) = (&self.filter, filtered) {
-            Statistics::add(&self.src.stats.bloom_checks, 1);
-            if !filter.may_contain(user_key) {
-                Statistics::add(&self.src.stats.bloom_negatives, 1);
-                return None;
+    pub(crate) fn locate(
+        &self,
+        user_key: &[u8],
+        snapshot: SeqNo,
+        filtered: bool,
+    ) -> Result<Option<usize>> {
+        if filtered {
+            if let Some(filter) = self.filter()? {
+                Statistics::add(&self.src.stats.bloom_checks, 1);
+                if !filter.may_contain(user_key) {
+                    Statistics::add(&self.src.stats.bloom_negatives, 1);
+                    return Ok(None);
+                }
             }
         }
         let trailer = pack_trailer(snapshot.min(MAX_SEQNO), SEEK_KIND);
         // Index keys are exact last keys, so the first entry ≥ the target, if any, is in the
         // first block whose last key is ≥ the target.
-        let position = self.index.find(user_key, trailer);
-        (position < self.index.entries.len()).then_some(position)
+        let index = self.index()?;
+        let position = index.find(user_key, trailer);
+        Ok((position < index.entries.len()).then_some(position))
     }
 
     /// The table whose file holds the data block at index `position` (this one, or the one a
     /// block-preserving merge kept it in) and where it lies there.
-    pub(crate) fn block_holder(self: &Arc<Self>, position: usize) -> Result<(Arc<Table>, BlockHandle)> {
-        let entry = &self.index.entries[position];
-        let holder = match self.holder(entry)? {
+    pub(crate) fn block_holder(
+        self: &Arc<Self>,
+        position: usize,
+    ) -> Result<(Arc<Table>, BlockHandle)> {
+        let entry = self.index()?.entries[position];
+        let holder = match self.holder(&entry)? {
             Holder::Own(_) => Arc::clone(self),
             Holder::Other(table) => table,
         };
@@ -537,10 +691,10 @@ impl Table {
         user_key: &[u8],
         snapshot: SeqNo,
     ) -> Result<Option<(SeqNo, ValueKind, Bytes)>> {
-        let entry = &self.index.entries[position];
+        let entry = self.index()?.entries[position];
         let trailer = pack_trailer(snapshot.min(MAX_SEQNO), SEEK_KIND);
         // Errors name the file that holds the block.
-        let holder = self.holder(entry)?;
+        let holder = self.holder(&entry)?;
         let src = &holder.table().src;
         let mut cursor = Cursor::with_buffer(take_scratch());
         let result = match cursor.seek(block, user_key, trailer) {
@@ -573,9 +727,9 @@ impl Table {
     }
 
     /// False if the Bloom filter rules `user_key` out (always true without a filter). Does not
-    /// count statistics.
-    pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        self.filter.as_ref().is_none_or(|f| f.may_contain(user_key))
+    /// count probes.
+    pub fn may_contain(&self, user_key: &[u8]) -> Result<bool> {
+        Ok(self.filter()?.is_none_or(|f| f.may_contain(user_key)))
     }
 
     /// An iterator over all entries for a lookup or scan; it holds the table alive.
@@ -623,11 +777,20 @@ impl Table {
         self.src.size
     }
 
-    /// Bytes of memory the open table holds (index, filter and properties), for table-cache
-    /// accounting. Cached data blocks are charged to the [`BlockCache`] instead.
+    /// Bytes of memory the open table holds (properties, and the index and filter unless the
+    /// block cache keeps them), for table-cache accounting. Cached blocks are charged to the
+    /// [`BlockCache`] instead.
     pub fn memory_usage(&self) -> usize {
-        self.index.memory_usage()
-            + self.filter.as_ref().map_or(0, BloomFilter::size)
+        let index = match &self.index {
+            Held::Pinned(index) => index.memory_usage(),
+            Held::Cached(_) => 0,
+        };
+        let filter = match &self.filter {
+            Some(Held::Pinned(filter)) => filter.size(),
+            _ => 0,
+        };
+        index
+            + filter
             + self.properties.smallest.len()
             + self.properties.largest.len()
             + std::mem::size_of::<Table>()
@@ -635,13 +798,14 @@ impl Table {
     }
 
     /// Every data block as the index lists it, in key order: where it is, its entries and its
-    /// last user key. Reads nothing.
-    pub fn index_blocks(&self) -> Vec<IndexedBlock> {
-        self.index
+    /// last user key. Reads nothing but the index, if the block cache evicted it.
+    pub fn index_blocks(&self) -> Result<Vec<IndexedBlock>> {
+        let index = self.index()?;
+        Ok(index
             .entries
             .iter()
             .map(|e| {
-                let key = self.index.bytes(e.last_key);
+                let key = index.bytes(e.last_key);
                 IndexedBlock {
                     place: BlockPlace {
                         offset: e.offset,
@@ -652,7 +816,7 @@ impl Table {
                     file: (e.file != 0).then_some(e.file),
                 }
             })
-            .collect()
+            .collect())
     }
 
     /// Every data block's key range and location: [`Table::index_blocks`] with the first keys
@@ -660,8 +824,9 @@ impl Table {
     /// keys).
     pub fn block_ranges(&self) -> Result<Vec<BlockRange>> {
         let mut cursor = Cursor::default();
-        let mut ranges = Vec::with_capacity(self.index.entries.len());
-        for (e, indexed) in self.index.entries.iter().zip(self.index_blocks()) {
+        let index = self.index()?;
+        let mut ranges = Vec::with_capacity(index.entries.len());
+        for (e, indexed) in index.entries.iter().zip(self.index_blocks()?) {
             let holder = self.holder(e)?;
             let src = &holder.table().src;
             let block = src.read_parsed_block(e.handle(), "data", ReadPurpose::Metadata)?;
@@ -687,20 +852,21 @@ impl Table {
     }
 
     /// Where the table's meta blocks are and what its filter is (for `strata inspect`).
-    pub fn layout(&self) -> TableLayout {
+    pub fn layout(&self) -> Result<TableLayout> {
         let place = |h: BlockHandle| BlockPlace {
             offset: h.offset,
             size: h.size + BLOCK_TRAILER_LEN as u64,
         };
-        TableLayout {
+        let filter = self.filter()?;
+        Ok(TableLayout {
             format_version: self.footer.format_version,
             index: place(self.footer.index),
             properties: place(self.footer.properties),
             filter: self.footer.filter.map(place),
-            filter_probes: self.filter.as_ref().map(BloomFilter::probes),
-            filter_bits_set: self.filter.as_ref().map(BloomFilter::bits_set),
-            filter_bits: self.filter.as_ref().map(|f| f.size() as u64 * 8),
-        }
+            filter_probes: filter.as_deref().map(BloomFilter::probes),
+            filter_bits_set: filter.as_deref().map(BloomFilter::bits_set),
+            filter_bits: filter.as_deref().map(|f| f.size() as u64 * 8),
+        })
     }
 
     /// Reads every block from the file (bypassing the cache) and checks its checksum and
@@ -716,7 +882,8 @@ impl Table {
         }
         let mut cursor = Cursor::default();
         let mut previous: Vec<u8> = Vec::new();
-        for entry in &self.index.entries {
+        let index = self.index()?;
+        for entry in &index.entries {
             let holder = self.holder(entry)?;
             let src = &holder.table().src;
             let block = src.read_parsed_block(entry.handle(), "data", ReadPurpose::Metadata)?;
@@ -746,7 +913,7 @@ impl Table {
                     entry.entries
                 )));
             }
-            if previous != self.index.last_key(entry) {
+            if previous != index.last_key(entry) {
                 return Err(corrupt("data block's last key differs from its index key"));
             }
         }
