@@ -2,7 +2,8 @@
 //! every kind of operation.
 //!
 //! - A randomized test runs many seeds of random writes (some synced) under random and scheduled
-//!   faults for every built-in policy with background compaction, crashes at the first error,
+//!   faults for every built-in policy with background compaction (half the seeds with direct
+//!   I/O for table files), crashes at the first error,
 //!   loses power, reopens (first under faults, then without), and checks the recovered state
 //!   against a model of what was acknowledged.
 //! - Targeted tests check each failure rule of the engine (see the docs of `db.rs`) on its own.
@@ -23,8 +24,14 @@ use strata_policy::{testing, PolicySpec};
 const DIR: &str = "/db";
 
 /// Small buffers, blocks and manifests so a few hundred writes flush, compact and rotate the
-/// manifest several times.
-fn small_options(fs: Arc<dyn FileSystem>, policy: &str, synchronous: bool) -> Options {
+/// manifest several times; table files opened and created for direct I/O if `direct_io` (the
+/// engine's direct paths and its check at open, under the same faults).
+fn small_options(
+    fs: Arc<dyn FileSystem>,
+    policy: &str,
+    synchronous: bool,
+    direct_io: bool,
+) -> Options {
     let buffer = 4096;
     let mut spec = PolicySpec::new(policy);
     spec.fill_defaults([
@@ -39,6 +46,8 @@ fn small_options(fs: Arc<dyn FileSystem>, policy: &str, synchronous: bool) -> Op
     .unwrap();
     Options::new()
         .with_file_system(fs)
+        .with_use_direct_reads(direct_io)
+        .with_use_direct_io_for_flush_and_compaction(direct_io)
         .with_write_buffer_size(buffer)
         .with_block_size(256)
         .with_block_cache_capacity(4096)
@@ -266,7 +275,9 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
     let mem = MemFs::new();
     let fault = FaultFs::new(Arc::new(mem.clone()), seed);
     let fs: Arc<dyn FileSystem> = Arc::new(fault.clone());
-    let options = || small_options(Arc::clone(&fs), policy, false);
+    // Half the seeds of every policy read and write tables with direct I/O.
+    let direct_io = (seed / 1000) % 2 == 1;
+    let options = || small_options(Arc::clone(&fs), policy, false, direct_io);
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
 
     fault.set_enabled(false);
@@ -472,7 +483,7 @@ impl Env {
     }
 
     fn options(&self, synchronous: bool) -> Options {
-        small_options(Arc::new(self.fault.clone()), "leveled", synchronous)
+        small_options(Arc::new(self.fault.clone()), "leveled", synchronous, false)
     }
 
     fn open(&self) -> Db {

@@ -80,6 +80,10 @@ struct RunArgs {
     /// take long enough for kills to land in them).
     #[arg(long)]
     rate_limit: Option<u64>,
+    /// Read and write table files with direct I/O (`Options::with_use_direct_reads` and
+    /// `with_use_direct_io_for_flush_and_compaction`).
+    #[arg(long)]
+    direct_io: bool,
 }
 
 #[derive(Parser)]
@@ -116,6 +120,9 @@ struct CrashArgs {
     /// thread's history, and after the damage is undone the next cycle verifies everything.
     #[arg(long, default_value_t = 0)]
     wal_damage_every: u64,
+    /// Children read and write table files with direct I/O.
+    #[arg(long)]
+    direct_io: bool,
 }
 
 /// The write buffer of every child: small, so a short run flushes and compacts many times.
@@ -135,10 +142,13 @@ fn policy_spec(policy: &str) -> Result<PolicySpec> {
     Ok(spec)
 }
 
-/// Small buffers and tables, so a short run flushes and compacts many times.
-fn options(policy: &str) -> Result<Options> {
+/// Small buffers and tables, so a short run flushes and compacts many times; table files read
+/// and written with direct I/O if `direct_io`.
+fn options(policy: &str, direct_io: bool) -> Result<Options> {
     let spec = policy_spec(policy)?;
     Ok(Options::new()
+        .with_use_direct_reads(direct_io)
+        .with_use_direct_io_for_flush_and_compaction(direct_io)
         .with_write_buffer_size(BUFFER)
         .with_block_size(1024)
         .with_max_background_jobs(3)
@@ -530,7 +540,7 @@ fn worker(
 /// own and those kept for the blocks its tables refer to. A kill must leave neither a dangling
 /// reference (open fails on a missing file) nor, after open's cleanup, a leaked file.
 fn check_table_files(args: &RunArgs) -> Result<()> {
-    let options = options(&args.policy)?.with_synchronous_compaction(true);
+    let options = options(&args.policy, args.direct_io)?.with_synchronous_compaction(true);
     let db = Db::open(&args.dir, options).context("opening to check the table files")?;
     let version = db.version();
     let needed: std::collections::BTreeSet<u64> = version
@@ -570,7 +580,7 @@ fn run(args: RunArgs) -> Result<()> {
     let db = Arc::new(
         Db::open(
             &args.dir,
-            options(&args.policy)?.with_rate_limiter(args.rate_limit),
+            options(&args.policy, args.direct_io)?.with_rate_limiter(args.rate_limit),
         )
         .context("reopening after the crash")?,
     );
@@ -809,7 +819,8 @@ fn check_damage(
     let wals_before = wal_files(dir)?;
     // Described now: an open that accepts the damage may replay and delete them.
     let described = describe_wals(&wals_before);
-    match Db::open(dir, options(policy)?) {
+    // WAL damage is the point here: table files go through the page cache.
+    match Db::open(dir, options(policy, false)?) {
         Ok(_) => bail!(
             "a default open accepted damaged {name} ({what}): a silent hole; WALs before the \
              open: {}",
@@ -835,7 +846,7 @@ fn check_damage(
     let result = (|| {
         let opened = Db::open(
             &copy,
-            options(policy)?.with_wal_recovery_mode(RecoveryMode::PointInTime),
+            options(policy, false)?.with_wal_recovery_mode(RecoveryMode::PointInTime),
         );
         let db = match opened {
             // Window flushes re-logged older entries after the damage: no prefix exists, and
@@ -1025,6 +1036,7 @@ fn crash(args: CrashArgs) -> Result<()> {
                 &rng.random::<u64>().to_string(),
             ])
             .args(&switch)
+            .args(args.direct_io.then_some("--direct-io"))
             .arg("--dir")
             .arg(&dir)
             .stdout(Stdio::piped())
@@ -1094,6 +1106,7 @@ fn crash(args: CrashArgs) -> Result<()> {
                 "--seconds",
                 "0",
             ])
+            .args(args.direct_io.then_some("--direct-io"))
             .arg("--dir")
             .arg(&dir)
             .output()

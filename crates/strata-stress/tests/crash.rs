@@ -1,4 +1,4 @@
-//! A short crash test: every policy (and the test policy that flushes windows) is killed with SIGKILL mid-workload and verified on restart.
+//! A short crash test: every policy (and the test policy that flushes windows) is killed with SIGKILL mid-workload and verified on restart, with table files read and written through the page cache and around it (direct I/O).
 //! The long version (hundreds of cycles) is documented in RELIABILITY.md.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
@@ -7,12 +7,33 @@ use std::process::Command;
 
 #[test]
 fn killed_runs_lose_no_acknowledged_write() {
+    crash_test(2, false);
+}
+
+/// The same with direct I/O, where the temporary directory's file system does it.
+#[test]
+fn killed_runs_with_direct_io_lose_no_acknowledged_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = strata_engine::Db::open(
+        dir.path().join("probe"),
+        strata_engine::Options::new().with_use_direct_io_for_flush_and_compaction(true),
+    );
+    if let Err(e) = probe {
+        eprintln!("skipped: the temporary directory does not do direct I/O ({e})");
+        return;
+    }
+    crash_test(2, true);
+}
+
+/// `per_policy` kill cycles for every policy, then a check of what the summary says.
+fn crash_test(per_policy: usize, direct_io: bool) {
     let policies = strata_policy::testing::policies_to_test().len();
-    let cycles = 2 * policies;
+    let cycles = per_policy * policies;
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_strata-stress"))
         .args(["crash", "--cycles", &cycles.to_string()])
         .args(["--max-seconds", "0.6", "--threads", "3"])
+        .args(direct_io.then_some("--direct-io"))
         .arg("--dir")
         .arg(dir.path())
         .output()
