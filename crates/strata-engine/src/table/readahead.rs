@@ -134,3 +134,139 @@ impl Readahead {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::{FileSystem, MemFs, RandomAccessFile};
+    use crate::iter::InternalIterator;
+    use crate::key::{internal_key, ValueKind};
+    use crate::table::{Table, TableBuilder, TableOptions};
+    use parking_lot::Mutex;
+    use std::io;
+    use std::path::Path;
+    use std::sync::Arc;
+
+    /// A file that records the length of every read.
+    struct Counting {
+        inner: Arc<dyn RandomAccessFile>,
+        reads: Mutex<Vec<usize>>,
+    }
+
+    impl RandomAccessFile for Counting {
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+            self.reads.lock().push(buf.len());
+            self.inner.read_exact_at(buf, offset)
+        }
+        fn len(&self) -> u64 {
+            self.inner.len()
+        }
+    }
+
+    /// A table of 300 blocks of ~4 KiB, opened over a file that counts its reads (those of
+    /// opening the table forgotten).
+    fn table() -> (Arc<Table>, Arc<Counting>, Arc<Statistics>) {
+        let fs = MemFs::new();
+        let path = Path::new("/t.sst");
+        let mut b = TableBuilder::new(
+            fs.create(path).expect("create"),
+            "t.sst".into(),
+            TableOptions::default(),
+        );
+        for i in 0..300 * 30u32 {
+            let key = internal_key(format!("key{i:08}").as_bytes(), 1, ValueKind::Put);
+            b.add(&key, &[i as u8; 120]).expect("add");
+        }
+        b.finish().expect("finish");
+        let file = Arc::new(Counting {
+            inner: fs.open(path).expect("open"),
+            reads: Mutex::new(Vec::new()),
+        });
+        let stats = Arc::new(Statistics::default());
+        let table = Table::open(
+            Arc::clone(&file) as Arc<dyn RandomAccessFile>,
+            1,
+            "t.sst".into(),
+            None,
+            Arc::clone(&stats),
+        )
+        .expect("open table");
+        file.reads.lock().clear();
+        (Arc::new(table), file, stats)
+    }
+
+    fn scan_all(table: &Arc<Table>, size: ReadaheadSize) -> usize {
+        let mut it = table.iter_with(ReadPurpose::Query, size);
+        it.seek_to_first().expect("seek");
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next().expect("next");
+        }
+        n
+    }
+
+    #[test]
+    fn automatic_readahead_starts_after_two_reads_and_doubles_to_its_maximum() {
+        let (table, file, stats) = table();
+        assert_eq!(scan_all(&table, ReadaheadSize::Auto), 9000);
+        let reads = file.reads.lock().clone();
+        let blocks = table.index().expect("index").entries.len();
+        // Two block-sized reads, then 8 KiB past a block, 16, 32, ... up to 256 KiB.
+        assert!(
+            reads[0] < 5000 && reads[1] > 8192 && reads[1] < 8192 + 5000,
+            "{reads:?}"
+        );
+        for pair in reads[1..].windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            assert!(
+                b >= a || b < AUTO_READAHEAD_MAX,
+                "sizes grow until the maximum (or the file's end): {reads:?}"
+            );
+        }
+        assert!(
+            reads.iter().all(|&r| r <= AUTO_READAHEAD_MAX + 5000),
+            "{reads:?}"
+        );
+        assert!(
+            reads.len() < blocks / 10,
+            "{} reads for {blocks} blocks",
+            reads.len()
+        );
+        let g = Statistics::get;
+        assert_eq!(g(&stats.blocks_read), blocks as u64);
+        assert_eq!(g(&stats.readahead_blocks), blocks as u64 - 1);
+        assert_eq!(g(&stats.readahead_reads), reads.len() as u64 - 1);
+    }
+
+    #[test]
+    fn a_fixed_readahead_reads_that_much_past_every_block_and_off_reads_blocks() {
+        let (table, file, _) = table();
+        scan_all(&table, ReadaheadSize::Fixed(64 << 10));
+        let reads = file.reads.lock().clone();
+        let last = reads.len() - 1;
+        assert!(
+            reads[..last]
+                .iter()
+                .all(|&r| r > 64 << 10 && r < (64 << 10) + 5000),
+            "{reads:?}"
+        );
+        file.reads.lock().clear();
+        scan_all(&table, ReadaheadSize::Off);
+        let blocks = table.index().expect("index").entries.len();
+        assert_eq!(file.reads.lock().len(), blocks);
+    }
+
+    #[test]
+    fn point_seeks_read_no_more_than_their_blocks() {
+        let (table, file, _) = table();
+        let mut it = table.iter_with(ReadPurpose::Query, ReadaheadSize::Auto);
+        for i in (0..9000u32).step_by(1337) {
+            let target = internal_key(format!("key{i:08}").as_bytes(), 1, ValueKind::Put);
+            it.seek(&target).expect("seek");
+            assert!(it.valid());
+        }
+        let reads = file.reads.lock().clone();
+        assert!(reads.iter().all(|&r| r < 5000), "{reads:?}");
+    }
+}
