@@ -1,11 +1,9 @@
-//! Reads issued in parallel, for [`Db::multi_get`](crate::Db::multi_get): the data blocks a
-//! batch of lookups needs from one run are read by a pool of threads at once, so the batch waits
-//! about one device round trip for them instead of one per block.
-//!
-//! A pool of threads blocked in `pread` rather than io_uring: both keep a queue of reads in
-//! flight at the device, and the pool needs no unsafe code, works through any
-//! [`FileSystem`](crate::fs::FileSystem) (fault injection included) and with buffered and
-//! direct files alike. BENCHMARKS.md has the measurement of the two side by side.
+//! Reads issued in parallel by a pool of threads: what
+//! [`FileSystem::read_batch`](crate::fs::FileSystem::read_batch) does unless a file system has
+//! something better. [`StdFs`](crate::fs::StdFs) submits batches through io_uring instead, which
+//! measured faster (`fs/uring.rs` has the figures; the measurement is the ignored test below),
+//! and falls back to this pool where io_uring is unavailable. The pool works through any
+//! file system (fault injection included) and with buffered and direct files alike.
 
 use std::collections::VecDeque;
 use std::io;
@@ -13,18 +11,11 @@ use std::sync::{mpsc, Arc, OnceLock};
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::fs::RandomAccessFile;
+use crate::fs::BatchRead as Read;
 
 /// Threads in the pool: reads of a batch in flight at once, besides the caller's own. A
 /// multi_get batch of 32 lookups reaches a queue depth of 32.
 const THREADS: usize = 31;
-
-/// One read of a batch: `len` bytes at `offset` of `file`.
-pub(crate) struct Read {
-    pub file: Arc<dyn RandomAccessFile>,
-    pub offset: u64,
-    pub len: usize,
-}
 
 type Job = Box<dyn FnOnce() + Send>;
 

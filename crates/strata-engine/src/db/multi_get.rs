@@ -150,7 +150,7 @@ impl Engine {
             .iter()
             .map(|p| p.table.block_holder(p.position))
             .collect::<Result<Vec<_>>>()?;
-        let blocks = query_blocks(&wanted);
+        let blocks = query_blocks(self.fs.as_ref(), &wanted);
         for (probe, block) in probes.iter().zip(blocks) {
             let block = block?;
             let p = &mut pending[probe.pending];

@@ -225,6 +225,11 @@ impl RandomAccessFile for DirectRandomAccessFile {
     fn len(&self) -> u64 {
         self.len
     }
+
+    fn descriptor(&self) -> Option<(std::os::fd::RawFd, bool)> {
+        use std::os::fd::AsRawFd;
+        Some((self.file.as_raw_fd(), true))
+    }
 }
 
 /// A file appended to around the page cache. Appends gather in an aligned buffer, written out

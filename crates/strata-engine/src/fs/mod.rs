@@ -10,6 +10,8 @@ mod fault;
 mod mem;
 mod recording;
 mod std_fs;
+#[cfg(target_os = "linux")]
+mod uring;
 
 #[cfg(target_os = "linux")]
 pub use direct::{AlignedBuf, ALIGNMENT};
@@ -104,6 +106,22 @@ pub trait RandomAccessFile: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The operating system's descriptor of the file and whether it was opened for direct I/O,
+    /// for a file system that hands batches of reads to the kernel
+    /// ([`FileSystem::read_batch`]); `None` (the default) for files without one.
+    fn descriptor(&self) -> Option<(std::os::fd::RawFd, bool)> {
+        None
+    }
+}
+
+/// One read of a batch ([`FileSystem::read_batch`]): `len` bytes at `offset` of `file`.
+pub struct BatchRead {
+    /// The file.
+    pub file: Arc<dyn RandomAccessFile>,
+    /// Where the read starts.
+    pub offset: u64,
+    /// How many bytes it reads.
+    pub len: usize,
 }
 
 /// A held lock on a file; released when dropped.
@@ -143,6 +161,13 @@ pub trait FileSystem: Send + Sync + Debug + 'static {
     /// blocks) or a sync (everything). Refuses like [`open_direct`](Self::open_direct).
     fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         Err(no_direct_io("creating", path))
+    }
+    /// Reads every one of `reads` (files this file system opened), as many at once as it can,
+    /// and returns what each read, in the order of `reads`. The default reads them in parallel
+    /// on a pool of threads, through each file's [`RandomAccessFile::read_exact_at`];
+    /// [`StdFs`] submits them to the kernel together (io_uring) where it can.
+    fn read_batch(&self, reads: Vec<BatchRead>) -> Vec<io::Result<Vec<u8>>> {
+        crate::io_pool::read_all(reads)
     }
     /// Reads the whole file.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;

@@ -180,6 +180,9 @@ impl FileSystem for RecordingFs {
     fn open_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
         self.inner.open_direct(path)
     }
+    fn read_batch(&self, reads: Vec<super::BatchRead>) -> Vec<io::Result<Vec<u8>>> {
+        self.inner.read_batch(reads)
+    }
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         self.inner.read(path)
     }

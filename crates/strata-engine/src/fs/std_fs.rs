@@ -107,6 +107,18 @@ impl FileSystem for StdFs {
         Err(super::no_direct_io("creating", path))
     }
 
+    /// Through io_uring (Linux) when every file has a descriptor and the kernel allows it,
+    /// else on the pool of threads every file system has.
+    fn read_batch(&self, reads: Vec<super::BatchRead>) -> Vec<io::Result<Vec<u8>>> {
+        #[cfg(target_os = "linux")]
+        if reads.len() > 1 && reads.iter().all(|r| r.file.descriptor().is_some()) {
+            if let Some(results) = super::uring::read_batch(&reads) {
+                return results;
+            }
+        }
+        crate::io_pool::read_all(reads)
+    }
+
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         fs::read(path).map_err(context("reading", path))
     }
@@ -545,6 +557,11 @@ impl RandomAccessFile for StdRandomAccessFile {
 
     fn len(&self) -> u64 {
         self.len
+    }
+
+    fn descriptor(&self) -> Option<(std::os::fd::RawFd, bool)> {
+        use std::os::fd::AsRawFd;
+        Some((self.file.as_raw_fd(), false))
     }
 }
 

@@ -10,15 +10,19 @@ use super::format::BlockHandle;
 use super::reader::Table;
 use super::ReadPurpose;
 use crate::error::{Error, Result};
-use crate::io_pool::{self, Read};
+use crate::fs::{BatchRead, FileSystem};
 use crate::stats::Statistics;
 
 /// The data blocks at `wanted` (each the table whose file holds the block, and where it lies
 /// there: [`Table::block_holder`]), for point lookups: from the block cache where it holds them,
-/// counted as hits; the rest read from storage in parallel, then checked, counted as misses and
+/// counted as hits; the rest read from storage together (`fs`'s
+/// [`FileSystem::read_batch`], the file system the tables were opened through), then checked, counted as misses and
 /// cached as a lookup's reads are ([`Table::get`]). In `wanted`'s order; a block asked for
 /// twice is read once.
-pub(crate) fn query_blocks(wanted: &[(Arc<Table>, BlockHandle)]) -> Vec<Result<Arc<Block>>> {
+pub(crate) fn query_blocks(
+    fs: &dyn FileSystem,
+    wanted: &[(Arc<Table>, BlockHandle)],
+) -> Vec<Result<Arc<Block>>> {
     let mut results: Vec<Option<Result<Arc<Block>>>> = (0..wanted.len()).map(|_| None).collect();
     // Where each block was first asked for: later askers share that result.
     let mut first: HashMap<(u64, u64), usize> = HashMap::with_capacity(wanted.len());
@@ -40,7 +44,7 @@ pub(crate) fn query_blocks(wanted: &[(Arc<Table>, BlockHandle)]) -> Vec<Result<A
         }
         match table.src.block_span(*handle, "data") {
             Ok(len) => {
-                reads.push(Read {
+                reads.push(BatchRead {
                     file: Arc::clone(&table.src.file),
                     offset: handle.offset,
                     len,
@@ -50,7 +54,7 @@ pub(crate) fn query_blocks(wanted: &[(Arc<Table>, BlockHandle)]) -> Vec<Result<A
             Err(e) => results[i] = Some(Err(e)),
         }
     }
-    for (i, read) in read_for.into_iter().zip(io_pool::read_all(reads)) {
+    for (i, read) in read_for.into_iter().zip(fs.read_batch(reads)) {
         let (table, handle) = &wanted[i];
         let block = read
             .map_err(|e| {
