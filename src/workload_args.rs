@@ -257,8 +257,8 @@ impl WorkloadArgs {
         params.validate().map_err(|ParamError { param, problem }| {
             anyhow::anyhow!("{} {problem}", flag_of(param))
         })?;
-        let spec = WorkloadSpec::preset(name, &params)
-            .map_err(|e| anyhow::anyhow!("--workload: {e}"))?;
+        let spec =
+            WorkloadSpec::preset(name, &params).map_err(|e| anyhow::anyhow!("--workload: {e}"))?;
         // A batch size nothing uses would leave the user believing reads were batched.
         let batched = spec.phases.iter().any(|p| p.name == "multireadrandom");
         if self.batch_size.is_some() && !batched {

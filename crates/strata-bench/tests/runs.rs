@@ -31,6 +31,7 @@ fn config(workload: WorkloadSpec, policies: &[&str]) -> BenchConfig {
         file_trace: None,
         isolate: None,
         bandwidth_probe_bytes: 0,
+        storage: Default::default(),
     }
 }
 

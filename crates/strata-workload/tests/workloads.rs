@@ -411,7 +411,10 @@ fn multireadrandom_is_readrandom_in_batches() {
     let names: Vec<&str> = multi.phases.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["fillrandom", "multireadrandom"]);
     assert!(!multi.phases[0].measured);
-    assert_eq!(multi.phases[0].read_batch, 1, "the fill writes one key at a time");
+    assert_eq!(
+        multi.phases[0].read_batch, 1,
+        "the fill writes one key at a time"
+    );
     let batched = &multi.phases[1];
     assert_eq!((batched.read_batch, batched.threads), (16, 4));
     assert_eq!(batched.mix.read, 1.0);

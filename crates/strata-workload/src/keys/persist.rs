@@ -43,9 +43,10 @@ impl Reader<'_> {
     /// count cannot ask for an enormous allocation.
     fn count(&mut self, item_bytes: usize, what: &str) -> Result<usize, String> {
         let n = self.u64(what)?;
-        let fits = usize::try_from(n)
-            .ok()
-            .filter(|n| n.checked_mul(item_bytes).is_some_and(|b| b <= self.bytes.len()));
+        let fits = usize::try_from(n).ok().filter(|n| {
+            n.checked_mul(item_bytes)
+                .is_some_and(|b| b <= self.bytes.len())
+        });
         fits.ok_or_else(|| {
             format!(
                 "the saved key space claims {n} {what}, more than its {} remaining bytes hold",
@@ -103,7 +104,9 @@ impl KeySpace {
             return Err("not a saved key space (its first bytes are not the magic)".to_string());
         }
         let space = KeySpace::default();
-        space.inserted.store(r.u64("the inserted count")?, Ordering::Relaxed);
+        space
+            .inserted
+            .store(r.u64("the inserted count")?, Ordering::Relaxed);
         let live = r.u64("the live count")?;
         space.live.store(live, Ordering::Relaxed);
         let dense = r.take(1, "the dense flag")?[0] != 0;
@@ -194,7 +197,9 @@ mod tests {
     /// Runs `phase` on `space` and returns the keys it issued.
     fn drive(space: &Arc<KeySpace>, phase: &PhaseSpec, seed: u64) -> Vec<u64> {
         let mut g = Generator::new(phase, Arc::clone(space), seed);
-        std::iter::from_fn(|| g.next_op(phase.ops)).map(|op| op.key).collect()
+        std::iter::from_fn(|| g.next_op(phase.ops))
+            .map(|op| op.key)
+            .collect()
     }
 
     #[test]
@@ -228,9 +233,17 @@ mod tests {
             assert_eq!(restored.to_bytes(), bytes, "{order:?}");
             // The same seed draws the same keys from both.
             let read = phase(order.clone(), reads.clone(), 5_000);
-            assert_eq!(drive(&space, &read, 3), drive(&restored, &read, 3), "{order:?}");
+            assert_eq!(
+                drive(&space, &read, 3),
+                drive(&restored, &read, 3),
+                "{order:?}"
+            );
             let more = phase(order.clone(), churn.clone(), 5_000);
-            assert_eq!(drive(&space, &more, 4), drive(&restored, &more, 4), "{order:?}");
+            assert_eq!(
+                drive(&space, &more, 4),
+                drive(&restored, &more, 4),
+                "{order:?}"
+            );
             assert_eq!(restored.live_keys(), space.live_keys(), "{order:?}");
         }
     }
