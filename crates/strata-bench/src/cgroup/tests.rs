@@ -259,12 +259,12 @@ fn oom_counts_are_read_by_key() {
 }
 
 /// A real memory cgroup, where this machine allows one (root with a v1 memory hierarchy or a
-/// v2 one with the controller): opt in with `STRATA_BENCH_REAL_CGROUP=1`, since it changes the
+/// v2 one with the controller): opt in with `STRATA_BENCH_PRIVILEGED_TESTS=1`, since it changes the
 /// system's cgroup tree (briefly) and most machines do not allow it.
 #[test]
 fn a_real_cgroup_limits_a_child_process() {
-    if std::env::var_os("STRATA_BENCH_REAL_CGROUP").is_none() {
-        eprintln!("skipped: set STRATA_BENCH_REAL_CGROUP=1 to create a real memory cgroup");
+    if std::env::var_os("STRATA_BENCH_PRIVILEGED_TESTS").is_none() {
+        eprintln!("skipped: set STRATA_BENCH_PRIVILEGED_TESTS=1 to create a real memory cgroup");
         return;
     }
     let cgroups = MemoryCgroups::discover(64 * MIB).unwrap();

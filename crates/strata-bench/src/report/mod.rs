@@ -13,10 +13,12 @@
 mod charts;
 mod csv;
 mod html;
+mod reads;
 mod table;
 
 pub use charts::series_svg;
 pub use csv::render_csv;
+pub use reads::render_reads;
 pub use table::render_table;
 
 use crate::results::{Comparison, LatencySummary, PhaseResult, RunResult};
