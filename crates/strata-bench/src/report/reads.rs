@@ -58,8 +58,14 @@ pub(super) fn settings_lines(c: &Comparison) -> Vec<String> {
     if c.runs.is_empty() {
         return Vec::new();
     }
-    let all: Vec<[String; 4]> = c.runs.iter().map(|r| CacheSettings::of(r).phrases()).collect();
-    let shared: Vec<bool> = (0..4).map(|i| all.iter().all(|p| p[i] == all[0][i])).collect();
+    let all: Vec<[String; 4]> = c
+        .runs
+        .iter()
+        .map(|r| CacheSettings::of(r).phrases())
+        .collect();
+    let shared: Vec<bool> = (0..4)
+        .map(|i| all.iter().all(|p| p[i] == all[0][i]))
+        .collect();
     let common: Vec<&str> = (0..4)
         .filter(|&i| shared[i])
         .map(|i| all[0][i].as_str())
@@ -230,8 +236,10 @@ mod tests {
         };
         assert_eq!(
             settings_lines(&same),
-            ["settings: memory limit 256MiB, direct I/O, block cache 32MiB, page cache kept \
-              between phases"]
+            [
+                "settings: memory limit 256MiB, direct I/O, block cache 32MiB, page cache kept \
+              between phases"
+            ]
         );
         let mixed = Comparison {
             runs: vec![run("leveled", true), run("fjall", false)],
@@ -288,8 +296,17 @@ mod tests {
         assert_eq!(
             rows[0].1,
             [
-                "readrandom", "10,000", "63.0", "5,000", "0.50", "50.0", "0.90", "0.00", "-",
-                "20.0", "1"
+                "readrandom",
+                "10,000",
+                "63.0",
+                "5,000",
+                "0.50",
+                "50.0",
+                "0.90",
+                "0.00",
+                "-",
+                "20.0",
+                "1"
             ]
         );
         assert_eq!(rows[1].1[5], "5.0");

@@ -316,7 +316,10 @@ pub(super) fn physical_rows(c: &Comparison) -> Vec<Vec<String>> {
 /// The physical view's title: what the device measured before the runs.
 pub(super) fn physical_title(c: &Comparison) -> String {
     let mut title = match c.device_write_bandwidth.and_then(finite) {
-        Some(b) => format!("physical view (device sequential write: {:.1} MB/s", b / 1e6),
+        Some(b) => format!(
+            "physical view (device sequential write: {:.1} MB/s",
+            b / 1e6
+        ),
         None => "physical view (device bandwidth not measured".to_owned(),
     };
     if let Some(probe) = &c.device_probe {
