@@ -373,7 +373,7 @@ impl BenchArgs {
             drop_caches: self.drop_caches,
             keep: self.keep.clone(),
             use_existing: self.use_existing_db.clone(),
-            device_probe: self.device_probe.then(|| ProbeSettings {
+            device_probe: self.device_probe.then_some(ProbeSettings {
                 file_bytes: self.device_probe_size,
                 seconds_each: self.device_probe_seconds,
             }),

@@ -112,7 +112,7 @@ impl SplitMix {
 /// layer cannot shrink it), synced, then dropped from the page cache.
 fn write_probe_file(path: &Path, bytes: u64) -> Result<()> {
     let mut file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    let mut rng = SplitMix(0x5eed_0f_d15c);
+    let mut rng = SplitMix(0x5EED_0FD1_5C00);
     let mut piece = vec![0u8; SEQUENTIAL_READ_BYTES];
     let mut written = 0;
     while written < bytes {

@@ -326,7 +326,7 @@ fn database_plans(
     match (&storage.keep, &storage.use_existing) {
         (Some(keep), Some(existing)) => {
             let same = keep.canonicalize().ok().zip(existing.canonicalize().ok());
-            if !same.is_some_and(|(a, b)| a == b) {
+            if same.is_none_or(|(a, b)| a != b) {
                 bail!(
                     "--keep {} and --use-existing-db {} name different directories: a kept \
                      database is used in place, so give both the same directory (or only \
