@@ -97,8 +97,10 @@ pub struct WorkloadArgs {
     #[arg(long, allow_negative_numbers = true, value_parser = count_arg)]
     pub disorder: Option<u64>,
     /// multireadrandom: keys per batched read (db_bench's --batch_size, whose default is 1;
-    /// here 32), 1 to 4096. Only for workloads with a multireadrandom phase (a workload file
-    /// sets `read_batch` per phase instead); `strata sim` replays a batch's reads one by one.
+    /// here 32), 1 to 4096. A batch counts as that many operations (ops/s stays keys per
+    /// second) and has one latency, "multiread". Only for workloads with a multireadrandom
+    /// phase (a workload file sets `read_batch` per phase instead); `strata sim` replays a
+    /// batch's reads one by one.
     #[arg(long, allow_negative_numbers = true, value_parser = usize_arg)]
     pub batch_size: Option<usize>,
     /// Seed of the workload generators: the same workload and seed give the same keys in sim

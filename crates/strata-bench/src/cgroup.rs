@@ -288,6 +288,8 @@ impl MemoryCgroup {
 
     /// Processes the kernel's out-of-memory killer killed in this cgroup (`oom_kill` of
     /// `memory.events` or `memory.oom_control`); `None` where the kernel does not count them.
+    /// (v1's `memory.failcnt` is no sign of a kill: it counts every time usage reached the
+    /// limit, which reclaiming page cache under the limit does all the time.)
     pub fn oom_kills(&self) -> Option<u64> {
         let text = std::fs::read_to_string(self.dir.join(self.version.events_file())).ok()?;
         keyed_value(&text, "oom_kill")

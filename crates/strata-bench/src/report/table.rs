@@ -1,7 +1,7 @@
 //! The results table and its ratio block, as a cell model shared by the terminal and HTML views.
 
 use super::reads::{probe_phrase, settings_lines, share_of_iops};
-use super::{finite, main_latency, main_phase};
+use super::{finite, fmt_count, fmt_fixed, main_latency, main_phase};
 use crate::results::{Comparison, RunResult};
 
 /// Headers of the main block (the first column holds run labels).
@@ -117,31 +117,6 @@ pub(super) fn rows(c: &Comparison) -> Vec<Row> {
 /// baseline).
 fn ratio(value: Option<f64>, base: Option<f64>) -> Option<f64> {
     value.zip(base).and_then(|(v, b)| finite(v / b))
-}
-
-/// Rounds to an integer with thousands separators ("1,234,567"), or `-`.
-pub(super) fn fmt_count(v: Option<f64>) -> String {
-    let Some(v) = v else {
-        return "-".to_owned();
-    };
-    let digits = format!("{:.0}", v.abs());
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
-    // "-0" would be noise for values that round to zero.
-    if v < 0.0 && digits != "0" {
-        out.push('-');
-    }
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out
-}
-
-/// `decimals` digits after the point, or `-`.
-pub(super) fn fmt_fixed(v: Option<f64>, decimals: usize) -> String {
-    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
 }
 
 /// The title of the ratio block.
