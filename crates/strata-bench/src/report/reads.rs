@@ -122,10 +122,11 @@ pub(super) const READ_HEADERS: [&str; 11] = [
     "QD",
 ];
 
-/// Whether a phase read anything worth a row: point reads, or device reads.
+/// Whether a phase read anything worth a row: point reads, blocks the engine read, or bytes
+/// its process had fetched from storage. (The block device's counters alone are no sign: they
+/// count every process's reads.)
 fn reads_something(p: &PhaseResult) -> bool {
     p.point_reads > 0
-        || p.device_reads.unwrap_or(0) > 0
         || p.blocks_read.unwrap_or(0) > 0
         || p.process_bytes_read.unwrap_or(0) > 0
 }
