@@ -182,7 +182,7 @@ pub struct Strata {
 }
 
 impl Strata {
-    /// Opens a fresh Strata database in `dir` running `policy`, a policy specification
+    /// Opens Strata in `dir` (a fresh directory, or a database kept earlier) running `policy`, a policy specification
     /// (`name` or `name:option=value,...`). The settings fill the options the policy declares and
     /// the specification leaves unset: size ratio, buffer size, target file size, level base,
     /// Bloom bits and expected data size.
@@ -361,7 +361,7 @@ mod rocks {
     }
 
     impl Rocks {
-        /// Opens a fresh RocksDB in `dir`.
+        /// Opens RocksDB in `dir`: a fresh directory, or a database kept earlier.
         pub fn open(dir: &Path, s: &EngineSettings) -> Result<Rocks> {
             if s.engine_defaults {
                 let mut o = rocksdb::Options::default();
@@ -547,7 +547,7 @@ mod fjall_peer {
     }
 
     impl Fjall {
-        /// Opens a fresh fjall database in `dir`.
+        /// Opens fjall in `dir`: a fresh directory, or a database kept earlier.
         pub fn open(dir: &Path, s: &EngineSettings) -> Result<Fjall> {
             if s.engine_defaults {
                 let database = fjall::Database::builder(dir).open()?;
