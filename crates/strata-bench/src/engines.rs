@@ -182,10 +182,10 @@ pub struct Strata {
 }
 
 impl Strata {
-    /// Opens Strata in `dir` (a fresh directory, or a database kept earlier) running `policy`, a policy specification
-    /// (`name` or `name:option=value,...`). The settings fill the options the policy declares and
-    /// the specification leaves unset: size ratio, buffer size, target file size, level base,
-    /// Bloom bits and expected data size.
+    /// Opens Strata in `dir` (a fresh directory, or a database kept earlier) running `policy`,
+    /// a policy specification (`name` or `name:option=value,...`). The settings fill the
+    /// options the policy declares and the specification leaves unset: size ratio, buffer size,
+    /// target file size, level base, Bloom bits and expected data size.
     pub fn open(dir: &Path, policy: &str, s: &EngineSettings) -> Result<Strata> {
         Strata::open_with_listener(dir, policy, s, None)
     }

@@ -126,9 +126,7 @@ pub(super) const READ_HEADERS: [&str; 11] = [
 /// its process had fetched from storage. (The block device's counters alone are no sign: they
 /// count every process's reads.)
 fn reads_something(p: &PhaseResult) -> bool {
-    p.point_reads > 0
-        || p.blocks_read.unwrap_or(0) > 0
-        || p.process_bytes_read.unwrap_or(0) > 0
+    p.point_reads > 0 || p.blocks_read.unwrap_or(0) > 0 || p.process_bytes_read.unwrap_or(0) > 0
 }
 
 /// One row per run and measured phase that read: the run label, then one cell per
