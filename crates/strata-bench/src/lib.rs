@@ -391,9 +391,12 @@ fn existing_plans(
         .collect()
 }
 
-/// Runs every configuration of `config` and collects the results. The baseline is checked before
-/// the first run; each run's database is removed when the run ends, and the comparison's
-/// directory when the comparison ends (see [`BenchConfig::dir`]).
+/// Runs every configuration of `config` and collects the results. The baseline, the memory
+/// limit's need for a process per run and the kept databases ([`StorageOptions`]) are checked
+/// before the first run; the device is measured next where asked; then each run gets its
+/// memory cgroup (removed after it) and its database, which is removed when the run ends unless
+/// it is kept, as the comparison's directory is when the comparison ends (see
+/// [`BenchConfig::dir`]).
 pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
     let mut labels: Vec<(String, bool)> =
         config.policies.iter().map(|p| (p.clone(), true)).collect();
