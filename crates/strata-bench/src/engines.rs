@@ -372,7 +372,7 @@ mod rocks {
                 let mut t = rocksdb::BlockBasedOptions::default();
                 t.set_bloom_filter(10.0, false);
                 o.set_block_based_table_factory(&t);
-                let db = rocksdb::DB::open(&o, dir).context("opening RocksDB")?;
+                let db = Rocks::open_db(&o, dir)?;
                 return Ok(Rocks {
                     db,
                     options: o,
@@ -406,7 +406,7 @@ mod rocks {
             t.set_bloom_filter(s.bloom_bits_per_key, false);
             t.set_block_cache(&rocksdb::Cache::new_lru_cache(s.block_cache as usize));
             o.set_block_based_table_factory(&t);
-            let db = rocksdb::DB::open(&o, dir).context("opening RocksDB")?;
+            let db = Rocks::open_db(&o, dir)?;
             Ok(Rocks {
                 db,
                 options: o,
@@ -414,6 +414,17 @@ mod rocks {
                 direct_io: s.direct_io,
                 block_cache: Some(s.block_cache),
             })
+        }
+
+        /// Opens the database with its default column family named, so that
+        /// `cf_handle("default")` finds it for the batched MultiGet (`DB::open` leaves it out of
+        /// the handles it keeps); the family gets `o`'s options, as `DB::open` would give it.
+        fn open_db(o: &rocksdb::Options, dir: &Path) -> Result<rocksdb::DB> {
+            let default = rocksdb::ColumnFamilyDescriptor::new(
+                rocksdb::DEFAULT_COLUMN_FAMILY_NAME,
+                o.clone(),
+            );
+            rocksdb::DB::open_cf_descriptors(o, dir, [default]).context("opening RocksDB")
         }
 
         /// Direct reads and direct flush and compaction writes, as Strata's pair of options.
