@@ -430,6 +430,7 @@ fn verify(
         // program can start itself), so no run inherits another's heap or caches.
         isolate: crate::bench::own_process_per_run()?,
         bandwidth_probe_bytes: 0,
+        storage: Default::default(),
     };
     let comparison = run_comparison(&config).context("verifying on the engine")?;
     for run in &comparison.runs {

@@ -8,10 +8,15 @@ use crate::workload_args::{
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::PathBuf;
+use strata_bench::cgroup::MemoryCgroups;
+use strata_bench::device_probe::{check_direct_io, ProbeSettings};
 use strata_bench::engines::{available_peers, EngineSettings, Strata};
+use strata_bench::physical::{check_drop_caches, DROP_CACHES_PATH};
 use strata_bench::runner::WINDOW_OPS;
 use strata_bench::workload::WorkloadSpec;
-use strata_bench::{report, run_comparison, run_job, BenchConfig, ChildCommand, RunJob};
+use strata_bench::{
+    report, run_comparison, run_job, BenchConfig, ChildCommand, MemoryLimit, RunJob, StorageOptions,
+};
 use strata_policy::build_policy;
 use strata_sim::human_bytes;
 
@@ -168,6 +173,49 @@ pub struct BenchArgs {
         value_parser = size_arg
     )]
     bandwidth_probe: u64,
+    /// Run each configuration's process in a memory cgroup of this size, page cache included
+    /// (cgroup v2 memory.max with no swap, or v1 memory.limit_in_bytes), so data larger than
+    /// it is read from the device. Needs root (or a delegated cgroup) and a process per run
+    /// (not --in-process); checked before any run. A run the limit kills is reported as such.
+    /// [SIZE: 4K = 4KB = 4KiB, any case]
+    #[arg(long, value_name = "SIZE", value_parser = size_arg)]
+    memory_limit: Option<u64>,
+    /// Before each measured phase, write dirty pages back (sync) and drop the page cache
+    /// (3 into /proc/sys/vm/drop_caches), so the phase starts cold. Machine-wide; needs root.
+    #[arg(long)]
+    drop_caches: bool,
+    /// Read and write tables with direct I/O (O_DIRECT), around the page cache. Strata:
+    /// Options::with_use_direct_reads and with_use_direct_io_for_flush_and_compaction; RocksDB:
+    /// use_direct_reads and use_direct_io_for_flush_and_compaction. fjall has none and runs
+    /// buffered (its results say direct I/O was off).
+    #[arg(long)]
+    direct_io: bool,
+    /// Keep each configuration's database after its run in DIR/<label> (label made plain: ':',
+    /// '=' and ',' become '_'), with DIR/<label>.bench-state beside it recording the sizes, the
+    /// entries and which keys are live, for later runs with --use-existing-db DIR.
+    #[arg(long, value_name = "DIR")]
+    keep: Option<PathBuf>,
+    /// Run each configuration on the database kept earlier in DIR/<label> (db_bench's
+    /// use_existing_db): the workload's load phases are skipped (the phases from the first that
+    /// only insert: db_bench's fills, the unmeasured fillrandom before a first read phase, the
+    /// YCSB and papers' loads), the other phases run as they would after them, the database is
+    /// never deleted and its state file is updated after the run. A workload of other key or
+    /// value sizes, entries or key numbering than the kept one is an error before any run.
+    /// With --keep, give both the same DIR.
+    #[arg(long, value_name = "DIR")]
+    use_existing_db: Option<PathBuf>,
+    /// Measure the device holding the databases before the runs: random 4 KiB direct reads per
+    /// second at queue depth 1 and 32, and sequential read bandwidth; the report shows each
+    /// run's and each phase's device reads per second against them.
+    #[arg(long)]
+    device_probe: bool,
+    /// The device probe's file, written with random bytes and removed after; larger than the
+    /// device's own cache. [SIZE: 4K = 4KB = 4KiB, any case]
+    #[arg(long, value_name = "SIZE", default_value = "1GiB", value_parser = size_arg)]
+    device_probe_size: u64,
+    /// Seconds each of the device probe's three measurements runs.
+    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
+    device_probe_seconds: f64,
 }
 
 /// How a comparison gives each configuration a process of its own: this same program again,
@@ -234,9 +282,108 @@ impl BenchArgs {
         )?;
         checks::not_negative("--bloom-bits-per-key (--bloom-bits)", self.bloom_bits)?;
         checks::at_least("--jobs", self.jobs as u64, 1)?;
+        if self.device_probe {
+            checks::size_at_least("--device-probe-size", self.device_probe_size, 1 << 20)?;
+            checks::above("--device-probe-seconds", self.device_probe_seconds, 0.0)?;
+        }
+        if let Some(limit) = self.memory_limit {
+            checks::size_at_least("--memory-limit", limit, MIN_MEMORY_LIMIT)?;
+            if self.in_process {
+                bail!(
+                    "--memory-limit needs a process per run (each in its own memory cgroup); \
+                     leave out --in-process"
+                );
+            }
+        }
+        if let Some(dir) = &self.use_existing_db {
+            if !dir.is_dir() {
+                bail!(
+                    "--use-existing-db {}: no such directory (keep databases there first with \
+                     --keep {})",
+                    dir.display(),
+                    dir.display()
+                );
+            }
+        }
         Ok(())
     }
+
+    /// What the storage flags ask for, with everything they need checked: the cgroup (made and
+    /// removed once), the right to drop caches, direct I/O in the databases' directory.
+    fn storage(&self, settings: &EngineSettings, peers: &[String]) -> Result<StorageOptions> {
+        let memory_limit = match self.memory_limit {
+            Some(bytes) => {
+                if own_process_per_run()?.is_none() {
+                    bail!(
+                        "--memory-limit needs a process per run, which only the strata program \
+                         (strata_cli::main) can start; called as a library, runs share a process"
+                    );
+                }
+                let engine_memory = settings
+                    .write_buffer_size
+                    .saturating_mul(2)
+                    .saturating_add(settings.block_cache);
+                if engine_memory >= bytes && !settings.engine_defaults {
+                    warn(&format!(
+                        "--memory-limit {} leaves no room beside two write buffers of {} and a \
+                         block cache of {}: expect the runs to be killed",
+                        show_size(bytes),
+                        show_size(settings.write_buffer_size),
+                        show_size(settings.block_cache)
+                    ));
+                }
+                Some(MemoryLimit {
+                    bytes,
+                    cgroups: MemoryCgroups::discover(bytes)?,
+                })
+            }
+            None => None,
+        };
+        if self.drop_caches {
+            check_drop_caches().map_err(|e| {
+                anyhow::anyhow!(
+                    "--drop-caches: cannot write {DROP_CACHES_PATH} ({e}); dropping the page \
+                     cache needs root and a writable /proc/sys"
+                )
+            })?;
+        }
+        // Where the databases (and the probe file) go.
+        let data_dir = self
+            .use_existing_db
+            .clone()
+            .or_else(|| self.keep.clone())
+            .or_else(|| self.dir.clone())
+            .unwrap_or_else(std::env::temp_dir);
+        if self.direct_io || self.device_probe {
+            let flag = if self.direct_io {
+                "--direct-io"
+            } else {
+                "--device-probe"
+            };
+            check_direct_io(&data_dir).map_err(|e| anyhow::anyhow!("{flag}: {e:#}"))?;
+        }
+        if self.direct_io && peers.iter().any(|p| p == "fjall") {
+            warn(
+                "--direct-io: fjall has no direct I/O; its runs read and write through the page \
+                 cache, and their results say so",
+            );
+        }
+        Ok(StorageOptions {
+            memory_limit,
+            drop_caches: self.drop_caches,
+            keep: self.keep.clone(),
+            use_existing: self.use_existing_db.clone(),
+            device_probe: self.device_probe.then_some(ProbeSettings {
+                file_bytes: self.device_probe_size,
+                seconds_each: self.device_probe_seconds,
+            }),
+        })
+    }
 }
+
+/// The smallest `--memory-limit`: a process of this program and an engine need some memory to
+/// start at all.
+const MIN_MEMORY_LIMIT: u64 = 16 << 20;
 
 /// The label of the baseline run `--baseline` names: a label itself, or a policy name that
 /// exactly one run has.
@@ -415,6 +562,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         interval_index: !args.no_interval_index,
         file_trace: None,
         engine_defaults: args.engine_defaults,
+        direct_io: args.direct_io,
     };
     for policy in &policies {
         Strata::policy_spec(policy, &settings)
@@ -432,6 +580,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if let Some(dir) = &args.file_trace {
         checks::writable_dir("--file-trace", dir)?;
     }
+    if let Some(dir) = &args.keep {
+        checks::writable_dir("--keep", dir)?;
+    }
+    let storage = args.storage(&settings, &peers)?;
     warn_if_too_short(&workload);
     warn_if_smaller_than_a_buffer(&workload, args.write_buffer_size);
     let config = BenchConfig {
@@ -451,6 +603,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
             own_process_per_run()?
         },
         bandwidth_probe_bytes: args.bandwidth_probe,
+        storage,
     };
     if !args.json {
         let w = &config.workload;

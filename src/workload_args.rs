@@ -96,6 +96,13 @@ pub struct WorkloadArgs {
     /// Nearly-sorted ingest: disorder window in keys, at least 1. Default 1000.
     #[arg(long, allow_negative_numbers = true, value_parser = count_arg)]
     pub disorder: Option<u64>,
+    /// multireadrandom: keys per batched read (db_bench's --batch_size, whose default is 1;
+    /// here 32), 1 to 4096. A batch counts as that many operations (ops/s stays keys per
+    /// second) and has one latency, "multiread". Only for workloads with a multireadrandom
+    /// phase (a workload file sets `read_batch` per phase instead); `strata sim` replays a
+    /// batch's reads one by one.
+    #[arg(long, allow_negative_numbers = true, value_parser = usize_arg)]
+    pub batch_size: Option<usize>,
     /// Seed of the workload generators: the same workload and seed give the same keys in sim
     /// and bench.
     #[arg(long, default_value_t = 42, allow_negative_numbers = true, value_parser = count_arg)]
@@ -119,6 +126,7 @@ fn flag_of(param: &str) -> &'static str {
         "burst_size" => "--burst-size",
         "hot_period_ops" => "--hot-period",
         "disorder" => "--disorder",
+        "batch_size" => "--batch-size",
         _ => "a workload option",
     }
 }
@@ -185,6 +193,7 @@ impl WorkloadArgs {
             (self.burst_size.is_some(), "--burst-size"),
             (self.hot_period.is_some(), "--hot-period"),
             (self.disorder.is_some(), "--disorder"),
+            (self.batch_size.is_some(), "--batch-size"),
         ]
         .into_iter()
         .filter_map(|(given, flag)| given.then_some(flag))
@@ -245,11 +254,22 @@ impl WorkloadArgs {
             burst_size: self.burst_size.unwrap_or(defaults.burst_size),
             hot_period_ops: self.hot_period.unwrap_or(defaults.hot_period_ops),
             disorder: self.disorder.unwrap_or(defaults.disorder),
+            batch_size: self.batch_size.unwrap_or(defaults.batch_size),
         };
         params.validate().map_err(|ParamError { param, problem }| {
             anyhow::anyhow!("{} {problem}", flag_of(param))
         })?;
-        WorkloadSpec::preset(name, &params).map_err(|e| anyhow::anyhow!("--workload: {e}"))
+        let spec =
+            WorkloadSpec::preset(name, &params).map_err(|e| anyhow::anyhow!("--workload: {e}"))?;
+        // A batch size nothing uses would leave the user believing reads were batched.
+        let batched = spec.phases.iter().any(|p| p.name == "multireadrandom");
+        if self.batch_size.is_some() && !batched {
+            bail!(
+                "--batch-size applies to multireadrandom phases only, and --workload {name} has \
+                 none; add multireadrandom to --workload or leave --batch-size out"
+            );
+        }
+        Ok(spec)
     }
 }
 

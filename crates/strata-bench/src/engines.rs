@@ -14,6 +14,10 @@ pub struct EngineStats {
     pub table_bytes_written: Option<u64>,
     /// Data blocks read from storage (cache misses), if known.
     pub blocks_read: Option<u64>,
+    /// Index blocks read from storage by queries, if known.
+    pub index_blocks_read: Option<u64>,
+    /// Filter blocks read from storage by queries, if known.
+    pub filter_blocks_read: Option<u64>,
     /// Tables probed by point lookups, if known.
     pub tables_probed: Option<u64>,
     /// Filter probes by point lookups, if known.
@@ -48,8 +52,26 @@ pub trait KvEngine: Send + Sync {
     fn delete(&self, key: &[u8]) -> Result<()>;
     /// Reads a key; whether it was found.
     fn get(&self, key: &[u8]) -> Result<bool>;
+    /// Reads the `keys` as one batch; how many were found. The default reads them one by one
+    /// (for an engine without a batched read, such as fjall); engines that have one use it.
+    fn multi_get(&self, keys: &[&[u8]]) -> Result<usize> {
+        let mut found = 0;
+        for key in keys {
+            found += usize::from(self.get(key)?);
+        }
+        Ok(found)
+    }
     /// Reads up to `n` entries from `start` on; how many were read.
     fn scan(&self, start: &[u8], n: usize) -> Result<usize>;
+    /// Whether the engine reads and writes its tables with direct I/O
+    /// ([`EngineSettings::direct_io`] where it can).
+    fn direct_io(&self) -> bool {
+        false
+    }
+    /// The block cache capacity it runs with, if set by the settings (not its own default).
+    fn block_cache_bytes(&self) -> Option<u64> {
+        None
+    }
     /// Flushes memtables and waits until background compaction is idle.
     fn settle(&self) -> Result<()>;
     /// Counters since open.
@@ -107,9 +129,15 @@ pub struct EngineSettings {
     /// Ignore every other setting: open each engine with its own defaults, as a user who
     /// changes nothing would (RocksDB with its default block-based table given a 10-bit Bloom
     /// filter and no compression, as its documentation recommends for point lookups; Strata's
-    /// policy with its own option defaults).
+    /// policy with its own option defaults). [`EngineSettings::direct_io`] still applies.
     #[serde(default)]
     pub engine_defaults: bool,
+    /// Read and write tables with direct I/O (`O_DIRECT`), around the page cache: Strata's
+    /// `Options::with_use_direct_reads` and `with_use_direct_io_for_flush_and_compaction`,
+    /// RocksDB's `use_direct_reads` and `use_direct_io_for_flush_and_compaction`. fjall has no
+    /// direct I/O and runs buffered (its results say so).
+    #[serde(default)]
+    pub direct_io: bool,
 }
 
 impl Default for EngineSettings {
@@ -130,6 +158,7 @@ impl Default for EngineSettings {
             interval_index: true,
             file_trace: None,
             engine_defaults: false,
+            direct_io: false,
         }
     }
 }
@@ -148,13 +177,15 @@ pub struct Strata {
     db: strata_engine::Db,
     policy: String,
     dir: PathBuf,
+    direct_io: bool,
+    block_cache: Option<u64>,
 }
 
 impl Strata {
-    /// Opens a fresh Strata database in `dir` running `policy`, a policy specification
-    /// (`name` or `name:option=value,...`). The settings fill the options the policy declares and
-    /// the specification leaves unset: size ratio, buffer size, target file size, level base,
-    /// Bloom bits and expected data size.
+    /// Opens Strata in `dir` (a fresh directory, or a database kept earlier) running `policy`,
+    /// a policy specification (`name` or `name:option=value,...`). The settings fill the
+    /// options the policy declares and the specification leaves unset: size ratio, buffer size,
+    /// target file size, level base, Bloom bits and expected data size.
     pub fn open(dir: &Path, policy: &str, s: &EngineSettings) -> Result<Strata> {
         Strata::open_with_listener(dir, policy, s, None)
     }
@@ -181,6 +212,11 @@ impl Strata {
                 .with_record_block_ranges(s.count_blocks)
                 .with_policy_spec(spec)?
         };
+        if s.direct_io {
+            options = options
+                .with_use_direct_reads(true)
+                .with_use_direct_io_for_flush_and_compaction(true);
+        }
         if let Some(listener) = listener {
             options = options.with_event_listener(listener);
         }
@@ -197,6 +233,8 @@ impl Strata {
             db: strata_engine::Db::open(dir, options)?,
             policy: policy.to_string(),
             dir: dir.to_path_buf(),
+            direct_io: s.direct_io,
+            block_cache: (!s.engine_defaults).then_some(s.block_cache),
         })
     }
 }
@@ -235,6 +273,16 @@ impl KvEngine for Strata {
     fn get(&self, key: &[u8]) -> Result<bool> {
         Ok(self.db.get(key)?.is_some())
     }
+    fn multi_get(&self, keys: &[&[u8]]) -> Result<usize> {
+        let values = self.db.multi_get(keys)?;
+        Ok(values.iter().filter(|v| v.is_some()).count())
+    }
+    fn direct_io(&self) -> bool {
+        self.direct_io
+    }
+    fn block_cache_bytes(&self) -> Option<u64> {
+        self.block_cache
+    }
     fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
         // The lending cursor, as RocksDB's raw iterator: every engine's scan touches each key
         // and value where it lies, and none copies them.
@@ -259,6 +307,8 @@ impl KvEngine for Strata {
         EngineStats {
             table_bytes_written: Some(m.flush_bytes + m.compaction_bytes_written),
             blocks_read: Some(m.block_cache_misses),
+            index_blocks_read: Some(m.index_blocks_read),
+            filter_blocks_read: Some(m.filter_blocks_read),
             tables_probed: Some(m.get_tables_probed),
             filter_probes: Some(m.bloom_checks),
             key_index: (m.key_index_entries > 0)
@@ -306,24 +356,29 @@ mod rocks {
         db: rocksdb::DB,
         options: rocksdb::Options,
         dir: PathBuf,
+        direct_io: bool,
+        block_cache: Option<u64>,
     }
 
     impl Rocks {
-        /// Opens a fresh RocksDB in `dir`.
+        /// Opens RocksDB in `dir`: a fresh directory, or a database kept earlier.
         pub fn open(dir: &Path, s: &EngineSettings) -> Result<Rocks> {
             if s.engine_defaults {
                 let mut o = rocksdb::Options::default();
                 o.create_if_missing(true);
                 o.set_compression_type(rocksdb::DBCompressionType::None);
                 o.enable_statistics();
+                Rocks::set_direct_io(&mut o, s.direct_io);
                 let mut t = rocksdb::BlockBasedOptions::default();
                 t.set_bloom_filter(10.0, false);
                 o.set_block_based_table_factory(&t);
-                let db = rocksdb::DB::open(&o, dir).context("opening RocksDB")?;
+                let db = Rocks::open_db(&o, dir)?;
                 return Ok(Rocks {
                     db,
                     options: o,
                     dir: dir.to_path_buf(),
+                    direct_io: s.direct_io,
+                    block_cache: None,
                 });
             }
             let mut o = rocksdb::Options::default();
@@ -345,17 +400,37 @@ mod rocks {
             }
             o.set_compression_type(rocksdb::DBCompressionType::None);
             o.enable_statistics();
+            Rocks::set_direct_io(&mut o, s.direct_io);
             let mut t = rocksdb::BlockBasedOptions::default();
             t.set_block_size(4096);
             t.set_bloom_filter(s.bloom_bits_per_key, false);
             t.set_block_cache(&rocksdb::Cache::new_lru_cache(s.block_cache as usize));
             o.set_block_based_table_factory(&t);
-            let db = rocksdb::DB::open(&o, dir).context("opening RocksDB")?;
+            let db = Rocks::open_db(&o, dir)?;
             Ok(Rocks {
                 db,
                 options: o,
                 dir: dir.to_path_buf(),
+                direct_io: s.direct_io,
+                block_cache: Some(s.block_cache),
             })
+        }
+
+        /// Opens the database with its default column family named, so that
+        /// `cf_handle("default")` finds it for the batched MultiGet (`DB::open` leaves it out of
+        /// the handles it keeps); the family gets `o`'s options, as `DB::open` would give it.
+        fn open_db(o: &rocksdb::Options, dir: &Path) -> Result<rocksdb::DB> {
+            let default = rocksdb::ColumnFamilyDescriptor::new(
+                rocksdb::DEFAULT_COLUMN_FAMILY_NAME,
+                o.clone(),
+            );
+            rocksdb::DB::open_cf_descriptors(o, dir, [default]).context("opening RocksDB")
+        }
+
+        /// Direct reads and direct flush and compaction writes, as Strata's pair of options.
+        fn set_direct_io(o: &mut rocksdb::Options, on: bool) {
+            o.set_use_direct_reads(on);
+            o.set_use_direct_io_for_flush_and_compaction(on);
         }
 
         fn ticker(&self, name: &str) -> u64 {
@@ -384,6 +459,29 @@ mod rocks {
         }
         fn get(&self, key: &[u8]) -> Result<bool> {
             Ok(self.db.get_pinned(key)?.is_some())
+        }
+        fn multi_get(&self, keys: &[&[u8]]) -> Result<usize> {
+            // The batched MultiGet: it groups the keys by table and reads each table's blocks
+            // together through the file system's MultiRead (io_uring with the `io-uring`
+            // feature), as db_bench's multireadrandom does.
+            let cf = self
+                .db
+                .cf_handle(rocksdb::DEFAULT_COLUMN_FAMILY_NAME)
+                .context("RocksDB has no default column family")?;
+            let mut found = 0;
+            for value in self
+                .db
+                .batched_multi_get_cf(cf, keys.iter().copied(), false)
+            {
+                found += usize::from(value?.is_some());
+            }
+            Ok(found)
+        }
+        fn direct_io(&self) -> bool {
+            self.direct_io
+        }
+        fn block_cache_bytes(&self) -> Option<u64> {
+            self.block_cache
         }
         fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
             let mut it = self.db.raw_iterator();
@@ -417,6 +515,10 @@ mod rocks {
                         + self.ticker("rocksdb.compact.write.bytes"),
                 ),
                 blocks_read: Some(self.ticker("rocksdb.block.cache.data.miss")),
+                // Misses only where the cache holds index and filter blocks; otherwise the
+                // table readers hold them from open on and these stay 0.
+                index_blocks_read: Some(self.ticker("rocksdb.block.cache.index.miss")),
+                filter_blocks_read: Some(self.ticker("rocksdb.block.cache.filter.miss")),
                 tables_probed: None,
                 filter_probes: None,
                 key_index: None,
@@ -444,15 +546,19 @@ mod fjall_peer {
     /// as Strata's WAL without `sync`). Not matchable: dynamic level sizes and
     /// `max_bytes_for_level_base`, background job counts (fjall uses its own worker pool), the
     /// total write-buffer budget (fjall 3 hides that option), and statistics (fjall reports no
-    /// write bytes, so its write amplification is unknown).
+    /// write bytes, so its write amplification is unknown), direct I/O (fjall has none: a run
+    /// with `--direct-io` reads and writes fjall's files through the page cache, and its result
+    /// says `direct_io: false`), and batched reads (fjall has no MultiGet: a batch is a loop of
+    /// gets, [`KvEngine::multi_get`]'s default).
     pub struct Fjall {
         database: fjall::Database,
         keyspace: fjall::Keyspace,
         dir: PathBuf,
+        block_cache: Option<u64>,
     }
 
     impl Fjall {
-        /// Opens a fresh fjall database in `dir`.
+        /// Opens fjall in `dir`: a fresh directory, or a database kept earlier.
         pub fn open(dir: &Path, s: &EngineSettings) -> Result<Fjall> {
             if s.engine_defaults {
                 let database = fjall::Database::builder(dir).open()?;
@@ -461,6 +567,7 @@ mod fjall_peer {
                     database,
                     keyspace,
                     dir: dir.to_path_buf(),
+                    block_cache: None,
                 });
             }
             use fjall::config::{
@@ -493,6 +600,7 @@ mod fjall_peer {
                 database,
                 keyspace,
                 dir: dir.to_path_buf(),
+                block_cache: Some(s.block_cache),
             })
         }
     }
@@ -512,6 +620,9 @@ mod fjall_peer {
         }
         fn get(&self, key: &[u8]) -> Result<bool> {
             Ok(self.keyspace.get(key)?.is_some())
+        }
+        fn block_cache_bytes(&self) -> Option<u64> {
+            self.block_cache
         }
         fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
             let mut read = 0;
@@ -550,7 +661,7 @@ pub fn available_peers() -> Vec<&'static str> {
     peers
 }
 
-/// Opens a peer by name in a fresh `dir`.
+/// Opens a peer by name in `dir` (a fresh directory, or a database the peer kept earlier).
 pub fn open_peer(name: &str, dir: &Path, s: &EngineSettings) -> Result<Arc<dyn KvEngine>> {
     let _ = (dir, s);
     match name {

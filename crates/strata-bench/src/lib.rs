@@ -2,8 +2,11 @@
 //! policies and, behind cargo features, RocksDB and fjall, with amplification, latency and
 //! worst-window measurements, terminal tables, JSON/CSV files and an HTML report with charts.
 
+pub mod cgroup;
+pub mod device_probe;
 pub mod engines;
 pub mod job_log;
+pub mod kept;
 pub mod physical;
 pub mod report;
 pub mod results;
@@ -17,13 +20,16 @@ pub use strata_workload as workload;
 pub use strata_engine::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 
 use anyhow::{bail, Context, Result};
+use cgroup::{MemoryCgroup, MemoryCgroups};
+use device_probe::ProbeSettings;
 use engines::{open_peer, EngineSettings, KvEngine, Strata};
+use kept::KeptState;
 use results::{Comparison, RunResult};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use workload::WorkloadSpec;
+use workload::{KeySpace, WorkloadSpec};
 
 /// A comparison to run: one workload over several policies and peers, each in a fresh directory.
 #[derive(Clone, Debug)]
@@ -60,6 +66,70 @@ pub struct BenchConfig {
     /// Bytes written to measure the device's sequential write bandwidth before the runs
     /// ([`physical::sequential_write_bandwidth`]); 0 skips the measurement.
     pub bandwidth_probe_bytes: u64,
+    /// Memory limits, page-cache drops, kept databases and the device probe: what measuring
+    /// engines out of cache takes.
+    pub storage: StorageOptions,
+}
+
+/// How a comparison treats memory and storage beyond the engines' settings (`strata bench
+/// --memory-limit`, `--drop-caches`, `--keep`, `--use-existing-db`, `--device-probe`). The
+/// default changes nothing.
+#[derive(Clone, Debug, Default)]
+pub struct StorageOptions {
+    /// Run each configuration's process in a memory cgroup of its own with this limit, page
+    /// cache included; needs [`BenchConfig::isolate`].
+    pub memory_limit: Option<MemoryLimit>,
+    /// Write dirty pages back and drop the page cache before each measured phase (needs root).
+    pub drop_caches: bool,
+    /// Keep each configuration's fresh database in `DIR/<plain label>` after its run, with its
+    /// state beside it ([`kept`]).
+    pub keep: Option<PathBuf>,
+    /// Run each configuration on the database kept earlier in `DIR/<plain label>` ([`kept`]):
+    /// the workload's load phases are skipped, the database is never removed, and its state is
+    /// brought up to date after the run. With `keep`, both must name the same directory.
+    pub use_existing: Option<PathBuf>,
+    /// Measure the read performance of the device holding the databases before the runs
+    /// ([`device_probe::probe_device`]): in the kept databases' directory when there is one,
+    /// else in the comparison's own directory.
+    pub device_probe: Option<ProbeSettings>,
+}
+
+/// A memory limit for each run's process, and where its cgroups go.
+#[derive(Clone, Debug)]
+pub struct MemoryLimit {
+    /// Bytes of memory, page cache included.
+    pub bytes: u64,
+    /// Where each run's cgroup is made ([`MemoryCgroups::discover`]).
+    pub cgroups: MemoryCgroups,
+}
+
+/// What a run does with its database directory.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DatabaseUse {
+    /// A fresh directory, removed when the run ends.
+    #[default]
+    Temporary,
+    /// A fresh directory, kept after the run with its state written to `state`.
+    Keep {
+        /// The state file ([`kept::state_path`]).
+        state: PathBuf,
+    },
+    /// A database kept earlier, with its state in `state`: the load phases are skipped, the
+    /// database stays, and the state is rewritten after a successful run.
+    Existing {
+        /// The state file ([`kept::state_path`]).
+        state: PathBuf,
+    },
+}
+
+/// A size for messages: whole GiB, MiB or KiB where it is one, else bytes.
+pub fn show_bytes(bytes: u64) -> String {
+    for (unit, name) in [(1u64 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")] {
+        if bytes >= unit && bytes.is_multiple_of(unit) {
+            return format!("{}{name}", bytes / unit);
+        }
+    }
+    format!("{bytes} bytes")
 }
 
 /// A command that runs one [`RunJob`]: `program args… <job file> <result file>`. The program
@@ -84,7 +154,8 @@ pub struct RunJob {
     pub is_policy: bool,
     /// Matched engine settings.
     pub settings: EngineSettings,
-    /// The database directory (must not exist yet; removed when the run ends).
+    /// The database directory: one that does not exist yet, or with
+    /// [`DatabaseUse::Existing`] a database kept earlier.
     pub dir: PathBuf,
     /// Seed of every generator.
     pub seed: u64,
@@ -92,11 +163,37 @@ pub struct RunJob {
     pub progress: bool,
     /// Where the run's job log goes, if anywhere (see [`BenchConfig::job_log`]).
     pub job_log: Option<PathBuf>,
+    /// The memory cgroup to run in, if any: the process running the job moves itself into it
+    /// first ([`cgroup::join`]), so a job with one must run in a process of its own.
+    #[serde(default)]
+    pub memory_cgroup: Option<PathBuf>,
+    /// That cgroup's memory limit, recorded in the result.
+    #[serde(default)]
+    pub memory_limit: Option<u64>,
+    /// Drop the page cache before each measured phase.
+    #[serde(default)]
+    pub drop_caches: bool,
+    /// What becomes of the database directory.
+    #[serde(default)]
+    pub database: DatabaseUse,
 }
 
-/// Runs one configuration in this process: opens the engine in `job.dir`, runs the workload,
-/// writes the job log if asked, and removes the database.
+/// Runs one configuration in this process: joins its memory cgroup if it has one, opens the
+/// engine in `job.dir` (restoring a kept database's key space), runs the workload, writes the
+/// job log if asked, and removes the database or saves its state.
 pub fn run_job(job: &RunJob) -> Result<RunResult> {
+    // First, before the engine allocates anything the limit should cover.
+    if let Some(dir) = &job.memory_cgroup {
+        cgroup::join(dir)?;
+    }
+    let (earlier, space, skip_phases) = match &job.database {
+        DatabaseUse::Existing { state } => {
+            let (kept, space) = kept::load(state)?;
+            let skip = kept.check(&job.workload, &job.dir)?;
+            (Some(kept), space, skip)
+        }
+        _ => (None, KeySpace::new(), 0),
+    };
     let recorder = Arc::new(job_log::JobRecorder::default());
     let label = &job.label;
     let engine: Arc<dyn KvEngine> = if job.is_policy {
@@ -111,18 +208,39 @@ pub fn run_job(job: &RunJob) -> Result<RunResult> {
     } else {
         open_peer(label, &job.dir, &job.settings)?
     };
-    let result = runner::run(
-        Arc::clone(&engine),
-        &job.workload,
-        label,
-        job.seed,
-        job.progress,
-    )
-    .with_context(|| format!("running {} on {label}", job.workload.name));
+    let options = runner::RunOptions {
+        seed: job.seed,
+        progress: job.progress,
+        drop_caches: job.drop_caches,
+        space: Arc::clone(&space),
+        skip_phases,
+    };
+    let result = runner::run(Arc::clone(&engine), &job.workload, label, &options)
+        .with_context(|| format!("running {} on {label}", job.workload.name));
+    let (direct_io, block_cache) = (engine.direct_io(), engine.block_cache_bytes());
     drop(engine);
-    // Free the disk before the next configuration runs, whatever happened.
-    let _ = std::fs::remove_dir_all(&job.dir);
-    let result = result?;
+    match &job.database {
+        // Free the disk before the next configuration runs, whatever happened.
+        DatabaseUse::Temporary => {
+            let _ = std::fs::remove_dir_all(&job.dir);
+        }
+        DatabaseUse::Keep { state } | DatabaseUse::Existing { state } => {
+            if result.is_ok() {
+                let kept = KeptState::after_run(
+                    earlier.as_ref(),
+                    label,
+                    &job.workload,
+                    skip_phases,
+                    job.seed,
+                );
+                kept::save(state, &kept, &space)?;
+            }
+        }
+    }
+    let mut result = result?;
+    result.memory_limit = job.memory_limit;
+    result.direct_io = direct_io;
+    result.block_cache_bytes = block_cache;
     if let (Some(log_dir), true) = (&job.job_log, job.is_policy) {
         let path = log_dir.join(job_log::job_log_file_name(label));
         job_log::write_job_log(&path, label, &recorder.jobs())?;
@@ -130,8 +248,14 @@ pub fn run_job(job: &RunJob) -> Result<RunResult> {
     Ok(result)
 }
 
-/// Runs `job` in a child process started with `child`, and reads back its result.
-fn run_job_in_child(child: &ChildCommand, job: &RunJob, scratch: &Path) -> Result<RunResult> {
+/// Runs `job` in a child process started with `child` (in `cgroup`, if given), and reads back
+/// its result. A child the kernel killed for memory is reported as such.
+fn run_job_in_child(
+    child: &ChildCommand,
+    job: &RunJob,
+    scratch: &Path,
+    cgroup: Option<&MemoryCgroup>,
+) -> Result<RunResult> {
     let job_file = scratch.join("job.json");
     let result_file = scratch.join("result.json");
     let _ = std::fs::remove_file(&result_file);
@@ -144,8 +268,25 @@ fn run_job_in_child(child: &ChildCommand, job: &RunJob, scratch: &Path) -> Resul
         .status()
         .with_context(|| format!("starting {} for {}", child.program.display(), job.label))?;
     if !status.success() {
-        // The child printed its error; make sure its database does not outlive it.
-        let _ = std::fs::remove_dir_all(&job.dir);
+        // The child printed its error; make sure a temporary database does not outlive it.
+        if job.database == DatabaseUse::Temporary {
+            let _ = std::fs::remove_dir_all(&job.dir);
+        }
+        use std::os::unix::process::ExitStatusExt;
+        let oom_killed = cgroup.and_then(MemoryCgroup::oom_kills).unwrap_or(0) > 0;
+        let killed = status.signal() == Some(libc::SIGKILL);
+        if let (Some(limit), true) = (job.memory_limit, oom_killed || killed) {
+            bail!(
+                "the run of {} was killed by the memory limit of {} ({status}{}); raise                  --memory-limit or lower the engines' memory (--block-cache,                  --write-buffer-size)",
+                job.label,
+                show_bytes(limit),
+                if oom_killed {
+                    ", the cgroup counts an OOM kill"
+                } else {
+                    ""
+                }
+            );
+        }
         bail!(
             "the run of {} failed in its own process ({status}); its error is printed above",
             job.label
@@ -162,9 +303,100 @@ fn run_job_in_child(child: &ChildCommand, job: &RunJob, scratch: &Path) -> Resul
     serde_json::from_str(&text).with_context(|| format!("parsing {}'s result", job.label))
 }
 
-/// Runs every configuration of `config` and collects the results. The baseline is checked before
-/// the first run; each run's database is removed when the run ends, and the comparison's
-/// directory when the comparison ends (see [`BenchConfig::dir`]).
+/// Where each configuration's database goes and what becomes of it, checked before any run:
+/// with `--use-existing-db`, each database and its state exist and fit the workload; with
+/// `--keep`, none exists yet; `None` entries get a temporary directory.
+fn database_plans(
+    config: &BenchConfig,
+    labels: &[(String, bool)],
+) -> Result<Vec<Option<(PathBuf, DatabaseUse)>>> {
+    let storage = &config.storage;
+    let mut names = std::collections::BTreeMap::new();
+    if storage.keep.is_some() || storage.use_existing.is_some() {
+        for (label, _) in labels {
+            if let Some(other) = names.insert(job_log::plain_name(label), label) {
+                bail!(
+                    "the runs {other} and {label} would keep their databases in the same \
+                     directory ({}); run them in separate comparisons",
+                    job_log::plain_name(label)
+                );
+            }
+        }
+    }
+    match (&storage.keep, &storage.use_existing) {
+        (Some(keep), Some(existing)) => {
+            let same = keep.canonicalize().ok().zip(existing.canonicalize().ok());
+            if same.is_none_or(|(a, b)| a != b) {
+                bail!(
+                    "--keep {} and --use-existing-db {} name different directories: a kept \
+                     database is used in place, so give both the same directory (or only \
+                     --use-existing-db, which keeps it too)",
+                    keep.display(),
+                    existing.display()
+                );
+            }
+            existing_plans(config, labels, existing)
+        }
+        (None, Some(existing)) => existing_plans(config, labels, existing),
+        (Some(keep), None) => {
+            std::fs::create_dir_all(keep)
+                .with_context(|| format!("--keep {}: creating it", keep.display()))?;
+            labels
+                .iter()
+                .map(|(label, _)| {
+                    let dir = kept::database_dir(keep, label);
+                    let state = kept::state_path(keep, label);
+                    if dir.exists() || state.exists() {
+                        bail!(
+                            "--keep {}: {} already exists; remove it, or run on it with \
+                             --use-existing-db {}",
+                            keep.display(),
+                            if dir.exists() { &dir } else { &state }.display(),
+                            keep.display()
+                        );
+                    }
+                    Ok(Some((dir, DatabaseUse::Keep { state })))
+                })
+                .collect()
+        }
+        (None, None) => Ok(labels.iter().map(|_| None).collect()),
+    }
+}
+
+/// The kept databases in `dir` for every label, each checked against the workload.
+fn existing_plans(
+    config: &BenchConfig,
+    labels: &[(String, bool)],
+    dir: &Path,
+) -> Result<Vec<Option<(PathBuf, DatabaseUse)>>> {
+    labels
+        .iter()
+        .map(|(label, _)| {
+            let db = kept::database_dir(dir, label);
+            if !db.is_dir() {
+                bail!(
+                    "--use-existing-db {}: there is no database of {label} at {} (keep one \
+                     first with --keep {})",
+                    dir.display(),
+                    db.display(),
+                    dir.display()
+                );
+            }
+            let state = kept::state_path(dir, label);
+            let (kept, _) = kept::load(&state)
+                .with_context(|| format!("--use-existing-db {}", dir.display()))?;
+            kept.check(&config.workload, &db)?;
+            Ok(Some((db, DatabaseUse::Existing { state })))
+        })
+        .collect()
+}
+
+/// Runs every configuration of `config` and collects the results. The baseline, the memory
+/// limit's need for a process per run and the kept databases ([`StorageOptions`]) are checked
+/// before the first run; the device is measured next where asked; then each run gets its
+/// memory cgroup (removed after it) and its database, which is removed when the run ends unless
+/// it is kept, as the comparison's directory is when the comparison ends (see
+/// [`BenchConfig::dir`]).
 pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
     let mut labels: Vec<(String, bool)> =
         config.policies.iter().map(|p| (p.clone(), true)).collect();
@@ -186,6 +418,13 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
                 .join(", ")
         );
     }
+    if config.storage.memory_limit.is_some() && config.isolate.is_none() {
+        bail!(
+            "--memory-limit needs a process per run (each in its own memory cgroup), and this \
+             comparison runs in one process (--in-process, or called as a library)"
+        );
+    }
+    let plans = database_plans(config, &labels)?;
     // A fresh directory per comparison, even inside a given --dir: dropping it (at the end, or on
     // the first error) removes whatever the runs left, and leftovers of a killed comparison
     // never collide with the next one's.
@@ -209,16 +448,36 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
     } else {
         None
     };
+    let device_probe = match &config.storage.device_probe {
+        Some(settings) => {
+            let dir = config
+                .storage
+                .use_existing
+                .as_ref()
+                .or(config.storage.keep.as_ref())
+                .unwrap_or(&base);
+            Some(
+                device_probe::probe_device(dir, settings)
+                    .with_context(|| format!("probing the device holding {}", dir.display()))?,
+            )
+        }
+        None => None,
+    };
     let scratch = base.join("jobs");
     if config.isolate.is_some() {
         std::fs::create_dir(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     }
     let mut runs = Vec::new();
-    for (label, is_policy) in &labels {
+    for (n, ((label, is_policy), plan)) in labels.iter().zip(plans).enumerate() {
         // Policy specifications may hold ':', '=' and ','; keep directory names plain.
-        let dir = base.join(job_log::plain_name(label));
+        let (dir, database) = plan.unwrap_or_else(|| {
+            (
+                base.join(job_log::plain_name(label)),
+                DatabaseUse::Temporary,
+            )
+        });
         // Two labels may map to one name; the earlier run's directory is gone by now.
-        if dir.exists() {
+        if database == DatabaseUse::Temporary && dir.exists() {
             bail!("{} already exists", dir.display());
         }
         let mut settings = config.settings.clone();
@@ -226,7 +485,7 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
             settings.file_trace =
                 Some(traces.join(format!("{}.trace", job_log::plain_name(label))));
         }
-        let job = RunJob {
+        let mut job = RunJob {
             workload: config.workload.clone(),
             label: label.clone(),
             is_policy: *is_policy,
@@ -235,12 +494,35 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
             seed: config.seed,
             progress: config.progress,
             job_log: config.job_log.clone(),
+            memory_cgroup: None,
+            memory_limit: None,
+            drop_caches: config.storage.drop_caches,
+            database,
+        };
+        let cgroup = match &config.storage.memory_limit {
+            Some(limit) => {
+                let name = format!("strata-bench-{}-{n}", std::process::id());
+                let cgroup = limit
+                    .cgroups
+                    .create(&name, limit.bytes)
+                    .with_context(|| format!("making the memory cgroup of {label}'s run"))?;
+                job.memory_cgroup = Some(cgroup.dir().to_path_buf());
+                job.memory_limit = Some(limit.bytes);
+                Some(cgroup)
+            }
+            None => None,
         };
         let result = match &config.isolate {
-            Some(child) => run_job_in_child(child, &job, &scratch)?,
-            None => run_job(&job)?,
+            Some(child) => run_job_in_child(child, &job, &scratch, cgroup.as_ref()),
+            None => run_job(&job),
         };
-        runs.push(result);
+        if let Some(cgroup) = cgroup {
+            // A cgroup left behind costs nothing but a directory; the run's result stands.
+            if let Err(e) = cgroup.remove() {
+                eprintln!("warning: removing the memory cgroup of {label}'s run: {e:#}");
+            }
+        }
+        runs.push(result?);
     }
     Ok(Comparison {
         workload: config.workload.name.clone(),
@@ -248,5 +530,6 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
         baseline,
         runs,
         device_write_bandwidth,
+        device_probe,
     })
 }

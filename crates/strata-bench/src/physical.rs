@@ -1,10 +1,11 @@
-//! The physical view of a run: what the process cost the machine (CPU time, bytes sent to the
-//! storage device, peak resident memory) and the device's own sequential write bandwidth, to set
-//! the device bytes against. Read from Linux's `/proc`; elsewhere every reading is `None` (or
-//! zero CPU time), never an error, because a benchmark should still run.
+//! The physical view of a run: what the process cost the machine (CPU time, bytes sent to and
+//! fetched from the storage device, peak resident memory), the block device's own counters, and
+//! the device's sequential write bandwidth, to set the device bytes against. Read from Linux's
+//! `/proc` and `/sys`; elsewhere every reading is `None` (or zero CPU time), never an error,
+//! because a benchmark should still run.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 /// CPU seconds (user + system) this process has used, from /proc (Linux; clock ticks are
@@ -25,19 +26,186 @@ pub fn cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) as f64 / 100.0
 }
 
+/// The storage counters of `/proc/self/io`: what this process (all its threads) made the
+/// storage layer read and write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcessIo {
+    /// Bytes fetched from storage for this process (`read_bytes`): page-cache misses and direct
+    /// reads, not reads the page cache served.
+    pub read_bytes: u64,
+    /// Bytes this process caused to be sent to storage (`write_bytes`), counted when they dirty
+    /// the page cache.
+    pub write_bytes: u64,
+    /// Dirty bytes it cancelled by truncating or deleting files before writeback
+    /// (`cancelled_write_bytes`).
+    pub cancelled_write_bytes: u64,
+}
+
+/// Parses the text of `/proc/<pid>/io`; `None` when a field is missing or not a number.
+pub fn parse_proc_io(text: &str) -> Option<ProcessIo> {
+    let field = |name: &str| -> Option<u64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    Some(ProcessIo {
+        read_bytes: field("read_bytes")?,
+        write_bytes: field("write_bytes")?,
+        cancelled_write_bytes: field("cancelled_write_bytes")?,
+    })
+}
+
+/// This process's storage counters, where `/proc/self/io` exists.
+pub fn process_io() -> Option<ProcessIo> {
+    parse_proc_io(&std::fs::read_to_string("/proc/self/io").ok()?)
+}
+
 /// Bytes this process (all its threads) has caused to be sent to the storage layer, net of
 /// dirty page-cache bytes it cancelled by truncating or deleting files before they were written
 /// back: `write_bytes − cancelled_write_bytes` of `/proc/self/io`. Buffered writes count when
 /// they dirty the page cache, so this is what the device receives (WAL, flushes, compactions,
 /// manifest) even when writeback happens later. `None` where `/proc/self/io` is missing.
 pub fn device_bytes_written() -> Option<u64> {
-    let io = std::fs::read_to_string("/proc/self/io").ok()?;
-    let field = |name: &str| -> Option<u64> {
-        io.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .and_then(|v| v.trim().parse().ok())
-    };
-    Some(field("write_bytes")?.saturating_sub(field("cancelled_write_bytes").unwrap_or(0)))
+    let io = process_io()?;
+    Some(io.write_bytes.saturating_sub(io.cancelled_write_bytes))
+}
+
+/// Bytes this process has had fetched from the storage layer (`read_bytes` of
+/// `/proc/self/io`): reads that missed the page cache, and direct reads. `None` where
+/// `/proc/self/io` is missing.
+pub fn process_bytes_read() -> Option<u64> {
+    Some(process_io()?.read_bytes)
+}
+
+/// Bytes in a sector of the block layer's counters (always 512, whatever the device's own
+/// sector size).
+pub const SECTOR_BYTES: u64 = 512;
+
+/// The counters of a block device (or partition) since boot, from its `stat` file in sysfs
+/// (`Documentation/block/stat.rst` of the Linux sources). They count every process's I/O on the
+/// device, not only this one's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockDeviceStat {
+    /// Read requests completed.
+    pub reads: u64,
+    /// 512-byte sectors read.
+    pub sectors_read: u64,
+    /// Write requests completed.
+    pub writes: u64,
+    /// 512-byte sectors written.
+    pub sectors_written: u64,
+}
+
+impl BlockDeviceStat {
+    /// Bytes read.
+    pub fn bytes_read(&self) -> u64 {
+        self.sectors_read.saturating_mul(SECTOR_BYTES)
+    }
+
+    /// Bytes written.
+    pub fn bytes_written(&self) -> u64 {
+        self.sectors_written.saturating_mul(SECTOR_BYTES)
+    }
+
+    /// The counts from `earlier` to `self`.
+    pub fn since(&self, earlier: &BlockDeviceStat) -> BlockDeviceStat {
+        BlockDeviceStat {
+            reads: self.reads.saturating_sub(earlier.reads),
+            sectors_read: self.sectors_read.saturating_sub(earlier.sectors_read),
+            writes: self.writes.saturating_sub(earlier.writes),
+            sectors_written: self.sectors_written.saturating_sub(earlier.sectors_written),
+        }
+    }
+}
+
+/// Parses a block device's `stat` file: 11 or more numbers (reads completed, reads merged,
+/// sectors read, ms reading, writes completed, writes merged, sectors written, ...), or the 4 of
+/// a partition's on kernels before 2.6.25 (reads, sectors read, writes, sectors written);
+/// `None` for anything else.
+pub fn parse_block_stat(text: &str) -> Option<BlockDeviceStat> {
+    let fields: Vec<u64> = text
+        .split_whitespace()
+        .map(str::parse)
+        .collect::<Result<_, _>>()
+        .ok()?;
+    match fields.len() {
+        4 => Some(BlockDeviceStat {
+            reads: fields[0],
+            sectors_read: fields[1],
+            writes: fields[2],
+            sectors_written: fields[3],
+        }),
+        n if n >= 11 => Some(BlockDeviceStat {
+            reads: fields[0],
+            sectors_read: fields[2],
+            writes: fields[4],
+            sectors_written: fields[6],
+        }),
+        _ => None,
+    }
+}
+
+/// The block device that holds a path: its number and where sysfs keeps its counters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockDevice {
+    /// Major device number.
+    pub major: u32,
+    /// Minor device number.
+    pub minor: u32,
+    /// Its `stat` file (`/sys/dev/block/<major>:<minor>/stat`).
+    pub stat_path: PathBuf,
+}
+
+impl BlockDevice {
+    /// The block device holding `path`, if it is a real one whose counters sysfs shows. A
+    /// partition's counters are its own; a file system with no block device under it (tmpfs,
+    /// overlay, btrfs subvolumes, network file systems: anonymous device numbers) gives `None`.
+    pub fn holding(path: &Path) -> Option<BlockDevice> {
+        BlockDevice::holding_in(path, Path::new("/sys"))
+    }
+
+    /// [`BlockDevice::holding`] with sysfs mounted at `sysfs` (for tests).
+    pub fn holding_in(path: &Path, sysfs: &Path) -> Option<BlockDevice> {
+        use std::os::unix::fs::MetadataExt;
+        let dev = std::fs::metadata(path).ok()?.dev();
+        let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+        let stat_path = sysfs.join(format!("dev/block/{major}:{minor}/stat"));
+        let device = BlockDevice {
+            major,
+            minor,
+            stat_path,
+        };
+        device.stat().map(|_| device)
+    }
+
+    /// The device's counters now, if readable.
+    pub fn stat(&self) -> Option<BlockDeviceStat> {
+        parse_block_stat(&std::fs::read_to_string(&self.stat_path).ok()?)
+    }
+}
+
+/// Where Linux takes the order to drop clean caches.
+pub const DROP_CACHES_PATH: &str = "/proc/sys/vm/drop_caches";
+
+/// Checks that this process may drop the page cache ([`drop_page_cache`]) by opening
+/// [`DROP_CACHES_PATH`] for writing, without writing: it takes root (and a writable `/proc/sys`,
+/// which containers often lack).
+pub fn check_drop_caches() -> std::io::Result<()> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(DROP_CACHES_PATH)
+        .map(drop)
+}
+
+/// Writes every dirty page back (`sync`) and then drops the clean page cache, dentries and
+/// inodes (`3` into [`DROP_CACHES_PATH`]), so the next reads come from the device. Machine-wide:
+/// every process's cached files go.
+pub fn drop_page_cache() -> std::io::Result<()> {
+    rustix::fs::sync();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(DROP_CACHES_PATH)?
+        .write_all(b"3")
 }
 
 /// The process's peak resident set size since it started or since the last
@@ -104,4 +272,89 @@ pub fn sequential_write_bandwidth(dir: &Path, bytes: u64) -> std::io::Result<f64
     })();
     let _ = std::fs::remove_file(&path);
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_io_fields_are_read_by_name() {
+        let text = "rchar: 2012\nwchar: 300\nsyscr: 7\nsyscw: 3\nread_bytes: 8192\n\
+                    write_bytes: 4096\ncancelled_write_bytes: 1024\n";
+        assert_eq!(
+            parse_proc_io(text),
+            Some(ProcessIo {
+                read_bytes: 8192,
+                write_bytes: 4096,
+                cancelled_write_bytes: 1024
+            })
+        );
+        // rchar is not read_bytes: a prefix of another name does not match.
+        assert_eq!(
+            parse_proc_io("rchar: 5\nwrite_bytes: 1\ncancelled_write_bytes: 0\n"),
+            None
+        );
+        assert_eq!(
+            parse_proc_io("read_bytes: x\nwrite_bytes: 1\ncancelled_write_bytes: 0\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn block_stat_takes_reads_and_sectors_from_their_columns() {
+        // A disk's line (17 fields on Linux 5.5+).
+        let disk =
+            "    9856     3802  2253050    12002    11171    26694 10901040    51572        \
+                    0     9600    65067     5979       24  3712608     1477      398       15\n";
+        let stat = parse_block_stat(disk).unwrap();
+        assert_eq!(
+            stat,
+            BlockDeviceStat {
+                reads: 9856,
+                sectors_read: 2_253_050,
+                writes: 11_171,
+                sectors_written: 10_901_040
+            }
+        );
+        assert_eq!(stat.bytes_read(), 2_253_050 * 512);
+        // The 11 fields of older kernels, and a partition's 4 of the oldest.
+        let eleven = parse_block_stat("1 2 3 4 5 6 7 8 9 10 11").unwrap();
+        assert_eq!(
+            (eleven.reads, eleven.sectors_read, eleven.writes),
+            (1, 3, 5)
+        );
+        let four = parse_block_stat("10 80 20 160").unwrap();
+        assert_eq!(
+            (four.reads, four.sectors_read, four.sectors_written),
+            (10, 80, 160)
+        );
+        assert_eq!(parse_block_stat("1 2 3"), None);
+        assert_eq!(parse_block_stat("1 2 x 4"), None);
+        let later = BlockDeviceStat {
+            reads: 15,
+            sectors_read: 100,
+            writes: 20,
+            sectors_written: 160,
+        };
+        assert_eq!(later.since(&four).reads, 5);
+        assert_eq!(later.since(&four).bytes_read(), 20 * 512);
+    }
+
+    #[test]
+    fn the_device_is_found_through_sysfs_by_its_number() {
+        use std::os::unix::fs::MetadataExt;
+        let data = tempfile::tempdir().unwrap();
+        let sysfs = tempfile::tempdir().unwrap();
+        // No stat file: a virtual device.
+        assert_eq!(BlockDevice::holding_in(data.path(), sysfs.path()), None);
+        let dev = std::fs::metadata(data.path()).unwrap().dev();
+        let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+        let dir = sysfs.path().join(format!("dev/block/{major}:{minor}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("stat"), "5 0 40 0 6 0 48 0 0 0 0\n").unwrap();
+        let device = BlockDevice::holding_in(data.path(), sysfs.path()).unwrap();
+        assert_eq!((device.major, device.minor), (major, minor));
+        assert_eq!(device.stat().unwrap().sectors_written, 48);
+    }
 }

@@ -1,6 +1,7 @@
 //! What a benchmark run measured: the data model shared by the runner, the terminal table, the
 //! JSON/CSV files and the HTML report.
 
+pub use crate::device_probe::DeviceProbe;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
 
@@ -70,6 +71,68 @@ pub struct PhaseResult {
     /// cache too small to hold what a query reads, ÷ `ops` is the blocks a query touches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocks_read: Option<u64>,
+    /// Index blocks the phase's queries read from storage, where the engine counts them
+    /// (Strata: when the block cache holds indexes; RocksDB: index block-cache misses).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_blocks_read: Option<u64>,
+    /// Filter blocks the phase's queries read from storage, counted like `index_blocks_read`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter_blocks_read: Option<u64>,
+    /// Threads that ran the phase's operations.
+    #[serde(default = "one")]
+    pub threads: usize,
+    /// Keys per batched read (1: reads one at a time). A batch counts as this many
+    /// operations in `ops` and `ops_per_sec`, which stay keys per second, and has one latency,
+    /// under "multiread".
+    #[serde(default = "one")]
+    pub read_batch: usize,
+    /// Keys the phase's point reads asked for (batched reads and read-modify-writes included).
+    #[serde(default)]
+    pub point_reads: u64,
+    /// Of those, the keys found.
+    #[serde(default)]
+    pub point_reads_found: u64,
+    /// Bytes fetched from storage for the process during the phase (`read_bytes` of
+    /// `/proc/self/io`: page-cache misses and direct reads), where the platform reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_bytes_read: Option<u64>,
+    /// Read requests the block device holding the database completed during the phase (its
+    /// sysfs `stat`; every process's reads of the device count), where it has counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_reads: Option<u64>,
+    /// Bytes those reads brought.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_bytes_read: Option<u64>,
+}
+
+/// A count's default of one (threads, batch sizes).
+fn one() -> usize {
+    1
+}
+
+impl PhaseResult {
+    /// Device read requests per second of the phase.
+    pub fn device_reads_per_sec(&self) -> Option<f64> {
+        let reads = self.device_reads? as f64;
+        (self.seconds > 0.0).then(|| reads / self.seconds)
+    }
+
+    /// `count` per operation of the phase.
+    pub fn per_op(&self, count: Option<u64>) -> Option<f64> {
+        let count = count? as f64;
+        (self.ops > 0).then(|| count / self.ops as f64)
+    }
+
+    /// The share of point reads that found their key.
+    pub fn found_share(&self) -> Option<f64> {
+        (self.point_reads > 0).then(|| self.point_reads_found as f64 / self.point_reads as f64)
+    }
+
+    /// How many reads the phase could have in flight at once: its threads times its batch
+    /// size (a batch's reads may go to the device together, as RocksDB's MultiRead sends them).
+    pub fn queue_depth(&self) -> usize {
+        self.threads.max(1).saturating_mul(self.read_batch.max(1))
+    }
 }
 
 /// The phase's throughput over one compaction round.
@@ -127,6 +190,14 @@ pub struct RunResult {
     /// Data blocks read from storage (block-cache misses) per point lookup in the measured phases,
     /// when the engine reports it.
     pub read_amp: Option<f64>,
+    /// Index blocks read from storage per point lookup in the measured phases, when the engine
+    /// reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_reads_per_lookup: Option<f64>,
+    /// Filter blocks read from storage per point lookup in the measured phases, when the engine
+    /// reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter_reads_per_lookup: Option<f64>,
     /// Sorted runs (or tables) probed per point lookup, when the engine reports it.
     pub runs_probed_per_lookup: Option<f64>,
     /// Filter probes per point lookup, when the engine reports it (fewer than the runs probed
@@ -187,6 +258,39 @@ pub struct RunResult {
     /// counted, `strata bench --count-blocks`): windows longer than the measured phase.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phase_blocks: Vec<PhaseBlocks>,
+    /// The memory limit of the run's process, page cache included (`--memory-limit`: a
+    /// cgroup's), if it had one.
+    #[serde(default)]
+    pub memory_limit: Option<u64>,
+    /// Whether the engine read and wrote its tables with direct I/O (`--direct-io`; fjall has
+    /// none, so its runs say false).
+    #[serde(default)]
+    pub direct_io: bool,
+    /// The engine's block cache capacity; `None` when it ran with its own default
+    /// (`--engine-defaults`).
+    #[serde(default)]
+    pub block_cache_bytes: Option<u64>,
+    /// Whether the page cache was dropped before each measured phase (`--drop-caches`).
+    #[serde(default)]
+    pub drop_caches: bool,
+    /// The load phases skipped because the run used a database kept earlier
+    /// (`--use-existing-db`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_phases: Vec<String>,
+    /// Bytes fetched from storage for the run's process (`read_bytes` of `/proc/self/io`),
+    /// where the platform reports it.
+    #[serde(default)]
+    pub process_bytes_read: Option<u64>,
+    /// Read requests the block device holding the database completed during the run (its
+    /// sysfs counters, which count every process's reads of the device).
+    #[serde(default)]
+    pub device_reads: Option<u64>,
+    /// Bytes those reads brought.
+    #[serde(default)]
+    pub device_bytes_read: Option<u64>,
+    /// The block device holding the database, as `major:minor`, where it has counters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
 }
 
 impl RunResult {
@@ -199,6 +303,18 @@ impl RunResult {
     /// CPU seconds per operation, over every phase.
     pub fn cpu_seconds_per_op(&self) -> Option<f64> {
         (self.total_ops > 0).then(|| self.cpu_seconds / self.total_ops as f64)
+    }
+
+    /// Device read requests per second of the run (settling included).
+    pub fn device_reads_per_sec(&self) -> Option<f64> {
+        let reads = self.device_reads? as f64;
+        (self.wall_seconds > 0.0).then(|| reads / self.wall_seconds)
+    }
+
+    /// Bytes fetched from storage for the process per second of the run.
+    pub fn process_read_bytes_per_sec(&self) -> Option<f64> {
+        let bytes = self.process_bytes_read? as f64;
+        (self.wall_seconds > 0.0).then(|| bytes / self.wall_seconds)
     }
 }
 
@@ -232,4 +348,8 @@ pub struct Comparison {
     /// per second are set against.
     #[serde(default)]
     pub device_write_bandwidth: Option<f64>,
+    /// The read performance of the device holding the databases, measured before the runs
+    /// (`--device-probe`); what the runs' device reads per second are set against.
+    #[serde(default)]
+    pub device_probe: Option<DeviceProbe>,
 }

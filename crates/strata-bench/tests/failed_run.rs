@@ -34,6 +34,7 @@ fn config(key_size: usize, dir: &std::path::Path) -> BenchConfig {
         file_trace: None,
         isolate: None,
         bandwidth_probe_bytes: 0,
+        storage: Default::default(),
     }
 }
 

@@ -55,5 +55,11 @@ fn reads_back(settings: &EngineSettings) {
         // 49,996, 49,997 and 49,999.
         assert_eq!(engine.scan(&key(49_990), 100).unwrap(), 7, "{peer}");
         assert_eq!(engine.scan(&key(0), 10).unwrap(), 10, "{peer}");
+        // A batched read finds what single reads find: keys 0..32, a third of them deleted,
+        // plus one never written.
+        let keys: Vec<Vec<u8>> = (0..32).chain([60_000]).map(key).collect();
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        assert_eq!(engine.multi_get(&refs).unwrap(), 21, "{peer}");
+        assert_eq!(engine.multi_get(&[]).unwrap(), 0, "{peer}");
     }
 }

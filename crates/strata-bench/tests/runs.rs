@@ -31,6 +31,7 @@ fn config(workload: WorkloadSpec, policies: &[&str]) -> BenchConfig {
         file_trace: None,
         isolate: None,
         bandwidth_probe_bytes: 0,
+        storage: Default::default(),
     }
 }
 
@@ -242,4 +243,30 @@ fn counted_blocks_follow_the_bytes_written_and_only_the_measured_phases() {
         .phases
         .iter()
         .all(|p| p.blocks_written_per_level.is_empty()));
+}
+
+/// Strata's batched read finds what its single reads find, and a Strata opened for direct I/O
+/// says so (where the file system allows direct I/O at all).
+#[test]
+fn strata_reads_in_batches_and_reports_its_io_settings() {
+    use strata_bench::engines::{KvEngine, Strata};
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let direct = strata_bench::device_probe::check_direct_io(dir.path()).is_ok();
+    let settings = EngineSettings {
+        direct_io: direct,
+        ..small_settings()
+    };
+    let engine = Strata::open(&dir.path().join("db"), "leveled", &settings).unwrap();
+    assert_eq!(engine.direct_io(), direct);
+    assert_eq!(engine.block_cache_bytes(), Some(1 << 20));
+    let key = |i: u32| format!("key{i:08}").into_bytes();
+    for i in (0..2_000).step_by(2) {
+        engine.put(&key(i), b"value").unwrap();
+    }
+    engine.settle().unwrap();
+    let keys: Vec<Vec<u8>> = (0..100).map(key).collect();
+    let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+    let single = refs.iter().filter(|k| engine.get(k).unwrap()).count();
+    assert_eq!(single, 50);
+    assert_eq!(engine.multi_get(&refs).unwrap(), single);
 }

@@ -5,6 +5,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
+mod persist;
+
 /// Key indexes the live bitmap can track: 2^38, in 2^16 chunks of 2^22 bits (512 KiB each,
 /// allocated when first touched). Workloads are checked against it when they are validated.
 pub const MAX_TRACKED_INDEX: u64 = 1 << 38;

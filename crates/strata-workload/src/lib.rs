@@ -19,9 +19,9 @@ mod stream;
 
 pub use generator::{phase_seed, thread_seed, Generator, Op, OpKind};
 pub use keys::{encode_key, scramble, KeySpace, MAX_KEY};
-pub use presets::{ParamError, PresetParams, DISTRIBUTIONS, PRESETS};
+pub use presets::{ParamError, PresetParams, DEFAULT_BATCH_SIZE, DISTRIBUTIONS, PRESETS};
 pub use spec::{
     Arrivals, Burst, InsertOrder, KeyDist, Mix, OpenLoop, OptionValue, PhaseSpec,
-    RateLimitedWriter, WorkloadSpec, MAX_THREADS, TPCC_ORDER_BITS,
+    RateLimitedWriter, WorkloadSpec, MAX_READ_BATCH, MAX_THREADS, TPCC_ORDER_BITS,
 };
 pub use stream::OpStream;

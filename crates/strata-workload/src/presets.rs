@@ -2,7 +2,7 @@
 
 use crate::spec::{
     Burst, InsertOrder, KeyDist, Mix, OpenLoop, PhaseSpec, RateLimitedWriter, WorkloadSpec,
-    MAX_THREADS,
+    MAX_READ_BATCH, MAX_THREADS,
 };
 use std::fmt;
 
@@ -37,6 +37,10 @@ pub struct PresetParams {
     pub hot_period_ops: u64,
     /// Nearly-sorted ingest: disorder window in keys.
     pub disorder: u64,
+    /// multireadrandom: keys per batched read ([`PhaseSpec::read_batch`]), 1 to
+    /// [`MAX_READ_BATCH`]. Default 32; db_bench's `--batch_size` defaults to 1, which makes its
+    /// multireadrandom a readrandom through the MultiGet call.
+    pub batch_size: usize,
 }
 
 impl Default for PresetParams {
@@ -56,9 +60,14 @@ impl Default for PresetParams {
             burst_size: 20,
             hot_period_ops: 100_000,
             disorder: 1_000,
+            batch_size: DEFAULT_BATCH_SIZE,
         }
     }
 }
+
+/// [`PresetParams::batch_size`]'s default: a batch large enough for a batched read to keep a
+/// device's queue busy (32 reads, the queue depth `strata bench --device-probe` measures).
+pub const DEFAULT_BATCH_SIZE: usize = 32;
 
 /// A preset parameter out of range: which [`PresetParams`] field, and what is wrong with it. A
 /// command line maps `param` to the flag that set it, so its message names what the user typed.
@@ -152,6 +161,15 @@ impl PresetParams {
         count("burst_size", u64::from(self.burst_size))?;
         count("hot_period_ops", self.hot_period_ops)?;
         count("disorder", self.disorder)?;
+        if self.batch_size == 0 || self.batch_size > MAX_READ_BATCH {
+            return err(
+                "batch_size",
+                format!(
+                    "is {}; it must be between 1 and {MAX_READ_BATCH}",
+                    self.batch_size
+                ),
+            );
+        }
         Ok(())
     }
 }
@@ -166,6 +184,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("fillrandom", "db_bench: insert keys drawn uniformly from [0, entries) (repeats overwrite)"),
     ("overwrite", "db_bench: update uniformly chosen keys of a filled database"),
     ("readrandom", "db_bench: point reads of uniformly chosen keys (63% exist after fillrandom)"),
+    ("multireadrandom", "db_bench: readrandom in batches of --batch-size keys through the engines' MultiGet (default 32; db_bench's is 1)"),
     ("readseq", "db_bench: read every entry in key order with one iterator"),
     ("seekrandom", "db_bench: seek to a random key and read 10 entries"),
     ("readwhilewriting", "db_bench: readrandom on the run threads while one writer overwrites at full speed"),
@@ -240,6 +259,7 @@ impl WorkloadSpec {
             open_loop: None,
             writer: None,
             background_writer: None,
+            read_batch: 1,
         };
         let run = |mix: Mix, keys: KeyDist| PhaseSpec {
             name: "run".to_string(),
@@ -438,6 +458,7 @@ const DB_BENCH: &[&str] = &[
     "fillrandom",
     "overwrite",
     "readrandom",
+    "multireadrandom",
     "readseq",
     "seekrandom",
     "readwhilewriting",
@@ -465,6 +486,7 @@ fn db_bench(names: &[&str], p: &PresetParams) -> Result<WorkloadSpec, String> {
         open_loop: None,
         writer: None,
         background_writer: None,
+        read_batch: 1,
     };
     let mut phases = Vec::new();
     for (i, &n) in names.iter().enumerate() {
@@ -486,6 +508,10 @@ fn db_bench(names: &[&str], p: &PresetParams) -> Result<WorkloadSpec, String> {
             "fillrandom" => ph.mix.insert = 1.0,
             "overwrite" => ph.mix.update = 1.0,
             "readrandom" => ph.mix.read = 1.0,
+            "multireadrandom" => {
+                ph.mix.read = 1.0;
+                ph.read_batch = p.batch_size;
+            }
             "readseq" => {
                 // One long scan over everything.
                 ph.mix.long_scan = 1.0;

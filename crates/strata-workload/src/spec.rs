@@ -387,6 +387,14 @@ pub struct PhaseSpec {
     /// readwhilewriting), if set.
     #[serde(default)]
     pub background_writer: Option<Mix>,
+    /// Point reads go to the engine in batches of this many keys, 1 to [`MAX_READ_BATCH`]
+    /// (db_bench's multireadrandom and its `--batch_size`; the benchmark's
+    /// `KvEngine::multi_get`): consecutive reads of a thread's stream are gathered, and any
+    /// other operation sends the batch gathered so far first, so the order holds. 1 (the
+    /// default) reads one key at a time. The operations themselves do not change: a replay
+    /// (the simulator, [`crate::OpStream`]) issues a batch's reads one by one, in order.
+    #[serde(default = "one")]
+    pub read_batch: usize,
 }
 
 fn uniform() -> KeyDist {
@@ -457,6 +465,49 @@ impl WorkloadSpec {
     }
 }
 
+impl PhaseSpec {
+    /// Whether the phase only inserts: a mix of inserts alone with no writer beside it (a
+    /// fill, a load).
+    pub fn only_inserts(&self) -> bool {
+        let m = &self.mix;
+        m.insert > 0.0
+            && [m.update, m.read, m.scan, m.long_scan, m.delete, m.rmw]
+                .iter()
+                .all(|w| *w == 0.0)
+            && self.writer.is_none()
+            && self.background_writer.is_none()
+    }
+}
+
+impl WorkloadSpec {
+    /// How many phases, from the first, only insert ([`PhaseSpec::only_inserts`]): the
+    /// workload's load (db_bench's fills, the unmeasured fill db_bench phases get before a
+    /// first read, YCSB's and the papers' load phases). A run on a database loaded earlier
+    /// (`strata bench --use-existing-db`) skips them.
+    pub fn load_phases(&self) -> usize {
+        self.phases.iter().take_while(|p| p.only_inserts()).count()
+    }
+
+    /// The number of entries the workload is built around: the domain of its first
+    /// uniform-domain insert order (db_bench's phases draw every key from `[0, entries)`), else
+    /// the operations of its load phases ([`WorkloadSpec::load_phases`]: YCSB's and the papers'
+    /// loads insert `entries` keys); `None` when it has neither. Two workloads with the same
+    /// entries, key size and insert order address the same keys.
+    pub fn entries(&self) -> Option<u64> {
+        let domain = self.phases.iter().find_map(|p| match p.inserts {
+            InsertOrder::UniformDomain { size } => Some(size),
+            _ => None,
+        });
+        domain.or_else(|| {
+            let loaded: u64 = self.phases[..self.load_phases()]
+                .iter()
+                .map(|p| p.ops)
+                .sum();
+            (loaded > 0).then_some(loaded)
+        })
+    }
+}
+
 fn default_key_size() -> usize {
     16
 }
@@ -469,6 +520,11 @@ fn default_value_size() -> usize {
 /// targets, and few enough that a typo (`threads = 80000`) is an error rather than an attempt to
 /// spawn them.
 pub const MAX_THREADS: usize = 1024;
+
+/// The most keys one batched read may hold ([`PhaseSpec::read_batch`]): well above the batches
+/// databases tune MultiGet for (RocksDB's own tests use up to a few hundred), and small enough
+/// that a typo is an error rather than a batch that holds a phase's every read.
+pub const MAX_READ_BATCH: usize = 4096;
 
 /// Where byte `offset` of `text` is: "line L, column C" (both from 1, the column in characters)
 /// and the line itself, so that an error about a value names the key it belongs to.
@@ -607,6 +663,25 @@ impl PhaseSpec {
             ));
         }
         self.mix.validate("mix")?;
+        if self.read_batch == 0 || self.read_batch > MAX_READ_BATCH {
+            return Err(format!(
+                "read_batch is {}; it must be between 1 and {MAX_READ_BATCH}",
+                self.read_batch
+            ));
+        }
+        if self.read_batch > 1 && self.mix.read <= 0.0 {
+            return Err(format!(
+                "read_batch is {} but the mix has no point reads (mix.read) to batch",
+                self.read_batch
+            ));
+        }
+        if self.read_batch > 1 && self.open_loop.is_some() {
+            return Err(format!(
+                "read_batch is {} with open_loop: open-loop arrivals are single operations, \
+                 so a phase takes one or the other",
+                self.read_batch
+            ));
+        }
         if self.mix.scan > 0.0 {
             at_least_one("scan_length", self.scan_length as u64)?;
         }

@@ -67,6 +67,7 @@ fn the_examples_cover_every_documented_key() {
         "open_loop",
         "writer",
         "background_writer",
+        "read_batch",
         "insert",
         "update",
         "read",
@@ -176,6 +177,10 @@ fn bad_values_are_refused_naming_their_key() {
         ("ops = 1\nmix = { read = 1.0 }\nwriter = { mib_per_sec = -4.0, mix = { update = 1.0 } }", "writer.mib_per_sec is -4"),
         ("ops = 1\nmix = { read = 1.0 }\nwriter = { mib_per_sec = 4.0, mix = { update = -1.0 } }", "writer.mix.update is -1"),
         ("ops = 1\nmix = { read = 1.0 }\nbackground_writer = {}", "background_writer has no operation"),
+        ("ops = 1\nmix = { read = 1.0 }\nread_batch = 0", "read_batch is 0"),
+        ("ops = 1\nmix = { read = 1.0 }\nread_batch = 5000", "read_batch is 5000"),
+        ("ops = 1\nmix = { update = 1.0 }\nread_batch = 8", "no point reads"),
+        ("ops = 1\nmix = { read = 1.0 }\nread_batch = 8\nopen_loop = { queries_per_sec = 10.0 }", "open_loop"),
     ] {
         let e = error(&phase(body));
         assert!(e.starts_with("phase \"p\": ") && e.contains(expected), "{body}: {e}");

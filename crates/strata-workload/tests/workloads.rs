@@ -396,3 +396,69 @@ fn the_stream_counts_live_keys_as_its_operations_leave_them() {
         assert_eq!(stream.live_keys(), live.len() as u64, "{name} at the end");
     }
 }
+
+/// multireadrandom is readrandom whose reads go in batches of `batch_size`: the same keys (a
+/// stream replays a batch's reads one by one), an unmeasured fill first when it leads, and a
+/// batch size checked like every parameter.
+#[test]
+fn multireadrandom_is_readrandom_in_batches() {
+    let four = PresetParams {
+        threads: 4,
+        batch_size: 16,
+        ..params()
+    };
+    let multi = WorkloadSpec::preset("multireadrandom", &four).unwrap();
+    let names: Vec<&str> = multi.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["fillrandom", "multireadrandom"]);
+    assert!(!multi.phases[0].measured);
+    assert_eq!(
+        multi.phases[0].read_batch, 1,
+        "the fill writes one key at a time"
+    );
+    let batched = &multi.phases[1];
+    assert_eq!((batched.read_batch, batched.threads), (16, 4));
+    assert_eq!(batched.mix.read, 1.0);
+    assert_eq!(batched.ops, params().entries);
+    // The default batch is 32 (db_bench's is 1).
+    let default = WorkloadSpec::preset("fillrandom,multireadrandom", &params()).unwrap();
+    assert_eq!(default.phases[1].read_batch, DEFAULT_BATCH_SIZE);
+    assert_eq!(DEFAULT_BATCH_SIZE, 32);
+    // Batching changes how reads are issued, not which: the streams are identical.
+    let mut single = multi.clone();
+    single.phases[1].read_batch = 1;
+    let keys = |spec: &WorkloadSpec| -> Vec<(OpKind, u64)> {
+        OpStream::new(spec, 9)
+            .unwrap()
+            .map(|op| (op.kind, op.key))
+            .collect()
+    };
+    assert_eq!(keys(&multi), keys(&single));
+    for bad in [0, MAX_READ_BATCH + 1] {
+        let p = PresetParams {
+            batch_size: bad,
+            ..params()
+        };
+        assert_eq!(p.validate().unwrap_err().param, "batch_size");
+    }
+}
+
+/// The load a run on a kept database skips, and the entries two workloads must agree on.
+#[test]
+fn load_phases_and_entries_describe_what_a_workload_stores() {
+    let p = params();
+    let fill = WorkloadSpec::preset("fillrandom", &p).unwrap();
+    assert_eq!((fill.load_phases(), fill.entries()), (1, Some(1000)));
+    let read = WorkloadSpec::preset("readrandom", &p).unwrap();
+    assert_eq!((read.load_phases(), read.entries()), (1, Some(1000)));
+    let both = WorkloadSpec::preset("fillseq,fillrandom,readrandom", &p).unwrap();
+    assert_eq!(both.load_phases(), 2);
+    let ycsb = WorkloadSpec::preset("ycsb-a", &p).unwrap();
+    assert_eq!((ycsb.load_phases(), ycsb.entries()), (1, Some(1000)));
+    // A writer beside the inserts is more than a load.
+    let eco = WorkloadSpec::preset("ecotune", &p).unwrap();
+    assert_eq!(eco.load_phases(), 1);
+    let mut timed = eco.clone();
+    timed.phases.remove(0);
+    assert_eq!(timed.load_phases(), 0);
+    assert_eq!(timed.entries(), None);
+}

@@ -3,8 +3,8 @@
 use crate::results::{Comparison, LatencySummary, PhaseResult, RunResult};
 
 /// Column names, in order. Run-level columns repeat on every row of the run so each row stands on
-/// its own in a spreadsheet or a dataframe.
-const HEADER: [&str; 37] = [
+/// its own in a spreadsheet or a dataframe. Flags (`direct_io`, `drop_caches`) are 1 or 0.
+const HEADER: [&str; 56] = [
     "workload",
     "label",
     "engine",
@@ -29,12 +29,31 @@ const HEADER: [&str; 37] = [
     "total_ops",
     "device_bytes_written",
     "peak_rss_bytes",
+    "memory_limit_bytes",
+    "direct_io",
+    "block_cache_bytes",
+    "drop_caches",
+    "process_bytes_read",
+    "device_reads",
+    "device_bytes_read",
+    "index_reads_per_lookup",
+    "filter_reads_per_lookup",
     "phase",
     "phase_ops",
     "phase_seconds",
     "phase_ops_per_sec",
     "phase_worst_window_ops_per_sec",
     "phase_write_amp",
+    "phase_threads",
+    "phase_read_batch",
+    "phase_point_reads",
+    "phase_point_reads_found",
+    "phase_process_bytes_read",
+    "phase_device_reads",
+    "phase_device_bytes_read",
+    "phase_data_blocks_read",
+    "phase_index_blocks_read",
+    "phase_filter_blocks_read",
     "op",
     "count",
     "mean_us",
@@ -103,6 +122,15 @@ fn row(
             .map_or_else(String::new, |b| b.to_string()),
         run.peak_rss_bytes
             .map_or_else(String::new, |b| b.to_string()),
+        count(run.memory_limit),
+        u8::from(run.direct_io).to_string(),
+        count(run.block_cache_bytes),
+        u8::from(run.drop_caches).to_string(),
+        count(run.process_bytes_read),
+        count(run.device_reads),
+        count(run.device_bytes_read),
+        float(run.index_reads_per_lookup),
+        float(run.filter_reads_per_lookup),
     ];
     match phase {
         Some(p) => fields.extend([
@@ -112,8 +140,18 @@ fn row(
             float(Some(p.ops_per_sec)),
             float(Some(p.worst_window_ops_per_sec)),
             float(p.write_amp),
+            p.threads.to_string(),
+            p.read_batch.to_string(),
+            p.point_reads.to_string(),
+            p.point_reads_found.to_string(),
+            count(p.process_bytes_read),
+            count(p.device_reads),
+            count(p.device_bytes_read),
+            count(p.blocks_read),
+            count(p.index_blocks_read),
+            count(p.filter_blocks_read),
         ]),
-        None => fields.extend(std::iter::repeat_n(String::new(), 6)),
+        None => fields.extend(std::iter::repeat_n(String::new(), 16)),
     }
     match latency {
         Some((op, l)) => fields.extend([
@@ -128,6 +166,11 @@ fn row(
         None => fields.extend(std::iter::repeat_n(String::new(), 7)),
     }
     fields
+}
+
+/// A count, or an empty field when missing.
+fn count(v: Option<u64>) -> String {
+    v.map_or_else(String::new, |v| v.to_string())
 }
 
 /// A float as Rust's shortest round-trip form (never an exponent, so every CSV reader parses

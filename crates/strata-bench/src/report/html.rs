@@ -2,8 +2,9 @@
 //! the chart SVGs it embeds.
 
 use super::charts::CHARTS;
+use super::reads::{read_rows, settings_lines, READ_HEADERS};
 use super::run_colour;
-use super::table::{self, MAIN_HEADERS, RATIO_HEADERS};
+use super::table::{self, MAIN_HEADERS, PHYSICAL_HEADERS, RATIO_HEADERS};
 use crate::results::{Comparison, RunResult};
 use std::fmt::Write;
 
@@ -127,6 +128,10 @@ pub(super) fn render_html(c: &Comparison) -> String {
         description = esc(&c.description),
     );
 
+    for line in settings_lines(c) {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(line.trim()));
+    }
+
     out.push_str("<h2>Results</h2>\n");
     push_table(
         &mut out,
@@ -149,6 +154,40 @@ pub(super) fn render_html(c: &Comparison) -> String {
             .enumerate()
             .map(|(i, r)| (label_cell(i, &r.label), r.ratios.as_slice())),
     );
+
+    let _ = writeln!(
+        out,
+        "<h2>Physical view</h2>\n<p class=\"note\">{}. Write MB/s: bytes the process sent to the \
+         device per second of the run; reads/s: read requests of the block device holding the \
+         database (every process's); read MB/s: bytes fetched from storage for the process.</p>",
+        esc(&table::physical_title(c))
+    );
+    let physical = table::physical_rows(c);
+    push_table(
+        &mut out,
+        PHYSICAL_HEADERS[1..].iter().copied(),
+        physical
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (label_cell(i, &r[0]), &r[1..])),
+    );
+    let reads = read_rows(c);
+    if !reads.is_empty() {
+        out.push_str(
+            "<h2>Reads per measured phase</h2>\n<p class=\"note\">Reads/s and reads/op: the \
+             block device's counters; % of IOPS: reads/s against the probed random-read rate at \
+             the queue depth nearest the phase's (QD = threads × batch); data, index and filter: \
+             blocks the engine read from storage per operation.</p>\n",
+        );
+        push_table(
+            &mut out,
+            READ_HEADERS.iter().copied(),
+            reads.iter().map(|(label, cells)| {
+                let index = c.runs.iter().position(|r| &r.label == label).unwrap_or(0);
+                (label_cell(index, label), cells.as_slice())
+            }),
+        );
+    }
 
     out.push_str("<h2>Charts</h2>\n");
     for chart in &CHARTS {

@@ -13,10 +13,12 @@
 mod charts;
 mod csv;
 mod html;
+mod reads;
 mod table;
 
 pub use charts::series_svg;
 pub use csv::render_csv;
+pub use reads::render_reads;
 pub use table::render_table;
 
 use crate::results::{Comparison, LatencySummary, PhaseResult, RunResult};
@@ -57,6 +59,31 @@ fn main_latency(run: &RunResult) -> Option<&LatencySummary> {
 /// `Some(v)` when `v` is finite: NaN and infinities mean "not measured" everywhere in the report.
 fn finite(v: f64) -> Option<f64> {
     v.is_finite().then_some(v)
+}
+
+/// Rounds to an integer with thousands separators ("1,234,567"), or `-`.
+fn fmt_count(v: Option<f64>) -> String {
+    let Some(v) = v else {
+        return "-".to_owned();
+    };
+    let digits = format!("{:.0}", v.abs());
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+    // "-0" would be noise for values that round to zero.
+    if v < 0.0 && digits != "0" {
+        out.push('-');
+    }
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
+/// `decimals` digits after the point, or `-`.
+fn fmt_fixed(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
 }
 
 /// Colours per run, by position in the comparison (the category-10 palette: distinct on white

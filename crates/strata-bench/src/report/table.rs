@@ -1,6 +1,7 @@
 //! The results table and its ratio block, as a cell model shared by the terminal and HTML views.
 
-use super::{finite, main_latency};
+use super::reads::{probe_phrase, settings_lines, share_of_iops};
+use super::{finite, fmt_count, fmt_fixed, main_latency, main_phase};
 use crate::results::{Comparison, RunResult};
 
 /// Headers of the main block (the first column holds run labels).
@@ -118,31 +119,6 @@ fn ratio(value: Option<f64>, base: Option<f64>) -> Option<f64> {
     value.zip(base).and_then(|(v, b)| finite(v / b))
 }
 
-/// Rounds to an integer with thousands separators ("1,234,567"), or `-`.
-pub(super) fn fmt_count(v: Option<f64>) -> String {
-    let Some(v) = v else {
-        return "-".to_owned();
-    };
-    let digits = format!("{:.0}", v.abs());
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
-    // "-0" would be noise for values that round to zero.
-    if v < 0.0 && digits != "0" {
-        out.push('-');
-    }
-    for (i, d) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(d);
-    }
-    out
-}
-
-/// `decimals` digits after the point, or `-`.
-pub(super) fn fmt_fixed(v: Option<f64>, decimals: usize) -> String {
-    v.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
-}
-
 /// The title of the ratio block.
 pub(super) fn ratio_title(c: &Comparison) -> String {
     if baseline(c).is_some() {
@@ -152,7 +128,9 @@ pub(super) fn ratio_title(c: &Comparison) -> String {
     }
 }
 
-/// The terminal table: one row per run with ops/s, worst-window ops/s, p50/p99/p99.9 µs (main
+/// The terminal table: first the settings that decide what is cached (memory limit, direct
+/// I/O, block cache, dropped caches: once when every run shares them, per run where they
+/// differ), then one row per run with ops/s, worst-window ops/s, p50/p99/p99.9 µs (main
 /// phase, all operations), write amplification, peak space amplification, read amplification and
 /// CPU seconds, then a block `vs <baseline>` with run ÷ baseline for ops/s, worst window, p99, WA
 /// and peak SA (`-` when either value is missing). Column widths follow the content; numbers are
@@ -206,7 +184,13 @@ pub fn render_table(c: &Comparison) -> String {
         out.trim_end().to_owned()
     };
     let main_width = widths[..split].iter().sum::<usize>() + 2 * (split - 1);
-    let mut out = format!("{:main_width$}  | {title}\n", "");
+    let mut out = String::new();
+    let settings = settings_lines(c);
+    if !settings.is_empty() {
+        out.push_str(&settings.join("\n"));
+        out.push_str("\n\n");
+    }
+    out.push_str(&format!("{:main_width$}  | {title}\n", ""));
     let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
     let header_line = line(&header_refs);
     out.push_str(&header_line);
@@ -219,6 +203,7 @@ pub fn render_table(c: &Comparison) -> String {
     }
     out.push('\n');
     out.push_str(&render_physical(c));
+    out.push_str(&super::reads::render_reads(c));
     out.push_str(&render_rounds(c));
     out
 }
@@ -266,33 +251,68 @@ pub fn render_rounds(c: &Comparison) -> String {
 }
 
 /// Headers of the physical view.
-const PHYSICAL_HEADERS: [&str; 5] = [
+pub(super) const PHYSICAL_HEADERS: [&str; 8] = [
     "run",
-    "device MB/s",
-    "% of device",
+    "write MB/s",
+    "% of write bw",
+    "reads/s",
+    "read MB/s",
+    "% of IOPS",
     "CPU µs/op",
     "peak RSS MiB",
 ];
 
-/// The physical view: per run, bytes sent to the device per second of the run (MB = 10^6 bytes)
-/// and as a share of the device's measured sequential write bandwidth, CPU microseconds per
-/// operation (every phase), and peak resident memory.
-pub fn render_physical(c: &Comparison) -> String {
+/// The physical view's cells, one row per run, in [`PHYSICAL_HEADERS`] order.
+pub(super) fn physical_rows(c: &Comparison) -> Vec<Vec<String>> {
     let bandwidth = c.device_write_bandwidth.and_then(finite);
-    let rows: Vec<Vec<String>> = c
-        .runs
+    c.runs
         .iter()
         .map(|run| {
             let device = run.device_bytes_per_sec();
+            let reads = run.device_reads_per_sec();
+            let depth = main_phase(run).map_or(1, |p| p.queue_depth());
             vec![
                 run.label.clone(),
                 fmt_fixed(device.map(|b| b / 1e6), 1),
                 fmt_fixed(ratio(device, bandwidth).map(|r| r * 100.0), 1),
+                fmt_count(reads),
+                fmt_fixed(run.process_read_bytes_per_sec().map(|b| b / 1e6), 1),
+                fmt_fixed(
+                    share_of_iops(reads, c.device_probe.as_ref(), depth).map(|(s, _)| s),
+                    1,
+                ),
                 fmt_fixed(run.cpu_seconds_per_op().map(|s| s * 1e6), 2),
                 fmt_fixed(run.peak_rss_bytes.map(|b| b as f64 / f64::from(1 << 20)), 0),
             ]
         })
-        .collect();
+        .collect()
+}
+
+/// The physical view's title: what the device measured before the runs.
+pub(super) fn physical_title(c: &Comparison) -> String {
+    let mut title = match c.device_write_bandwidth.and_then(finite) {
+        Some(b) => format!(
+            "physical view (device sequential write: {:.1} MB/s",
+            b / 1e6
+        ),
+        None => "physical view (device bandwidth not measured".to_owned(),
+    };
+    if let Some(probe) = &c.device_probe {
+        title.push_str("; ");
+        title.push_str(&probe_phrase(probe));
+    }
+    title.push(')');
+    title
+}
+
+/// The physical view: per run, bytes sent to the device per second of the run (MB = 10^6 bytes)
+/// and as a share of the device's measured sequential write bandwidth; device read requests per
+/// second (the block device's counters, every process's) and bytes the process had read from
+/// storage per second, with the reads as a share of the device's random-read rate at the queue
+/// depth nearest the main phase's (`--device-probe`); CPU microseconds per operation (every
+/// phase), and peak resident memory.
+pub fn render_physical(c: &Comparison) -> String {
+    let rows = physical_rows(c);
     let mut widths: Vec<usize> = PHYSICAL_HEADERS.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -310,13 +330,8 @@ pub fn render_physical(c: &Comparison) -> String {
         }
         out.trim_end().to_owned()
     };
-    let mut out = match bandwidth {
-        Some(b) => format!(
-            "physical view (device sequential write: {:.1} MB/s)\n",
-            b / 1e6
-        ),
-        None => "physical view (device bandwidth not measured)\n".to_owned(),
-    };
+    let mut out = physical_title(c);
+    out.push('\n');
     out.push_str(&line(&PHYSICAL_HEADERS));
     out.push('\n');
     for row in &rows {

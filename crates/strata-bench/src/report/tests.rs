@@ -31,10 +31,7 @@ fn phase(name: &str, ops_per_sec: f64, ops: &[(&str, LatencySummary)]) -> PhaseR
             .collect::<BTreeMap<_, _>>(),
         user_bytes: 116_000_000,
         write_amp: Some(3.5),
-        blocks_written_per_level: Vec::new(),
-        blocks_preserved_per_level: Vec::new(),
-        rounds: Vec::new(),
-        blocks_read: None,
+        ..PhaseResult::default()
     }
 }
 
@@ -106,6 +103,7 @@ fn comparison() -> Comparison {
                 ],
             ),
         ],
+        ..RunResult::default()
     };
     let tiered = RunResult {
         label: "tiered".into(),
@@ -157,6 +155,7 @@ fn comparison() -> Comparison {
         baseline: "leveled".into(),
         runs: vec![leveled, tiered, peer],
         device_write_bandwidth: Some(200e6),
+        device_probe: None,
     }
 }
 
@@ -181,20 +180,42 @@ fn physical_view_sets_device_bytes_against_the_device_and_counts_cpu_per_operati
         .split_once("physical view (device sequential write: 200.0 MB/s)")
         .map(|(_, rest)| rest)
         .unwrap_or_else(|| panic!("no physical view in\n{table}"));
-    // 400 MB over 20 s = 20 MB/s, 10% of 200 MB/s; 12 CPU s over 2,000,000 operations; 100 MiB.
+    // 400 MB over 20 s = 20 MB/s, 10% of 200 MB/s; no reads measured; 12 CPU s over 2,000,000
+    // operations; 100 MiB.
     assert_eq!(
         table_row(physical, "leveled"),
-        ["leveled", "20.0", "10.0", "6.00", "100"]
+        ["leveled", "20.0", "10.0", "-", "-", "-", "6.00", "100"]
+    );
+    // Reads: 100,000 device reads over 20 s = 5,000/s, 40 MB read by the process = 2.0 MB/s,
+    // and with a probe 50% of the 10,000 random reads a second at queue depth 1.
+    c.runs[0].device_reads = Some(100_000);
+    c.runs[0].process_bytes_read = Some(40_000_000);
+    c.device_probe = Some(crate::results::DeviceProbe {
+        random_read_iops_qd1: 10_000.0,
+        random_read_iops_qd32: 80_000.0,
+        sequential_read_bytes_per_sec: 500e6,
+        ..Default::default()
+    });
+    let table = render_table(&c);
+    assert!(
+        table.contains("random 4 KiB reads 10,000/s at queue depth 1 and 80,000/s at 32"),
+        "{table}"
+    );
+    let physical = table.split_once("physical view").unwrap().1;
+    assert_eq!(
+        table_row(physical, "leveled"),
+        ["leveled", "20.0", "10.0", "5,000", "2.0", "50.0", "6.00", "100"]
     );
     // Without a measured device or /proc readings the cells say so instead of inventing zeros.
     c.device_write_bandwidth = None;
+    c.device_probe = None;
     c.runs[0].peak_rss_bytes = None;
     c.runs[0].device_bytes_written = None;
     let table = render_table(&c);
     let physical = table.split_once("device bandwidth not measured").unwrap().1;
     assert_eq!(
         table_row(physical, "leveled"),
-        ["leveled", "-", "-", "6.00", "-"]
+        ["leveled", "-", "-", "5,000", "2.0", "-", "6.00", "-"]
     );
 }
 
@@ -249,8 +270,8 @@ fn table_lists_each_run_s_throughput_per_compaction_round() {
 #[test]
 fn table_columns_line_up() {
     let table = render_table(&comparison());
-    // The main block ends at the blank line before the physical view.
-    let main = table.split("\n\n").next().unwrap();
+    // The settings come first; the main block ends at the blank line before the physical view.
+    let main = table.split("\n\n").nth(1).unwrap();
     let lines: Vec<&str> = main.lines().collect();
     // Title, header, rule, three rows.
     assert_eq!(lines.len(), 6, "{table}");

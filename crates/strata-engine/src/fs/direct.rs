@@ -79,7 +79,9 @@ impl AlignedBuf {
 /// Whether a transfer of `buf` at `offset` may go to an `O_DIRECT` descriptor as it is.
 fn is_aligned(buf: &[u8], offset: u64) -> bool {
     let a = ALIGNMENT as u64;
-    offset % a == 0 && buf.len() as u64 % a == 0 && (buf.as_ptr() as usize) % ALIGNMENT == 0
+    offset.is_multiple_of(a)
+        && (buf.len() as u64).is_multiple_of(a)
+        && (buf.as_ptr() as usize).is_multiple_of(ALIGNMENT)
 }
 
 /// The error a file system that refuses `O_DIRECT` gives (`EINVAL` at open), made to say so.

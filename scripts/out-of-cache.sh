@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Runs the out-of-cache comparison: Strata (leveled) against RocksDB and fjall with each run's
+# process in a memory cgroup of 256 MiB, page cache included, so the data (about 1 GB per
+# dataset) is read from the device. Two datasets, both I/O modes, ROUNDS rounds per cell:
+#
+#   small  10^7 entries of 16-byte keys and 100-byte values
+#   large  10^6 entries of 128-byte keys and 896-byte values
+#   buffered, and --direct-io (fjall has none: its runs stay buffered and say so)
+#
+# Per dataset, I/O mode and round:
+#   fillrandom, kept with --keep; then on the kept database (--use-existing-db, its load
+#   skipped) readrandom on 1 thread, readrandom on 4 threads, multireadrandom in batches of 32;
+#   YCSB loads a database of its own (its load phase, fillunique, kept) and runs A, C and E on
+#   it in that order, as YCSB does: on a fillrandom database a third of the keys YCSB reads
+#   would not exist, and its inserts would mostly overwrite.
+# Every cell drops the page cache before each measured phase (--drop-caches): pages an earlier
+# process read stay cached outside the new run's cgroup, and would flatter its reads. The
+# device is probed once (--device-probe, on the first fill), so reads per second can be set
+# against the device's random-read rate. Memory cgroups and dropping caches need root.
+#
+#   scripts/out-of-cache.sh [OUT]
+#
+# OUT (default out/out-of-cache) gets OUT/<dataset>-<mode>/round<N>/<workload>/ report
+# directories, each with a text table beside it; scripts/out-of-cache-table.py OUT summarizes
+# them. Environment (defaults in brackets):
+#   ROUNDS [3]             rounds per cell
+#   MEMORY [256MiB]        --memory-limit of every run
+#   BLOCK_CACHE [32MiB]    --block-cache of every engine (recorded in each result)
+#   ENTRIES_SMALL [10000000], ENTRIES_LARGE [1000000]   the datasets' entries
+#   READ_OPS [200000]      operations of readrandom and multireadrandom
+#   YCSB_OPS [200000]      operations of YCSB A and C
+#   YCSB_E_OPS [40000]     operations of YCSB E (scans of up to 100 entries)
+#   DATASETS [small large], MODES [buffered direct]   the cells to run
+#   PEERS [rocksdb,fjall]  --peers
+#   DROP_CACHES [1]        0 leaves the page cache alone
+#   PROBE_SIZE [1GiB]      --device-probe-size
+#   BENCH_DIR              where the databases go (a real disk, not tmpfs; default: the
+#                          system's temporary directory); kept databases are removed after
+#                          each round
+#   STRATA [./target/release/strata]   the binary, built with the peers:
+#                          cargo build --release --features peers
+# The read counts are meant to keep each read phase out of cache in the tens of seconds on a
+# device doing some thousands of random reads a second; scale them to the device.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-out/out-of-cache}
+rounds=${ROUNDS:-3}
+memory=${MEMORY:-256MiB}
+block_cache=${BLOCK_CACHE:-32MiB}
+read_ops=${READ_OPS:-200000}
+ycsb_ops=${YCSB_OPS:-200000}
+ycsb_e_ops=${YCSB_E_OPS:-40000}
+datasets=${DATASETS:-small large}
+modes=${MODES:-buffered direct}
+peers=${PEERS:-rocksdb,fjall}
+probe_size=${PROBE_SIZE:-1GiB}
+strata=${STRATA:-./target/release/strata}
+work=${BENCH_DIR:-${TMPDIR:-/tmp}}
+mkdir -p "$out" "$work"
+probe=(--device-probe --device-probe-size "$probe_size")
+
+for dataset in $datasets; do
+  case $dataset in
+    small) sizes=(--entries "${ENTRIES_SMALL:-10000000}" --key-size 16 --value-size 100) ;;
+    large) sizes=(--entries "${ENTRIES_LARGE:-1000000}" --key-size 128 --value-size 896) ;;
+    *) echo "unknown dataset $dataset (small, large)" >&2; exit 1 ;;
+  esac
+  for mode in $modes; do
+    common=(--policies leveled --peers "$peers" --memory-limit "$memory" --block-cache "$block_cache"
+            --write-buffer-size 64MiB --target-file-size 64MiB --level-base 256MiB
+            --bandwidth-probe 0 --quiet "${sizes[@]}")
+    case $mode in
+      buffered) ;;
+      direct) common+=(--direct-io) ;;
+      *) echo "unknown mode $mode (buffered, direct)" >&2; exit 1 ;;
+    esac
+    if [ "${DROP_CACHES:-1}" != 0 ]; then
+      common+=(--drop-caches)
+    fi
+    for round in $(seq 1 "$rounds"); do
+      cell=$out/$dataset-$mode/round$round
+      mkdir -p "$cell"
+      fill=$work/strata-out-of-cache-$dataset-$mode-$round-fill
+      ycsb=$work/strata-out-of-cache-$dataset-$mode-$round-ycsb
+      rm -rf "$fill" "$ycsb"
+      run() {
+        local name=$1; shift
+        "$strata" bench "${common[@]}" --report "$cell/$name" "$@" | tee "$cell/$name.txt"
+      }
+      # The probe goes with the first fill only: it measures the device, not a cell.
+      run fillrandom --workload fillrandom --keep "$fill" "${probe[@]}"
+      probe=()
+      run readrandom --workload readrandom --ops "$read_ops" --use-existing-db "$fill"
+      run readrandom-4t --workload readrandom --ops "$read_ops" --threads 4 \
+        --use-existing-db "$fill"
+      run multireadrandom --workload multireadrandom --ops "$read_ops" --batch-size 32 \
+        --use-existing-db "$fill"
+      run ycsb-load --workload fillunique --keep "$ycsb"
+      run ycsb-a --workload ycsb-a --ops "$ycsb_ops" --use-existing-db "$ycsb"
+      run ycsb-c --workload ycsb-c --ops "$ycsb_ops" --use-existing-db "$ycsb"
+      run ycsb-e --workload ycsb-e --ops "$ycsb_e_ops" --use-existing-db "$ycsb"
+      rm -rf "$fill" "$ycsb"
+    done
+  done
+done
