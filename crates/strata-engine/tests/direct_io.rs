@@ -163,7 +163,7 @@ fn refused_at_open(fs: Arc<dyn FileSystem>, dir: &Path) {
             plain().with_use_direct_io_for_flush_and_compaction(true),
         ),
     ] {
-        let e = Db::open(dir, options).err().expect("open must refuse");
+        let e = Db::open(dir, options).expect_err("open must refuse");
         let message = e.to_string();
         assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
         assert!(message.contains(option), "{message}");
@@ -175,8 +175,7 @@ fn refused_at_open(fs: Arc<dyn FileSystem>, dir: &Path) {
         &fresh,
         plain().with_use_direct_io_for_flush_and_compaction(true),
     )
-    .err()
-    .expect("open must refuse");
+    .expect_err("open must refuse");
     assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
     assert!(
         fs.list(&fresh)

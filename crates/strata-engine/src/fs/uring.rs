@@ -139,8 +139,8 @@ fn landing(read: &BatchRead) -> io::Result<Landing> {
 fn read_round(ring: &mut IoUring, reads: &[BatchRead]) -> Vec<io::Result<Vec<u8>>> {
     let mut landings: Vec<io::Result<Landing>> = reads.iter().map(landing).collect();
     let mut submitted = 0usize;
-    for i in 0..landings.len() {
-        let entry = match &mut landings[i] {
+    for (i, landing) in landings.iter_mut().enumerate() {
+        let entry = match landing {
             Ok(l) => opcode::Read::new(types::Fd(l.fd), l.buf.as_mut_ptr(), l.span as u32)
                 .offset(l.offset)
                 .build()
@@ -150,7 +150,7 @@ fn read_round(ring: &mut IoUring, reads: &[BatchRead]) -> Vec<io::Result<Vec<u8>
         // SAFETY: the buffer lives in `landings` until every submitted read has completed
         // (the wait below), and nothing touches it meanwhile.
         if unsafe { ring.submission().push(&entry) }.is_err() {
-            landings[i] = Err(io::Error::other("the ring is full"));
+            *landing = Err(io::Error::other("the ring is full"));
             continue;
         }
         submitted += 1;

@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::block::Block;
+use super::file::ReadPurpose;
 use super::format::BlockHandle;
 use super::reader::Table;
-use super::ReadPurpose;
 use crate::error::{Error, Result};
 use crate::fs::{BatchRead, FileSystem};
 use crate::stats::Statistics;

@@ -6,10 +6,10 @@ use bytes::Bytes;
 
 use super::block::{cmp_to_target, split_internal_key};
 use super::compress::BLOCK_TRAILER_LEN;
+use super::file::{ReadPurpose, TableFile};
 use super::format::{
     decode_index, BlockHandle, IndexValue, FORMAT_COMPACT_INDEX, FORMAT_WITH_REFERENCES,
 };
-use super::reader::{ReadPurpose, TableFile};
 use crate::error::{Error, Result};
 use crate::key::{compare_internal_keys, parse_internal_key};
 

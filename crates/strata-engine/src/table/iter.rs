@@ -6,12 +6,40 @@ use std::sync::Arc;
 
 use super::block::{cmp_to_target, split_internal_key, Block, Cursor, DecodeError};
 use super::compress::BLOCK_TRAILER_LEN;
+use super::file::ReadPurpose;
 use super::format::BlockHandle;
 use super::index::Index;
 use super::readahead::{Readahead, ReadaheadSize};
-use super::reader::{ReadPurpose, Table};
+use super::reader::Table;
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, StoredBlock};
+
+impl Table {
+    /// An iterator over all entries for a lookup or scan; it holds the table alive.
+    pub fn iter(self: &Arc<Self>) -> TableIterator {
+        self.iter_for(ReadPurpose::Query)
+    }
+
+    /// An iterator over all entries whose block reads are charged to `purpose` (and fill the
+    /// block cache only for [`ReadPurpose::Query`]), reading ahead automatically for queries
+    /// and block by block otherwise.
+    pub fn iter_for(self: &Arc<Self>, purpose: ReadPurpose) -> TableIterator {
+        let readahead = match purpose {
+            ReadPurpose::Query => ReadaheadSize::Auto,
+            ReadPurpose::Compaction | ReadPurpose::Metadata => ReadaheadSize::Off,
+        };
+        self.iter_with(purpose, readahead)
+    }
+
+    /// [`Table::iter_for`] reading ahead as `readahead` says.
+    pub fn iter_with(
+        self: &Arc<Self>,
+        purpose: ReadPurpose,
+        readahead: ReadaheadSize,
+    ) -> TableIterator {
+        TableIterator::new(Arc::clone(self), purpose, readahead)
+    }
+}
 
 /// An [`InternalIterator`] over one table. It holds the current data block and reuses one key
 /// buffer for every entry and block it visits.

@@ -61,6 +61,7 @@ mod builder;
 mod cache;
 mod coding;
 mod compress;
+mod file;
 mod format;
 mod fuzzing;
 mod index;
@@ -74,12 +75,13 @@ pub(crate) use batch::query_blocks;
 pub(crate) use bloom::bloom_hash;
 pub use builder::{BlockRange, KeptBlock, TableBuilder, TableSummary};
 pub use cache::BlockCache;
+pub use file::ReadPurpose;
 pub use format::TableProperties;
 #[doc(hidden)]
 pub use fuzzing::{fuzz_decode_block, FuzzBlockWalk};
 pub use iter::TableIterator;
 pub use readahead::{ReadaheadSize, AUTO_READAHEAD_MAX, AUTO_READAHEAD_START};
-pub use reader::{BlockFiles, BlockPlace, IndexedBlock, ReadPurpose, Table, TableLayout};
+pub use reader::{BlockFiles, BlockPlace, IndexedBlock, Table, TableLayout};
 
 /// How a table's blocks are compressed. Blocks that do not shrink by at least 1/8 are stored
 /// uncompressed whatever the setting.

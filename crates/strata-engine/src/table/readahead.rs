@@ -2,8 +2,8 @@
 //! scans and compactions, which read a table's blocks in order.
 
 use super::block::Block;
+use super::file::{ReadPurpose, TableFile};
 use super::format::BlockHandle;
-use super::reader::{ReadPurpose, TableFile};
 use crate::error::Result;
 use crate::stats::Statistics;
 

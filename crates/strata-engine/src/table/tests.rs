@@ -13,10 +13,10 @@ use rand::{Rng, SeedableRng};
 
 use super::block::BlockBuilder;
 use super::compress::{block_crc, BLOCK_TRAILER_LEN};
+use super::file::ReadPurpose;
 use super::format::{
     decode_index, BlockHandle, Footer, IndexValue, IndexWriter, FOOTER_LEN, FORMAT_VERSION,
 };
-use super::reader::ReadPurpose;
 use super::*;
 use crate::error::Error;
 use crate::fs::{RandomAccessFile, WritableFile};
@@ -1291,10 +1291,10 @@ fn index_and_filter_blocks_of_a_large_table_are_read_into_mappings_and_checked()
     let (footer, _) = layout(&bytes);
     let filter = footer.filter.unwrap();
     assert!(
-        filter.size as usize >= super::reader::MAPPED_BLOCK,
+        filter.size as usize >= super::file::MAPPED_BLOCK,
         "{filter:?}"
     );
-    assert!(footer.index.size as usize >= super::reader::MAPPED_BLOCK);
+    assert!(footer.index.size as usize >= super::file::MAPPED_BLOCK);
     let table = open(bytes.clone()).unwrap();
     for (k, v) in entries.iter().step_by(997) {
         let (user, _) = super::block::split_internal_key(k);
