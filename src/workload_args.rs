@@ -50,7 +50,9 @@ pub struct WorkloadArgs {
     /// 10,000,000 for sim.
     #[arg(long, allow_negative_numbers = true, value_parser = count_arg)]
     pub entries: Option<u64>,
-    /// Operations of run phases, at least 1. Default: bench 2,000,000, sim --entries.
+    /// Operations of run phases, at least 1, and of db_bench's phases other than fills
+    /// (db_bench's `--reads`). Default: bench 2,000,000, sim --entries; db_bench phases
+    /// --entries.
     #[arg(long, allow_negative_numbers = true, value_parser = count_arg)]
     pub ops: Option<u64>,
     /// Key bytes, 1 to 64KiB (the engine's limit); below 8 only for workloads whose keys have a domain that fits, such as the partial-merge presets. Default 16. [SIZE: 4K = 4KB = 4KiB, any case]
@@ -255,6 +257,7 @@ impl WorkloadArgs {
             hot_period_ops: self.hot_period.unwrap_or(defaults.hot_period_ops),
             disorder: self.disorder.unwrap_or(defaults.disorder),
             batch_size: self.batch_size.unwrap_or(defaults.batch_size),
+            db_bench_ops: self.ops,
         };
         params.validate().map_err(|ParamError { param, problem }| {
             anyhow::anyhow!("{} {problem}", flag_of(param))

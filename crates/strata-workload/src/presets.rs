@@ -13,6 +13,9 @@ pub struct PresetParams {
     pub entries: u64,
     /// Operations of run phases.
     pub ops: u64,
+    /// Operations of db_bench's phases other than its fills (db_bench's `--reads` for every such
+    /// phase); `None`: `entries`, as db_bench does without `--reads`.
+    pub db_bench_ops: Option<u64>,
     /// Key bytes.
     pub key_size: usize,
     /// Value bytes.
@@ -61,6 +64,7 @@ impl Default for PresetParams {
             hot_period_ops: 100_000,
             disorder: 1_000,
             batch_size: DEFAULT_BATCH_SIZE,
+            db_bench_ops: None,
         }
     }
 }
@@ -500,6 +504,9 @@ fn db_bench(names: &[&str], p: &PresetParams) -> Result<WorkloadSpec, String> {
             name: n.to_string(),
             ..base.clone()
         };
+        if !matches!(n, "fillseq" | "fillrandom") {
+            ph.ops = p.db_bench_ops.unwrap_or(p.entries);
+        }
         match n {
             "fillseq" => {
                 ph.mix.insert = 1.0;

@@ -57,6 +57,40 @@ fn db_bench_phases_after_the_fill_run_on_the_threads_asked_for() {
 }
 
 #[test]
+fn db_bench_phases_after_the_fill_run_their_own_count_of_operations() {
+    let p = PresetParams {
+        entries: 1000,
+        db_bench_ops: Some(70),
+        ..params()
+    };
+    let w = WorkloadSpec::preset("fillrandom,readrandom,multireadrandom,readseq", &p).unwrap();
+    let ops: Vec<(&str, u64)> = w.phases.iter().map(|p| (p.name.as_str(), p.ops)).collect();
+    assert_eq!(
+        ops,
+        [
+            ("fillrandom", 1000),
+            ("readrandom", 70),
+            ("multireadrandom", 70),
+            ("readseq", 1)
+        ]
+    );
+    // Without a count, every phase runs --entries operations, as db_bench without --reads; a
+    // read phase first gets a fill of --entries whatever the count.
+    let w = WorkloadSpec::preset(
+        "readrandom",
+        &PresetParams {
+            entries: 1000,
+            ..params()
+        },
+    )
+    .unwrap();
+    assert_eq!(w.phases[0].ops, 1000);
+    assert_eq!(w.phases[1].ops, 1000);
+    let w = WorkloadSpec::preset("readrandom", &p).unwrap();
+    assert_eq!((w.phases[0].ops, w.phases[1].ops), (1000, 70));
+}
+
+#[test]
 fn workloads_load_from_toml() {
     let text = r#"
         name = "mine"
