@@ -33,6 +33,10 @@
 #   DATASETS [small large], MODES [buffered direct]   the cells to run
 #   PEERS [rocksdb,fjall]  --peers
 #   DROP_CACHES [1]        0 leaves the page cache alone
+#   TABLE_CHARGE [0]       1 charges Strata's open tables to its block cache (its default);
+#                          0 (--no-table-charge) keeps them outside it, as RocksDB's default
+#                          table keeps its indexes and filters: both caches then hold
+#                          BLOCK_CACHE bytes of data blocks
 #   PROBE_SIZE [1GiB]      --device-probe-size
 #   BENCH_DIR              where the databases go (a real disk, not tmpfs; default: the
 #                          system's temporary directory); kept databases are removed after
@@ -76,6 +80,9 @@ for dataset in $datasets; do
     esac
     if [ "${DROP_CACHES:-1}" != 0 ]; then
       common+=(--drop-caches)
+    fi
+    if [ "${TABLE_CHARGE:-0}" = 0 ]; then
+      common+=(--no-table-charge)
     fi
     for round in $(seq 1 "$rounds"); do
       cell=$out/$dataset-$mode/round$round

@@ -127,6 +127,15 @@ pub struct BenchArgs {
     /// Options::with_interval_index(false).
     #[arg(long)]
     no_interval_index: bool,
+    /// Strata: leave open tables' indexes and filters out of the block cache's budget, so that
+    /// it holds --block-cache bytes of blocks as RocksDB's (whose default table keeps them
+    /// outside its cache) does. Options::with_charge_tables_to_cache(false).
+    #[arg(long)]
+    no_table_charge: bool,
+    /// Strata and RocksDB keep indexes and filters in the block cache with high priority
+    /// (both engines' cache_index_and_filter_blocks); fjall has no such choice.
+    #[arg(long)]
+    cache_index_and_filter_blocks: bool,
     /// Open every engine with its own defaults and ignore the engine flags above (buffer, file
     /// and cache sizes, size ratio, level base, Bloom bits, jobs): what a user who changes
     /// nothing gets. RocksDB gets its default block-based table with a 10-bit Bloom filter and
@@ -560,6 +569,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
         reserved_jobs: args.reserved_jobs,
         key_index_level: args.key_index,
         interval_index: !args.no_interval_index,
+        charge_tables: !args.no_table_charge,
+        cache_index_and_filter_blocks: args.cache_index_and_filter_blocks,
         file_trace: None,
         engine_defaults: args.engine_defaults,
         direct_io: args.direct_io,

@@ -72,6 +72,11 @@ pub trait KvEngine: Send + Sync {
     fn block_cache_bytes(&self) -> Option<u64> {
         None
     }
+    /// Where its tables' indexes and filters live, as a phrase for the report ("outside the
+    /// block cache", ...), if the engine says.
+    fn index_and_filter(&self) -> Option<&'static str> {
+        None
+    }
     /// Flushes memtables and waits until background compaction is idle.
     fn settle(&self) -> Result<()>;
     /// Counters since open.
@@ -138,6 +143,22 @@ pub struct EngineSettings {
     /// direct I/O and runs buffered (its results say so).
     #[serde(default)]
     pub direct_io: bool,
+    /// Strata: charge open tables' indexes and filters to the block cache
+    /// (`Options::with_charge_tables_to_cache`, Strata's default), so that blocks and tables
+    /// together stay within `block_cache`. Off, the block cache holds `block_cache` bytes of
+    /// blocks beside the tables' own memory, as RocksDB's default table (indexes and filters
+    /// outside its cache, `cache_index_and_filter_blocks` off) does.
+    #[serde(default = "default_charge_tables")]
+    pub charge_tables: bool,
+    /// Both engines keep indexes and filters in the block cache, with high priority (Strata's
+    /// `Options::with_cache_index_and_filter_blocks`, RocksDB's
+    /// `cache_index_and_filter_blocks`; fjall has no such choice).
+    #[serde(default)]
+    pub cache_index_and_filter_blocks: bool,
+}
+
+fn default_charge_tables() -> bool {
+    true
 }
 
 impl Default for EngineSettings {
@@ -159,6 +180,8 @@ impl Default for EngineSettings {
             file_trace: None,
             engine_defaults: false,
             direct_io: false,
+            charge_tables: true,
+            cache_index_and_filter_blocks: false,
         }
     }
 }
@@ -179,6 +202,16 @@ pub struct Strata {
     dir: PathBuf,
     direct_io: bool,
     block_cache: Option<u64>,
+    index_and_filter: &'static str,
+}
+
+/// Where Strata's indexes and filters live under `s`.
+fn strata_index_and_filter(s: &EngineSettings) -> &'static str {
+    match (s.cache_index_and_filter_blocks, s.charge_tables) {
+        (true, _) => "indexes and filters in the block cache, high priority",
+        (false, true) => "indexes and filters held by tables, charged to the block cache",
+        (false, false) => "indexes and filters held by tables, outside the block cache",
+    }
 }
 
 impl Strata {
@@ -217,6 +250,9 @@ impl Strata {
                 .with_use_direct_reads(true)
                 .with_use_direct_io_for_flush_and_compaction(true);
         }
+        options = options
+            .with_charge_tables_to_cache(s.charge_tables)
+            .with_cache_index_and_filter_blocks(s.cache_index_and_filter_blocks);
         if let Some(listener) = listener {
             options = options.with_event_listener(listener);
         }
@@ -235,6 +271,7 @@ impl Strata {
             dir: dir.to_path_buf(),
             direct_io: s.direct_io,
             block_cache: (!s.engine_defaults).then_some(s.block_cache),
+            index_and_filter: strata_index_and_filter(s),
         })
     }
 }
@@ -282,6 +319,9 @@ impl KvEngine for Strata {
     }
     fn block_cache_bytes(&self) -> Option<u64> {
         self.block_cache
+    }
+    fn index_and_filter(&self) -> Option<&'static str> {
+        Some(self.index_and_filter)
     }
     fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
         // The lending cursor, as RocksDB's raw iterator: every engine's scan touches each key
@@ -358,6 +398,7 @@ mod rocks {
         dir: PathBuf,
         direct_io: bool,
         block_cache: Option<u64>,
+        cache_index_and_filter_blocks: bool,
     }
 
     impl Rocks {
@@ -379,6 +420,7 @@ mod rocks {
                     dir: dir.to_path_buf(),
                     direct_io: s.direct_io,
                     block_cache: None,
+                    cache_index_and_filter_blocks: false,
                 });
             }
             let mut o = rocksdb::Options::default();
@@ -405,6 +447,10 @@ mod rocks {
             t.set_block_size(4096);
             t.set_bloom_filter(s.bloom_bits_per_key, false);
             t.set_block_cache(&rocksdb::Cache::new_lru_cache(s.block_cache as usize));
+            if s.cache_index_and_filter_blocks {
+                t.set_cache_index_and_filter_blocks(true);
+                t.set_cache_index_and_filter_blocks_with_high_priority(true);
+            }
             o.set_block_based_table_factory(&t);
             let db = Rocks::open_db(&o, dir)?;
             Ok(Rocks {
@@ -413,6 +459,7 @@ mod rocks {
                 dir: dir.to_path_buf(),
                 direct_io: s.direct_io,
                 block_cache: Some(s.block_cache),
+                cache_index_and_filter_blocks: s.cache_index_and_filter_blocks,
             })
         }
 
@@ -482,6 +529,13 @@ mod rocks {
         }
         fn block_cache_bytes(&self) -> Option<u64> {
             self.block_cache
+        }
+        fn index_and_filter(&self) -> Option<&'static str> {
+            Some(if self.cache_index_and_filter_blocks {
+                "indexes and filters in the block cache, high priority"
+            } else {
+                "indexes and filters outside the block cache"
+            })
         }
         fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
             let mut it = self.db.raw_iterator();

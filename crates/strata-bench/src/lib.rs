@@ -218,6 +218,7 @@ pub fn run_job(job: &RunJob) -> Result<RunResult> {
     let result = runner::run(Arc::clone(&engine), &job.workload, label, &options)
         .with_context(|| format!("running {} on {label}", job.workload.name));
     let (direct_io, block_cache) = (engine.direct_io(), engine.block_cache_bytes());
+    let index_and_filter = engine.index_and_filter();
     drop(engine);
     match &job.database {
         // Free the disk before the next configuration runs, whatever happened.
@@ -241,6 +242,7 @@ pub fn run_job(job: &RunJob) -> Result<RunResult> {
     result.memory_limit = job.memory_limit;
     result.direct_io = direct_io;
     result.block_cache_bytes = block_cache;
+    result.index_and_filter = index_and_filter.map(str::to_string);
     if let (Some(log_dir), true) = (&job.job_log, job.is_policy) {
         let path = log_dir.join(job_log::job_log_file_name(label));
         job_log::write_job_log(&path, label, &recorder.jobs())?;

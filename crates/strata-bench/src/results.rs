@@ -270,6 +270,10 @@ pub struct RunResult {
     /// (`--engine-defaults`).
     #[serde(default)]
     pub block_cache_bytes: Option<u64>,
+    /// Where the engine's indexes and filters lived (`--no-table-charge`,
+    /// `--cache-index-and-filter-blocks`), as a phrase, if the engine says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_and_filter: Option<String>,
     /// Whether the page cache was dropped before each measured phase (`--drop-caches`).
     #[serde(default)]
     pub drop_caches: bool,

@@ -13,8 +13,12 @@ struct CacheSettings {
     memory_limit: Option<u64>,
     direct_io: bool,
     block_cache: Option<u64>,
+    index_and_filter: Option<String>,
     drop_caches: bool,
 }
+
+/// Phrases per run: memory limit, I/O, block cache, indexes and filters, page cache.
+const PHRASES: usize = 5;
 
 impl CacheSettings {
     fn of(run: &RunResult) -> CacheSettings {
@@ -22,12 +26,13 @@ impl CacheSettings {
             memory_limit: run.memory_limit,
             direct_io: run.direct_io,
             block_cache: run.block_cache_bytes,
+            index_and_filter: run.index_and_filter.clone(),
             drop_caches: run.drop_caches,
         }
     }
 
     /// The settings as phrases, in a fixed order.
-    fn phrases(&self) -> [String; 4] {
+    fn phrases(&self) -> [String; PHRASES] {
         [
             match self.memory_limit {
                 Some(limit) => format!("memory limit {}", show_bytes(limit)),
@@ -42,6 +47,8 @@ impl CacheSettings {
                 Some(bytes) => format!("block cache {}", show_bytes(bytes)),
                 None => "the engine's default block cache".to_string(),
             },
+            // Empty (left out) when the engine does not say.
+            self.index_and_filter.clone().unwrap_or_default(),
             if self.drop_caches {
                 "page cache dropped before each measured phase".to_string()
             } else {
@@ -57,17 +64,18 @@ pub(super) fn settings_lines(c: &Comparison) -> Vec<String> {
     if c.runs.is_empty() {
         return Vec::new();
     }
-    let all: Vec<[String; 4]> = c
+    let all: Vec<[String; PHRASES]> = c
         .runs
         .iter()
         .map(|r| CacheSettings::of(r).phrases())
         .collect();
-    let shared: Vec<bool> = (0..4)
+    let shared: Vec<bool> = (0..PHRASES)
         .map(|i| all.iter().all(|p| p[i] == all[0][i]))
         .collect();
-    let common: Vec<&str> = (0..4)
+    let common: Vec<&str> = (0..PHRASES)
         .filter(|&i| shared[i])
         .map(|i| all[0][i].as_str())
+        .filter(|p| !p.is_empty())
         .collect();
     let mut lines = Vec::new();
     if !common.is_empty() {
@@ -75,9 +83,10 @@ pub(super) fn settings_lines(c: &Comparison) -> Vec<String> {
     }
     if shared.iter().any(|s| !s) {
         for (run, phrases) in c.runs.iter().zip(&all) {
-            let own: Vec<&str> = (0..4)
+            let own: Vec<&str> = (0..PHRASES)
                 .filter(|&i| !shared[i])
                 .map(|i| phrases[i].as_str())
+                .filter(|p| !p.is_empty())
                 .collect();
             lines.push(format!("  {}: {}", run.label, own.join(", ")));
         }

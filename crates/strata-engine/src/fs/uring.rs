@@ -30,42 +30,28 @@ const RING_ENTRIES: u32 = 64;
 /// later batches go straight to the fallback.
 static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
 
+/// An arena kept between batches only up to this size.
+const MAX_KEPT_ARENA: usize = 8 << 20;
+
 thread_local! {
-    /// Each reading thread's ring, made on its first batch.
-    static RING: RefCell<Option<IoUring>> = const { RefCell::new(None) };
+    /// Each reading thread's ring and the aligned arena its reads land in, made on its first
+    /// batch. One arena carved for every read of a round: a mapping per read cost a `mmap`, its
+    /// page faults and a `munmap` with its TLB shootdown for each block.
+    static RING: RefCell<Option<(IoUring, AlignedBuf)>> = const { RefCell::new(None) };
 }
 
-/// Where one read of a batch lands: its own buffer, the whole span aligned for direct files.
+/// Where one read of a batch lands in the arena: the whole span aligned, for direct files (and
+/// for buffered ones, which need not be).
 struct Landing {
     fd: RawFd,
-    /// File offset of the buffer's first byte.
+    /// File offset of the span's first byte.
     offset: u64,
-    /// The bytes to read into the buffer.
+    /// Where the span starts in the arena, and its bytes.
+    at: usize,
     span: usize,
-    /// Where the wanted bytes start in the buffer, and how many there are.
+    /// Where the wanted bytes start in the span, and how many there are.
     skip: usize,
     len: usize,
-    buf: Buffer,
-}
-
-enum Buffer {
-    Heap(Vec<u8>),
-    Aligned(AlignedBuf),
-}
-
-impl Buffer {
-    fn as_mut_ptr(&mut self) -> *mut u8 {
-        match self {
-            Buffer::Heap(v) => v.as_mut_ptr(),
-            Buffer::Aligned(a) => a.as_mut_slice().as_mut_ptr(),
-        }
-    }
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            Buffer::Heap(v) => v,
-            Buffer::Aligned(a) => a.as_slice(),
-        }
-    }
 }
 
 /// Reads `reads` through this thread's ring; `None` if io_uring is not available (the caller
@@ -77,26 +63,47 @@ pub(super) fn read_batch(reads: &[BatchRead]) -> Option<Vec<io::Result<Vec<u8>>>
     RING.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
-            match IoUring::new(RING_ENTRIES) {
-                Ok(ring) => *slot = Some(ring),
+            let made =
+                IoUring::new(RING_ENTRIES).and_then(|ring| Ok((ring, AlignedBuf::new(256 << 10)?)));
+            match made {
+                Ok(made) => *slot = Some(made),
                 Err(_) => {
                     UNAVAILABLE.store(true, Ordering::Relaxed);
                     return None;
                 }
             }
         }
-        let ring = slot.as_mut()?;
         let mut results = Vec::with_capacity(reads.len());
         for chunk in reads.chunks(RING_ENTRIES as usize) {
-            results.extend(read_round(ring, chunk));
+            let (ring, arena) = slot.as_mut()?;
+            match read_round(ring, arena, chunk) {
+                Ok(round) => results.extend(round),
+                Err(e) => {
+                    // The kernel may still write into the arena: give up the ring and the
+                    // arena without freeing them, and fail what is left.
+                    std::mem::forget(slot.take());
+                    let kind = e.kind();
+                    results.extend(
+                        reads[results.len()..].iter().map(|_| {
+                            Err(io::Error::new(kind, "waiting for a batch of reads failed"))
+                        }),
+                    );
+                    return Some(results);
+                }
+            }
+        }
+        if let Some((_, arena)) = slot.as_mut().filter(|(_, a)| a.len() > MAX_KEPT_ARENA) {
+            if let Ok(smaller) = AlignedBuf::new(256 << 10) {
+                *arena = smaller;
+            }
         }
         Some(results)
     })
 }
 
-/// Prepares the buffer of one read.
-fn landing(read: &BatchRead) -> io::Result<Landing> {
-    let (fd, direct) = read
+/// Where the read lands, its span aligned, at `*at` of the arena (advanced past it).
+fn landing(read: &BatchRead, at: &mut usize) -> io::Result<Landing> {
+    let (fd, _) = read
         .file
         .descriptor()
         .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "a file without a descriptor"))?;
@@ -111,44 +118,58 @@ fn landing(read: &BatchRead) -> io::Result<Landing> {
             ),
         ));
     }
-    if !direct {
-        return Ok(Landing {
-            fd,
-            offset: read.offset,
-            span: read.len,
-            skip: 0,
-            len: read.len,
-            buf: Buffer::Heap(vec![0u8; read.len]),
-        });
-    }
     let a = ALIGNMENT as u64;
     let start = read.offset / a * a;
     let end = (read.offset + read.len as u64).div_ceil(a) * a;
     let span = (end - start) as usize;
-    Ok(Landing {
+    let landing = Landing {
         fd,
         offset: start,
+        at: *at,
         span,
         skip: (read.offset - start) as usize,
         len: read.len,
-        buf: Buffer::Aligned(AlignedBuf::new(span)?),
-    })
+    };
+    *at += span;
+    Ok(landing)
 }
 
-/// One round of at most [`RING_ENTRIES`] reads.
-fn read_round(ring: &mut IoUring, reads: &[BatchRead]) -> Vec<io::Result<Vec<u8>>> {
-    let mut landings: Vec<io::Result<Landing>> = reads.iter().map(landing).collect();
+/// One round of at most [`RING_ENTRIES`] reads: each read's result, or an error when the wait
+/// for them failed (reads may then still be in flight into the arena).
+fn read_round(
+    ring: &mut IoUring,
+    arena: &mut AlignedBuf,
+    reads: &[BatchRead],
+) -> io::Result<Vec<io::Result<Vec<u8>>>> {
+    let mut end = 0usize;
+    let mut landings: Vec<io::Result<Landing>> =
+        reads.iter().map(|r| landing(r, &mut end)).collect();
+    if arena.len() < end {
+        match AlignedBuf::new(end.next_power_of_two()) {
+            Ok(bigger) => *arena = bigger,
+            Err(e) => {
+                let kind = e.kind();
+                return Ok(reads
+                    .iter()
+                    .map(|_| Err(io::Error::new(kind, "no memory for a batch of reads")))
+                    .collect());
+            }
+        }
+    }
+    let base = arena.as_mut_slice().as_mut_ptr();
     let mut submitted = 0usize;
     for (i, landing) in landings.iter_mut().enumerate() {
         let entry = match landing {
-            Ok(l) => opcode::Read::new(types::Fd(l.fd), l.buf.as_mut_ptr(), l.span as u32)
+            // SAFETY (of the pointer arithmetic): `at + span <= end <= arena.len()`.
+            Ok(l) => opcode::Read::new(types::Fd(l.fd), unsafe { base.add(l.at) }, l.span as u32)
                 .offset(l.offset)
                 .build()
                 .user_data(i as u64),
             Err(_) => continue,
         };
-        // SAFETY: the buffer lives in `landings` until every submitted read has completed
-        // (the wait below), and nothing touches it meanwhile.
+        // SAFETY: the arena outlives every submitted read (this function waits for all of them
+        // below, and its caller leaks the arena if it cannot), and nothing touches it
+        // meanwhile; spans do not overlap.
         if unsafe { ring.submission().push(&entry) }.is_err() {
             *landing = Err(io::Error::other("the ring is full"));
             continue;
@@ -161,14 +182,7 @@ fn read_round(ring: &mut IoUring, reads: &[BatchRead]) -> Vec<io::Result<Vec<u8>
         match ring.submit_and_wait(submitted - completed) {
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => {
-                // The kernel may still write into the buffers: never free them.
-                std::mem::forget(landings);
-                return reads
-                    .iter()
-                    .map(|_| Err(io::Error::other("waiting for a batch of reads failed")))
-                    .collect();
-            }
+            Err(e) => return Err(e),
         }
         for cqe in ring.completion() {
             if let Some(slot) = done.get_mut(cqe.user_data() as usize) {
@@ -177,7 +191,8 @@ fn read_round(ring: &mut IoUring, reads: &[BatchRead]) -> Vec<io::Result<Vec<u8>
             }
         }
     }
-    landings
+    let bytes = arena.as_slice();
+    Ok(landings
         .into_iter()
         .zip(done)
         .zip(reads)
@@ -186,7 +201,8 @@ fn read_round(ring: &mut IoUring, reads: &[BatchRead]) -> Vec<io::Result<Vec<u8>
             match result {
                 Some(n) if n < 0 => Err(io::Error::from_raw_os_error(-n)),
                 Some(n) if (n as usize) >= l.skip + l.len => {
-                    Ok(l.buf.as_slice()[l.skip..l.skip + l.len].to_vec())
+                    let from = l.at + l.skip;
+                    Ok(bytes[from..from + l.len].to_vec())
                 }
                 // A short read (rare: a signal, the file's end): the rest the plain way.
                 Some(_) | None => {
@@ -195,7 +211,7 @@ fn read_round(ring: &mut IoUring, reads: &[BatchRead]) -> Vec<io::Result<Vec<u8>
                 }
             }
         })
-        .collect()
+        .collect())
 }
 
 #[cfg(test)]
