@@ -3,8 +3,8 @@
 
 Usage: scripts/out-of-cache-table.py OUT
 
-OUT holds OUT/<dataset>-<mode>/round<N>/<workload>/results.json (what out-of-cache.sh
-writes). For every dataset × I/O mode × workload it prints each engine's median ops/s of the
+OUT holds OUT/<dataset>-<mode>/round<N>/<workload>/results.json, and fjall's runs in
+<workload>.fjall/results.json (what out-of-cache.sh writes). For every dataset × I/O mode × workload it prints each engine's median ops/s of the
 main (last measured) phase with every round's figure after it, Strata ÷ RocksDB (of the
 medians), and each engine's device reads per second as a share of the device's random-read
 rate at the queue depth nearest the phase's (threads × batch), from the --device-probe the
@@ -65,7 +65,8 @@ def results(out):
             for workload in sorted(os.listdir(base)):
                 path = os.path.join(base, workload, "results.json")
                 if os.path.isfile(path):
-                    yield dataset, mode, workload, load(path)
+                    # fjall's own bench of a workload reports into <workload>.fjall.
+                    yield dataset, mode, workload.split(".")[0], load(path)
 
 
 def main(argv):

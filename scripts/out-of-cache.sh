@@ -31,7 +31,7 @@
 #   YCSB_OPS [200000]      operations of YCSB A and C
 #   YCSB_E_OPS [40000]     operations of YCSB E (scans of up to 100 entries)
 #   DATASETS [small large], MODES [buffered direct]   the cells to run
-#   PEERS [rocksdb,fjall]  --peers
+#   PEERS [rocksdb,fjall]  the peers (fjall in benches of its own: OUT/.../<workload>.fjall)
 #   DROP_CACHES [1]        0 leaves the page cache alone
 #   TABLE_CHARGE [0]       1 charges Strata's open tables to its block cache (its default);
 #                          0 (--no-table-charge) keeps them outside it, as RocksDB's default
@@ -57,6 +57,13 @@ ycsb_e_ops=${YCSB_E_OPS:-40000}
 datasets=${DATASETS:-small large}
 modes=${MODES:-buffered direct}
 peers=${PEERS:-rocksdb,fjall}
+# fjall runs in benches of its own (see run below); the others beside Strata.
+others=$(echo ",$peers," | sed 's/,fjall,/,/g; s/^,//; s/,$//')
+others=${others:-none}
+fjall=
+if [[ ,$peers, == *,fjall,* ]]; then
+  fjall=yes
+fi
 probe_size=${PROBE_SIZE:-1GiB}
 strata=${STRATA:-./target/release/strata}
 work=${BENCH_DIR:-${TMPDIR:-/tmp}}
@@ -70,8 +77,7 @@ for dataset in $datasets; do
     *) echo "unknown dataset $dataset (small, large)" >&2; exit 1 ;;
   esac
   for mode in $modes; do
-    common=(--policies leveled --peers "$peers" --memory-limit "$memory" --block-cache "$block_cache"
-            --write-buffer-size 64MiB --target-file-size 64MiB --level-base 256MiB
+    common=(--memory-limit "$memory" --block-cache "$block_cache" --write-buffer-size 64MiB --target-file-size 64MiB --level-base 256MiB
             --bandwidth-probe 0 --quiet "${sizes[@]}")
     case $mode in
       buffered) ;;
@@ -89,24 +95,33 @@ for dataset in $datasets; do
       mkdir -p "$cell"
       fill=$work/strata-out-of-cache-$dataset-$mode-$round-fill
       ycsb=$work/strata-out-of-cache-$dataset-$mode-$round-ycsb
-      rm -rf "$fill" "$ycsb"
+      rm -rf "$fill" "$ycsb" "$fill-fjall" "$ycsb-fjall"
+      # run NAME keep|use-existing-db DB ARGS...: Strata and RocksDB in one bench, then fjall in
+      # one of its own (its database at DB-fjall), so that a fjall run the memory limit kills
+      # (fjall uses the most memory) fails alone; its later phases then fail too, and the
+      # table shows "-". The device probe goes with the first bench only.
       run() {
-        local name=$1; shift
-        "$strata" bench "${common[@]}" --report "$cell/$name" "$@" | tee "$cell/$name.txt"
+        local name=$1 how=$2 db=$3; shift 3
+        "$strata" bench "${common[@]}" --policies leveled --peers "$others" "${probe[@]}" \
+          --"$how" "$db" --report "$cell/$name" "$@" | tee "$cell/$name.txt"
+        probe=()
+        if [ -n "$fjall" ]; then
+          "$strata" bench "${common[@]}" --policies none --peers fjall --"$how" "$db-fjall" \
+            --report "$cell/$name.fjall" "$@" | tee "$cell/$name.fjall.txt" ||
+            echo "fjall: $name failed, see $cell/$name.fjall.txt" | tee -a "$cell/failures.txt"
+        fi
       }
-      # The probe goes with the first fill only: it measures the device, not a cell.
-      run fillrandom --workload fillrandom --keep "$fill" "${probe[@]}"
-      probe=()
-      run readrandom --workload readrandom --ops "$read_ops" --use-existing-db "$fill"
-      run readrandom-4t --workload readrandom --ops "$read_ops" --threads 4 \
-        --use-existing-db "$fill"
-      run multireadrandom --workload multireadrandom --ops "$read_ops" --batch-size 32 \
-        --use-existing-db "$fill"
-      run ycsb-load --workload fillunique --keep "$ycsb"
-      run ycsb-a --workload ycsb-a --ops "$ycsb_ops" --use-existing-db "$ycsb"
-      run ycsb-c --workload ycsb-c --ops "$ycsb_ops" --use-existing-db "$ycsb"
-      run ycsb-e --workload ycsb-e --ops "$ycsb_e_ops" --use-existing-db "$ycsb"
-      rm -rf "$fill" "$ycsb"
+      run fillrandom keep "$fill" --workload fillrandom
+      run readrandom use-existing-db "$fill" --workload readrandom --ops "$read_ops"
+      run readrandom-4t use-existing-db "$fill" --workload readrandom --ops "$read_ops" \
+        --threads 4
+      run multireadrandom use-existing-db "$fill" --workload multireadrandom \
+        --ops "$read_ops" --batch-size 32
+      run ycsb-load keep "$ycsb" --workload fillunique
+      run ycsb-a use-existing-db "$ycsb" --workload ycsb-a --ops "$ycsb_ops"
+      run ycsb-c use-existing-db "$ycsb" --workload ycsb-c --ops "$ycsb_ops"
+      run ycsb-e use-existing-db "$ycsb" --workload ycsb-e --ops "$ycsb_e_ops"
+      rm -rf "$fill" "$ycsb" "$fill-fjall" "$ycsb-fjall"
     done
   done
 done

@@ -7,7 +7,9 @@ use crate::key::user_key;
 use crate::manifest::table_file_name;
 use crate::options::IndexPinning;
 use crate::stats::Statistics;
-use crate::table::{BlockCache, BlockFiles, ReadPurpose, ReadaheadSize, Table, TableIterator};
+use crate::table::{
+    BlockCache, BlockFiles, BlockHandle, ReadPurpose, ReadaheadSize, Table, TableIterator,
+};
 use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 use strata_meta::TableMeta;
@@ -164,6 +166,21 @@ impl RunIterator {
     pub fn in_level(mut self, level: usize, deepest: usize) -> Self {
         self.level = Some((level, deepest));
         self
+    }
+
+    /// The data block a seek to `target` reads first, and the table whose file holds it: what
+    /// a scan prefetches for its runs together ([`crate::table::prefetch_blocks`]).
+    pub fn seek_block(&self, target: &[u8]) -> Result<Option<(Arc<Table>, BlockHandle)>> {
+        let uk = user_key(target);
+        let i = self.tables.partition_point(|t| t.largest.as_ref() < uk);
+        let Some(meta) = self.tables.get(i) else {
+            return Ok(None);
+        };
+        let table = match self.level {
+            Some((level, deepest)) => self.cache.get_at_level(meta.id.0, level, deepest)?,
+            None => self.cache.get(meta.id.0)?,
+        };
+        table.seek_block(target)
     }
 
     fn open(&mut self, index: usize) -> Result<bool> {

@@ -7,7 +7,7 @@ use crate::key::{self, SeqNo, ValueKind};
 use crate::key_index::KeyIndexView;
 use crate::stats::{Statistics, LOOKUP_SAMPLE_EVERY};
 use crate::super_version::SuperVersion;
-use crate::table::{bloom_hash, ReadPurpose, ReadaheadSize, Table};
+use crate::table::{bloom_hash, prefetch_blocks, ReadPurpose, ReadaheadSize, Table};
 use crate::table_cache::{RunIterator, TableCache};
 use crate::user_iter::{DbIterator, ScanCount};
 use bytes::Bytes;
@@ -225,6 +225,15 @@ impl Engine {
             bytes => ReadaheadSize::Fixed(bytes),
         };
         let deepest = deepest_level(&view.version);
+        // A forward scan's first seek reads a block in every run holding its start: those reads
+        // go out together, before the seeks, which then find the blocks cached.
+        let first_seek = match (&range.0, reverse) {
+            (Bound::Included(k) | Bound::Excluded(k), false) => {
+                Some(key::seek_key(k, key::MAX_SEQNO))
+            }
+            _ => None,
+        };
+        let mut prefetch = Vec::new();
         let mut deferred: Vec<Box<dyn DeferredChildren>> = Vec::new();
         let mut holders = Vec::new();
         for (level_no, level) in view.version.levels().iter().enumerate() {
@@ -238,15 +247,17 @@ impl Engine {
             for &run in &holders {
                 let tables = tables_in_range(level.runs()[run].tables(), &range);
                 if !tables.is_empty() {
-                    children.push(Box::new(
-                        RunIterator::new(
-                            Arc::clone(&self.tables),
-                            tables.to_vec(),
-                            ReadPurpose::Query,
-                            readahead,
-                        )
-                        .in_level(level_no, deepest),
-                    ));
+                    let run = RunIterator::new(
+                        Arc::clone(&self.tables),
+                        tables.to_vec(),
+                        ReadPurpose::Query,
+                        readahead,
+                    )
+                    .in_level(level_no, deepest);
+                    if let Some(target) = &first_seek {
+                        prefetch.extend(run.seek_block(target)?);
+                    }
+                    children.push(Box::new(run));
                 }
             }
             if !self.options.interval_index {
@@ -267,6 +278,9 @@ impl Engine {
             if later.next_start().is_some() {
                 deferred.push(Box::new(later));
             }
+        }
+        if prefetch.len() > 1 {
+            prefetch_blocks(self.fs.as_ref(), &prefetch);
         }
         let scan_count = ScanCount {
             stats: Arc::clone(&self.stats),

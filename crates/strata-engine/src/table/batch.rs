@@ -1,4 +1,5 @@
-//! The data blocks of a batch of point lookups, read at once ([`Db::multi_get`]).
+//! Data blocks read together: those of a batch of point lookups ([`Db::multi_get`]), and those
+//! the seeks of a scan's runs start in.
 //!
 //! [`Db::multi_get`]: crate::Db::multi_get
 
@@ -23,6 +24,22 @@ pub(crate) fn query_blocks(
     fs: &dyn FileSystem,
     wanted: &[(Arc<Table>, BlockHandle)],
 ) -> Vec<Result<Arc<Block>>> {
+    read_blocks(fs, wanted, true)
+}
+
+/// Reads the data blocks at `wanted` the block cache lacks into it, together, as
+/// [`query_blocks`] does, for reads about to follow (a scan's first seeks in each of its runs):
+/// they then find them cached. Counts what it reads as misses and nothing as hits (the reads
+/// that follow count those). Errors are left to those reads, which meet them again.
+pub(crate) fn prefetch_blocks(fs: &dyn FileSystem, wanted: &[(Arc<Table>, BlockHandle)]) {
+    let _ = read_blocks(fs, wanted, false);
+}
+
+fn read_blocks(
+    fs: &dyn FileSystem,
+    wanted: &[(Arc<Table>, BlockHandle)],
+    count_hits: bool,
+) -> Vec<Result<Arc<Block>>> {
     let mut results: Vec<Option<Result<Arc<Block>>>> = (0..wanted.len()).map(|_| None).collect();
     // Where each block was first asked for: later askers share that result.
     let mut first: HashMap<(u64, u64), usize> = HashMap::with_capacity(wanted.len());
@@ -37,7 +54,9 @@ pub(crate) fn query_blocks(
         first.insert((table.file_number, handle.offset), i);
         if let Some(cache) = &table.cache {
             if let Some(block) = cache.get(table.file_number, handle.offset) {
-                Statistics::add(&table.src.stats.block_cache_hits, 1);
+                if count_hits {
+                    Statistics::add(&table.src.stats.block_cache_hits, 1);
+                }
                 results[i] = Some(Ok(block));
                 continue;
             }

@@ -71,11 +71,12 @@ mod reader;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use batch::query_blocks;
+pub(crate) use batch::{prefetch_blocks, query_blocks};
 pub(crate) use bloom::bloom_hash;
 pub use builder::{BlockRange, KeptBlock, TableBuilder, TableSummary};
 pub use cache::BlockCache;
 pub use file::ReadPurpose;
+pub(crate) use format::BlockHandle;
 pub use format::TableProperties;
 #[doc(hidden)]
 pub use fuzzing::{fuzz_decode_block, FuzzBlockWalk};

@@ -476,6 +476,20 @@ impl Table {
         Ok((holder, entry.handle()))
     }
 
+    /// The data block a seek to the internal key `target` starts in (the first whose last key
+    /// is at or after it), and the table whose file holds it; `None` past the last block.
+    pub(crate) fn seek_block(
+        self: &Arc<Self>,
+        target: &[u8],
+    ) -> Result<Option<(Arc<Table>, BlockHandle)>> {
+        let (user_key, trailer) = split_internal_key(target);
+        let position = self.index()?.find(user_key, trailer);
+        if position >= self.index()?.entries.len() {
+            return Ok(None);
+        }
+        self.block_holder(position).map(Some)
+    }
+
     /// The newest entry of `user_key` with seq ≤ `snapshot` in `block`, the data block at
     /// index `position` ([`Table::locate`]'s answer).
     pub(crate) fn find_in_block(
