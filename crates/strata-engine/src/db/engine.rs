@@ -262,6 +262,8 @@ pub(crate) struct Engine {
     pub merges_running: AtomicU64,
     /// Nanoseconds a compaction took per MiB it wrote, smoothed over jobs (0: unknown).
     pub rewrite_nanos_per_mib: AtomicU64,
+    /// When scans read their runs' first blocks together.
+    pub scan_prefetch: super::read::PrefetchGate,
     /// Where point-in-time WAL recovery stopped at open, if it met damage.
     pub recovery_stop: Mutex<Option<RecoveryStop>>,
     /// The skew estimate α policies see, from the keys of consecutive flushes.

@@ -13,7 +13,7 @@ use crate::user_iter::{DbIterator, ScanCount};
 use bytes::Bytes;
 use std::cell::Cell;
 use std::ops::Bound;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use strata_meta::Version;
@@ -228,7 +228,7 @@ impl Engine {
         // A forward scan's first seek reads a block in every run holding its start: those reads
         // go out together, before the seeks, which then find the blocks cached.
         let first_seek = match (&range.0, reverse) {
-            (Bound::Included(k) | Bound::Excluded(k), false) => {
+            (Bound::Included(k) | Bound::Excluded(k), false) if self.scan_prefetch.open() => {
                 Some(key::seek_key(k, key::MAX_SEQNO))
             }
             _ => None,
@@ -280,7 +280,8 @@ impl Engine {
             }
         }
         if prefetch.len() > 1 {
-            prefetch_blocks(self.fs.as_ref(), &prefetch);
+            let read = prefetch_blocks(self.fs.as_ref(), &prefetch);
+            self.scan_prefetch.record(read);
         }
         let scan_count = ScanCount {
             stats: Arc::clone(&self.stats),
@@ -288,6 +289,45 @@ impl Engine {
         };
         let merged = MergingIterator::with_deferred(children, deferred);
         DbIterator::new(merged, view, scan_count, seq, range, reverse)
+    }
+}
+
+/// When scans read the first blocks of their runs together before seeking: at every scan until
+/// one finds all of them cached, then at every 2nd, 4th, ... up to every 64th scan, and at every
+/// scan again once one reads from storage. Scans of cached data so look their blocks up twice
+/// (the prefetch, then the seek) only once in 64 scans rather than at every scan. Updated
+/// without a lock by every scanning thread; a race costs a prefetch more or less.
+#[derive(Debug, Default)]
+pub(crate) struct PrefetchGate {
+    /// Scans to let pass before the next prefetch.
+    skip: AtomicU32,
+    /// The last skip set, doubled after each prefetch that read nothing.
+    backoff: AtomicU32,
+}
+
+/// The most scans [`PrefetchGate`] lets pass between two prefetches.
+const MAX_PREFETCH_SKIP: u32 = 64;
+
+impl PrefetchGate {
+    /// Whether this scan prefetches.
+    fn open(&self) -> bool {
+        let skip = self.skip.load(Ordering::Relaxed);
+        if skip == 0 {
+            return true;
+        }
+        self.skip.store(skip - 1, Ordering::Relaxed);
+        false
+    }
+
+    /// A prefetch read `read` blocks from storage.
+    fn record(&self, read: usize) {
+        if read > 0 {
+            self.backoff.store(0, Ordering::Relaxed);
+            return;
+        }
+        let next = (self.backoff.load(Ordering::Relaxed) * 2).clamp(1, MAX_PREFETCH_SKIP);
+        self.backoff.store(next, Ordering::Relaxed);
+        self.skip.store(next, Ordering::Relaxed);
     }
 }
 
@@ -371,6 +411,26 @@ fn tables_in_range<'a>(
 mod tests {
     use super::*;
     use strata_meta::TableMeta;
+
+    #[test]
+    fn prefetches_back_off_while_they_read_nothing_and_resume_when_they_do() {
+        let gate = PrefetchGate::default();
+        let opened = |gate: &PrefetchGate, scans: usize| (0..scans).filter(|_| gate.open()).count();
+        assert_eq!(opened(&gate, 10), 10, "every scan prefetches at first");
+        // Each useless prefetch doubles the scans let pass: 1, 2, 4, ... up to 64.
+        for skip in [1, 2, 4, 8, 16, 32, 64, 64] {
+            assert!(gate.open());
+            gate.record(0);
+            assert_eq!(opened(&gate, skip), 0, "{skip} scans pass");
+        }
+        assert!(gate.open());
+        gate.record(3);
+        assert_eq!(
+            opened(&gate, 10),
+            10,
+            "a prefetch that read blocks opens the gate again"
+        );
+    }
 
     #[test]
     fn a_scan_takes_only_the_tables_its_range_overlaps() {

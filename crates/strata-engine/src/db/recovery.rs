@@ -486,6 +486,7 @@ impl Engine {
             flush_interval_nanos: AtomicU64::new(0),
             merges_running: AtomicU64::new(0),
             rewrite_nanos_per_mib: AtomicU64::new(0),
+            scan_prefetch: Default::default(),
             recovery_stop: Mutex::new(None),
             skew: Mutex::new(SkewEstimator::new()),
             window_index: Mutex::new(WindowIndex::new()),

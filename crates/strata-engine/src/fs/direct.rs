@@ -4,10 +4,10 @@
 //! `O_DIRECT` needs the file offset, the length and the memory address of every transfer
 //! aligned to the device's logical block. [`ALIGNMENT`] (4 KiB) is a multiple of every block
 //! size Linux file systems use, and the files here do the aligning themselves, so callers keep
-//! the contracts of [`RandomAccessFile`] and [`WritableFile`]: a read at any offset (bounced
-//! through an aligned buffer unless it is aligned already), appends of any length (gathered in
-//! an aligned buffer and written in whole blocks; a sync writes the last, partial block padded
-//! and cuts the file back to its length).
+//! the contracts of [`RandomAccessFile`] and [`super::WritableFile`]: a read at any offset
+//! (bounced through an aligned buffer unless it is aligned already), appends of any length
+//! (gathered in an aligned buffer and written in whole blocks; a sync writes the last, partial
+//! block padded and cuts the file back to its length).
 
 use std::cell::RefCell;
 use std::fs::{File, OpenOptions};
@@ -15,7 +15,8 @@ use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use super::{RandomAccessFile, WritableFile};
+use super::std_fs::{BufferedFile, Sink};
+use super::RandomAccessFile;
 
 /// The alignment of offsets, lengths and buffers of direct transfers.
 pub const ALIGNMENT: usize = 4096;
@@ -121,7 +122,7 @@ pub(super) fn open(path: &Path) -> io::Result<DirectRandomAccessFile> {
 }
 
 /// Creates (or truncates) `path` for direct sequential writes.
-pub(super) fn create(path: &Path) -> io::Result<DirectWritableFile> {
+pub(super) fn create(path: &Path) -> io::Result<BufferedFile<DirectSink>> {
     let file = OpenOptions::new()
         .write(true)
         .create(true)
@@ -129,15 +130,14 @@ pub(super) fn create(path: &Path) -> io::Result<DirectWritableFile> {
         .custom_flags(libc::O_DIRECT)
         .open(path)
         .map_err(|e| refused(e, "creating", path))?;
-    Ok(DirectWritableFile {
+    Ok(BufferedFile::new(DirectSink {
         file,
         path: path.to_path_buf(),
         buf: AlignedBuf::new(WRITE_BUFFER)?,
         buffered: 0,
         buf_offset: 0,
-        len: 0,
-        poisoned: None,
-    })
+        written: 0,
+    }))
 }
 
 thread_local! {
@@ -234,15 +234,12 @@ impl RandomAccessFile for DirectRandomAccessFile {
     }
 }
 
-/// A file appended to around the page cache. Appends gather in an aligned buffer, written out
-/// a whole buffer at a time; [`flush`](WritableFile::flush) writes the whole blocks gathered
-/// and keeps the partial last block; [`sync`](WritableFile::sync) also writes that block,
-/// padded with zeros, cuts the file back to the bytes appended and syncs it. The partial block
-/// stays buffered and is written again, longer, by the next flush or sync.
-///
-/// Poisoned after an error, like [`StdFs`](super::StdFs)'s buffered files: every later call
-/// fails, because a retried write or sync could report success for lost data.
-pub(super) struct DirectWritableFile {
+/// Where a direct file's appends go ([`super::std_fs::Sink`], behind the same append buffer,
+/// error poisoning and length as every other writable file): they gather in an aligned buffer,
+/// written out a whole buffer at a time; a sync also writes the partial last block, padded with
+/// zeros, cuts the file back to the bytes written and syncs it. The partial block stays gathered
+/// and is written again, longer, by the next sync (or the drop, best effort).
+pub(super) struct DirectSink {
     file: File,
     path: PathBuf,
     buf: AlignedBuf,
@@ -250,30 +247,11 @@ pub(super) struct DirectWritableFile {
     buffered: usize,
     /// The file offset of `buf`'s first byte (aligned).
     buf_offset: u64,
-    /// Bytes appended so far.
-    len: u64,
-    poisoned: Option<(io::ErrorKind, String)>,
+    /// Bytes written so far.
+    written: u64,
 }
 
-impl DirectWritableFile {
-    /// Runs `op`, poisoning the file if it fails.
-    fn guard(&mut self, op: impl FnOnce(&mut Self) -> io::Result<()>) -> io::Result<()> {
-        if let Some((kind, message)) = &self.poisoned {
-            return Err(io::Error::new(
-                *kind,
-                format!("file unusable after an earlier error: {message}"),
-            ));
-        }
-        op(self).map_err(|e| {
-            let e = io::Error::new(
-                e.kind(),
-                format!("writing {} (direct I/O): {e}", self.path.display()),
-            );
-            self.poisoned = Some((e.kind(), e.to_string()));
-            e
-        })
-    }
-
+impl DirectSink {
     /// Writes the whole blocks gathered and moves the partial last block to the buffer's start.
     fn write_whole_blocks(&mut self) -> io::Result<()> {
         let whole = align_down(self.buffered as u64) as usize;
@@ -288,7 +266,8 @@ impl DirectWritableFile {
         Ok(())
     }
 
-    /// Writes the partial last block padded with zeros, and cuts the file back to `len`.
+    /// Writes the partial last block padded with zeros, and cuts the file back to the bytes
+    /// written.
     fn write_tail(&mut self) -> io::Result<()> {
         if self.buffered > 0 {
             let padded = align_up(self.buffered as u64) as usize;
@@ -296,57 +275,53 @@ impl DirectWritableFile {
             self.file
                 .write_all_at(&self.buf.as_slice()[..padded], self.buf_offset)?;
         }
-        self.file.set_len(self.len)
+        self.file.set_len(self.written)
+    }
+
+    fn context(&self, e: io::Error) -> io::Error {
+        io::Error::new(
+            e.kind(),
+            format!("writing {} (direct I/O): {e}", self.path.display()),
+        )
     }
 }
 
-impl WritableFile for DirectWritableFile {
-    fn append(&mut self, mut data: &[u8]) -> io::Result<()> {
-        self.guard(|f| {
-            f.len += data.len() as u64;
-            while !data.is_empty() {
-                let room = f.buf.len() - f.buffered;
-                let n = room.min(data.len());
-                f.buf.as_mut_slice()[f.buffered..f.buffered + n].copy_from_slice(&data[..n]);
-                f.buffered += n;
-                data = &data[n..];
-                if f.buffered == f.buf.len() {
-                    f.write_whole_blocks()?;
-                }
+impl Sink for DirectSink {
+    fn write_all(&mut self, mut data: &[u8]) -> io::Result<()> {
+        self.written += data.len() as u64;
+        while !data.is_empty() {
+            let room = self.buf.len() - self.buffered;
+            let n = room.min(data.len());
+            self.buf.as_mut_slice()[self.buffered..self.buffered + n].copy_from_slice(&data[..n]);
+            self.buffered += n;
+            data = &data[n..];
+            if self.buffered == self.buf.len() {
+                self.write_whole_blocks().map_err(|e| self.context(e))?;
             }
-            Ok(())
-        })
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.guard(Self::write_whole_blocks)
+        }
+        Ok(())
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        self.guard(|f| {
-            f.write_whole_blocks()?;
-            f.write_tail()?;
-            f.file.sync_data()
-        })
-    }
-
-    fn len(&self) -> u64 {
-        self.len
+        self.write_whole_blocks()
+            .and_then(|()| self.write_tail())
+            .and_then(|()| self.file.sync_data())
+            .map_err(|e| self.context(e))
     }
 }
 
-impl Drop for DirectWritableFile {
+impl Drop for DirectSink {
     fn drop(&mut self) {
-        if self.poisoned.is_none() {
-            // Best effort, like a buffered file's drop: hand everything appended to the file.
-            let _ = self.write_whole_blocks().and_then(|()| self.write_tail());
-        }
+        // Best effort, like a buffered file's drop: hand everything written to the file. (The
+        // buffer in front has already written what it held into this sink.)
+        let _ = self.write_whole_blocks().and_then(|()| self.write_tail());
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fs::WritableFile;
 
     /// Bytes that differ from their neighbours, so a misplaced copy shows.
     fn pattern(len: usize, seed: u64) -> Vec<u8> {

@@ -24,22 +24,24 @@ pub(crate) fn query_blocks(
     fs: &dyn FileSystem,
     wanted: &[(Arc<Table>, BlockHandle)],
 ) -> Vec<Result<Arc<Block>>> {
-    read_blocks(fs, wanted, true)
+    read_blocks(fs, wanted, true).0
 }
 
 /// Reads the data blocks at `wanted` the block cache lacks into it, together, as
 /// [`query_blocks`] does, for reads about to follow (a scan's first seeks in each of its runs):
 /// they then find them cached. Counts what it reads as misses and nothing as hits (the reads
-/// that follow count those). Errors are left to those reads, which meet them again.
-pub(crate) fn prefetch_blocks(fs: &dyn FileSystem, wanted: &[(Arc<Table>, BlockHandle)]) {
-    let _ = read_blocks(fs, wanted, false);
+/// that follow count those). Errors are left to those reads, which meet them again. Returns how
+/// many blocks it read from storage.
+pub(crate) fn prefetch_blocks(fs: &dyn FileSystem, wanted: &[(Arc<Table>, BlockHandle)]) -> usize {
+    read_blocks(fs, wanted, false).1
 }
 
+/// The blocks at `wanted`, and how many were read from storage.
 fn read_blocks(
     fs: &dyn FileSystem,
     wanted: &[(Arc<Table>, BlockHandle)],
     count_hits: bool,
-) -> Vec<Result<Arc<Block>>> {
+) -> (Vec<Result<Arc<Block>>>, usize) {
     let mut results: Vec<Option<Result<Arc<Block>>>> = (0..wanted.len()).map(|_| None).collect();
     // Where each block was first asked for: later askers share that result.
     let mut first: HashMap<(u64, u64), usize> = HashMap::with_capacity(wanted.len());
@@ -73,6 +75,7 @@ fn read_blocks(
             Err(e) => results[i] = Some(Err(e)),
         }
     }
+    let read_count = reads.len();
     for (i, read) in read_for.into_iter().zip(fs.read_batch(reads)) {
         let (table, handle) = &wanted[i];
         let block = read
@@ -97,7 +100,7 @@ fn read_blocks(
         }
         results[i] = Some(block);
     }
-    same_as
+    let blocks = same_as
         .iter()
         .map(|&asker| match &results[asker] {
             Some(Ok(block)) => Ok(Arc::clone(block)),
@@ -107,5 +110,6 @@ fn read_blocks(
                 std::io::Error::other("a block of the batch was never read"),
             )),
         })
-        .collect()
+        .collect();
+    (blocks, read_count)
 }
