@@ -11,6 +11,11 @@ rate at the queue depth nearest the phase's (threads × batch), from the --devic
 script ran once (median over the rounds). A run whose I/O mode differs from its cell's (fjall
 has no direct I/O) is marked "(buffered)". The settings every run shared (memory limit, block
 cache) head the output.
+
+A second table says where each engine's time went in the main phase (medians over the
+rounds): device reads per operation and KiB per device read (the block device's counters),
+the blocks the engine itself read per operation by kind (data, index, filter; fjall reports
+none), and CPU microseconds per operation (the process's user + system time).
 """
 import json
 import math
@@ -69,6 +74,30 @@ def results(out):
                     yield dataset, mode, workload.split(".")[0], load(path)
 
 
+COSTS = ["reads/op", "KiB/read", "data/op", "index/op", "filter/op", "CPU µs/op"]
+
+
+def costs(run, phase):
+    """One run's main phase: the COSTS figures (None where not reported)."""
+    ops = phase["ops"]
+    reads = phase.get("device_reads")
+    read_bytes = phase.get("device_bytes_read")
+    engine_reads = run["engine"] != "fjall"
+    data = phase.get("blocks_read")
+    if data is not None:
+        # blocks_read counts every block; index and filter blocks are also counted apart.
+        data -= phase.get("index_blocks_read", 0) + phase.get("filter_blocks_read", 0)
+    return [
+        reads / ops if reads is not None else None,
+        read_bytes / reads / 1024 if reads else None,
+        data / ops if engine_reads and data is not None else None,
+        phase.get("index_blocks_read", 0) / ops if engine_reads else None,
+        phase.get("filter_blocks_read", 0) / ops if engine_reads else None,
+        # The kept database's load is skipped, so the run's CPU time is its main phase's.
+        run["cpu_seconds"] * 1e6 / ops if len(run["phases"]) == 1 else None,
+    ]
+
+
 def main(argv):
     if len(argv) != 1 or not os.path.isdir(argv[0]):
         sys.exit(__doc__)
@@ -86,7 +115,7 @@ def main(argv):
                 labels.append(r["label"])
             settings.add((r.get("memory_limit"), r.get("block_cache_bytes")))
             entry = cells.setdefault((dataset, mode, workload), {}).setdefault(
-                r["label"], {"ops": [], "share": [], "buffered": False}
+                r["label"], {"ops": [], "share": [], "buffered": False, "costs": []}
             )
             entry["ops"].append(r["ops_per_sec"])
             if mode == "direct" and not r.get("direct_io"):
@@ -96,6 +125,8 @@ def main(argv):
                 depth = main.get("threads", 1) * main.get("read_batch", 1)
                 reads = main["device_reads"] / main["seconds"]
                 entry["share"].append(100 * reads / iops_near(probe, depth))
+            if main and main.get("ops"):
+                entry["costs"].append(costs(r, main))
     if not cells:
         sys.exit(f"no results.json under {out}/<dataset>-<mode>/round<N>/<workload>/")
     for limit, cache in sorted(settings, key=str):
@@ -144,6 +175,20 @@ def main(argv):
             shares.append(fmt(statistics.median(e["share"]), 1) if e and e["share"] else "-")
         row.append(" / ".join(shares))
         print("| " + " | ".join(row) + " |")
+    print()
+    header = ["dataset", "I/O", "workload", "engine"] + COSTS
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for (dataset, mode, workload), runs in sorted(cells.items(), key=lambda kv: order(kv[0])):
+        for label in labels:
+            e = runs.get(label)
+            if not e or not e["costs"]:
+                continue
+            row = [dataset, mode, workload, label]
+            for i in range(len(COSTS)):
+                values = [c[i] for c in e["costs"] if c[i] is not None]
+                row.append(fmt(statistics.median(values), 2) if values else "-")
+            print("| " + " | ".join(row) + " |")
 
 
 if __name__ == "__main__":

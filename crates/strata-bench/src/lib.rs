@@ -279,7 +279,9 @@ fn run_job_in_child(
         let killed = status.signal() == Some(libc::SIGKILL);
         if let (Some(limit), true) = (job.memory_limit, oom_killed || killed) {
             bail!(
-                "the run of {} was killed by the memory limit of {} ({status}{}); raise                  --memory-limit or lower the engines' memory (--block-cache,                  --write-buffer-size)",
+                "the run of {} was killed by the memory limit of {} ({status}{}); raise \
+                 --memory-limit or lower the engines' memory (--block-cache, \
+                 --write-buffer-size)",
                 job.label,
                 show_bytes(limit),
                 if oom_killed {

@@ -10,8 +10,8 @@
 //! its arena. Measured (issue 14): a random fill of 2·10^6 entries peaked at 111 MiB of RSS
 //! against RocksDB's 113 in the same comparison; with the chunks on malloc's heap it was 128.
 //!
-//! This is the one module of the workspace that may use `unsafe` (the workspace denies it):
-//! readers lend keys and values straight out of the arena while a writer appends, which safe
+//! The workspace denies `unsafe`; this module is allowed it (as are the file system's mapped WAL
+//! and its io_uring reads, `fs/std_fs.rs` and `fs/uring.rs`): readers lend keys and values straight out of the arena while a writer appends, which safe
 //! Rust cannot express without a copy or a lock per read.
 //!
 //! Safety rests on three rules: nodes live in chunks the list owns and never moves or frees

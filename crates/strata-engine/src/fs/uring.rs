@@ -7,7 +7,7 @@
 //! 2-core machine of BENCHMARKS.md; `io_pool::tests::measure_parallel_reads_pool_against_io_uring`),
 //! because the pool wakes a thread per read and the ring needs one system call per batch.
 //!
-//! This is the one module of the file systems with unsafe code: handing the kernel a buffer to
+//! The module is allowed unsafe code (the workspace denies it): handing the kernel a buffer to
 //! fill is unsafe, since the buffer must stay alive and untouched until the read completes. Every
 //! batch here waits for all the reads it submitted before its buffers are used or dropped, and
 //! leaks them if the wait itself fails.
