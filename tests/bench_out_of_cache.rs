@@ -218,9 +218,8 @@ fn a_kept_database_serves_later_runs_without_its_load() {
 #[test]
 fn multireadrandom_reads_in_batches_and_records_its_settings() {
     let dir = scratch("multiread");
-    let out = bench(
-        &dir,
-        &with(&[
+    let run_with = |io: &[&'static str]| {
+        let mut args = vec![
             "--workload",
             "multireadrandom",
             "--entries",
@@ -231,35 +230,19 @@ fn multireadrandom_reads_in_batches_and_records_its_settings() {
             "16",
             "--threads",
             "2",
-            "--direct-io",
-            "--dir",
-            "db",
             "--report",
             "r",
-        ]),
-    );
+        ];
+        args.extend_from_slice(io);
+        bench(&dir, &with(&args))
+    };
+    let mut out = run_with(&["--direct-io", "--dir", "db"]);
     let direct_io = out.status.success();
     if !direct_io {
         // A file system without direct I/O is refused up front, naming the flag.
         let e = error(&out);
         assert!(e.contains("--direct-io") && e.contains("direct I/O"), "{e}");
-        let out = bench(
-            &dir,
-            &with(&[
-                "--workload",
-                "multireadrandom",
-                "--entries",
-                "20000",
-                "--ops",
-                "20000",
-                "--batch-size",
-                "16",
-                "--threads",
-                "2",
-                "--report",
-                "r",
-            ]),
-        );
+        out = run_with(&[]);
         assert!(
             out.status.success(),
             "{}",
