@@ -205,10 +205,14 @@ pub struct Strata {
     index_and_filter: &'static str,
 }
 
+/// The report's phrase for indexes and filters kept in the block cache with high priority
+/// (`--cache-index-and-filter-blocks`), in Strata and RocksDB alike.
+const INDEXES_IN_CACHE: &str = "indexes and filters in the block cache, high priority";
+
 /// Where Strata's indexes and filters live under `s`.
 fn strata_index_and_filter(s: &EngineSettings) -> &'static str {
     match (s.cache_index_and_filter_blocks, s.charge_tables) {
-        (true, _) => "indexes and filters in the block cache, high priority",
+        (true, _) => INDEXES_IN_CACHE,
         (false, true) => "indexes and filters held by tables, charged to the block cache",
         (false, false) => "indexes and filters held by tables, outside the block cache",
     }
@@ -532,7 +536,7 @@ mod rocks {
         }
         fn index_and_filter(&self) -> Option<&'static str> {
             Some(if self.cache_index_and_filter_blocks {
-                "indexes and filters in the block cache, high priority"
+                super::INDEXES_IN_CACHE
             } else {
                 "indexes and filters outside the block cache"
             })

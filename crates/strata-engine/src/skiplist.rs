@@ -11,8 +11,9 @@
 //! against RocksDB's 113 in the same comparison; with the chunks on malloc's heap it was 128.
 //!
 //! The workspace denies `unsafe`; this module is allowed it (as are the file system's mapped WAL
-//! and its io_uring reads, `fs/std_fs.rs` and `fs/uring.rs`): readers lend keys and values straight out of the arena while a writer appends, which safe
-//! Rust cannot express without a copy or a lock per read.
+//! and its io_uring reads, `fs/std_fs.rs` and `fs/uring.rs`): readers lend keys and values
+//! straight out of the arena while a writer appends, which safe Rust cannot express without a
+//! copy or a lock per read.
 //!
 //! Safety rests on three rules: nodes live in chunks the list owns and never moves or frees
 //! before it drops; a node's header, key and value are written before the node is published

@@ -171,26 +171,31 @@ impl RunIterator {
     /// The data block a seek to `target` reads first, and the table whose file holds it: what
     /// a scan prefetches for its runs together ([`crate::table::prefetch_blocks`]).
     pub fn seek_block(&self, target: &[u8]) -> Result<Option<(Arc<Table>, BlockHandle)>> {
+        match self.tables.get(self.seek_position(target)) {
+            Some(meta) => self.table(meta)?.seek_block(target),
+            None => Ok(None),
+        }
+    }
+
+    /// The position of the table a seek to `target` starts in (past the last if none).
+    fn seek_position(&self, target: &[u8]) -> usize {
         let uk = user_key(target);
-        let i = self.tables.partition_point(|t| t.largest.as_ref() < uk);
-        let Some(meta) = self.tables.get(i) else {
-            return Ok(None);
-        };
-        let table = match self.level {
-            Some((level, deepest)) => self.cache.get_at_level(meta.id.0, level, deepest)?,
-            None => self.cache.get(meta.id.0)?,
-        };
-        table.seek_block(target)
+        self.tables.partition_point(|t| t.largest.as_ref() < uk)
+    }
+
+    /// The open table `meta` describes, opened for this run's level if it has one.
+    fn table(&self, meta: &TableMeta) -> Result<Arc<Table>> {
+        match self.level {
+            Some((level, deepest)) => self.cache.get_at_level(meta.id.0, level, deepest),
+            None => self.cache.get(meta.id.0),
+        }
     }
 
     fn open(&mut self, index: usize) -> Result<bool> {
         self.index = index;
         match self.tables.get(index) {
             Some(meta) => {
-                let table = match self.level {
-                    Some((level, deepest)) => self.cache.get_at_level(meta.id.0, level, deepest)?,
-                    None => self.cache.get(meta.id.0)?,
-                };
+                let table = self.table(meta)?;
                 self.current = Some(table.iter_with(self.purpose, self.readahead));
                 Ok(true)
             }
@@ -257,9 +262,7 @@ impl InternalIterator for RunIterator {
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        let uk = user_key(target);
-        let i = self.tables.partition_point(|t| t.largest.as_ref() < uk);
-        if self.open(i)? {
+        if self.open(self.seek_position(target))? {
             if let Some(c) = &mut self.current {
                 c.seek(target)?;
             }

@@ -137,6 +137,7 @@ pub(super) fn create(path: &Path) -> io::Result<BufferedFile<DirectSink>> {
         buffered: 0,
         buf_offset: 0,
         written: 0,
+        failed: false,
     }))
 }
 
@@ -238,7 +239,8 @@ impl RandomAccessFile for DirectRandomAccessFile {
 /// error poisoning and length as every other writable file): they gather in an aligned buffer,
 /// written out a whole buffer at a time; a sync also writes the partial last block, padded with
 /// zeros, cuts the file back to the bytes written and syncs it. The partial block stays gathered
-/// and is written again, longer, by the next sync (or the drop, best effort).
+/// and is written again, longer, by the next sync (or the drop, best effort, unless a write
+/// failed: the file in front is poisoned then, and nothing more is written).
 pub(super) struct DirectSink {
     file: File,
     path: PathBuf,
@@ -249,6 +251,8 @@ pub(super) struct DirectSink {
     buf_offset: u64,
     /// Bytes written so far.
     written: u64,
+    /// Whether a write or sync failed.
+    failed: bool,
 }
 
 impl DirectSink {
@@ -278,7 +282,9 @@ impl DirectSink {
         self.file.set_len(self.written)
     }
 
-    fn context(&self, e: io::Error) -> io::Error {
+    /// `e`, naming the file, and the sink marked failed.
+    fn fail(&mut self, e: io::Error) -> io::Error {
+        self.failed = true;
         io::Error::new(
             e.kind(),
             format!("writing {} (direct I/O): {e}", self.path.display()),
@@ -296,25 +302,31 @@ impl Sink for DirectSink {
             self.buffered += n;
             data = &data[n..];
             if self.buffered == self.buf.len() {
-                self.write_whole_blocks().map_err(|e| self.context(e))?;
+                if let Err(e) = self.write_whole_blocks() {
+                    return Err(self.fail(e));
+                }
             }
         }
         Ok(())
     }
 
     fn sync(&mut self) -> io::Result<()> {
-        self.write_whole_blocks()
+        let synced = self
+            .write_whole_blocks()
             .and_then(|()| self.write_tail())
-            .and_then(|()| self.file.sync_data())
-            .map_err(|e| self.context(e))
+            .and_then(|()| self.file.sync_data());
+        synced.map_err(|e| self.fail(e))
     }
 }
 
 impl Drop for DirectSink {
     fn drop(&mut self) {
-        // Best effort, like a buffered file's drop: hand everything written to the file. (The
-        // buffer in front has already written what it held into this sink.)
-        let _ = self.write_whole_blocks().and_then(|()| self.write_tail());
+        // Best effort, like a buffered file's drop: hand everything written to the file (the
+        // buffer in front has already written what it held into this sink), unless a write
+        // failed, after which nothing more is written.
+        if !self.failed {
+            let _ = self.write_whole_blocks().and_then(|()| self.write_tail());
+        }
     }
 }
 

@@ -30,6 +30,9 @@ const RING_ENTRIES: u32 = 64;
 /// later batches go straight to the fallback.
 static UNAVAILABLE: AtomicBool = AtomicBool::new(false);
 
+/// The arena a thread's first batch makes, and the size a larger one goes back to.
+const FIRST_ARENA: usize = 256 << 10;
+
 /// An arena kept between batches only up to this size.
 const MAX_KEPT_ARENA: usize = 8 << 20;
 
@@ -63,8 +66,8 @@ pub(super) fn read_batch(reads: &[BatchRead]) -> Option<Vec<io::Result<Vec<u8>>>
     RING.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
-            let made =
-                IoUring::new(RING_ENTRIES).and_then(|ring| Ok((ring, AlignedBuf::new(256 << 10)?)));
+            let made = IoUring::new(RING_ENTRIES)
+                .and_then(|ring| Ok((ring, AlignedBuf::new(FIRST_ARENA)?)));
             match made {
                 Ok(made) => *slot = Some(made),
                 Err(_) => {
@@ -93,7 +96,7 @@ pub(super) fn read_batch(reads: &[BatchRead]) -> Option<Vec<io::Result<Vec<u8>>>
             }
         }
         if let Some((_, arena)) = slot.as_mut().filter(|(_, a)| a.len() > MAX_KEPT_ARENA) {
-            if let Ok(smaller) = AlignedBuf::new(256 << 10) {
+            if let Ok(smaller) = AlignedBuf::new(FIRST_ARENA) {
                 *arena = smaller;
             }
         }

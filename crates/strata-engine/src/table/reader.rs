@@ -483,8 +483,9 @@ impl Table {
         target: &[u8],
     ) -> Result<Option<(Arc<Table>, BlockHandle)>> {
         let (user_key, trailer) = split_internal_key(target);
-        let position = self.index()?.find(user_key, trailer);
-        if position >= self.index()?.entries.len() {
+        let index = self.index()?;
+        let position = index.find(user_key, trailer);
+        if position >= index.entries.len() {
             return Ok(None);
         }
         self.block_holder(position).map(Some)
