@@ -76,6 +76,12 @@ pub struct Metrics {
     pub readahead_bytes: u64,
     /// Data blocks that came out of a read ahead (each also counts in `blocks_read`).
     pub readahead_blocks: u64,
+    /// Data blocks that batches of reads (`Db::multi_get`, a forward scan's first seeks) sent
+    /// to storage together.
+    pub batched_block_reads: u64,
+    /// Data blocks of those batches the operating system held in memory and handed over at
+    /// once.
+    pub batched_blocks_from_memory: u64,
     /// Block-cache hits of lookups and scans.
     pub block_cache_hits: u64,
     /// Block-cache misses of lookups and scans.
@@ -222,6 +228,8 @@ impl Metrics {
             readahead_reads: g(&s.readahead_reads),
             readahead_bytes: g(&s.readahead_bytes),
             readahead_blocks: g(&s.readahead_blocks),
+            batched_block_reads: g(&s.batched_block_reads),
+            batched_blocks_from_memory: g(&s.batched_blocks_from_memory),
             block_cache_hits: g(&s.block_cache_hits),
             block_cache_misses: g(&s.block_cache_misses),
             bloom_checks: g(&s.bloom_checks),
@@ -306,7 +314,8 @@ impl fmt::Display for Metrics {
             f,
             "cache: {} of {} bytes: {} data blocks ({} bytes), {} indexes ({} bytes), {} filters \
              ({} bytes); {} bytes charged by open tables; index {} hits / {} reads, filter {} \
-             hits / {} reads; readahead {} reads ({} bytes) serving {} blocks",
+             hits / {} reads; readahead {} reads ({} bytes) serving {} blocks; batches {} \
+             blocks sent to storage, {} from memory",
             self.block_cache_bytes,
             self.block_cache_capacity,
             self.block_cache_data_blocks,
@@ -322,7 +331,9 @@ impl fmt::Display for Metrics {
             self.filter_blocks_read,
             self.readahead_reads,
             self.readahead_bytes,
-            self.readahead_blocks
+            self.readahead_blocks,
+            self.batched_block_reads,
+            self.batched_blocks_from_memory
         )?;
         writeln!(
             f,

@@ -71,6 +71,12 @@ pub struct Statistics {
     /// `blocks_read`): the reads of data blocks that went to storage are `blocks_read −
     /// readahead_blocks + readahead_reads`.
     pub readahead_blocks: AtomicU64,
+    /// Data blocks that batches of reads ([`crate::Db::multi_get`], a forward scan's first
+    /// seeks) sent to storage together.
+    pub batched_block_reads: AtomicU64,
+    /// Data blocks of those batches that the operating system held in memory (the page cache)
+    /// and handed over at once, without going with the batch.
+    pub batched_blocks_from_memory: AtomicU64,
     /// Block-cache hits.
     pub block_cache_hits: AtomicU64,
     /// Block-cache misses.

@@ -280,8 +280,8 @@ impl Engine {
             }
         }
         if prefetch.len() > 1 {
-            let read = prefetch_blocks(self.fs.as_ref(), &prefetch);
-            self.scan_prefetch.record(read);
+            let sent = prefetch_blocks(self.fs.as_ref(), &prefetch);
+            self.scan_prefetch.record(sent);
         }
         let scan_count = ScanCount {
             stats: Arc::clone(&self.stats),
@@ -293,10 +293,11 @@ impl Engine {
 }
 
 /// When scans read the first blocks of their runs together before seeking: at every scan until
-/// one finds all of them cached, then at every 2nd, 4th, ... up to every 64th scan, and at every
-/// scan again once one reads from storage. Scans of cached data so look their blocks up twice
-/// (the prefetch, then the seek) only once in 64 scans rather than at every scan. Updated
-/// without a lock by every scanning thread; a race costs a prefetch more or less.
+/// one sends none of them to storage (all in the block cache or the page cache), then at every
+/// 2nd, 4th, ... up to every 64th scan, and at every scan again once one waits for the device.
+/// Scans of cached data so look their blocks up twice (the prefetch, then the seek) only once in
+/// 64 scans rather than at every scan. Updated without a lock by every scanning thread; a race
+/// costs a prefetch more or less.
 #[derive(Debug, Default)]
 pub(crate) struct PrefetchGate {
     /// Scans to let pass before the next prefetch.
@@ -319,9 +320,9 @@ impl PrefetchGate {
         false
     }
 
-    /// A prefetch read `read` blocks from storage.
-    fn record(&self, read: usize) {
-        if read > 0 {
+    /// A prefetch sent `sent` blocks to storage.
+    fn record(&self, sent: usize) {
+        if sent > 0 {
             self.backoff.store(0, Ordering::Relaxed);
             return;
         }
@@ -413,7 +414,7 @@ mod tests {
     use strata_meta::TableMeta;
 
     #[test]
-    fn prefetches_back_off_while_they_read_nothing_and_resume_when_they_do() {
+    fn prefetches_back_off_while_they_send_nothing_to_storage_and_resume_when_they_do() {
         let gate = PrefetchGate::default();
         let opened = |gate: &PrefetchGate, scans: usize| (0..scans).filter(|_| gate.open()).count();
         assert_eq!(opened(&gate, 10), 10, "every scan prefetches at first");
@@ -428,7 +429,7 @@ mod tests {
         assert_eq!(
             opened(&gate, 10),
             10,
-            "a prefetch that read blocks opens the gate again"
+            "a prefetch that sent blocks to storage opens the gate again"
         );
     }
 

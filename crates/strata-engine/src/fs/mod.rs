@@ -112,6 +112,23 @@ pub trait RandomAccessFile: Send + Sync {
     fn descriptor(&self) -> Option<(std::os::fd::RawFd, bool)> {
         None
     }
+    /// Reads exactly `buf.len()` bytes at `offset` if the operating system holds them in memory
+    /// and hands them over without waiting for the device, and says whether it did (`buf` is
+    /// unspecified when not). A batch of reads so sends to the device only the reads that wait
+    /// ([`FileSystem::read_batch`]), and knows whether any did. Errors are not reported here: the
+    /// read then goes with the batch, which reports them. The default reads nothing.
+    fn read_if_cached(&self, buf: &mut [u8], offset: u64) -> bool {
+        let _ = (buf, offset);
+        false
+    }
+    /// Asks the operating system to bring `len` bytes at `offset` into its cache in the
+    /// background (RocksDB's `RandomAccessFile::Prefetch`), for reads that will follow; false
+    /// where it cannot (a direct-I/O file, a file system without a cache), and the caller reads
+    /// ahead into memory of its own. The default cannot.
+    fn prefetch(&self, offset: u64, len: u64) -> bool {
+        let _ = (offset, len);
+        false
+    }
 }
 
 /// One read of a batch ([`FileSystem::read_batch`]): `len` bytes at `offset` of `file`.

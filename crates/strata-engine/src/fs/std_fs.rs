@@ -570,6 +570,31 @@ impl RandomAccessFile for StdRandomAccessFile {
         use std::os::fd::AsRawFd;
         Some((self.file.as_raw_fd(), false))
     }
+
+    /// `preadv2` with `RWF_NOWAIT` (Linux 4.14 on): the kernel copies what the page cache holds
+    /// and refuses (`EAGAIN`) or shortens a read that would wait for the device. A short read,
+    /// a refusal, an error, or a kernel or file system without the flag is `false`.
+    #[cfg(target_os = "linux")]
+    fn read_if_cached(&self, buf: &mut [u8], offset: u64) -> bool {
+        use rustix::io::{preadv2, ReadWriteFlags};
+        let len = buf.len();
+        let read = preadv2(
+            &self.file,
+            &mut [io::IoSliceMut::new(buf)],
+            offset,
+            ReadWriteFlags::NOWAIT,
+        );
+        matches!(read, Ok(n) if n == len)
+    }
+
+    /// `POSIX_FADV_WILLNEED`: the kernel starts reading the range into the page cache and
+    /// returns (Linux: the readahead of `readahead(2)`).
+    fn prefetch(&self, offset: u64, len: u64) -> bool {
+        let Some(len) = std::num::NonZeroU64::new(len) else {
+            return true;
+        };
+        rustix::fs::fadvise(&self.file, offset, Some(len), rustix::fs::Advice::WillNeed).is_ok()
+    }
 }
 
 /// Keeps the locked file open; closing it (on drop) releases the lock. (`File`'s `Debug` shows
@@ -774,6 +799,27 @@ pub(super) mod tests {
             want,
             "cut to the appends"
         );
+    }
+
+    #[test]
+    fn reads_from_memory_return_the_file_s_bytes_or_nothing() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let path = tmp.path().join("f");
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i * 7) as u8).collect();
+        fs::write(&path, &data).expect("write");
+        let file = StdFs.open(&path).expect("open");
+        let mut buf = vec![0u8; 5000];
+        // Read once, so that the page cache holds the file.
+        file.read_exact_at(&mut buf, 3000).expect("read");
+        buf.fill(0);
+        if file.read_if_cached(&mut buf, 3000) {
+            assert_eq!(buf, data[3000..8000]);
+        }
+        assert!(
+            !file.read_if_cached(&mut buf, 18_000),
+            "a read past the end is never whole"
+        );
+        assert!(file.prefetch(0, 20_000), "buffered files take the hint");
     }
 
     #[test]
