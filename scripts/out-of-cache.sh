@@ -31,6 +31,8 @@
 #   YCSB_OPS [200000]      operations of YCSB A and C
 #   YCSB_E_OPS [40000]     operations of YCSB E (scans of up to 100 entries)
 #   DATASETS [small large], MODES [buffered direct]   the cells to run
+#   WORKLOADS [readrandom readrandom-4t multireadrandom ycsb-a ycsb-c ycsb-e]   the phases
+#                          to measure (the fill and the YCSB load run when one needs them)
 #   PEERS [rocksdb,fjall]  the peers (fjall in benches of its own: OUT/.../<workload>.fjall)
 #   DROP_CACHES [1]        0 leaves the page cache alone
 #   TABLE_CHARGE [0]       1 charges Strata's open tables to its block cache (its default);
@@ -56,6 +58,8 @@ ycsb_ops=${YCSB_OPS:-200000}
 ycsb_e_ops=${YCSB_E_OPS:-40000}
 datasets=${DATASETS:-small large}
 modes=${MODES:-buffered direct}
+workloads=" ${WORKLOADS:-readrandom readrandom-4t multireadrandom ycsb-a ycsb-c ycsb-e} "
+wants() { [[ $workloads == *" $1 "* ]]; }
 peers=${PEERS:-rocksdb,fjall}
 # fjall runs in benches of its own (see run below); the others beside Strata.
 others=$(echo ",$peers," | sed 's/,fjall,/,/g; s/^,//; s/,$//')
@@ -111,16 +115,31 @@ for dataset in $datasets; do
             echo "fjall: $name failed, see $cell/$name.fjall.txt" | tee -a "$cell/failures.txt"
         fi
       }
-      run fillrandom keep "$fill" --workload fillrandom
-      run readrandom use-existing-db "$fill" --workload readrandom --ops "$read_ops"
-      run readrandom-4t use-existing-db "$fill" --workload readrandom --ops "$read_ops" \
-        --threads 4
-      run multireadrandom use-existing-db "$fill" --workload multireadrandom \
-        --ops "$read_ops" --batch-size 32
-      run ycsb-load keep "$ycsb" --workload fillunique
-      run ycsb-a use-existing-db "$ycsb" --workload ycsb-a --ops "$ycsb_ops"
-      run ycsb-c use-existing-db "$ycsb" --workload ycsb-c --ops "$ycsb_ops"
-      run ycsb-e use-existing-db "$ycsb" --workload ycsb-e --ops "$ycsb_e_ops"
+      if wants readrandom || wants readrandom-4t || wants multireadrandom; then
+        run fillrandom keep "$fill" --workload fillrandom
+      fi
+      if wants readrandom; then
+        run readrandom use-existing-db "$fill" --workload readrandom --ops "$read_ops"
+      fi
+      if wants readrandom-4t; then
+        run readrandom-4t use-existing-db "$fill" --workload readrandom --ops "$read_ops" \
+          --threads 4
+      fi
+      if wants multireadrandom; then
+        run multireadrandom use-existing-db "$fill" --workload multireadrandom \
+          --ops "$read_ops" --batch-size 32
+      fi
+      if wants ycsb-a || wants ycsb-c || wants ycsb-e; then
+        run ycsb-load keep "$ycsb" --workload fillunique
+      fi
+      for workload in ycsb-a ycsb-c; do
+        if wants $workload; then
+          run $workload use-existing-db "$ycsb" --workload $workload --ops "$ycsb_ops"
+        fi
+      done
+      if wants ycsb-e; then
+        run ycsb-e use-existing-db "$ycsb" --workload ycsb-e --ops "$ycsb_e_ops"
+      fi
       rm -rf "$fill" "$ycsb" "$fill-fjall" "$ycsb-fjall"
     done
   done

@@ -121,14 +121,6 @@ pub trait RandomAccessFile: Send + Sync {
         let _ = (buf, offset);
         false
     }
-    /// Asks the operating system to bring `len` bytes at `offset` into its cache in the
-    /// background (RocksDB's `RandomAccessFile::Prefetch`), for reads that will follow; false
-    /// where it cannot (a direct-I/O file, a file system without a cache), and the caller reads
-    /// ahead into memory of its own. The default cannot.
-    fn prefetch(&self, offset: u64, len: u64) -> bool {
-        let _ = (offset, len);
-        false
-    }
 }
 
 /// One read of a batch ([`FileSystem::read_batch`]): `len` bytes at `offset` of `file`.

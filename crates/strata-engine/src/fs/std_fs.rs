@@ -586,15 +586,6 @@ impl RandomAccessFile for StdRandomAccessFile {
         );
         matches!(read, Ok(n) if n == len)
     }
-
-    /// `POSIX_FADV_WILLNEED`: the kernel starts reading the range into the page cache and
-    /// returns (Linux: the readahead of `readahead(2)`).
-    fn prefetch(&self, offset: u64, len: u64) -> bool {
-        let Some(len) = std::num::NonZeroU64::new(len) else {
-            return true;
-        };
-        rustix::fs::fadvise(&self.file, offset, Some(len), rustix::fs::Advice::WillNeed).is_ok()
-    }
 }
 
 /// Keeps the locked file open; closing it (on drop) releases the lock. (`File`'s `Debug` shows
@@ -819,7 +810,6 @@ pub(super) mod tests {
             !file.read_if_cached(&mut buf, 18_000),
             "a read past the end is never whole"
         );
-        assert!(file.prefetch(0, 20_000), "buffered files take the hint");
     }
 
     #[test]

@@ -32,8 +32,8 @@ pub const AUTO_READAHEAD_MAX: usize = 256 << 10;
 /// blocks so reads nothing it will not use.
 const AUTO_READAHEAD_AFTER: u32 = 2;
 
-/// A table iterator's readahead: the file range it read (or had the operating system read)
-/// past the block it needed, and how much to read next time.
+/// A table iterator's readahead: the file bytes it read past the block it needed, and how
+/// much to read next time.
 #[derive(Debug)]
 pub(crate) struct Readahead {
     size: ReadaheadSize,
@@ -43,14 +43,9 @@ pub(crate) struct Readahead {
     consecutive: u32,
     /// The index position of the last block read from storage.
     last_read: Option<usize>,
-    /// The file offset of the range read ahead.
+    /// The file offset of `window`'s first byte.
     window_offset: u64,
-    /// Its length.
-    window_len: u64,
-    /// Its bytes, when read into memory of the iterator's own; empty when the operating system
-    /// was asked to read the range into its cache ([`RandomAccessFile::prefetch`]).
-    ///
-    /// [`RandomAccessFile::prefetch`]: crate::fs::RandomAccessFile::prefetch
+    /// File bytes read ahead.
     window: Vec<u8>,
 }
 
@@ -63,7 +58,6 @@ impl Readahead {
             consecutive: 0,
             last_read: None,
             window_offset: 0,
-            window_len: 0,
             window: Vec::new(),
         }
     }
@@ -92,15 +86,9 @@ impl Readahead {
         }
     }
 
-    /// The data block at `handle` (block `position` of the table's index), from the range read
-    /// ahead if it holds it, else read from `src` together with the bytes this readahead reads
-    /// past it. The automatic readahead asks the operating system to read those bytes into its
-    /// cache where it can (as RocksDB's does with buffered reads) and reads the blocks from
-    /// there as they are needed: a scan that stops early then copies only the blocks it used
-    /// (measured: reading 8 KiB windows into the iterator's memory, scans of a page-cached
-    /// database copied 2.4 times the bytes of the blocks they used). A fixed readahead (a
-    /// compaction's, or `ReadOptions::readahead_size`) reads into memory of its own, one read
-    /// for the whole range.
+    /// The data block at `handle` (block `position` of the table's index), from the window read
+    /// ahead if it holds it, else read from `src` together with the bytes this readahead
+    /// reads past it.
     pub(super) fn block(
         &mut self,
         src: &TableFile,
@@ -110,13 +98,11 @@ impl Readahead {
     ) -> Result<Block> {
         let total = src.block_span(handle, "data")?;
         let end = handle.offset + total as u64;
-        if handle.offset >= self.window_offset && end <= self.window_offset + self.window_len {
+        let window_end = self.window_offset + self.window.len() as u64;
+        if handle.offset >= self.window_offset && end <= window_end {
             // What the last read brought: consecutive as far as the pattern goes.
             self.last_read = Some(position);
             self.count_hit(src, purpose);
-            if self.window.is_empty() {
-                return src.read_parsed_block(handle, "data", purpose);
-            }
             let at = (handle.offset - self.window_offset) as usize;
             return src.parse_stored_block(handle, purpose, self.window[at..at + total].to_vec());
         }
@@ -127,40 +113,20 @@ impl Readahead {
         // Up to the end of the file at most: the meta blocks and the footer follow the data,
         // so a few of their bytes may come along, never bytes past the file.
         let read_end = end.saturating_add(ahead as u64).min(src.size);
-        let len = read_end - handle.offset;
+        let len = (read_end - handle.offset) as usize;
         self.window.clear();
+        self.window.resize(len, 0);
         self.window_offset = handle.offset;
-        self.window_len = 0;
-        if self.size == ReadaheadSize::Auto {
-            // A block the page cache holds says the blocks after it are likely there too: the
-            // kernel serves them as fast without a hint, which would cost a system call.
-            let mut stored = vec![0u8; total];
-            if src.file.read_if_cached(&mut stored, handle.offset) {
-                return src.parse_stored_block(handle, purpose, stored);
-            }
-            if src.file.prefetch(handle.offset, len) {
-                self.window_len = len;
-                self.count_read(src, purpose, len);
-                self.count_hit(src, purpose);
-                return src.read_parsed_block(handle, "data", purpose);
-            }
-        }
-        self.window.resize(len as usize, 0);
         if let Err(e) = src.read_at(&mut self.window, handle.offset, "data") {
             self.window.clear();
             return Err(e);
         }
-        self.window_len = len;
-        self.count_read(src, purpose, len);
-        self.count_hit(src, purpose);
-        src.parse_stored_block(handle, purpose, self.window[..total].to_vec())
-    }
-
-    fn count_read(&self, src: &TableFile, purpose: ReadPurpose, len: u64) {
         if purpose == ReadPurpose::Query {
             Statistics::add(&src.stats.readahead_reads, 1);
-            Statistics::add(&src.stats.readahead_bytes, len);
+            Statistics::add(&src.stats.readahead_bytes, len as u64);
         }
+        self.count_hit(src, purpose);
+        src.parse_stored_block(handle, purpose, self.window[..total].to_vec())
     }
 
     fn count_hit(&self, src: &TableFile, purpose: ReadPurpose) {
@@ -182,51 +148,25 @@ mod tests {
     use std::path::Path;
     use std::sync::Arc;
 
-    /// A file that records the length of every read, and of every range it was asked to
-    /// prefetch; it takes prefetches when `hints` and says it holds every range in memory when
-    /// `in_memory`, as a page-cached file would.
-    #[derive(Default)]
+    /// A file that records the length of every read.
     struct Counting {
-        inner: Option<Arc<dyn RandomAccessFile>>,
+        inner: Arc<dyn RandomAccessFile>,
         reads: Mutex<Vec<usize>>,
-        prefetched: Mutex<Vec<u64>>,
-        hints: bool,
-        in_memory: bool,
-    }
-
-    impl Counting {
-        fn inner(&self) -> &dyn RandomAccessFile {
-            self.inner.as_deref().expect("a file")
-        }
     }
 
     impl RandomAccessFile for Counting {
         fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
             self.reads.lock().push(buf.len());
-            self.inner().read_exact_at(buf, offset)
+            self.inner.read_exact_at(buf, offset)
         }
         fn len(&self) -> u64 {
-            self.inner().len()
-        }
-        fn read_if_cached(&self, buf: &mut [u8], offset: u64) -> bool {
-            self.in_memory && self.read_exact_at(buf, offset).is_ok()
-        }
-        fn prefetch(&self, _offset: u64, len: u64) -> bool {
-            if self.hints {
-                self.prefetched.lock().push(len);
-            }
-            self.hints
+            self.inner.len()
         }
     }
 
     /// A table of 300 blocks of ~4 KiB, opened over a file that counts its reads (those of
     /// opening the table forgotten).
     fn table() -> (Arc<Table>, Arc<Counting>, Arc<Statistics>) {
-        table_over(Counting::default())
-    }
-
-    /// [`table`] over `file` (its `inner` set here).
-    fn table_over(mut file: Counting) -> (Arc<Table>, Arc<Counting>, Arc<Statistics>) {
         let fs = MemFs::new();
         let path = Path::new("/t.sst");
         let mut b = TableBuilder::new(
@@ -239,8 +179,10 @@ mod tests {
             b.add(&key, &[i as u8; 120]).expect("add");
         }
         b.finish().expect("finish");
-        file.inner = Some(fs.open(path).expect("open"));
-        let file = Arc::new(file);
+        let file = Arc::new(Counting {
+            inner: fs.open(path).expect("open"),
+            reads: Mutex::new(Vec::new()),
+        });
         let stats = Arc::new(Statistics::default());
         let table = Table::open(
             Arc::clone(&file) as Arc<dyn RandomAccessFile>,
@@ -296,50 +238,6 @@ mod tests {
         assert_eq!(g(&stats.blocks_read), blocks as u64);
         assert_eq!(g(&stats.readahead_blocks), blocks as u64 - 2);
         assert_eq!(g(&stats.readahead_reads), reads.len() as u64 - 2);
-    }
-
-    #[test]
-    fn automatic_readahead_has_the_operating_system_read_ahead_where_it_can() {
-        let (table, file, stats) = table_over(Counting {
-            hints: true,
-            ..Counting::default()
-        });
-        assert_eq!(scan_all(&table, ReadaheadSize::Auto), 9000);
-        let blocks = table.index().expect("index").entries.len();
-        // Every block read on its own, from the kernel's cache in a real file system.
-        let reads = file.reads.lock().clone();
-        assert_eq!(reads.len(), blocks);
-        assert!(reads.iter().all(|&r| r < 5000), "{reads:?}");
-        // The ranges asked for grow as the iterator's own reads would.
-        let hints = file.prefetched.lock().clone();
-        assert!(hints[0] > 8192 && hints[0] < 8192 + 5000, "{hints:?}");
-        assert!(
-            hints
-                .iter()
-                .all(|&h| h <= (AUTO_READAHEAD_MAX + 5000) as u64),
-            "{hints:?}"
-        );
-        assert!(hints.len() < blocks / 10, "{} hints", hints.len());
-        let g = Statistics::get;
-        assert_eq!(g(&stats.readahead_reads), hints.len() as u64);
-        assert_eq!(g(&stats.readahead_blocks), blocks as u64 - 2);
-    }
-
-    #[test]
-    fn blocks_the_operating_system_holds_are_read_without_reading_ahead() {
-        let (table, file, stats) = table_over(Counting {
-            hints: true,
-            in_memory: true,
-            ..Counting::default()
-        });
-        assert_eq!(scan_all(&table, ReadaheadSize::Auto), 9000);
-        let blocks = table.index().expect("index").entries.len();
-        assert!(file.prefetched.lock().is_empty());
-        let reads = file.reads.lock().clone();
-        assert_eq!(reads.len(), blocks);
-        assert!(reads.iter().all(|&r| r < 5000), "{reads:?}");
-        assert_eq!(Statistics::get(&stats.readahead_reads), 0);
-        assert_eq!(Statistics::get(&stats.blocks_read), blocks as u64);
     }
 
     #[test]
