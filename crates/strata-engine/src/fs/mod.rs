@@ -112,14 +112,14 @@ pub trait RandomAccessFile: Send + Sync {
     fn descriptor(&self) -> Option<(std::os::fd::RawFd, bool)> {
         None
     }
-    /// Reads exactly `buf.len()` bytes at `offset` if the operating system holds them in memory
-    /// and hands them over without waiting for the device, and says whether it did (`buf` is
-    /// unspecified when not). A batch of reads so sends to the device only the reads that wait
-    /// ([`FileSystem::read_batch`]), and knows whether any did. Errors are not reported here: the
-    /// read then goes with the batch, which reports them. The default reads nothing.
-    fn read_if_cached(&self, buf: &mut [u8], offset: u64) -> bool {
-        let _ = (buf, offset);
-        false
+    /// The `len` bytes at `offset` if the operating system holds them in memory and hands them
+    /// over without waiting for the device; `None` if it does not. A batch of reads so sends to
+    /// the device only the reads that wait ([`FileSystem::read_batch`]), and knows whether any
+    /// did. Errors are not reported here: the read then goes with the batch, which reports them.
+    /// The default reads nothing (and allocates nothing).
+    fn read_if_cached(&self, offset: u64, len: usize) -> Option<Vec<u8>> {
+        let _ = (offset, len);
+        None
     }
 }
 

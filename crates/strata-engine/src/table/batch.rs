@@ -78,8 +78,7 @@ fn read_blocks(
         // stops while nothing does; measured: a page-cached database's scans ran at 0.80× of
         // the same build's without a prefetch while every block counted as a read from storage;
         // BENCHMARKS.md).
-        let mut stored = vec![0u8; len];
-        if table.src.file.read_if_cached(&mut stored, handle.offset) {
+        if let Some(stored) = table.src.file.read_if_cached(handle.offset, len) {
             Statistics::add(&table.src.stats.batched_blocks_from_memory, 1);
             results[i] = Some(finish_block(table, *handle, Ok(stored)));
             continue;
