@@ -3,80 +3,13 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
-use parking_lot::Mutex;
-use std::io;
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use strata_engine::fs::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile};
+use strata_engine::fs::{FileSystem, MemFs};
 use strata_engine::{Db, Error, Options};
-
-/// A file system that records which files were opened or created direct, over a [`MemFs`].
-#[derive(Debug, Default)]
-struct Watching {
-    inner: MemFs,
-    /// (what, file name, direct)
-    seen: Mutex<Vec<(&'static str, String, bool)>>,
-}
-
-impl Watching {
-    fn note(&self, what: &'static str, path: &Path, direct: bool) {
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        self.seen.lock().push((what, name, direct));
-    }
-}
-
-impl FileSystem for Watching {
-    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(path)
-    }
-    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.note("create", path, false);
-        self.inner.create(path)
-    }
-    fn create_mapped(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.note("create", path, false);
-        self.inner.create_mapped(path)
-    }
-    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.note("create", path, true);
-        self.inner.create_direct(path)
-    }
-    fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        self.note("open", path, false);
-        self.inner.open(path)
-    }
-    fn open_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        self.note("open", path, true);
-        self.inner.open_direct(path)
-    }
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        self.inner.read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove_file(path)
-    }
-    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
-        self.inner.truncate(path, len)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn list(&self, path: &Path) -> io::Result<Vec<String>> {
-        self.inner.list(path)
-    }
-    fn file_size(&self, path: &Path) -> io::Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        self.inner.sync_dir(path)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-}
+use support::Watching;
 
 /// Writes enough to flush and compact, reads it back, and returns what the file system saw.
 fn exercise(reads: bool, writes: bool) -> Vec<(&'static str, String, bool)> {

@@ -4,89 +4,13 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
-use std::io;
-use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+mod support;
+
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use strata_engine::fs::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile};
+use strata_engine::fs::FileSystem;
 use strata_engine::{Db, Metrics, Options};
-
-/// A [`MemFs`] whose table files say they are held in memory (as page-cached files answer
-/// `RandomAccessFile::read_if_cached`) while `in_memory` is set, and must wait for the device
-/// while it is not.
-#[derive(Debug, Default)]
-struct Paging {
-    inner: MemFs,
-    in_memory: Arc<AtomicBool>,
-}
-
-struct PagedFile {
-    inner: Arc<dyn RandomAccessFile>,
-    in_memory: Arc<AtomicBool>,
-}
-
-impl RandomAccessFile for PagedFile {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.inner.read_exact_at(buf, offset)
-    }
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-    fn read_if_cached(&self, buf: &mut [u8], offset: u64) -> bool {
-        self.in_memory.load(Ordering::Relaxed) && self.inner.read_exact_at(buf, offset).is_ok()
-    }
-}
-
-impl FileSystem for Paging {
-    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
-        self.inner.create_dir_all(path)
-    }
-    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.inner.create(path)
-    }
-    fn create_mapped(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.inner.create_mapped(path)
-    }
-    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
-        self.inner.create_direct(path)
-    }
-    fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        Ok(Arc::new(PagedFile {
-            inner: self.inner.open(path)?,
-            in_memory: Arc::clone(&self.in_memory),
-        }))
-    }
-    fn open_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
-        self.inner.open_direct(path)
-    }
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        self.inner.read(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
-        self.inner.rename(from, to)
-    }
-    fn remove_file(&self, path: &Path) -> io::Result<()> {
-        self.inner.remove_file(path)
-    }
-    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
-        self.inner.truncate(path, len)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.inner.exists(path)
-    }
-    fn list(&self, path: &Path) -> io::Result<Vec<String>> {
-        self.inner.list(path)
-    }
-    fn file_size(&self, path: &Path) -> io::Result<u64> {
-        self.inner.file_size(path)
-    }
-    fn sync_dir(&self, path: &Path) -> io::Result<()> {
-        self.inner.sync_dir(path)
-    }
-    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
-        self.inner.lock(path)
-    }
-}
+use support::Watching;
 
 const KEYS: u32 = 20_000;
 
@@ -96,7 +20,7 @@ fn key(i: u32) -> String {
 
 /// A database of two overlapping level-0 runs (even keys, then odd keys) and a block cache of
 /// a few blocks, so that every scan's first seeks read a block in each run.
-fn two_runs(fs: &Arc<Paging>) -> Db {
+fn two_runs(fs: &Arc<Watching>) -> Db {
     let db = Db::open(
         "/db",
         Options::new()
@@ -135,7 +59,7 @@ fn scans(db: &Db, count: u32) -> Metrics {
 
 #[test]
 fn scans_stop_prefetching_while_the_operating_system_holds_their_blocks() {
-    let fs = Arc::new(Paging::default());
+    let fs = Arc::new(Watching::default());
     fs.in_memory.store(true, Ordering::Relaxed);
     let db = two_runs(&fs);
     let before = db.metrics();
@@ -166,7 +90,7 @@ fn scans_stop_prefetching_while_the_operating_system_holds_their_blocks() {
 
 #[test]
 fn multi_get_reads_the_blocks_in_memory_at_once_and_sends_the_rest() {
-    let fs = Arc::new(Paging::default());
+    let fs = Arc::new(Watching::default());
     let db = two_runs(&fs);
     let keys: Vec<String> = (0..KEYS).step_by(331).map(key).collect();
     for in_memory in [true, false] {

@@ -1,0 +1,114 @@
+//! A [`MemFs`] for tests that watch what the engine asks of its files: which files it opens or
+//! creates, direct or not, and whether opened files say the operating system holds them in
+//! memory (as page-cached files answer `RandomAccessFile::read_if_cached`).
+
+// Each test crate that includes this module uses part of it.
+#![allow(dead_code)]
+
+use parking_lot::Mutex;
+use std::io;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use strata_engine::fs::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile};
+
+/// A [`MemFs`] that records every open and create, and whose opened (buffered) files are held in
+/// memory while `in_memory` is set.
+#[derive(Debug, Default)]
+pub struct Watching {
+    pub inner: MemFs,
+    /// (what, file name, direct), in order.
+    pub seen: Mutex<Vec<(&'static str, String, bool)>>,
+    pub in_memory: Arc<AtomicBool>,
+}
+
+impl Watching {
+    fn note(&self, what: &'static str, path: &Path, direct: bool) {
+        let name = path
+            .file_name()
+            .expect("a file name")
+            .to_string_lossy()
+            .into_owned();
+        self.seen.lock().push((what, name, direct));
+    }
+}
+
+/// A file of [`Watching`]: reads pass through; it holds every range in memory while
+/// `in_memory` is set.
+struct WatchedFile {
+    inner: Arc<dyn RandomAccessFile>,
+    in_memory: Arc<AtomicBool>,
+}
+
+impl RandomAccessFile for WatchedFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.inner.read_exact_at(buf, offset)
+    }
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+    fn read_if_cached(&self, offset: u64, len: usize) -> Option<Vec<u8>> {
+        if !self.in_memory.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut buf = vec![0u8; len];
+        self.inner.read_exact_at(&mut buf, offset).ok()?;
+        Some(buf)
+    }
+}
+
+impl FileSystem for Watching {
+    fn create_dir_all(&self, path: &Path) -> io::Result<()> {
+        self.inner.create_dir_all(path)
+    }
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.note("create", path, false);
+        self.inner.create(path)
+    }
+    fn create_mapped(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.note("create", path, false);
+        self.inner.create_mapped(path)
+    }
+    fn create_direct(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.note("create", path, true);
+        self.inner.create_direct(path)
+    }
+    fn open(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.note("open", path, false);
+        Ok(Arc::new(WatchedFile {
+            inner: self.inner.open(path)?,
+            in_memory: Arc::clone(&self.in_memory),
+        }))
+    }
+    fn open_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
+        self.note("open", path, true);
+        self.inner.open_direct(path)
+    }
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.inner.read(path)
+    }
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        self.inner.rename(from, to)
+    }
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        self.inner.remove_file(path)
+    }
+    fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
+        self.inner.truncate(path, len)
+    }
+    fn exists(&self, path: &Path) -> bool {
+        self.inner.exists(path)
+    }
+    fn list(&self, path: &Path) -> io::Result<Vec<String>> {
+        self.inner.list(path)
+    }
+    fn file_size(&self, path: &Path) -> io::Result<u64> {
+        self.inner.file_size(path)
+    }
+    fn sync_dir(&self, path: &Path) -> io::Result<()> {
+        self.inner.sync_dir(path)
+    }
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        self.inner.lock(path)
+    }
+}
