@@ -6,6 +6,7 @@ use super::file::{ReadPurpose, TableFile};
 use super::format::BlockHandle;
 use crate::error::Result;
 use crate::stats::Statistics;
+use std::cell::Cell;
 
 /// How much a table iterator reads ahead of the block it needs when that block is not cached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,6 +33,16 @@ pub const AUTO_READAHEAD_MAX: usize = 256 << 10;
 /// blocks so reads nothing it will not use.
 const AUTO_READAHEAD_AFTER: u32 = 2;
 
+thread_local! {
+    /// The window of this thread's last finished readahead, for its next one: a scan makes an
+    /// iterator per table, and a fresh window would be allocated and zeroed every time (in the
+    /// page cache that zeroing was most of what reading ahead cost a short scan).
+    static SPARE_WINDOW: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// A window is kept for the thread's next readahead only up to this size.
+const MAX_SPARE_WINDOW: usize = 2 * AUTO_READAHEAD_MAX;
+
 /// A table iterator's readahead: the file bytes it read past the block it needed, and how
 /// much to read next time.
 #[derive(Debug)]
@@ -45,8 +56,10 @@ pub(crate) struct Readahead {
     last_read: Option<usize>,
     /// The file offset of `window`'s first byte.
     window_offset: u64,
-    /// File bytes read ahead.
+    /// File bytes read ahead: `window[..window_len]`. Bytes past it are left from an earlier
+    /// read, so that a later one fills them without zeroing them first.
     window: Vec<u8>,
+    window_len: usize,
 }
 
 impl Readahead {
@@ -59,6 +72,7 @@ impl Readahead {
             last_read: None,
             window_offset: 0,
             window: Vec::new(),
+            window_len: 0,
         }
     }
 
@@ -98,7 +112,7 @@ impl Readahead {
     ) -> Result<Block> {
         let total = src.block_span(handle, "data")?;
         let end = handle.offset + total as u64;
-        let window_end = self.window_offset + self.window.len() as u64;
+        let window_end = self.window_offset + self.window_len as u64;
         if handle.offset >= self.window_offset && end <= window_end {
             // What the last read brought: consecutive as far as the pattern goes.
             self.last_read = Some(position);
@@ -114,13 +128,16 @@ impl Readahead {
         // so a few of their bytes may come along, never bytes past the file.
         let read_end = end.saturating_add(ahead as u64).min(src.size);
         let len = (read_end - handle.offset) as usize;
-        self.window.clear();
-        self.window.resize(len, 0);
-        self.window_offset = handle.offset;
-        if let Err(e) = src.read_at(&mut self.window, handle.offset, "data") {
-            self.window.clear();
-            return Err(e);
+        if self.window.is_empty() {
+            self.window = SPARE_WINDOW.try_with(Cell::take).unwrap_or_default();
         }
+        if self.window.len() < len {
+            self.window.resize(len, 0);
+        }
+        self.window_offset = handle.offset;
+        self.window_len = 0;
+        src.read_at(&mut self.window[..len], handle.offset, "data")?;
+        self.window_len = len;
         if purpose == ReadPurpose::Query {
             Statistics::add(&src.stats.readahead_reads, 1);
             Statistics::add(&src.stats.readahead_bytes, len as u64);
@@ -132,6 +149,16 @@ impl Readahead {
     fn count_hit(&self, src: &TableFile, purpose: ReadPurpose) {
         if purpose == ReadPurpose::Query {
             Statistics::add(&src.stats.readahead_blocks, 1);
+        }
+    }
+}
+
+impl Drop for Readahead {
+    fn drop(&mut self) {
+        if !self.window.is_empty() && self.window.len() <= MAX_SPARE_WINDOW {
+            let window = std::mem::take(&mut self.window);
+            // A thread being torn down has no spare to keep.
+            let _ = SPARE_WINDOW.try_with(|spare| spare.set(window));
         }
     }
 }
@@ -167,6 +194,11 @@ mod tests {
     /// A table of 300 blocks of ~4 KiB, opened over a file that counts its reads (those of
     /// opening the table forgotten).
     fn table() -> (Arc<Table>, Arc<Counting>, Arc<Statistics>) {
+        table_of_values(0)
+    }
+
+    /// [`table`] with the value of key `i` made of bytes `i as u8 ^ salt`.
+    fn table_of_values(salt: u8) -> (Arc<Table>, Arc<Counting>, Arc<Statistics>) {
         let fs = MemFs::new();
         let path = Path::new("/t.sst");
         let mut b = TableBuilder::new(
@@ -176,7 +208,7 @@ mod tests {
         );
         for i in 0..300 * 30u32 {
             let key = internal_key(format!("key{i:08}").as_bytes(), 1, ValueKind::Put);
-            b.add(&key, &[i as u8; 120]).expect("add");
+            b.add(&key, &[i as u8 ^ salt; 120]).expect("add");
         }
         b.finish().expect("finish");
         let file = Arc::new(Counting {
@@ -269,5 +301,24 @@ mod tests {
         }
         let reads = file.reads.lock().clone();
         assert!(reads.iter().all(|&r| r < 5000), "{reads:?}");
+    }
+
+    #[test]
+    fn a_window_another_iterator_left_serves_none_of_its_bytes() {
+        // The first scan leaves this thread a window of the largest size, full of the first
+        // table's bytes; the second reads shorter windows into it, of a table whose values differ.
+        let (first, _, _) = table_of_values(0);
+        assert_eq!(scan_all(&first, ReadaheadSize::Auto), 9000);
+        let (second, _, stats) = table_of_values(0x5a);
+        let mut it = second.iter_with(ReadPurpose::Query, ReadaheadSize::Fixed(8 << 10));
+        it.seek_to_first().expect("seek");
+        let mut i = 0u32;
+        while it.valid() {
+            assert_eq!(it.value(), &[i as u8 ^ 0x5a; 120][..], "value of key {i}");
+            i += 1;
+            it.next().expect("next");
+        }
+        assert_eq!(i, 9000);
+        assert!(Statistics::get(&stats.readahead_blocks) > 100);
     }
 }
