@@ -62,8 +62,8 @@ pub struct WorkloadArgs {
     /// case]
     #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
     pub value_size: Option<u64>,
-    /// Threads of run phases, 1 to 1024 (the simulator replays one stream: thread 0's).
-    /// Default 1.
+    /// Threads of run phases and of db_bench's fills (fillseq, fillrandom: disjoint keys per
+    /// thread), 1 to 1024 (the simulator replays one stream: thread 0's). Default 1.
     #[arg(long, allow_negative_numbers = true, value_parser = usize_arg)]
     pub threads: Option<usize>,
     /// Key distribution of YCSB and mixed workloads: uniform, zipfian, latest.

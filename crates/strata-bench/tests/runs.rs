@@ -103,6 +103,26 @@ fn ycsb_a_measures_throughput_latency_and_amplification() {
 }
 
 #[test]
+fn fills_and_writes_on_many_threads_run() {
+    let params = PresetParams {
+        entries: 20_000,
+        ops: 20_000,
+        threads: 4,
+        ..PresetParams::default()
+    };
+    let w = WorkloadSpec::preset("fillseq,overwrite,readwhilewriting", &params).unwrap();
+    assert_eq!(w.phases[0].threads, 4);
+    let c = run_comparison(&config(w, &["leveled"])).unwrap();
+    let run = &c.runs[0];
+    assert_eq!(run.phases[0].ops, 20_000);
+    // Four writers over disjoint key indexes write 20,000 distinct records of 116 bytes;
+    // the overwrites and readwhilewriting's writer keep their number.
+    assert_eq!(run.live_bytes, 20_000 * 116);
+    assert_eq!(run.phases[1].latency["update"].count, 20_000);
+    assert_eq!(run.phases[2].latency["read"].count, 20_000);
+}
+
+#[test]
 fn db_bench_phases_and_toml_workloads_run() {
     let w = preset("fillseq,readrandom,seekrandom,deleterandom", 20_000, 20_000);
     let c = run_comparison(&config(w, &["horizontal-tiered"])).unwrap();

@@ -106,6 +106,9 @@ pub struct Generator {
     /// they reach the front), so the longest-waiting one is found without a scan.
     pending_order: VecDeque<u64>,
     normal_mean: f64,
+    /// This generator's share of a uniform domain's inserts: the keys `k` with
+    /// `k % stream.1 == stream.0` (see [`Generator::with_insert_stream`]).
+    insert_stream: (u64, u64),
 }
 
 impl Generator {
@@ -142,7 +145,19 @@ impl Generator {
             pending_at: HashMap::new(),
             pending_order: VecDeque::new(),
             normal_mean,
+            insert_stream: (0, 1),
         }
+    }
+
+    /// Makes this generator thread `thread` of `threads` writing one phase: inserts into a
+    /// uniform domain (db_bench's fillrandom) draw only keys `k` with `k % threads == thread`,
+    /// so the threads' streams are disjoint. Inserts by key index (fillseq, YCSB loads) are
+    /// disjoint already: each takes the next index from the shared key space. One thread draws
+    /// exactly what a generator without this draws.
+    pub fn with_insert_stream(mut self, thread: u64, threads: u64) -> Generator {
+        let threads = threads.max(1);
+        self.insert_stream = (thread % threads, threads);
+        self
     }
 
     fn pick_kind(&mut self) -> OpKind {
@@ -266,7 +281,16 @@ impl Generator {
                 k
             }
             InsertOrder::UniformDomain { size } => {
-                let k = self.rng.random_range(0..size.max(1));
+                let size = size.max(1);
+                let (stream, streams) = self.insert_stream;
+                // Keys below `size` of this stream's residue class; none when the domain is
+                // smaller than the thread count, and then the whole domain.
+                let slots = size.saturating_sub(stream).div_ceil(streams);
+                let k = if slots == 0 {
+                    self.rng.random_range(0..size)
+                } else {
+                    stream + streams * self.rng.random_range(0..slots)
+                };
                 self.space.raise_inserted(size);
                 self.space.set_live(k, true);
                 k

@@ -535,9 +535,11 @@ fn db_bench(names: &[&str], p: &PresetParams) -> Result<WorkloadSpec, String> {
             }
             _ => ph.mix.delete = 1.0,
         }
-        // The phases after a fill run on `--threads` threads, as db_bench's do; the fills stay
-        // single-threaded (the load, and what the simulator replays), and readseq is one scan.
-        if !matches!(n, "fillseq" | "fillrandom" | "readseq") {
+        // Every phase runs on `--threads` threads, as db_bench's do: a fill's threads write
+        // disjoint streams of keys (each takes the next key index from the shared key space),
+        // so together they write each key once. readseq is one scan; the unmeasured fill that
+        // precedes reads below stays on one thread, so the database they read is the same.
+        if n != "readseq" {
             ph.threads = p.threads.max(1);
         }
         if i == 0 && !matches!(n, "fillseq" | "fillrandom") {

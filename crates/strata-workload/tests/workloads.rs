@@ -29,13 +29,13 @@ fn every_preset_builds_and_validates() {
 }
 
 #[test]
-fn db_bench_phases_after_the_fill_run_on_the_threads_asked_for() {
+fn db_bench_phases_run_on_the_threads_asked_for() {
     let four = PresetParams {
         threads: 4,
         ..params()
     };
     let w = WorkloadSpec::preset(
-        "fillrandom,readrandom,overwrite,seekrandom,deleterandom",
+        "fillrandom,readrandom,overwrite,seekrandom,deleterandom,readseq",
         &four,
     )
     .unwrap();
@@ -47,13 +47,17 @@ fn db_bench_phases_after_the_fill_run_on_the_threads_asked_for() {
     assert_eq!(
         threads,
         [
-            ("fillrandom", 1),
+            ("fillrandom", 4),
             ("readrandom", 4),
             ("overwrite", 4),
             ("seekrandom", 4),
-            ("deleterandom", 4)
+            ("deleterandom", 4),
+            ("readseq", 1)
         ]
     );
+    // The fill a read-only list gets first stays on one thread.
+    let r = WorkloadSpec::preset("readrandom", &four).unwrap();
+    assert_eq!((r.phases[0].threads, r.phases[1].threads), (1, 4));
 }
 
 #[test]
@@ -155,6 +159,29 @@ fn random_inserts_are_unique_and_tracked_as_live() {
     for _ in 0..2000 {
         let op = r.next_op(0).unwrap();
         assert!(keys.contains(&op.key), "{op:?}");
+    }
+}
+
+#[test]
+fn the_threads_of_a_random_fill_draw_disjoint_keys() {
+    let w = WorkloadSpec::preset("fillrandom", &params()).unwrap();
+    let space = KeySpace::new();
+    let mut seen: HashMap<u64, u64> = HashMap::new();
+    for t in 0..3u64 {
+        let mut g = Generator::new(&w.phases[0], space.clone(), 10 + t).with_insert_stream(t, 3);
+        for _ in 0..500 {
+            let key = g.next_op(1000).unwrap().key;
+            assert!(key < 1000);
+            assert_eq!(key % 3, t, "thread {t} drew {key}");
+            *seen.entry(key).or_default() += 1;
+        }
+    }
+    // Every residue class is reached, and a stream of one draws what a plain generator draws.
+    assert!(seen.len() > 600, "{} distinct keys", seen.len());
+    let mut one = Generator::new(&w.phases[0], KeySpace::new(), 5).with_insert_stream(0, 1);
+    let mut plain = Generator::new(&w.phases[0], KeySpace::new(), 5);
+    for _ in 0..100 {
+        assert_eq!(one.next_op(1000), plain.next_op(1000));
     }
 }
 

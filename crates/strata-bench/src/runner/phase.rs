@@ -239,7 +239,8 @@ pub(super) fn run_phase(
                 phase.ops / threads + u64::from(t < phase.ops % threads)
             };
             let (engine, completed, bar) = (Arc::clone(engine), &completed, bar.clone());
-            let generator = Generator::new(phase, Arc::clone(space), thread_seed(seed, t));
+            let generator = Generator::new(phase, Arc::clone(space), thread_seed(seed, t))
+                .with_insert_stream(t, threads);
             let mut arrivals = phase
                 .open_loop
                 .as_ref()
