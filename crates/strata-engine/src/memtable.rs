@@ -89,6 +89,17 @@ impl KeyFilter {
         }
     }
 
+    /// [`KeyFilter::add`] beside other threads adding: each bit set with an atomic or, so
+    /// that no thread's bits overwrite another's.
+    fn add_concurrently(&self, hash: u64) {
+        let (block, mut bits) = self.locate(hash);
+        for _ in 0..FILTER_PROBES {
+            let bit = bits & 511;
+            block[(bit >> 6) as usize].fetch_or(1 << (bit & 63), AtomicOrdering::Relaxed);
+            bits = bits.rotate_right(9);
+        }
+    }
+
     #[inline]
     fn may_contain(&self, hash: u64) -> bool {
         let (block, mut bits) = self.locate(hash);
@@ -151,6 +162,8 @@ impl Memtable {
     }
 
     /// Adds an entry.
+    ///
+    /// REQUIRES: no [`Memtable::insert_concurrently`] runs at the same time.
     pub fn insert(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
         let trailer = key::pack_trailer(seq, kind as u8).to_le_bytes();
         // The filter before the entry is published: a reader that finds the entry must also
@@ -165,6 +178,28 @@ impl Memtable {
                 self.max_seq.store(seq, AtomicOrdering::Relaxed);
             }
         });
+        self.count_entry(user_key, kind, value);
+    }
+
+    /// [`Memtable::insert`] beside other threads inserting the same way (RocksDB's
+    /// `allow_concurrent_memtable_write`): the filter's bits are set with atomic ors and the
+    /// entry linked in without the list's writer lock.
+    ///
+    /// REQUIRES: no [`Memtable::insert`] runs at the same time.
+    pub fn insert_concurrently(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
+        let trailer = key::pack_trailer(seq, kind as u8).to_le_bytes();
+        let hash = self.filter.as_ref().map(|_| xxh3_64(user_key));
+        self.list
+            .insert_concurrently(&[user_key, &trailer], value, || {
+                if let (Some(filter), Some(hash)) = (&self.filter, hash) {
+                    filter.add_concurrently(hash);
+                }
+                self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
+            });
+        self.count_entry(user_key, kind, value);
+    }
+
+    fn count_entry(&self, user_key: &[u8], kind: ValueKind, value: &[u8]) {
         self.bytes
             .fetch_add(charge(user_key, value), AtomicOrdering::Relaxed);
         self.user_bytes.fetch_add(
@@ -445,19 +480,40 @@ mod tests {
 
     #[test]
     fn concurrent_inserts_are_all_visible() {
-        let m = Arc::new(Memtable::new(1));
-        std::thread::scope(|s| {
+        // Both ways: serialized by the list's lock, and linked concurrently.
+        for concurrently in [false, true] {
+            // A small filter, so that the writers race for the same words of it.
+            let m = Arc::new(Memtable::with_filter(1, 4096));
+            std::thread::scope(|s| {
+                for t in 0..4u64 {
+                    let m = &m;
+                    s.spawn(move || {
+                        for i in 0..5000u64 {
+                            let seq = t * 5000 + i + 1;
+                            let k = format!("k{i}-{t}");
+                            if concurrently {
+                                m.insert_concurrently(k.as_bytes(), seq, ValueKind::Put, b"x");
+                            } else {
+                                m.insert(k.as_bytes(), seq, ValueKind::Put, b"x");
+                            }
+                        }
+                    });
+                }
+            });
+            assert_eq!(m.len(), 20_000);
+            assert_eq!(m.max_seq(), 20_000);
+            // Every key passes the filter and is found with its own sequence number.
             for t in 0..4u64 {
-                let m = &m;
-                s.spawn(move || {
-                    for i in 0..1000u64 {
-                        let seq = t * 1000 + i + 1;
-                        m.insert(format!("t{t}-{i}").as_bytes(), seq, ValueKind::Put, b"x");
-                    }
-                });
+                for i in 0..5000u64 {
+                    let k = format!("k{i}-{t}");
+                    let found = m.get(k.as_bytes(), key::MAX_SEQNO).map(|e| e.0);
+                    assert_eq!(
+                        found,
+                        Some(t * 5000 + i + 1),
+                        "{k}, concurrently: {concurrently}"
+                    );
+                }
             }
-        });
-        assert_eq!(m.len(), 4000);
-        assert_eq!(m.get(b"t3-999", key::MAX_SEQNO).map(|e| e.0), Some(4000));
+        }
     }
 }

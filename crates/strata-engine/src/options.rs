@@ -39,6 +39,7 @@ pub struct Options {
     pub(crate) use_direct_reads: bool,
     pub(crate) use_direct_io_for_flush_and_compaction: bool,
     pub(crate) compaction_readahead_size: u64,
+    pub(crate) allow_concurrent_memtable_write: bool,
     pub(crate) max_open_files: usize,
     pub(crate) max_manifest_file_size: u64,
     pub(crate) wal_recovery_mode: RecoveryMode,
@@ -134,6 +135,7 @@ impl Default for Options {
             use_direct_reads: false,
             use_direct_io_for_flush_and_compaction: false,
             compaction_readahead_size: 2 << 20,
+            allow_concurrent_memtable_write: true,
             max_open_files: 1000,
             max_manifest_file_size: 16 << 20,
             wal_recovery_mode: RecoveryMode::TolerateCorruptedTail,
@@ -366,6 +368,15 @@ impl Options {
     /// `use_direct_io_for_flush_and_compaction`. Default: false.
     pub fn with_use_direct_io_for_flush_and_compaction(mut self, yes: bool) -> Self {
         self.use_direct_io_for_flush_and_compaction = yes;
+        self
+    }
+
+    /// Lets every writer of a commit group insert its own batch into the memtable, all at
+    /// once, after the group's leader has written the group's WAL record; without it the leader
+    /// inserts every batch of the group itself. The group's writes become visible together,
+    /// when the last insert is done. RocksDB: `allow_concurrent_memtable_write`. Default: true.
+    pub fn with_allow_concurrent_memtable_write(mut self, yes: bool) -> Self {
+        self.allow_concurrent_memtable_write = yes;
         self
     }
 

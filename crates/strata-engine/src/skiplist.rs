@@ -1,5 +1,6 @@
 //! An arena skip list of internal keys: the memtable's index, in the shape of LevelDB's and
-//! RocksDB's (one writer at a time, readers without locks, nodes never removed).
+//! RocksDB's (writers one at a time or all at once, readers without locks, nodes never
+//! removed).
 //!
 //! Why not `crossbeam-skiplist`, which this engine used before: its nodes are separate heap
 //! allocations with fixed-size key and value slots (a node must be `Sized`), so a 16-byte key
@@ -18,7 +19,8 @@
 //! Safety rests on three rules: nodes live in chunks the list owns and never moves or frees
 //! before it drops; a node's header, key and value are written before the node is published
 //! and never change after; and tower links are atomics, published with release stores and read
-//! with acquire loads. Writers are serialized by a mutex, so a reader sees each published node
+//! with acquire loads. Writers are serialized by a mutex, or (inserting concurrently) link
+//! nodes with compare-and-swaps after writing them whole, so a reader sees each published node
 //! whole.
 
 #![allow(unsafe_code)]
@@ -314,27 +316,16 @@ impl<O: KeyOrder> SkipList<O> {
     /// [`SkipList::insert`], running `before_publish` under the writers' lock just before the
     /// entry becomes visible: work that must be done before readers can find the entry and
     /// that no other writer may interleave with (the memtable's key filter).
+    ///
+    /// REQUIRES: no [`SkipList::insert_concurrently`] runs at the same time (its links are
+    /// made outside the lock this one holds).
     pub fn insert_with(&self, key_parts: &[&[u8]], value: &[u8], before_publish: impl FnOnce()) {
         let key_len: usize = key_parts.iter().map(|p| p.len()).sum();
-        assert!(
-            key_len <= u32::MAX as usize && value.len() <= u32::MAX as usize,
-            "memtable entries are limited to 4 GiB (the engine's key and value limits are far lower)"
-        );
         let mut w = self.writer.lock();
-        let height = random_height(&mut w.rng);
-        let node = Self::new_node(&mut w.arena, height, key_len, value.len());
-        // SAFETY: the node was just allocated with room for the key and value after its header;
-        // it is not yet published, so nothing reads it while it is written.
-        unsafe {
-            let mut at = (node as *mut u8).add(header_len(key_len, value.len()));
-            for part in key_parts {
-                ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
-                at = at.add(part.len());
-            }
-            ptr::copy_nonoverlapping(value.as_ptr(), at, value.len());
-        }
-        // SAFETY: `node` is fully written; the search reads only published nodes and it.
-        let key = unsafe { Node::key(node) };
+        let (node, height) = self.allocate_entry(&mut w, key_len, value.len());
+        // SAFETY: `node` was just allocated for these lengths; the search reads only published
+        // nodes and it.
+        let key = unsafe { Self::write_entry(node, key_parts, value) };
         let mut prev = [self.head; MAX_HEIGHT];
         self.descend(|k| O::compare(k, key), Some(&mut prev));
         before_publish();
@@ -354,7 +345,101 @@ impl<O: KeyOrder> SkipList<O> {
             }
         }
         self.len.fetch_add(1, AtomicOrdering::Relaxed);
+    }
+
+    /// [`SkipList::insert_with`] for many writers at once (RocksDB's
+    /// `allow_concurrent_memtable_write`): the lock covers only the node's allocation, and the
+    /// node is linked in with a compare-and-swap per level, bottom up, so a reader that finds it
+    /// at any level finds it at level 0. `before_publish` runs outside any lock and must be safe
+    /// to run beside other writers' (the memtable's filter sets its bits with atomic ors).
+    ///
+    /// REQUIRES: no [`SkipList::insert_with`] runs at the same time.
+    pub fn insert_concurrently(
+        &self,
+        key_parts: &[&[u8]],
+        value: &[u8],
+        before_publish: impl FnOnce(),
+    ) {
+        let key_len: usize = key_parts.iter().map(|p| p.len()).sum();
+        // Only the bump allocation is serialized; the bytes are copied outside the lock.
+        let (node, height) = {
+            let mut w = self.writer.lock();
+            self.allocate_entry(&mut w, key_len, value.len())
+        };
+        // SAFETY: `node` was just allocated for these lengths and is not yet published.
+        let key = unsafe { Self::write_entry(node, key_parts, value) };
+        let mut prev = [self.head; MAX_HEIGHT];
+        // Levels above the list's height keep the head: the search fills those below.
+        self.descend(|k| O::compare(k, key), Some(&mut prev));
+        before_publish();
+        self.height.fetch_max(height, AtomicOrdering::Relaxed);
+        for (level, &start) in prev.iter().enumerate().take(height) {
+            let mut before = start;
+            loop {
+                // Another writer may have linked nodes after `before` since the search: move
+                // right past those still below the key. `before` stays below it (nodes are
+                // never removed), so this ends at the right place for this level.
+                // SAFETY: `before` is the head or a published node at least `level + 1` tall;
+                // so is every node reached from it at this level.
+                let after = unsafe {
+                    let mut after = Node::next(before, level);
+                    while !after.is_null() && O::compare(Node::key(after), key) == Ordering::Less {
+                        before = after;
+                        after = Node::next(before, level);
+                    }
+                    after
+                };
+                // SAFETY: `node` is `height` tall and unpublished at this level; `before` as
+                // above.
+                let linked = unsafe {
+                    Node::link(node, level).store(after, AtomicOrdering::Relaxed);
+                    // Release: a reader that finds `node` sees its bytes and its own link.
+                    Node::link(before, level)
+                        .compare_exchange(
+                            after,
+                            node,
+                            AtomicOrdering::Release,
+                            AtomicOrdering::Relaxed,
+                        )
+                        .is_ok()
+                };
+                if linked {
+                    break;
+                }
+            }
+        }
+        self.len.fetch_add(1, AtomicOrdering::Relaxed);
+    }
+
+    /// Allocates an unpublished node for an entry of these lengths; returns it and its height.
+    fn allocate_entry(
+        &self,
+        w: &mut Writer,
+        key_len: usize,
+        value_len: usize,
+    ) -> (*mut Node, usize) {
+        assert!(
+            key_len <= u32::MAX as usize && value_len <= u32::MAX as usize,
+            "memtable entries are limited to 4 GiB (the engine's key and value limits are far lower)"
+        );
+        let height = random_height(&mut w.rng);
+        let node = Self::new_node(&mut w.arena, height, key_len, value_len);
         self.memory.store(w.arena.used, AtomicOrdering::Relaxed);
+        (node, height)
+    }
+
+    /// Writes the entry's key and value into `node` and returns the key.
+    /// SAFETY: `node` came from [`SkipList::allocate_entry`] with these lengths and is not yet
+    /// published, so nothing reads it while it is written.
+    unsafe fn write_entry<'a>(node: *mut Node, key_parts: &[&[u8]], value: &[u8]) -> &'a [u8] {
+        let key_len: usize = key_parts.iter().map(|p| p.len()).sum();
+        let mut at = (node as *mut u8).add(header_len(key_len, value.len()));
+        for part in key_parts {
+            ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
+            at = at.add(part.len());
+        }
+        ptr::copy_nonoverlapping(value.as_ptr(), at, value.len());
+        Node::key(node)
     }
 
     /// Walks from the head down to level 0 toward the target (`below(k)` tells whether key `k`
@@ -886,5 +971,71 @@ mod tests {
         }
         writer.join().unwrap();
         assert_eq!(list.len(), 50_000);
+    }
+
+    #[test]
+    fn concurrent_writers_link_every_entry_in_order_at_every_level() {
+        let list = std::sync::Arc::new(SkipList::<Bytewise>::new());
+        let per_thread = 20_000u32;
+        std::thread::scope(|s| {
+            // Four writers over interleaved keys, so that they race for the same splices, and
+            // a reader checking that what it sees is whole and in order.
+            for t in 0..4u32 {
+                let list = &list;
+                s.spawn(move || {
+                    for i in 0..per_thread {
+                        let k = (i.wrapping_mul(2_654_435_761) ^ t).to_be_bytes();
+                        let key = [&k[..], &t.to_be_bytes()[..]].concat();
+                        list.insert_concurrently(&[&key], &key, || {});
+                    }
+                });
+            }
+            let list = &list;
+            s.spawn(move || {
+                for _ in 0..20 {
+                    let mut c = Cursor::default();
+                    c.seek_to_first(list);
+                    let mut last: Option<Vec<u8>> = None;
+                    while c.valid() {
+                        let (k, v) = (c.key(list), c.value(list));
+                        assert_eq!(k, v, "a reader saw a half-written entry");
+                        assert!(last.as_deref().is_none_or(|l| l < k), "out of order");
+                        last = Some(k.to_vec());
+                        c.next(list);
+                    }
+                }
+            });
+        });
+        assert_eq!(list.len(), 4 * per_thread as usize);
+        // Every level is a sorted chain, and level 0 holds every entry.
+        let top = list.height.load(AtomicOrdering::Relaxed);
+        for level in 0..top {
+            let mut x = list.head;
+            let mut count = 0;
+            let mut last: Option<&[u8]> = None;
+            loop {
+                // SAFETY: the head and every node reached at `level` are at least that tall.
+                let next = unsafe { Node::next(x, level) };
+                if next.is_null() {
+                    break;
+                }
+                // SAFETY: a published node of `list`.
+                let k = unsafe { Node::key(next) };
+                assert!(last.is_none_or(|l| l < k), "level {level} out of order");
+                last = Some(k);
+                count += 1;
+                x = next;
+            }
+            if level == 0 {
+                assert_eq!(count, 4 * per_thread as usize);
+            }
+        }
+        for t in 0..4u32 {
+            let k = (7u32.wrapping_mul(2_654_435_761) ^ t).to_be_bytes();
+            let key = [&k[..], &t.to_be_bytes()[..]].concat();
+            let mut c = Cursor::default();
+            c.seek(&list, &key);
+            assert!(c.valid() && c.key(&list) == key.as_slice());
+        }
     }
 }

@@ -32,7 +32,7 @@ fn crash_test(per_policy: usize, direct_io: bool) {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_strata-stress"))
         .args(["crash", "--cycles", &cycles.to_string()])
-        .args(["--max-seconds", "0.6", "--threads", "3"])
+        .args(["--max-seconds", "0.6", "--threads", "8"])
         .args(direct_io.then_some("--direct-io"))
         .arg("--dir")
         .arg(dir.path())

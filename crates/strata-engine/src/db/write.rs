@@ -11,7 +11,7 @@ use crate::memtable::Memtable;
 use crate::options::WriteOptions;
 use crate::stats::Statistics;
 use crate::wal_chain;
-use crate::write_queue::{Turn, Writer};
+use crate::write_queue::{GroupInsert, Turn, Writer};
 use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -33,7 +33,8 @@ pub(crate) struct BufferedEntry {
 const MAX_RELOG_RECORD: usize = 1 << 20;
 
 impl Engine {
-    /// Commits `batch`: queues it, and either waits for a leader to commit it or leads a group.
+    /// Commits `batch`: queues it, and either waits for a leader to commit it (inserting it
+    /// into the memtable itself when the leader hands it that) or leads a group.
     pub fn write(&self, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
         self.check_open()?;
         if batch.is_empty() {
@@ -42,6 +43,10 @@ impl Engine {
         let me = Writer::new(batch, options.sync);
         let group = match self.write_queue.join(&me) {
             Turn::Done(result) => return result,
+            Turn::Insert(insert, seq) => {
+                insert.done(self.insert_batch(&insert.memtable, &me.batch, seq, true));
+                return self.write_queue.wait(&me);
+            }
             Turn::Lead(group) => group,
         };
         let result = {
@@ -52,8 +57,10 @@ impl Engine {
         result
     }
 
-    /// Commits a group: makes room, appends one WAL record for all of it (synced if `sync`), and
-    /// inserts it into the memtable (failure rules 1 and 2 in [`crate::db`]).
+    /// Commits a group led by its first writer: makes room, appends one WAL record for all of
+    /// it (synced if `sync`), and inserts it into the memtable, every writer its own batch at
+    /// once where the options allow (failure rules 1 and 2 in [`crate::db`]). The group's
+    /// writes become visible together, when the last sequence number moves past them.
     ///
     /// REQUIRES: the commit lock is held.
     fn write_group(&self, group: &[Arc<Writer>], sync: bool) -> Result<()> {
@@ -77,39 +84,71 @@ impl Engine {
         if sync {
             Statistics::add(&self.stats.wal_syncs, 1);
         }
-        let mut seq = first_seq;
-        let (mut puts, mut deletes, mut value_bytes) = (0u64, 0u64, 0u64);
-        for b in &batches {
-            for op in b.iter() {
-                match op {
-                    Ok(BatchOp::Put(k, v)) => {
-                        memtable.insert(k, seq, ValueKind::Put, v);
-                        puts += 1;
-                        value_bytes += v.len() as u64;
-                    }
-                    Ok(BatchOp::Delete(k)) => {
-                        memtable.insert(k, seq, ValueKind::Delete, &[]);
-                        deletes += 1;
-                    }
-                    Err(offset) => {
-                        return Err(Error::corruption(
-                            "write batch",
-                            offset as u64,
-                            "malformed record",
-                        ));
-                    }
-                }
-                seq += 1;
+        let first_seqs: Vec<SeqNo> = batches
+            .iter()
+            .scan(first_seq, |next, b| {
+                let first = *next;
+                *next += b.len() as u64;
+                Some(first)
+            })
+            .collect();
+        if group.len() > 1 && self.options.allow_concurrent_memtable_write {
+            let insert = GroupInsert::new(Arc::clone(&memtable), group.len() - 1);
+            self.write_queue.hand_out(group, &insert, &first_seqs);
+            let own = self.insert_batch(&memtable, batches[0], first_seq, true);
+            let others = insert.wait();
+            own.and(others)?;
+        } else {
+            for (b, &seq) in batches.iter().zip(&first_seqs) {
+                self.insert_batch(&memtable, b, seq, false)?;
             }
-            Statistics::add(&self.stats.user_bytes, b.user_bytes());
         }
-        Statistics::add(&self.stats.puts, puts);
-        Statistics::add(&self.stats.deletes, deletes);
-        Statistics::add(&self.stats.value_bytes, value_bytes);
         self.last_sequence
             .store(first_seq + count - 1, Ordering::Release);
         Statistics::add(&self.stats.batches, group.len() as u64);
         Statistics::add(&self.stats.write_groups, 1);
+        Ok(())
+    }
+
+    /// Inserts `batch` into `memtable` with sequence numbers from `first_seq` on, beside other
+    /// writers' inserts (`concurrently`) or alone.
+    fn insert_batch(
+        &self,
+        memtable: &Memtable,
+        batch: &WriteBatch,
+        first_seq: SeqNo,
+        concurrently: bool,
+    ) -> Result<()> {
+        let (mut puts, mut deletes, mut value_bytes) = (0u64, 0u64, 0u64);
+        for (seq, op) in (first_seq..).zip(batch.iter()) {
+            let (key, kind, value) = match op {
+                Ok(BatchOp::Put(k, v)) => {
+                    puts += 1;
+                    value_bytes += v.len() as u64;
+                    (k, ValueKind::Put, v)
+                }
+                Ok(BatchOp::Delete(k)) => {
+                    deletes += 1;
+                    (k, ValueKind::Delete, &[][..])
+                }
+                Err(offset) => {
+                    return Err(Error::corruption(
+                        "write batch",
+                        offset as u64,
+                        "malformed record",
+                    ));
+                }
+            };
+            if concurrently {
+                memtable.insert_concurrently(key, seq, kind, value);
+            } else {
+                memtable.insert(key, seq, kind, value);
+            }
+        }
+        Statistics::add(&self.stats.user_bytes, batch.user_bytes());
+        Statistics::add(&self.stats.puts, puts);
+        Statistics::add(&self.stats.deletes, deletes);
+        Statistics::add(&self.stats.value_bytes, value_bytes);
         Ok(())
     }
 
