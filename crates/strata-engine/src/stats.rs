@@ -1,7 +1,7 @@
 //! Engine statistics: the counters write, space and read amplification are computed from.
 
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use strata_policy::ScanLengths;
 
 /// One point lookup in this many is timed for [`Statistics::lookups_timed_idle`] and its
@@ -12,108 +12,108 @@ pub const LOOKUP_SAMPLE_EVERY: u32 = 16;
 #[derive(Debug, Default)]
 pub struct Statistics {
     /// User key+value bytes accepted by writes (puts count key+value, deletes the key).
-    pub user_bytes: AtomicU64,
+    pub user_bytes: Counter,
     /// The value bytes among them (the rest are key bytes).
-    pub value_bytes: AtomicU64,
+    pub value_bytes: Counter,
     /// Bytes appended to write-ahead logs.
-    pub wal_bytes: AtomicU64,
+    pub wal_bytes: Counter,
     /// WAL syncs.
-    pub wal_syncs: AtomicU64,
+    pub wal_syncs: Counter,
     /// Write batches committed.
-    pub batches: AtomicU64,
+    pub batches: Counter,
     /// Write groups committed (one WAL append each; batches / groups = group-commit factor).
-    pub write_groups: AtomicU64,
+    pub write_groups: Counter,
     /// Bytes written to table files by flushes.
-    pub flush_bytes: AtomicU64,
+    pub flush_bytes: Counter,
     /// Bytes written to table files by compactions.
-    pub compaction_bytes_written: AtomicU64,
+    pub compaction_bytes_written: Counter,
     /// Bytes read from table files by compactions (and by flushes that merge into a run).
-    pub compaction_bytes_read: AtomicU64,
+    pub compaction_bytes_read: Counter,
     /// Flushes completed.
-    pub flushes: AtomicU64,
+    pub flushes: Counter,
     /// Merges completed.
-    pub compactions: AtomicU64,
+    pub compactions: Counter,
     /// Merges that rewrote every table of the tree's deepest level (global compactions: the
     /// ends of compaction rounds, [`strata_exec::sources::rewrites_last_level`]).
-    pub last_level_rewrites: AtomicU64,
+    pub last_level_rewrites: Counter,
     /// Trivial moves completed.
-    pub trivial_moves: AtomicU64,
+    pub trivial_moves: Counter,
     /// Nanoseconds spent building the levels' interval indexes, once per new version.
-    pub interval_index_nanos: AtomicU64,
+    pub interval_index_nanos: Counter,
     /// Data blocks read from storage by point lookups and scans (block-cache misses; hits
     /// excluded). Compaction inputs and table metadata are counted apart, so that this divided by
     /// the lookups is the read amplification of DESIGN.md.
-    pub blocks_read: AtomicU64,
+    pub blocks_read: Counter,
     /// Bytes of the data blocks counted in `blocks_read`.
-    pub block_bytes_read: AtomicU64,
+    pub block_bytes_read: Counter,
     /// Data blocks read from storage by compactions and merging flushes (misses of the cache,
     /// which their reads never fill).
-    pub compaction_blocks_read: AtomicU64,
+    pub compaction_blocks_read: Counter,
     /// Properties, index and filter blocks read when a table is opened or verified.
-    pub metadata_blocks_read: AtomicU64,
+    pub metadata_blocks_read: Counter,
     /// Index blocks read from storage by point lookups and scans: misses of the block cache
     /// where it holds indexes (`Options::with_cache_index_and_filter_blocks`); 0 while open
     /// tables hold them.
-    pub index_blocks_read: AtomicU64,
+    pub index_blocks_read: Counter,
     /// Filter blocks read from storage by point lookups, counted like `index_blocks_read`.
-    pub filter_blocks_read: AtomicU64,
+    pub filter_blocks_read: Counter,
     /// Lookups and scans that found a table's index in the block cache (only tables that keep
     /// it there count).
-    pub index_cache_hits: AtomicU64,
+    pub index_cache_hits: Counter,
     /// Lookups that found a table's filter in the block cache, counted like `index_cache_hits`.
-    pub filter_cache_hits: AtomicU64,
+    pub filter_cache_hits: Counter,
     /// Reads of lookups and scans that read ahead: each brought a data block and the file bytes
     /// after it (`ReadOptions::readahead_size`).
-    pub readahead_reads: AtomicU64,
+    pub readahead_reads: Counter,
     /// Bytes those reads brought.
-    pub readahead_bytes: AtomicU64,
+    pub readahead_bytes: Counter,
     /// Data blocks of lookups and scans that came out of a read ahead (each also counts in
     /// `blocks_read`): the reads of data blocks that went to storage are `blocks_read −
     /// readahead_blocks + readahead_reads`.
-    pub readahead_blocks: AtomicU64,
+    pub readahead_blocks: Counter,
     /// Data blocks that batches of reads ([`crate::Db::multi_get`], a forward scan's first
     /// seeks) sent to storage together.
-    pub batched_block_reads: AtomicU64,
+    pub batched_block_reads: Counter,
     /// Data blocks of those batches that the operating system held in memory (the page cache)
     /// and handed over at once, without going with the batch.
-    pub batched_blocks_from_memory: AtomicU64,
+    pub batched_blocks_from_memory: Counter,
     /// Block-cache hits.
-    pub block_cache_hits: AtomicU64,
+    pub block_cache_hits: Counter,
     /// Block-cache misses.
-    pub block_cache_misses: AtomicU64,
+    pub block_cache_misses: Counter,
     /// Bloom-filter probes.
-    pub bloom_checks: AtomicU64,
+    pub bloom_checks: Counter,
     /// Bloom-filter probes that ruled the table out.
-    pub bloom_negatives: AtomicU64,
+    pub bloom_negatives: Counter,
     /// Put operations written.
-    pub puts: AtomicU64,
+    pub puts: Counter,
     /// Delete operations written.
-    pub deletes: AtomicU64,
+    pub deletes: Counter,
     /// Point lookups.
-    pub gets: AtomicU64,
+    pub gets: Counter,
     /// Range iterators created.
-    pub scans: AtomicU64,
+    pub scans: Counter,
     /// Range iterators dropped, by the entries each returned (buckets of
     /// [`strata_policy::ScanLengths`]).
-    pub scan_lengths: [AtomicU64; ScanLengths::BUCKETS],
+    pub scan_lengths: [Counter; ScanLengths::BUCKETS],
     /// Point lookups timed (one in [`LOOKUP_SAMPLE_EVERY`]) that started while no merge ran, and
     /// their nanoseconds; then the same for lookups that started beside a merge (EcoTune's β,
     /// [`strata_policy::LookupTimes`]).
-    pub lookups_timed_idle: AtomicU64,
+    pub lookups_timed_idle: Counter,
     /// See `lookups_timed_idle`.
-    pub lookup_nanos_idle: AtomicU64,
+    pub lookup_nanos_idle: Counter,
     /// See `lookups_timed_idle`.
-    pub lookups_timed_merging: AtomicU64,
+    pub lookups_timed_merging: Counter,
     /// See `lookups_timed_idle`.
-    pub lookup_nanos_merging: AtomicU64,
+    pub lookup_nanos_merging: Counter,
     /// Tables probed by point lookups (runs probed, counting each table looked into).
-    pub get_tables_probed: AtomicU64,
+    pub get_tables_probed: Counter,
     /// Microseconds writers spent slowed down or stopped by the write controller.
-    pub stall_micros: AtomicU64,
+    pub stall_micros: Counter,
     /// Commit groups the write controller delayed (level 0 at or above the slowdown trigger).
-    pub delayed_writes: AtomicU64,
+    pub delayed_writes: Counter,
     /// Compactions started again after reading an input failed.
-    pub compaction_read_retries: AtomicU64,
+    pub compaction_read_retries: Counter,
     /// Data blocks flushes and compactions wrote into each level (index = level), counted
     /// only while block ranges are recorded (`Options::with_record_block_ranges`). Updated
     /// when a job installs, under the engine's state lock, so a mutex costs nothing extra.
@@ -126,14 +126,63 @@ pub struct Statistics {
 impl Statistics {
     /// Adds `n` to `counter`.
     #[inline]
-    pub fn add(counter: &AtomicU64, n: u64) {
-        counter.fetch_add(n, Ordering::Relaxed);
+    pub fn add(counter: &Counter, n: u64) {
+        counter.add(n);
     }
 
     /// Reads `counter`.
     #[inline]
-    pub fn get(counter: &AtomicU64) -> u64 {
-        counter.load(Ordering::Relaxed)
+    pub fn get(counter: &Counter) -> u64 {
+        counter.get()
+    }
+}
+
+/// Shards of a [`Counter`]: more than the threads that usually add to one at once.
+const COUNTER_SHARDS: usize = 16;
+
+/// A count many threads add to at once (every lookup adds to several). The count is spread over
+/// shards of a cache line each, a thread adding to its own, so that threads on different cores
+/// do not take turns owning one line: with a single `AtomicU64` per count, adding to the lookup
+/// count took 80% of a memtable lookup's own time on two threads (docs/concurrency.md). Reading
+/// sums the shards, which only metrics do.
+#[derive(Default)]
+pub struct Counter {
+    shards: [CounterShard; COUNTER_SHARDS],
+}
+
+/// One shard, alone on its cache line (128 bytes: adjacent-line prefetching pairs 64-byte lines).
+#[derive(Default)]
+#[repr(align(128))]
+struct CounterShard(AtomicU64);
+
+thread_local! {
+    /// This thread's shard of every counter.
+    static COUNTER_SHARD: usize = {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed) % COUNTER_SHARDS
+    };
+}
+
+impl Counter {
+    /// Adds `n`.
+    #[inline]
+    pub fn add(&self, n: u64) {
+        let shard = COUNTER_SHARD.try_with(|s| *s).unwrap_or(0);
+        self.shards[shard].0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The count: the sum of what every thread added.
+    pub fn get(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.0.load(Ordering::Relaxed))
+            .fold(0, u64::wrapping_add)
+    }
+}
+
+impl std::fmt::Debug for Counter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.get())
     }
 }
 

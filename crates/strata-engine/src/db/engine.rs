@@ -16,6 +16,7 @@ use crate::table_cache::TableCache;
 use crate::wal_chain::{RecoveryStop, WalLink};
 use crate::write_controller::WriteController;
 use crate::write_queue::WriteQueue;
+use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -230,7 +231,7 @@ pub(crate) struct Engine {
     /// Signalled whenever work may be possible or a job ended.
     pub background_work: Condvar,
     /// What readers see; replaced under the state lock.
-    pub super_version: RwLock<Arc<SuperVersion>>,
+    pub super_version: ArcSwap<SuperVersion>,
     /// Writers waiting to commit.
     pub write_queue: WriteQueue,
     /// Held by the commit leader for a whole group (room, WAL, memtable insert) and by anyone
@@ -431,7 +432,7 @@ impl Engine {
         };
         // A memtable switch keeps the version: its interval indexes stay.
         let intervals = {
-            let current = self.super_version.read();
+            let current = self.super_version.load();
             if Arc::ptr_eq(&current.version, &state.version) {
                 Arc::clone(&current.intervals)
             } else {
@@ -451,11 +452,17 @@ impl Engine {
             key_index,
             intervals,
         });
-        *self.super_version.write() = super_version;
+        self.super_version.store(super_version);
     }
 
-    /// What readers see now.
+    /// What readers see now, to keep (an iterator holds it for its life).
     pub fn current_super_version(&self) -> Arc<SuperVersion> {
-        Arc::clone(&self.super_version.read())
+        self.super_version.load_full()
+    }
+
+    /// What readers see now, for a short read: the guard keeps it alive without touching its
+    /// reference count, so readers on many cores share nothing they write. Hold it briefly.
+    pub fn super_version_for_read(&self) -> arc_swap::Guard<Arc<SuperVersion>> {
+        self.super_version.load()
     }
 }

@@ -44,7 +44,7 @@ impl Engine {
     ) -> Result<Vec<Option<Bytes>>> {
         self.check_open()?;
         let seq = self.read_sequence(options);
-        let view = self.current_super_version();
+        let view = self.super_version_for_read();
         Statistics::add(&self.stats.gets, keys.len() as u64);
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_unstable_by(|&a, &b| keys[a].cmp(keys[b]));

@@ -126,7 +126,7 @@ impl Engine {
     fn lookup(&self, user_key: &[u8], options: &ReadOptions<'_>) -> Result<Option<Bytes>> {
         self.check_open()?;
         let seq = self.read_sequence(options);
-        let view = self.current_super_version();
+        let view = self.super_version_for_read();
         Statistics::add(&self.stats.gets, 1);
         let resolve = |kind: ValueKind, value: Bytes| match kind {
             ValueKind::Put => Some(value),

@@ -20,6 +20,7 @@ use crate::table_cache::{TableCache, TableReads};
 use crate::wal_chain::{self, WalFile, WalLink};
 use crate::write_controller::WriteController;
 use crate::write_queue::WriteQueue;
+use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -471,7 +472,7 @@ impl Engine {
                 switching: false,
             }),
             background_work: Condvar::new(),
-            super_version: RwLock::new(super_version),
+            super_version: ArcSwap::new(super_version),
             write_queue: WriteQueue::default(),
             commit: Mutex::new(()),
             wal: Mutex::new(WalSlot::Closed("the WAL is not open yet".to_string())),
