@@ -1,9 +1,10 @@
 //! Point reads on many threads at once, each answered from the memtable, so that a read costs
 //! little beyond what readers share (the super version, the statistics counters): gets per
 //! second over two seconds, on 1 to N threads. How far they scale shows how much the threads
-//! wait for each other's cache lines (docs/concurrency.md).
+//! wait for each other's cache lines (docs/concurrency.md). With `--tables` the keys are
+//! flushed first, so reads go through the table cache, the filters and the block cache.
 //!
-//! `cargo run --release -p strata-engine --example read_threads -- DIR [THREADS...]`
+//! `cargo run --release -p strata-engine --example read_threads -- DIR [--tables] [THREADS...]`
 //! (DIR is created and emptied first; THREADS default to 1 and 2.)
 
 use std::error::Error;
@@ -15,8 +16,16 @@ const KEYS: u64 = 10_000;
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);
-    let dir = args.next().ok_or("usage: read_threads DIR [THREADS...]")?;
-    let mut counts: Vec<usize> = args.map(|a| a.parse()).collect::<Result<_, _>>()?;
+    let dir = args
+        .next()
+        .ok_or("usage: read_threads DIR [--tables] [THREADS...]")?;
+    let rest: Vec<String> = args.collect();
+    let tables = rest.iter().any(|a| a == "--tables");
+    let mut counts: Vec<usize> = rest
+        .iter()
+        .filter(|a| *a != "--tables")
+        .map(|a| a.parse())
+        .collect::<Result<_, _>>()?;
     if counts.is_empty() {
         counts = vec![1, 2];
     }
@@ -30,6 +39,10 @@ fn main() -> Result<(), Box<dyn Error>> {
     let db = Db::open(&dir, Options::new())?;
     for i in 0..KEYS {
         db.put(format!("key{i:08}"), [7u8; 100])?;
+    }
+    if tables {
+        db.flush()?;
+        db.wait_for_compactions()?;
     }
     for threads in counts {
         let stop = AtomicBool::new(false);
