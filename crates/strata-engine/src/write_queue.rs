@@ -186,10 +186,15 @@ impl WriteQueue {
     }
 
     /// Hands every follower of `group` (all but its first writer, the leader) its insert into
-    /// `insert`'s memtable, from its sequence number in `first_seqs` on.
-    pub fn hand_out(&self, group: &[Arc<Writer>], insert: &Arc<GroupInsert>, first_seqs: &[SeqNo]) {
-        for (w, &seq) in group.iter().zip(first_seqs).skip(1) {
-            w.tell(WriterState::Insert(Arc::clone(insert), seq));
+    /// `insert`'s memtable: the group's batches take consecutive sequence numbers from
+    /// `first_seq` on, in group order.
+    pub fn hand_out(&self, group: &[Arc<Writer>], insert: &Arc<GroupInsert>, first_seq: SeqNo) {
+        let mut seq = first_seq;
+        for (i, w) in group.iter().enumerate() {
+            if i > 0 {
+                w.tell(WriterState::Insert(Arc::clone(insert), seq));
+            }
+            seq += w.batch.len() as u64;
         }
     }
 

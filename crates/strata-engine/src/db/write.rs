@@ -84,23 +84,17 @@ impl Engine {
         if sync {
             Statistics::add(&self.stats.wal_syncs, 1);
         }
-        let first_seqs: Vec<SeqNo> = batches
-            .iter()
-            .scan(first_seq, |next, b| {
-                let first = *next;
-                *next += b.len() as u64;
-                Some(first)
-            })
-            .collect();
         if group.len() > 1 && self.options.allow_concurrent_memtable_write {
             let insert = GroupInsert::new(Arc::clone(&memtable), group.len() - 1);
-            self.write_queue.hand_out(group, &insert, &first_seqs);
+            self.write_queue.hand_out(group, &insert, first_seq);
             let own = self.insert_batch(&memtable, batches[0], first_seq, true);
             let others = insert.wait();
             own.and(others)?;
         } else {
-            for (b, &seq) in batches.iter().zip(&first_seqs) {
+            let mut seq = first_seq;
+            for b in &batches {
                 self.insert_batch(&memtable, b, seq, false)?;
+                seq += b.len() as u64;
             }
         }
         self.last_sequence
