@@ -1,5 +1,6 @@
 //! Engine statistics: the counters write, space and read amplification are computed from.
 
+use crossbeam_utils::CachePadded;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use strata_policy::ScanLengths;
@@ -147,13 +148,8 @@ const COUNTER_SHARDS: usize = 16;
 /// sums the shards, which only metrics do.
 #[derive(Default)]
 pub struct Counter {
-    shards: [CounterShard; COUNTER_SHARDS],
+    shards: [CachePadded<AtomicU64>; COUNTER_SHARDS],
 }
-
-/// One shard, alone on its cache line (128 bytes: adjacent-line prefetching pairs 64-byte lines).
-#[derive(Default)]
-#[repr(align(128))]
-struct CounterShard(AtomicU64);
 
 thread_local! {
     /// This thread's shard of every counter.
@@ -168,14 +164,14 @@ impl Counter {
     #[inline]
     pub fn add(&self, n: u64) {
         let shard = COUNTER_SHARD.try_with(|s| *s).unwrap_or(0);
-        self.shards[shard].0.fetch_add(n, Ordering::Relaxed);
+        self.shards[shard].fetch_add(n, Ordering::Relaxed);
     }
 
     /// The count: the sum of what every thread added.
     pub fn get(&self) -> u64 {
         self.shards
             .iter()
-            .map(|s| s.0.load(Ordering::Relaxed))
+            .map(|s| s.load(Ordering::Relaxed))
             .fold(0, u64::wrapping_add)
     }
 }
