@@ -62,60 +62,50 @@ impl KeyFilter {
         }
     }
 
-    /// The block and the probe stream of `hash`.
+    /// The words and bit masks of `hash`'s probes: one 64-byte block picked by the hash, and
+    /// [`FILTER_PROBES`] bits in it from a remix of the hash, independent of the block choice.
+    /// Adding and probing both walk this sequence, so they always agree.
     #[inline]
-    fn locate(&self, hash: u64) -> (&[AtomicU64; 8], u64) {
-        let block = ((u128::from(hash) * self.blocks.len() as u128) >> 64) as usize;
-        // Probe bits come from a remix of the hash, independent of the block choice.
-        (
-            &self.blocks[block],
-            hash.rotate_left(21).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-        )
+    fn probes(&self, hash: u64) -> impl Iterator<Item = (&AtomicU64, u64)> {
+        let block = &self.blocks[((u128::from(hash) * self.blocks.len() as u128) >> 64) as usize];
+        let mut bits = hash.rotate_left(21).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        (0..FILTER_PROBES).map(move |_| {
+            let bit = bits & 511;
+            bits = bits.rotate_right(9);
+            (&block[(bit >> 6) as usize], 1 << (bit & 63))
+        })
     }
 
     /// Sets `hash`'s bits. REQUIRES: no other thread adds at the same time (the skip list's
     /// writer lock), so a load and a store replace a locked read-modify-write (six per key cost
     /// 4% of a random fill).
     fn add(&self, hash: u64) {
-        let (block, mut bits) = self.locate(hash);
-        for _ in 0..FILTER_PROBES {
-            let bit = bits & 511;
-            let word = &block[(bit >> 6) as usize];
+        for (word, mask) in self.probes(hash) {
             word.store(
-                word.load(AtomicOrdering::Relaxed) | (1 << (bit & 63)),
+                word.load(AtomicOrdering::Relaxed) | mask,
                 AtomicOrdering::Relaxed,
             );
-            bits = bits.rotate_right(9);
         }
     }
 
     /// [`KeyFilter::add`] beside other threads adding: each bit set with an atomic or, so
     /// that no thread's bits overwrite another's.
     fn add_concurrently(&self, hash: u64) {
-        let (block, mut bits) = self.locate(hash);
-        for _ in 0..FILTER_PROBES {
-            let bit = bits & 511;
-            block[(bit >> 6) as usize].fetch_or(1 << (bit & 63), AtomicOrdering::Relaxed);
-            bits = bits.rotate_right(9);
+        for (word, mask) in self.probes(hash) {
+            word.fetch_or(mask, AtomicOrdering::Relaxed);
         }
     }
 
     #[inline]
     fn may_contain(&self, hash: u64) -> bool {
-        let (block, mut bits) = self.locate(hash);
-        for _ in 0..FILTER_PROBES {
-            let bit = bits & 511;
-            if block[(bit >> 6) as usize].load(AtomicOrdering::Relaxed) & (1 << (bit & 63)) == 0 {
-                return false;
-            }
-            bits = bits.rotate_right(9);
-        }
-        true
+        self.probes(hash)
+            .all(|(word, mask)| word.load(AtomicOrdering::Relaxed) & mask != 0)
     }
 }
 
-/// A write buffer. Inserts are serialized (the engine's commit lock, and the list's own lock);
-/// reads run concurrently with them, without locks.
+/// A write buffer. Inserts are serialized by the list's own lock ([`Memtable::insert`]) or run
+/// at once ([`Memtable::insert_concurrently`]), never both ways at the same time (the engine's
+/// commit lock); reads run concurrently with them, without locks.
 #[derive(Debug)]
 pub struct Memtable {
     list: SkipList<InternalOrder>,
