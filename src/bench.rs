@@ -136,6 +136,11 @@ pub struct BenchArgs {
     /// (both engines' cache_index_and_filter_blocks); fjall has no such choice.
     #[arg(long)]
     cache_index_and_filter_blocks: bool,
+    /// Strata and RocksDB commit write groups pipelined: the next group writes its WAL record
+    /// while the one before it inserts into the memtable (both engines'
+    /// enable_pipelined_write); fjall has no such choice. Applies with --engine-defaults too.
+    #[arg(long)]
+    enable_pipelined_write: bool,
     /// Open every engine with its own defaults and ignore the engine flags above (buffer, file
     /// and cache sizes, size ratio, level base, Bloom bits, jobs): what a user who changes
     /// nothing gets. RocksDB gets its default block-based table with a 10-bit Bloom filter and
@@ -571,6 +576,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         interval_index: !args.no_interval_index,
         charge_tables: !args.no_table_charge,
         cache_index_and_filter_blocks: args.cache_index_and_filter_blocks,
+        pipelined_write: args.enable_pipelined_write,
         file_trace: None,
         engine_defaults: args.engine_defaults,
         direct_io: args.direct_io,

@@ -155,6 +155,12 @@ pub struct EngineSettings {
     /// `cache_index_and_filter_blocks`; fjall has no such choice).
     #[serde(default)]
     pub cache_index_and_filter_blocks: bool,
+    /// Commit groups pipelined: the next group writes its WAL record while the one before it
+    /// inserts into the memtable (Strata's `Options::with_enable_pipelined_write`, RocksDB's
+    /// `enable_pipelined_write`; fjall has no such choice). Applies with
+    /// [`EngineSettings::engine_defaults`] too.
+    #[serde(default)]
+    pub pipelined_write: bool,
 }
 
 fn default_charge_tables() -> bool {
@@ -182,6 +188,7 @@ impl Default for EngineSettings {
             direct_io: false,
             charge_tables: true,
             cache_index_and_filter_blocks: false,
+            pipelined_write: false,
         }
     }
 }
@@ -255,6 +262,7 @@ impl Strata {
                 .with_use_direct_io_for_flush_and_compaction(true);
         }
         options = options
+            .with_enable_pipelined_write(s.pipelined_write)
             .with_charge_tables_to_cache(s.charge_tables)
             .with_cache_index_and_filter_blocks(s.cache_index_and_filter_blocks);
         if let Some(listener) = listener {
@@ -414,6 +422,7 @@ mod rocks {
                 o.set_compression_type(rocksdb::DBCompressionType::None);
                 o.enable_statistics();
                 Rocks::set_direct_io(&mut o, s.direct_io);
+                o.set_enable_pipelined_write(s.pipelined_write);
                 let mut t = rocksdb::BlockBasedOptions::default();
                 t.set_bloom_filter(10.0, false);
                 o.set_block_based_table_factory(&t);
@@ -447,6 +456,7 @@ mod rocks {
             o.set_compression_type(rocksdb::DBCompressionType::None);
             o.enable_statistics();
             Rocks::set_direct_io(&mut o, s.direct_io);
+            o.set_enable_pipelined_write(s.pipelined_write);
             let mut t = rocksdb::BlockBasedOptions::default();
             t.set_block_size(4096);
             t.set_bloom_filter(s.bloom_bits_per_key, false);

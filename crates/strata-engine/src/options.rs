@@ -40,6 +40,7 @@ pub struct Options {
     pub(crate) use_direct_io_for_flush_and_compaction: bool,
     pub(crate) compaction_readahead_size: u64,
     pub(crate) allow_concurrent_memtable_write: bool,
+    pub(crate) enable_pipelined_write: bool,
     pub(crate) max_open_files: usize,
     pub(crate) max_manifest_file_size: u64,
     pub(crate) wal_recovery_mode: RecoveryMode,
@@ -136,6 +137,7 @@ impl Default for Options {
             use_direct_io_for_flush_and_compaction: false,
             compaction_readahead_size: 2 << 20,
             allow_concurrent_memtable_write: true,
+            enable_pipelined_write: false,
             max_open_files: 1000,
             max_manifest_file_size: 16 << 20,
             wal_recovery_mode: RecoveryMode::TolerateCorruptedTail,
@@ -377,6 +379,17 @@ impl Options {
     /// when the last insert is done. RocksDB: `allow_concurrent_memtable_write`. Default: true.
     pub fn with_allow_concurrent_memtable_write(mut self, yes: bool) -> Self {
         self.allow_concurrent_memtable_write = yes;
+        self
+    }
+
+    /// Lets the next commit group write its WAL record while the one before it still inserts
+    /// into the memtable: a group's leader gives up the WAL as soon as its record is written.
+    /// Groups still become visible in the order of their sequence numbers, and a memtable is
+    /// frozen only once every group that logged into its WAL has inserted. Without concurrent
+    /// memtable writes a group's leader inserts its whole group, beside other groups' leaders.
+    /// RocksDB: `enable_pipelined_write`. Default: false.
+    pub fn with_enable_pipelined_write(mut self, yes: bool) -> Self {
+        self.enable_pipelined_write = yes;
         self
     }
 

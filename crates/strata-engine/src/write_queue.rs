@@ -1,7 +1,9 @@
 //! Group commit: writers queue up, and the writer at the head commits everyone behind it: it
 //! writes one WAL record for the group, then either inserts every batch into the memtable
 //! itself or hands each writer its own batch's insert, all running at once (RocksDB's
-//! `allow_concurrent_memtable_write`).
+//! `allow_concurrent_memtable_write`). With pipelined writes (RocksDB's `enable_pipelined_write`)
+//! the leader gives up the head of the queue as soon as its WAL record is written, and
+//! [`Publication`] keeps groups becoming visible in sequence order.
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -9,7 +11,7 @@ use crate::key::SeqNo;
 use crate::memtable::Memtable;
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -51,6 +53,20 @@ enum WriterState {
 /// writers do after their spin) cost a third of the throughput with 8 writers.
 const SPIN_BEFORE_SLEEP: Duration = Duration::from_micros(40);
 
+/// Checks `ready` for up to [`SPIN_BEFORE_SLEEP`], pausing between checks; whether it held.
+fn spin_until(ready: impl Fn() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < SPIN_BEFORE_SLEEP {
+        for _ in 0..64 {
+            if ready() {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+    }
+    false
+}
+
 impl Writer {
     /// A write of `batch`.
     pub fn new(batch: WriteBatch, sync: bool) -> Arc<Writer> {
@@ -75,15 +91,7 @@ impl Writer {
 
     /// Waits until told something other than `Waiting`, and takes it.
     fn await_word(&self) -> WriterState {
-        let start = Instant::now();
-        'spin: while start.elapsed() < SPIN_BEFORE_SLEEP {
-            for _ in 0..64 {
-                if self.told.load(Ordering::Acquire) {
-                    break 'spin;
-                }
-                std::hint::spin_loop();
-            }
-        }
+        spin_until(|| self.told.load(Ordering::Acquire));
         let mut state = self.state.lock();
         while matches!(*state, WriterState::Waiting) {
             self.woken.wait(&mut state);
@@ -207,10 +215,10 @@ impl WriteQueue {
         }
     }
 
-    /// Takes `group`, led by `leader`, off the queue, hands every other writer `result`, and
-    /// wakes the next leader.
+    /// Takes `group` off the queue and wakes the next leader: from now on another group may
+    /// write its WAL record.
     #[inline]
-    pub fn finish(&self, leader: &Arc<Writer>, group: &[Arc<Writer>], result: &Result<()>) {
+    pub fn release(&self, group: &[Arc<Writer>]) {
         let next = {
             let mut queue = self.queue.lock();
             for _ in group {
@@ -218,6 +226,14 @@ impl WriteQueue {
             }
             queue.front().cloned()
         };
+        if let Some(next) = next {
+            next.tell(WriterState::Lead);
+        }
+    }
+
+    /// Hands every writer of `group` but its `leader` the group's `result`.
+    #[inline]
+    pub fn finish(&self, leader: &Arc<Writer>, group: &[Arc<Writer>], result: &Result<()>) {
         for w in group {
             if !Arc::ptr_eq(w, leader) {
                 w.tell(WriterState::Done(match result {
@@ -226,8 +242,43 @@ impl WriteQueue {
                 }));
             }
         }
-        if let Some(next) = next {
-            next.tell(WriterState::Lead);
+    }
+}
+
+/// Makes groups that insert into the memtable at once (pipelined writes) visible in the order of
+/// their sequence numbers: a reader that sees a group's writes sees every earlier group's.
+#[derive(Default)]
+pub(crate) struct Publication {
+    /// Held while the last sequence number moves, so that no waiter misses the move.
+    lock: Mutex<()>,
+    moved: Condvar,
+}
+
+impl Publication {
+    /// Waits until `last_sequence` reaches `first - 1` (every earlier group is visible), then
+    /// moves it to `last`.
+    pub fn publish_in_order(&self, last_sequence: &AtomicU64, first: SeqNo, last: SeqNo) {
+        let my_turn = || last_sequence.load(Ordering::Acquire) == first - 1;
+        spin_until(my_turn);
+        let mut guard = self.lock.lock();
+        while !my_turn() {
+            self.moved.wait(&mut guard);
+        }
+        last_sequence.store(last, Ordering::Release);
+        self.moved.notify_all();
+    }
+
+    /// Waits until `last_sequence` reaches `logged`: every group that wrote its WAL record is
+    /// in the memtable and visible. Returns at once without pipelined writes, where a group is
+    /// visible before the next one logs.
+    pub fn wait_for(&self, last_sequence: &AtomicU64, logged: SeqNo) {
+        let all_in = || last_sequence.load(Ordering::Acquire) >= logged;
+        if all_in() {
+            return;
+        }
+        let mut guard = self.lock.lock();
+        while !all_in() {
+            self.moved.wait(&mut guard);
         }
     }
 }

@@ -14,7 +14,8 @@ fn concurrent_writers_readers_and_flushes_lose_nothing() {
     testing::register();
     let mut compacted = 0;
     // Every built-in policy and the test policy, every other one with the writers of a group
-    // inserting through its leader rather than all at once.
+    // inserting through its leader rather than all at once, and every other pair with
+    // pipelined writes.
     for (i, &policy) in testing::policies_to_test().iter().enumerate() {
         let mut spec = PolicySpec::new(policy);
         spec.fill_defaults([("size_ratio", "4"), ("target_file_size", "8KiB")])
@@ -24,6 +25,7 @@ fn concurrent_writers_readers_and_flushes_lose_nothing() {
             .with_write_buffer_size(16 << 10)
             .with_block_size(1024)
             .with_allow_concurrent_memtable_write(i % 2 == 0)
+            .with_enable_pipelined_write(i % 4 >= 2)
             .with_policy_spec(spec)
             .unwrap();
         let db = Db::open("/db", options).unwrap();
@@ -132,14 +134,16 @@ fn concurrent_writers_readers_and_flushes_lose_nothing() {
 
 #[test]
 fn a_group_of_writers_inserting_at_once_appears_whole() {
-    // With and without the writers of a group inserting their own batches at once: every
-    // batch of two keys is seen whole or not at all, by point reads at a snapshot and by
-    // scans, while eight writers commit in groups; afterwards everything is there.
-    for concurrent in [true, false] {
+    // With and without the writers of a group inserting their own batches at once, and with
+    // and without pipelined writes (groups inserting beside each other): every batch of two
+    // keys is seen whole or not at all, by point reads at a snapshot and by scans, while
+    // eight writers commit in groups; afterwards everything is there.
+    for (concurrent, pipelined) in [(true, false), (false, false), (true, true), (false, true)] {
         let options = Options::new()
             .with_file_system(Arc::new(MemFs::default()))
             .with_write_buffer_size(64 << 10)
-            .with_allow_concurrent_memtable_write(concurrent);
+            .with_allow_concurrent_memtable_write(concurrent)
+            .with_enable_pipelined_write(pipelined);
         let db = Db::open("/db", options).unwrap();
         let (writers, per_writer) = (8u64, 2000u64);
         let done = AtomicBool::new(false);
@@ -180,7 +184,11 @@ fn a_group_of_writers_inserting_at_once_appears_whole() {
             done.store(true, Ordering::Release);
         });
         let all = db.range::<&str, _>(..).unwrap().count() as u64;
-        assert_eq!(all, 2 * writers * per_writer, "concurrent: {concurrent}");
+        assert_eq!(
+            all,
+            2 * writers * per_writer,
+            "concurrent: {concurrent}, pipelined: {pipelined}"
+        );
         let m = db.metrics();
         assert_eq!(m.batches, writers * per_writer);
         // Some groups had more than one writer, so their inserts ran at once (or by the leader).

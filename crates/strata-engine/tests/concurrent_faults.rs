@@ -1,5 +1,6 @@
 //! Fault injection with many writers: eight threads commit in groups (inserting their batches
-//! into the memtable at once, or through the leader) while I/O errors hit the WAL, the tables
+//! into the memtable at once, or through the leader; the groups one after another, or
+//! pipelined) while I/O errors hit the WAL, the tables
 //! and the manifest; then the machine dies and loses power. After a clean reopen every key
 //! holds a value its writer tried to write, no older than the last write of that writer a
 //! synced write of the same writer made durable.
@@ -17,13 +18,14 @@ const WRITERS: usize = 8;
 const KEYS_PER_WRITER: usize = 16;
 const WRITES_PER_WRITER: u32 = 250;
 
-fn options(fs: Arc<dyn FileSystem>, concurrent: bool) -> Options {
+fn options(fs: Arc<dyn FileSystem>, concurrent: bool, pipelined: bool) -> Options {
     Options::new()
         .with_file_system(fs)
         .with_write_buffer_size(4096)
         .with_block_size(256)
         .with_max_background_jobs(3)
         .with_allow_concurrent_memtable_write(concurrent)
+        .with_enable_pipelined_write(pipelined)
 }
 
 fn key(writer: usize, k: usize) -> String {
@@ -82,12 +84,14 @@ fn many_writers_under_faults_keep_every_synced_write() {
     let mut errors = 0;
     for seed in 0..16u64 {
         let concurrent = seed % 4 != 3;
-        let context = format!("seed {seed}, concurrent inserts {concurrent}");
+        let pipelined = seed % 8 >= 4;
+        let context =
+            format!("seed {seed}, concurrent inserts {concurrent}, pipelined {pipelined}");
         let mem = MemFs::new();
         let fault = FaultFs::new(Arc::new(mem.clone()), seed);
         let fs: Arc<dyn FileSystem> = Arc::new(fault.clone());
         fault.set_enabled(false);
-        let db = Db::open(DIR, options(Arc::clone(&fs), concurrent)).unwrap();
+        let db = Db::open(DIR, options(Arc::clone(&fs), concurrent, pipelined)).unwrap();
         let mut rng = StdRng::seed_from_u64(seed ^ 0xfa17);
         let kind = [
             FaultKind::Append,
@@ -116,7 +120,7 @@ fn many_writers_under_faults_keep_every_synced_write() {
         fault.set_enabled(false);
         fault.set_active(true);
         mem.simulate_power_loss();
-        let db = Db::open(DIR, options(Arc::clone(&fs), concurrent))
+        let db = Db::open(DIR, options(Arc::clone(&fs), concurrent, pipelined))
             .unwrap_or_else(|e| panic!("{context}: reopening failed: {e}"));
         for (w, h) in histories.iter().enumerate() {
             for k in 0..KEYS_PER_WRITER {

@@ -84,6 +84,9 @@ struct RunArgs {
     /// `with_use_direct_io_for_flush_and_compaction`).
     #[arg(long)]
     direct_io: bool,
+    /// Commit groups pipelined (`Options::with_enable_pipelined_write`).
+    #[arg(long)]
+    pipelined_write: bool,
 }
 
 #[derive(Parser)]
@@ -580,7 +583,9 @@ fn run(args: RunArgs) -> Result<()> {
     let db = Arc::new(
         Db::open(
             &args.dir,
-            options(&args.policy, args.direct_io)?.with_rate_limiter(args.rate_limit),
+            options(&args.policy, args.direct_io)?
+                .with_rate_limiter(args.rate_limit)
+                .with_enable_pipelined_write(args.pipelined_write),
         )
         .context("reopening after the crash")?,
     );
@@ -1037,6 +1042,9 @@ fn crash(args: CrashArgs) -> Result<()> {
             ])
             .args(&switch)
             .args(args.direct_io.then_some("--direct-io"))
+            // Every other round over the policies commits pipelined, so that WALs written one
+            // way are recovered and written on the other.
+            .args(((cycle / policies.len() as u64) % 2 == 1).then_some("--pipelined-write"))
             .arg("--dir")
             .arg(&dir)
             .stdout(Stdio::piped())

@@ -122,11 +122,11 @@ impl Engine {
     pub fn flush(&self) -> Result<()> {
         self.check_open()?;
         // No commit may be between choosing its memtable and inserting into it while we freeze it.
-        let _commit = self.commit.lock();
+        let commit = self.commit.lock();
         let mut state = self.state.lock();
         Self::check_background_error(&state)?;
         if !state.memtable.is_empty() {
-            self.switch_memtable(&mut state)?;
+            self.switch_memtable(&commit, &mut state)?;
         }
         if self.options.synchronous_compaction {
             return self.run_inline(&mut state);

@@ -15,7 +15,7 @@ use crate::table::BlockCache;
 use crate::table_cache::TableCache;
 use crate::wal_chain::{RecoveryStop, WalLink};
 use crate::write_controller::WriteController;
-use crate::write_queue::WriteQueue;
+use crate::write_queue::{Publication, WriteQueue};
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -234,9 +234,14 @@ pub(crate) struct Engine {
     pub super_version: ArcSwap<SuperVersion>,
     /// Writers waiting to commit.
     pub write_queue: WriteQueue,
-    /// Held by the commit leader for a whole group (room, WAL, memtable insert) and by anyone
-    /// else who freezes the memtable, so no insert can land in a memtable being flushed.
-    pub commit: Mutex<()>,
+    /// Held by the commit leader while it makes room and writes its group's WAL record (with
+    /// pipelined writes; otherwise until the group is in the memtable too), and by anyone else
+    /// who freezes the memtable. Holds the last sequence number a logged group took: at least
+    /// `last_sequence`, and above it while logged groups are still inserting, which a memtable
+    /// switch waits out so that no insert lands in a memtable being flushed.
+    pub commit: Mutex<SeqNo>,
+    /// Orders pipelined groups' visibility, and lets a memtable switch wait for their inserts.
+    pub publication: Publication,
     /// The open WAL, or why there is none (failure rule 1).
     pub wal: Mutex<WalSlot>,
     /// The last sequence number committed.

@@ -19,7 +19,7 @@ use crate::table::BlockCache;
 use crate::table_cache::{TableCache, TableReads};
 use crate::wal_chain::{self, WalFile, WalLink};
 use crate::write_controller::WriteController;
-use crate::write_queue::WriteQueue;
+use crate::write_queue::{Publication, WriteQueue};
 use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use std::collections::{BTreeMap, HashSet, VecDeque};
@@ -474,7 +474,8 @@ impl Engine {
             background_work: Condvar::new(),
             super_version: ArcSwap::new(super_version),
             write_queue: WriteQueue::default(),
-            commit: Mutex::new(()),
+            commit: Mutex::new(found.last_sequence),
+            publication: Publication::default(),
             wal: Mutex::new(WalSlot::Closed("the WAL is not open yet".to_string())),
             last_sequence: AtomicU64::new(found.last_sequence),
             next_file_number: AtomicU64::new(found.next_file_number),
@@ -589,10 +590,12 @@ impl Engine {
             self.set_aside(stop, replayed.last)?;
         }
         *self.wal.lock() = WalSlot::Replayed(replayed.last);
+        let mut commit = self.commit.lock();
+        *commit = self.last_sequence.load(Ordering::Acquire);
         let mut state = self.state.lock();
         // The recovered data becomes a frozen memtable; the new WAL starts empty.
         state.memtable = memtable;
-        self.switch_memtable(&mut state)?;
+        self.switch_memtable(&commit, &mut state)?;
         if state.frozen.is_empty() {
             // Record that older WALs are no longer needed.
             let log = state.memtable.wal_number();

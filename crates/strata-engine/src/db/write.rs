@@ -32,6 +32,13 @@ pub(crate) struct BufferedEntry {
 /// Most payload bytes of one WAL record written when re-logging buffered entries.
 const MAX_RELOG_RECORD: usize = 1 << 20;
 
+/// A group whose WAL record is written: where and from which sequence number it inserts.
+struct Logged {
+    memtable: Arc<Memtable>,
+    first_seq: SeqNo,
+    count: u64,
+}
+
 impl Engine {
     /// Commits `batch`: queues it, and either waits for a leader to commit it (inserting it
     /// into the memtable itself when the leader hands it that) or leads a group.
@@ -49,25 +56,37 @@ impl Engine {
             }
             Turn::Lead(group) => group,
         };
-        let result = {
-            let _commit = self.commit.lock();
-            self.write_group(&group, me.sync)
+        let result = if self.options.enable_pipelined_write {
+            // The next group may log while this one inserts.
+            let logged = self.log_group(&mut self.commit.lock(), &group, me.sync);
+            self.write_queue.release(&group);
+            logged.and_then(|logged| self.insert_group(&group, logged))
+        } else {
+            let result = {
+                let mut commit = self.commit.lock();
+                self.log_group(&mut commit, &group, me.sync)
+                    .and_then(|logged| self.insert_group(&group, logged))
+            };
+            self.write_queue.release(&group);
+            result
         };
         self.write_queue.finish(&me, &group, &result);
         result
     }
 
-    /// Commits a group led by its first writer: makes room, appends one WAL record for all of
-    /// it (synced if `sync`), and inserts it into the memtable, every writer its own batch at
-    /// once where the options allow (failure rules 1 and 2 in [`crate::db`]). The group's
-    /// writes become visible together, when the last sequence number moves past them.
-    ///
-    /// REQUIRES: the commit lock is held.
-    fn write_group(&self, group: &[Arc<Writer>], sync: bool) -> Result<()> {
+    /// Makes room for a group led by its first writer, gives it its sequence numbers (after
+    /// `commit`'s, which it moves past them) and appends one WAL record for all of it, synced
+    /// if `sync` (failure rules 1 and 2 in [`crate::db`]).
+    fn log_group(
+        &self,
+        commit: &mut MutexGuard<'_, SeqNo>,
+        group: &[Arc<Writer>],
+        sync: bool,
+    ) -> Result<Logged> {
         let bytes: u64 = group.iter().map(|w| w.batch.user_bytes()).sum();
-        let memtable = self.make_room_for_write(bytes)?;
+        let memtable = self.make_room_for_write(commit, bytes)?;
         let count: u64 = group.iter().map(|w| w.batch.len() as u64).sum();
-        let first_seq = self.last_sequence.load(Ordering::Acquire) + 1;
+        let first_seq = **commit + 1;
         if first_seq + count > MAX_SEQNO {
             return Err(Error::InvalidArgument(
                 "sequence numbers are exhausted".to_string(),
@@ -80,25 +99,55 @@ impl Engine {
                 sync,
             )
             .inspect_err(|e| self.set_background_error(e))?;
+        **commit = first_seq + count - 1;
         Statistics::add(&self.stats.wal_bytes, payload_len as u64 + 8);
         if sync {
             Statistics::add(&self.stats.wal_syncs, 1);
         }
-        if group.len() > 1 && self.options.allow_concurrent_memtable_write {
+        Ok(Logged {
+            memtable,
+            first_seq,
+            count,
+        })
+    }
+
+    /// Inserts a logged group into its memtable, every writer its own batch at once where the
+    /// options allow, and makes the group's writes visible together, when the last sequence
+    /// number moves past them. A failed insert leaves the memtable short of what the WAL holds:
+    /// a background error (failure rule 1), after which the sequence still moves on, so that
+    /// later pipelined groups are not left waiting for their turn.
+    fn insert_group(&self, group: &[Arc<Writer>], logged: Logged) -> Result<()> {
+        let Logged {
+            memtable,
+            first_seq,
+            count,
+        } = logged;
+        let pipelined = self.options.enable_pipelined_write;
+        let result = if group.len() > 1 && self.options.allow_concurrent_memtable_write {
             let insert = GroupInsert::new(Arc::clone(&memtable), group.len() - 1);
             self.write_queue.hand_out(group, &insert, first_seq);
-            let own = self.insert_batch(&memtable, batches[0], first_seq, true);
+            let own = self.insert_batch(&memtable, &group[0].batch, first_seq, true);
             let others = insert.wait();
-            own.and(others)?;
+            own.and(others)
         } else {
+            // Pipelined groups' leaders insert beside each other.
             let mut seq = first_seq;
-            for b in &batches {
-                self.insert_batch(&memtable, b, seq, false)?;
-                seq += b.len() as u64;
-            }
+            group.iter().try_for_each(|w| {
+                self.insert_batch(&memtable, &w.batch, seq, pipelined)?;
+                seq += w.batch.len() as u64;
+                Ok(())
+            })
+        };
+        let last = first_seq + count - 1;
+        if pipelined {
+            self.publication
+                .publish_in_order(&self.last_sequence, first_seq, last);
+        } else {
+            self.last_sequence.store(last, Ordering::Release);
         }
-        self.last_sequence
-            .store(first_seq + count - 1, Ordering::Release);
+        // After publishing: a memtable switch waits for it holding the state lock, which
+        // recording the error takes.
+        result.inspect_err(|e| self.set_background_error(e))?;
         Statistics::add(&self.stats.batches, group.len() as u64);
         Statistics::add(&self.stats.write_groups, 1);
         Ok(())
@@ -204,10 +253,13 @@ impl Engine {
 
     /// Makes sure the active memtable has room for a group of `bytes` (user keys and values),
     /// freezing it (and waiting for flushes, or delaying the group at the delayed write rate) as
-    /// the options require. Returns the memtable to insert into.
-    ///
-    /// REQUIRES: the commit lock is held.
-    fn make_room_for_write(&self, bytes: u64) -> Result<Arc<Memtable>> {
+    /// the options require. Returns the memtable to insert into. `commit` is the commit lock's
+    /// guard.
+    fn make_room_for_write(
+        &self,
+        commit: &MutexGuard<'_, SeqNo>,
+        bytes: u64,
+    ) -> Result<Arc<Memtable>> {
         let mut state = self.state.lock();
         let mut delayed = false;
         loop {
@@ -284,7 +336,7 @@ impl Engine {
                 Statistics::add(&self.stats.stall_micros, start.elapsed().as_micros() as u64);
                 continue;
             }
-            self.switch_memtable(&mut state)?;
+            self.switch_memtable(commit, &mut state)?;
             if synchronous {
                 self.run_inline(&mut state)?;
             } else {
@@ -298,9 +350,15 @@ impl Engine {
     /// Fails without changing anything if the new WAL cannot be created (failure rule 7); a
     /// failure to sync the old WAL is a background error (rule 1).
     ///
-    /// REQUIRES: the commit lock is held, or no other thread can write (open).
-    pub fn switch_memtable(&self, state: &mut MutexGuard<'_, EngineState>) -> Result<()> {
+    /// `commit` is the commit lock's guard: no group logs meanwhile, and groups that logged
+    /// into the active memtable's WAL finish their inserts before it freezes.
+    pub fn switch_memtable(
+        &self,
+        commit: &MutexGuard<'_, SeqNo>,
+        state: &mut MutexGuard<'_, EngineState>,
+    ) -> Result<()> {
         Self::check_background_error(state)?;
+        self.publication.wait_for(&self.last_sequence, **commit);
         let predecessor = {
             let mut slot = self.wal.lock();
             if let WalSlot::Open(old) = &mut *slot {
