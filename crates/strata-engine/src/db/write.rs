@@ -11,7 +11,7 @@ use crate::memtable::Memtable;
 use crate::options::WriteOptions;
 use crate::stats::Statistics;
 use crate::wal_chain;
-use crate::write_queue::{GroupInsert, Turn, Writer};
+use crate::write_queue::{GroupInsert, Place, Turn, Writer};
 use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -37,6 +37,8 @@ struct Logged {
     memtable: Arc<Memtable>,
     first_seq: SeqNo,
     count: u64,
+    /// With pipelined writes, its place in line for visibility.
+    place: Option<Arc<Place>>,
 }
 
 impl Engine {
@@ -100,6 +102,10 @@ impl Engine {
             )
             .inspect_err(|e| self.set_background_error(e))?;
         **commit = first_seq + count - 1;
+        let place = self
+            .options
+            .enable_pipelined_write
+            .then(|| self.publication.join(**commit));
         Statistics::add(&self.stats.wal_bytes, payload_len as u64 + 8);
         if sync {
             Statistics::add(&self.stats.wal_syncs, 1);
@@ -108,6 +114,7 @@ impl Engine {
             memtable,
             first_seq,
             count,
+            place,
         })
     }
 
@@ -121,6 +128,7 @@ impl Engine {
             memtable,
             first_seq,
             count,
+            place,
         } = logged;
         let pipelined = self.options.enable_pipelined_write;
         let result = if group.len() > 1 && self.options.allow_concurrent_memtable_write {
@@ -138,12 +146,11 @@ impl Engine {
                 Ok(())
             })
         };
-        let last = first_seq + count - 1;
-        if pipelined {
-            self.publication
-                .publish_in_order(&self.last_sequence, first_seq, last);
-        } else {
-            self.last_sequence.store(last, Ordering::Release);
+        match place {
+            Some(place) => self.publication.publish(&place, &self.last_sequence),
+            None => self
+                .last_sequence
+                .store(first_seq + count - 1, Ordering::Release),
         }
         // After publishing: a memtable switch waits for it holding the state lock, which
         // recording the error takes.
