@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Issue 18's acceptance check: on each workload, strata advise's first pick (its top three
-# verified on the engine) against every built-in policy measured by strata bench in the same
-# session, on the same workload and write buffer.
+# The check of docs/advise-and-switch.md, section 'Measured: the pick against every policy on the
+# engine': on each workload, strata advise's first pick (its top three verified on the engine)
+# against every built-in policy measured by strata bench in the same session, on the same
+# workload and write buffer.
 #
 #   scripts/advise-check.sh [OUT_DIR]
 #

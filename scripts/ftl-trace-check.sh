@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The engine's device trace against the simulator's (issue 17): the same workload written by the
-# engine (`strata bench --file-trace`) and by the simulator in the engine's format, both replayed
-# on the same simulated SSD; prints each one's host bytes, WA and GC WA.
+# The engine's device trace against the simulator's (docs/scale.md, section 'The engine's trace
+# against the simulator's, at 6 GiB'): the same workload written by the engine
+# (`strata bench --file-trace`) and by the simulator in the engine's format, both replayed on the
+# same simulated SSD; prints each one's host bytes, WA and GC WA.
 #
 #   scripts/ftl-trace-check.sh OUT_DIR [ENTRIES] [DEVICE]
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Scale mode against the exact simulator (issue 17): every built-in policy on four workloads
-# (uniform fill, uniform updates, zipfian updates, deletes), write amplification and peak space
-# amplification side by side.
+# Scale mode against the exact simulator (docs/scale.md, section 'Scale against exact'): every
+# built-in policy on four workloads (uniform fill, uniform updates, zipfian updates, deletes),
+# write amplification and peak space amplification side by side.
 #
 #   scripts/scale-check.sh ENTRIES [SCALE_KEYS] [OUT_DIR] [extra `strata sim` flags...]
 #

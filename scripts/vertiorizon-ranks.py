@@ -4,7 +4,9 @@
 
 Rows: average throughput and worst 100k-operation window of each workload, and peak space
 (balanced workload, as the paper's); 1 = best, equal values share a rank; the last row is the
-mean rank. Also prints each workload's measured values, and the targets of issue 12.
+mean rank. Also prints each workload's measured values, and the targets listed under
+"The targets." in docs/vertiorizon.md (balanced throughput >= 1.5x `leveled`, extra space
+<= 1/4 of `horizontal-leveled`'s).
 
 Usage: python3 scripts/vertiorizon-ranks.py [report directory]
 """

@@ -1,5 +1,7 @@
 #!/bin/bash
-# Issue 10 reproduction: SIGKILL strata-stress run while >=2 WALs exist, cut ~50 KB off the older one, reopen (the next run verifies first).
+# Reproduces the lost history in an older WAL (RELIABILITY.md, section 'Lost history in an older
+# WAL'): SIGKILL a strata-stress run while >=2 WALs exist, cut ~50 KB off the older one, reopen
+# (the next run verifies first).
 bin=${1:-./target/release/strata-stress}
 tries=0; found=0; corrupt=0; other=0
 for seed in $(seq 1 60); do

@@ -3,7 +3,7 @@
 //! 32 MiB block cache, `leveled`) while a second thread samples the process's resident set
 //! (`/proc/self/status`) and the engine's own accounting (memtables, block cache) every 5 ms.
 //! Prints the sample at the peak and the ten largest samples, so a peak can be attributed
-//! (BENCHMARKS.md, issue 14's peak RSS).
+//! (BENCHMARKS.md, section 'Fifth pass: memory at memtable switches').
 //!
 //! `cargo run --release -p strata-engine --example fill_memory -- DIR [--entries N]`
 

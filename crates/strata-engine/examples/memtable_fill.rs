@@ -2,7 +2,7 @@
 //! into a fresh memtable until it is charged `--buffer` bytes (default 64 MiB, the bench-peers
 //! setting), repeated `--rounds` times (default 5); prints nanoseconds per insert for each round
 //! and their median. No I/O and no other thread, so it isolates the skip list's search from the
-//! rest of a fill (BENCHMARKS.md, issue 14).
+//! rest of a fill (BENCHMARKS.md, section 'Third pass: a huge-page arena').
 //!
 //! `cargo run --release -p strata-engine --example memtable_fill -- [--buffer BYTES] [--rounds N]`
 

@@ -243,8 +243,9 @@ impl Options {
     /// Starts a table file's writeback to the device every this many bytes while a flush or
     /// compaction writes it, without waiting; 0 never does. The sync that ends every table then
     /// waits for the last stretch only instead of the whole file, which shortened the flush of
-    /// a 64 MiB buffer (BENCHMARKS.md, issue 14), and so the time its memtable stays in memory.
-    /// RocksDB: `bytes_per_sync` (default 0 there). Default: 1 MiB.
+    /// a 64 MiB buffer (BENCHMARKS.md, section 'Fifth pass: memory at memtable switches'), and
+    /// so the time its memtable stays in memory. RocksDB: `bytes_per_sync` (default 0 there).
+    /// Default: 1 MiB.
     pub fn with_bytes_per_sync(mut self, bytes: u64) -> Self {
         self.bytes_per_sync = bytes;
         self

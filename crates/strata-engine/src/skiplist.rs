@@ -8,7 +8,7 @@
 //! the buffer's accounting (48 bytes of overhead per entry) undercounted the heap by a third.
 //! Here every node is one bump allocation in large chunks (links, header, key and value back
 //! to back) and the bytes used are exactly what the chunks hand out, charged as RocksDB charges
-//! its arena. Measured (issue 14): a random fill of 2·10^6 entries peaked at 111 MiB of RSS
+//! its arena. Measured: a random fill of 2·10^6 entries peaked at 111 MiB of RSS
 //! against RocksDB's 113 in the same comparison; with the chunks on malloc's heap it was 128.
 //!
 //! The workspace denies `unsafe`; this module is allowed it (as are the file system's mapped WAL
@@ -55,7 +55,7 @@ const CHUNK: usize = 2 << 20;
 /// form: bit 0 set, then the two lengths as `u32`s (12 bytes). With two 8-byte lengths the
 /// header made a node of a 16-byte key and a 100-byte value 152 bytes, more than the 146 the
 /// buffer charges for it, so a full 64 MiB buffer held 67.1 MiB; the short form makes it 144
-/// (BENCHMARKS.md, issue 14's peak RSS).
+/// (BENCHMARKS.md, section 'Fifth pass: memory at memtable switches').
 #[repr(C)]
 struct Node {
     head: u32,
@@ -151,7 +151,7 @@ impl Chunk {
                 // also misses the TLB and walks the page table. Huge pages (where the system
                 // grants them: Linux's transparent huge pages in `madvise` or `always` mode)
                 // took a 5e6-entry random fill from a median 307k to 398k ops/s (BENCHMARKS.md,
-                // issue 14's third pass). A refusal is harmless.
+                // section 'Third pass: a huge-page arena'). A refusal is harmless.
                 #[cfg(target_os = "linux")]
                 let _ = map.advise(memmap2::Advice::HugePage);
                 let p = map.as_mut_ptr();
@@ -503,9 +503,10 @@ impl<O: KeyOrder> SkipList<O> {
 }
 
 /// Asks the CPU to start loading `node`'s level-0 link (just before its header), header, key and
-/// value (192 bytes from the link) while the caller works on the current entry. Nodes lie in the arena in insertion order, so a walk in
-/// key order (a flush, a scan) misses the cache at every step; without this, the flush of a
-/// 64 MiB buffer spent ~40% of its time waiting on those misses (issue 14).
+/// value (192 bytes from the link) while the caller works on the current entry. Nodes lie in
+/// the arena in insertion order, so a walk in key order (a flush, a scan) misses the cache at
+/// every step; without this, the flush of a 64 MiB buffer spent ~40% of its time waiting on
+/// those misses.
 #[inline]
 fn prefetch_node(node: *const Node) {
     #[cfg(target_arch = "x86_64")]
@@ -647,7 +648,8 @@ const WALK_LEVEL: usize = 5;
 /// arena in insertion order: one full memory latency per entry. A walk splits the next stretch
 /// of the list at the nodes of a higher level into [`WALK_LANES`] lanes and steps them in
 /// turn, so that many loads are in flight together, then hands out the stretch in order.
-/// Measured on the flush of a 64 MiB buffer of random keys (issue 14): see BENCHMARKS.md.
+/// Measured on the flush of a 64 MiB buffer of random keys: see BENCHMARKS.md, section 'Fifth
+/// pass: memory at memtable switches'.
 ///
 /// Like a [`Cursor`], it does not keep the list alive, and it sees entries inserted meanwhile
 /// or not (each lane ends at a node that is never removed, so it always arrives).

@@ -408,7 +408,8 @@ mod tests {
         }
     }
 
-    /// The issue-10 hole: an older WAL cut at a record boundary looks complete on its own.
+    /// The hole of RELIABILITY.md, section 'Lost history in an older WAL': an older WAL cut at a
+    /// record boundary looks complete on its own.
     #[test]
     fn an_older_wal_cut_at_a_record_boundary_is_a_hole() {
         let (mut five, ends, six) = chain();

@@ -24,9 +24,9 @@ fn a_directory_with_foreign_files_is_not_a_database() {
     );
 }
 
-/// Issue 10, item 2: a file named like a first manifest, with no `CURRENT`, may be the user's.
-/// Open refuses it unless it is exactly what a failed creation of ours leaves, and never
-/// changes it.
+/// A file named like a first manifest, with no `CURRENT`, may be the user's. Open refuses it
+/// unless it is exactly what a failed creation of ours leaves, and never changes it
+/// (RELIABILITY.md, section 'Bad input').
 #[test]
 fn a_lone_manifest_that_is_not_ours_is_never_overwritten() {
     let contents: [&[u8]; 4] = [

@@ -440,9 +440,9 @@ fn a_flipped_byte_in_the_manifest_fails_open() {
     );
 }
 
-/// Issue 10, item 5: a last manifest record that is whole but fails its checksum is damage,
-/// reported at its offset; only a record the file ends inside of is a torn write, dropped, and
-/// then open still checks that the older version's files exist.
+/// A last manifest record that is whole but fails its checksum is damage, reported at its
+/// offset; only a record the file ends inside of is a torn write, dropped, and then open still
+/// checks that the older version's files exist (RELIABILITY.md, section 'Other failure paths').
 #[test]
 fn a_damaged_last_manifest_record_never_loses_data_silently() {
     let fs = MemFs::new();
@@ -617,10 +617,10 @@ fn wal_numbers(fs: &MemFs) -> Vec<u64> {
     strata_engine::manifest::wal_numbers(&fs.list(Path::new(DIR)).unwrap())
 }
 
-/// Issue 10, item 1: an older WAL that lost its end (here cut at a record boundary, so it looks
-/// complete on its own) while a newer WAL exists is a hole in the history. Open must report it
-/// rather than drop synced writes and delete the WAL; point-in-time recovery keeps the prefix
-/// and sets the rest aside.
+/// An older WAL that lost its end (here cut at a record boundary, so it looks complete on its
+/// own) while a newer WAL exists is a hole in the history. Open must report it rather than drop
+/// synced writes and delete the WAL; point-in-time recovery keeps the prefix and sets the rest
+/// aside (RELIABILITY.md, section 'Lost history in an older WAL').
 #[test]
 fn an_older_wal_that_lost_its_end_is_corruption_or_a_point_in_time_prefix() {
     let fs = MemFs::new();
@@ -706,7 +706,7 @@ fn an_older_wal_that_lost_its_end_is_corruption_or_a_point_in_time_prefix() {
     assert!(fs.exists(&Path::new(DIR).join(unreplayed_wal_file_name(wals[1]))));
 }
 
-/// Issue 10: a window flush leaves entries buffered behind newer writes whose keys went to
+/// A window flush leaves entries buffered behind newer writes whose keys went to
 /// tables: in the WALs of the memtables it holds (the manifest records its evictions), or
 /// re-logged into the open WAL (the manifest names it). Point-in-time recovery refuses to stop
 /// before such a WAL (dropping those entries would keep newer writes and lose older ones); the

@@ -554,9 +554,9 @@ fn assert_read_only(db: &Db, cause: &str) {
     ));
 }
 
-/// Issue 10, item 5: a compaction whose input read fails once is tried again and succeeds,
-/// leaving the database writable; one whose reads keep failing gives up after three attempts
-/// and makes the database read-only (rule 3).
+/// A compaction whose input read fails once is tried again and succeeds, leaving the database
+/// writable; one whose reads keep failing gives up after three attempts and makes the database
+/// read-only (rule 3; RELIABILITY.md, section 'Other failure paths').
 #[test]
 fn a_failed_read_of_a_compaction_input_is_retried() {
     let env = Env::new();
@@ -600,9 +600,10 @@ fn a_failed_read_of_a_compaction_input_is_retried() {
     db.close().unwrap();
 }
 
-/// Issue 10, item 5: a write that fails part-way leaves no partial record at the WAL's end
-/// (it is cut off), so even the strictest recovery mode reopens the database; if the cut itself
-/// fails, the strict mode reports the torn record and the default mode drops it.
+/// A write that fails part-way leaves no partial record at the WAL's end (it is cut off), so
+/// even the strictest recovery mode reopens the database; if the cut itself fails, the strict
+/// mode reports the torn record and the default mode drops it (RELIABILITY.md, section 'Other
+/// failure paths').
 #[test]
 fn a_failed_wal_write_leaves_a_wal_the_strict_mode_reopens() {
     for (kind, truncate_fails) in [
@@ -815,7 +816,8 @@ fn a_background_error_stops_background_work_and_makes_writes_fail() {
         "at most one failure per background thread: {before}"
     );
     assert_keys(&db, 0..n, "before close");
-    // Closing a read-only database reports the error that made it read-only (issue 10, item 5).
+    // Closing a read-only database reports the error that made it read-only (RELIABILITY.md,
+    // section 'Bad input').
     match db.close() {
         Err(Error::ReadOnly(m)) => assert!(m.contains("injected fault: sync"), "{m}"),
         other => panic!("close of a read-only database returned {other:?}"),

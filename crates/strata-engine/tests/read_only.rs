@@ -1,5 +1,5 @@
-//! `Db::open_read_only` (issue 10, item 3): full reads of a database on storage that refuses
-//! every write, with nothing in the directory changed.
+//! `Db::open_read_only` (RELIABILITY.md, section 'Other failure paths'): full reads of a
+//! database on storage that refuses every write, with nothing in the directory changed.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 

@@ -1,6 +1,7 @@
 //! The file events a storage device sees from an LSM tree: files created, appended to, cut
 //! short and deleted (a delete trims the file's space). The engine records them through its
-//! file system seam and the simulator's FTL model (issue 17) replays them; one text line each:
+//! file system seam and the simulator's FTL model (`docs/scale.md`) replays them; one text
+//! line each:
 //!
 //! ```text
 //! c 7          file 7 created (empty)

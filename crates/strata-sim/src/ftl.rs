@@ -1,5 +1,5 @@
 //! A page-mapped flash translation layer (FTL) model: what an SSD's garbage collection adds to
-//! the bytes an LSM tree writes (issue 17, `docs/scale.md`).
+//! the bytes an LSM tree writes (`docs/scale.md`, section 'The FTL model: `strata_sim::ftl`').
 //!
 //! The host writes files sequentially and deletes them whole (an LSM tree's tables and logs),
 //! and a delete trims the file's pages. The device programs pages in the order writes arrive,

@@ -1,6 +1,7 @@
-//! Scale mode (issue 17, docs/scale.md) against the exact simulator: every built-in policy on
-//! the four workloads of the issue, at a size where the key budget forces a sample of one key
-//! in 16. The full-size comparison (10^7 and 10^8 entries) is `scripts/scale-check.sh`.
+//! Scale mode (docs/scale.md) against the exact simulator: every built-in policy on the four
+//! workloads of docs/scale.md, section 'Scale against exact', at a size where the key budget
+//! forces a sample of one key in 16. The full-size comparison (10^7 and 10^8 entries) is
+//! `scripts/scale-check.sh`.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
@@ -61,7 +62,7 @@ fn scale_mode_matches_the_exact_simulator_for_every_policy() {
             // space grows about 10% a flush until a merge cleans it: peak space turns on which
             // flush that merge follows, in either mode (spooky-lazy: flush 94 of 101 exact, 92
             // in scale mode, so durable peaks of 1.85 and 2.21). At this size that is one or
-            // two flushes; at the issue's sizes (scripts/scale-check.sh) it is within 5%. Here
+            // two flushes; at the sizes of scripts/scale-check.sh it is within 5%. Here
             // deletes' peak is held to 25%, which still catches tombstones that never drop.
             let sa_tolerance = if workload == "deleterandom" {
                 0.25
@@ -81,8 +82,8 @@ fn scale_mode_matches_the_exact_simulator_for_every_policy() {
                 if d.abs() > worst.0.abs() {
                     worst = (d, format!("{workload} {name} {what}"));
                 }
-                // Within 5% at the issue's sizes; a tree of 200,000 entries has few merges to
-                // average over, so 8% here.
+                // Within 5% at scripts/scale-check.sh's sizes; a tree of 200,000 entries has
+                // few merges to average over, so 8% here.
                 if d.abs() > tolerance {
                     failures.push(format!(
                         "{workload} {name}: {what} exact {e:.3}, scale {s:.3}"

@@ -246,9 +246,10 @@ impl Engine {
     /// 8: best effort; a table whose delete failed is queued again at the next install).
     ///
     /// Why outside the lock: unlinking a file drops its page cache, and a WAL's drop took ~22
-    /// ms per 64 MiB buffer (issue 14), during which no job could finish, no writer could
-    /// switch memtables, and the flushed memtable, released only after the install, stayed in
-    /// memory. File numbers are never reused, so a file queued here cannot come back to life.
+    /// ms per 64 MiB buffer (BENCHMARKS.md, section 'Fifth pass: memory at memtable switches'),
+    /// during which no job could finish, no writer could switch memtables, and the flushed
+    /// memtable, released only after the install, stayed in memory. File numbers are never
+    /// reused, so a file queued here cannot come back to life.
     ///
     /// Returns whether it released the lock (callers waiting on a condition check it again).
     ///

@@ -1,5 +1,6 @@
 //! A file system that records what a storage device would see: files created, appended to, cut
-//! short and deleted, as [`FileEvent`] lines for the simulator's FTL model to replay (issue 17).
+//! short and deleted, as [`FileEvent`] lines for the simulator's FTL model to replay
+//! (`docs/scale.md`).
 
 use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
 use parking_lot::Mutex;
