@@ -2,8 +2,9 @@
 # Strata (leveled) against RocksDB and fjall on a machine with many cores, in about five
 # minutes, cached (no memory limit, buffered I/O, the bench-peers options): readrandom at 1, 4,
 # 16 and 32 threads (each after an unmeasured one-thread fill), fillrandom on 1, 4 and 16
-# writers over disjoint keys, YCSB A at 4 and 16 threads, and readwhilewriting with 16 readers
-# beside one writer. Builds nothing: it runs a prebuilt binary, so it also works on a machine
+# writers over disjoint keys, YCSB A at 4 and 16 threads, readwhilewriting with 16 readers
+# beside one writer, and fillrandom and YCSB A at 16 threads again with both engines' pipelined
+# writes (--enable-pipelined-write). Builds nothing: it runs a prebuilt binary, so it also works on a machine
 # that reaches no package registry.
 #
 #   scripts/many-cores.sh [STRATA] [OUT]
@@ -46,14 +47,16 @@ for t in 4 16; do
   run ycsb-a "$t" --workload ycsb-a
 done
 run readwhilewriting 16 --workload readwhilewriting
+run fillrandom-pipelined 16 --workload fillrandom --enable-pipelined-write
+run ycsb-a-pipelined 16 --workload ycsb-a --enable-pipelined-write
 
 # One line per cell, from the first table's rows ("ENGINE OPS/S ..."): each bench measures one
 # phase, or reports its run phase first (YCSB A's run, after its load).
 summary="$out/summary.txt"
 {
   echo "# $(cat "$out/cores.txt") cores; entries $entries, ops $ops; $("$strata" --version 2>/dev/null || echo strata)"
-  printf '%-18s %7s %12s %12s %12s %9s\n' workload threads strata rocksdb fjall 'S/RocksDB'
-  for name in fillrandom readrandom ycsb-a readwhilewriting; do
+  printf '%-20s %7s %12s %12s %12s %9s\n' workload threads strata rocksdb fjall 'S/RocksDB'
+  for name in fillrandom readrandom ycsb-a readwhilewriting fillrandom-pipelined ycsb-a-pipelined; do
     for f in "$out/$name"-t*.txt; do
       [ -e "$f" ] || continue
       threads=${f##*-t}; threads=${threads%.txt}
@@ -63,7 +66,7 @@ summary="$out/summary.txt"
         }
         END {
           s = ops["leveled"]; r = ops["rocksdb"]
-          printf "%-18s %7s %12s %12s %12s %9s\n", name, threads, s, r, ops["fjall"], (r > 0 ? sprintf("%.2f", s / r) : "-")
+          printf "%-20s %7s %12s %12s %12s %9s\n", name, threads, s, r, ops["fjall"], (r > 0 ? sprintf("%.2f", s / r) : "-")
         }' "$f"
     done
   done | sort -k1,1 -k2,2n
