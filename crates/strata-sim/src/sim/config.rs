@@ -1,0 +1,129 @@
+//! The simulator's settings: its time model, sizes, and scale mode.
+
+use crate::size::{RawSizer, TableSizer};
+use std::sync::Arc;
+
+/// How simulated time relates to work.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Timing {
+    /// Every compaction finishes the instant it is picked; after each flush the policy is asked
+    /// for plans until it returns none. Deterministic, and what the cost models assume.
+    Synchronous,
+    /// Writes arrive at `ingest_bytes_per_sec`; a compaction takes its output bytes divided by
+    /// `job_bytes_per_sec`; at most `max_jobs` run at once, plus `reserved_jobs` urgent ones
+    /// ([`strata_policy::Priority::Urgent`]) once those are busy. Flushes are instantaneous but
+    /// wait (stalling the writer) while the tables they would merge with are being compacted.
+    Timed {
+        /// User bytes ingested per simulated second.
+        ingest_bytes_per_sec: f64,
+        /// Bytes one compaction writes per simulated second.
+        job_bytes_per_sec: f64,
+        /// Compactions that may run at once.
+        max_jobs: usize,
+        /// Workers that run only urgent plans (the engine's `Options::with_reserved_jobs`).
+        reserved_jobs: usize,
+    },
+}
+
+/// Simulator settings.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Bytes of each user key.
+    pub key_size: u64,
+    /// Bytes of each value (tombstones carry none).
+    pub value_size: u64,
+    /// Buffer (memtable) size in bytes of entries; a flush happens when it is reached.
+    pub buffer_size: u64,
+    /// Time model.
+    pub timing: Timing,
+    /// In timed mode, stall flushes into level 0 while it holds this many runs. RocksDB:
+    /// `level0_stop_writes_trigger`. Default: 36.
+    pub level0_stop_runs: usize,
+    /// Plans allowed between two flushes before the policy is declared non-convergent.
+    pub max_plans_per_flush: usize,
+    /// Record every plan in the trace.
+    pub trace: bool,
+    /// Check every version invariant after every change (slow; for tests).
+    pub check_invariants: bool,
+    /// Flush what remains in the buffer when the workload ends.
+    pub final_flush: bool,
+    /// Bytes each entry adds to the buffer's size beyond its key and value (the engine's
+    /// memtable counts a sequence-number trailer and node overhead). Default: 0.
+    pub buffer_entry_overhead: u64,
+    /// How table sizes are computed. Default: `None`, key+value bytes ([`RawSizer`]).
+    pub sizer: Option<Arc<dyn TableSizer>>,
+    /// Data block size of the default sizer: when set, tables carry per-block key ranges
+    /// ([`TableMeta::blocks`]), cut as the engine cuts them; block-preserving merges measure
+    /// waste against it. RocksDB: `block_size`. Default: `None` (no blocks; a custom `sizer`
+    /// decides for itself).
+    ///
+    /// [`TableMeta::blocks`]: strata_meta::TableMeta::blocks
+    pub block_size: Option<u64>,
+    /// Drop a tombstone only if no older table holds its key (exact, using the key sets); when
+    /// off, only if no older table's key range covers it, as the engine (and RocksDB) decide.
+    /// Default: true.
+    pub exact_tombstone_drop: bool,
+    /// The exact tombstone rule searches every older run for a tombstone's key. When at least
+    /// this many runs lie below a merge's output, and more than lie above it and in the merge,
+    /// it asks instead an index of how many tables hold each key (built on first need, about
+    /// 20 bytes per key the tree holds) and subtracts the merge's and the newer tables. The
+    /// answers are the same; `usize::MAX` never builds the index. Default: 16.
+    pub tombstone_index_runs: usize,
+    /// Scale mode: the most keys the simulator keeps (tables and buffer). Past it, it keeps
+    /// one key in 2, then 4, ... (chosen by a hash of the key) and each kept entry stands for
+    /// that many entries in sizes and counts. `None` keeps every key: the exact simulator. See
+    /// [`SimConfig::with_scale`] and `docs/scale.md`. Default: `None`.
+    pub scale_keys: Option<u64>,
+}
+
+/// Scale mode's default budget of kept keys ([`SimConfig::scale_keys`]): 32 MiB of them.
+pub const DEFAULT_SCALE_KEYS: u64 = 1 << 22;
+
+impl SimConfig {
+    /// Scale mode, keeping at most `keys` keys (see [`SimConfig::scale_keys`]).
+    ///
+    /// Why a hash-chosen sample rather than a count or a sketch per table: a key is kept in
+    /// every table or in none, so merges deduplicate updates and drop tombstones exactly on the
+    /// kept keys, a table cut at any key holds exactly the kept keys of its range, and the
+    /// executor's merge, cutting and tombstone code runs unchanged. The rate halves only when
+    /// the budget is reached, so a small tree is simulated exactly and a large one on a sample
+    /// of fixed size: memory does not grow with the entries.
+    pub fn with_scale(mut self, keys: u64) -> Self {
+        self.scale_keys = Some(keys);
+        self
+    }
+}
+
+impl SimConfig {
+    /// Key and value bytes, each simulated entry standing for `weight` entries.
+    pub(super) fn raw_sizer(&self, weight: f64) -> RawSizer {
+        RawSizer {
+            key_size: self.key_size,
+            value_size: self.value_size,
+            block_size: self.block_size,
+            weight,
+        }
+    }
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            key_size: 16,
+            value_size: 100,
+            buffer_size: 64 << 20,
+            timing: Timing::Synchronous,
+            level0_stop_runs: 36,
+            max_plans_per_flush: 100_000,
+            trace: false,
+            check_invariants: false,
+            final_flush: true,
+            buffer_entry_overhead: 0,
+            sizer: None,
+            block_size: None,
+            exact_tombstone_drop: true,
+            tombstone_index_runs: 16,
+            scale_keys: None,
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! Output tables: cutting a merge's entries into tables with ids, and installing the versions
+//! that hold them (storing and forgetting tables' key sets).
+
+use super::Simulator;
+use crate::keys::{is_tombstone, key_bytes, key_of};
+use crate::output::{TableWriter, WrittenTable};
+use crate::size::{SizedBlock, SizedTable, TableSizer};
+use std::sync::Arc;
+use strata_meta::{BlockMeta, SeqRange, TableId, TableMeta, Version, VersionEdit};
+use strata_policy::CutRule;
+
+/// The [`TableMeta::blocks`] of table `file` holding `entries` cut into `blocks` (`None` when
+/// the sizer cut none).
+fn block_metas(file: TableId, entries: &[u64], blocks: &[SizedBlock]) -> Option<Arc<[BlockMeta]>> {
+    if blocks.is_empty() {
+        return None;
+    }
+    let mut start = 0usize;
+    let mut metas = Vec::with_capacity(blocks.len());
+    for block in blocks {
+        let end = (start + block.entries as usize).min(entries.len());
+        let (Some(&first), Some(&last)) = (entries.get(start), entries[..end].last()) else {
+            break;
+        };
+        metas.push(BlockMeta {
+            smallest: key_bytes(key_of(first)),
+            largest: key_bytes(key_of(last)),
+            size: block.size,
+            entries: block.entries,
+            file: block.file.unwrap_or(file),
+            offset: block.offset,
+        });
+        start = end;
+    }
+    Some(metas.into())
+}
+
+impl Simulator {
+    /// Cuts `merged` into tables as `cut` says ([`Cutter`]), sizing them with the configured
+    /// sizer. `inputs` are the merge's inputs (smallest key, bytes) for the cutter's projection.
+    pub(super) fn write_tables(
+        &mut self,
+        merged: &[u64],
+        (sizer, weight): (Arc<dyn TableSizer>, f64),
+        cut: &CutRule,
+        bloom_bits_per_key: f64,
+        seqnos: SeqRange,
+        inputs: &[(u64, u64)],
+    ) -> Vec<(TableMeta, Arc<[u64]>)> {
+        let mut writer = TableWriter::new(
+            sizer.as_ref(),
+            cut,
+            bloom_bits_per_key,
+            seqnos,
+            inputs,
+            None,
+        );
+        for &entry in merged {
+            writer.add(entry);
+        }
+        self.new_tables(writer.finish(), weight, bloom_bits_per_key, seqnos)
+    }
+
+    /// Output tables with ids, from what a writer finished.
+    pub(super) fn new_tables(
+        &mut self,
+        written: Vec<WrittenTable>,
+        weight: f64,
+        bloom_bits_per_key: f64,
+        seqnos: SeqRange,
+    ) -> Vec<(TableMeta, Arc<[u64]>)> {
+        written
+            .into_iter()
+            .map(|(sized, entries)| {
+                self.new_table(&entries, sized, weight, bloom_bits_per_key, seqnos)
+            })
+            .collect()
+    }
+
+    /// A finished output table holding `entries` (non-empty).
+    fn new_table(
+        &mut self,
+        entries: &[u64],
+        sized: SizedTable,
+        weight: f64,
+        bloom_bits_per_key: f64,
+        seqnos: SeqRange,
+    ) -> (TableMeta, Arc<[u64]>) {
+        let id = TableId(self.next_table);
+        self.next_table += 1;
+        let first = entries.first().map_or(0, |&e| key_of(e));
+        let last = entries.last().map_or(0, |&e| key_of(e));
+        let meta = TableMeta {
+            id,
+            smallest: key_bytes(first),
+            largest: key_bytes(last),
+            size: sized.size,
+            entries: (entries.len() as f64 * weight).round() as u64,
+            tombstones: (entries.iter().filter(|&&e| is_tombstone(e)).count() as f64 * weight)
+                .round() as u64,
+            seqnos,
+            bloom_bits_per_key,
+            blocks: block_metas(id, entries, &sized.blocks),
+        };
+        (meta, Arc::from(entries))
+    }
+
+    /// Installs a new version: stores new tables' contents and forgets deleted ones, and counts
+    /// the data blocks new tables wrote (a moved table is deleted and added by the same edit).
+    pub(super) fn install(
+        &mut self,
+        version: Version,
+        edit: &VersionEdit,
+        new_arrays: Vec<Arc<[u64]>>,
+    ) {
+        let mut holders = self.holders.get_mut();
+        for (added, array) in edit.added.iter().zip(new_arrays) {
+            self.kept_keys += array.len() as u64;
+            if let Some(h) = holders.as_deref_mut() {
+                h.add(&array);
+            }
+            if let Some(old) = self.tables.insert(added.table.id, array) {
+                self.kept_keys -= old.len() as u64;
+                if let Some(h) = holders.as_deref_mut() {
+                    h.remove(&old);
+                }
+            }
+        }
+        edit.count_blocks(
+            &mut self.metrics.blocks_written_per_level,
+            &mut self.metrics.blocks_preserved_per_level,
+        );
+        self.version = version;
+        for d in &edit.deleted {
+            if self.version.table_location(d.table).is_none() {
+                if let Some(old) = self.tables.remove(&d.table) {
+                    self.kept_keys -= old.len() as u64;
+                    if let Some(h) = self.holders.get_mut() {
+                        h.remove(&old);
+                    }
+                }
+            }
+        }
+        if let Some(budget) = self.cfg.scale_keys {
+            // One key in 2^40 is as far as halving goes: a budget of a handful of keys cannot
+            // be met by keys whose hash happens to be near zero.
+            while self.kept_keys + self.buffer.len() as u64 > budget && self.sample_one_in < 1 << 40
+            {
+                self.halve_sample();
+            }
+        }
+        if let Some(files) = self.files.as_mut() {
+            files.installed(&self.version, edit);
+        }
+        self.metrics.max_tables = self
+            .metrics
+            .max_tables
+            .max(self.version.table_count() as u64);
+        self.metrics.max_sorted_runs = self
+            .metrics
+            .max_sorted_runs
+            .max(self.version.run_count() as u64);
+    }
+}
