@@ -1,6 +1,7 @@
 //! The source layout stays layered: within every crate of the repository, no module imports a
 //! module that (directly or through others) imports it back. A cycle of `use` statements means
-//! two files cannot be understood, or changed, one without the other.
+//! two files cannot be understood, or changed, one without the other. And the engine's file
+//! systems sit below the manifest.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
@@ -113,55 +114,91 @@ fn crate_source_dirs(root: &Path) -> Vec<PathBuf> {
     dirs
 }
 
+/// Each module of the crate under `src` and the modules its `use` statements name.
+fn import_graph(src: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let modules: BTreeMap<Module, PathBuf> = files
+        .iter()
+        .map(|f| (module_of(src, f), f.clone()))
+        .collect();
+    let names: BTreeSet<Module> = modules.keys().cloned().collect();
+    let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
+    for (module, file) in &modules {
+        for path in use_paths(&std::fs::read_to_string(file).unwrap()) {
+            if let Some(target) = resolve(module, &path, &names) {
+                if &target != module {
+                    edges.entry(module.clone()).or_default().insert(target);
+                }
+            }
+        }
+    }
+    edges
+}
+
+/// Whether `from` imports `to`, directly or through other modules.
+fn reaches(edges: &BTreeMap<Module, BTreeSet<Module>>, from: &Module, to: &Module) -> bool {
+    let mut stack: Vec<&Module> = edges.get(from).into_iter().flatten().collect();
+    let mut seen = BTreeSet::new();
+    while let Some(m) = stack.pop() {
+        if m == to {
+            return true;
+        }
+        if seen.insert(m) {
+            stack.extend(edges.get(m).into_iter().flatten());
+        }
+    }
+    false
+}
+
 #[test]
 fn no_module_imports_a_module_that_imports_it() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut cycles = Vec::new();
     let mut edges_seen = 0;
     for src in crate_source_dirs(root) {
-        let mut files = Vec::new();
-        rust_files(&src, &mut files);
-        let modules: BTreeMap<Module, PathBuf> = files
-            .iter()
-            .map(|f| (module_of(&src, f), f.clone()))
-            .collect();
-        let names: BTreeSet<Module> = modules.keys().cloned().collect();
-        let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
-        for (module, file) in &modules {
-            for path in use_paths(&std::fs::read_to_string(file).unwrap()) {
-                if let Some(target) = resolve(module, &path, &names) {
-                    if &target != module {
-                        edges.entry(module.clone()).or_default().insert(target);
-                    }
-                }
-            }
-        }
+        let edges = import_graph(&src);
         edges_seen += edges.values().map(BTreeSet::len).sum::<usize>();
         // A cycle exists when some module reaches itself.
         for start in edges.keys() {
-            let mut stack: Vec<&Module> = edges[start].iter().collect();
-            let mut seen = BTreeSet::new();
-            while let Some(m) = stack.pop() {
-                if m == start {
-                    cycles.push(format!(
-                        "{}: {} is part of an import cycle",
-                        src.strip_prefix(root).unwrap().display(),
-                        if start.is_empty() {
-                            "the crate root".to_string()
-                        } else {
-                            start.join("::")
-                        }
-                    ));
-                    break;
-                }
-                if seen.insert(m) {
-                    stack.extend(edges.get(m).into_iter().flatten());
-                }
+            if reaches(&edges, start, start) {
+                cycles.push(format!(
+                    "{}: {} is part of an import cycle",
+                    src.strip_prefix(root).unwrap().display(),
+                    if start.is_empty() {
+                        "the crate root".to_string()
+                    } else {
+                        start.join("::")
+                    }
+                ));
             }
         }
     }
     assert!(edges_seen > 100, "the scan found only {edges_seen} imports");
     assert!(cycles.is_empty(), "{}", cycles.join("\n"));
+}
+
+#[test]
+fn the_file_systems_do_not_import_the_manifest() {
+    // A file system stores bytes; what the files mean (the manifest's records, recovery) sits
+    // above it. File names and kinds live in `filename`, which both use.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/strata-engine/src");
+    let edges = import_graph(&src);
+    let manifest = vec!["manifest".to_string()];
+    let file_systems: Vec<&Module> = edges
+        .keys()
+        .filter(|m| m.first().is_some_and(|f| f == "fs"))
+        .collect();
+    assert!(file_systems.len() >= 5, "found {file_systems:?}");
+    let offenders: Vec<String> = file_systems
+        .into_iter()
+        .filter(|m| reaches(&edges, m, &manifest))
+        .map(|m| m.join("::"))
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "these modules import the manifest, directly or through others: {offenders:?}"
+    );
 }
 
 #[test]

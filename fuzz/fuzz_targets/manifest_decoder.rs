@@ -13,6 +13,7 @@ use std::path::Path;
 use libfuzzer_sys::fuzz_target;
 use strata_engine::fs::{FileSystem, MemFs};
 use strata_engine::key::MAX_SEQNO;
+use strata_engine::filename::{manifest_file_name, CURRENT};
 use strata_engine::manifest::{self, ManifestRecord};
 use strata_fuzz::{reframe_log, write_log};
 use strata_meta::Version;
@@ -20,7 +21,7 @@ use strata_meta::Version;
 fn recover_from(manifest_bytes: &[u8], number: u64) {
     let fs = MemFs::new();
     let dir = Path::new("/db");
-    let name = manifest::manifest_file_name(number);
+    let name = manifest_file_name(number);
     let write = |file: &str, bytes: &[u8]| -> std::io::Result<()> {
         let mut f = fs.create(&dir.join(file))?;
         f.append(bytes)?;
@@ -28,7 +29,7 @@ fn recover_from(manifest_bytes: &[u8], number: u64) {
     };
     let setup = fs
         .create_dir_all(dir)
-        .and_then(|()| write(manifest::CURRENT, format!("{name}\n").as_bytes()))
+        .and_then(|()| write(CURRENT, format!("{name}\n").as_bytes()))
         .and_then(|()| write(&name, manifest_bytes));
     if let Err(e) = setup {
         panic!("setting up the file system failed: {e}");

@@ -10,11 +10,13 @@
 
 use crate::batch::{replay_wal_payload, BatchOp};
 use crate::error::{Error, Result};
+use crate::filename;
+use crate::filename::FileKind;
 use crate::fs::FileSystem;
 use crate::iter::InternalIterator;
 use crate::key::{parse_internal_key, ValueKind};
 use crate::log::{LogReader, RecoveryMode};
-use crate::manifest::{self, FileKind, ManifestRecord};
+use crate::manifest::{self, ManifestRecord};
 use crate::stats::{LifetimeStats, Statistics};
 use crate::table::{Table, TableLayout, TableProperties};
 use crate::table_cache::TableCache;
@@ -260,7 +262,7 @@ pub struct InspectDb {
 /// files against it; `what` says what else to read.
 pub fn inspect_db(fs: Arc<dyn FileSystem>, dir: &Path, what: InspectDb) -> Result<DbInspection> {
     let recovered = manifest::recover(fs.as_ref(), dir)?;
-    let manifest_name = manifest::manifest_file_name(recovered.manifest_number);
+    let manifest_name = filename::manifest_file_name(recovered.manifest_number);
     let manifest_path = dir.join(&manifest_name);
     let data = fs
         .read(&manifest_path)
@@ -277,7 +279,7 @@ pub fn inspect_db(fs: Arc<dyn FileSystem>, dir: &Path, what: InspectDb) -> Resul
     let mut on_disk = BTreeSet::new();
     for name in &names {
         let size = || fs.file_size(&dir.join(name)).unwrap_or(0);
-        match manifest::classify(name) {
+        match filename::classify(name) {
             Some(FileKind::Wal(number)) => wals.push(WalFileSummary {
                 number,
                 bytes: size(),
@@ -301,7 +303,7 @@ pub fn inspect_db(fs: Arc<dyn FileSystem>, dir: &Path, what: InspectDb) -> Resul
     // still refer to in it are read (and verified) through those tables. Its own index may
     // name files nothing needs any more.
     for (file, expected, is_table) in version.stored_files() {
-        let name = manifest::table_file_name(file.0);
+        let name = filename::table_file_name(file.0);
         let problem = |offset: u64, reason: String| DamageReport {
             file: name.clone(),
             offset,
@@ -584,7 +586,7 @@ pub fn inspect_table(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string());
-    let number = match manifest::classify(&name) {
+    let number = match filename::classify(&name) {
         Some(FileKind::Table(n)) => n,
         _ => 0,
     };

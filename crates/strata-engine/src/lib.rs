@@ -27,6 +27,7 @@
 pub mod batch;
 mod db;
 pub mod error;
+pub mod filename;
 pub mod fs;
 pub mod inspect;
 mod io_pool;

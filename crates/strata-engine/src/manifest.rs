@@ -5,13 +5,15 @@
 //! - `CURRENT` names the live manifest (one line, `MANIFEST-000007`);
 //! - `MANIFEST-<n>` is a log (see [`crate::log`]) of JSON-encoded [`ManifestRecord`]s; the first
 //!   record of every manifest carries the format version and a snapshot of the whole version;
-//! - `<n>.log` are write-ahead logs, `<n>.sst` are tables, `LOCK` is the process lock.
+//! - `<n>.log` are write-ahead logs, `<n>.sst` are tables, `LOCK` is the process lock
+//!   ([`crate::filename`] names and classifies them all).
 //!
 //! Edits are appended and synced before the version they produce is used. When the manifest
 //! grows past its limit, a new one starts with a snapshot record, and `CURRENT` is switched to it
 //! atomically (write a temporary file, sync, rename, sync the directory).
 
 use crate::error::{Error, Result};
+use crate::filename::{classify, manifest_file_name, FileKind, CURRENT};
 use crate::fs::{FileSystem, WritableFile};
 use crate::key::{SeqNo, MAX_SEQNO};
 use crate::log::{LogReader, LogWriter, RecoveryMode};
@@ -23,86 +25,6 @@ use strata_meta::{KeyRange, NextIds, Version, VersionEdit};
 
 /// The newest manifest format this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
-
-/// Name of the file that points at the live manifest.
-pub const CURRENT: &str = "CURRENT";
-/// Name of the lock file.
-pub const LOCK: &str = "LOCK";
-
-/// The kinds of files in a database directory.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum FileKind {
-    /// A table, `<n>.sst`.
-    Table(u64),
-    /// A write-ahead log, `<n>.log`.
-    Wal(u64),
-    /// A manifest, `MANIFEST-<n>`.
-    Manifest(u64),
-    /// `CURRENT`.
-    Current,
-    /// `LOCK`.
-    Lock,
-    /// A temporary file of ours (`<name>.tmp`).
-    Temp,
-    /// A WAL point-in-time recovery set aside unreplayed, `<n>.log.unreplayed`: kept for the
-    /// user, never replayed or deleted.
-    UnreplayedWal(u64),
-}
-
-/// The numbers of the WALs among a directory's file `names`, ascending.
-pub fn wal_numbers(names: &[String]) -> Vec<u64> {
-    let mut numbers: Vec<u64> = names
-        .iter()
-        .filter_map(|n| match classify(n) {
-            Some(FileKind::Wal(w)) => Some(w),
-            _ => None,
-        })
-        .collect();
-    numbers.sort_unstable();
-    numbers
-}
-
-/// Classifies a file name; `None` for files that are not Strata's.
-pub fn classify(name: &str) -> Option<FileKind> {
-    let number = |s: &str| s.parse::<u64>().ok();
-    if name == CURRENT {
-        Some(FileKind::Current)
-    } else if name == LOCK {
-        Some(FileKind::Lock)
-    } else if name.ends_with(".tmp") {
-        Some(FileKind::Temp)
-    } else if let Some(n) = name.strip_prefix("MANIFEST-") {
-        number(n).map(FileKind::Manifest)
-    } else if let Some(n) = name.strip_suffix(".sst") {
-        number(n).map(FileKind::Table)
-    } else if let Some(n) = name.strip_suffix(".log") {
-        number(n).map(FileKind::Wal)
-    } else if let Some(n) = name.strip_suffix(".log.unreplayed") {
-        number(n).map(FileKind::UnreplayedWal)
-    } else {
-        None
-    }
-}
-
-/// File name of table `n`.
-pub fn table_file_name(n: u64) -> String {
-    format!("{n:06}.sst")
-}
-
-/// File name of WAL `n`.
-pub fn wal_file_name(n: u64) -> String {
-    format!("{n:06}.log")
-}
-
-/// File name under which point-in-time recovery keeps WAL `n` unreplayed.
-pub fn unreplayed_wal_file_name(n: u64) -> String {
-    format!("{n:06}.log.unreplayed")
-}
-
-/// File name of manifest `n`.
-pub fn manifest_file_name(n: u64) -> String {
-    format!("MANIFEST-{n:06}")
-}
 
 /// One manifest record: an edit plus the engine's counters at the time.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

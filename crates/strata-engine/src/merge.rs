@@ -2,11 +2,11 @@
 //! shared with the simulator, is `strata_exec`), and the per-key rules of a merge.
 
 use crate::error::{Error, Result};
+use crate::filename::table_file_name;
 use crate::fs::{FileSystem, WritebackEvery};
 use crate::iter::StoredBlock;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
-use crate::manifest::table_file_name;
 use crate::rate_limiter::{RateLimitedFile, RateLimiter};
 use crate::table::{
     Compression, KeptBlock, ReadPurpose, ReadaheadSize, TableBuilder, TableOptions, TableSummary,
@@ -474,7 +474,7 @@ fn take_block(
             || (i > 0 && merged.current_block_start().is_some())
         {
             return Err(MergeError::Input(Error::corruption(
-                crate::manifest::table_file_name(block.file_number),
+                crate::filename::table_file_name(block.file_number),
                 block.offset,
                 format!(
                     "data block holds {i} entries, its index says {}",

@@ -1,10 +1,10 @@
 //! Open tables, shared by readers and compactions, and cursors over whole runs.
 
 use crate::error::{Error, Result};
+use crate::filename::table_file_name;
 use crate::fs::FileSystem;
 use crate::iter::{InternalIterator, StoredBlock};
 use crate::key::user_key;
-use crate::manifest::table_file_name;
 use crate::options::IndexPinning;
 use crate::stats::Statistics;
 use crate::table::{

@@ -39,9 +39,9 @@
 
 use crate::batch::{self, BatchOp};
 use crate::error::{Error, Result};
+use crate::filename;
 use crate::key::SeqNo;
 use crate::log::{self, LogReader, RecoveryMode};
-use crate::manifest;
 
 /// Sequence number in a link record's header: beyond every sequence number a batch can have.
 pub const LINK_SEQ: SeqNo = u64::MAX;
@@ -161,7 +161,7 @@ pub fn replay(
         .collect();
     let mut out = Replayed::default();
     for (i, wal) in wals.into_iter().enumerate() {
-        let name = manifest::wal_file_name(wal.number);
+        let name = filename::wal_file_name(wal.number);
         let hole = |out: Replayed, file: &str, offset: u64, reason: String| {
             stop_or_fail(mode, out, &numbers[i..], relog_wals, file, offset, reason)
         };
@@ -241,7 +241,7 @@ fn replay_log(
     out: &mut Replayed,
     apply: &mut impl FnMut(SeqNo, BatchOp<'_>),
 ) -> Result<Option<(u64, String, bool)>> {
-    let name = manifest::wal_file_name(number);
+    let name = filename::wal_file_name(number);
     let mut reader = LogReader::new(data, name, RecoveryMode::PointInTime);
     let mut first = true;
     out.last = Some(WalLink { number, len: 0 });

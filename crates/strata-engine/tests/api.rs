@@ -3,9 +3,10 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
 use std::sync::Arc;
+use strata_engine::filename::manifest_file_name;
 use strata_engine::fs::{FaultFs, FaultKind, FileClasses, FileSystem, MemFs};
 use strata_engine::log::LogWriter;
-use strata_engine::manifest::{manifest_file_name, ManifestRecord};
+use strata_engine::manifest::ManifestRecord;
 use strata_engine::{Db, Error, Options, WriteBatch, MAX_KEY_SIZE};
 
 #[test]

@@ -8,10 +8,10 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use strata_engine::fs::{FaultFs, FaultKind, FileClasses, FileSystem, MemFs};
-use strata_engine::manifest::{
+use strata_engine::filename::{
     classify, table_file_name, unreplayed_wal_file_name, wal_file_name, FileKind,
 };
+use strata_engine::fs::{FaultFs, FaultKind, FileClasses, FileSystem, MemFs};
 use strata_engine::{Db, Error, Options, RecoveryMode, WriteBatch, WriteOptions};
 
 const DIR: &str = "/db";
@@ -614,7 +614,7 @@ fn record_ends(fs: &MemFs, path: &Path) -> Vec<u64> {
 
 /// Numbers of the WAL files in the directory, in order.
 fn wal_numbers(fs: &MemFs) -> Vec<u64> {
-    strata_engine::manifest::wal_numbers(&fs.list(Path::new(DIR)).unwrap())
+    strata_engine::filename::wal_numbers(&fs.list(Path::new(DIR)).unwrap())
 }
 
 /// An older WAL that lost its end (here cut at a record boundary, so it looks complete on its

@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
+use strata_engine::filename::{classify, FileKind};
 use strata_engine::fs::{FaultFs, FaultKind, FaultStats, FileClasses, FileSystem, MemFs};
-use strata_engine::manifest::{classify, FileKind};
 use strata_engine::{Db, Error, Options, RecoveryMode, WriteBatch, WriteOptions};
 use strata_policy::{testing, PolicySpec};
 

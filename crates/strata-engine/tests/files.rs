@@ -5,8 +5,8 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use strata_engine::filename::{classify, FileKind};
 use strata_engine::fs::{FileSystem, MemFs};
-use strata_engine::manifest::{classify, FileKind};
 use strata_engine::{Db, Options};
 
 fn count(fs: &MemFs, kind: fn(FileKind) -> bool) -> usize {
@@ -116,7 +116,7 @@ fn window_flushes_delete_each_wal_once_nothing_in_it_is_unflushed() {
         };
         let db = Db::open("/db", options()).unwrap();
         let wals =
-            |fs: &MemFs| strata_engine::manifest::wal_numbers(&fs.list(Path::new("/db")).unwrap());
+            |fs: &MemFs| strata_engine::filename::wal_numbers(&fs.list(Path::new("/db")).unwrap());
         let first_wal = wals(&fs)[0];
         let (mut most_wals, mut most_frozen) = (0, 0);
         for i in 0..8000u32 {

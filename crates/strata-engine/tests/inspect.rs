@@ -10,9 +10,9 @@ use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
+use strata_engine::filename::{classify, table_file_name, wal_file_name, FileKind};
 use strata_engine::fs::{FileSystem, MemFs};
 use strata_engine::inspect::{inspect_db, inspect_table, inspect_wal, InspectDb};
-use strata_engine::manifest::{classify, table_file_name, wal_file_name, FileKind};
 use strata_engine::{Db, Error, Options, WriteBatch, WriteOptions};
 use strata_policy::{testing, PolicySpec};
 

@@ -3,8 +3,10 @@
 
 use super::engine::{Engine, EngineState, ObsoleteFile, OPENED_READ_ONLY};
 use crate::error::{Error, Result};
+use crate::filename;
+use crate::filename::{classify, FileKind};
 use crate::listener::CompletedJob;
-use crate::manifest::{self, classify, BufferEviction, FileKind, Manifest, ManifestRecord};
+use crate::manifest::{BufferEviction, Manifest, ManifestRecord};
 use parking_lot::MutexGuard;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -149,7 +151,7 @@ impl Engine {
             self.tables.evict(*f);
             let _ = self
                 .fs
-                .remove_file(&self.dir.join(manifest::table_file_name(*f)));
+                .remove_file(&self.dir.join(filename::table_file_name(*f)));
         }
     }
 
@@ -207,7 +209,7 @@ impl Engine {
         // Best effort: a manifest CURRENT does not name is deleted by the next open anyway.
         let _ = self
             .fs
-            .remove_file(&self.dir.join(manifest::manifest_file_name(old)));
+            .remove_file(&self.dir.join(filename::manifest_file_name(old)));
         Ok(())
     }
 
@@ -267,7 +269,7 @@ impl Engine {
                     ObsoleteFile::Table(t) => {
                         match self
                             .fs
-                            .remove_file(&self.dir.join(manifest::table_file_name(t)))
+                            .remove_file(&self.dir.join(filename::table_file_name(t)))
                         {
                             Ok(()) => {}
                             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

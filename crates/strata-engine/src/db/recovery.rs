@@ -5,10 +5,12 @@ use super::engine::{Engine, EngineState, HeldBuffer, WalSlot};
 use super::install::BufferChange;
 use crate::batch::BatchOp;
 use crate::error::{Error, Result};
+use crate::filename;
+use crate::filename::{classify, FileKind};
 use crate::fs::{FileLock, FileSystem};
 use crate::key::ValueKind;
 use crate::key_index::KeyIndexSet;
-use crate::manifest::{self, classify, BufferEviction, FileKind, Manifest, ManifestRecord};
+use crate::manifest::{self, BufferEviction, Manifest, ManifestRecord};
 use crate::memtable::Memtable;
 use crate::merge::WriteSettings;
 use crate::options::Options;
@@ -91,7 +93,7 @@ fn check_direct_io(
         ),
     };
     if options.use_direct_reads {
-        let current = dir.join(manifest::CURRENT);
+        let current = dir.join(filename::CURRENT);
         fs.open_direct(&current)
             .and_then(|file| {
                 let mut first = vec![0u8; file.len().min(4096) as usize];
@@ -124,7 +126,7 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
     let names = fs
         .list(dir)
         .map_err(io_error(format!("listing {}", dir.display())))?;
-    let has_current = names.iter().any(|n| n == manifest::CURRENT);
+    let has_current = names.iter().any(|n| n == filename::CURRENT);
     if !has_current {
         // A creation that failed before `CURRENT` was installed leaves at most the lock, the
         // first manifest and `CURRENT`'s temporary file: still an empty directory.
@@ -135,7 +137,7 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
             Some(FileKind::Manifest(1)) => fs
                 .read(&dir.join(n))
                 .is_ok_and(|data| manifest::is_first_manifest(&data)),
-            Some(FileKind::Temp) => n.starts_with(&format!("{}.", manifest::CURRENT)),
+            Some(FileKind::Temp) => n.starts_with(&format!("{}.", filename::CURRENT)),
             _ => false,
         };
         if let Some(example) = names.iter().find(|n| !leftover_of_creation(n)) {
@@ -156,11 +158,11 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
             dir.display()
         )));
     }
-    let lock = fs.lock(&dir.join(manifest::LOCK)).map_err(|e| {
+    let lock = fs.lock(&dir.join(filename::LOCK)).map_err(|e| {
         if e.kind() == std::io::ErrorKind::WouldBlock {
             Error::Locked(dir.to_path_buf())
         } else {
-            Error::io(format!("locking {}", dir.join(manifest::LOCK).display()), e)
+            Error::io(format!("locking {}", dir.join(filename::LOCK).display()), e)
         }
     })?;
     if !has_current {
@@ -174,8 +176,8 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
         let manifest = Manifest::create(fs, dir, 1, &version, counters).inspect_err(|_| {
             // A creation that failed before `CURRENT` was installed removes what it wrote (best
             // effort), so that a retry finds the directory as it was.
-            if !fs.exists(&dir.join(manifest::CURRENT)) {
-                let _ = fs.remove_file(&dir.join(manifest::manifest_file_name(1)));
+            if !fs.exists(&dir.join(filename::CURRENT)) {
+                let _ = fs.remove_file(&dir.join(filename::manifest_file_name(1)));
             }
         })?;
         return Ok(Directory {
@@ -226,7 +228,7 @@ fn open_directory_read_only(fs: &dyn FileSystem, dir: &Path) -> Result<Directory
     let names = fs
         .list(dir)
         .map_err(io_error(format!("listing {}", dir.display())))?;
-    if !names.iter().any(|n| n == manifest::CURRENT) {
+    if !names.iter().any(|n| n == filename::CURRENT) {
         return Err(match names.first() {
             Some(example) => Error::NotADatabase {
                 path: dir.to_path_buf(),
@@ -297,7 +299,7 @@ fn first_free_file_number(names: &[String], r: &manifest::Recovered) -> Result<u
     let number = r.next_file_number.max(max_in_dir.saturating_add(1));
     if number >= u64::MAX - 1 {
         return Err(Error::corruption(
-            manifest::CURRENT,
+            filename::CURRENT,
             0,
             format!("file numbers reach {number}, leaving none to allocate"),
         ));
@@ -320,7 +322,7 @@ fn check_live_files(
     names: &[String],
     r: &manifest::Recovered,
 ) -> Result<()> {
-    let manifest_name = manifest::manifest_file_name(r.manifest_number);
+    let manifest_name = filename::manifest_file_name(r.manifest_number);
     let tail = match &r.dropped_tail {
         Some((offset, why)) => {
             format!(" (its last record, at offset {offset}, was dropped as a torn tail: {why})")
@@ -334,7 +336,7 @@ fn check_live_files(
         } else {
             "table file kept for the blocks tables refer to"
         };
-        let name = manifest::table_file_name(file.0);
+        let name = filename::table_file_name(file.0);
         let path = dir.join(&name);
         match fs.file_size(&path) {
             Ok(size) if size == expected => {}
@@ -362,7 +364,7 @@ fn check_live_files(
             }
         }
     }
-    let wal = manifest::wal_file_name(r.log_number);
+    let wal = filename::wal_file_name(r.log_number);
     if r.log_number > 0 && !names.contains(&wal) {
         return Err(Error::corruption(
             &wal,
@@ -522,11 +524,11 @@ impl Engine {
         names: &[String],
         log_number: u64,
     ) -> Result<(Arc<Memtable>, wal_chain::Replayed)> {
-        let mut numbers = manifest::wal_numbers(names);
+        let mut numbers = filename::wal_numbers(names);
         numbers.retain(|&w| w >= log_number);
         let mut wals = Vec::with_capacity(numbers.len());
         for number in numbers {
-            let path = self.dir.join(manifest::wal_file_name(number));
+            let path = self.dir.join(filename::wal_file_name(number));
             let data = self
                 .fs
                 .read(&path)
@@ -627,8 +629,8 @@ impl Engine {
     /// later ones are renamed. The directory is synced before anything is written after them.
     fn set_aside(&self, stop: &wal_chain::RecoveryStop, last: Option<WalLink>) -> Result<()> {
         for &number in &stop.set_aside {
-            let from = self.dir.join(manifest::wal_file_name(number));
-            let to = self.dir.join(manifest::unreplayed_wal_file_name(number));
+            let from = self.dir.join(filename::wal_file_name(number));
+            let to = self.dir.join(filename::unreplayed_wal_file_name(number));
             let partly_replayed = last.is_some_and(|l| l.number == number);
             let result = if partly_replayed {
                 self.fs.read(&from).and_then(|data| {

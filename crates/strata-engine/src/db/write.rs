@@ -4,9 +4,9 @@
 use super::engine::{Engine, EngineState, Wal, WalSlot};
 use crate::batch::{self, BatchOp, WriteBatch};
 use crate::error::{Error, Result};
+use crate::filename;
 use crate::key::{SeqNo, ValueKind, MAX_SEQNO};
 use crate::log::{LogWriter, RecoveryMode};
-use crate::manifest;
 use crate::memtable::Memtable;
 use crate::options::WriteOptions;
 use crate::stats::Statistics;
@@ -240,7 +240,7 @@ impl Engine {
         match result {
             Ok(()) => Ok(len),
             Err(e) => {
-                let name = manifest::wal_file_name(number);
+                let name = filename::wal_file_name(number);
                 let err = Error::io(format!("writing WAL {name}"), e);
                 // The sync may have lost pages: close the WAL without writing or syncing it
                 // again. This drops the writer, so nothing it still buffered can land after
@@ -373,7 +373,7 @@ impl Engine {
                 // power cut that loses the unsynced writes before it.
                 if let Err(e) = old.writer.sync() {
                     let err = Error::io(
-                        format!("syncing WAL {}", manifest::wal_file_name(old.number)),
+                        format!("syncing WAL {}", filename::wal_file_name(old.number)),
                         e,
                     );
                     slot.close(&err);
@@ -385,7 +385,7 @@ impl Engine {
             slot.predecessor()
         };
         let number = self.allocate_file_number();
-        let path = self.dir.join(manifest::wal_file_name(number));
+        let path = self.dir.join(filename::wal_file_name(number));
         // A mapped WAL leaves a zero-filled tail after a crash, which only the modes that drop
         // torn tails accept (`Options::with_wal_mapped_writes`).
         let mapped = self.options.wal_mapped_writes

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
-use crate::manifest::{classify, FileKind, CURRENT};
+use crate::filename::{classify, FileKind, CURRENT};
 
 /// The operations a fault can be injected into.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -119,7 +119,7 @@ pub enum FileClass {
 
 impl FileClass {
     /// The class of the file at `path`, from its file name through
-    /// [`manifest::classify`](crate::manifest::classify).
+    /// [`filename::classify`](crate::filename::classify).
     pub fn of_path(path: &Path) -> FileClass {
         let name = path
             .file_name()

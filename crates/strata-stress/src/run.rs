@@ -1,0 +1,310 @@
+//! `strata-stress run`, the child: verify the database against the side logs, then run the random
+//! workload of several worker threads until killed or done.
+
+use crate::side_log::{replay, side_log_dir, Intent, SideLog};
+use crate::verify::verify;
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use rand::{Rng, SeedableRng};
+use rand_pcg::Pcg64Mcg;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use strata_engine::filename::{classify, FileKind};
+use strata_engine::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata_policy::{testing, PolicySpec};
+
+#[derive(Parser, Clone)]
+pub(crate) struct RunArgs {
+    /// Database directory (side logs live beside it, in `<dir>.log/`).
+    #[arg(long)]
+    dir: PathBuf,
+    /// Compaction policy.
+    #[arg(long, default_value = "leveled")]
+    policy: String,
+    /// Worker threads (each owns its own keys).
+    #[arg(long, default_value_t = 4)]
+    threads: usize,
+    /// Keys per thread.
+    #[arg(long, default_value_t = 2000)]
+    keys: u64,
+    /// Stop after this many seconds (the driver usually kills earlier).
+    #[arg(long, default_value_t = 3600.0)]
+    seconds: f64,
+    /// Seed (each run should get a new one).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Hand the tree to this policy (`Db::set_policy`) while the workers write, after
+    /// `--switch-after` seconds.
+    #[arg(long)]
+    switch_to: Option<String>,
+    /// Seconds before the switch.
+    #[arg(long, default_value_t = 0.0)]
+    switch_after: f64,
+    /// Limit flush and compaction writes to this many bytes per second (so that handovers
+    /// take long enough for kills to land in them).
+    #[arg(long)]
+    rate_limit: Option<u64>,
+    /// Read and write table files with direct I/O (`Options::with_use_direct_reads` and
+    /// `with_use_direct_io_for_flush_and_compaction`).
+    #[arg(long)]
+    direct_io: bool,
+    /// Commit groups pipelined (`Options::with_enable_pipelined_write`).
+    #[arg(long)]
+    pipelined_write: bool,
+}
+
+/// The write buffer of every child: small, so a short run flushes and compacts many times.
+const BUFFER: u64 = 64 << 10;
+
+/// `policy` with the crash test's small tables.
+fn policy_spec(policy: &str) -> Result<PolicySpec> {
+    testing::register();
+    let mut spec: PolicySpec = policy.parse()?;
+    spec.fill_defaults([
+        ("size_ratio", "4"),
+        ("target_file_size", "32KiB"),
+        ("expected_data_size", "16MiB"),
+        // Min-Max flushes a quarter of the buffer, so kills fall between windows.
+        ("bucket_size", "16KiB"),
+    ])?;
+    Ok(spec)
+}
+
+/// Small buffers and tables, so a short run flushes and compacts many times; table files read
+/// and written with direct I/O if `direct_io`.
+pub(crate) fn options(policy: &str, direct_io: bool) -> Result<Options> {
+    let spec = policy_spec(policy)?;
+    Ok(Options::new()
+        .with_use_direct_reads(direct_io)
+        .with_use_direct_io_for_flush_and_compaction(direct_io)
+        .with_write_buffer_size(BUFFER)
+        .with_block_size(1024)
+        .with_max_background_jobs(3)
+        // Lookups in level 1 (where most policies flush) go through the key index, so the
+        // crash test's reads check it under every policy.
+        .with_key_index(Some(1))
+        .with_policy_spec(spec)?)
+}
+
+fn key_name(thread: usize, k: u64) -> String {
+    format!("t{thread:02}-k{k:06}")
+}
+
+/// One worker: random operations on its own keys, checked against its own model.
+fn worker(
+    db: Arc<Db>,
+    logs: PathBuf,
+    thread: usize,
+    args: RunArgs,
+    deadline: Instant,
+) -> Result<u64> {
+    let path = logs.join(format!("thread-{thread:02}.log"));
+    let r = replay(&path)?;
+    if r.in_flight.is_some() {
+        bail!("thread {thread}: unresolved intent after verification");
+    }
+    let mut model = r.model;
+    let mut seq = r.next_seq;
+    let mut log = SideLog::open(&path)?;
+    let mut rng = Pcg64Mcg::seed_from_u64(args.seed ^ (thread as u64).wrapping_mul(0x9E37_79B9));
+    let mut ops = 0u64;
+    while Instant::now() < deadline {
+        let k = rng.random_range(0..args.keys);
+        let key = key_name(thread, k);
+        match rng.random_range(0..100) {
+            0..=54 => {
+                // A put, a delete, or a batch of up to 8 writes of this thread's keys.
+                let writes: Vec<(String, Option<String>)> = match rng.random_range(0..10) {
+                    0..=4 => vec![(
+                        key.clone(),
+                        Some(format!("t{thread}s{seq}v{}", rng.random::<u32>())),
+                    )],
+                    // A value larger than a block: blocks of one entry, which block-preserving
+                    // merges keep, so kills meet tables that refer to other files.
+                    5 => vec![(
+                        key.clone(),
+                        Some(format!(
+                            "t{thread}s{seq}v{}{}",
+                            rng.random::<u32>(),
+                            "p".repeat(1100)
+                        )),
+                    )],
+                    6..=7 => vec![(key.clone(), None)],
+                    _ => {
+                        let mut w = BTreeMap::new();
+                        for _ in 0..rng.random_range(2..8) {
+                            let k = key_name(thread, rng.random_range(0..args.keys));
+                            let v = rng
+                                .random_bool(0.8)
+                                .then(|| format!("t{thread}s{seq}v{}", rng.random::<u32>()));
+                            w.insert(k, v);
+                        }
+                        w.into_iter().collect()
+                    }
+                };
+                let intent = Intent { seq, writes };
+                log.intent(&intent)?;
+                let mut batch = WriteBatch::new();
+                for (k, v) in &intent.writes {
+                    match v {
+                        Some(v) => batch.put(k, v)?,
+                        None => batch.delete(k)?,
+                    };
+                }
+                let sync = rng.random_bool(0.1);
+                db.write(&WriteOptions { sync }, batch)?;
+                log.line(&format!("A {seq}"))?;
+                for (k, v) in intent.writes {
+                    model.insert(k, v);
+                }
+                seq += 1;
+            }
+            55..=84 => {
+                let got = db
+                    .get(&key)?
+                    .map(|b| String::from_utf8_lossy(&b).into_owned());
+                let want = model.get(&key).cloned().flatten();
+                if got != want {
+                    bail!("thread {thread}: get {key} = {got:?}, expected {want:?}");
+                }
+            }
+            85..=94 => {
+                // A scan over this thread's keys from `key`, checked against the model.
+                let end = format!("t{thread:02}-l");
+                let got: Vec<(String, String)> = db
+                    .range(key.as_str()..end.as_str())?
+                    .take(20)
+                    .map(|e| {
+                        e.map(|(k, v)| {
+                            (
+                                String::from_utf8_lossy(&k).into_owned(),
+                                String::from_utf8_lossy(&v).into_owned(),
+                            )
+                        })
+                    })
+                    .collect::<Result<_, _>>()?;
+                let want: Vec<(String, String)> = model
+                    .range(key.clone()..end.clone())
+                    .filter_map(|(k, v)| v.clone().map(|v| (k.clone(), v)))
+                    .take(20)
+                    .collect();
+                if got != want {
+                    bail!("thread {thread}: scan from {key} disagrees with the model");
+                }
+            }
+            _ => {
+                // A snapshot stays frozen while this thread writes again.
+                let snap = db.snapshot();
+                let before = db.get_with(&key, &ReadOptions::at(&snap))?;
+                let mut b = WriteBatch::new();
+                let v = format!("t{thread}s{seq}v{}", rng.random::<u32>());
+                b.put(&key, &v)?;
+                let intent = Intent {
+                    seq,
+                    writes: vec![(key.clone(), Some(v))],
+                };
+                log.intent(&intent)?;
+                db.write(&WriteOptions::default(), b)?;
+                log.line(&format!("A {seq}"))?;
+                model.insert(key.clone(), intent.writes[0].1.clone());
+                seq += 1;
+                let after = db.get_with(&key, &ReadOptions::at(&snap))?;
+                if before != after {
+                    bail!("thread {thread}: a snapshot read of {key} changed");
+                }
+            }
+        }
+        ops += 1;
+    }
+    Ok(ops)
+}
+
+/// Opens the database with synchronous compaction (no background job adds files meanwhile)
+/// and checks that its table files are exactly those the recovered version needs: its tables'
+/// own and those kept for the blocks its tables refer to. A kill must leave neither a dangling
+/// reference (open fails on a missing file) nor, after open's cleanup, a leaked file.
+fn check_table_files(args: &RunArgs) -> Result<()> {
+    let options = options(&args.policy, args.direct_io)?.with_synchronous_compaction(true);
+    let db = Db::open(&args.dir, options).context("opening to check the table files")?;
+    let version = db.version();
+    let needed: std::collections::BTreeSet<u64> = version
+        .tables()
+        .map(|(_, _, t)| t.id.0)
+        .chain(version.retained_files().map(|(f, _)| f.0))
+        .collect();
+    let mut on_disk = std::collections::BTreeSet::new();
+    for entry in
+        std::fs::read_dir(&args.dir).with_context(|| format!("listing {}", args.dir.display()))?
+    {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if let Some(FileKind::Table(n)) = classify(&name) {
+            on_disk.insert(n);
+        }
+    }
+    db.close().context("closing after the file check")?;
+    if on_disk != needed {
+        let leaked: Vec<_> = on_disk.difference(&needed).collect();
+        let missing: Vec<_> = needed.difference(&on_disk).collect();
+        bail!("table files leaked {leaked:?}, missing {missing:?} after reopening");
+    }
+    Ok(())
+}
+
+pub(crate) fn run(args: RunArgs) -> Result<()> {
+    let logs = side_log_dir(&args.dir);
+    std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
+    if args.dir.join("CURRENT").exists() {
+        // Whether the kill cut a handover short: the recovered version says so.
+        let reader = Db::open_read_only(&args.dir, Options::new())
+            .context("reading the recovered version")?;
+        println!("IN_HANDOVER {}", reader.version().in_handover());
+        reader.close()?;
+        check_table_files(&args)?;
+    }
+    let db = Arc::new(
+        Db::open(
+            &args.dir,
+            options(&args.policy, args.direct_io)?
+                .with_rate_limiter(args.rate_limit)
+                .with_enable_pipelined_write(args.pipelined_write),
+        )
+        .context("reopening after the crash")?,
+    );
+    let verified = verify(&db, &logs, args.threads).context("verifying after the crash")?;
+    println!("VERIFIED {}", serde_json::to_string(&verified)?);
+    let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
+    let switcher = match &args.switch_to {
+        Some(to) => {
+            let mut spec = policy_spec(to)?;
+            spec.fill_defaults([("write_buffer_size", BUFFER)])?;
+            let policy = strata_policy::build_policy(&spec)?;
+            let (db, after) = (Arc::clone(&db), args.switch_after);
+            Some(std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_secs_f64(after));
+                db.set_policy(policy)
+            }))
+        }
+        None => None,
+    };
+    let handles: Vec<_> = (0..args.threads)
+        .map(|t| {
+            let (db, logs, args) = (Arc::clone(&db), logs.clone(), args.clone());
+            std::thread::spawn(move || worker(db, logs, t, args, deadline))
+        })
+        .collect();
+    let mut ops = 0;
+    for h in handles {
+        ops += h
+            .join()
+            .map_err(|_| anyhow::anyhow!("a worker panicked"))??;
+    }
+    if let Some(h) = switcher {
+        h.join()
+            .map_err(|_| anyhow::anyhow!("the policy switch panicked"))?
+            .context("switching the policy")?;
+    }
+    println!("DONE {ops}");
+    Ok(())
+}
