@@ -39,7 +39,7 @@ type BlockSpec = (u32, u32, u64);
 /// Table metadata beyond the key range (in `meta`, whose id and keys are placeholders), which must
 /// survive edits and the text form unchanged, plus how to pick keys and blocks for a range.
 /// Sizes and counts stay far below u64::MAX so that the model can sum them exactly (versions
-/// saturate such sums; the unit tests in version.rs cover that).
+/// saturate such sums; the unit tests in `src/version/tests.rs` cover that).
 #[derive(Clone, Debug)]
 struct Decor {
     meta: TableMeta,
