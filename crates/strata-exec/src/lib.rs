@@ -15,6 +15,8 @@
 //! - [`window`]: the most compact window of a buffer (Min-Max bucket ingestion);
 //! - [`preserve`]: which input data blocks a block-preserving merge keeps unchanged;
 //! - [`JobKind`]: what a finished job was, and its name in job logs;
+//! - [`pick`]: the pick loop both executors run: ask, end a finished handover, admit a plan
+//!   that may start now, and stop a policy that never converges;
 //! - [`handover`]: bringing a tree another policy built into a shape every policy accepts,
 //!   after a live policy switch;
 //! - [`edit`]: the version edit that installs a finished compaction or flush, including where a
@@ -31,6 +33,7 @@ pub mod file_event;
 pub mod handover;
 mod job;
 mod older;
+pub mod pick;
 pub mod preserve;
 pub mod skew;
 pub mod sources;

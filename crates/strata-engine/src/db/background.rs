@@ -1,7 +1,6 @@
 //! Running jobs: the background threads, synchronous mode, explicit flushes, and waiting for
 //! the tree to settle.
 
-use super::compaction::MAX_INLINE_PLANS;
 use super::engine::{Engine, EngineState};
 use crate::error::{Error, Result};
 use parking_lot::MutexGuard;
@@ -9,6 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use strata_exec::handover::{self, NextCompaction};
+use strata_exec::pick::MAX_PLANS_PER_FLUSH;
 use strata_policy::{CompactionPolicy, PolicyError};
 
 /// What a background thread runs.
@@ -96,7 +96,9 @@ impl Engine {
     ///
     /// REQUIRES: the state lock is held.
     pub fn run_inline(&self, state: &mut MutexGuard<'_, EngineState>) -> Result<()> {
-        for _ in 0..MAX_INLINE_PLANS {
+        // Each compaction counts towards the pick loop's own bound, which a flush resets; this
+        // one bounds the loop as a whole.
+        for _ in 0..MAX_PLANS_PER_FLUSH {
             self.purge_obsolete_files(state);
             Self::check_background_error(state)?;
             if let Some(job) = self.pick_flush(state)? {
@@ -112,7 +114,7 @@ impl Engine {
             return Ok(());
         }
         Err(Error::Policy(PolicyError::InvalidPlan(format!(
-            "policy {} did not converge within {MAX_INLINE_PLANS} plans",
+            "policy {} did not converge within {MAX_PLANS_PER_FLUSH} plans",
             self.policy().name()
         ))))
     }

@@ -17,8 +17,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strata_exec::handover::{self, NextCompaction};
+use strata_exec::pick::{self, PickHost};
 use strata_exec::preserve::Preserver;
-use strata_exec::sources::{may_run_on, may_start, merge_sources, rewrites_last_level};
+use strata_exec::sources::{merge_sources, rewrites_last_level};
 use strata_exec::{compaction_edit, OlderTables};
 use strata_meta::{TableId, TableMeta, Version};
 use strata_policy::{
@@ -27,9 +28,6 @@ use strata_policy::{
 
 /// Times a compaction reads its inputs before a read error stops background work.
 pub(crate) const INPUT_READ_ATTEMPTS: u32 = 3;
-
-/// Plans a caller runs in a row before declaring the policy non-convergent.
-pub(crate) const MAX_INLINE_PLANS: usize = 100_000;
 
 /// A merge a compaction thread picked.
 pub(crate) struct CompactionJob {
@@ -71,7 +69,7 @@ impl Engine {
         reserved: bool,
     ) -> Result<Option<CompactionJob>> {
         let max_compactions = self.options.max_background_jobs.saturating_sub(1).max(1);
-        for _ in 0..MAX_INLINE_PLANS {
+        loop {
             let busy = if reserved {
                 state.running_reserved >= self.options.reserved_jobs
             } else {
@@ -80,38 +78,13 @@ impl Engine {
             if busy || state.manual_compaction || state.switching {
                 return Ok(None);
             }
-            let stats = self.workload_stats();
-            let ctx = PickContext {
-                urgent_only: reserved,
-                ..self.pick_context(&state.leases, &stats, None)
+            let mut host = EnginePick {
+                engine: self,
+                state: &mut *state,
             };
-            let next = handover::next_compaction(
-                self.policy().as_ref(),
-                &state.version,
-                &ctx,
-                self.entry_level.load(Ordering::Relaxed),
-                state.flush_running,
-            )?;
-            let plan = match next {
-                NextCompaction::Plan(plan) => plan,
-                NextCompaction::Idle => return Ok(None),
-                NextCompaction::EndHandover => {
-                    self.install(
-                        state,
-                        handover::end_of_handover(),
-                        &[],
-                        BufferChange::default(),
-                    )?;
-                    continue;
-                }
+            let Some(plan) = pick::next_plan(&mut host, reserved)? else {
+                return Ok(None);
             };
-            if !may_run_on(plan.priority, reserved) {
-                return Ok(None);
-            }
-            plan.validate(&state.version, |t| state.leases.is_table_leased(t))?;
-            if !may_start(plan.policy_state.is_some(), state.stateful_running) {
-                return Ok(None);
-            }
             if plan.action != PlanAction::Merge {
                 self.install_without_data(state, &plan)?;
                 continue;
@@ -132,10 +105,6 @@ impl Engine {
                 reserved,
             }));
         }
-        Err(Error::Policy(PolicyError::InvalidPlan(format!(
-            "policy {} returned {MAX_INLINE_PLANS} data-free plans in a row; it does not converge",
-            self.policy().name()
-        ))))
     }
 
     /// Installs a plan that writes no data: a move, a drop or a state update.
@@ -434,5 +403,60 @@ impl Engine {
         };
         let result = MutexGuard::unlocked(state, || self.run_compaction(&job));
         self.finish_compaction(state, job, result)
+    }
+}
+
+/// The engine's side of the shared pick loop ([`pick::next_plan`]), under the state lock.
+struct EnginePick<'a, 'g> {
+    engine: &'a Engine,
+    state: &'a mut MutexGuard<'g, EngineState>,
+}
+
+impl PickHost for EnginePick<'_, '_> {
+    type Error = Error;
+
+    fn next_compaction(&mut self, urgent_only: bool) -> Result<NextCompaction> {
+        let stats = self.engine.workload_stats();
+        let ctx = PickContext {
+            urgent_only,
+            ..self.engine.pick_context(&self.state.leases, &stats, None)
+        };
+        Ok(handover::next_compaction(
+            self.engine.policy().as_ref(),
+            &self.state.version,
+            &ctx,
+            self.engine.entry_level.load(Ordering::Relaxed),
+            self.state.flush_running,
+        )?)
+    }
+
+    fn end_handover(&mut self) -> Result<()> {
+        self.engine.install(
+            self.state,
+            handover::end_of_handover(),
+            &[],
+            BufferChange::default(),
+        )
+    }
+
+    fn validate(&self, plan: &Plan) -> Result<()> {
+        Ok(plan.validate(&self.state.version, |t| {
+            self.state.leases.is_table_leased(t)
+        })?)
+    }
+
+    fn stateful_running(&self) -> bool {
+        self.state.stateful_running
+    }
+
+    fn plans_since_flush(&mut self) -> &mut usize {
+        &mut self.state.plans_since_flush
+    }
+
+    fn non_convergence(&self, plans: usize, last: &Plan) -> Error {
+        Error::Policy(PolicyError::InvalidPlan(format!(
+            "policy {} does not converge: {plans} plans since the last flush (last: {last})",
+            self.engine.policy().name()
+        )))
     }
 }

@@ -112,6 +112,8 @@ pub(crate) struct EngineState {
     pub flush_running: bool,
     /// A running job carries policy state; no other state-changing work may start.
     pub stateful_running: bool,
+    /// Compaction plans taken since the last flush (`strata_exec::pick`).
+    pub plans_since_flush: usize,
     /// A manual compaction has the tree to itself.
     pub manual_compaction: bool,
     /// File numbers of tables being written, not yet in a version.

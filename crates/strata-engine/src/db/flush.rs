@@ -738,6 +738,7 @@ impl Engine {
         });
         self.skew.lock().observe(key_sample);
         Statistics::add(&self.stats.flushes, 1);
+        state.plans_since_flush = 0;
         Statistics::add(&self.stats.flush_bytes, out.bytes_written);
         Statistics::add(&self.stats.compaction_bytes_read, out.bytes_read);
         self.note_flush_finished();

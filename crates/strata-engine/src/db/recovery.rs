@@ -462,6 +462,7 @@ impl Engine {
                 key_index: options.key_index_level.map(|_| KeyIndexSet::new()),
                 flush_running: false,
                 stateful_running: false,
+                plans_since_flush: 0,
                 manual_compaction: false,
                 pending_outputs: HashSet::new(),
                 obsolete_tables: Vec::new(),

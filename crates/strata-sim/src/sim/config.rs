@@ -114,7 +114,7 @@ impl Default for SimConfig {
             buffer_size: 64 << 20,
             timing: Timing::Synchronous,
             level0_stop_runs: 36,
-            max_plans_per_flush: 100_000,
+            max_plans_per_flush: strata_exec::pick::MAX_PLANS_PER_FLUSH,
             trace: false,
             check_invariants: false,
             final_flush: true,

@@ -8,8 +8,9 @@ use crate::merge::{merge_preserving, merge_runs, BlockCursor, RunCursor};
 use crate::output::TableWriter;
 use std::sync::Arc;
 use strata_exec::handover::{self, NextCompaction};
+use strata_exec::pick::{self, PickHost};
 use strata_exec::preserve::Preserver;
-use strata_exec::sources::{may_run_on, may_start, merge_sources};
+use strata_exec::sources::merge_sources;
 use strata_exec::{compaction_edit, JobKind, OlderTables};
 use strata_meta::{SeqRange, TableId, TableMeta, VersionEdit};
 use strata_policy::{CompactionPolicy, PickContext, Plan, PlanAction, TimedPolicy};
@@ -91,46 +92,9 @@ impl Simulator {
             } else {
                 break;
             };
-            let ctx = PickContext {
-                leases: &self.leases,
-                stats: &self.stats,
-                buffer: None,
-                now_nanos: self.now_nanos(),
-                urgent_only: reserved,
-            };
-            let next = handover::next_compaction(
-                self.policy.as_ref(),
-                &self.version,
-                &ctx,
-                self.entry_level,
-                // Flushes are instantaneous here: none is ever being written.
-                false,
-            )
-            .map_err(|e| self.policy_error(e))?;
-            let plan = match next {
-                NextCompaction::Plan(plan) => plan,
-                NextCompaction::Idle => break,
-                NextCompaction::EndHandover => {
-                    self.apply_edit(handover::end_of_handover(), "end of handover")?;
-                    continue;
-                }
-            };
-            if !may_run_on(plan.priority, reserved) {
+            let Some(plan) = pick::next_plan(self, reserved)? else {
                 break;
-            }
-            self.plans_since_flush += 1;
-            if self.plans_since_flush > self.cfg.max_plans_per_flush {
-                return Err(SimError::NonConvergence {
-                    policy: self.policy.name(),
-                    plans: self.plans_since_flush,
-                    last: plan.to_string(),
-                });
-            }
-            plan.validate(&self.version, |t| self.leases.is_table_leased(t))
-                .map_err(|e| self.policy_error(e))?;
-            if !may_start(plan.policy_state.is_some(), self.state_change_running()) {
-                break;
-            }
+            };
             let mut job = self.start_job(plan)?;
             job.reserved = reserved;
             if job.end <= self.now {
@@ -352,5 +316,58 @@ impl Simulator {
         }
         self.now = self.now.max(t);
         Ok(())
+    }
+}
+
+/// The simulator's side of the shared pick loop ([`pick::next_plan`]).
+impl PickHost for Simulator {
+    type Error = SimError;
+
+    fn next_compaction(&mut self, urgent_only: bool) -> Result<NextCompaction, SimError> {
+        let ctx = PickContext {
+            leases: &self.leases,
+            stats: &self.stats,
+            buffer: None,
+            now_nanos: self.now_nanos(),
+            urgent_only,
+        };
+        handover::next_compaction(
+            self.policy.as_ref(),
+            &self.version,
+            &ctx,
+            self.entry_level,
+            // Flushes are instantaneous here: none is ever being written.
+            false,
+        )
+        .map_err(|e| self.policy_error(e))
+    }
+
+    fn end_handover(&mut self) -> Result<(), SimError> {
+        self.apply_edit(handover::end_of_handover(), "end of handover")
+    }
+
+    fn validate(&self, plan: &Plan) -> Result<(), SimError> {
+        plan.validate(&self.version, |t| self.leases.is_table_leased(t))
+            .map_err(|e| self.policy_error(e))
+    }
+
+    fn stateful_running(&self) -> bool {
+        self.state_change_running()
+    }
+
+    fn plans_since_flush(&mut self) -> &mut usize {
+        &mut self.plans_since_flush
+    }
+
+    fn plan_limit(&self) -> usize {
+        self.cfg.max_plans_per_flush
+    }
+
+    fn non_convergence(&self, plans: usize, last: &Plan) -> SimError {
+        SimError::NonConvergence {
+            policy: self.policy.name(),
+            plans,
+            last: last.to_string(),
+        }
     }
 }

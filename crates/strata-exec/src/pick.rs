@@ -1,0 +1,189 @@
+//! The pick loop the engine's compaction workers and the simulator's scheduler share: ask the
+//! handover or the policy for the next compaction ([`crate::handover::next_compaction`]),
+//! install the end of a finished handover and ask again, and admit a plan only if it may run on
+//! the asking worker ([`may_run_on`]), holds against the version and the leases, and may start
+//! beside the running jobs ([`may_start`]). It also counts the plans taken since the last
+//! flush, so that a policy that never stops planning is an error rather than a hang. What
+//! differs between the executors (how they build the pick context, install an edit, report an
+//! error) stays behind [`PickHost`].
+
+use crate::handover::NextCompaction;
+use crate::sources::{may_run_on, may_start};
+use strata_policy::Plan;
+
+/// Plans an executor takes between two flushes before it calls its policy non-convergent: far
+/// above what a converging policy needs (every built-in one stays under a few hundred per
+/// flush in the convergence tests), so that only a policy planning forever reaches it.
+pub const MAX_PLANS_PER_FLUSH: usize = 100_000;
+
+/// What the pick loop needs of its executor.
+pub trait PickHost {
+    /// The executor's error.
+    type Error;
+    /// The handover's or the policy's next compaction
+    /// ([`crate::handover::next_compaction`]) for a worker that runs only urgent plans if
+    /// `urgent_only`.
+    fn next_compaction(&mut self, urgent_only: bool) -> Result<NextCompaction, Self::Error>;
+    /// Installs [`crate::handover::end_of_handover`].
+    fn end_handover(&mut self) -> Result<(), Self::Error>;
+    /// Checks `plan` against the current version and the leased tables
+    /// ([`Plan::validate`]).
+    fn validate(&self, plan: &Plan) -> Result<(), Self::Error>;
+    /// Whether a running job carries policy state.
+    fn stateful_running(&self) -> bool;
+    /// The count of plans taken since the last flush (the executor zeroes it at each flush).
+    fn plans_since_flush(&mut self) -> &mut usize;
+    /// Plans allowed between two flushes.
+    fn plan_limit(&self) -> usize {
+        MAX_PLANS_PER_FLUSH
+    }
+    /// The error for a policy past [`PickHost::plan_limit`]: `plans` since the last flush, the
+    /// last of them `last`.
+    fn non_convergence(&self, plans: usize, last: &Plan) -> Self::Error;
+}
+
+/// The next plan a worker may start now (`urgent_only`: a worker reserved for urgent plans),
+/// or `None` when there is nothing it may start.
+pub fn next_plan<H: PickHost>(host: &mut H, urgent_only: bool) -> Result<Option<Plan>, H::Error> {
+    loop {
+        let plan = match host.next_compaction(urgent_only)? {
+            NextCompaction::Plan(plan) => plan,
+            NextCompaction::Idle => return Ok(None),
+            NextCompaction::EndHandover => {
+                host.end_handover()?;
+                continue;
+            }
+        };
+        if !may_run_on(plan.priority, urgent_only) {
+            return Ok(None);
+        }
+        let plans = {
+            let count = host.plans_since_flush();
+            *count += 1;
+            *count
+        };
+        if plans > host.plan_limit() {
+            return Err(host.non_convergence(plans, &plan));
+        }
+        host.validate(&plan)?;
+        if !may_start(plan.policy_state.is_some(), host.stateful_running()) {
+            return Ok(None);
+        }
+        return Ok(Some(plan));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata_meta::PolicyState;
+    use strata_policy::{PlanAction, Priority};
+
+    /// A host whose policy answers from a script, and which records what the loop did.
+    #[derive(Default)]
+    struct Scripted {
+        answers: Vec<NextCompaction>,
+        handovers_ended: usize,
+        stateful_running: bool,
+        plans: usize,
+        limit: usize,
+    }
+
+    fn state_update(priority: Priority, stateful: bool) -> Plan {
+        Plan {
+            action: PlanAction::UpdateState,
+            inputs: Vec::new(),
+            output: None,
+            policy_state: stateful.then(PolicyState::empty),
+            priority,
+            reason: "scripted".to_string(),
+        }
+    }
+
+    impl PickHost for Scripted {
+        type Error = String;
+        fn next_compaction(&mut self, _urgent_only: bool) -> Result<NextCompaction, String> {
+            Ok(if self.answers.is_empty() {
+                NextCompaction::Idle
+            } else {
+                self.answers.remove(0)
+            })
+        }
+        fn end_handover(&mut self) -> Result<(), String> {
+            self.handovers_ended += 1;
+            Ok(())
+        }
+        fn validate(&self, _plan: &Plan) -> Result<(), String> {
+            Ok(())
+        }
+        fn stateful_running(&self) -> bool {
+            self.stateful_running
+        }
+        fn plans_since_flush(&mut self) -> &mut usize {
+            &mut self.plans
+        }
+        fn plan_limit(&self) -> usize {
+            self.limit
+        }
+        fn non_convergence(&self, plans: usize, last: &Plan) -> String {
+            format!("{plans} plans, last {}", last.reason)
+        }
+    }
+
+    #[test]
+    fn a_finished_handover_is_ended_and_the_policy_asked_again() {
+        let mut host = Scripted {
+            answers: vec![
+                NextCompaction::EndHandover,
+                NextCompaction::Plan(state_update(Priority::Normal, false)),
+            ],
+            limit: 10,
+            ..Scripted::default()
+        };
+        let plan = next_plan(&mut host, false).unwrap();
+        assert!(plan.is_some());
+        assert_eq!((host.handovers_ended, host.plans), (1, 1));
+        assert_eq!(next_plan(&mut host, false).unwrap(), None);
+    }
+
+    #[test]
+    fn plans_a_worker_may_not_run_or_start_are_left() {
+        // A normal plan on a worker reserved for urgent ones.
+        let mut host = Scripted {
+            answers: vec![NextCompaction::Plan(state_update(Priority::Normal, false))],
+            limit: 10,
+            ..Scripted::default()
+        };
+        assert_eq!(next_plan(&mut host, true).unwrap(), None);
+        assert_eq!(
+            host.plans, 0,
+            "a plan no worker here may run is not counted"
+        );
+        // A second state-changing job beside a running one.
+        let mut host = Scripted {
+            answers: vec![NextCompaction::Plan(state_update(Priority::Urgent, true))],
+            stateful_running: true,
+            limit: 10,
+            ..Scripted::default()
+        };
+        assert_eq!(next_plan(&mut host, true).unwrap(), None);
+    }
+
+    #[test]
+    fn a_policy_past_the_limit_does_not_converge() {
+        let mut host = Scripted {
+            answers: (0..4)
+                .map(|_| NextCompaction::Plan(state_update(Priority::Normal, false)))
+                .collect(),
+            limit: 3,
+            ..Scripted::default()
+        };
+        for _ in 0..3 {
+            assert!(next_plan(&mut host, false).unwrap().is_some());
+        }
+        assert_eq!(
+            next_plan(&mut host, false),
+            Err("4 plans, last scripted".to_string())
+        );
+    }
+}
