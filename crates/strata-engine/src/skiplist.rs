@@ -661,6 +661,8 @@ pub struct Walk {
     /// at [`WALK_LEVEL`] leads to the next lane boundary.
     from: *mut Node,
     tall: *mut Node,
+    /// The walk has not begun: `from` is read from the head after the first boundary.
+    at_head: bool,
     lanes: [Vec<*mut Node>; WALK_LANES],
 }
 
@@ -674,9 +676,9 @@ impl Walk {
         let mut walk = Walk {
             ready: Vec::new(),
             at: 0,
-            // SAFETY: the head is MAX_HEIGHT tall.
-            from: unsafe { Node::next(list.head, 0) },
+            from: ptr::null_mut(),
             tall: list.head,
+            at_head: true,
             lanes: Default::default(),
         };
         walk.refill();
@@ -708,9 +710,20 @@ impl Walk {
         let mut ends = [ptr::null_mut(); WALK_LANES];
         let mut start = self.from;
         let mut lanes = 0;
-        while lanes < WALK_LANES && !start.is_null() {
+        while lanes < WALK_LANES && (self.at_head || !start.is_null()) {
             // SAFETY: `tall` is the head or a node reached at WALK_LEVEL, so it is taller.
             let boundary = unsafe { Node::next(self.tall, WALK_LEVEL) };
+            if std::mem::take(&mut self.at_head) {
+                // The first entry, read after the first boundary: nodes are linked at level 0
+                // first, so the boundary is already there and level 0 from here meets it. Read
+                // before it, a node inserted in between ahead of the first entry would be a
+                // boundary the first lane never meets.
+                // SAFETY: `tall` is the head, MAX_HEIGHT tall.
+                start = unsafe { Node::next(self.tall, 0) };
+                if start.is_null() {
+                    break;
+                }
+            }
             starts[lanes] = start;
             ends[lanes] = boundary;
             lanes += 1;
@@ -731,7 +744,9 @@ impl Walk {
             running = 0;
             for lane in 0..lanes {
                 let node = at[lane];
-                if node == ends[lane] {
+                // A lane meets its end (see above); the null check keeps a broken invariant
+                // from reading through a null link.
+                if node == ends[lane] || node.is_null() {
                     continue;
                 }
                 running += 1;

@@ -194,6 +194,51 @@ fn a_walk_beside_a_writer_sees_what_was_there_in_order() {
 }
 
 #[test]
+fn walks_begun_while_a_writer_inserts_before_the_first_entry_stay_in_the_list() {
+    // Every insert lands before the first entry. A walk reads the list's start and its first
+    // lane boundary at two moments; a tall node linked between them is a boundary its first lane
+    // never meets, unless the start is read after the boundary (it once stepped past the end of
+    // the list and crashed). Many short walks, so that some begin while a tall node is linked.
+    let list = std::sync::Arc::new(SkipList::<Bytewise>::new());
+    let keys = 1_000_000u32;
+    let writer = {
+        let list = std::sync::Arc::clone(&list);
+        std::thread::spawn(move || {
+            for i in (0..keys).rev() {
+                list.insert_concurrently(&[&i.to_be_bytes()], b"v", || {});
+            }
+        })
+    };
+    let mut walks = 0u64;
+    while !writer.is_finished() {
+        let mut walk = Walk::new(&*list);
+        let mut last: Option<Vec<u8>> = None;
+        // The first stretch is enough: the race is in how it begins.
+        for _ in 0..64 {
+            if !walk.cursor().valid() {
+                break;
+            }
+            let k = walk.cursor().key(&list).to_vec();
+            if let Some(l) = &last {
+                assert!(*l < k, "out of order");
+            }
+            last = Some(k);
+            walk.next();
+        }
+        walks += 1;
+    }
+    writer.join().unwrap();
+    assert!(walks > 100, "only {walks} walks ran beside the writer");
+    let mut walk = Walk::new(&*list);
+    let mut seen = 0;
+    while walk.cursor().valid() {
+        seen += 1;
+        walk.next();
+    }
+    assert_eq!(seen, keys as usize);
+}
+
+#[test]
 fn readers_see_whole_entries_while_a_writer_inserts() {
     let list = std::sync::Arc::new(SkipList::<Bytewise>::new());
     let writer = {
