@@ -7,7 +7,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use strata_policy::testing;
@@ -148,25 +148,12 @@ pub(crate) fn crash(args: CrashArgs) -> Result<()> {
             ];
             last = Some(to.clone());
         }
-        let mut child = Command::new(&exe)
-            .args([
-                "run",
-                "--policy",
-                policy,
-                "--threads",
-                &args.threads.to_string(),
-                "--keys",
-                &args.keys.to_string(),
-                "--seed",
-                &rng.random::<u64>().to_string(),
-            ])
+        let mut child = child_run(&exe, policy, &args, &dir)
+            .args(["--seed", &rng.random::<u64>().to_string()])
             .args(&switch)
-            .args(args.direct_io.then_some("--direct-io"))
             // Every other round over the policies commits pipelined, so that WALs written one
             // way are recovered and written on the other.
             .args(((cycle / policies.len() as u64) % 2 == 1).then_some("--pipelined-write"))
-            .arg("--dir")
-            .arg(&dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -222,21 +209,8 @@ pub(crate) fn crash(args: CrashArgs) -> Result<()> {
         policies.iter().map(|p| (p, args.dir.join(p))).collect()
     };
     for (policy, dir) in finals {
-        let out = Command::new(&exe)
-            .args([
-                "run",
-                "--policy",
-                policy,
-                "--threads",
-                &args.threads.to_string(),
-                "--keys",
-                &args.keys.to_string(),
-                "--seconds",
-                "0",
-            ])
-            .args(args.direct_io.then_some("--direct-io"))
-            .arg("--dir")
-            .arg(&dir)
+        let out = child_run(&exe, policy, &args, &dir)
+            .args(["--seconds", "0"])
             .output()
             .context("running the final verification")?;
         if !out.status.success() {
@@ -256,4 +230,18 @@ pub(crate) fn crash(args: CrashArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// A child `run` of `policy` on the database in `dir`, with the driver's threads, keys and
+/// direct I/O; the caller adds what differs (seed, switches, pipelining, or a run of no time).
+fn child_run(exe: &Path, policy: &str, args: &CrashArgs, dir: &Path) -> Command {
+    let mut command = Command::new(exe);
+    command
+        .args(["run", "--policy", policy])
+        .args(["--threads", &args.threads.to_string()])
+        .args(["--keys", &args.keys.to_string()])
+        .args(args.direct_io.then_some("--direct-io"))
+        .arg("--dir")
+        .arg(dir);
+    command
 }
