@@ -21,6 +21,9 @@ buffer=${BUFFER:-4MiB}
 builtins=$("$strata" sim --list-policies | sed -n 's/^\([a-z0-9-]*\): .*/\1/p' | paste -sd, -)
 for workload in ${WORKLOADS:-fillrandom ycsb-b ycsb-e updatezipf ycsb-f ycsb-d}; do
   common=(--workload "$workload" --entries "$entries" --ops "$ops" --write-buffer-size "$buffer")
+  # The bench's tree settings of the figures in docs/advise-and-switch.md, for every policy whose
+  # specification leaves them unset.
+  shape=(--size-ratio 10 --target-file-size 8MiB --max-bytes-for-level-base 32MiB)
   if [ ! -s "$out/$workload-advise.json" ]; then
     echo "== $workload: advise" >&2
     "$strata" advise "${common[@]}" --verify "${VERIFY:-3}" --json >"$out/$workload-advise.json.tmp"
@@ -31,7 +34,7 @@ for workload in ${WORKLOADS:-fillrandom ycsb-b ycsb-e updatezipf ycsb-f ycsb-d};
     bench="$out/$workload-bench-$round.json"
     if [ ! -s "$bench" ]; then
       echo "== $workload: bench round $round, every policy and the pick" >&2
-      "$strata" bench "${common[@]}" --policies "$builtins,$pick" --peers none --json \
+      "$strata" bench "${common[@]}" "${shape[@]}" --policies "$builtins,$pick" --peers none --json \
         --report "$out/$workload-report-$round" >"$bench.tmp"
       mv "$bench.tmp" "$bench"
     fi

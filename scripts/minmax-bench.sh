@@ -16,7 +16,7 @@ entries=${2:-10000000}
 strata=${STRATA:-./target/release/strata}
 mkdir -p "$out"
 common=(--workload minmax-queries --entries "$entries" --peers none --write-buffer-size 16MiB
-        --block-cache 64KiB --quiet)
+        --target-file-size 8MiB --max-bytes-for-level-base 32MiB --block-cache 64KiB --quiet)
 if [ -n "${BENCH_DIR:-}" ]; then
   common+=(--dir "$BENCH_DIR")
 fi

@@ -23,7 +23,9 @@ for workload in ${WORKLOADS:-fillrandom updaterandom updatezipf deleterandom}; d
     file="$out/$workload-$mode.json"
     [ -s "$file" ] && continue
     echo "== $workload $mode" >&2
-    "$strata" sim --policies "${POLICIES:-all}" --workload "$workload" --entries "$entries" "${flags[@]}" "$@" --json >"$file.tmp"
+    # T = 10 and tables of the 4 MiB buffer for every policy: the settings of docs/scale.md.
+    "$strata" sim --policies "${POLICIES:-all}" --workload "$workload" --entries "$entries" \
+      --size-ratio 10 --target-file-size 4MiB "${flags[@]}" "$@" --json >"$file.tmp"
     mv "$file.tmp" "$file"
   done
 done

@@ -3,7 +3,7 @@
 simulator.
 
 Runs `strata sim` (release build) on a fill of unique random keys (`fillunique`) with exactly
-N/B = T^5 flushes of a 1 MiB buffer (16-byte keys, 100-byte values), T = 5, so that the full-merge
+N/B = T^5 flushes of a 1 MiB buffer, 1 MiB tables (16-byte keys, 100-byte values), T = 5, so that the full-merge
 policies end with L = 5 levels, and prints two Markdown tables: write amplification against the
 models, and Spooky's write and space amplification for X = L-1, L-2, L-3 against eq. 11.
 
@@ -23,7 +23,7 @@ BINARY = "./target/release/strata"
 def run(policy):
     entries = T ** L * BUFFER // ENTRY
     cmd = [BINARY, "sim", "--policy", policy, "--entries", str(entries), "--buffer-size", "1MiB",
-           "--size-ratio", str(T), "--json", "--timeline-points", "0"]
+           "--target-file-size", "1MiB", "--size-ratio", str(T), "--json", "--timeline-points", "0"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     report = json.loads(out)
     report = report[0] if isinstance(report, list) else report
@@ -34,7 +34,7 @@ def run(policy):
 def command(policy):
     entries = T ** L * BUFFER // ENTRY
     return (f"strata sim --policy {policy} --entries {entries} --buffer-size 1MiB "
-            f"--size-ratio {T}")
+            f"--target-file-size 1MiB --size-ratio {T}")
 
 
 def main():

@@ -56,7 +56,8 @@ def algorithm1(n, levels):
 def sim(n, levels):
     entries = n * BUFFER // ENTRY
     cmd = [BINARY, "sim", "--policy", f"horizontal-leveled:levels={levels}", "--entries",
-           str(entries), "--buffer-size", "1MiB", "--json", "--timeline-points", "0"]
+           str(entries), "--buffer-size", "1MiB", "--target-file-size", "1MiB", "--json",
+           "--timeline-points", "0"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     report = json.loads(out)
     return report["write_amp"], report["flushes"]

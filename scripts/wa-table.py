@@ -3,7 +3,7 @@
 
 Runs `strata sim` (release build) on fills of unique random keys (`--workload fillunique`, the
 default) with N/B = T^3 flushes of a 1 MiB
-buffer, 16-byte keys and 100-byte values, for T = 4, 6, 10, and prints a Markdown table.
+buffer, 1 MiB tables, 16-byte keys and 100-byte values, for T = 4, 6, 10, and prints a Markdown table.
 Usage: cargo build --release && python3 scripts/wa-table.py
 """
 import json
@@ -33,7 +33,7 @@ def run(policy, t):
     flushes = round(t ** 3)
     entries = flushes * BUFFER // ENTRY
     cmd = [BINARY, "sim", "--policy", policy, "--entries", str(entries), "--buffer-size", "1MiB",
-           "--size-ratio", str(t), "--json", "--timeline-points", "0"]
+           "--target-file-size", "1MiB", "--size-ratio", str(t), "--json", "--timeline-points", "0"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 

@@ -3,7 +3,7 @@
 //! (`strata_policy::model`), the simulator on the workload itself (the same operation stream
 //! `strata bench` runs), and, if asked, short engine runs of the best few.
 
-use crate::policies::policy_specs;
+use crate::policies::{choose_policies, PolicyFlags};
 use crate::workload_args::{size_arg, WorkloadArgs};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -177,12 +177,21 @@ pub fn run(args: AdviseArgs) -> Result<()> {
         .map(|p| (p.ops as f64 * p.mix.insert) as u64)
         .sum::<u64>()
         .max(1);
-    let defaults = [
+    // Every configuration advise tries cuts its tables at the write buffer size (part of its
+    // grid, as the size ratios and Bloom bits below are), so that small buffers still give
+    // trees of many tables.
+    let grid = PolicyFlags {
+        target_file_size: Some(args.write_buffer_size),
+        ..PolicyFlags::default()
+    };
+    let facts = [
         ("write_buffer_size", args.write_buffer_size.to_string()),
-        ("target_file_size", args.write_buffer_size.to_string()),
         ("expected_data_size", (keys * entry_bytes).to_string()),
     ];
-    let bases = policy_specs(args.policies.as_deref(), &spec, &[], &defaults)?;
+    let chosen = choose_policies(args.policies.as_deref(), &spec, &[], &grid)?;
+    let bases = (0..chosen.labels.len())
+        .map(|i| chosen.spec(i, &facts))
+        .collect::<Result<Vec<_>>>()?;
     let blooms: &[f64] = if args.max_memory.is_some() {
         &[10.0, 6.0, 3.0]
     } else {
@@ -418,7 +427,7 @@ fn verify(
         baseline: None,
         settings: EngineSettings {
             write_buffer_size: args.write_buffer_size,
-            target_file_size: args.write_buffer_size,
+            target_file_size: Some(args.write_buffer_size),
             ..EngineSettings::default()
         },
         dir: None,

@@ -1,7 +1,7 @@
 //! `strata bench`: the benchmark tool's command line.
 
 use crate::checks;
-use crate::policies::policy_specs;
+use crate::policies::{choose_policies, PolicyFlags};
 use crate::workload_args::{
     ingest_bytes, show_size, size_arg, usize_arg, warn, warn_if_smaller_than_a_buffer, WorkloadArgs,
 };
@@ -17,7 +17,7 @@ use strata_bench::workload::WorkloadSpec;
 use strata_bench::{
     report, run_comparison, run_job, BenchConfig, ChildCommand, MemoryLimit, RunJob, StorageOptions,
 };
-use strata_policy::build_policy;
+use strata_policy::{build_policy, PolicySpec};
 use strata_sim::human_bytes;
 
 /// Options of `strata bench`. With none, it compares every built-in policy (and every peer the
@@ -49,27 +49,10 @@ pub struct BenchArgs {
     /// policy name that only one run has, or a peer (default: the first run).
     #[arg(long)]
     baseline: Option<String>,
-    /// Write buffer size, at least 4KiB. RocksDB: write_buffer_size (whose default is 64 MiB; the
-    /// smaller default here gives a default-sized run several levels to compact). [SIZE: 4K =
-    /// 4KB = 4KiB, any case]
-    #[arg(
-        long,
-        visible_alias = "buffer-size",
-        value_name = "SIZE",
-        default_value = "8MiB",
-        value_parser = size_arg,
-        allow_hyphen_values = true
-    )]
-    write_buffer_size: u64,
-    /// Table target size. RocksDB: target_file_size_base. [SIZE: 4K = 4KB = 4KiB, any case]
-    #[arg(
-        long,
-        value_name = "SIZE",
-        default_value = "8MiB",
-        value_parser = size_arg,
-        allow_hyphen_values = true
-    )]
-    target_file_size: u64,
+    /// The policy flags (shared with `strata sim`); the peers, configured like `leveled`, take
+    /// them too, and where one is not given, the value `leveled` uses.
+    #[command(flatten)]
+    policy_flags: PolicyFlags,
     /// Block cache capacity. [SIZE: 4K = 4KB = 4KiB, any case]
     #[arg(
         long,
@@ -79,27 +62,6 @@ pub struct BenchArgs {
         allow_hyphen_values = true
     )]
     block_cache: u64,
-    /// Size ratio T, above 1. RocksDB: max_bytes_for_level_multiplier.
-    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
-    size_ratio: f64,
-    /// Base level bound. RocksDB: max_bytes_for_level_base. [SIZE: 4K = 4KB = 4KiB, any case]
-    #[arg(
-        long = "max-bytes-for-level-base",
-        visible_alias = "level-base",
-        value_name = "SIZE",
-        default_value = "32MiB",
-        value_parser = size_arg,
-        allow_hyphen_values = true
-    )]
-    level_base: u64,
-    /// Bloom filter bits per key, 0 or more (0: no filter).
-    #[arg(
-        long = "bloom-bits-per-key",
-        visible_alias = "bloom-bits",
-        default_value_t = 10.0,
-        allow_negative_numbers = true
-    )]
-    bloom_bits: f64,
     /// Background jobs, at least 1. RocksDB: max_background_jobs.
     #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = usize_arg)]
     jobs: usize,
@@ -141,8 +103,8 @@ pub struct BenchArgs {
     /// enable_pipelined_write); fjall has no such choice. Applies with --engine-defaults too.
     #[arg(long)]
     enable_pipelined_write: bool,
-    /// Open every engine with its own defaults and ignore the engine flags above (buffer, file
-    /// and cache sizes, size ratio, level base, Bloom bits, jobs): what a user who changes
+    /// Open every engine with its own defaults and ignore the engine and policy flags (buffer,
+    /// file and cache sizes, size ratio, level base, Bloom bits, jobs): what a user who changes
     /// nothing gets. RocksDB gets its default block-based table with a 10-bit Bloom filter and
     /// no compression; Strata its `Options::new()` with each policy's own option defaults.
     #[arg(long)]
@@ -282,19 +244,7 @@ fn list_names(arg: &str, all: &[&str]) -> Vec<String> {
 impl BenchArgs {
     /// Checks the benchmark's own flags (the workload's are checked when it is built).
     fn check(&self) -> Result<()> {
-        checks::size_at_least(
-            "--write-buffer-size",
-            self.write_buffer_size,
-            checks::MIN_WRITE_BUFFER_SIZE,
-        )?;
-        checks::size_at_least("--target-file-size", self.target_file_size, 1)?;
-        checks::above("--size-ratio", self.size_ratio, 1.0)?;
-        checks::size_at_least(
-            "--max-bytes-for-level-base (--level-base)",
-            self.level_base,
-            1,
-        )?;
-        checks::not_negative("--bloom-bits-per-key (--bloom-bits)", self.bloom_bits)?;
+        self.policy_flags.check()?;
         checks::at_least("--jobs", self.jobs as u64, 1)?;
         if self.device_probe {
             checks::size_at_least("--device-probe-size", self.device_probe_size, 1 << 20)?;
@@ -394,6 +344,10 @@ impl BenchArgs {
         })
     }
 }
+
+/// The write buffer when `--write-buffer-size` is not given: smaller than the engine's 64 MiB, so
+/// that a default-sized run has several levels to compact.
+const DEFAULT_WRITE_BUFFER_SIZE: u64 = 8 << 20;
 
 /// The smallest `--memory-limit`: a process of this program and an engine need some memory to
 /// start at all.
@@ -539,17 +493,17 @@ pub fn run(args: BenchArgs) -> Result<()> {
     // be built, the peers, the baseline, then the directories (created here).
     args.check()?;
     let workload = args.workload.spec("mixed", 2_000_000, Some(2_000_000))?;
-    // Engine settings fill the rest of each policy's options when it opens.
-    let policies: Vec<String> = policy_specs(
+    // Runs are named after the policies as chosen; the engine settings fill the rest of each
+    // policy's options when it opens.
+    let chosen = choose_policies(
         args.policies.as_deref(),
         &workload,
         &args.policy_options,
-        &[],
-    )?
-    .iter()
-    .map(ToString::to_string)
-    .collect();
+        &args.policy_flags,
+    )?;
+    let policies: Vec<String> = chosen.labels.iter().map(ToString::to_string).collect();
     let peers = peers(args.peers.as_deref())?;
+    chosen.warn_unused_flags((!peers.is_empty()).then_some("the peers"));
     let labels: Vec<String> = policies.iter().chain(&peers).cloned().collect();
     if labels.is_empty() {
         bail!("--policies and --peers select nothing to run");
@@ -560,13 +514,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
         .map(|b| resolve_baseline(b, &labels))
         .transpose()?;
     let user_bytes = ingest_bytes(&workload);
+    let flags = &args.policy_flags;
     let settings = EngineSettings {
-        write_buffer_size: args.write_buffer_size,
-        target_file_size: args.target_file_size,
+        write_buffer_size: flags.write_buffer_size.unwrap_or(DEFAULT_WRITE_BUFFER_SIZE),
+        target_file_size: flags.target_file_size,
         block_cache: args.block_cache,
-        bloom_bits_per_key: args.bloom_bits,
-        size_ratio: args.size_ratio,
-        level_base: args.level_base,
+        bloom_bits_per_key: flags.bloom_bits_per_key,
+        size_ratio: flags.size_ratio,
+        level_base: flags.max_bytes_for_level_base,
         background_jobs: args.jobs,
         expected_data_size: user_bytes.max(1),
         count_blocks: args.count_blocks,
@@ -581,10 +536,23 @@ pub fn run(args: BenchArgs) -> Result<()> {
         engine_defaults: args.engine_defaults,
         direct_io: args.direct_io,
     };
-    for policy in &policies {
-        Strata::policy_spec(policy, &settings)
-            .and_then(|spec| Ok(build_policy(&spec)?))
-            .map_err(|e| anyhow::anyhow!("{e:#}"))?;
+    // Each policy built as its run will build it, before any run; what it will run with is
+    // printed below.
+    let facts = [
+        ("write_buffer_size", settings.write_buffer_size.to_string()),
+        (
+            "expected_data_size",
+            settings.expected_data_size.to_string(),
+        ),
+    ];
+    let mut built = Vec::with_capacity(policies.len());
+    for (i, policy) in policies.iter().enumerate() {
+        let spec = Strata::policy_spec(policy, &settings)?;
+        let policy = build_policy(&spec).map_err(|e| chosen.blame(i, &facts, e))?;
+        built.push(PolicySpec::of(policy.as_ref()));
+    }
+    if !peers.is_empty() && !settings.engine_defaults {
+        settings.peer_shape()?;
     }
     check_memory(&workload, &settings)?;
     if let Some(dir) = &args.dir {
@@ -602,7 +570,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     }
     let storage = args.storage(&settings, &peers)?;
     warn_if_too_short(&workload);
-    warn_if_smaller_than_a_buffer(&workload, args.write_buffer_size);
+    warn_if_smaller_than_a_buffer(&workload, settings.write_buffer_size);
     let config = BenchConfig {
         workload,
         policies,
@@ -639,6 +607,18 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        if config.settings.engine_defaults {
+            println!("every engine on its own defaults (--engine-defaults)");
+        } else {
+            for (label, spec) in config.policies.iter().zip(&built) {
+                println!("  {label} runs as {spec}");
+            }
+            if !config.peers.is_empty() {
+                let shape = config.settings.peer_shape()?.options();
+                let shape: Vec<String> = shape.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                println!("  peers run with {}", shape.join(","));
+            }
+        }
     }
     let comparison = run_comparison(&config)?;
     let index = report::write_report(&comparison, &args.report)

@@ -1,7 +1,7 @@
 //! `strata sim`: the simulator's command line.
 
 use crate::checks;
-use crate::policies::policy_specs;
+use crate::policies::{choose_policies, PolicyFlags};
 use crate::workload_args::{
     count_arg, ingest_bytes, size_arg, usize_arg, warn, warn_if_smaller_than_a_buffer, WorkloadArgs,
 };
@@ -11,7 +11,7 @@ use std::io::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use strata_bench::job_log::{job_log_file_name, write_job_log, JobRecord};
-use strata_policy::{build_policy, registry};
+use strata_policy::{registry, PolicySpec};
 use strata_sim::ftl::{replay_events, Ftl, FtlConfig, FtlRecorder, FtlReport, VictimPolicy};
 use strata_sim::{
     comparison_table, human_bytes, SimConfig, SimReport, Simulator, Timing, TraceEvent,
@@ -38,44 +38,9 @@ pub struct SimArgs {
     /// The workload (shared with `strata bench`).
     #[command(flatten)]
     workload: WorkloadArgs,
-    /// Write buffer (memtable) size, at least 4KiB; also every policy's write_buffer_size unless
-    /// set. RocksDB: write_buffer_size. [SIZE: 4K = 4KB = 4KiB, any case]
-    #[arg(
-        long = "write-buffer-size",
-        visible_alias = "buffer-size",
-        value_name = "SIZE",
-        default_value = "4MiB",
-        value_parser = size_arg,
-        allow_hyphen_values = true
-    )]
-    buffer_size: u64,
-    /// Size ratio T of every policy that has one, unless set; above 1. RocksDB:
-    /// max_bytes_for_level_multiplier.
-    #[arg(long, default_value_t = 10.0, allow_negative_numbers = true)]
-    size_ratio: f64,
-    /// Output table size of every policy, unless set. RocksDB: target_file_size_base.
-    /// Default: the write buffer size. [SIZE: 4K = 4KB = 4KiB, any case]
-    #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
-    target_file_size: Option<u64>,
-    /// Base level bound of every policy that has max_bytes_for_level_base, unless set. RocksDB:
-    /// max_bytes_for_level_base. Default: the policy's (size ratio × write buffer size).
-    /// [SIZE: 4K = 4KB = 4KiB, any case]
-    #[arg(
-        long = "max-bytes-for-level-base",
-        visible_alias = "level-base",
-        value_name = "SIZE",
-        value_parser = size_arg,
-        allow_hyphen_values = true
-    )]
-    level_base: Option<u64>,
-    /// Bloom filter bits per key of every policy, unless set; 0 or more (0: no filter).
-    #[arg(
-        long = "bloom-bits-per-key",
-        visible_alias = "bloom-bits",
-        default_value_t = 10.0,
-        allow_negative_numbers = true
-    )]
-    bloom_bits: f64,
+    /// The policy flags (shared with `strata bench`).
+    #[command(flatten)]
+    policy_flags: PolicyFlags,
     /// Model time: writes arrive at --ingest-rate and compactions run at --compaction-rate on
     /// --jobs workers (default: synchronous, every compaction finishes at once).
     #[arg(long)]
@@ -170,22 +135,10 @@ pub struct SimArgs {
 impl SimArgs {
     /// Checks the simulator's own flags (the workload's are checked when it is built).
     fn check(&self) -> Result<()> {
-        checks::size_at_least(
-            "--write-buffer-size (--buffer-size)",
-            self.buffer_size,
-            checks::MIN_WRITE_BUFFER_SIZE,
-        )?;
-        checks::above("--size-ratio", self.size_ratio, 1.0)?;
-        if let Some(t) = self.target_file_size {
-            checks::size_at_least("--target-file-size", t, 1)?;
-        }
-        if let Some(b) = self.level_base {
-            checks::size_at_least("--max-bytes-for-level-base (--level-base)", b, 1)?;
-        }
+        self.policy_flags.check()?;
         if let Some(b) = self.block_size {
             checks::size_at_least("--block-size", b, 1)?;
         }
-        checks::not_negative("--bloom-bits-per-key (--bloom-bits)", self.bloom_bits)?;
         checks::size_at_least("--ingest-rate", self.ingest_rate, 1)?;
         checks::size_at_least("--compaction-rate", self.compaction_rate, 1)?;
         checks::at_least("--jobs", self.jobs as u64, 1)?;
@@ -393,6 +346,10 @@ fn job_record(event: &TraceEvent) -> JobRecord {
     }
 }
 
+/// The simulator's write buffer when `--write-buffer-size` is not given: small, so that the
+/// default workload makes hundreds of flushes and a tree of several levels.
+const DEFAULT_WRITE_BUFFER_SIZE: u64 = 4 << 20;
+
 /// Runs `strata sim`.
 pub fn run(args: SimArgs) -> Result<()> {
     if args.list_policies {
@@ -416,45 +373,29 @@ pub fn run(args: SimArgs) -> Result<()> {
     })?;
     let ingest_bytes = ingest_bytes(&workload);
     let (key_size, value_size) = (workload.key_size as u64, workload.value_size as u64);
-    let mut defaults = vec![
-        ("write_buffer_size", args.buffer_size.to_string()),
-        ("size_ratio", args.size_ratio.to_string()),
-        (
-            "target_file_size",
-            args.target_file_size
-                .unwrap_or(args.buffer_size)
-                .to_string(),
-        ),
-        ("bloom_bits_per_key", args.bloom_bits.to_string()),
-        ("expected_data_size", ingest_bytes.max(1).to_string()),
-    ];
-    if let Some(base) = args.level_base {
-        defaults.push(("max_bytes_for_level_base", base.to_string()));
-    }
-    let specs = policy_specs(
+    let buffer_size = args
+        .policy_flags
+        .write_buffer_size
+        .unwrap_or(DEFAULT_WRITE_BUFFER_SIZE);
+    let chosen = choose_policies(
         args.policy.as_deref(),
         &workload,
         &args.policy_options,
-        &defaults,
+        &args.policy_flags,
     )?;
-    if specs.is_empty() {
+    if chosen.labels.is_empty() {
         anyhow::bail!("--policies names no policy; nothing to simulate");
     }
-    if args.level_base.is_some()
-        && !specs.iter().any(|s| {
-            registry::lookup(&s.name).is_ok_and(|r| r.has_option("max_bytes_for_level_base"))
-        })
-    {
-        crate::workload_args::warn(
-            "--max-bytes-for-level-base ignored: none of the selected policies has \
-             max_bytes_for_level_base",
-        );
-    }
-    let policies = specs
-        .iter()
-        .map(|spec| build_policy(spec).map_err(anyhow::Error::from))
+    chosen.warn_unused_flags(None);
+    // Each policy built once, with the facts of this run its model must agree with.
+    let facts = [
+        ("write_buffer_size", buffer_size.to_string()),
+        ("expected_data_size", ingest_bytes.max(1).to_string()),
+    ];
+    let policies = (0..chosen.labels.len())
+        .map(|i| chosen.build(i, &facts).map(|(_, policy)| policy))
         .collect::<Result<Vec<_>>>()?;
-    warn_if_smaller_than_a_buffer(&workload, args.buffer_size);
+    warn_if_smaller_than_a_buffer(&workload, buffer_size);
     let timing = if args.timed {
         Timing::Timed {
             ingest_bytes_per_sec: args.ingest_rate as f64,
@@ -468,7 +409,7 @@ pub fn run(args: SimArgs) -> Result<()> {
     let config = SimConfig {
         key_size,
         value_size,
-        buffer_size: args.buffer_size,
+        buffer_size,
         timing,
         trace: args.job_log.is_some(),
         block_size: args.block_size,
@@ -484,24 +425,19 @@ pub fn run(args: SimArgs) -> Result<()> {
     } else {
         config
     };
-    // Job logs are named after the policies as given, before the defaults above fill them, as
-    // `strata bench` names its runs.
-    let labels: Vec<String> =
-        policy_specs(args.policy.as_deref(), &workload, &args.policy_options, &[])?
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+    // Job logs are named after the policies as chosen, before the flags and facts fill them,
+    // as `strata bench` names its runs.
+    let labels: Vec<String> = chosen.labels.iter().map(ToString::to_string).collect();
     if !args.json {
         println!(
-            "workload {} ({} ops in {} phases), {}-byte keys, {}-byte values ({} ingested), buffer {}, T = {}, {}",
+            "workload {} ({} ops in {} phases), {}-byte keys, {}-byte values ({} ingested), buffer {}, {}",
             workload.name,
             workload.phases.iter().map(|p| p.ops).sum::<u64>(),
             workload.phases.len(),
             key_size,
             value_size,
             human_bytes(ingest_bytes),
-            human_bytes(args.buffer_size),
-            args.size_ratio,
+            human_bytes(buffer_size),
             if args.timed { "timed" } else { "synchronous" }
         );
         if let Some(keys) = config.scale_keys {
@@ -511,8 +447,9 @@ pub fn run(args: SimArgs) -> Result<()> {
         }
     }
     let mut reports = Vec::new();
-    for ((spec, policy), label) in specs.iter().zip(policies).zip(&labels) {
+    for ((spec, policy), label) in chosen.labels.iter().zip(policies).zip(&labels) {
         let name = &spec.name;
+        let used = PolicySpec::of(policy.as_ref());
         let start = Instant::now();
         let mut report = match args.ftl_config()? {
             None => Simulator::run(policy, config.clone(), &workload, args.workload.seed)
@@ -557,6 +494,7 @@ pub fn run(args: SimArgs) -> Result<()> {
                 "\n{name}: WA {:.2}, peak SA {:.2}, {:.1}s; final shape:",
                 report.write_amp, report.peak_space_amp, report.wall_seconds
             );
+            println!("  ran as {used}");
             print!("{}", report.shape());
             if let Some(ssd) = &report.ssd {
                 println!(

@@ -363,7 +363,10 @@ fn key_and_value_sizes_are_bounded_by_the_engine_and_named() {
     refused(
         &dir,
         &["bench", "--write-buffer-size", "1K"],
-        &["--write-buffer-size is 1KiB", "at least 4KiB"],
+        &[
+            "--write-buffer-size (--buffer-size) is 1KiB",
+            "at least 4KiB",
+        ],
     );
     refused(
         &dir,
@@ -384,6 +387,66 @@ fn sim_json(dir: &Path, args: &[&str]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[test]
+fn each_policy_runs_its_own_defaults_unless_a_flag_gives_one() {
+    let dir = scratch("policy-defaults");
+    let option = |json: &str, name: &str| -> Option<String> {
+        let value: serde_json::Value = serde_json::from_str(json).unwrap();
+        value["policy_options"][name].as_str().map(str::to_string)
+    };
+    let sim = |extra: &[&str]| {
+        let mut args = vec![
+            "sim",
+            "--policy",
+            "vertiorizon",
+            "--entries",
+            "20000",
+            "--json",
+            "--timeline-points",
+            "0",
+        ];
+        args.extend_from_slice(extra);
+        succeeded(&dir, &args).stdout
+    };
+    // Vertiorizon declares T = 6 and 64 MiB tables; the simulator's buffer (4 MiB by default)
+    // is the one fact it is given.
+    let plain = sim(&[]);
+    assert_eq!(option(&plain, "size_ratio").as_deref(), Some("6"));
+    assert_eq!(option(&plain, "target_file_size").as_deref(), Some("64MiB"));
+    assert_eq!(option(&plain, "write_buffer_size").as_deref(), Some("4MiB"));
+    let given = sim(&["--size-ratio", "4", "--target-file-size", "1MiB"]);
+    assert_eq!(option(&given, "size_ratio").as_deref(), Some("4"));
+    assert_eq!(option(&given, "target_file_size").as_deref(), Some("1MiB"));
+    // strata bench records what each run's policy was built with.
+    let bench = succeeded(
+        &dir,
+        &[
+            "bench",
+            "--workload",
+            "fillunique",
+            "--entries",
+            "2000",
+            "--policies",
+            "vertiorizon",
+            "--peers",
+            "none",
+            "--quiet",
+            "--json",
+            "--dir",
+            "db",
+            "--report",
+            "r",
+        ],
+    )
+    .stdout;
+    let runs: serde_json::Value = serde_json::from_str(&bench).unwrap();
+    let options = runs[0]["options"].as_array().unwrap();
+    assert!(
+        options.iter().any(|o| o[0] == "size_ratio" && o[1] == "6"),
+        "{options:?}"
+    );
 }
 
 #[test]

@@ -77,6 +77,11 @@ pub trait KvEngine: Send + Sync {
     fn index_and_filter(&self) -> Option<&'static str> {
         None
     }
+    /// The options that shaped its tree, by name: a Strata policy's as built (derived values
+    /// included), the peers' [`PeerShape`]; empty when it ran on its own defaults.
+    fn options(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
     /// Flushes memtables and waits until background compaction is idle.
     fn settle(&self) -> Result<()>;
     /// Counters since open.
@@ -93,18 +98,21 @@ pub trait KvEngine: Send + Sync {
 /// Settings shared by every engine of a comparison, so they run with matched options.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EngineSettings {
-    /// Memtable size.
+    /// Memtable size; also the `write_buffer_size` of every Strata policy that has one and
+    /// whose specification leaves it unset, as `strata_engine::Options::with_policy_named` does.
     pub write_buffer_size: u64,
-    /// Table target size.
-    pub target_file_size: u64,
+    /// Table target size given for every run; `None`: each Strata policy's own, and for the
+    /// peers, `leveled`'s ([`EngineSettings::peer_shape`]).
+    pub target_file_size: Option<u64>,
     /// Block cache capacity.
     pub block_cache: u64,
-    /// Bloom bits per key.
-    pub bloom_bits_per_key: f64,
-    /// Size ratio.
-    pub size_ratio: f64,
-    /// `max_bytes_for_level_base` for leveled engines.
-    pub level_base: u64,
+    /// Bloom bits per key given for every run; `None`: each policy's own (peers: `leveled`'s).
+    pub bloom_bits_per_key: Option<f64>,
+    /// Size ratio given for every run; `None`: each policy's own (peers: `leveled`'s).
+    pub size_ratio: Option<f64>,
+    /// `max_bytes_for_level_base` given for every run; `None`: each policy's own (peers:
+    /// `leveled`'s, size ratio × write buffer size).
+    pub level_base: Option<u64>,
     /// Background jobs.
     pub background_jobs: usize,
     /// Expected data size (for horizontal-tiered).
@@ -171,11 +179,11 @@ impl Default for EngineSettings {
     fn default() -> Self {
         EngineSettings {
             write_buffer_size: 64 << 20,
-            target_file_size: 64 << 20,
+            target_file_size: None,
             block_cache: 32 << 20,
-            bloom_bits_per_key: 10.0,
-            size_ratio: 10.0,
-            level_base: 256 << 20,
+            bloom_bits_per_key: None,
+            size_ratio: None,
+            level_base: None,
             background_jobs: 2,
             expected_data_size: 1 << 30,
             count_blocks: false,
@@ -244,7 +252,8 @@ impl Strata {
         let mut options = if s.engine_defaults {
             strata_engine::Options::new().with_policy_named(policy)?
         } else {
-            let spec = Strata::policy_spec(policy, s)?;
+            // Built once here; the database records what it was built from.
+            let built = strata_policy::build_policy(&Strata::policy_spec(policy, s)?)?;
             strata_engine::Options::new()
                 .with_write_buffer_size(s.write_buffer_size)
                 .with_block_cache_capacity(s.block_cache)
@@ -254,7 +263,7 @@ impl Strata {
                 .with_key_index(s.key_index_level)
                 .with_interval_index(s.interval_index)
                 .with_record_block_ranges(s.count_blocks)
-                .with_policy_spec(spec)?
+                .with_policy(built)
         };
         if s.direct_io {
             options = options
@@ -289,20 +298,110 @@ impl Strata {
 }
 
 impl Strata {
-    /// The policy specification [`Strata::open`] builds `policy` from: `policy` with the
-    /// settings filling the options it declares and leaves unset. Building it
-    /// (`strata_policy::build_policy`) checks a run's policy before any run starts.
+    /// The policy specification [`Strata::open`] builds `policy` from: `policy` with the options
+    /// the settings give ([`EngineSettings::given_policy_options`]), then the write buffer size
+    /// and the expected data size, filling the options it declares and leaves unset. Every other
+    /// option keeps the policy's own default.
     pub fn policy_spec(policy: &str, s: &EngineSettings) -> Result<PolicySpec> {
         let mut spec: PolicySpec = policy.parse()?;
+        spec.fill_defaults(s.given_policy_options())?;
         spec.fill_defaults([
-            ("size_ratio", s.size_ratio.to_string()),
             ("write_buffer_size", s.write_buffer_size.to_string()),
-            ("target_file_size", s.target_file_size.to_string()),
-            ("max_bytes_for_level_base", s.level_base.to_string()),
-            ("bloom_bits_per_key", s.bloom_bits_per_key.to_string()),
             ("expected_data_size", s.expected_data_size.to_string()),
         ])?;
         Ok(spec)
+    }
+}
+
+/// The tree shape the peers run with: what the settings give, else what Strata's `leveled`
+/// (RocksDB-style leveling, which the peers are configured like) uses with the same write
+/// buffer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PeerShape {
+    /// Size ratio between levels (RocksDB: `max_bytes_for_level_multiplier`).
+    pub size_ratio: f64,
+    /// Table target size (RocksDB: `target_file_size_base`).
+    pub target_file_size: u64,
+    /// Base level bound (RocksDB: `max_bytes_for_level_base`).
+    pub level_base: u64,
+    /// Bloom bits per key.
+    pub bloom_bits_per_key: f64,
+}
+
+impl PeerShape {
+    /// The shape as option text, for the run's record.
+    pub fn options(&self) -> Vec<(String, String)> {
+        vec![
+            ("size_ratio".into(), self.size_ratio.to_string()),
+            (
+                "target_file_size".into(),
+                strata_policy::strata_meta::format_size(self.target_file_size),
+            ),
+            (
+                "max_bytes_for_level_base".into(),
+                strata_policy::strata_meta::format_size(self.level_base),
+            ),
+            (
+                "bloom_bits_per_key".into(),
+                self.bloom_bits_per_key.to_string(),
+            ),
+        ]
+    }
+}
+
+impl EngineSettings {
+    /// The policy options these settings give every run (those that are `Some`), by name.
+    pub fn given_policy_options(&self) -> Vec<(&'static str, String)> {
+        [
+            ("size_ratio", self.size_ratio.map(|t| t.to_string())),
+            (
+                "target_file_size",
+                self.target_file_size.map(|b| b.to_string()),
+            ),
+            (
+                "max_bytes_for_level_base",
+                self.level_base.map(|b| b.to_string()),
+            ),
+            (
+                "bloom_bits_per_key",
+                self.bloom_bits_per_key.map(|b| b.to_string()),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((name, value?)))
+        .collect()
+    }
+
+    /// The shape the peers run with ([`PeerShape`]): `leveled` built from these settings, read
+    /// back from the options it reports.
+    pub fn peer_shape(&self) -> Result<PeerShape> {
+        let spec = Strata::policy_spec("leveled", self)?;
+        let leveled = strata_policy::build_policy(&spec)?;
+        let options = leveled.options();
+        let text = |name: &str| {
+            options
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.clone())
+                .with_context(|| format!("leveled reports no {name}"))
+        };
+        let size = |name: &str| -> Result<u64> {
+            let value = text(name)?;
+            strata_policy::strata_meta::parse_size(&value)
+                .map_err(|e| anyhow::anyhow!("leveled's {name} {value:?}: {e}"))
+        };
+        let float = |name: &str| -> Result<f64> {
+            let value = text(name)?;
+            value
+                .parse()
+                .with_context(|| format!("leveled's {name} {value:?}"))
+        };
+        Ok(PeerShape {
+            size_ratio: float("size_ratio")?,
+            target_file_size: size("target_file_size")?,
+            level_base: size("max_bytes_for_level_base")?,
+            bloom_bits_per_key: float("bloom_bits_per_key")?,
+        })
     }
 }
 
@@ -334,6 +433,14 @@ impl KvEngine for Strata {
     }
     fn index_and_filter(&self) -> Option<&'static str> {
         Some(self.index_and_filter)
+    }
+    fn options(&self) -> Vec<(String, String)> {
+        self.db
+            .policy()
+            .options()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
     }
     fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
         // The lending cursor, as RocksDB's raw iterator: every engine's scan touches each key
@@ -411,6 +518,7 @@ mod rocks {
         direct_io: bool,
         block_cache: Option<u64>,
         cache_index_and_filter_blocks: bool,
+        shape: Vec<(String, String)>,
     }
 
     impl Rocks {
@@ -434,8 +542,10 @@ mod rocks {
                     direct_io: s.direct_io,
                     block_cache: None,
                     cache_index_and_filter_blocks: false,
+                    shape: Vec::new(),
                 });
             }
+            let shape = s.peer_shape()?;
             let mut o = rocksdb::Options::default();
             o.create_if_missing(true);
             o.set_write_buffer_size(s.write_buffer_size as usize);
@@ -444,9 +554,9 @@ mod rocks {
             o.set_level_zero_slowdown_writes_trigger(20);
             o.set_level_zero_stop_writes_trigger(36);
             o.set_level_compaction_dynamic_level_bytes(true);
-            o.set_max_bytes_for_level_base(s.level_base);
-            o.set_max_bytes_for_level_multiplier(s.size_ratio);
-            o.set_target_file_size_base(s.target_file_size);
+            o.set_max_bytes_for_level_base(shape.level_base);
+            o.set_max_bytes_for_level_multiplier(shape.size_ratio);
+            o.set_target_file_size_base(shape.target_file_size);
             o.set_num_levels(7);
             o.set_max_background_jobs(s.background_jobs as i32);
             if let Some(rate) = s.rate_limit {
@@ -459,7 +569,7 @@ mod rocks {
             o.set_enable_pipelined_write(s.pipelined_write);
             let mut t = rocksdb::BlockBasedOptions::default();
             t.set_block_size(4096);
-            t.set_bloom_filter(s.bloom_bits_per_key, false);
+            t.set_bloom_filter(shape.bloom_bits_per_key, false);
             t.set_block_cache(&rocksdb::Cache::new_lru_cache(s.block_cache as usize));
             if s.cache_index_and_filter_blocks {
                 t.set_cache_index_and_filter_blocks(true);
@@ -474,6 +584,7 @@ mod rocks {
                 direct_io: s.direct_io,
                 block_cache: Some(s.block_cache),
                 cache_index_and_filter_blocks: s.cache_index_and_filter_blocks,
+                shape: shape.options(),
             })
         }
 
@@ -551,6 +662,9 @@ mod rocks {
                 "indexes and filters outside the block cache"
             })
         }
+        fn options(&self) -> Vec<(String, String)> {
+            self.shape.clone()
+        }
         fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
             let mut it = self.db.raw_iterator();
             it.seek(start);
@@ -623,6 +737,7 @@ mod fjall_peer {
         keyspace: fjall::Keyspace,
         dir: PathBuf,
         block_cache: Option<u64>,
+        shape: Vec<(String, String)>,
     }
 
     impl Fjall {
@@ -636,6 +751,7 @@ mod fjall_peer {
                     keyspace,
                     dir: dir.to_path_buf(),
                     block_cache: None,
+                    shape: Vec::new(),
                 });
             }
             use fjall::config::{
@@ -645,10 +761,11 @@ mod fjall_peer {
             let database = fjall::Database::builder(dir)
                 .cache_size(s.block_cache)
                 .open()?;
-            let strategy =
-                fjall::compaction::Leveled::default().with_table_target_size(s.target_file_size);
+            let shape = s.peer_shape()?;
+            let strategy = fjall::compaction::Leveled::default()
+                .with_table_target_size(shape.target_file_size);
             let bloom = FilterPolicyEntry::Bloom(BloomConstructionPolicy::BitsPerKey(
-                s.bloom_bits_per_key as f32,
+                shape.bloom_bits_per_key as f32,
             ));
             let options = move || {
                 fjall::KeyspaceCreateOptions::default()
@@ -669,6 +786,12 @@ mod fjall_peer {
                 keyspace,
                 dir: dir.to_path_buf(),
                 block_cache: Some(s.block_cache),
+                // fjall's own strategy keeps its ratio and has no level base.
+                shape: shape
+                    .options()
+                    .into_iter()
+                    .filter(|(k, _)| k == "target_file_size" || k == "bloom_bits_per_key")
+                    .collect(),
             })
         }
     }
@@ -691,6 +814,9 @@ mod fjall_peer {
         }
         fn block_cache_bytes(&self) -> Option<u64> {
             self.block_cache
+        }
+        fn options(&self) -> Vec<(String, String)> {
+            self.shape.clone()
         }
         fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
             let mut read = 0;

@@ -219,6 +219,7 @@ pub fn run_job(job: &RunJob) -> Result<RunResult> {
         .with_context(|| format!("running {} on {label}", job.workload.name));
     let (direct_io, block_cache) = (engine.direct_io(), engine.block_cache_bytes());
     let index_and_filter = engine.index_and_filter();
+    let engine_options = engine.options();
     drop(engine);
     match &job.database {
         // Free the disk before the next configuration runs, whatever happened.
@@ -243,6 +244,7 @@ pub fn run_job(job: &RunJob) -> Result<RunResult> {
     result.direct_io = direct_io;
     result.block_cache_bytes = block_cache;
     result.index_and_filter = index_and_filter.map(str::to_string);
+    result.options = engine_options;
     if let (Some(log_dir), true) = (&job.job_log, job.is_policy) {
         let path = log_dir.join(job_log::job_log_file_name(label));
         job_log::write_job_log(&path, label, &recorder.jobs())?;

@@ -245,6 +245,11 @@ pub struct RunResult {
     pub disk_samples: Vec<(f64, u64)>,
     /// The LSM shape at the end (Strata only).
     pub shape: Vec<LevelShape>,
+    /// The options that shaped the tree, by name (`KvEngine::options`): a Strata policy's as it
+    /// was built, with the defaults it applied and the values it derived; a peer's matched
+    /// shape. Empty for a run on the engine's own defaults.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<(String, String)>,
     /// The compaction policy's persisted state at the end (Strata policies that keep one: their
     /// counters, rounds and tuning decisions).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -21,8 +21,8 @@ fn config(key_size: usize, dir: &std::path::Path) -> BenchConfig {
         baseline: None,
         settings: EngineSettings {
             write_buffer_size: 256 << 10,
-            target_file_size: 256 << 10,
-            level_base: 1 << 20,
+            target_file_size: Some(256 << 10),
+            level_base: Some(1 << 20),
             block_cache: 1 << 20,
             expected_data_size: 8 << 20,
             ..EngineSettings::default()

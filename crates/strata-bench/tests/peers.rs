@@ -16,8 +16,8 @@ fn every_peer_reads_back_what_it_was_given() {
     let matched = EngineSettings {
         // Small buffers and files, so the keys below reach tables and compactions.
         write_buffer_size: 1 << 20,
-        target_file_size: 1 << 20,
-        level_base: 4 << 20,
+        target_file_size: Some(1 << 20),
+        level_base: Some(4 << 20),
         block_cache: 1 << 20,
         ..EngineSettings::default()
     };

@@ -2,15 +2,16 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
-use strata_bench::engines::EngineSettings;
+use strata_bench::engines::{EngineSettings, PeerShape, Strata};
 use strata_bench::workload::{PresetParams, WorkloadSpec};
 use strata_bench::{report, run_comparison, BenchConfig};
+use strata_policy::{build_policy, PolicySpec};
 
 fn small_settings() -> EngineSettings {
     EngineSettings {
         write_buffer_size: 256 << 10,
-        target_file_size: 256 << 10,
-        level_base: 1 << 20,
+        target_file_size: Some(256 << 10),
+        level_base: Some(1 << 20),
         block_cache: 1 << 20,
         expected_data_size: 8 << 20,
         ..EngineSettings::default()
@@ -33,6 +34,46 @@ fn config(workload: WorkloadSpec, policies: &[&str]) -> BenchConfig {
         bandwidth_probe_bytes: 0,
         storage: Default::default(),
     }
+}
+
+#[test]
+fn policies_and_peers_keep_their_own_defaults_unless_the_settings_give_one() {
+    let settings = EngineSettings {
+        write_buffer_size: 8 << 20,
+        ..EngineSettings::default()
+    };
+    // Nothing given: each policy's declared options stay unset in its specification.
+    let spec = Strata::policy_spec("vertiorizon", &settings).unwrap();
+    assert!(!spec.is_set("size_ratio") && !spec.is_set("target_file_size"));
+    assert!(spec.is_set("write_buffer_size"));
+    let used = PolicySpec::of(build_policy(&spec).unwrap().as_ref());
+    assert!(
+        used.options.contains(&("size_ratio".into(), "6".into())),
+        "{used}"
+    );
+    // The peers take leveled's shape with the same buffer: T = 10, 64 MiB tables, a base
+    // level of T × 8 MiB, 10 Bloom bits.
+    let shape = settings.peer_shape().unwrap();
+    assert_eq!(
+        shape,
+        PeerShape {
+            size_ratio: 10.0,
+            target_file_size: 64 << 20,
+            level_base: 80 << 20,
+            bloom_bits_per_key: 10.0,
+        }
+    );
+    // Given: policies that declare the option and peers take it.
+    let given = EngineSettings {
+        size_ratio: Some(4.0),
+        level_base: Some(1 << 20),
+        ..settings
+    };
+    let spec = Strata::policy_spec("vertiorizon:size_ratio=5", &given).unwrap();
+    assert_eq!(spec.to_string().matches("size_ratio").count(), 1, "{spec}");
+    assert!(spec.to_string().contains("size_ratio=5"), "{spec}");
+    let shape = given.peer_shape().unwrap();
+    assert_eq!((shape.size_ratio, shape.level_base), (4.0, 1 << 20));
 }
 
 /// Preset `name` at `entries` records and `ops` operations, other parameters at their defaults.
@@ -94,6 +135,15 @@ fn ycsb_a_measures_throughput_latency_and_amplification() {
         assert!(r.read_amp.is_some() && r.runs_probed_per_lookup.is_some());
         assert!(r.filter_probes_per_lookup.is_some());
         assert!(!r.shape.is_empty());
+        // The run records the options its policy was built with: the settings' where given.
+        let option = |name: &str| {
+            r.options
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(option("target_file_size"), Some("256KiB"), "{r:?}");
+        assert_eq!(option("size_ratio"), Some("10"), "{}", r.label);
     }
     let table = report::render_table(&c);
     assert!(
