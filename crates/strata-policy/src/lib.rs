@@ -22,6 +22,7 @@
 pub mod bloom;
 mod builtin;
 mod context;
+pub mod declare;
 pub mod ecotune_dp;
 mod error;
 pub mod helpers;

@@ -102,6 +102,33 @@ impl PolicyConfig {
         }
     }
 
+    /// Values for `options` with none given: every option at its declared default (what a
+    /// policy's `Default` reads).
+    pub fn defaults(policy: &'static str, options: &'static [OptionSpec]) -> Self {
+        PolicyConfig {
+            policy,
+            options,
+            values: BTreeMap::new(),
+        }
+    }
+
+    /// The same values with option `name` given as `value` (text of its type, checked when
+    /// read).
+    pub fn with_value(mut self, name: &str, value: &str) -> Self {
+        self.values.insert(name.to_string(), value.to_string());
+        self
+    }
+
+    /// The policy these values are for.
+    pub fn policy_name(&self) -> &'static str {
+        self.policy
+    }
+
+    /// The declaration of option `name`.
+    pub(crate) fn spec_of(&self, name: &str) -> Result<&'static OptionSpec, PolicyError> {
+        self.spec(name)
+    }
+
     fn spec(&self, name: &str) -> Result<&'static OptionSpec, PolicyError> {
         self.options
             .iter()
@@ -257,7 +284,8 @@ pub const BLOOM_LAYOUT: OptionSpec = OptionSpec {
     doc: "uniform: every output gets bloom_bits_per_key; dynamic: that average spread over levels by occupancy (Monkey-style)",
 };
 
-/// Size ratio T, declared the same way by every policy that has one.
+/// Size ratio T, declared the same way by every policy that has one: a number above 1, default
+/// 10. RocksDB: `max_bytes_for_level_multiplier`.
 pub const SIZE_RATIO: OptionSpec = OptionSpec {
     name: "size_ratio",
     kind: OptionKind::Float,
@@ -266,8 +294,9 @@ pub const SIZE_RATIO: OptionSpec = OptionSpec {
     doc: "size ratio T between adjacent levels (runs per level for tiering)",
 };
 
-/// Buffer size B, for policies whose capacities are multiples of it. The engine and the
-/// simulator offer their own buffer size as this option's value when it is not set.
+/// Buffer size B, for policies whose capacities are multiples of it: default 64 MiB. RocksDB:
+/// `write_buffer_size`. The engine and the simulator offer their own buffer size as this
+/// option's value when it is not set.
 pub const WRITE_BUFFER_SIZE: OptionSpec = OptionSpec {
     name: "write_buffer_size",
     kind: OptionKind::Size,
@@ -276,7 +305,7 @@ pub const WRITE_BUFFER_SIZE: OptionSpec = OptionSpec {
     doc: "buffer size B the level capacities are computed from",
 };
 
-/// Output table size.
+/// Output table size: above 0, default 64 MiB. RocksDB: `target_file_size_base`.
 pub const TARGET_FILE_SIZE: OptionSpec = OptionSpec {
     name: "target_file_size",
     kind: OptionKind::Size,
@@ -285,7 +314,8 @@ pub const TARGET_FILE_SIZE: OptionSpec = OptionSpec {
     doc: "size at which output is cut into a new table",
 };
 
-/// Bloom filter bits per key of written tables.
+/// Bloom filter bits per key of written tables: 0 (no filter) to 64, default 10. RocksDB: the
+/// `bits_per_key` of `NewBloomFilterPolicy`.
 pub const BLOOM_BITS_PER_KEY: OptionSpec = OptionSpec {
     name: "bloom_bits_per_key",
     kind: OptionKind::Float,

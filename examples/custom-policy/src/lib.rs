@@ -17,12 +17,10 @@
 
 use std::sync::Arc;
 use strata_meta::{format_size, Version};
-use strata_policy::helpers::{check_bloom, check_positive, flush_to_new_run, run_input};
-use strata_policy::registry;
+use strata_policy::helpers::{flush_to_new_run, run_input};
 use strata_policy::{
-    CompactionPolicy, CutRule, FlushPlan, OptionKind, OptionSpec, OutputRun, PickContext, Plan,
-    PlanAction, PlanOutput, PolicyConfig, PolicyError, PolicyRegistration, Priority,
-    BLOOM_BITS_PER_KEY, TARGET_FILE_SIZE,
+    policy_options, registry, CompactionPolicy, CutRule, FlushPlan, OutputRun, PickContext, Plan,
+    PlanAction, PlanOutput, PolicyError, PolicyRegistration, Priority,
 };
 
 /// The policy's name.
@@ -32,39 +30,8 @@ pub const NAME: &str = "size-tiered";
 pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: NAME,
     summary: "Cassandra-style size-tiered compaction over consecutive runs of similar size",
-    options: &[
-        OptionSpec {
-            name: "min_threshold",
-            kind: OptionKind::Integer,
-            default: "4",
-            rocksdb: None,
-            doc: "runs of similar size that trigger a merge (Cassandra: min_threshold)",
-        },
-        OptionSpec {
-            name: "max_threshold",
-            kind: OptionKind::Integer,
-            default: "32",
-            rocksdb: None,
-            doc: "most runs one merge takes (Cassandra: max_threshold)",
-        },
-        OptionSpec {
-            name: "bucket_low",
-            kind: OptionKind::Float,
-            default: "0.5",
-            rocksdb: None,
-            doc: "a run joins a bucket down to this fraction of its average size",
-        },
-        OptionSpec {
-            name: "bucket_high",
-            kind: OptionKind::Float,
-            default: "1.5",
-            rocksdb: None,
-            doc: "a run joins a bucket up to this multiple of its average size",
-        },
-        TARGET_FILE_SIZE,
-        BLOOM_BITS_PER_KEY,
-    ],
-    build,
+    options: SizeTiered::OPTIONS,
+    build: |config| Ok(Arc::new(SizeTiered::from_config(config)?.validate()?)),
 };
 
 /// Registers the policy (once per process; later calls do nothing).
@@ -73,62 +40,45 @@ pub fn register() {
     let _ = registry::register(REGISTRATION);
 }
 
-fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
-    let policy = SizeTiered {
-        min_threshold: config.usize("min_threshold")?,
-        max_threshold: config.usize("max_threshold")?,
-        bucket_low: config.f64("bucket_low")?,
-        bucket_high: config.f64("bucket_high")?,
-        target_file_size: config.size("target_file_size")?,
-        bloom_bits_per_key: config.f64("bloom_bits_per_key")?,
-    };
-    policy.validate()?;
-    Ok(Arc::new(policy))
-}
-
-/// Size-tiered compaction. See the crate documentation.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SizeTiered {
-    min_threshold: usize,
-    max_threshold: usize,
-    bucket_low: f64,
-    bucket_high: f64,
-    target_file_size: u64,
-    bloom_bits_per_key: f64,
+policy_options! {
+    /// Size-tiered compaction. See the crate documentation.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct SizeTiered {
+        min_threshold, with_min_threshold: usize = Integer("4",
+            "runs of similar size that trigger a merge (Cassandra: min_threshold)"),
+        max_threshold, with_max_threshold: usize = Integer("32",
+            "most runs one merge takes (Cassandra: max_threshold)"),
+        bucket_low, with_bucket_low: f64 = Float("0.5",
+            "a run joins a bucket down to this fraction of its average size"),
+        bucket_high, with_bucket_high: f64 = Float("1.5",
+            "a run joins a bucket up to this multiple of its average size"),
+        target_file_size, with_target_file_size: u64 = TARGET_FILE_SIZE,
+        bloom_bits_per_key, with_bloom_bits_per_key: f64 = BLOOM_BITS_PER_KEY,
+    }
 }
 
 impl SizeTiered {
-    /// Checks every option.
-    pub fn validate(&self) -> Result<(), PolicyError> {
-        if self.min_threshold < 2 {
-            return Err(PolicyError::InvalidOption {
-                option: "min_threshold",
-                reason: format!("{} must be at least 2", self.min_threshold),
-            });
-        }
-        if self.max_threshold < self.min_threshold {
-            return Err(PolicyError::InvalidOption {
-                option: "max_threshold",
-                reason: format!(
-                    "{} must be at least min_threshold ({})",
-                    self.max_threshold, self.min_threshold
-                ),
-            });
-        }
-        let ok = |x: f64| x.is_finite() && x > 0.0;
-        if !(ok(self.bucket_low) && ok(self.bucket_high) && self.bucket_low <= 1.0)
-            || self.bucket_high < 1.0
-        {
-            return Err(PolicyError::InvalidOption {
-                option: "bucket_low",
-                reason: format!(
-                    "bucket_low {} and bucket_high {} must satisfy 0 < low <= 1 <= high",
-                    self.bucket_low, self.bucket_high
-                ),
-            });
-        }
-        check_positive("target_file_size", self.target_file_size)?;
-        check_bloom(self.bloom_bits_per_key)
+    /// Checks what the declarations cannot: the thresholds and bucket bounds against each other.
+    pub fn validate(self) -> Result<Self, PolicyError> {
+        let (min, max) = (self.min_threshold, self.max_threshold);
+        let (low, high) = (self.bucket_low, self.bucket_high);
+        let (option, reason) = if min < 2 {
+            ("min_threshold", format!("{min} must be at least 2"))
+        } else if max < min {
+            (
+                "max_threshold",
+                format!("{max} must be at least min_threshold ({min})"),
+            )
+        } else if !(low > 0.0 && low <= 1.0 && high >= 1.0) {
+            let rule = "must satisfy 0 < low <= 1 <= high";
+            (
+                "bucket_low",
+                format!("bucket_low {low} and bucket_high {high} {rule}"),
+            )
+        } else {
+            return Ok(self);
+        };
+        Err(PolicyError::InvalidOption { option, reason })
     }
 
     /// The first bucket (newest first) of at least `min_threshold` consecutive runs of similar
@@ -212,13 +162,6 @@ impl CompactionPolicy for SizeTiered {
     }
 
     fn options(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("min_threshold", self.min_threshold.to_string()),
-            ("max_threshold", self.max_threshold.to_string()),
-            ("bucket_low", self.bucket_low.to_string()),
-            ("bucket_high", self.bucket_high.to_string()),
-            ("target_file_size", format_size(self.target_file_size)),
-            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
-        ]
+        self.declared_options()
     }
 }

@@ -11,15 +11,9 @@
 
 use crate::context::PickContext;
 use crate::error::PolicyError;
-use crate::helpers::{
-    any_leased, check_bloom, check_positive, check_size_ratio, flush_to_new_run, merge_levels,
-    move_run, runs_per_level,
-};
+use crate::helpers::{any_leased, flush_to_new_run, merge_levels, move_run, runs_per_level};
 use crate::model::{self, ModelEstimate, ModelInput};
-use crate::options::{
-    PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO, TARGET_FILE_SIZE,
-    WRITE_BUFFER_SIZE,
-};
+use crate::options::PolicyRegistration;
 use crate::plan::{CutRule, FlushPlan, Plan};
 use crate::policy::CompactionPolicy;
 use std::sync::Arc;
@@ -32,42 +26,19 @@ pub const NAME: &str = "lazy-leveled";
 pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: NAME,
     summary: "tiering on levels 1..L-1, leveling at the last level (Dostoevsky)",
-    options: &[
-        SIZE_RATIO,
-        WRITE_BUFFER_SIZE,
-        TARGET_FILE_SIZE,
-        BLOOM_BITS_PER_KEY,
-    ],
-    build,
+    options: LazyLeveled::OPTIONS,
+    build: |config| Ok(Arc::new(LazyLeveled::from_config(config)?)),
 };
 
-fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
-    let policy = LazyLeveled::new()
-        .with_size_ratio(config.f64("size_ratio")?)
-        .with_write_buffer_size(config.size("write_buffer_size")?)
-        .with_target_file_size(config.size("target_file_size")?)
-        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
-    policy.validate()?;
-    Ok(Arc::new(policy))
-}
-
-/// Lazy leveling. See the module documentation.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LazyLeveled {
-    size_ratio: f64,
-    write_buffer_size: u64,
-    target_file_size: u64,
-    bloom_bits_per_key: f64,
-}
-
-impl Default for LazyLeveled {
-    fn default() -> Self {
-        LazyLeveled {
-            size_ratio: 10.0,
-            write_buffer_size: 64 << 20,
-            target_file_size: 64 << 20,
-            bloom_bits_per_key: 10.0,
-        }
+crate::policy_options! {
+    /// Lazy leveling. See the module documentation. T is both the runs per tiered level and the
+    /// growth factor of the last level's capacity B·T^L (B = `write_buffer_size`).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct LazyLeveled {
+        size_ratio, with_size_ratio: f64 = SIZE_RATIO,
+        write_buffer_size, with_write_buffer_size: u64 = WRITE_BUFFER_SIZE,
+        target_file_size, with_target_file_size: u64 = TARGET_FILE_SIZE,
+        bloom_bits_per_key, with_bloom_bits_per_key: f64 = BLOOM_BITS_PER_KEY,
     }
 }
 
@@ -75,30 +46,6 @@ impl LazyLeveled {
     /// The default configuration.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    crate::output_builders!();
-
-    /// Size ratio T: runs per tiered level, and the growth factor of the last level's capacity.
-    /// Default: 10.
-    pub fn with_size_ratio(mut self, ratio: f64) -> Self {
-        self.size_ratio = ratio;
-        self
-    }
-
-    /// Buffer size B; the last level L has capacity B·T^L. RocksDB: `write_buffer_size`.
-    /// Default: 64 MiB.
-    pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
-        self.write_buffer_size = bytes;
-        self
-    }
-
-    /// Checks every option.
-    pub fn validate(&self) -> Result<(), PolicyError> {
-        check_size_ratio(self.size_ratio)?;
-        check_bloom(self.bloom_bits_per_key)?;
-        check_positive("write_buffer_size", self.write_buffer_size)?;
-        check_positive("target_file_size", self.target_file_size)
     }
 
     fn cut(&self) -> CutRule {
@@ -179,12 +126,7 @@ impl CompactionPolicy for LazyLeveled {
     crate::plan_manual_with_own_output!();
 
     fn options(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("size_ratio", self.size_ratio.to_string()),
-            ("write_buffer_size", format_size(self.write_buffer_size)),
-            ("target_file_size", format_size(self.target_file_size)),
-            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
-        ]
+        self.declared_options()
     }
 
     fn cost_model(&self, input: &ModelInput) -> Option<ModelEstimate> {

@@ -18,15 +18,9 @@
 
 use crate::context::PickContext;
 use crate::error::PolicyError;
-use crate::helpers::{
-    any_leased, check_bloom, check_positive, check_size_ratio, flush_to_new_run, merge_levels,
-    move_run,
-};
+use crate::helpers::{any_leased, check_positive, flush_to_new_run, merge_levels, move_run};
 use crate::model::{self, ModelEstimate, ModelInput};
-use crate::options::{
-    OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO,
-    TARGET_FILE_SIZE, WRITE_BUFFER_SIZE,
-};
+use crate::options::PolicyRegistration;
 use crate::plan::{CutRule, FlushPlan, Plan};
 use crate::policy::CompactionPolicy;
 use std::sync::Arc;
@@ -40,106 +34,42 @@ pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: NAME,
     summary:
         "full-merge leveling with preemption: L0..Lq merged into Lq at once (Spooky's Full Merge)",
-    options: &[
-        SIZE_RATIO,
-        OptionSpec {
-            name: "level0_trigger",
-            kind: OptionKind::Integer,
-            default: "1",
-            rocksdb: Some("level0_file_num_compaction_trigger"),
-            doc: "L0 runs that trigger a merge",
-        },
-        WRITE_BUFFER_SIZE,
-        TARGET_FILE_SIZE,
-        BLOOM_BITS_PER_KEY,
-        OptionSpec {
-            name: "dynamic_level_bytes",
-            kind: OptionKind::Bool,
-            default: "false",
-            rocksdb: Some("level_compaction_dynamic_level_bytes"),
-            doc: "size levels above the last from the last level's data (DCA)",
-        },
-    ],
-    build,
+    options: LeveledFull::OPTIONS,
+    build: |config| {
+        let policy = LeveledFull::from_config(config)?;
+        policy.validate()?;
+        Ok(Arc::new(policy))
+    },
 };
 
-fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
-    let policy = LeveledFull::new()
-        .with_size_ratio(config.f64("size_ratio")?)
-        .with_level0_trigger(config.usize("level0_trigger")?)
-        .with_write_buffer_size(config.size("write_buffer_size")?)
-        .with_target_file_size(config.size("target_file_size")?)
-        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?)
-        .with_dynamic_level_bytes(config.bool("dynamic_level_bytes")?);
-    policy.validate()?;
-    Ok(Arc::new(policy))
-}
-
-/// Full-merge leveling with preemption. See the module documentation.
-#[derive(Clone, Debug, PartialEq)]
-pub struct LeveledFull {
-    size_ratio: f64,
-    level0_trigger: usize,
-    write_buffer_size: u64,
-    target_file_size: u64,
-    bloom_bits_per_key: f64,
-    dynamic_level_bytes: bool,
-}
-
-impl Default for LeveledFull {
-    fn default() -> Self {
-        LeveledFull {
-            size_ratio: 10.0,
-            level0_trigger: 1,
-            write_buffer_size: 64 << 20,
-            target_file_size: 64 << 20,
-            bloom_bits_per_key: 10.0,
-            dynamic_level_bytes: false,
-        }
+crate::policy_options! {
+    /// Full-merge leveling with preemption. See the module documentation. Level i's capacity
+    /// is B·T^i (B = `write_buffer_size`); with `dynamic_level_bytes`, levels above the last
+    /// are sized from its data instead.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct LeveledFull {
+        size_ratio, with_size_ratio: f64 = SIZE_RATIO,
+        level0_trigger, with_level0_trigger: usize = Integer("1",
+            "L0 runs that trigger a merge") rocksdb "level0_file_num_compaction_trigger",
+        write_buffer_size, with_write_buffer_size: u64 = WRITE_BUFFER_SIZE,
+        target_file_size, with_target_file_size: u64 = TARGET_FILE_SIZE,
+        bloom_bits_per_key, with_bloom_bits_per_key: f64 = BLOOM_BITS_PER_KEY,
+        dynamic_level_bytes, with_dynamic_level_bytes: bool = Bool("false",
+            "size levels above the last from the last level's data (DCA)")
+            rocksdb "level_compaction_dynamic_level_bytes",
     }
 }
 
 impl LeveledFull {
-    /// The default configuration.
+    /// The default configuration: every L0 run merged at once (as the cost model assumes) into
+    /// static capacities B·T^i.
     pub fn new() -> Self {
         Self::default()
     }
 
-    crate::output_builders!();
-
-    /// Size ratio T. RocksDB: `max_bytes_for_level_multiplier`. Default: 10.
-    pub fn with_size_ratio(mut self, ratio: f64) -> Self {
-        self.size_ratio = ratio;
-        self
-    }
-
-    /// L0 runs that trigger a merge. RocksDB: `level0_file_num_compaction_trigger`. Default: 1
-    /// (every flush is merged, as the cost model assumes).
-    pub fn with_level0_trigger(mut self, runs: usize) -> Self {
-        self.level0_trigger = runs;
-        self
-    }
-
-    /// Buffer size B; level i's capacity is B·T^i. RocksDB: `write_buffer_size`. Default: 64 MiB.
-    pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
-        self.write_buffer_size = bytes;
-        self
-    }
-
-    /// Size levels above the last from the last level's data (DCA). RocksDB:
-    /// `level_compaction_dynamic_level_bytes`. Default: false (static capacities B·T^i, the
-    /// assumption of the cost model).
-    pub fn with_dynamic_level_bytes(mut self, dynamic: bool) -> Self {
-        self.dynamic_level_bytes = dynamic;
-        self
-    }
-
     /// Checks every option.
     pub fn validate(&self) -> Result<(), PolicyError> {
-        check_size_ratio(self.size_ratio)?;
-        check_bloom(self.bloom_bits_per_key)?;
-        check_positive("write_buffer_size", self.write_buffer_size)?;
-        check_positive("target_file_size", self.target_file_size)?;
+        self.check_options()?;
         check_positive("level0_trigger", self.level0_trigger as u64)
     }
 
@@ -250,14 +180,7 @@ impl CompactionPolicy for LeveledFull {
     crate::plan_manual_with_own_output!();
 
     fn options(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("size_ratio", self.size_ratio.to_string()),
-            ("level0_trigger", self.level0_trigger.to_string()),
-            ("write_buffer_size", format_size(self.write_buffer_size)),
-            ("target_file_size", format_size(self.target_file_size)),
-            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
-            ("dynamic_level_bytes", self.dynamic_level_bytes.to_string()),
-        ]
+        self.declared_options()
     }
 
     fn cost_model(&self, input: &ModelInput) -> Option<ModelEstimate> {

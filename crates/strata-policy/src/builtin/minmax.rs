@@ -15,14 +15,12 @@
 
 use crate::context::PickContext;
 use crate::error::PolicyError;
-use crate::helpers::{check_bloom, check_positive, flush_to_new_run};
-use crate::options::{
-    OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY,
-};
+use crate::helpers::flush_to_new_run;
+use crate::options::PolicyRegistration;
 use crate::plan::{BufferSelection, CutRule, FlushPlan, Plan};
 use crate::policy::CompactionPolicy;
 use std::sync::Arc;
-use strata_meta::{format_size, Bytes, Version};
+use strata_meta::{Bytes, Version};
 
 /// The policy's name.
 pub const NAME: &str = "minmax";
@@ -30,54 +28,28 @@ pub const NAME: &str = "minmax";
 /// The level that holds the buckets.
 const BUCKETS: usize = 1;
 
-const BUCKET_SIZE: OptionSpec = OptionSpec {
-    name: "bucket_size",
-    kind: OptionKind::Size,
-    default: "1MiB",
-    rocksdb: None,
-    doc: "bytes of one bucket (the paper's window, its I/O size); one table each",
-};
-
-const REMERGE_DEPTH: OptionSpec = OptionSpec {
-    name: "remerge_depth",
-    kind: OptionKind::Integer,
-    default: "0",
-    rocksdb: None,
-    doc: "merge the buckets around a key once more than this many hold it (0: never)",
-};
-
 /// The registry entry.
 pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: NAME,
     summary: "Min-Max buckets: each full buffer writes its most compact window of keys as a run; nothing merges",
-    options: &[BUCKET_SIZE, REMERGE_DEPTH, BLOOM_BITS_PER_KEY],
-    build,
+    options: MinMax::OPTIONS,
+    build: |config| Ok(Arc::new(MinMax::from_config(config)?)),
 };
 
-fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
-    let policy = MinMax::new()
-        .with_bucket_size(config.size("bucket_size")?)
-        .with_remerge_depth(config.usize("remerge_depth")?)
-        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
-    policy.validate()?;
-    Ok(Arc::new(policy))
-}
-
-/// Min-Max bucket ingestion. See the module documentation.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MinMax {
-    bucket_size: u64,
-    remerge_depth: usize,
-    bloom_bits_per_key: f64,
-}
-
-impl Default for MinMax {
-    fn default() -> Self {
-        MinMax {
-            bucket_size: 1 << 20,
-            remerge_depth: 0,
-            bloom_bits_per_key: 10.0,
-        }
+crate::policy_options! {
+    /// Min-Max bucket ingestion. See the module documentation. With a re-merge bound of
+    /// `depth`, once more than `depth` buckets hold some key (what a lookup of it probes, and a
+    /// range query over it reads beyond one sorted run), a background merge sorts those buckets,
+    /// and every bucket overlapping them, into one run: the paper's option (a) as background
+    /// work, its bound on query I/O per range taken here from the version, so the engine and
+    /// the simulator merge alike. No option has a RocksDB equivalent but the Bloom bits.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MinMax {
+        bucket_size, with_bucket_size: u64 = Size("1MiB",
+            "bytes of one bucket (the paper's window, its I/O size); one table each"),
+        remerge_depth, with_remerge_depth: usize = Integer("0",
+            "merge the buckets around a key once more than this many hold it (0: never)"),
+        bloom_bits_per_key, with_bloom_bits_per_key: f64 = BLOOM_BITS_PER_KEY,
     }
 }
 
@@ -85,23 +57,6 @@ impl MinMax {
     /// The default configuration.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// Bytes of one bucket: the window a flush writes, and the size of its table. No RocksDB
-    /// equivalent. Default: 1 MiB.
-    pub fn with_bucket_size(mut self, bytes: u64) -> Self {
-        self.bucket_size = bytes;
-        self
-    }
-
-    /// The re-merge bound: once more than `depth` buckets hold some key (what a lookup of it
-    /// probes, and a range query over it reads beyond one sorted run), a background merge sorts
-    /// those buckets, and every bucket overlapping them, into one run (the paper's option (a)
-    /// as background work; its bound is on query I/O per range, taken here from the version,
-    /// so the engine and the simulator merge alike). No RocksDB equivalent. Default: 0, never.
-    pub fn with_remerge_depth(mut self, depth: usize) -> Self {
-        self.remerge_depth = depth;
-        self
     }
 
     /// The key held by the most buckets and how many hold it (the first such key on ties);
@@ -132,17 +87,9 @@ impl MinMax {
         best
     }
 
-    /// Bloom filter bits per key of the buckets. RocksDB: the `bits_per_key` of
-    /// `NewBloomFilterPolicy`. Default: 10.
-    pub fn with_bloom_bits_per_key(mut self, bits: f64) -> Self {
-        self.bloom_bits_per_key = bits;
-        self
-    }
-
     /// Checks every option.
     pub fn validate(&self) -> Result<(), PolicyError> {
-        check_bloom(self.bloom_bits_per_key)?;
-        check_positive("bucket_size", self.bucket_size)
+        self.check_options()
     }
 
     /// Entries in a window of `bucket_size` bytes at the buffer's average entry size: at least
@@ -243,11 +190,7 @@ impl CompactionPolicy for MinMax {
     }
 
     fn options(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("bucket_size", format_size(self.bucket_size)),
-            ("remerge_depth", self.remerge_depth.to_string()),
-            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
-        ]
+        self.declared_options()
     }
 }
 

@@ -8,18 +8,13 @@
 
 use crate::context::PickContext;
 use crate::error::PolicyError;
-use crate::helpers::{
-    any_leased, check_bloom, check_positive, check_size_ratio, flush_to_new_run, merge_levels,
-    runs_per_level,
-};
+use crate::helpers::{any_leased, flush_to_new_run, merge_levels, runs_per_level};
 use crate::model::{self, ModelEstimate, ModelInput};
-use crate::options::{
-    PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO, TARGET_FILE_SIZE,
-};
+use crate::options::PolicyRegistration;
 use crate::plan::{CutRule, FlushPlan, Plan};
 use crate::policy::CompactionPolicy;
 use std::sync::Arc;
-use strata_meta::{format_size, Version};
+use strata_meta::Version;
 
 /// The policy's name.
 pub const NAME: &str = "tiered";
@@ -28,34 +23,18 @@ pub const NAME: &str = "tiered";
 pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: NAME,
     summary: "up to T runs per level; a full level merges into one new run at the next level",
-    options: &[SIZE_RATIO, TARGET_FILE_SIZE, BLOOM_BITS_PER_KEY],
-    build,
+    options: Tiered::OPTIONS,
+    build: |config| Ok(Arc::new(Tiered::from_config(config)?)),
 };
 
-fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
-    let policy = Tiered::new()
-        .with_size_ratio(config.f64("size_ratio")?)
-        .with_target_file_size(config.size("target_file_size")?)
-        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
-    policy.validate()?;
-    Ok(Arc::new(policy))
-}
-
-/// Tiering. See the module documentation.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Tiered {
-    size_ratio: f64,
-    target_file_size: u64,
-    bloom_bits_per_key: f64,
-}
-
-impl Default for Tiered {
-    fn default() -> Self {
-        Tiered {
-            size_ratio: 10.0,
-            target_file_size: 64 << 20,
-            bloom_bits_per_key: 10.0,
-        }
+crate::policy_options! {
+    /// Tiering. See the module documentation. The size ratio T is the number of runs a level
+    /// holds before merging (rounded); RocksDB's universal compaction has no exact equivalent.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Tiered {
+        size_ratio, with_size_ratio: f64 = SIZE_RATIO,
+        target_file_size, with_target_file_size: u64 = TARGET_FILE_SIZE,
+        bloom_bits_per_key, with_bloom_bits_per_key: f64 = BLOOM_BITS_PER_KEY,
     }
 }
 
@@ -63,23 +42,6 @@ impl Tiered {
     /// The default configuration.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    crate::output_builders!();
-
-    /// Size ratio T: the number of runs a level holds before merging (rounded). RocksDB universal
-    /// compaction has no exact equivalent; `max_bytes_for_level_multiplier` is the closest name.
-    /// Default: 10.
-    pub fn with_size_ratio(mut self, ratio: f64) -> Self {
-        self.size_ratio = ratio;
-        self
-    }
-
-    /// Checks every option.
-    pub fn validate(&self) -> Result<(), PolicyError> {
-        check_size_ratio(self.size_ratio)?;
-        check_bloom(self.bloom_bits_per_key)?;
-        check_positive("target_file_size", self.target_file_size)
     }
 }
 
@@ -124,11 +86,7 @@ impl CompactionPolicy for Tiered {
     crate::plan_manual_with_own_output!();
 
     fn options(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("size_ratio", self.size_ratio.to_string()),
-            ("target_file_size", format_size(self.target_file_size)),
-            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
-        ]
+        self.declared_options()
     }
 
     fn cost_model(&self, input: &ModelInput) -> Option<ModelEstimate> {
