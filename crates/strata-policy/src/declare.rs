@@ -66,6 +66,16 @@ impl OptionValue for usize {
     }
 }
 
+impl OptionValue for u32 {
+    fn read(kind: OptionKind, text: Option<&str>) -> Result<Self, String> {
+        let value = u64::read(kind, text)?;
+        u32::try_from(value).map_err(|_| format!("{value} is above {}", u32::MAX))
+    }
+    fn show(&self, kind: OptionKind) -> String {
+        u64::from(*self).show(kind)
+    }
+}
+
 impl OptionValue for bool {
     fn read(_: OptionKind, text: Option<&str>) -> Result<Self, String> {
         match required(text)?.trim() {
@@ -140,6 +150,12 @@ impl Checked for u64 {
 impl Checked for usize {
     fn check(&self, spec: &OptionSpec) -> Result<(), PolicyError> {
         check_declared(spec, *self as f64)
+    }
+}
+
+impl Checked for u32 {
+    fn check(&self, spec: &OptionSpec) -> Result<(), PolicyError> {
+        check_declared(spec, f64::from(*self))
     }
 }
 

@@ -32,14 +32,10 @@ use crate::context::{PickContext, WorkloadStats};
 use crate::ecotune_dp::{self, RoundModel};
 use crate::error::PolicyError;
 use crate::helpers::{
-    any_leased, check_bloom, check_positive, flush_to_new_run, load_state, merge_levels, move_run,
-    run_input, store_state,
+    any_leased, flush_to_new_run, load_state, merge_levels, move_run, run_input, store_state,
 };
 use crate::math::bloom_fpr;
-use crate::options::{
-    OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, TARGET_FILE_SIZE,
-    WRITE_BUFFER_SIZE,
-};
+use crate::options::PolicyRegistration;
 use crate::plan::{
     CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput, Priority,
 };
@@ -58,99 +54,38 @@ const MAIN: usize = 2;
 /// The last level.
 const LAST: usize = 3;
 
-const UNITS_PER_ROUND: OptionSpec = OptionSpec {
-    name: "units_per_round",
-    kind: OptionKind::Integer,
-    default: "29",
-    rocksdb: None,
-    doc: "R: the most TMCs in a round; the unit grows with the data to keep a round at most this long",
-};
-const SIZE_CAP: OptionSpec = OptionSpec {
-    name: "size_cap",
-    kind: OptionKind::Integer,
-    default: "3",
-    rocksdb: None,
-    doc: "C: the global compaction starts when the main level holds 1/C of the last",
-};
-const MERGE_SLOWDOWN: OptionSpec = OptionSpec {
-    name: "merge_slowdown",
-    kind: OptionKind::Float,
-    default: "",
-    rocksdb: None,
-    doc: "β: query speed while an MLC runs over query speed without one, in (0, 1] (default: measured from timed lookups; 0.5 before)",
-};
-const LONG_SCAN_RATIO: OptionSpec = OptionSpec {
-    name: "long_scan_ratio",
-    kind: OptionKind::Float,
-    default: "",
-    rocksdb: None,
-    doc: "r: share of long scans among queries (default: measured; 0.3 before any query)",
-};
-const REWRITE_RATIO: OptionSpec = OptionSpec {
-    name: "rewrite_ratio",
-    kind: OptionKind::Float,
-    default: "",
-    rocksdb: None,
-    doc: "T_c/T_w: time to rewrite a unit over time between TMCs (default: measured; 0.25 before)",
-};
-
 /// The registry entry.
 pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: NAME,
     summary: "top, main and last level; main-level merges follow a DP schedule per round (EcoTune)",
-    options: &[
-        UNITS_PER_ROUND,
-        SIZE_CAP,
-        MERGE_SLOWDOWN,
-        LONG_SCAN_RATIO,
-        REWRITE_RATIO,
-        WRITE_BUFFER_SIZE,
-        TARGET_FILE_SIZE,
-        BLOOM_BITS_PER_KEY,
-    ],
-    build,
+    options: EcoTune::OPTIONS,
+    build: |config| {
+        let policy = EcoTune::from_config(config)?;
+        policy.validate()?;
+        Ok(Arc::new(policy))
+    },
 };
 
-fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
-    let policy = EcoTune {
-        units_per_round: u32::try_from(config.u64("units_per_round")?).unwrap_or(u32::MAX),
-        size_cap: u32::try_from(config.u64("size_cap")?).unwrap_or(u32::MAX),
-        merge_slowdown: config.opt_f64("merge_slowdown")?,
-        long_scan_ratio: config.opt_f64("long_scan_ratio")?,
-        rewrite_ratio: config.opt_f64("rewrite_ratio")?,
-        write_buffer_size: config.size("write_buffer_size")?,
-        target_file_size: config.size("target_file_size")?,
-        bloom_bits_per_key: config.f64("bloom_bits_per_key")?,
-    };
-    policy.validate()?;
-    Ok(Arc::new(policy))
-}
-
-/// EcoTune. See the module documentation.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EcoTune {
-    units_per_round: u32,
-    size_cap: u32,
-    merge_slowdown: Option<f64>,
-    long_scan_ratio: Option<f64>,
-    rewrite_ratio: Option<f64>,
-    write_buffer_size: u64,
-    target_file_size: u64,
-    bloom_bits_per_key: f64,
-}
-
-impl Default for EcoTune {
-    fn default() -> Self {
-        EcoTune {
-            units_per_round: 29,
-            size_cap: 3,
-            merge_slowdown: None,
-            long_scan_ratio: None,
-            rewrite_ratio: None,
-            write_buffer_size: 64 << 20,
-            target_file_size: 64 << 20,
-            bloom_bits_per_key: 10.0,
-        }
+crate::policy_options! {
+    /// EcoTune. See the module documentation. β, r and T_c/T_w are measured unless fixed here
+    /// (β from timed lookups, [`crate::LookupTimes::merge_slowdown`]); before the first
+    /// measurement they are 0.5, 0.3 and 0.25. The write buffer size is also the smallest unit:
+    /// a TMC takes at least this much from the top level.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct EcoTune {
+        units_per_round, with_units_per_round: u32 = Integer("29",
+            "R: the most TMCs in a round; the unit grows with the data to keep a round at most this long"),
+        size_cap, with_size_cap: u32 = Integer("3",
+            "C: the global compaction starts when the main level holds 1/C of the last"),
+        merge_slowdown, with_merge_slowdown: Option<f64> = Float("",
+            "β: query speed while an MLC runs over query speed without one, in (0, 1] (default: measured from timed lookups; 0.5 before)"),
+        long_scan_ratio, with_long_scan_ratio: Option<f64> = Float("",
+            "r: share of long scans among queries (default: measured; 0.3 before any query)"),
+        rewrite_ratio, with_rewrite_ratio: Option<f64> = Float("",
+            "T_c/T_w: time to rewrite a unit over time between TMCs (default: measured; 0.25 before)"),
+        write_buffer_size, with_write_buffer_size: u64 = WRITE_BUFFER_SIZE,
+        target_file_size, with_target_file_size: u64 = TARGET_FILE_SIZE,
+        bloom_bits_per_key, with_bloom_bits_per_key: f64 = BLOOM_BITS_PER_KEY,
     }
 }
 
@@ -198,48 +133,6 @@ impl EcoTune {
         Self::default()
     }
 
-    crate::output_builders!();
-
-    /// R: the most TMCs in a round. Default: 29 (the paper's).
-    pub fn with_units_per_round(mut self, units: u32) -> Self {
-        self.units_per_round = units;
-        self
-    }
-
-    /// C: the main level's share of the last level (1/C) that starts the global compaction.
-    /// Default: 3.
-    pub fn with_size_cap(mut self, cap: u32) -> Self {
-        self.size_cap = cap;
-        self
-    }
-
-    /// β, fixed instead of measured: query speed during an MLC over query speed without one.
-    /// Default: measured ([`crate::LookupTimes::merge_slowdown`]), 0.5 until both sides are
-    /// sampled.
-    pub fn with_merge_slowdown(mut self, beta: Option<f64>) -> Self {
-        self.merge_slowdown = beta;
-        self
-    }
-
-    /// r, fixed instead of measured. Default: measured.
-    pub fn with_long_scan_ratio(mut self, r: Option<f64>) -> Self {
-        self.long_scan_ratio = r;
-        self
-    }
-
-    /// T_c/T_w, fixed instead of measured. Default: measured.
-    pub fn with_rewrite_ratio(mut self, ratio: Option<f64>) -> Self {
-        self.rewrite_ratio = ratio;
-        self
-    }
-
-    /// The smallest unit (a TMC takes at least this much from the top level). RocksDB:
-    /// `write_buffer_size`. Default: 64 MiB.
-    pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
-        self.write_buffer_size = bytes;
-        self
-    }
-
     /// Checks every option.
     pub fn validate(&self) -> Result<(), PolicyError> {
         let invalid =
@@ -278,9 +171,7 @@ impl EcoTune {
                 format!("{x} must be a positive number"),
             ));
         }
-        check_bloom(self.bloom_bits_per_key)?;
-        check_positive("write_buffer_size", self.write_buffer_size)?;
-        check_positive("target_file_size", self.target_file_size)
+        self.check_options()
     }
 
     /// Long scans and all queries counted so far. A scan is long when it returns more than
@@ -653,17 +544,12 @@ impl CompactionPolicy for EcoTune {
     crate::plan_manual_with_own_output!();
 
     fn options(&self) -> Vec<(&'static str, String)> {
-        let measured = |v: Option<f64>| v.map_or_else(|| "measured".to_string(), |v| v.to_string());
-        vec![
-            ("units_per_round", self.units_per_round.to_string()),
-            ("size_cap", self.size_cap.to_string()),
-            ("merge_slowdown", measured(self.merge_slowdown)),
-            ("long_scan_ratio", measured(self.long_scan_ratio)),
-            ("rewrite_ratio", measured(self.rewrite_ratio)),
-            ("write_buffer_size", format_size(self.write_buffer_size)),
-            ("target_file_size", format_size(self.target_file_size)),
-            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
-        ]
+        // An unset β, r or T_c/T_w is measured.
+        let mut options = self.declared_options();
+        for (_, value) in options.iter_mut().filter(|(_, v)| v.is_empty()) {
+            *value = "measured".to_string();
+        }
+        options
     }
 }
 
