@@ -5,11 +5,13 @@
 //! beside the running jobs ([`may_start`]). It also counts the plans taken since the last
 //! flush, so that a policy that never stops planning is an error rather than a hang. What
 //! differs between the executors (how they build the pick context, install an edit, report an
-//! error) stays behind [`PickHost`].
+//! error) stays behind [`PickHost`]. Flushes are admitted by one rule too
+//! ([`flush_may_start`]).
 
 use crate::handover::NextCompaction;
-use crate::sources::{may_run_on, may_start};
-use strata_policy::Plan;
+use crate::sources::{flush_blocked, flush_held, may_run_on, may_start};
+use strata_meta::Version;
+use strata_policy::{BufferSummary, CompactionPolicy, FlushPlan, PickContext, Plan};
 
 /// Plans an executor takes between two flushes before it calls its policy non-convergent: far
 /// above what a converging policy needs (every built-in one stays under a few hundred per
@@ -71,6 +73,25 @@ pub fn next_plan<H: PickHost>(host: &mut H, urgent_only: bool) -> Result<Option<
         }
         return Ok(Some(plan));
     }
+}
+
+/// Whether the flush `plan` of `buffer`, picked with `ctx`, may start now, in the engine and the
+/// simulator alike: it waits while it merges with or writes beside what a running job holds
+/// ([`flush_blocked`]), while the policy holds flushes and a compaction runs that will wake it
+/// ([`flush_held`]), and while it would change the policy state beside a running job that does
+/// ([`may_start`]).
+pub fn flush_may_start(
+    policy: &dyn CompactionPolicy,
+    version: &Version,
+    ctx: &PickContext<'_>,
+    plan: &FlushPlan,
+    buffer: &BufferSummary,
+    compactions_running: bool,
+    state_change_running: bool,
+) -> bool {
+    !flush_blocked(plan, buffer, ctx.leases)
+        && !flush_held(policy, version, ctx, compactions_running)
+        && may_start(plan.policy_state.is_some(), state_change_running)
 }
 
 #[cfg(test)]

@@ -124,7 +124,7 @@ fn check_flush_is_newest(
 
 /// Whether `plan` must wait before it can flush `buffer`: it merges with a table a running job
 /// holds, or writes into an existing run over a key range a running job is writing there.
-pub fn flush_blocked(plan: &FlushPlan, buffer: &BufferSummary, leases: &Leases) -> bool {
+pub(crate) fn flush_blocked(plan: &FlushPlan, buffer: &BufferSummary, leases: &Leases) -> bool {
     leases.any_leased(plan.merge_with.iter())
         || (plan.output.run != OutputRun::New
             && leases.is_range_being_written(plan.output.level, &buffer.key_range()))
@@ -134,7 +134,7 @@ pub fn flush_blocked(plan: &FlushPlan, buffer: &BufferSummary, leases: &Leases) 
 /// ([`strata_policy::CompactionPolicy::hold_flushes`]) and a compaction is running, which will
 /// wake the flush when it installs. With no compaction running, a hold would wait forever, so the
 /// flush goes ahead.
-pub fn flush_held(
+pub(crate) fn flush_held(
     policy: &dyn CompactionPolicy,
     version: &Version,
     ctx: &PickContext<'_>,

@@ -17,8 +17,9 @@ use parking_lot::{Mutex, MutexGuard};
 use std::sync::Arc;
 use std::time::Instant;
 use strata_exec::handover;
+use strata_exec::pick::flush_may_start;
 use strata_exec::skew::FlushKeySample;
-use strata_exec::sources::{flush_blocked, flush_held, flush_merge_tables, may_start};
+use strata_exec::sources::flush_merge_tables;
 use strata_exec::window::{key_position, smallest_key_at, WindowIndex};
 use strata_exec::{flush_edit, OlderTables};
 use strata_meta::{KeyRange, TableId, TableMeta, Version};
@@ -445,16 +446,8 @@ impl Engine {
             return Ok(None);
         };
         let stats = self.workload_stats();
-        let ctx = self.pick_context(&state.leases, &stats, Some(&summary));
         let policy = self.policy();
-        if flush_held(
-            policy.as_ref(),
-            &state.version,
-            &ctx,
-            state.running_compactions > 0,
-        ) {
-            return Ok(None);
-        }
+        let ctx = self.pick_context(&state.leases, &stats, Some(&summary));
         let mut plan = handover::flush_plan(policy.as_ref(), &state.version, &ctx)?;
         if plan.selection != BufferSelection::All && memtables.len() < state.frozen.len() {
             memtables = state.frozen.iter().cloned().collect();
@@ -463,9 +456,16 @@ impl Engine {
             plan = handover::flush_plan(policy.as_ref(), &state.version, &ctx)?;
         }
         plan.output.cut.validate()?;
-        if !may_start(plan.policy_state.is_some(), state.stateful_running)
-            || flush_blocked(&plan, &summary, &state.leases)
-        {
+        let ctx = self.pick_context(&state.leases, &stats, Some(&summary));
+        if !flush_may_start(
+            policy.as_ref(),
+            &state.version,
+            &ctx,
+            &plan,
+            &summary,
+            state.running_compactions > 0,
+            state.stateful_running,
+        ) {
             return Ok(None);
         }
         // A flush into an existing run leases the whole run, not only the tables it merges

@@ -6,8 +6,9 @@ use crate::keys::{key_at_or_after, key_bytes, key_of};
 use crate::merge::{merge_runs, sort_buffer, RunCursor};
 use std::sync::Arc;
 use strata_exec::handover;
+use strata_exec::pick::flush_may_start;
 use strata_exec::skew::FlushKeySample;
-use strata_exec::sources::{flush_blocked, flush_held, flush_merge_tables, may_start};
+use strata_exec::sources::flush_merge_tables;
 use strata_exec::window::{key_position, most_compact_window};
 use strata_exec::{flush_edit, JobKind, OlderTables};
 use strata_meta::KeyRange;
@@ -44,17 +45,19 @@ impl Simulator {
             };
             let plan = handover::flush_plan(self.policy.as_ref(), &self.version, &ctx)
                 .map_err(|e| self.policy_error(e))?;
-            let blocked = flush_blocked(&plan, &summary, &self.leases)
-                || flush_held(
-                    self.policy.as_ref(),
-                    &self.version,
-                    &ctx,
-                    !self.running.is_empty(),
-                )
-                || !may_start(plan.policy_state.is_some(), self.state_change_running())
-                || (plan.output.level == 0
-                    && self.version.level(0).runs().len() >= self.cfg.level0_stop_runs
-                    && !self.running.is_empty());
+            // The engine's rule, and in timed mode a stop at level0_stop_runs (RocksDB's
+            // level0_stop_writes_trigger): a flush into L0 waits for a running job.
+            let blocked = !flush_may_start(
+                self.policy.as_ref(),
+                &self.version,
+                &ctx,
+                &plan,
+                &summary,
+                !self.running.is_empty(),
+                self.state_change_running(),
+            ) || (plan.output.level == 0
+                && self.version.level(0).runs().len() >= self.cfg.level0_stop_runs
+                && !self.running.is_empty());
             if !blocked {
                 break plan;
             }
