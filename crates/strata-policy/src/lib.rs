@@ -27,7 +27,6 @@ pub mod ecotune_dp;
 mod error;
 pub mod helpers;
 pub mod math;
-pub mod minmax_model;
 pub mod model;
 mod options;
 pub mod overlap;
