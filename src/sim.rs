@@ -10,7 +10,7 @@ use clap::Args;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use strata_bench::job_log::{job_log_file_name, write_job_log, JobRecord};
+use strata_exec::job_log::{job_log_file_name, write_job_log, JobRecord};
 use strata_policy::{registry, PolicySpec};
 use strata_sim::ftl::{replay_events, Ftl, FtlConfig, FtlRecorder, FtlReport, VictimPolicy};
 use strata_sim::{
@@ -330,22 +330,6 @@ fn write_timeline_csv(path: &std::path::Path, reports: &[SimReport]) -> Result<(
     Ok(())
 }
 
-/// A simulator trace event as a job-log row (the simulator does not count reads per job).
-fn job_record(event: &TraceEvent) -> JobRecord {
-    JobRecord {
-        flushes_before: event.flush,
-        kind: event.kind.as_str(),
-        input_levels: event.input_levels.clone(),
-        input_tables: event.input_tables,
-        output_level: event.output_level,
-        output_tables: event.output_tables,
-        bytes_read: None,
-        bytes_written: event.bytes_written,
-        seconds: event.finished_nanos.saturating_sub(event.started_nanos) as f64 / 1e9,
-        reason: event.reason.clone(),
-    }
-}
-
 /// The simulator's write buffer when `--write-buffer-size` is not given: small, so that the
 /// default workload makes hundreds of flushes and a tree of several levels.
 const DEFAULT_WRITE_BUFFER_SIZE: u64 = 4 << 20;
@@ -485,9 +469,10 @@ pub fn run(args: SimArgs) -> Result<()> {
         if let Some(dir) = &args.job_log {
             let jobs: Vec<JobRecord> = std::mem::take(&mut report.trace)
                 .iter()
-                .map(job_record)
+                .map(TraceEvent::record)
                 .collect();
-            write_job_log(&dir.join(job_log_file_name(label)), label, &jobs)?;
+            write_job_log(&dir.join(job_log_file_name(label)), label, &jobs)
+                .context("--job-log")?;
         }
         if !args.json {
             println!(

@@ -1,6 +1,6 @@
 //! Databases kept after their run (`strata bench --keep DIR`) and runs on them later
 //! (`--use-existing-db DIR`), as db_bench's `--use_existing_db`: each configuration's database
-//! is `DIR/<plain label>` ([`crate::job_log::plain_name`]), and beside it
+//! is `DIR/<plain label>` ([`strata_exec::job_log::plain_name`]), and beside it
 //! `DIR/<plain label>.bench-state` records what the workload put there: the sizes, the entries,
 //! how keys were numbered, the phases run so far and the key space (which keys are live, in
 //! [`KeySpace::to_bytes`]'s compact form), so a later run reads keys that exist and inserts keys
@@ -11,12 +11,12 @@
 //! had in a whole run; it refuses, before any run, a workload of other key or value sizes,
 //! another number of entries or another key numbering.
 
-use crate::job_log::plain_name;
 use crate::workload::{InsertOrder, KeySpace, WorkloadSpec};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use strata_exec::job_log::plain_name;
 
 /// The first bytes of a state file (and its format's version).
 const MAGIC: &[u8; 8] = b"STBENCH1";

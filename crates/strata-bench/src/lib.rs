@@ -5,7 +5,7 @@
 pub mod cgroup;
 pub mod device_probe;
 pub mod engines;
-pub mod job_log;
+pub mod job_recorder;
 pub mod kept;
 pub mod physical;
 pub mod report;
@@ -53,8 +53,8 @@ pub struct BenchConfig {
     pub seed: u64,
     /// Show progress bars.
     pub progress: bool,
-    /// Write each Strata run's job log ([`job_log`]) into this directory, as
-    /// [`job_log::job_log_file_name`] of the run's label.
+    /// Write each Strata run's job log ([`strata_exec::job_log`]) into this directory, as
+    /// [`strata_exec::job_log::job_log_file_name`] of the run's label.
     pub job_log: Option<PathBuf>,
     /// Record each Strata run's device file trace into this directory, as `<label>.trace`
     /// (`strata_engine::fs::RecordingFs`; `strata sim --replay-trace` replays it).
@@ -194,7 +194,7 @@ pub fn run_job(job: &RunJob) -> Result<RunResult> {
         }
         _ => (None, KeySpace::new(), 0),
     };
-    let recorder = Arc::new(job_log::JobRecorder::default());
+    let recorder = Arc::new(job_recorder::JobRecorder::default());
     let label = &job.label;
     let engine: Arc<dyn KvEngine> = if job.is_policy {
         let listener = job
@@ -246,8 +246,8 @@ pub fn run_job(job: &RunJob) -> Result<RunResult> {
     result.index_and_filter = index_and_filter.map(str::to_string);
     result.options = engine_options;
     if let (Some(log_dir), true) = (&job.job_log, job.is_policy) {
-        let path = log_dir.join(job_log::job_log_file_name(label));
-        job_log::write_job_log(&path, label, &recorder.jobs())?;
+        let path = log_dir.join(strata_exec::job_log::job_log_file_name(label));
+        strata_exec::job_log::write_job_log(&path, label, &recorder.jobs())?;
     }
     Ok(result)
 }
@@ -320,11 +320,11 @@ fn database_plans(
     let mut names = std::collections::BTreeMap::new();
     if storage.keep.is_some() || storage.use_existing.is_some() {
         for (label, _) in labels {
-            if let Some(other) = names.insert(job_log::plain_name(label), label) {
+            if let Some(other) = names.insert(strata_exec::job_log::plain_name(label), label) {
                 bail!(
                     "the runs {other} and {label} would keep their databases in the same \
                      directory ({}); run them in separate comparisons",
-                    job_log::plain_name(label)
+                    strata_exec::job_log::plain_name(label)
                 );
             }
         }
@@ -478,7 +478,7 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
         // Policy specifications may hold ':', '=' and ','; keep directory names plain.
         let (dir, database) = plan.unwrap_or_else(|| {
             (
-                base.join(job_log::plain_name(label)),
+                base.join(strata_exec::job_log::plain_name(label)),
                 DatabaseUse::Temporary,
             )
         });
@@ -489,7 +489,7 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
         let mut settings = config.settings.clone();
         if let (Some(traces), true) = (&config.file_trace, *is_policy) {
             settings.file_trace =
-                Some(traces.join(format!("{}.trace", job_log::plain_name(label))));
+                Some(traces.join(format!("{}.trace", strata_exec::job_log::plain_name(label))));
         }
         let mut job = RunJob {
             workload: config.workload.clone(),

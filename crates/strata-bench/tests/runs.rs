@@ -239,10 +239,10 @@ fn a_job_log_accounts_for_every_byte_the_run_wrote() {
     for run in &comparison.runs {
         let path = logs
             .path()
-            .join(strata_bench::job_log::job_log_file_name(&run.label));
+            .join(strata_exec::job_log::job_log_file_name(&run.label));
         let text = std::fs::read_to_string(&path).unwrap();
         let mut lines = text.lines();
-        assert_eq!(lines.next(), Some(strata_bench::job_log::JOB_LOG_HEADER));
+        assert_eq!(lines.next(), Some(strata_exec::job_log::JOB_LOG_HEADER));
         let (mut flushes, mut merges, mut written) = (0, 0, 0u64);
         for line in lines {
             // The label is quoted and has no commas here; the reason comes last.

@@ -1,6 +1,7 @@
 //! Event listeners: callbacks after every flush and compaction (RocksDB's `EventListener`).
 
 use std::time::Instant;
+use strata_exec::job_log::JobRecord;
 pub use strata_exec::JobKind;
 use strata_policy::Priority;
 
@@ -31,6 +32,27 @@ pub struct CompletedJob {
     pub started: Instant,
     /// When its result was installed.
     pub finished: Instant,
+}
+
+impl CompletedJob {
+    /// The job as a row of a job log ([`strata_exec::job_log`]).
+    pub fn record(&self) -> JobRecord {
+        JobRecord {
+            flushes_before: self.flushes_before,
+            kind: self.kind.as_str(),
+            input_levels: self.input_levels.clone(),
+            input_tables: self.input_tables,
+            output_level: self.output_level,
+            output_tables: self.output_tables,
+            bytes_read: Some(self.bytes_read),
+            bytes_written: self.bytes_written,
+            seconds: self
+                .finished
+                .saturating_duration_since(self.started)
+                .as_secs_f64(),
+            reason: self.reason.clone(),
+        }
+    }
 }
 
 /// Receives notifications from background work. Callbacks run on the thread that did the work,

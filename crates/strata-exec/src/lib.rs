@@ -32,6 +32,7 @@ pub mod edit;
 pub mod file_event;
 pub mod handover;
 mod job;
+pub mod job_log;
 mod older;
 pub mod pick;
 pub mod preserve;

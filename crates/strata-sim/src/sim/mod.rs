@@ -119,6 +119,23 @@ pub struct TraceEvent {
 }
 
 impl TraceEvent {
+    /// The event as a row of a job log ([`strata_exec::job_log`]; the simulator does not count
+    /// the bytes a job reads).
+    pub fn record(&self) -> strata_exec::job_log::JobRecord {
+        strata_exec::job_log::JobRecord {
+            flushes_before: self.flush,
+            kind: self.kind.as_str(),
+            input_levels: self.input_levels.clone(),
+            input_tables: self.input_tables,
+            output_level: self.output_level,
+            output_tables: self.output_tables,
+            bytes_read: None,
+            bytes_written: self.bytes_written,
+            seconds: self.finished_nanos.saturating_sub(self.started_nanos) as f64 / 1e9,
+            reason: self.reason.clone(),
+        }
+    }
+
     /// Whether the event is a compaction plan (not a flush).
     pub fn is_compaction(&self) -> bool {
         matches!(self.kind, JobKind::Compaction(_))

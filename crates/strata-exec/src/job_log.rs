@@ -1,19 +1,18 @@
-//! Job logs: one CSV row per flush and compaction, in the order they were installed, so a run in
-//! the engine and the same run in the simulator can be compared job by job (RocksDB writes the
-//! same facts as `flush_finished` / `compaction_finished` events to its LOG).
+//! Job logs: one CSV row per flush and compaction, in the order they were installed, in one
+//! format for the engine (`strata bench --job-log`, from its listener's `CompletedJob`s) and the
+//! simulator (`strata sim --job-log`, from its trace), so a run in both can be compared job by
+//! job (RocksDB writes the same facts as `flush_finished` / `compaction_finished` events to its
+//! LOG).
 
-use anyhow::{Context, Result};
-use parking_lot::Mutex;
 use std::io::Write;
 use std::path::Path;
-use strata_engine::{CompletedJob, EventListener};
 
 /// One installed job.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobRecord {
     /// Flushes completed before the job was picked (for a flush, before it ran).
     pub flushes_before: u64,
-    /// The job's name (`strata_engine::JobKind::as_str`): `flush`, `merge`, `move`, `drop` or
+    /// The job's name ([`crate::JobKind::as_str`]): `flush`, `merge`, `move`, `drop` or
     /// `update-state`.
     pub kind: &'static str,
     /// Levels the inputs came from, ascending.
@@ -34,55 +33,25 @@ pub struct JobRecord {
     pub reason: String,
 }
 
-impl From<&CompletedJob> for JobRecord {
-    fn from(job: &CompletedJob) -> Self {
-        JobRecord {
-            flushes_before: job.flushes_before,
-            kind: job.kind.as_str(),
-            input_levels: job.input_levels.clone(),
-            input_tables: job.input_tables,
-            output_level: job.output_level,
-            output_tables: job.output_tables,
-            bytes_read: Some(job.bytes_read),
-            bytes_written: job.bytes_written,
-            seconds: job
-                .finished
-                .saturating_duration_since(job.started)
-                .as_secs_f64(),
-            reason: job.reason.clone(),
-        }
-    }
-}
-
-/// Collects the engine's jobs as they are installed. The listener runs under the engine's state
-/// lock, so it only copies the job into memory; [`write_job_log`] writes the file afterwards.
-#[derive(Default)]
-pub struct JobRecorder {
-    jobs: Mutex<Vec<JobRecord>>,
-}
-
-impl JobRecorder {
-    /// The jobs so far, in the order they were installed.
-    pub fn jobs(&self) -> Vec<JobRecord> {
-        self.jobs.lock().clone()
-    }
-}
-
-impl EventListener for JobRecorder {
-    fn on_job_completed(&self, job: &CompletedJob) {
-        self.jobs.lock().push(JobRecord::from(job));
-    }
-}
-
 /// The header of a job log.
 pub const JOB_LOG_HEADER: &str = "label,flushes_before,kind,input_levels,input_tables,output_level,output_tables,bytes_read,bytes_written,seconds,reason";
 
 /// Writes `jobs` of the run labelled `label` to `path` as CSV (header first). Input levels are
 /// joined with spaces; an unknown byte count or a missing output level is an empty field.
-pub fn write_job_log(path: &Path, label: &str, jobs: &[JobRecord]) -> Result<()> {
-    let file =
-        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    let mut out = std::io::BufWriter::new(file);
+pub fn write_job_log(path: &Path, label: &str, jobs: &[JobRecord]) -> std::io::Result<()> {
+    let named =
+        |e: std::io::Error| std::io::Error::new(e.kind(), format!("{}: {e}", path.display()));
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).map_err(named)?);
+    write_job_log_to(&mut out, label, jobs).map_err(named)?;
+    out.flush().map_err(named)
+}
+
+/// [`write_job_log`] into any writer.
+pub fn write_job_log_to(
+    out: &mut impl Write,
+    label: &str,
+    jobs: &[JobRecord],
+) -> std::io::Result<()> {
     let quote = |s: &str| format!("\"{}\"", s.replace('"', "\"\""));
     writeln!(out, "{JOB_LOG_HEADER}")?;
     for job in jobs {
@@ -103,8 +72,6 @@ pub fn write_job_log(path: &Path, label: &str, jobs: &[JobRecord]) -> Result<()>
             quote(&job.reason)
         )?;
     }
-    out.flush()
-        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
@@ -135,11 +102,10 @@ mod tests {
 
     #[test]
     fn a_job_log_quotes_reasons_and_leaves_unknowns_empty() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir
-            .path()
-            .join(job_log_file_name("vertiorizon:horizontal_levels=2"));
-        assert!(path.ends_with("vertiorizon_horizontal_levels_2.csv"));
+        assert_eq!(
+            job_log_file_name("vertiorizon:horizontal_levels=2"),
+            "vertiorizon_horizontal_levels_2.csv"
+        );
         let jobs = [JobRecord {
             flushes_before: 7,
             kind: "merge",
@@ -152,8 +118,9 @@ mod tests {
             seconds: 0.5,
             reason: "phase 3 full, \"n\" = 16".to_string(),
         }];
-        write_job_log(&path, "v,1", &jobs).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
+        let mut out = Vec::new();
+        write_job_log_to(&mut out, "v,1", &jobs).unwrap();
+        let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], JOB_LOG_HEADER);
         assert_eq!(
