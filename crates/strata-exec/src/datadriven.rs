@@ -387,8 +387,8 @@ pub fn run_policy_tests(path: &str) {
                         .with_write_buffer_size(size("write_buffer_size"));
                     let base = option(spec, "max_bytes_for_level_base");
                     if !base.is_empty() {
-                        leveled =
-                            leveled.with_max_bytes_for_level_base(size("max_bytes_for_level_base"));
+                        leveled = leveled
+                            .with_max_bytes_for_level_base(Some(size("max_bytes_for_level_base")));
                     }
                     let t = leveled.level_targets(&state.version);
                     let mut out = format!("base level: L{}\n", t.base_level);

@@ -20,15 +20,9 @@
 
 use crate::context::PickContext;
 use crate::error::PolicyError;
-use crate::helpers::{
-    check_bloom, check_positive, check_size_ratio, flush_to_new_run, overlapping_inputs,
-    partial_merge,
-};
+use crate::helpers::{check_positive, flush_to_new_run, overlapping_inputs, partial_merge};
 use crate::model::{self, ModelEstimate, ModelInput};
-use crate::options::{
-    OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO,
-    TARGET_FILE_SIZE, WRITE_BUFFER_SIZE,
-};
+use crate::options::PolicyRegistration;
 use crate::plan::{
     CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput, Priority,
 };
@@ -43,84 +37,36 @@ pub const NAME: &str = "leveled";
 pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: NAME,
     summary: "RocksDB-style leveling: L0 trigger, dynamic level sizes, score-based level choice, min-overlap file choice, trivial moves",
-    options: &[
-        SIZE_RATIO,
-        OptionSpec {
-            name: "level0_trigger",
-            kind: OptionKind::Integer,
-            default: "4",
-            rocksdb: Some("level0_file_num_compaction_trigger"),
-            doc: "L0 runs that trigger an L0 merge",
-        },
-        OptionSpec {
-            name: "num_levels",
-            kind: OptionKind::Integer,
-            default: "7",
-            rocksdb: Some("num_levels"),
-            doc: "levels including L0; data settles in the last",
-        },
-        OptionSpec {
-            name: "max_bytes_for_level_base",
-            kind: OptionKind::Size,
-            default: "",
-            rocksdb: Some("max_bytes_for_level_base"),
-            doc: "upper bound of the base level's target (default: size_ratio × write_buffer_size)",
-        },
-        OptionSpec {
-            name: "level_target_floor",
-            kind: OptionKind::Bool,
-            default: "true",
-            rocksdb: None,
-            doc: "no target from the base level down below max_bytes_for_level_base (RocksDB's dynamic level sizes do this; false gives the textbook T-ratio shape)",
-        },
-        WRITE_BUFFER_SIZE,
-        TARGET_FILE_SIZE,
-        BLOOM_BITS_PER_KEY,
-    ],
-    build,
+    options: Leveled::OPTIONS,
+    build: |config| {
+        let policy = Leveled::from_config(config)?;
+        policy.validate()?;
+        Ok(Arc::new(policy))
+    },
 };
 
-fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
-    let mut policy = Leveled::new()
-        .with_size_ratio(config.f64("size_ratio")?)
-        .with_level0_trigger(config.usize("level0_trigger")?)
-        .with_num_levels(config.usize("num_levels")?)
-        .with_write_buffer_size(config.size("write_buffer_size")?)
-        .with_target_file_size(config.size("target_file_size")?)
-        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?)
-        .with_level_target_floor(config.bool("level_target_floor")?);
-    if let Some(bytes) = config.opt_size("max_bytes_for_level_base")? {
-        policy = policy.with_max_bytes_for_level_base(bytes);
-    }
-    policy.validate()?;
-    Ok(Arc::new(policy))
-}
-
-/// RocksDB-style leveled compaction. See the module documentation.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Leveled {
-    size_ratio: f64,
-    level0_trigger: usize,
-    num_levels: usize,
-    max_bytes_for_level_base: Option<u64>,
-    level_target_floor: bool,
-    write_buffer_size: u64,
-    target_file_size: u64,
-    bloom_bits_per_key: f64,
-}
-
-impl Default for Leveled {
-    fn default() -> Self {
-        Leveled {
-            size_ratio: 10.0,
-            level0_trigger: 4,
-            num_levels: 7,
-            max_bytes_for_level_base: None,
-            level_target_floor: true,
-            write_buffer_size: 64 << 20,
-            target_file_size: 64 << 20,
-            bloom_bits_per_key: 10.0,
-        }
+crate::policy_options! {
+    /// RocksDB-style leveled compaction. See the module documentation. Its defaults are
+    /// RocksDB's where one exists, but the base level's bound: size ratio × write buffer size
+    /// (the level-1 capacity T·B of the papers' cost models) rather than RocksDB's 256 MiB.
+    /// With `level_target_floor` off, every target is `size(last) / T^(last-i)`, the shape the
+    /// textbook cost models assume; RocksDB's dynamic level sizes keep the floor and no option
+    /// of its own turns it off.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Leveled {
+        size_ratio, with_size_ratio: f64 = SIZE_RATIO,
+        level0_trigger, with_level0_trigger: usize = Integer("4",
+            "L0 runs that trigger an L0 merge") rocksdb "level0_file_num_compaction_trigger",
+        num_levels, with_num_levels: usize = Integer("7",
+            "levels including L0; data settles in the last") rocksdb "num_levels",
+        max_bytes_for_level_base, with_max_bytes_for_level_base: Option<u64> = Size("",
+            "upper bound of the base level's target (default: size_ratio × write_buffer_size)")
+            rocksdb "max_bytes_for_level_base",
+        level_target_floor, with_level_target_floor: bool = Bool("true",
+            "no target from the base level down below max_bytes_for_level_base (RocksDB's dynamic level sizes do this; false gives the textbook T-ratio shape)"),
+        write_buffer_size, with_write_buffer_size: u64 = WRITE_BUFFER_SIZE,
+        target_file_size, with_target_file_size: u64 = TARGET_FILE_SIZE,
+        bloom_bits_per_key, with_bloom_bits_per_key: f64 = BLOOM_BITS_PER_KEY,
     }
 }
 
@@ -140,59 +86,9 @@ impl Leveled {
         Self::default()
     }
 
-    crate::output_builders!();
-
-    /// Size ratio T between adjacent levels. RocksDB: `max_bytes_for_level_multiplier`.
-    /// Default: 10.
-    pub fn with_size_ratio(mut self, ratio: f64) -> Self {
-        self.size_ratio = ratio;
-        self
-    }
-
-    /// Number of L0 runs that triggers an L0 merge. RocksDB:
-    /// `level0_file_num_compaction_trigger`. Default: 4.
-    pub fn with_level0_trigger(mut self, runs: usize) -> Self {
-        self.level0_trigger = runs;
-        self
-    }
-
-    /// Number of levels including L0; data settles in level `num_levels - 1`. RocksDB:
-    /// `num_levels`. Default: 7.
-    pub fn with_num_levels(mut self, levels: usize) -> Self {
-        self.num_levels = levels;
-        self
-    }
-
-    /// Upper bound of the base level's target size. RocksDB: `max_bytes_for_level_base`
-    /// (RocksDB's default is 256 MiB). Default here: `size_ratio × write_buffer_size`, the level-1
-    /// capacity T·B of the cost models in the papers.
-    pub fn with_max_bytes_for_level_base(mut self, bytes: u64) -> Self {
-        self.max_bytes_for_level_base = Some(bytes);
-        self
-    }
-
-    /// Whether no level from the base down gets a target below `max_bytes_for_level_base`. RocksDB
-    /// does this with `level_compaction_dynamic_level_bytes` (no option of its own turns it
-    /// off); `false` keeps every target at `size(last) / T^(last-i)`, the shape the textbook
-    /// cost models assume. Default: true.
-    pub fn with_level_target_floor(mut self, floor: bool) -> Self {
-        self.level_target_floor = floor;
-        self
-    }
-
-    /// Buffer size B, used for the default base-level size. RocksDB: `write_buffer_size`.
-    /// Default: 64 MiB.
-    pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
-        self.write_buffer_size = bytes;
-        self
-    }
-
     /// Checks every option.
     pub fn validate(&self) -> Result<(), PolicyError> {
-        check_size_ratio(self.size_ratio)?;
-        check_bloom(self.bloom_bits_per_key)?;
-        check_positive("write_buffer_size", self.write_buffer_size)?;
-        check_positive("target_file_size", self.target_file_size)?;
+        self.check_options()?;
         check_positive("level0_trigger", self.level0_trigger as u64)?;
         if !(2..=Version::MAX_LEVELS).contains(&self.num_levels) {
             return Err(PolicyError::InvalidOption {
@@ -406,15 +302,16 @@ impl CompactionPolicy for Leveled {
     crate::plan_manual_with_own_output!();
 
     fn options(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("size_ratio", self.size_ratio.to_string()),
-            ("level0_trigger", self.level0_trigger.to_string()),
-            ("num_levels", self.num_levels.to_string()),
-            ("max_bytes_for_level_base", format_size(self.base_bytes())),
-            ("level_target_floor", self.level_target_floor.to_string()),
-            ("target_file_size", format_size(self.target_file_size)),
-            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
-        ]
+        // The base level's bound as it applies (derived when unset); the buffer size shows in
+        // it, so it is not reported on its own.
+        self.declared_options()
+            .into_iter()
+            .filter(|(name, _)| *name != "write_buffer_size")
+            .map(|(name, value)| match name {
+                "max_bytes_for_level_base" => (name, format_size(self.base_bytes())),
+                _ => (name, value),
+            })
+            .collect()
     }
 
     fn cost_model(&self, input: &ModelInput) -> Option<ModelEstimate> {
