@@ -13,109 +13,48 @@
 //! 1..ℓ as in the paper; L0 is unused. The counters are the policy state, persisted in the version.
 
 use crate::context::PickContext;
+use crate::declare::{Checked, OptionValue};
 use crate::error::PolicyError;
-use crate::helpers::{
-    any_leased, check_bloom, check_positive, flush_to_new_run, load_state, merge_levels,
-    store_state,
-};
+use crate::helpers::{any_leased, flush_to_new_run, load_state, merge_levels, store_state};
 use crate::math::{horizontal_tiering_k, skew_delta};
-use crate::options::{
-    OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, TARGET_FILE_SIZE,
-    WRITE_BUFFER_SIZE,
-};
+use crate::options::{OptionKind, PolicyRegistration};
 use crate::plan::{
     BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanOutput, Priority,
 };
 use crate::policy::CompactionPolicy;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use strata_meta::{format_size, Version};
+use strata_meta::Version;
 
 /// Name of [`HorizontalLeveled`].
 pub const LEVELED_NAME: &str = "horizontal-leveled";
 /// Name of [`HorizontalTiered`].
 pub const TIERED_NAME: &str = "horizontal-tiered";
 
-const LEVELS: OptionSpec = OptionSpec {
-    name: "levels",
-    kind: OptionKind::Integer,
-    default: "3",
-    rocksdb: None,
-    doc: "number of levels ℓ, fixed for the life of the tree",
-};
-
 /// The registry entry of [`HorizontalLeveled`].
 pub const LEVELED_REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: LEVELED_NAME,
-    summary: "Vertiorizon Algorithm 1: ℓ fixed levels, Bentley–Saxe counters, cascades as one merge",
-    options: &[
-        LEVELS,
-        OptionSpec {
-            name: "skew_threshold",
-            kind: OptionKind::Text,
-            default: "0",
-            rocksdb: None,
-            doc: "δ added to level 1's threshold: an integer, or \"adaptive\" for δ from the skew estimate (eq. 6)",
-        },
-        TARGET_FILE_SIZE,
-        BLOOM_BITS_PER_KEY,
-    ],
-    build: build_leveled,
+    summary:
+        "Vertiorizon Algorithm 1: ℓ fixed levels, Bentley–Saxe counters, cascades as one merge",
+    options: HorizontalLeveled::OPTIONS,
+    build: |config| {
+        let policy = HorizontalLeveled::from_config(config)?;
+        policy.validate()?;
+        Ok(Arc::new(policy))
+    },
 };
-
-fn build_leveled(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
-    let skew =
-        match config.text("skew_threshold")? {
-            None => SkewThreshold::Fixed(0),
-            Some("adaptive") => SkewThreshold::Adaptive,
-            Some(text) => SkewThreshold::Fixed(text.trim().parse().map_err(|_| {
-                PolicyError::BadOptionValue {
-                    policy: LEVELED_NAME.to_string(),
-                    option: "skew_threshold".to_string(),
-                    value: text.to_string(),
-                    expected: "a non-negative integer or \"adaptive\"".to_string(),
-                }
-            })?),
-        };
-    let policy = HorizontalLeveled::new()
-        .with_levels(config.usize("levels")?)
-        .with_skew_threshold(skew)
-        .with_target_file_size(config.size("target_file_size")?)
-        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
-    policy.validate()?;
-    Ok(Arc::new(policy))
-}
 
 /// The registry entry of [`HorizontalTiered`].
 pub const TIERED_REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: TIERED_NAME,
     summary: "Vertiorizon Algorithm 2: ℓ fixed levels, binomial counters from k, optimal reads for N/B flushes",
-    options: &[
-        LEVELS,
-        OptionSpec {
-            name: "expected_data_size",
-            kind: OptionKind::Size,
-            default: "64GiB",
-            rocksdb: None,
-            doc: "expected data size N the counter schedule is built for",
-        },
-        WRITE_BUFFER_SIZE,
-        TARGET_FILE_SIZE,
-        BLOOM_BITS_PER_KEY,
-    ],
-    build: build_tiered,
+    options: HorizontalTiered::OPTIONS,
+    build: |config| {
+        let policy = HorizontalTiered::from_config(config)?;
+        policy.validate()?;
+        Ok(Arc::new(policy))
+    },
 };
-
-fn build_tiered(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
-    let policy = HorizontalTiered::new()
-        .with_levels(config.usize("levels")?)
-        .with_expected_data_size(config.size("expected_data_size")?)
-        .with_write_buffer_size(config.size("write_buffer_size")?)
-        .with_target_file_size(config.size("target_file_size")?)
-        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
-    policy.validate()?;
-    Ok(Arc::new(policy))
-}
 
 /// How the level-1 threshold of horizontal leveling is raised under skew (Vertiorizon §5.3).
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -124,6 +63,33 @@ pub enum SkewThreshold {
     Fixed(u32),
     /// δ from the skew estimate α in the context's statistics (eq. 6); 0 while no estimate exists.
     Adaptive,
+}
+
+/// As option text: an integer δ, or `adaptive`.
+impl OptionValue for SkewThreshold {
+    fn read(_: OptionKind, text: Option<&str>) -> Result<Self, String> {
+        match text.map(str::trim) {
+            None => Ok(SkewThreshold::Fixed(0)),
+            Some("adaptive") => Ok(SkewThreshold::Adaptive),
+            Some(text) => text
+                .parse()
+                .map(SkewThreshold::Fixed)
+                .map_err(|_| "a non-negative integer or \"adaptive\"".to_string()),
+        }
+    }
+    fn show(&self, _: OptionKind) -> String {
+        match self {
+            SkewThreshold::Fixed(d) => d.to_string(),
+            SkewThreshold::Adaptive => "adaptive".to_string(),
+        }
+    }
+}
+
+/// Every δ is in range.
+impl Checked for SkewThreshold {
+    fn check(&self, _: &crate::OptionSpec) -> Result<(), PolicyError> {
+        Ok(())
+    }
 }
 
 fn check_levels(levels: usize) -> Result<(), PolicyError> {
@@ -237,13 +203,19 @@ fn format_counters(counters: &[i64]) -> String {
     format!("({})", parts.join(","))
 }
 
-/// Horizontal leveling, Vertiorizon Algorithm 1. See the module documentation.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HorizontalLeveled {
-    levels: usize,
-    skew: SkewThreshold,
-    target_file_size: u64,
-    bloom_bits_per_key: f64,
+crate::policy_options! {
+    /// Horizontal leveling, Vertiorizon Algorithm 1. See the module documentation. ℓ is fixed
+    /// for the life of the tree; δ = 0 is Algorithm 1 as printed. No option but the table size
+    /// and the Bloom bits has a RocksDB equivalent.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct HorizontalLeveled {
+        levels, with_levels: usize = Integer("3",
+            "number of levels ℓ, fixed for the life of the tree"),
+        skew_threshold, with_skew_threshold: SkewThreshold = Text("0",
+            "δ added to level 1's threshold: an integer, or \"adaptive\" for δ from the skew estimate (eq. 6)"),
+        target_file_size, with_target_file_size: u64 = TARGET_FILE_SIZE,
+        bloom_bits_per_key, with_bloom_bits_per_key: f64 = BLOOM_BITS_PER_KEY,
+    }
 }
 
 /// Persisted state of [`HorizontalLeveled`]: `counters[i]` is C[i+1] of the paper.
@@ -258,42 +230,16 @@ pub struct HorizontalLeveledState {
     pub counted_flushes: u64,
 }
 
-impl Default for HorizontalLeveled {
-    fn default() -> Self {
-        HorizontalLeveled {
-            levels: 3,
-            skew: SkewThreshold::Fixed(0),
-            target_file_size: 64 << 20,
-            bloom_bits_per_key: 10.0,
-        }
-    }
-}
-
 impl HorizontalLeveled {
     /// The default configuration.
     pub fn new() -> Self {
         Self::default()
     }
 
-    crate::output_builders!();
-
-    /// Number of levels ℓ (fixed for the life of the tree). No RocksDB equivalent. Default: 3.
-    pub fn with_levels(mut self, levels: usize) -> Self {
-        self.levels = levels;
-        self
-    }
-
-    /// The skew threshold δ for level 1. Default: `Fixed(0)` (Algorithm 1 as printed).
-    pub fn with_skew_threshold(mut self, skew: SkewThreshold) -> Self {
-        self.skew = skew;
-        self
-    }
-
     /// Checks every option.
     pub fn validate(&self) -> Result<(), PolicyError> {
-        check_levels(self.levels)?;
-        check_bloom(self.bloom_bits_per_key)?;
-        check_positive("target_file_size", self.target_file_size)
+        self.check_options()?;
+        check_levels(self.levels)
     }
 
     /// The stored state with every flush since it was stored counted into C[1].
@@ -311,7 +257,7 @@ impl HorizontalLeveled {
     }
 
     fn delta(&self, ctx: &PickContext<'_>) -> i64 {
-        match self.skew {
+        match self.skew_threshold {
             SkewThreshold::Fixed(d) => i64::from(d),
             SkewThreshold::Adaptive => ctx.stats.skew.map_or(0, |a| i64::from(skew_delta(a))),
         }
@@ -417,36 +363,30 @@ impl CompactionPolicy for HorizontalLeveled {
     crate::plan_manual_with_own_output!();
 
     fn options(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("levels", self.levels.to_string()),
-            (
-                "skew_threshold",
-                match self.skew {
-                    SkewThreshold::Fixed(d) => d.to_string(),
-                    SkewThreshold::Adaptive => "adaptive".to_string(),
-                },
-            ),
-            ("target_file_size", format_size(self.target_file_size)),
-            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
-        ]
+        self.declared_options()
     }
 }
 
-/// Horizontal tiering, Vertiorizon Algorithm 2. See the module documentation.
-///
-/// The schedule is built for an expected data size N: k is the smallest integer with
-/// C(k+ℓ−1, ℓ) ≥ N/B, and after exactly C(k+ℓ−1, ℓ) flushes every counter is 0 (Lemma 4.1) and
-/// level ℓ holds k runs. The paper stops there. This implementation starts a new phase at the next
-/// flush: it merges level ℓ's runs into one and restarts the counters at k, so the run count stays
-/// bounded when more data arrives than expected (the same re-initialization Vertiorizon applies to
-/// its horizontal part after moving it to the vertical levels).
-#[derive(Clone, Debug, PartialEq)]
-pub struct HorizontalTiered {
-    levels: usize,
-    expected_data_size: u64,
-    write_buffer_size: u64,
-    target_file_size: u64,
-    bloom_bits_per_key: f64,
+crate::policy_options! {
+    /// Horizontal tiering, Vertiorizon Algorithm 2. See the module documentation.
+    ///
+    /// The schedule is built for an expected data size N (a moderate error matters little,
+    /// Vertiorizon footnote 2): k is the smallest integer with C(k+ℓ−1, ℓ) ≥ N/B, and after
+    /// exactly C(k+ℓ−1, ℓ) flushes every counter is 0 (Lemma 4.1) and level ℓ holds k runs. The
+    /// paper stops there. This implementation starts a new phase at the next flush: it merges
+    /// level ℓ's runs into one and restarts the counters at k, so the run count stays bounded
+    /// when more data arrives than expected (the same re-initialization Vertiorizon applies to
+    /// its horizontal part after moving it to the vertical levels).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct HorizontalTiered {
+        levels, with_levels: usize = Integer("3",
+            "number of levels ℓ, fixed for the life of the tree"),
+        expected_data_size, with_expected_data_size: u64 = Size("64GiB",
+            "expected data size N the counter schedule is built for"),
+        write_buffer_size, with_write_buffer_size: u64 = WRITE_BUFFER_SIZE,
+        target_file_size, with_target_file_size: u64 = TARGET_FILE_SIZE,
+        bloom_bits_per_key, with_bloom_bits_per_key: f64 = BLOOM_BITS_PER_KEY,
+    }
 }
 
 /// Persisted state of [`HorizontalTiered`].
@@ -464,52 +404,16 @@ pub struct HorizontalTieredState {
     pub counted_flushes: u64,
 }
 
-impl Default for HorizontalTiered {
-    fn default() -> Self {
-        HorizontalTiered {
-            levels: 3,
-            expected_data_size: 64 << 30,
-            write_buffer_size: 64 << 20,
-            target_file_size: 64 << 20,
-            bloom_bits_per_key: 10.0,
-        }
-    }
-}
-
 impl HorizontalTiered {
     /// The default configuration.
     pub fn new() -> Self {
         Self::default()
     }
 
-    crate::output_builders!();
-
-    /// Number of levels ℓ (fixed for the life of the tree). Default: 3.
-    pub fn with_levels(mut self, levels: usize) -> Self {
-        self.levels = levels;
-        self
-    }
-
-    /// Expected data size N in bytes, which sets k. A moderate error matters little (Vertiorizon
-    /// footnote 2). Default: 64 GiB.
-    pub fn with_expected_data_size(mut self, bytes: u64) -> Self {
-        self.expected_data_size = bytes;
-        self
-    }
-
-    /// Buffer size B. RocksDB: `write_buffer_size`. Default: 64 MiB.
-    pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
-        self.write_buffer_size = bytes;
-        self
-    }
-
     /// Checks every option.
     pub fn validate(&self) -> Result<(), PolicyError> {
-        check_levels(self.levels)?;
-        check_bloom(self.bloom_bits_per_key)?;
-        check_positive("write_buffer_size", self.write_buffer_size)?;
-        check_positive("expected_data_size", self.expected_data_size)?;
-        check_positive("target_file_size", self.target_file_size)
+        self.check_options()?;
+        check_levels(self.levels)
     }
 
     /// The k of a phase: the smallest k ≥ 1 with C(k+ℓ−1, ℓ) ≥ ⌈N/B⌉.
@@ -654,14 +558,10 @@ impl CompactionPolicy for HorizontalTiered {
     crate::plan_manual_with_own_output!();
 
     fn options(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("levels", self.levels.to_string()),
-            ("expected_data_size", format_size(self.expected_data_size)),
-            ("write_buffer_size", format_size(self.write_buffer_size)),
-            ("k", self.k().to_string()),
-            ("target_file_size", format_size(self.target_file_size)),
-            ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
-        ]
+        // The k the schedule derives, after the options it comes from.
+        let mut options = self.declared_options();
+        options.insert(3, ("k", self.k().to_string()));
+        options
     }
 }
 
