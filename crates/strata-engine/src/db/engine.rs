@@ -1,5 +1,6 @@
 //! The engine: what an open database shares between the user's handle and background threads.
 
+use super::held_buffer::HeldBuffer;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::key::SeqNo;
@@ -138,39 +139,6 @@ pub(crate) struct EngineState {
     pub evictions: Vec<BufferEviction>,
     /// Set while a policy switch waits for the old policy's jobs: nothing new starts.
     pub switching: bool,
-}
-
-/// The oldest frozen memtables, once a window flush has taken a window from them: they stay
-/// frozen (and their WALs live) while what the windows left of them is buffered, so a window
-/// flush writes its window without copying the rest. The entries windows took stay in the
-/// memtables, where reads find the same versions the tables hold; later windows skip them
-/// ([`EngineState::evictions`]). The live counts are those of the newest version of each key
-/// not yet evicted: what the simulator's buffer holds after a window flush.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct HeldBuffer {
-    /// Distinct live keys.
-    pub live_entries: u64,
-    /// Their user key and value bytes.
-    pub live_user_bytes: u64,
-    /// Their bytes as a buffer charges them ([`crate::memtable::charge`]).
-    pub live_charged: u64,
-    /// Per held memtable (oldest first), the live keys whose newest version it holds: a held
-    /// memtable at the front with none left holds only what tables (or newer memtables) have,
-    /// and goes with its WAL without a copy. Its length is the number of held memtables.
-    pub live_per_memtable: Vec<u64>,
-}
-
-impl HeldBuffer {
-    /// How many of the oldest frozen memtables are held.
-    pub fn memtables(&self) -> usize {
-        self.live_per_memtable.len()
-    }
-
-    /// Whether held memtables still hold a full buffer live (a window flush left more than
-    /// `write_buffer_size`): another window flush is due before anything else.
-    pub fn over(&self, write_buffer_size: u64) -> bool {
-        self.memtables() > 0 && self.live_charged >= write_buffer_size
-    }
 }
 
 impl EngineState {

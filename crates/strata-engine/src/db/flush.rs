@@ -1,15 +1,17 @@
 //! Flushes: picking the flush of the oldest frozen memtable, writing it (or a window of it) as
 //! the policy plans, and installing the result.
 
-use super::engine::{Engine, EngineState, HeldBuffer};
+use super::engine::{Engine, EngineState};
+use super::held_buffer::{
+    buffer_summary, take_window, BufferedEntry, HeldBuffer, TakenWindow, WindowSource,
+};
 use super::install::BufferChange;
-use super::write::BufferedEntry;
 use crate::error::{Error, Result};
-use crate::iter::{InternalIterator, MergingIterator};
-use crate::key::{self, SeqNo, ValueKind};
+use crate::iter::InternalIterator;
+use crate::key::{self, SeqNo};
 use crate::listener::{CompletedJob, JobKind};
 use crate::manifest::BufferEviction;
-use crate::memtable::{self, Memtable};
+use crate::memtable::Memtable;
 use crate::merge::{source_iterators, MergeFilter};
 use crate::stats::Statistics;
 use bytes::Bytes;
@@ -20,7 +22,6 @@ use strata_exec::handover;
 use strata_exec::pick::flush_may_start;
 use strata_exec::skew::FlushKeySample;
 use strata_exec::sources::flush_merge_tables;
-use strata_exec::window::{key_position, smallest_key_at, WindowIndex};
 use strata_exec::{flush_edit, OlderTables};
 use strata_meta::{KeyRange, TableId, TableMeta, Version};
 use strata_policy::{
@@ -79,38 +80,6 @@ pub(crate) struct FlushOutput {
     pub key_sample: FlushKeySample,
 }
 
-/// The buffer summary a policy sees for `memtables` together, or `None` when they are empty.
-/// The first `held.memtables()` of them count what they hold live (see [`HeldBuffer`]); the rest
-/// count every entry inserted, as the simulator's buffer does until a flush sorts it.
-fn buffer_summary(memtables: &[Arc<Memtable>], held: &HeldBuffer) -> Option<BufferSummary> {
-    let mut summary: Option<BufferSummary> = None;
-    for (i, memtable) in memtables.iter().enumerate() {
-        let Some((smallest, largest)) = memtable.key_range() else {
-            continue;
-        };
-        let (entries, bytes) = match i.cmp(&held.memtables()) {
-            std::cmp::Ordering::Less if i > 0 => (0, 0),
-            std::cmp::Ordering::Less => (held.live_entries, held.live_user_bytes),
-            _ => (memtable.len() as u64, memtable.user_bytes()),
-        };
-        summary = Some(match summary {
-            None => BufferSummary {
-                smallest,
-                largest,
-                entries,
-                bytes,
-            },
-            Some(s) => BufferSummary {
-                smallest: s.smallest.min(smallest),
-                largest: s.largest.max(largest),
-                entries: s.entries + entries,
-                bytes: s.bytes + bytes,
-            },
-        });
-    }
-    summary.filter(|s| s.entries > 0)
-}
-
 /// A cursor that offers every user key it moves onto, going forward, to the skew estimator's
 /// sample: the flush's one pass over its memtable takes the sample too (a pass of its own cost
 /// 4% of a random fill's CPU, a cache miss per entry).
@@ -161,262 +130,6 @@ impl InternalIterator for SamplingIterator {
     fn value(&self) -> &[u8] {
         self.inner.value()
     }
-}
-
-/// The live counts of a held buffer, changed one key's newest version at a time.
-impl HeldBuffer {
-    fn add(&mut self, user_key: &[u8], value: &[u8]) {
-        self.live_entries += 1;
-        self.live_user_bytes += (user_key.len() + value.len()) as u64;
-        self.live_charged += memtable::charge(user_key, value);
-    }
-
-    fn remove(&mut self, user_key: &[u8], value: &[u8]) {
-        self.live_entries -= 1;
-        self.live_user_bytes -= (user_key.len() + value.len()) as u64;
-        self.live_charged -= memtable::charge(user_key, value);
-    }
-}
-
-/// What a window flush takes from its memtables.
-struct TakenWindow {
-    /// Every entry of the window's keys.
-    flushed: Arc<Memtable>,
-    /// What stays held (in the job's memtables, or in their re-buffered copy), or `None` when
-    /// nothing is left.
-    held: Option<HeldBuffer>,
-    /// The window.
-    eviction: Option<BufferEviction>,
-    /// The entries to log again, when the flush re-buffers.
-    remainder: Vec<BufferedEntry>,
-    /// The memtable holding them, which replaces the job's memtables as the one held.
-    rebuffered: Option<Arc<Memtable>>,
-}
-
-/// Whether one of `evictions` took out the entry of a key at a sequence number. Entries newer
-/// than every eviction (most of a memtable not yet held) cost one comparison.
-fn evicted_by(evictions: &[BufferEviction]) -> impl Fn(&[u8], SeqNo) -> bool + '_ {
-    let newest = evictions.iter().map(|e| e.max_seq).max();
-    move |k, seq| newest.is_some_and(|n| seq <= n) && evictions.iter().any(|e| e.covers(k, seq))
-}
-
-/// A cursor merging `memtables` in internal-key order.
-fn merged(memtables: &[Arc<Memtable>]) -> MergingIterator {
-    MergingIterator::new(
-        memtables
-            .iter()
-            .map(|m| Box::new(m.iter()) as Box<dyn InternalIterator>)
-            .collect(),
-    )
-}
-
-fn parse(ikey: &[u8]) -> Result<(&[u8], SeqNo, ValueKind)> {
-    key::parse_internal_key(ikey)
-        .ok_or_else(|| Error::corruption("memtable", 0, "malformed internal key"))
-}
-
-/// Adds the keys of `memtable` (the newest of `memtables`, not yet held) to the window index
-/// and its newest versions to the live counts; a key that older held memtables hold live
-/// counts once, at its newest version. One pass over the memtable, once in its life: later
-/// window flushes read only their window.
-fn index_memtable(
-    memtables: &[Arc<Memtable>],
-    evictions: &[BufferEviction],
-    index: &mut WindowIndex,
-    live: &mut HeldBuffer,
-) -> Result<()> {
-    let Some((memtable, older)) = memtables.split_last() else {
-        return Ok(());
-    };
-    let evicted = evicted_by(evictions);
-    let mut it = memtable.iter();
-    it.seek_to_first()?;
-    let mut previous: Option<Vec<u8>> = None;
-    let mut keys = 0;
-    while it.valid() {
-        let (user_key, seq, _) = parse(it.key())?;
-        if previous.as_deref() == Some(user_key) || evicted(user_key, seq) {
-            it.next()?;
-            continue;
-        }
-        previous = Some(user_key.to_vec());
-        let position = key_position(user_key);
-        // Positions may repeat for distinct keys: the index only rules a key out.
-        let mut held_before = false;
-        if index.contains(position) {
-            for (j, m) in older.iter().enumerate().rev() {
-                if let Some((old_seq, _, old_value)) = m.get(user_key, key::MAX_SEQNO) {
-                    if !evicted(user_key, old_seq) {
-                        live.remove(user_key, &old_value);
-                        live.live_per_memtable[j] -= 1;
-                        held_before = true;
-                    }
-                    break;
-                }
-            }
-        }
-        if !held_before {
-            index.insert(position);
-        }
-        live.add(user_key, it.value());
-        keys += 1;
-        it.next()?;
-    }
-    live.live_per_memtable.push(keys);
-    Ok(())
-}
-
-/// Takes the most compact window of `width` live keys (all of them when `width` is at least
-/// their number) out of the job's memtables, leaving the rest held, or re-buffered when the
-/// job says so. The window index answers where the window is; only the window's entries are
-/// read (the paper's Evict-Window without a scan of the cache).
-fn take_window(
-    job: &FlushJob,
-    index: &mut WindowIndex,
-    width: usize,
-    filter_bytes: usize,
-) -> Result<TakenWindow> {
-    let memtables = &job.memtables;
-    let mut live = job.held.clone();
-    let held = live.memtables();
-    if held == 0 {
-        *index = WindowIndex::new();
-    }
-    // Each pushes its memtable's count: afterwards every job memtable is held.
-    for i in held..memtables.len() {
-        index_memtable(&memtables[..=i], &job.evictions, index, &mut live)?;
-    }
-    let window = index.most_compact(width);
-    let skip = window.ranks.start - index.rank_of(window.first);
-    let take = window.ranks.len();
-    // Only the memtables and earlier windows whose keys reach the window's positions: nearly
-    // sorted data puts each memtable's keys near its neighbours', so a window touches a few
-    // memtables and a few earlier windows, not all of them. (Ingest throughput did not change
-    // measurably with this; the merge and the eviction checks just visit less.)
-    let reaches = |smallest: &[u8], largest: &[u8]| {
-        key_position(smallest) <= window.last && key_position(largest) >= window.first
-    };
-    let nearby: Vec<BufferEviction> = job
-        .evictions
-        .iter()
-        .filter(|e| reaches(&e.range.smallest, &e.range.largest))
-        .cloned()
-        .collect();
-    let evicted = evicted_by(&nearby);
-    let reaching: Vec<usize> = (0..memtables.len())
-        .filter(|&i| {
-            memtables[i]
-                .key_range()
-                .is_some_and(|(lo, hi)| reaches(&lo, &hi))
-        })
-        .collect();
-
-    let flushed = Arc::new(Memtable::new(0));
-    let reaching_memtables: Vec<Arc<Memtable>> = reaching
-        .iter()
-        .map(|&i| Arc::clone(&memtables[i]))
-        .collect();
-    let mut it = merged(&reaching_memtables);
-    it.seek(&key::seek_key(
-        &smallest_key_at(window.first),
-        key::MAX_SEQNO,
-    ))?;
-    let (mut distinct, mut current): (usize, Option<Vec<u8>>) = (0, None);
-    let mut range: Option<(Vec<u8>, Vec<u8>)> = None;
-    while it.valid() {
-        let (user_key, seq, kind) = parse(it.key())?;
-        if evicted(user_key, seq) {
-            it.next()?;
-            continue;
-        }
-        if current.as_deref() != Some(user_key) {
-            distinct += 1;
-            if distinct > skip + take {
-                break;
-            }
-            current = Some(user_key.to_vec());
-            if distinct > skip {
-                // The first live entry of a key is its newest.
-                live.remove(user_key, it.value());
-                if let Some(child) = it.current_child() {
-                    live.live_per_memtable[reaching[child]] -= 1;
-                }
-                match &mut range {
-                    None => range = Some((user_key.to_vec(), user_key.to_vec())),
-                    Some((_, last)) => *last = user_key.to_vec(),
-                }
-            }
-        }
-        if distinct > skip {
-            flushed.insert(user_key, seq, kind, it.value());
-        }
-        it.next()?;
-    }
-    index.remove(window.ranks);
-    let Some((smallest, largest)) = range else {
-        return Err(Error::corruption(
-            "memtable",
-            0,
-            "a window flush found none of its window's keys in the buffer",
-        ));
-    };
-    let eviction = BufferEviction {
-        range: KeyRange::new(smallest, largest),
-        max_seq: memtables.iter().map(|m| m.max_seq()).max().unwrap_or(0),
-        below_wal: job.below_wal,
-    };
-    // The window is recorded even when the memtables go: a re-buffered copy's entries may sit
-    // in a WAL at or after the new log number, and a replay must not bring back those this
-    // window wrote out, behind newer versions that went to tables from WALs now deleted.
-    if index.is_empty() {
-        return Ok(TakenWindow {
-            flushed,
-            held: None,
-            eviction: Some(eviction),
-            remainder: Vec::new(),
-            rebuffered: None,
-        });
-    }
-    if !job.rebuffer {
-        return Ok(TakenWindow {
-            flushed,
-            held: Some(live),
-            eviction: Some(eviction),
-            remainder: Vec::new(),
-            rebuffered: None,
-        });
-    }
-    // Re-buffer: copy what is live (shadowed versions no snapshot needs dropped, tombstones
-    // kept) into one memtable that replaces the held ones, so that they and their WALs can go.
-    // The window index and the live counts describe it as they did them.
-    // Its entries are logged again in the WAL open at the install, at or after this one.
-    let rebuffered = Arc::new(Memtable::with_filter(job.below_wal - 1, filter_bytes));
-    let mut remainder = Vec::new();
-    let mut keep = MergeFilter::keeping_tombstones(job.snapshots.clone());
-    let evicted = evicted_by(&job.evictions);
-    let mut it = merged(memtables);
-    it.seek_to_first()?;
-    while it.valid() {
-        let (user_key, seq, kind) = parse(it.key())?;
-        if !evicted(user_key, seq) && !eviction.covers(user_key, seq) && keep.keep(it.key()) {
-            rebuffered.insert(user_key, seq, kind, it.value());
-            remainder.push(BufferedEntry {
-                key: user_key.to_vec(),
-                seq,
-                kind,
-                value: it.value().to_vec(),
-            });
-        }
-        it.next()?;
-    }
-    live.live_per_memtable = vec![live.live_entries];
-    Ok(TakenWindow {
-        flushed,
-        held: Some(live),
-        eviction: Some(eviction),
-        remainder,
-        rebuffered: Some(rebuffered),
-    })
 }
 
 impl Engine {
@@ -546,7 +259,14 @@ impl Engine {
         };
         let taken = match (width, job.memtables.as_slice()) {
             (Some(width), _) => take_window(
-                job,
+                &WindowSource {
+                    memtables: &job.memtables,
+                    held: &job.held,
+                    evictions: &job.evictions,
+                    rebuffer: job.rebuffer,
+                    below_wal: job.below_wal,
+                    snapshots: &job.snapshots,
+                },
                 &mut self.window_index.lock(),
                 width,
                 self.options.memtable_filter_bytes(),

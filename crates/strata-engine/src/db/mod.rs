@@ -2,7 +2,8 @@
 //!
 //! The engine is split by what it does: `write` (group commit, making room, switching
 //! memtables), `read` (lookups, iterators, snapshots), `flush` and `compaction` (picking,
-//! running and installing jobs through the shared executor `strata_exec`), `background`
+//! running and installing jobs through the shared executor `strata_exec`), `held_buffer` (the
+//! memtables window flushes leave held, and taking a window from them), `background`
 //! (threads, synchronous mode, explicit flushes), `install` (versions, manifest, obsolete files)
 //! and `recovery` (opening). Lock order: `commit`, then `state`, then `wal`; the write queue's
 //! lock is never held while taking another.
@@ -73,6 +74,7 @@ mod background;
 mod compaction;
 mod engine;
 mod flush;
+mod held_buffer;
 mod install;
 mod multi_get;
 mod read;

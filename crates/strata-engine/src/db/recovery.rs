@@ -1,7 +1,8 @@
 //! Opening a database: checking and locking the directory, recovering the manifest, replaying
 //! WALs, and clearing leftovers of earlier runs.
 
-use super::engine::{Engine, EngineState, HeldBuffer, WalSlot};
+use super::engine::{Engine, EngineState, WalSlot};
+use super::held_buffer::HeldBuffer;
 use super::install::BufferChange;
 use crate::batch::BatchOp;
 use crate::error::{Error, Result};

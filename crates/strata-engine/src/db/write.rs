@@ -2,6 +2,7 @@
 //! and putting a window flush's leftovers back.
 
 use super::engine::{Engine, EngineState, Wal, WalSlot};
+use super::held_buffer::BufferedEntry;
 use crate::batch::{self, BatchOp, WriteBatch};
 use crate::error::{Error, Result};
 use crate::filename;
@@ -16,18 +17,6 @@ use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// An entry that stays buffered after a window flush, with its original sequence number.
-pub(crate) struct BufferedEntry {
-    /// The user key.
-    pub key: Vec<u8>,
-    /// Its sequence number.
-    pub seq: SeqNo,
-    /// Put or delete.
-    pub kind: ValueKind,
-    /// The value (empty for a delete).
-    pub value: Vec<u8>,
-}
 
 /// Most payload bytes of one WAL record written when re-logging buffered entries.
 const MAX_RELOG_RECORD: usize = 1 << 20;

@@ -65,6 +65,7 @@ mod file;
 mod format;
 mod fuzzing;
 mod index;
+mod inspect;
 mod iter;
 mod readahead;
 mod reader;
@@ -80,9 +81,10 @@ pub(crate) use format::BlockHandle;
 pub use format::TableProperties;
 #[doc(hidden)]
 pub use fuzzing::{fuzz_decode_block, FuzzBlockWalk};
+pub use inspect::{BlockPlace, IndexedBlock, TableLayout};
 pub use iter::TableIterator;
 pub use readahead::{ReadaheadSize, AUTO_READAHEAD_MAX, AUTO_READAHEAD_START};
-pub use reader::{BlockFiles, BlockPlace, IndexedBlock, Table, TableLayout};
+pub use reader::{BlockFiles, Table};
 
 /// How a table's blocks are compressed. Blocks that do not shrink by at least 1/8 are stored
 /// uncompressed whatever the setting.
