@@ -14,6 +14,7 @@ mod charts;
 mod csv;
 mod html;
 mod reads;
+mod style;
 mod table;
 
 pub use charts::series_svg;
@@ -29,10 +30,14 @@ use std::path::{Path, PathBuf};
 /// `index.html`.
 ///
 /// Files: `results.json` (the comparison, pretty-printed; non-finite numbers become `null`),
-/// `results.csv` ([`render_csv`]), `throughput.svg` (ops/s over time in the main phase, one line
-/// per run), `disk.svg` (database directory size over time, MiB), `tradeoff.svg` (write
-/// amplification against lookup cost, one labelled point per run), `latency.svg` (p50/p99/p99.9 of
-/// the main phase per run, log scale) and `index.html`, which needs nothing beyond these files.
+/// `results.csv` ([`render_csv`]), `throughput.svg` (ops/s over time in the main phase) and
+/// `disk.svg` (database directory size over time, MiB), each as small multiples with one panel
+/// per family of policies and one for the peers on shared axes; `throughput-wa.svg` and
+/// `throughput-sa.svg` (main-phase throughput against write amplification and against peak
+/// space amplification), `tradeoff.svg` (write amplification against lookup cost), each with one
+/// labelled point per run; `latency.svg` (p50/p99/p99.9 of the main phase per run, log scale) and
+/// `index.html`, whose tables mark each column's best value and which needs nothing beyond these
+/// files. Every run keeps one colour and dash pattern (a marker shape on points) throughout.
 pub fn write_report(c: &Comparison, dir: &Path) -> io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let json = serde_json::to_string_pretty(c).map_err(io::Error::other)?;
@@ -84,27 +89,6 @@ fn fmt_count(v: Option<f64>) -> String {
 /// `decimals` digits after the point, or `-`.
 fn fmt_fixed(v: Option<f64>, decimals: usize) -> String {
     v.map_or_else(|| "-".to_owned(), |v| format!("{v:.decimals$}"))
-}
-
-/// Colours per run, by position in the comparison (the category-10 palette: distinct on white
-/// and for the common forms of colour blindness among the first few entries). Runs past the
-/// tenth reuse colours; their legend labels still tell them apart.
-const PALETTE: [(u8, u8, u8); 10] = [
-    (0x1f, 0x77, 0xb4),
-    (0xff, 0x7f, 0x0e),
-    (0x2c, 0xa0, 0x2c),
-    (0xd6, 0x27, 0x28),
-    (0x94, 0x67, 0xbd),
-    (0x8c, 0x56, 0x4b),
-    (0xe3, 0x77, 0xc2),
-    (0x7f, 0x7f, 0x7f),
-    (0xbc, 0xbd, 0x22),
-    (0x17, 0xbe, 0xcf),
-];
-
-/// The colour of the `index`-th run.
-fn run_colour(index: usize) -> (u8, u8, u8) {
-    PALETTE[index % PALETTE.len()]
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! per phase the reads the device served, per operation and against what the device can do
 //! (`--device-probe`). Shared by the terminal table and the HTML page.
 
+use super::table::Better;
 use super::{finite, fmt_count, fmt_fixed};
 use crate::results::{Comparison, DeviceProbe, PhaseResult, RunResult};
 use crate::show_bytes;
@@ -58,8 +59,9 @@ impl CacheSettings {
     }
 }
 
-/// The settings every run shares, as one line, then one line per run for those that differ
-/// (fjall under `--direct-io` runs buffered); empty for a comparison without runs.
+/// The settings every run shares, as one line, then a line per set of runs for those that differ
+/// (fjall under `--direct-io` runs buffered), naming the runs; empty for a comparison without
+/// runs.
 pub(super) fn settings_lines(c: &Comparison) -> Vec<String> {
     if c.runs.is_empty() {
         return Vec::new();
@@ -82,13 +84,27 @@ pub(super) fn settings_lines(c: &Comparison) -> Vec<String> {
         lines.push(format!("settings: {}", common.join(", ")));
     }
     if shared.iter().any(|s| !s) {
+        // Runs with the same settings share a line: with many policies and a peer or two, a
+        // line per run would repeat one phrase twenty times.
+        let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
         for (run, phrases) in c.runs.iter().zip(&all) {
             let own: Vec<&str> = (0..PHRASES)
                 .filter(|&i| !shared[i])
                 .map(|i| phrases[i].as_str())
                 .filter(|p| !p.is_empty())
                 .collect();
-            lines.push(format!("  {}: {}", run.label, own.join(", ")));
+            let own = if own.is_empty() {
+                "the engine does not say".to_owned()
+            } else {
+                own.join(", ")
+            };
+            match groups.iter_mut().find(|(settings, _)| *settings == own) {
+                Some((_, runs)) => runs.push(&run.label),
+                None => groups.push((own, vec![&run.label])),
+            }
+        }
+        for (settings, runs) in groups {
+            lines.push(format!("  {}: {settings}", runs.join(", ")));
         }
     }
     lines
@@ -129,6 +145,22 @@ pub(super) const READ_HEADERS: [&str; 11] = [
     "filter/op",
     "read MB/s",
     "QD",
+];
+
+/// Which way each reads column improves (compared within a phase): ops/s up, reads and blocks
+/// per operation down; the rest have no direction.
+pub(super) const READ_BETTER: [Better; 11] = [
+    Better::Neither,
+    Better::Higher,
+    Better::Neither,
+    Better::Neither,
+    Better::Lower,
+    Better::Neither,
+    Better::Lower,
+    Better::Lower,
+    Better::Lower,
+    Better::Neither,
+    Better::Neither,
 ];
 
 /// Whether a phase read anything worth a row: point reads, blocks the engine read, or bytes
@@ -257,6 +289,20 @@ mod tests {
         assert!(!lines[0].contains("I/O"), "{lines:?}");
         assert_eq!(lines[1], "  leveled: direct I/O");
         assert_eq!(lines[2], "  fjall: buffered I/O");
+        // Runs that agree share a line.
+        let grouped = Comparison {
+            runs: vec![
+                run("leveled", true),
+                run("fjall", false),
+                run("tiered", true),
+            ],
+            ..Comparison::default()
+        };
+        let lines = settings_lines(&grouped);
+        assert_eq!(
+            lines[1..],
+            ["  leveled, tiered: direct I/O", "  fjall: buffered I/O"]
+        );
     }
 
     #[test]

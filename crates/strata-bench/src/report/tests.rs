@@ -350,6 +350,8 @@ fn write_report_creates_every_file() -> std::io::Result<()> {
         "results.csv",
         "throughput.svg",
         "disk.svg",
+        "throughput-wa.svg",
+        "throughput-sa.svg",
         "tradeoff.svg",
         "latency.svg",
     ] {
@@ -408,6 +410,20 @@ fn charts_name_every_run_and_their_axes() -> std::io::Result<()> {
                 "data blocks read per point lookup (* = sorted runs probed)",
             ],
         ),
+        (
+            "throughput-wa.svg",
+            vec![
+                "write amplification (table bytes written ÷ user bytes)",
+                "main-phase throughput (ops/s)",
+            ],
+        ),
+        (
+            "throughput-sa.svg",
+            vec![
+                "peak space amplification (peak disk bytes ÷ live bytes)",
+                "main-phase throughput (ops/s)",
+            ],
+        ),
         ("latency.svg", vec!["percentile", "latency (µs, log scale)"]),
     ];
     for (file, svg) in charts_of(&c)? {
@@ -415,10 +431,7 @@ fn charts_name_every_run_and_their_axes() -> std::io::Result<()> {
             svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
             "{file}"
         );
-        assert!(
-            svg.contains("width=\"900\"") && svg.contains("height=\"500\""),
-            "{file}"
-        );
+        assert!(svg.contains("width=\"1300\""), "{file}");
         for run in &c.runs {
             assert!(svg.contains(&run.label), "{file} lacks {}", run.label);
         }
@@ -528,5 +541,265 @@ fn an_empty_comparison_still_writes_a_report() -> std::io::Result<()> {
     let index = write_report(&Comparison::default(), tmp.path())?;
     assert!(std::fs::read_to_string(index)?.contains("</html>"));
     assert_eq!(render_csv(&Comparison::default()).lines().count(), 1);
+    Ok(())
+}
+
+/// The built-in policies by family, as the report groups them, and the peers.
+const FAMILIES: [(&str, &[&str]); 6] = [
+    (
+        "classic",
+        &["leveled", "leveled-full", "tiered", "lazy-leveled"],
+    ),
+    (
+        "horizontal merges / Vertiorizon",
+        &[
+            "horizontal-leveled",
+            "horizontal-tiered",
+            "vertiorizon",
+            "vertiorizon-lazy",
+        ],
+    ),
+    ("Spooky", &["spooky", "spooky-lazy", "spooky-tiered"]),
+    (
+        "partial merges",
+        &[
+            "partial-full-p",
+            "partial-rr-p",
+            "partial-choosebest-p",
+            "partial-mixed-p",
+            "partial-full",
+            "partial-rr",
+            "partial-choosebest",
+            "partial-mixed",
+        ],
+    ),
+    ("EcoTune / Min-Max", &["ecotune", "minmax"]),
+    ("peers", &["rocksdb", "fjall"]),
+];
+
+/// 21 policy runs and the two peers, interleaved (so grouping cannot lean on run order), with
+/// throughput, WA and SA varying by run.
+fn twenty_three_runs() -> Comparison {
+    let template = comparison().runs[0].clone();
+    let mut labels: Vec<&str> = FAMILIES
+        .iter()
+        .flat_map(|(_, l)| l.iter().copied())
+        .collect();
+    // A fixed shuffle: every seventh label, wrapping (7 and 23 are coprime).
+    labels = (0..labels.len())
+        .map(|i| labels[i * 7 % labels.len()])
+        .collect();
+    let runs = labels
+        .iter()
+        .enumerate()
+        .map(|(i, &label)| {
+            let peer = label == "rocksdb" || label == "fjall";
+            let k = i as f64;
+            RunResult {
+                label: label.into(),
+                engine: if peer { label } else { "strata" }.into(),
+                policy: if peer {
+                    format!("{label}-leveled")
+                } else {
+                    label.into()
+                },
+                ops_per_sec: 40_000.0 + 3_000.0 * k,
+                write_amp: 2.0 + (k * 1.7) % 9.0,
+                peak_space_amp: 1.1 + (k * 0.37) % 1.5,
+                ..template.clone()
+            }
+        })
+        .collect();
+    Comparison {
+        baseline: "leveled".into(),
+        runs,
+        ..comparison()
+    }
+}
+
+#[test]
+fn every_run_of_twenty_three_gets_its_own_colour_and_dash_everywhere() -> std::io::Result<()> {
+    let c = twenty_three_runs();
+    let styles = style::run_styles(&c);
+    let pairs: std::collections::HashSet<_> = styles.iter().map(|s| (s.colour, s.dash)).collect();
+    assert_eq!(pairs.len(), 23, "{styles:?}");
+    // The table swatches draw each run in its own pair: its colour and its dash pattern in the
+    // row that carries its label.
+    let page = html::render_html(&c);
+    for (run, style) in c.runs.iter().zip(&styles) {
+        let row = page
+            .lines()
+            .find(|l| {
+                l.contains("<tr><td class=\"label\">")
+                    && l.contains(&format!("</svg>{}</td>", run.label))
+            })
+            .unwrap_or_else(|| panic!("no row for {}", run.label));
+        assert!(
+            row.contains(&format!("stroke=\"{}\"", style.hex())),
+            "{row}"
+        );
+        assert!(
+            row.contains(&format!("stroke-dasharray=\"{}\"", style.dash.dasharray())),
+            "{row}"
+        );
+    }
+    // Within a family, no two runs share a colour or a dash with their neighbour in the panel.
+    for (_, runs) in style::families(&c) {
+        for pair in runs.windows(2) {
+            let (a, b) = (styles[pair[0]], styles[pair[1]]);
+            assert!(a.colour != b.colour && a.dash != b.dash, "{a:?} {b:?}");
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn family_panels_hold_exactly_the_runs_of_their_family() -> std::io::Result<()> {
+    let mut c = twenty_three_runs();
+    // A policy the report does not know, with options in its label, lands in "other".
+    c.runs.push(RunResult {
+        label: "size-tiered:min_merge=4".into(),
+        engine: "strata".into(),
+        ..c.runs[0].clone()
+    });
+    let panels = charts::family_panels(&c);
+    let titles: Vec<&str> = panels.iter().map(|(title, _)| title.as_str()).collect();
+    assert_eq!(titles.len(), 7, "{titles:?}");
+    for (i, (family, members)) in FAMILIES.iter().enumerate() {
+        let (title, labels) = &panels[if i < 5 { i } else { 6 }];
+        assert!(title.starts_with(family), "{title} for {family}");
+        let mut want: Vec<&str> = members.to_vec();
+        let mut got: Vec<&str> = labels.iter().map(String::as_str).collect();
+        want.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, want, "{title}");
+    }
+    assert!(panels[5].0.starts_with("other"), "{titles:?}");
+    assert_eq!(panels[5].1, ["size-tiered:min_merge=4"]);
+    // Both line charts draw a titled panel per family.
+    let throughput = (charts::CHARTS[0].render)(&c, "t")?;
+    let disk = (charts::CHARTS[1].render)(&c, "d")?;
+    for (title, _) in &panels {
+        assert!(throughput.contains(title.as_str()), "{title}");
+        assert!(disk.contains(title.as_str()), "{title}");
+    }
+    Ok(())
+}
+
+/// The cells of the HTML table under `heading`, row by row: (run label, cells), each cell with
+/// whether it is marked best.
+fn html_table(page: &str, heading: &str) -> Vec<(String, Vec<(String, bool)>)> {
+    let start = page.find(heading).unwrap_or_else(|| panic!("no {heading}"));
+    let table = &page[start..];
+    let table = &table[table.find("<table>").unwrap()..table.find("</table>").unwrap()];
+    table
+        .lines()
+        .filter(|l| l.starts_with("<tr><td"))
+        .map(|line| {
+            let label = line
+                .split("</svg>")
+                .nth(1)
+                .and_then(|rest| rest.split("</td>").next())
+                .unwrap_or_default()
+                .to_owned();
+            let cells = line
+                .split("<td class=\"num")
+                .skip(1)
+                .map(|cell| {
+                    let best = cell.starts_with(" best\"");
+                    let text = cell.split('>').nth(1).unwrap_or_default();
+                    let text = text.trim_end_matches("</td").trim_start_matches("★ ");
+                    (text.to_owned(), best)
+                })
+                .collect();
+            (label, cells)
+        })
+        .collect()
+}
+
+#[test]
+fn the_best_value_of_each_column_is_marked_ties_included() {
+    let mut c = comparison();
+    // ops/s: tiered 200,000 and peer tie once peer matches; WA: tiered lowest at 4.00; peak
+    // SA: leveled and peer tie at 1.50; read amp: only leveled has one (no mark); a NaN WA
+    // never wins.
+    c.runs[2].ops_per_sec = 200_000.0;
+    c.runs[2].write_amp = f64::NAN;
+    let page = html::render_html(&c);
+    assert!(
+        page.contains("★ bold</span>: the best value"),
+        "legend line"
+    );
+    let rows = html_table(&page, "<h2>Results</h2>");
+    let marked = |column: usize| -> Vec<&str> {
+        rows.iter()
+            .filter(|(_, cells)| cells[column].1)
+            .map(|(label, _)| label.as_str())
+            .collect()
+    };
+    assert_eq!(rows.len(), 3);
+    // Columns: ops/s, worst, p50, p99, p99.9, WA, peak SA, read amp, CPU s.
+    assert_eq!(marked(0), ["tiered", "peer"], "ops/s tie");
+    assert_eq!(
+        marked(1),
+        ["leveled"],
+        "worst window; peer's NaN is missing"
+    );
+    assert_eq!(marked(2), ["leveled"], "p50");
+    assert_eq!(marked(3), ["tiered"], "p99");
+    assert_eq!(marked(5), ["tiered"], "WA");
+    assert_eq!(rows[2].1[5], ("-".to_owned(), false), "missing WA unmarked");
+    assert_eq!(marked(6), ["leveled", "peer"], "peak SA tie");
+    assert!(marked(7).is_empty(), "one read amp is no contest");
+    assert!(
+        marked(8).is_empty(),
+        "equal CPU seconds everywhere: no mark"
+    );
+    // The ratios mark the same runs where they have a direction.
+    let ratios = html_table(&page, "<h2>Ratios");
+    assert!(ratios[1].1[0].1 && ratios[2].1[0].1 && !ratios[0].1[0].1);
+    // The physical view marks only columns with a direction.
+    let physical = html_table(&page, "<h2>Physical view");
+    assert!(physical.iter().all(|(_, cells)| !cells[0].1));
+}
+
+#[test]
+fn reads_are_marked_within_their_phase() {
+    let cells = |v: &[&str]| v.iter().map(|s| (*s).to_owned()).collect::<Vec<String>>();
+    let rows = [
+        cells(&["load", "100"]),
+        cells(&["run", "50"]),
+        cells(&["load", "80"]),
+        cells(&["run", "70"]),
+    ];
+    let refs: Vec<&[String]> = rows.iter().map(Vec::as_slice).collect();
+    let better = [table::Better::Neither, table::Better::Higher];
+    let marks = table::table_marks(&refs, &better, |i| refs[i][0].clone());
+    let best: Vec<bool> = marks.iter().map(|m| m[1]).collect();
+    assert_eq!(best, [true, false, false, true]);
+}
+
+#[test]
+fn throughput_scatters_label_every_run_in_its_colour() -> std::io::Result<()> {
+    let c = twenty_three_runs();
+    let styles = style::run_styles(&c);
+    for file in ["throughput-wa.svg", "throughput-sa.svg"] {
+        let chart = charts::CHARTS.iter().find(|chart| chart.file == file);
+        let Some(chart) = chart else {
+            panic!("no {file}");
+        };
+        let svg = (chart.render)(&c, chart.title)?;
+        for (run, style) in c.runs.iter().zip(&styles) {
+            // Once beside its point and once in the legend.
+            let text = format!(">\n{}\n<", run.label);
+            assert_eq!(svg.matches(&text).count(), 2, "{file}: {}", run.label);
+            // The point's label is in the run's colour (plotters writes it in capitals).
+            let coloured = format!(
+                "fill=\"{}\" font-weight=\"bold\"{text}",
+                style.hex().to_uppercase()
+            );
+            assert!(svg.contains(&coloured), "{file}: {} colour", run.label);
+        }
+    }
     Ok(())
 }
