@@ -1,12 +1,12 @@
 //! The HTML page: one self-contained file (inline CSS, no scripts, no external resources) beside
 //! the chart SVGs it embeds.
 
+use super::best::{table_marks, Better};
 use super::charts::{CHARTS, WIDTH};
 use super::reads::{read_rows, settings_lines, READ_BETTER, READ_HEADERS};
 use super::style::{run_styles, Pattern, Style};
 use super::table::{
-    self, table_marks, MAIN_BETTER, MAIN_HEADERS, PHYSICAL_BETTER, PHYSICAL_HEADERS, RATIO_BETTER,
-    RATIO_HEADERS,
+    self, MAIN_BETTER, MAIN_HEADERS, PHYSICAL_BETTER, PHYSICAL_HEADERS, RATIO_BETTER, RATIO_HEADERS,
 };
 use crate::results::{Comparison, RunResult};
 use std::fmt::Write;
@@ -119,7 +119,7 @@ fn push_run_table<'a>(
     headers: impl IntoIterator<Item = &'a str>,
     styles: &[Style],
     rows: Vec<(&str, &[String])>,
-    better: &[table::Better],
+    better: &[Better],
 ) {
     let cells: Vec<&[String]> = rows.iter().map(|(_, cells)| *cells).collect();
     let marks = table_marks(&cells, better, |_| ());

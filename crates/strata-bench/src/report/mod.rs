@@ -10,6 +10,7 @@
 //! which needs system font libraries and installed fonts, and CI machines have neither. Convert
 //! the SVGs with a browser when a PNG is needed.
 
+mod best;
 mod charts;
 mod csv;
 mod html;

@@ -3,7 +3,7 @@
 //! per phase the reads the device served, per operation and against what the device can do
 //! (`--device-probe`). Shared by the terminal table and the HTML page.
 
-use super::table::Better;
+use super::best::Better;
 use super::{finite, fmt_count, fmt_fixed};
 use crate::results::{Comparison, DeviceProbe, PhaseResult, RunResult};
 use crate::show_bytes;

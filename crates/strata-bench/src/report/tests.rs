@@ -773,8 +773,8 @@ fn reads_are_marked_within_their_phase() {
         cells(&["run", "70"]),
     ];
     let refs: Vec<&[String]> = rows.iter().map(Vec::as_slice).collect();
-    let better = [table::Better::Neither, table::Better::Higher];
-    let marks = table::table_marks(&refs, &better, |i| refs[i][0].clone());
+    let better = [best::Better::Neither, best::Better::Higher];
+    let marks = best::table_marks(&refs, &better, |i| refs[i][0].clone());
     let best: Vec<bool> = marks.iter().map(|m| m[1]).collect();
     assert_eq!(best, [true, false, false, true]);
 }
