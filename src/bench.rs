@@ -503,7 +503,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
     )?;
     let policies: Vec<String> = chosen.labels.iter().map(ToString::to_string).collect();
     let peers = peers(args.peers.as_deref())?;
-    chosen.warn_unused_flags((!peers.is_empty()).then_some("the peers"));
+    // The peers take every policy flag, so none goes unused while they run.
+    if peers.is_empty() {
+        chosen.warn_unused_flags();
+    }
     let labels: Vec<String> = policies.iter().chain(&peers).cloned().collect();
     if labels.is_empty() {
         bail!("--policies and --peers select nothing to run");
@@ -551,9 +554,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         let policy = build_policy(&spec).map_err(|e| chosen.blame(i, &facts, e))?;
         built.push(PolicySpec::of(policy.as_ref()));
     }
-    if !peers.is_empty() && !settings.engine_defaults {
-        settings.peer_shape()?;
-    }
+    // The peers' shape, checked now and printed below.
+    let peer_shape = (!peers.is_empty() && !settings.engine_defaults)
+        .then(|| settings.peer_shape())
+        .transpose()?;
     check_memory(&workload, &settings)?;
     if let Some(dir) = &args.dir {
         checks::writable_dir("--dir", dir)?;
@@ -613,9 +617,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
             for (label, spec) in config.policies.iter().zip(&built) {
                 println!("  {label} runs as {spec}");
             }
-            if !config.peers.is_empty() {
-                let shape = config.settings.peer_shape()?.options();
-                let shape: Vec<String> = shape.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            if let Some(shape) = &peer_shape {
+                let shape: Vec<String> = shape
+                    .options()
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
                 println!("  peers run with {}", shape.join(","));
             }
         }

@@ -218,12 +218,8 @@ impl ChosenPolicies {
             .any(|s| registry::lookup(&s.name).is_ok_and(|r| r.has_option(option)))
     }
 
-    /// Warns about each policy flag given that no selected policy declares (`also` names who
-    /// else takes them, such as `strata bench`'s peers, when someone does).
-    pub fn warn_unused_flags(&self, also: Option<&str>) {
-        if also.is_some() {
-            return;
-        }
+    /// Warns about each policy flag given that no selected policy declares.
+    pub fn warn_unused_flags(&self) {
         for given in &self.flags {
             if !self.any_declares(given.option) {
                 crate::workload_args::warn(&format!(

@@ -370,7 +370,7 @@ pub fn run(args: SimArgs) -> Result<()> {
     if chosen.labels.is_empty() {
         anyhow::bail!("--policies names no policy; nothing to simulate");
     }
-    chosen.warn_unused_flags(None);
+    chosen.warn_unused_flags();
     // Each policy built once, with the facts of this run its model must agree with.
     let facts = [
         ("write_buffer_size", buffer_size.to_string()),

@@ -10,6 +10,8 @@
 use crate::error::PolicyError;
 use crate::helpers::{check_bloom, check_positive, check_size_ratio};
 use crate::options::{OptionKind, OptionSpec, PolicyConfig};
+use crate::policy::CompactionPolicy;
+use std::sync::Arc;
 use strata_meta::format_size;
 
 /// A type an option's value can have.
@@ -104,7 +106,7 @@ impl PolicyConfig {
     /// Option `name` as a `T`: the value given, else the declared default, checked by the
     /// ranges every declaration of that kind or name keeps ([`check_declared`]).
     pub fn get<T: OptionValue + Checked>(&self, name: &str) -> Result<T, PolicyError> {
-        let spec = self.spec_of(name)?;
+        let spec = self.spec(name)?;
         let text = self.text(name)?;
         let value = T::read(spec.kind, text).map_err(|expected| PolicyError::BadOptionValue {
             policy: self.policy_name().to_string(),
@@ -171,6 +173,26 @@ impl<T: Checked> Checked for Option<T> {
     }
 }
 
+/// A policy declared with [`policy_options!`](crate::policy_options), as the registry builds it
+/// ([`build`]).
+pub trait DeclaredPolicy: Sized {
+    /// Every option read from `config` and range-checked (the macro's `from_config`).
+    fn read(config: &PolicyConfig) -> Result<Self, PolicyError>;
+    /// What the declarations cannot check, such as how options fit together: the function named
+    /// after `checked by` in the declaration, or nothing.
+    fn check_together(&self) -> Result<(), PolicyError>;
+}
+
+/// The registry's constructor of a declared policy ([`crate::PolicyRegistration::build`]):
+/// `build::<Tiered>` reads and checks every option, then checks them together.
+pub fn build<P: DeclaredPolicy + CompactionPolicy + 'static>(
+    config: &PolicyConfig,
+) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+    let policy = P::read(config)?;
+    policy.check_together()?;
+    Ok(Arc::new(policy))
+}
+
 /// Declares a policy's options once and derives the rest from the list. Each entry is
 ///
 /// - `field, with_field: Type = SHARED`, an option declared for every policy that has it
@@ -180,19 +202,23 @@ impl<T: Checked> Checked for Option<T> {
 ///   `rocksdb "name"`: the policy's own option of [`OptionKind`] `Kind` (an empty default means
 ///   "derived from other options"; its type is then an `Option`).
 ///
+/// After the struct's closing brace, `checked by path` names a function `fn(&Self) ->
+/// Result<(), PolicyError>` for what the declarations cannot check (options against each other).
+///
 /// It generates the struct with those fields, and on it `OPTIONS` (the registry's option list,
 /// in the order written), `from_config` (every option read, typed and range-checked, naming the
 /// option in errors), `Default` (the declared defaults), one `with_*` builder per option, and
 /// `check_options` (the same checks on a value set by a builder), `declared_options` (each
 /// option's value as text, what
-/// [`crate::CompactionPolicy::options`] reports).
+/// [`crate::CompactionPolicy::options`] reports), and [`DeclaredPolicy`], so that the registry
+/// entry's constructor is [`build`]`::<Policy>`.
 #[macro_export]
 macro_rules! policy_options {
     (
         $(#[$meta:meta])*
-        $vis:vis struct $name:ident { $($entries:tt)* }
+        $vis:vis struct $name:ident { $($entries:tt)* } $(checked by $check:path)?
     ) => {
-        $crate::policy_options!(@munch [$(#[$meta])* $vis $name] [] $($entries)*);
+        $crate::policy_options!(@munch [$(#[$meta])* $vis $name [$($check)?]] [] $($entries)*);
     };
     // An option of the policy's own.
     (@munch $head:tt [$($done:tt)*]
@@ -225,11 +251,13 @@ macro_rules! policy_options {
                 "`](", "crate::", stringify!($shared), ") for its meaning, RocksDB name and default.")
         }] $($($rest)*)?);
     };
+    (@check $policy:ident) => { Ok(()) };
+    (@check $policy:ident $check:path) => { $check($policy) };
     (@rocksdb) => { None };
     (@rocksdb $rocksdb:literal) => { Some($rocksdb) };
     (@rocksdb_doc) => { "" };
     (@rocksdb_doc $rocksdb:literal) => { concat!(" RocksDB: `", $rocksdb, "`.") };
-    (@munch [$(#[$meta:meta])* $vis:vis $name:ident]
+    (@munch [$(#[$meta:meta])* $vis:vis $name:ident [$($check:path)?]]
         [$({ $field:ident, $with:ident, $ty:ty, $spec:expr, $builder_doc:expr })*]
     ) => {
         $(#[$meta])*
@@ -282,6 +310,16 @@ macro_rules! policy_options {
                     self
                 }
             )*
+        }
+
+        impl $crate::declare::DeclaredPolicy for $name {
+            fn read(config: &$crate::PolicyConfig) -> Result<Self, $crate::PolicyError> {
+                Self::from_config(config)
+            }
+
+            fn check_together(&self) -> Result<(), $crate::PolicyError> {
+                $crate::policy_options!(@check self $($check)?)
+            }
         }
 
         impl Default for $name {

@@ -125,11 +125,7 @@ impl PolicyConfig {
     }
 
     /// The declaration of option `name`.
-    pub(crate) fn spec_of(&self, name: &str) -> Result<&'static OptionSpec, PolicyError> {
-        self.spec(name)
-    }
-
-    fn spec(&self, name: &str) -> Result<&'static OptionSpec, PolicyError> {
+    pub(crate) fn spec(&self, name: &str) -> Result<&'static OptionSpec, PolicyError> {
         self.options
             .iter()
             .find(|o| o.name == name)

@@ -15,7 +15,6 @@
 //! (`Options::with_policy_named("size-tiered")`), in `strata sim --policy size-tiered` and in
 //! `strata bench --policies size-tiered`, which this crate's binary offers.
 
-use std::sync::Arc;
 use strata_meta::{format_size, Version};
 use strata_policy::helpers::{flush_to_new_run, run_input};
 use strata_policy::{
@@ -31,7 +30,7 @@ pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: NAME,
     summary: "Cassandra-style size-tiered compaction over consecutive runs of similar size",
     options: SizeTiered::OPTIONS,
-    build: |config| Ok(Arc::new(SizeTiered::from_config(config)?.validate()?)),
+    build: strata_policy::declare::build::<SizeTiered>,
 };
 
 /// Registers the policy (once per process; later calls do nothing).
@@ -54,12 +53,12 @@ policy_options! {
             "a run joins a bucket up to this multiple of its average size"),
         target_file_size, with_target_file_size: u64 = TARGET_FILE_SIZE,
         bloom_bits_per_key, with_bloom_bits_per_key: f64 = BLOOM_BITS_PER_KEY,
-    }
+    } checked by SizeTiered::validate
 }
 
 impl SizeTiered {
     /// Checks what the declarations cannot: the thresholds and bucket bounds against each other.
-    pub fn validate(self) -> Result<Self, PolicyError> {
+    pub fn validate(&self) -> Result<(), PolicyError> {
         let (min, max) = (self.min_threshold, self.max_threshold);
         let (low, high) = (self.bucket_low, self.bucket_high);
         let (option, reason) = if min < 2 {
@@ -76,7 +75,7 @@ impl SizeTiered {
                 format!("bucket_low {low} and bucket_high {high} {rule}"),
             )
         } else {
-            return Ok(self);
+            return Ok(());
         };
         Err(PolicyError::InvalidOption { option, reason })
     }

@@ -59,11 +59,7 @@ pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: NAME,
     summary: "top, main and last level; main-level merges follow a DP schedule per round (EcoTune)",
     options: EcoTune::OPTIONS,
-    build: |config| {
-        let policy = EcoTune::from_config(config)?;
-        policy.validate()?;
-        Ok(Arc::new(policy))
-    },
+    build: crate::declare::build::<EcoTune>,
 };
 
 crate::policy_options! {
@@ -86,7 +82,7 @@ crate::policy_options! {
         write_buffer_size, with_write_buffer_size: u64 = WRITE_BUFFER_SIZE,
         target_file_size, with_target_file_size: u64 = TARGET_FILE_SIZE,
         bloom_bits_per_key, with_bloom_bits_per_key: f64 = BLOOM_BITS_PER_KEY,
-    }
+    } checked by EcoTune::validate
 }
 
 /// The persisted state: the current round's schedule and progress.

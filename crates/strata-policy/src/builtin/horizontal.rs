@@ -23,7 +23,6 @@ use crate::plan::{
 };
 use crate::policy::CompactionPolicy;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 use strata_meta::Version;
 
 /// Name of [`HorizontalLeveled`].
@@ -37,11 +36,7 @@ pub const LEVELED_REGISTRATION: PolicyRegistration = PolicyRegistration {
     summary:
         "Vertiorizon Algorithm 1: ℓ fixed levels, Bentley–Saxe counters, cascades as one merge",
     options: HorizontalLeveled::OPTIONS,
-    build: |config| {
-        let policy = HorizontalLeveled::from_config(config)?;
-        policy.validate()?;
-        Ok(Arc::new(policy))
-    },
+    build: crate::declare::build::<HorizontalLeveled>,
 };
 
 /// The registry entry of [`HorizontalTiered`].
@@ -49,11 +44,7 @@ pub const TIERED_REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: TIERED_NAME,
     summary: "Vertiorizon Algorithm 2: ℓ fixed levels, binomial counters from k, optimal reads for N/B flushes",
     options: HorizontalTiered::OPTIONS,
-    build: |config| {
-        let policy = HorizontalTiered::from_config(config)?;
-        policy.validate()?;
-        Ok(Arc::new(policy))
-    },
+    build: crate::declare::build::<HorizontalTiered>,
 };
 
 /// How the level-1 threshold of horizontal leveling is raised under skew (Vertiorizon §5.3).
@@ -215,7 +206,7 @@ crate::policy_options! {
             "δ added to level 1's threshold: an integer, or \"adaptive\" for δ from the skew estimate (eq. 6)"),
         target_file_size, with_target_file_size: u64 = TARGET_FILE_SIZE,
         bloom_bits_per_key, with_bloom_bits_per_key: f64 = BLOOM_BITS_PER_KEY,
-    }
+    } checked by HorizontalLeveled::validate
 }
 
 /// Persisted state of [`HorizontalLeveled`]: `counters[i]` is C[i+1] of the paper.
@@ -386,7 +377,7 @@ crate::policy_options! {
         write_buffer_size, with_write_buffer_size: u64 = WRITE_BUFFER_SIZE,
         target_file_size, with_target_file_size: u64 = TARGET_FILE_SIZE,
         bloom_bits_per_key, with_bloom_bits_per_key: f64 = BLOOM_BITS_PER_KEY,
-    }
+    } checked by HorizontalTiered::validate
 }
 
 /// Persisted state of [`HorizontalTiered`].

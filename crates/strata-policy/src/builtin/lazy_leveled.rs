@@ -16,7 +16,6 @@ use crate::model::{self, ModelEstimate, ModelInput};
 use crate::options::PolicyRegistration;
 use crate::plan::{CutRule, FlushPlan, Plan};
 use crate::policy::CompactionPolicy;
-use std::sync::Arc;
 use strata_meta::{format_size, Version};
 
 /// The policy's name.
@@ -27,7 +26,7 @@ pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: NAME,
     summary: "tiering on levels 1..L-1, leveling at the last level (Dostoevsky)",
     options: LazyLeveled::OPTIONS,
-    build: |config| Ok(Arc::new(LazyLeveled::from_config(config)?)),
+    build: crate::declare::build::<LazyLeveled>,
 };
 
 crate::policy_options! {

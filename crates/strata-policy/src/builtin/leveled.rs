@@ -27,7 +27,6 @@ use crate::plan::{
     CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput, Priority,
 };
 use crate::policy::CompactionPolicy;
-use std::sync::Arc;
 use strata_meta::{format_size, TableMeta, Version};
 
 /// The policy's name.
@@ -38,11 +37,7 @@ pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: NAME,
     summary: "RocksDB-style leveling: L0 trigger, dynamic level sizes, score-based level choice, min-overlap file choice, trivial moves",
     options: Leveled::OPTIONS,
-    build: |config| {
-        let policy = Leveled::from_config(config)?;
-        policy.validate()?;
-        Ok(Arc::new(policy))
-    },
+    build: crate::declare::build::<Leveled>,
 };
 
 crate::policy_options! {
@@ -67,7 +62,7 @@ crate::policy_options! {
         write_buffer_size, with_write_buffer_size: u64 = WRITE_BUFFER_SIZE,
         target_file_size, with_target_file_size: u64 = TARGET_FILE_SIZE,
         bloom_bits_per_key, with_bloom_bits_per_key: f64 = BLOOM_BITS_PER_KEY,
-    }
+    } checked by Leveled::validate
 }
 
 /// Target sizes computed from a version.

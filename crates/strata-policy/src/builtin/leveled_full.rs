@@ -23,7 +23,6 @@ use crate::model::{self, ModelEstimate, ModelInput};
 use crate::options::PolicyRegistration;
 use crate::plan::{CutRule, FlushPlan, Plan};
 use crate::policy::CompactionPolicy;
-use std::sync::Arc;
 use strata_meta::{format_size, Version};
 
 /// The policy's name.
@@ -35,11 +34,7 @@ pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
     summary:
         "full-merge leveling with preemption: L0..Lq merged into Lq at once (Spooky's Full Merge)",
     options: LeveledFull::OPTIONS,
-    build: |config| {
-        let policy = LeveledFull::from_config(config)?;
-        policy.validate()?;
-        Ok(Arc::new(policy))
-    },
+    build: crate::declare::build::<LeveledFull>,
 };
 
 crate::policy_options! {
@@ -57,7 +52,7 @@ crate::policy_options! {
         dynamic_level_bytes, with_dynamic_level_bytes: bool = Bool("false",
             "size levels above the last from the last level's data (DCA)")
             rocksdb "level_compaction_dynamic_level_bytes",
-    }
+    } checked by LeveledFull::validate
 }
 
 impl LeveledFull {

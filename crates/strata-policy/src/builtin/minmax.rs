@@ -19,7 +19,6 @@ use crate::helpers::flush_to_new_run;
 use crate::options::PolicyRegistration;
 use crate::plan::{BufferSelection, CutRule, FlushPlan, Plan};
 use crate::policy::CompactionPolicy;
-use std::sync::Arc;
 use strata_meta::{Bytes, Version};
 
 /// The policy's name.
@@ -33,7 +32,7 @@ pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: NAME,
     summary: "Min-Max buckets: each full buffer writes its most compact window of keys as a run; nothing merges",
     options: MinMax::OPTIONS,
-    build: |config| Ok(Arc::new(MinMax::from_config(config)?)),
+    build: crate::declare::build::<MinMax>,
 };
 
 crate::policy_options! {

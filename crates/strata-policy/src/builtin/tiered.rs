@@ -13,7 +13,6 @@ use crate::model::{self, ModelEstimate, ModelInput};
 use crate::options::PolicyRegistration;
 use crate::plan::{CutRule, FlushPlan, Plan};
 use crate::policy::CompactionPolicy;
-use std::sync::Arc;
 use strata_meta::Version;
 
 /// The policy's name.
@@ -24,7 +23,7 @@ pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
     name: NAME,
     summary: "up to T runs per level; a full level merges into one new run at the next level",
     options: Tiered::OPTIONS,
-    build: |config| Ok(Arc::new(Tiered::from_config(config)?)),
+    build: crate::declare::build::<Tiered>,
 };
 
 crate::policy_options! {

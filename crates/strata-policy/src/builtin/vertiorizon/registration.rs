@@ -173,13 +173,8 @@ fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError
             ))
         }
     };
-    let skew = match config.text("skew_threshold")?.unwrap_or("adaptive").trim() {
-        "adaptive" => SkewThreshold::Adaptive,
-        text => SkewThreshold::Fixed(
-            text.parse()
-                .map_err(|_| bad_value(NAME, "skew_threshold", text, "an integer or adaptive"))?,
-        ),
-    };
+    // Read as horizontal-leveled reads it; the declared default is "adaptive".
+    let skew: SkewThreshold = config.get("skew_threshold")?;
     let policy = Vertiorizon::new()
         .with_size_ratio(config.f64("size_ratio")?)
         .with_horizontal_buffers(config.usize("horizontal_buffers")? as u64)
