@@ -123,7 +123,7 @@ impl TableFile {
     }
 
     /// The data block at `handle` from `stored`, its bytes with the trailer as read from
-    /// storage (by a readahead or a batch of reads): charged to `purpose`'s counter, checked, decompressed and
+    /// storage by a batch of reads: charged to `purpose`'s counter, checked, decompressed and
     /// parsed like [`TableFile::read_parsed_block`]'s.
     pub(super) fn parse_stored_block(
         &self,
@@ -133,10 +133,39 @@ impl TableFile {
     ) -> Result<Block> {
         let block_type = self.check_block(handle, "data", purpose, &stored)?;
         stored.truncate(stored.len() - BLOCK_TRAILER_LEN);
-        let contents = decode_contents(stored, block_type).map_err(|reason| {
-            Error::corruption(&self.name, handle.offset, format!("data block: {reason}"))
-        })?;
-        Block::new(Bytes::from(contents)).map_err(|e| self.decode_error(handle, "data", e))
+        let contents = self.decode(handle, "data", stored, block_type)?;
+        Block::new(exact_bytes(contents)).map_err(|e| self.decode_error(handle, "data", e))
+    }
+
+    /// [`TableFile::parse_stored_block`] of bytes that stay the caller's (a readahead window):
+    /// only the block's contents are copied out.
+    pub(super) fn parse_stored_slice(
+        &self,
+        handle: BlockHandle,
+        purpose: ReadPurpose,
+        stored: &[u8],
+    ) -> Result<Block> {
+        let block_type = self.check_block(handle, "data", purpose, stored)?;
+        let contents = &stored[..stored.len() - BLOCK_TRAILER_LEN];
+        let contents = if block_type == TYPE_NONE {
+            Bytes::copy_from_slice(contents)
+        } else {
+            exact_bytes(self.decode(handle, "data", contents.to_vec(), block_type)?)
+        };
+        Block::new(contents).map_err(|e| self.decode_error(handle, "data", e))
+    }
+
+    /// `stored`'s contents decompressed, or a corruption error naming the `what` block.
+    fn decode(
+        &self,
+        handle: BlockHandle,
+        what: &str,
+        stored: Vec<u8>,
+        block_type: u8,
+    ) -> Result<Vec<u8>> {
+        decode_contents(stored, block_type).map_err(|reason| {
+            Error::corruption(&self.name, handle.offset, format!("{what} block: {reason}"))
+        })
     }
 
     /// Reads the block at `handle`, verifies its checksum and decompresses it, charging the read
@@ -151,9 +180,7 @@ impl TableFile {
         let mut buf = vec![0u8; total];
         let block_type = self.read_checked(handle, what, purpose, &mut buf)?;
         buf.truncate(total - BLOCK_TRAILER_LEN);
-        decode_contents(buf, block_type).map_err(|reason| {
-            Error::corruption(&self.name, handle.offset, format!("{what} block: {reason}"))
-        })
+        self.decode(handle, what, buf, block_type)
     }
 
     /// [`TableFile::read_block`] as shared bytes. A large uncompressed block (the index and
@@ -170,19 +197,17 @@ impl TableFile {
     ) -> Result<Bytes> {
         let total = self.block_span(handle, what)?;
         if total < MAPPED_BLOCK {
-            return self.read_block(handle, what, purpose).map(Bytes::from);
+            return self.read_block(handle, what, purpose).map(exact_bytes);
         }
         let Ok(mut map) = memmap2::MmapMut::map_anon(total) else {
-            return self.read_block(handle, what, purpose).map(Bytes::from);
+            return self.read_block(handle, what, purpose).map(exact_bytes);
         };
         let block_type = self.read_checked(handle, what, purpose, &mut map)?;
         let stored = total - BLOCK_TRAILER_LEN;
         if block_type != TYPE_NONE {
-            return decode_contents(map[..stored].to_vec(), block_type)
-                .map(Bytes::from)
-                .map_err(|reason| {
-                    Error::corruption(&self.name, handle.offset, format!("{what} block: {reason}"))
-                });
+            return self
+                .decode(handle, what, map[..stored].to_vec(), block_type)
+                .map(exact_bytes);
         }
         Ok(Bytes::from_owner(map).slice(..stored))
     }
@@ -216,4 +241,13 @@ impl TableFile {
             ),
         )
     }
+}
+
+/// `contents` as shared bytes in one allocation. `Bytes::from` a vector whose capacity exceeds
+/// its length (a block read with its trailer, then cut) allocates a second, shared header for
+/// it; a block read from storage is made and dropped once per read, so in a scan that extra
+/// allocation and its free showed in profiles (`bytes::bytes::shared_drop`, `_int_free`).
+/// Shrinking to the length first is a realloc that keeps the memory where it is.
+fn exact_bytes(contents: Vec<u8>) -> Bytes {
+    Bytes::from(contents.into_boxed_slice())
 }

@@ -118,7 +118,7 @@ impl Readahead {
             self.last_read = Some(position);
             self.count_hit(src, purpose);
             let at = (handle.offset - self.window_offset) as usize;
-            return src.parse_stored_block(handle, purpose, self.window[at..at + total].to_vec());
+            return src.parse_stored_slice(handle, purpose, &self.window[at..at + total]);
         }
         let ahead = self.ahead(position);
         if ahead == 0 {
@@ -143,7 +143,7 @@ impl Readahead {
             Statistics::add(&src.stats.readahead_bytes, len as u64);
         }
         self.count_hit(src, purpose);
-        src.parse_stored_block(handle, purpose, self.window[..total].to_vec())
+        src.parse_stored_slice(handle, purpose, &self.window[..total])
     }
 
     fn count_hit(&self, src: &TableFile, purpose: ReadPurpose) {
