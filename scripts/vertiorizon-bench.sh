@@ -3,27 +3,50 @@
 # Vertiorizon workloads after a bulk load of ENTRIES entries of 128-byte keys and 896-byte values
 # (1 KiB each), then OPS uniform operations; T = 6, 2 MiB buffers and tables, 5 Bloom bits per key,
 # a 32 MiB block cache, RocksDB's default level base (256 MiB), two background jobs. Reports go to
-# target/vertiorizon-bench/<workload>/. Run it with nothing else on the machine (throughput and
-# the worst window are measured).
+# target/vertiorizon-bench/<workload>/ (one round) or target/vertiorizon-bench/<workload>/round<N>/.
+# Run it with nothing else on the machine (throughput and the worst window are measured).
 #
 # Usage: sh scripts/vertiorizon-bench.sh [directory for the databases] [workload ...]
 #   ENTRIES and OPS override the sizes (defaults below); the workloads default to all four.
+#   ROUNDS [1]          runs of every cell; with more than one, each round gets its own report
+#   MEMORY_LIMIT []     --memory-limit of every run (the paper's regime: out of cache; needs root)
+#   DIRECT_IO [0]       1 turns on direct reads and direct flush/compaction I/O (the paper's setup)
+#   DROP_CACHES [0]     1 drops the page cache before each measured phase (--drop-caches)
+#   PEERS [none]        e.g. rocksdb (needs a binary built with --features peers), run with the
+#                       same options
+#   STRATA              a prebuilt binary to use instead of building ./target/release/strata
 set -eu
 DIR=${1:-/tmp}
 [ $# -gt 0 ] && shift
 WORKLOADS=${*:-balanced write-heavy read-heavy range}
 ENTRIES=${ENTRIES:-1000000}
 OPS=${OPS:-1000000}
+ROUNDS=${ROUNDS:-1}
+PEERS=${PEERS:-none}
 # horizontal-tiered builds its schedule for the data it will hold.
 DATA=$((ENTRIES * 1024))
 POLICIES="leveled,leveled-full,tiered,horizontal-leveled,horizontal-tiered:expected_data_size=$DATA"
 POLICIES="$POLICIES,vertiorizon:horizontal_merge=leveling:horizontal_levels=2"
 POLICIES="$POLICIES,vertiorizon:horizontal_merge=tiering:horizontal_levels=2,vertiorizon"
-cargo build --release
-for W in $WORKLOADS; do
-  ./target/release/strata bench --workload "vertiorizon-$W" --policies "$POLICIES" \
-    --peers none --baseline leveled --entries "$ENTRIES" --ops "$OPS" \
-    --key-size 128 --value-size 896 --write-buffer-size 2MiB --target-file-size 2MiB \
-    --size-ratio 6 --bloom-bits-per-key 5 --level-base 256MiB \
-    --dir "$DIR" --report "target/vertiorizon-bench/$W"
+REGIME=""
+[ -n "${MEMORY_LIMIT:-}" ] && REGIME="$REGIME --memory-limit $MEMORY_LIMIT"
+[ "${DIRECT_IO:-0}" = 1 ] && REGIME="$REGIME --direct-io"
+[ "${DROP_CACHES:-0}" = 1 ] && REGIME="$REGIME --drop-caches"
+if [ -z "${STRATA:-}" ]; then
+  if [ "$PEERS" = none ]; then cargo build --release; else cargo build --release --features peers; fi
+  STRATA=./target/release/strata
+fi
+ROUND=1
+while [ "$ROUND" -le "$ROUNDS" ]; do
+  for W in $WORKLOADS; do
+    REPORT="target/vertiorizon-bench/$W"
+    [ "$ROUNDS" -gt 1 ] && REPORT="$REPORT/round$ROUND"
+    # shellcheck disable=SC2086 # REGIME is a list of flags
+    "$STRATA" bench --workload "vertiorizon-$W" --policies "$POLICIES" \
+      --peers "$PEERS" --baseline leveled --entries "$ENTRIES" --ops "$OPS" \
+      --key-size 128 --value-size 896 --write-buffer-size 2MiB --target-file-size 2MiB \
+      --size-ratio 6 --bloom-bits-per-key 5 --level-base 256MiB --block-cache 32MiB $REGIME \
+      --dir "$DIR" --report "$REPORT"
+  done
+  ROUND=$((ROUND + 1))
 done
