@@ -355,14 +355,39 @@ pub fn table_meta(number: u64, s: &TableSummary, bloom_bits_per_key: f64) -> Tab
     }
 }
 
+/// A merge's read-ahead windows hold at most this many full `compaction_readahead_size`
+/// windows in all: each run of a merge reads ahead in its own window, and a policy whose merges
+/// fall behind can merge many runs at once (`tiered` with 2 MiB buffers merged 81 runs of L1
+/// while loading 1 GB: 162 MiB of windows, and the run was killed by a 256 MiB memory limit).
+pub const MERGE_READAHEAD_WINDOWS: usize = 8;
+
+/// The smallest window a merge of many runs gives each run: below it, reads become too small
+/// for read-ahead to be worth its copy.
+pub const MIN_MERGE_READAHEAD: usize = 64 << 10;
+
+/// The read-ahead of each run of a merge of `runs` runs whose inputs read ahead `readahead`:
+/// the whole of it up to [`MERGE_READAHEAD_WINDOWS`] runs, then an equal share of that many
+/// windows, at least [`MIN_MERGE_READAHEAD`] (never more than `readahead` itself).
+pub fn merge_readahead(readahead: ReadaheadSize, runs: usize) -> ReadaheadSize {
+    match readahead {
+        ReadaheadSize::Fixed(bytes) if runs > MERGE_READAHEAD_WINDOWS => {
+            let share = bytes.saturating_mul(MERGE_READAHEAD_WINDOWS) / runs;
+            ReadaheadSize::Fixed(share.max(MIN_MERGE_READAHEAD).min(bytes))
+        }
+        other => other,
+    }
+}
+
 /// A cursor over each run of `sources` (the shared executor's merge sources: runs newest first,
-/// tables in key order), reading each table with `readahead`, and the bytes they hold.
+/// tables in key order), reading each table with `readahead` shared out by [`merge_readahead`],
+/// and the bytes they hold.
 pub fn source_iterators(
     sources: Vec<Vec<Arc<TableMeta>>>,
     tables: &Arc<TableCache>,
     readahead: ReadaheadSize,
 ) -> (Vec<Box<dyn InternalIterator>>, u64) {
     let bytes = sources.iter().flatten().map(|t| t.size).sum();
+    let readahead = merge_readahead(readahead, sources.len());
     let iters = sources
         .into_iter()
         .map(|run| {
@@ -535,5 +560,39 @@ impl EntryBuffer {
     /// The entries the filter kept.
     fn kept(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.all().filter(|e| e.2).map(|(k, v, _)| (k, v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_merge_of_many_runs_shares_out_a_bounded_readahead() {
+        let full = 2 << 20;
+        let fixed = ReadaheadSize::Fixed(full);
+        // Up to the window count, every run reads ahead in full.
+        for runs in [1, 2, MERGE_READAHEAD_WINDOWS] {
+            assert_eq!(merge_readahead(fixed, runs), fixed);
+        }
+        // Beyond it, the windows together stay within that many full ones.
+        for runs in [MERGE_READAHEAD_WINDOWS + 1, 30, 81, 200] {
+            let ReadaheadSize::Fixed(each) = merge_readahead(fixed, runs) else {
+                panic!("a fixed readahead stays fixed");
+            };
+            assert!(each < full, "{runs} runs: {each}");
+            assert!(
+                each * runs <= full * MERGE_READAHEAD_WINDOWS || each == MIN_MERGE_READAHEAD,
+                "{runs} runs: {each} each"
+            );
+        }
+        // Never below the floor, and a readahead already below the floor is left as it is.
+        assert_eq!(
+            merge_readahead(fixed, 10_000),
+            ReadaheadSize::Fixed(MIN_MERGE_READAHEAD)
+        );
+        let small = ReadaheadSize::Fixed(16 << 10);
+        assert_eq!(merge_readahead(small, 100), small);
+        assert_eq!(merge_readahead(ReadaheadSize::Off, 100), ReadaheadSize::Off);
     }
 }
