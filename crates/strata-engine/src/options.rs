@@ -396,8 +396,10 @@ impl Options {
 
     /// Bytes a compaction reads ahead in each input table: its inputs are read in order, so
     /// one large read replaces many block-sized ones, which matters most with direct reads
-    /// (no kernel readahead). 0 reads block by block. RocksDB: `compaction_readahead_size`.
-    /// Default: 2 MiB.
+    /// (no kernel readahead). 0 reads block by block. A merge of more than 8 runs shares 8
+    /// such windows among its runs (`merge::MERGE_READAHEAD_WINDOWS`), so its read-ahead memory
+    /// stays bounded however many runs a policy merges at once.
+    /// RocksDB: `compaction_readahead_size`. Default: 2 MiB.
     pub fn with_compaction_readahead_size(mut self, bytes: u64) -> Self {
         self.compaction_readahead_size = bytes;
         self
