@@ -43,6 +43,8 @@
 #   BENCH_DIR              where the databases go (a real disk, not tmpfs; default: the
 #                          system's temporary directory); kept databases are removed after
 #                          each round
+#   EXTRA_FLAGS []         more flags for every bench (e.g. --block-align, which only
+#                          Strata takes)
 #   STRATA [./target/release/strata]   the binary, built with the peers:
 #                          cargo build --release --features peers
 # The read counts are meant to keep each read phase out of cache in the tens of seconds on a
@@ -94,6 +96,8 @@ for dataset in $datasets; do
     if [ "${TABLE_CHARGE:-0}" = 0 ]; then
       common+=(--no-table-charge)
     fi
+    # shellcheck disable=SC2206 # a list of flags
+    common+=(${EXTRA_FLAGS:-})
     for round in $(seq 1 "$rounds"); do
       cell=$out/$dataset-$mode/round$round
       mkdir -p "$cell"

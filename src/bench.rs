@@ -103,6 +103,11 @@ pub struct BenchArgs {
     /// enable_pipelined_write); fjall has no such choice. Applies with --engine-defaults too.
     #[arg(long)]
     enable_pipelined_write: bool,
+    /// Strata starts every data block on a 4 KiB page of its table file (Options::with_block_align),
+    /// so a direct read of a 4 KiB block reads one page, not two. RocksDB: block_align, which the
+    /// rocksdb crate cannot set, so RocksDB runs without it; fjall has no such choice.
+    #[arg(long)]
+    block_align: bool,
     /// Open every engine with its own defaults and ignore the engine and policy flags (buffer,
     /// file and cache sizes, size ratio, level base, Bloom bits, jobs): what a user who changes
     /// nothing gets. RocksDB gets its default block-based table with a 10-bit Bloom filter and
@@ -535,6 +540,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         charge_tables: !args.no_table_charge,
         cache_index_and_filter_blocks: args.cache_index_and_filter_blocks,
         pipelined_write: args.enable_pipelined_write,
+        block_align: args.block_align,
         file_trace: None,
         engine_defaults: args.engine_defaults,
         direct_io: args.direct_io,

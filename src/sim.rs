@@ -97,6 +97,11 @@ pub struct SimArgs {
     /// the same tables. Slower. Default: raw key and value bytes.
     #[arg(long)]
     engine_format: bool,
+    /// With --engine-format: start every data block on a 4 KiB page, padded, as the engine's
+    /// Options::with_block_align does; the padding counts in the bytes written and stored.
+    /// RocksDB: block_align. Default: off.
+    #[arg(long)]
+    block_align: bool,
     /// Scale mode: keep at most KEYS keys. Past them the simulator keeps one key in 2, 4, ...
     /// (chosen by a hash of the key), each standing for that many entries, so a tree of billions
     /// of entries runs in fixed memory (docs/scale.md). `--scale` alone: 4,194,304 keys
@@ -147,6 +152,9 @@ impl SimArgs {
         }
         if let Some(dir) = &self.job_log {
             checks::writable_dir("--job-log", dir)?;
+        }
+        if self.block_align && !self.engine_format {
+            anyhow::bail!("--block-align needs --engine-format, which sizes the engine's blocks");
         }
         if let Some(keys) = self.scale_keys() {
             checks::at_least("--scale", keys, 1)?;
@@ -405,7 +413,10 @@ pub fn run(args: SimArgs) -> Result<()> {
     };
     let config = if args.engine_format {
         let block = args.block_size.unwrap_or(4096);
-        config.with_engine_format(usize::try_from(block).unwrap_or(usize::MAX))
+        config.with_engine_blocks(
+            usize::try_from(block).unwrap_or(usize::MAX),
+            args.block_align,
+        )
     } else {
         config
     };

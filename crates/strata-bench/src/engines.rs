@@ -169,6 +169,11 @@ pub struct EngineSettings {
     /// [`EngineSettings::engine_defaults`] too.
     #[serde(default)]
     pub pipelined_write: bool,
+    /// Strata's data blocks start on 4 KiB pages (`Options::with_block_align`, RocksDB's
+    /// `block_align`, which the rocksdb crate 0.25 cannot set: RocksDB runs without it; fjall
+    /// has no such choice).
+    #[serde(default)]
+    pub block_align: bool,
 }
 
 fn default_charge_tables() -> bool {
@@ -197,6 +202,7 @@ impl Default for EngineSettings {
             charge_tables: true,
             cache_index_and_filter_blocks: false,
             pipelined_write: false,
+            block_align: false,
         }
     }
 }
@@ -272,6 +278,7 @@ impl Strata {
         }
         options = options
             .with_enable_pipelined_write(s.pipelined_write)
+            .with_block_align(s.block_align)
             .with_charge_tables_to_cache(s.charge_tables)
             .with_cache_index_and_filter_blocks(s.cache_index_and_filter_blocks);
         if let Some(listener) = listener {

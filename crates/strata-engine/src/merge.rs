@@ -25,6 +25,8 @@ use strata_policy::PlanOutput;
 pub struct WriteSettings {
     /// Data block size.
     pub block_size: usize,
+    /// Data blocks start on pages ([`crate::Options::with_block_align`]).
+    pub block_align: bool,
     /// Restart interval.
     pub restart_interval: usize,
     /// Compression.
@@ -274,6 +276,7 @@ impl<'a> OutputWriter<'a> {
             bloom_bits_per_key: self.bloom_bits_per_key,
             record_block_ranges: self.settings.record_block_ranges || self.preserver.is_some(),
             collect_key_hashes: self.index_table.is_some(),
+            block_align: self.settings.block_align,
         };
         self.builder = Some((
             number,

@@ -25,7 +25,8 @@ const DIR: &str = "/db";
 
 /// Small buffers, blocks and manifests so a few hundred writes flush, compact and rotate the
 /// manifest several times; table files opened and created for direct I/O if `direct_io` (the
-/// engine's direct paths and its check at open, under the same faults).
+/// engine's direct paths and its check at open, under the same faults), their data blocks then
+/// aligned to pages.
 fn small_options(
     fs: Arc<dyn FileSystem>,
     policy: &str,
@@ -48,6 +49,7 @@ fn small_options(
         .with_file_system(fs)
         .with_use_direct_reads(direct_io)
         .with_use_direct_io_for_flush_and_compaction(direct_io)
+        .with_block_align(direct_io)
         .with_write_buffer_size(buffer)
         .with_block_size(256)
         .with_block_cache_capacity(4096)

@@ -42,6 +42,8 @@ pub struct EngineSizer {
     pub value_size: usize,
     /// Data block size. RocksDB: `block_size`.
     pub block_size: usize,
+    /// Data blocks start on pages, padded (the engine's `Options::with_block_align`).
+    pub block_align: bool,
 }
 
 struct EngineEstimate {
@@ -152,6 +154,7 @@ impl TableSizer for EngineSizer {
             bloom_bits_per_key,
             record_block_ranges: true,
             collect_key_hashes: false,
+            block_align: self.block_align,
         };
         Box::new(EngineEstimate {
             builder: TableBuilder::new(Box::new(CountingFile(0)), "sizer".into(), options),
@@ -169,11 +172,18 @@ impl SimConfig {
     /// `block_size` by the engine's encoder, the buffer counting the engine's memtable overhead
     /// per entry (its internal-key trailer and skiplist node), and tombstones dropped by the
     /// engine's rule (where no older table's key range holds the key).
-    pub fn with_engine_format(mut self, block_size: usize) -> SimConfig {
+    pub fn with_engine_format(self, block_size: usize) -> SimConfig {
+        self.with_engine_blocks(block_size, false)
+    }
+
+    /// [`SimConfig::with_engine_format`], the data blocks aligned to pages if `block_align`
+    /// (the engine's `Options::with_block_align`): the padding counts in tables' sizes.
+    pub fn with_engine_blocks(mut self, block_size: usize, block_align: bool) -> SimConfig {
         self.sizer = Some(Arc::new(EngineSizer {
             key_size: self.key_size as usize,
             value_size: self.value_size as usize,
             block_size,
+            block_align,
         }));
         self.buffer_entry_overhead = TRAILER_LEN as u64 + ENTRY_OVERHEAD;
         // The nominal block size block-preserving merges measure waste against.

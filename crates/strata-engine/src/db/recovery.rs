@@ -421,6 +421,7 @@ impl Engine {
         );
         let settings = WriteSettings {
             block_size: options.block_size,
+            block_align: options.block_align,
             restart_interval: options.block_restart_interval,
             compression: options.compression,
             record_block_ranges: options.record_block_ranges,

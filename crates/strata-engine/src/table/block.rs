@@ -99,6 +99,12 @@ impl BlockBuilder {
         self.buf.len() + 4 * self.restarts.len() + 4
     }
 
+    /// At least the bytes the finished block would take with `key` and `value` added (three
+    /// varints of at most 5 bytes each, and perhaps a new restart point).
+    pub(crate) fn size_with(&self, key: &[u8], value: &[u8]) -> usize {
+        self.size_estimate() + 15 + key.len() + value.len() + 4
+    }
+
     /// Entries added since the last reset.
     pub(crate) fn entries(&self) -> u64 {
         self.entries

@@ -13,11 +13,18 @@ use super::format::{
 };
 use super::{Compression, TableOptions};
 use crate::error::{Error, Result};
-use crate::fs::WritableFile;
+use crate::fs::{WritableFile, ALIGNMENT};
 use crate::key::{compare_internal_keys, parse_internal_key, SeqNo, ValueKind};
 
 /// Largest accepted `block_size`.
 const MAX_BLOCK_SIZE: usize = 256 << 20;
+
+/// The page aligned data blocks start on ([`TableOptions::block_align`]): the unit of a direct
+/// read.
+const PAGE: u64 = ALIGNMENT as u64;
+
+/// Padding to the next page.
+static ZERO_PAGE: [u8; ALIGNMENT] = [0; ALIGNMENT];
 
 /// Largest accepted key + value. With `MAX_BLOCK_SIZE` this keeps every block, its offsets
 /// and its compressed-length prefix within `u32`.
@@ -100,6 +107,8 @@ pub struct TableBuilder {
     file: Box<dyn WritableFile>,
     file_name: String,
     block_size: usize,
+    /// Data blocks start on pages ([`TableOptions::block_align`]).
+    block_align: bool,
     compression: Compression,
     bloom_bits_per_key: f64,
     record_block_ranges: bool,
@@ -153,6 +162,7 @@ impl TableBuilder {
             file,
             file_name,
             block_size: options.block_size.clamp(1, MAX_BLOCK_SIZE),
+            block_align: options.block_align,
             compression: options.compression,
             bloom_bits_per_key,
             record_block_ranges: options.record_block_ranges,
@@ -184,6 +194,15 @@ impl TableBuilder {
     /// [`Error::InvalidArgument`] (as do a key that is not a valid internal key and an entry
     /// above 1 GiB) and leaves the builder unchanged.
     pub fn add(&mut self, internal_key: &[u8], value: &[u8]) -> Result<()> {
+        // An aligned block must fit its page: cut before the entry that would overflow it
+        // (checked first, so that a rejected entry leaves the builder unchanged).
+        if self.block_align
+            && !self.data_block.is_empty()
+            && self.data_block.size_with(internal_key, value) + BLOCK_TRAILER_LEN > self.block_size
+        {
+            self.check_entry(internal_key, value)?;
+            self.flush_data_block()?;
+        }
         let starts_block = self.data_block.is_empty();
         self.note_entry(internal_key, value, starts_block)?;
         self.data_block.add(internal_key, value);
@@ -255,9 +274,14 @@ impl TableBuilder {
         self.data_blocks += 1;
     }
 
-    /// Checks that `internal_key` follows the last key and accounts for the entry in the
-    /// filter and the properties; `starts_block` makes its user key the block's first.
-    fn note_entry(&mut self, internal_key: &[u8], value: &[u8], starts_block: bool) -> Result<()> {
+    /// Checks that `internal_key` is an internal key following the last one and that the entry
+    /// is within the size limit; returns its user key, sequence number and kind, and whether
+    /// its user key differs from the last entry's.
+    fn check_entry<'k>(
+        &self,
+        internal_key: &'k [u8],
+        value: &[u8],
+    ) -> Result<(&'k [u8], SeqNo, ValueKind, bool)> {
         let Some((user_key, seq, kind)) = parse_internal_key(internal_key) else {
             return Err(Error::InvalidArgument(format!(
                 "{}: \"{}\" is not an internal key",
@@ -273,23 +297,31 @@ impl TableBuilder {
                 value.len()
             )));
         }
-        let new_user_key = if self.entries == 0 {
+        if self.entries == 0 {
+            return Ok((user_key, seq, kind, true));
+        }
+        if compare_internal_keys(&self.last_key, internal_key) != Ordering::Less {
+            let (last_user, last_trailer) = split_internal_key(&self.last_key);
+            return Err(Error::InvalidArgument(format!(
+                "{}: key \"{}\" (seq {seq}) added after \"{}\" (seq {}); keys must \
+                 strictly increase",
+                self.file_name,
+                user_key.escape_ascii(),
+                last_user.escape_ascii(),
+                last_trailer >> 8
+            )));
+        }
+        let new_user_key = split_internal_key(&self.last_key).0 != user_key;
+        Ok((user_key, seq, kind, new_user_key))
+    }
+
+    /// Checks the entry ([`TableBuilder::check_entry`]) and accounts for it in the filter and
+    /// the properties; `starts_block` makes its user key the block's first.
+    fn note_entry(&mut self, internal_key: &[u8], value: &[u8], starts_block: bool) -> Result<()> {
+        let (user_key, seq, kind, new_user_key) = self.check_entry(internal_key, value)?;
+        if self.entries == 0 {
             self.smallest = Bytes::copy_from_slice(user_key);
-            true
-        } else {
-            if compare_internal_keys(&self.last_key, internal_key) != Ordering::Less {
-                let (last_user, last_trailer) = split_internal_key(&self.last_key);
-                return Err(Error::InvalidArgument(format!(
-                    "{}: key \"{}\" (seq {seq}) added after \"{}\" (seq {}); keys must \
-                     strictly increase",
-                    self.file_name,
-                    user_key.escape_ascii(),
-                    last_user.escape_ascii(),
-                    last_trailer >> 8
-                )));
-            }
-            split_internal_key(&self.last_key).0 != user_key
-        };
+        }
         if new_user_key {
             if let Some(bloom) = &mut self.bloom {
                 bloom.add_key(user_key);
@@ -341,7 +373,7 @@ impl TableBuilder {
         let data = if self.data_block.is_empty() {
             0
         } else {
-            self.data_block.size_estimate()
+            self.data_block.size_estimate() + self.pad_before_block() as usize
         };
         let filter = match &self.bloom {
             Some(bloom) if self.bloom_bits_per_key > 0.0 => bloom.encoded_len(),
@@ -352,6 +384,7 @@ impl TableBuilder {
 
     /// Writes the open data block and its index entry.
     fn flush_data_block(&mut self) -> Result<()> {
+        self.pad_to_page()?;
         let raw = self.data_block.finish();
         let (block_type, stored) = self
             .compressor
@@ -367,6 +400,28 @@ impl TableBuilder {
         let entries = self.data_block.entries();
         self.index_data_block(None, handle, entries);
         self.data_block.reset();
+        Ok(())
+    }
+
+    /// Bytes of padding the next data block needs before it to start on a page: none unless
+    /// blocks are aligned ([`TableOptions::block_align`]).
+    fn pad_before_block(&self) -> u64 {
+        if self.block_align {
+            (PAGE - self.offset % PAGE) % PAGE
+        } else {
+            0
+        }
+    }
+
+    /// Writes zeros up to where the next data block starts ([`TableBuilder::pad_before_block`]).
+    fn pad_to_page(&mut self) -> Result<()> {
+        let pad = self.pad_before_block();
+        if pad > 0 {
+            self.file
+                .append(&ZERO_PAGE[..pad as usize])
+                .map_err(|e| Error::io(format!("writing {}", self.file_name), e))?;
+            self.offset += pad;
+        }
         Ok(())
     }
 
@@ -486,4 +541,88 @@ fn write_block(
     };
     *offset += (stored.len() + BLOCK_TRAILER_LEN) as u64;
     Ok(handle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::{FileSystem, MemFs};
+    use crate::iter::InternalIterator;
+    use crate::key::internal_key;
+    use crate::stats::Statistics;
+    use crate::table::{ReadPurpose, ReadaheadSize, Table};
+    use std::path::Path;
+    use std::sync::Arc;
+
+    /// A table of 3,000 entries of 16-byte keys and 100-byte values written with `block_align`,
+    /// opened again, its data blocks' places as the index gives them, and its entries read back.
+    fn aligned_table(block_align: bool) -> (Vec<BlockRange>, usize) {
+        let fs = MemFs::new();
+        let path = Path::new("/t.sst");
+        let options = TableOptions {
+            block_align,
+            record_block_ranges: true,
+            ..TableOptions::default()
+        };
+        let mut b = TableBuilder::new(fs.create(path).expect("create"), "t.sst".into(), options);
+        let value = |i: u32| vec![i as u8; 100];
+        for i in 0..3000u32 {
+            let key = internal_key(format!("key{i:013}").as_bytes(), 1, ValueKind::Put);
+            b.add(&key, &value(i)).expect("add");
+        }
+        let summary = b.finish().expect("finish");
+        let table = Arc::new(
+            Table::open(
+                fs.open(path).expect("open"),
+                1,
+                "t.sst".into(),
+                None,
+                Arc::new(Statistics::default()),
+            )
+            .expect("open table"),
+        );
+        let ranges = table.block_ranges().expect("block ranges");
+        assert_eq!(
+            ranges, summary.blocks,
+            "the index places blocks where they were written"
+        );
+        let mut it = table.iter_with(ReadPurpose::Query, ReadaheadSize::Auto);
+        it.seek_to_first().expect("seek");
+        let mut read = 0;
+        while it.valid() {
+            assert_eq!(it.value(), &value(read as u32)[..], "entry {read}");
+            read += 1;
+            it.next().expect("next");
+        }
+        (ranges, read)
+    }
+
+    #[test]
+    fn aligned_data_blocks_each_lie_within_one_page() {
+        let page = |offset: u64| offset / PAGE;
+        let (ranges, read) = aligned_table(true);
+        assert_eq!(read, 3000);
+        assert!(ranges.len() > 50);
+        for r in &ranges {
+            assert_eq!(
+                r.offset % PAGE,
+                0,
+                "block at {} starts off a page",
+                r.offset
+            );
+            assert!(r.size <= PAGE, "block at {} of {} bytes", r.offset, r.size);
+        }
+        // Without alignment the same blocks straddle pages (what the option is for).
+        let (ranges, read) = aligned_table(false);
+        assert_eq!(read, 3000);
+        let straddling = ranges
+            .iter()
+            .filter(|r| page(r.offset) != page(r.offset + r.size - 1))
+            .count();
+        assert!(
+            straddling > ranges.len() / 2,
+            "{straddling} of {}",
+            ranges.len()
+        );
+    }
 }

@@ -208,8 +208,9 @@ impl IndexValue {
 /// key) and its trailer as a fixed `u64` (so the size never depends on sequence numbers), then
 /// the block's place and size: `varint 0` for a block of this file, which starts where the
 /// previous one of this file ended (at 0 for the first: the builder writes them back to back),
-/// or `varint 1 | u64 file | varint offset` for a kept block of another file; then
-/// `varint size | varint entries`.
+/// `varint 2 | varint offset` for a block of this file that starts later (after the padding of
+/// aligned blocks, [`super::TableOptions::block_align`]), or `varint 1 | u64 file | varint
+/// offset` for a kept block of another file; then `varint size | varint entries`.
 ///
 /// Versions 2 and 3 also stored each block's first user key and used the block layout with a
 /// restart per entry, ~55 bytes per block for 16-byte keys against ~27 here. The first keys were
@@ -220,14 +221,17 @@ pub(crate) struct IndexWriter {
     buf: Vec<u8>,
     prev_user_key: Vec<u8>,
     count: u32,
+    /// Where the last block of this table's own file ended: a block starting there needs no
+    /// offset.
+    own_end: u64,
 }
 
 impl IndexWriter {
     /// Adds the entry of a block whose last internal key is `last_key`, in file `file_number`
     /// (0 for this table's own file).
     ///
-    /// REQUIRES the blocks of this table's own file to be added in file order, back to back,
-    /// the first at offset 0 (as the builder writes them): their offsets are not stored.
+    /// REQUIRES the blocks of this table's own file to be added in file order: the offset of one
+    /// that starts where the previous ended (or at 0, the first) is not stored.
     pub(crate) fn add(
         &mut self,
         last_key: &[u8],
@@ -245,9 +249,12 @@ impl IndexWriter {
         put_varint(&mut self.buf, (user_key.len() - shared) as u64);
         self.buf.extend_from_slice(&user_key[shared..]);
         self.buf.extend_from_slice(trailer);
-        if file_number == 0 {
+        if file_number == 0 && handle.offset == self.own_end {
             // No offset: readers take the end of the previous block of this file.
             put_varint(&mut self.buf, 0);
+        } else if file_number == 0 {
+            put_varint(&mut self.buf, 2);
+            put_varint(&mut self.buf, handle.offset);
         } else {
             put_varint(&mut self.buf, 1);
             self.buf.extend_from_slice(&file_number.to_le_bytes());
@@ -255,6 +262,9 @@ impl IndexWriter {
         }
         put_varint(&mut self.buf, handle.size);
         put_varint(&mut self.buf, entries);
+        if file_number == 0 {
+            self.own_end = handle.offset + handle.size + BLOCK_TRAILER_LEN as u64;
+        }
         self.prev_user_key.clear();
         self.prev_user_key.extend_from_slice(user_key);
         self.count += 1;
@@ -335,6 +345,8 @@ fn next_index_entry<'k>(
     key.extend_from_slice(r.bytes(8)?);
     let (file_number, offset) = match r.varint()? {
         0 => (0, *next_own_offset),
+        // A block of this file after padding: never before the end of the previous one.
+        2 => (0, Some(r.varint()?).filter(|&at| at >= *next_own_offset)?),
         1 => {
             let bytes: [u8; 8] = r.bytes(8)?.try_into().ok()?;
             let file = Some(u64::from_le_bytes(bytes)).filter(|&n| n != 0)?;

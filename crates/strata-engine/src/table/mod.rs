@@ -122,6 +122,13 @@ pub struct TableOptions {
     /// Whether [`TableBuilder::finish`] hands back the hash of every distinct user key in
     /// [`TableSummary::key_hashes`], for an in-memory key index (default false).
     pub collect_key_hashes: bool,
+    /// Whether every data block starts on a 4 KiB page of the file (default false). A block is
+    /// then cut before an entry that would take it and its trailer past `block_size`, and zeros
+    /// pad the file to the next page after it, so that a block of at most a page is one page to
+    /// read: with direct reads, a block straddling two pages costs a read of both. The padding
+    /// costs space (more with compression, which shrinks blocks below the page). RocksDB:
+    /// `BlockBasedTableOptions::block_align`.
+    pub block_align: bool,
 }
 
 impl Default for TableOptions {
@@ -133,6 +140,7 @@ impl Default for TableOptions {
             bloom_bits_per_key: 10.0,
             record_block_ranges: false,
             collect_key_hashes: false,
+            block_align: false,
         }
     }
 }

@@ -209,11 +209,18 @@ fn all_options() -> Vec<TableOptions> {
         });
         out.push(TableOptions {
             compression,
+            record_block_ranges: true,
+            block_align: true,
+            ..TableOptions::default()
+        });
+        out.push(TableOptions {
+            compression,
             block_size: 256,
             restart_interval: 1,
             bloom_bits_per_key: 0.0,
             record_block_ranges: true,
             collect_key_hashes: false,
+            block_align: false,
         });
         out.push(TableOptions {
             compression,
@@ -222,6 +229,7 @@ fn all_options() -> Vec<TableOptions> {
             bloom_bits_per_key: 4.5,
             record_block_ranges: false,
             collect_key_hashes: false,
+            block_align: false,
         });
     }
     out
