@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """The rank table of docs/vertiorizon.md in the form of the paper's Fig. 7(d), from the reports
-`scripts/vertiorizon-bench.sh` leaves in target/vertiorizon-bench/<workload>/results.csv.
+`scripts/vertiorizon-bench.sh` leaves in target/vertiorizon-bench/<workload>/results.csv, or in
+<workload>/round<N>/results.csv when it ran several rounds: each figure is then the median of the
+rounds, and the ops/s column lists every round's.
 
 Rows: average throughput and worst 100k-operation window of each workload, and peak space
 (balanced workload, as the paper's); 1 = best, equal values share a rank; the last row is the
@@ -11,7 +13,9 @@ mean rank. Also prints each workload's measured values, and the targets listed u
 Usage: python3 scripts/vertiorizon-ranks.py [report directory]
 """
 import csv
+import glob
 import os
+import statistics
 import sys
 
 WORKLOADS = [("read-heavy", "RH"), ("balanced", "B"), ("write-heavy", "WH"), ("range", "RS")]
@@ -25,6 +29,7 @@ NAMES = [
     ("vertiorizon:horizontal_merge=leveling,horizontal_levels=2", "VRN-Level"),
     ("vertiorizon:horizontal_merge=tiering,horizontal_levels=2", "VRN-Tier"),
     ("vertiorizon", "`vertiorizon`"),
+    ("rocksdb", "RocksDB 0.25"),
 ]
 
 
@@ -35,10 +40,7 @@ def short(label):
     return None
 
 
-def load(root, workload):
-    path = os.path.join(root, workload, "results.csv")
-    if not os.path.exists(path):
-        return None
+def load_csv(path):
     runs = {}
     with open(path) as f:
         for row in csv.DictReader(f):
@@ -55,6 +57,23 @@ def load(root, workload):
                 "runs": float(row["runs_probed_per_lookup"] or "nan"),
                 "stall": float(row["stall_seconds"]),
             }
+    return runs
+
+
+def load(root, workload):
+    """Each run's figures, the median of the rounds where there are several (with every
+    round's ops/s in "each")."""
+    single = os.path.join(root, workload, "results.csv")
+    rounds = sorted(glob.glob(os.path.join(root, workload, "round*", "results.csv")))
+    paths = rounds or ([single] if os.path.exists(single) else [])
+    if not paths:
+        return None
+    loaded = [load_csv(p) for p in paths]
+    runs = {}
+    for name in {n for r in loaded for n in r}:
+        per_round = [r[name] for r in loaded if name in r]
+        runs[name] = {k: statistics.median(x[k] for x in per_round) for k in per_round[0]}
+        runs[name]["each"] = [x["ops"] for x in per_round]
     return runs
 
 
@@ -82,7 +101,8 @@ def main():
             if r:
                 ra = "—" if r["ra"] != r["ra"] else f"{r['ra']:.2f}"  # NaN: no point lookups
                 probed = "—" if r["runs"] != r["runs"] else f"{r['runs']:.2f}"
-                print(f"| {n} | {r['ops']:,.0f} | {r['worst']:,.0f} | {r['p99']:.1f} | {r['wa']:.2f} "
+                each = "" if len(r["each"]) < 2 else " (" + ", ".join(f"{x:,.0f}" for x in r["each"]) + ")"
+                print(f"| {n} | {r['ops']:,.0f}{each} | {r['worst']:,.0f} | {r['p99']:.1f} | {r['wa']:.2f} "
                       f"| {r['sa']:.2f} | {ra} | {probed} | {r['stall']:.1f} |")
         print()
 
@@ -95,6 +115,9 @@ def main():
                              ranks({n: r[metric] for n, r in runs.items()}, True)))
     if data["balanced"]:
         rows.append(("Space", ranks({n: r["sa"] for n, r in data["balanced"].items()}, False)))
+    if not rows:
+        print(f"no reports under {root}")
+        return
     present = [n for n in names if all(n in r for _, r in rows)]
     print("| row | " + " | ".join(present) + " |")
     print("|---|" + "---:|" * len(present))
