@@ -325,11 +325,12 @@ impl Options {
     }
 
     /// Starts every data block on a 4 KiB page of its table file, cutting blocks so that a block
-    /// and its trailer fit `block_size` where they can and padding the file to the next page
-    /// after each: a point lookup then reads one page where a block straddling two costs two,
-    /// which halves the bytes of a direct read of 4 KiB blocks. The padding costs space (on
-    /// average half a page per block of the last level, more with compression). RocksDB:
-    /// `BlockBasedTableOptions::block_align`. Default: false.
+    /// and its trailer fit `block_size` where they can and padding the file before each block
+    /// to the next page: a point lookup then reads one page where a block straddling two costs
+    /// two, which halves the bytes of a direct read of 4 KiB blocks. The padding costs space:
+    /// the bytes a block leaves free of its page, little with 116-byte entries and about
+    /// 0.9 KiB per block with 1 KiB entries (BENCHMARKS.md, "Direct reads of one page"), more
+    /// with compression. RocksDB: `BlockBasedTableOptions::block_align`. Default: false.
     pub fn with_block_align(mut self, yes: bool) -> Self {
         self.block_align = yes;
         self

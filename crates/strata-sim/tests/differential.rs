@@ -441,7 +441,9 @@ fn engine_and_simulator_agree_with_aligned_blocks() {
                 ..size
             },
         );
-        let plain = compare(name, size);
+        // The plain layout's engine side is compared in the tests above; its simulation is
+        // enough here.
+        let plain = run_sim(name, size, None);
         // Padding is written: the aligned run writes more for the same data.
         assert!(
             aligned.write_amp > plain.write_amp,

@@ -73,12 +73,13 @@ fn policy_spec(policy: &str) -> Result<PolicySpec> {
 }
 
 /// Small buffers and tables, so a short run flushes and compacts many times; table files read
-/// and written with direct I/O if `direct_io`.
+/// and written with direct I/O if `direct_io`, their data blocks then aligned to pages.
 pub(crate) fn options(policy: &str, direct_io: bool) -> Result<Options> {
     let spec = policy_spec(policy)?;
     Ok(Options::new()
         .with_use_direct_reads(direct_io)
         .with_use_direct_io_for_flush_and_compaction(direct_io)
+        .with_block_align(direct_io)
         .with_write_buffer_size(BUFFER)
         .with_block_size(1024)
         .with_max_background_jobs(3)

@@ -124,8 +124,8 @@ pub struct TableOptions {
     pub collect_key_hashes: bool,
     /// Whether every data block starts on a 4 KiB page of the file (default false). A block is
     /// then cut before an entry that would take it and its trailer past `block_size`, and zeros
-    /// pad the file to the next page after it, so that a block of at most a page is one page to
-    /// read: with direct reads, a block straddling two pages costs a read of both. The padding
+    /// pad the file before each block up to the next page, so that a block of at most a page is
+    /// one page to read: with direct reads, a block straddling two pages costs a read of both. The padding
     /// costs space (more with compression, which shrinks blocks below the page). RocksDB:
     /// `BlockBasedTableOptions::block_align`.
     pub block_align: bool,
