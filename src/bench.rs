@@ -8,22 +8,24 @@ use crate::workload_args::{
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::PathBuf;
-use strata_bench::cgroup::MemoryCgroups;
+use strata_bench::cgroup::{Cgroups, Limit};
 use strata_bench::device_probe::{check_direct_io, ProbeSettings};
 use strata_bench::engines::{available_peers, EngineSettings, Strata};
 use strata_bench::physical::{check_drop_caches, DROP_CACHES_PATH};
 use strata_bench::runner::WINDOW_OPS;
 use strata_bench::workload::WorkloadSpec;
 use strata_bench::{
-    report, run_comparison, run_job, BenchConfig, ChildCommand, MemoryLimit, RunJob, StorageOptions,
+    report, run_comparison, run_job, BenchConfig, ChildCommand, RunJob, RunLimits, StorageOptions,
 };
 use strata_policy::{build_policy, PolicySpec};
 use strata_sim::human_bytes;
 
 /// Options of `strata bench`. With none, it compares every built-in policy (and every peer the
 /// build has) on the `mixed` workload and writes a report. Every flag, the workload and the
-/// report and database directories are checked before the first run. Sizes take units with one
-/// rule: binary, any case (4K = 4KB = 4KiB = 4096).
+/// report and database directories are checked before the first run. A run that fails on its
+/// way (killed by its memory limit, an engine error) is reported as FAILED and the others go on;
+/// the command fails only when every run did. Sizes take units with one rule: binary, any case
+/// (4K = 4KB = 4KiB = 4096).
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// The workload (shared with `strata sim`).
@@ -161,6 +163,13 @@ pub struct BenchArgs {
     /// [SIZE: 4K = 4KB = 4KiB, any case]
     #[arg(long, value_name = "SIZE", value_parser = size_arg)]
     memory_limit: Option<u64>,
+    /// Cap each run's writes to the disk holding the databases at this many MiB per second
+    /// (cgroup v2 io.max wbps, or v1 blkio.throttle.write_bps_device): a fast SSD made to write
+    /// like a slow disk, where bytes written decide ingest speed. Needs root and a process per
+    /// run. Under cgroup v1 only the writes a run submits itself are throttled (direct I/O and
+    /// its fsyncs' writeback, not the kernel's own writeback of dirty pages): add --direct-io.
+    #[arg(long, value_name = "MiB/s", allow_negative_numbers = true)]
+    device_write_limit: Option<f64>,
     /// Before each measured phase, write dirty pages back (sync) and drop the page cache
     /// (3 into /proc/sys/vm/drop_caches), so the phase starts cold. Machine-wide; needs root.
     #[arg(long)]
@@ -264,6 +273,15 @@ impl BenchArgs {
                 );
             }
         }
+        if let Some(rate) = self.device_write_limit {
+            checks::above("--device-write-limit", rate, 0.0)?;
+            if self.in_process {
+                bail!(
+                    "--device-write-limit needs a process per run (each in cgroups of its own); \
+                     leave out --in-process"
+                );
+            }
+        }
         if let Some(dir) = &self.use_existing_db {
             if !dir.is_dir() {
                 bail!(
@@ -280,33 +298,66 @@ impl BenchArgs {
     /// What the storage flags ask for, with everything they need checked: the cgroup (made and
     /// removed once), the right to drop caches, direct I/O in the databases' directory.
     fn storage(&self, settings: &EngineSettings, peers: &[String]) -> Result<StorageOptions> {
-        let memory_limit = match self.memory_limit {
-            Some(bytes) => {
-                if own_process_per_run()?.is_none() {
-                    bail!(
-                        "--memory-limit needs a process per run, which only the strata program \
-                         (strata_cli::main) can start; called as a library, runs share a process"
-                    );
-                }
-                let engine_memory = settings
-                    .write_buffer_size
-                    .saturating_mul(2)
-                    .saturating_add(settings.block_cache);
-                if engine_memory >= bytes && !settings.engine_defaults {
-                    warn(&format!(
-                        "--memory-limit {} leaves no room beside two write buffers of {} and a \
-                         block cache of {}: expect the runs to be killed",
-                        show_size(bytes),
-                        show_size(settings.write_buffer_size),
-                        show_size(settings.block_cache)
-                    ));
-                }
-                Some(MemoryLimit {
-                    bytes,
-                    cgroups: MemoryCgroups::discover(bytes)?,
-                })
+        // Where the databases (and the probe file) go.
+        let data_dir = self
+            .use_existing_db
+            .clone()
+            .or_else(|| self.keep.clone())
+            .or_else(|| self.dir.clone())
+            .unwrap_or_else(std::env::temp_dir);
+        if (self.memory_limit.is_some() || self.device_write_limit.is_some())
+            && own_process_per_run()?.is_none()
+        {
+            bail!(
+                "--memory-limit and --device-write-limit need a process per run, which only the \
+                 strata program (strata_cli::main) can start; called as a library, runs share a \
+                 process"
+            );
+        }
+        let mut limits = Vec::new();
+        if let Some(bytes) = self.memory_limit {
+            let engine_memory = settings
+                .write_buffer_size
+                .saturating_mul(2)
+                .saturating_add(settings.block_cache);
+            if engine_memory >= bytes && !settings.engine_defaults {
+                warn(&format!(
+                    "--memory-limit {} leaves no room beside two write buffers of {} and a block \
+                     cache of {}: expect the runs to be killed",
+                    show_size(bytes),
+                    show_size(settings.write_buffer_size),
+                    show_size(settings.block_cache)
+                ));
             }
-            None => None,
+            limits.push(Limit::Memory(bytes));
+        }
+        let device_write = self
+            .device_write_limit
+            .map(|rate| (rate * (1u64 << 20) as f64).round() as u64);
+        if let Some(bytes_per_second) = device_write {
+            // The directory may not exist yet: its nearest existing ancestor is on the same
+            // file system.
+            let existing = data_dir
+                .ancestors()
+                .find(|dir| dir.exists())
+                .unwrap_or(&data_dir);
+            limits.push(Limit::device_write(existing, bytes_per_second)?);
+            if !self.direct_io {
+                warn(
+                    "--device-write-limit without --direct-io: under cgroup v1 the kernel's own \
+                     writeback of dirty pages is not throttled, only the runs' direct writes and \
+                     the writeback their fsyncs start",
+                );
+            }
+        }
+        let limits = if limits.is_empty() {
+            None
+        } else {
+            Some(RunLimits {
+                memory: self.memory_limit,
+                device_write,
+                cgroups: Cgroups::discover(&limits)?,
+            })
         };
         if self.drop_caches {
             check_drop_caches().map_err(|e| {
@@ -316,13 +367,6 @@ impl BenchArgs {
                 )
             })?;
         }
-        // Where the databases (and the probe file) go.
-        let data_dir = self
-            .use_existing_db
-            .clone()
-            .or_else(|| self.keep.clone())
-            .or_else(|| self.dir.clone())
-            .unwrap_or_else(std::env::temp_dir);
         if self.direct_io || self.device_probe {
             let flag = if self.direct_io {
                 "--direct-io"
@@ -338,7 +382,7 @@ impl BenchArgs {
             );
         }
         Ok(StorageOptions {
-            memory_limit,
+            limits,
             drop_caches: self.drop_caches,
             keep: self.keep.clone(),
             use_existing: self.use_existing_db.clone(),

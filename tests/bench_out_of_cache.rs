@@ -306,6 +306,16 @@ fn flags_that_cannot_be_honoured_are_refused_before_any_work() {
     );
     refused(
         &dir,
+        &with(&["--device-write-limit", "10", "--report", "r"]),
+        &["--device-write-limit", "--in-process"],
+    );
+    refused(
+        &dir,
+        &["--device-write-limit", "0", "--report", "r"],
+        &["--device-write-limit"],
+    );
+    refused(
+        &dir,
         &with(&[
             "--device-probe",
             "--device-probe-size",
@@ -346,8 +356,8 @@ fn flags_that_cannot_be_honoured_are_refused_before_any_work() {
     assert!(!dir.join("r").join("results.json").exists());
 }
 
-/// A real memory limit and dropped caches, where this machine allows them (root with a memory
-/// cgroup): opt in with `STRATA_BENCH_PRIVILEGED_TESTS=1`, since they change the system's
+/// A real memory limit, device write limit and dropped caches, where this machine allows them
+/// (root with memory and io cgroups): opt in with `STRATA_BENCH_PRIVILEGED_TESTS=1`, since they change the system's
 /// cgroups and drop every process's page cache.
 #[test]
 fn a_memory_limit_holds_each_run_and_an_exceeded_one_is_named() {
@@ -373,6 +383,9 @@ fn a_memory_limit_holds_each_run_and_an_exceeded_one_is_named() {
         "50000",
         "--memory-limit",
         "128MiB",
+        "--device-write-limit",
+        "64",
+        "--direct-io",
         "--drop-caches",
         "--write-buffer-size",
         "1MiB",
@@ -382,6 +395,7 @@ fn a_memory_limit_holds_each_run_and_an_exceeded_one_is_named() {
     let c = succeeded(&dir, &args);
     let run = &c["runs"][0];
     assert_eq!(run["memory_limit"], 128 << 20);
+    assert_eq!(run["device_write_limit"], 64 << 20);
     assert_eq!(run["drop_caches"], true);
     // A write buffer far beyond the limit: the kernel kills the run, and the error says so.
     let mut args = base.to_vec();

@@ -20,11 +20,11 @@ pub use strata_workload as workload;
 pub use strata_engine::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 
 use anyhow::{bail, Context, Result};
-use cgroup::{MemoryCgroup, MemoryCgroups};
+use cgroup::{Cgroups, RunCgroups};
 use device_probe::ProbeSettings;
 use engines::{open_peer, EngineSettings, KvEngine, Strata};
 use kept::KeptState;
-use results::{Comparison, RunResult};
+use results::{Comparison, FailedRun, RunResult};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -76,9 +76,9 @@ pub struct BenchConfig {
 /// default changes nothing.
 #[derive(Clone, Debug, Default)]
 pub struct StorageOptions {
-    /// Run each configuration's process in a memory cgroup of its own with this limit, page
-    /// cache included; needs [`BenchConfig::isolate`].
-    pub memory_limit: Option<MemoryLimit>,
+    /// Run each configuration's process in cgroups of its own with these limits (memory, page
+    /// cache included; device writes per second); needs [`BenchConfig::isolate`].
+    pub limits: Option<RunLimits>,
     /// Write dirty pages back and drop the page cache before each measured phase (needs root).
     pub drop_caches: bool,
     /// Keep each configuration's fresh database in `DIR/<plain label>` after its run, with its
@@ -94,13 +94,15 @@ pub struct StorageOptions {
     pub device_probe: Option<ProbeSettings>,
 }
 
-/// A memory limit for each run's process, and where its cgroups go.
+/// Limits on each run's process, and where the cgroups that enforce them go.
 #[derive(Clone, Debug)]
-pub struct MemoryLimit {
+pub struct RunLimits {
     /// Bytes of memory, page cache included.
-    pub bytes: u64,
-    /// Where each run's cgroup is made ([`MemoryCgroups::discover`]).
-    pub cgroups: MemoryCgroups,
+    pub memory: Option<u64>,
+    /// Bytes per second written to the device holding the databases.
+    pub device_write: Option<u64>,
+    /// Where each run's cgroups are made ([`Cgroups::discover`]).
+    pub cgroups: Cgroups,
 }
 
 /// What a run does with its database directory.
@@ -163,13 +165,16 @@ pub struct RunJob {
     pub progress: bool,
     /// Where the run's job log goes, if anywhere (see [`BenchConfig::job_log`]).
     pub job_log: Option<PathBuf>,
-    /// The memory cgroup to run in, if any: the process running the job moves itself into it
-    /// first ([`cgroup::join`]), so a job with one must run in a process of its own.
+    /// The cgroups to run in: the process running the job moves itself into each first
+    /// ([`cgroup::join`]), so a job with any must run in a process of its own.
     #[serde(default)]
-    pub memory_cgroup: Option<PathBuf>,
-    /// That cgroup's memory limit, recorded in the result.
+    pub cgroups: Vec<PathBuf>,
+    /// Their memory limit, recorded in the result.
     #[serde(default)]
     pub memory_limit: Option<u64>,
+    /// Their device write limit in bytes per second, recorded in the result.
+    #[serde(default)]
+    pub device_write_limit: Option<u64>,
     /// Drop the page cache before each measured phase.
     #[serde(default)]
     pub drop_caches: bool,
@@ -178,12 +183,12 @@ pub struct RunJob {
     pub database: DatabaseUse,
 }
 
-/// Runs one configuration in this process: joins its memory cgroup if it has one, opens the
+/// Runs one configuration in this process: joins its cgroups if it has any, opens the
 /// engine in `job.dir` (restoring a kept database's key space), runs the workload, writes the
 /// job log if asked, and removes the database or saves its state.
 pub fn run_job(job: &RunJob) -> Result<RunResult> {
     // First, before the engine allocates anything the limit should cover.
-    if let Some(dir) = &job.memory_cgroup {
+    for dir in &job.cgroups {
         cgroup::join(dir)?;
     }
     let (earlier, space, skip_phases) = match &job.database {
@@ -241,6 +246,7 @@ pub fn run_job(job: &RunJob) -> Result<RunResult> {
     }
     let mut result = result?;
     result.memory_limit = job.memory_limit;
+    result.device_write_limit = job.device_write_limit;
     result.direct_io = direct_io;
     result.block_cache_bytes = block_cache;
     result.index_and_filter = index_and_filter.map(str::to_string);
@@ -258,7 +264,7 @@ fn run_job_in_child(
     child: &ChildCommand,
     job: &RunJob,
     scratch: &Path,
-    cgroup: Option<&MemoryCgroup>,
+    cgroups: Option<&RunCgroups>,
 ) -> Result<RunResult> {
     let job_file = scratch.join("job.json");
     let result_file = scratch.join("result.json");
@@ -277,7 +283,7 @@ fn run_job_in_child(
             let _ = std::fs::remove_dir_all(&job.dir);
         }
         use std::os::unix::process::ExitStatusExt;
-        let oom_killed = cgroup.and_then(MemoryCgroup::oom_kills).unwrap_or(0) > 0;
+        let oom_killed = cgroups.and_then(RunCgroups::oom_kills).unwrap_or(0) > 0;
         let killed = status.signal() == Some(libc::SIGKILL);
         if let (Some(limit), true) = (job.memory_limit, oom_killed || killed) {
             bail!(
@@ -400,9 +406,10 @@ fn existing_plans(
 /// Runs every configuration of `config` and collects the results. The baseline, the memory
 /// limit's need for a process per run and the kept databases ([`StorageOptions`]) are checked
 /// before the first run; the device is measured next where asked; then each run gets its
-/// memory cgroup (removed after it) and its database, which is removed when the run ends unless
+/// cgroups (removed after it) and its database, which is removed when the run ends unless
 /// it is kept, as the comparison's directory is when the comparison ends (see
-/// [`BenchConfig::dir`]).
+/// [`BenchConfig::dir`]). A run that fails is recorded in [`Comparison::failed`] and the
+/// comparison goes on; it is an error only when every run failed.
 pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
     let mut labels: Vec<(String, bool)> =
         config.policies.iter().map(|p| (p.clone(), true)).collect();
@@ -424,10 +431,11 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
                 .join(", ")
         );
     }
-    if config.storage.memory_limit.is_some() && config.isolate.is_none() {
+    if config.storage.limits.is_some() && config.isolate.is_none() {
         bail!(
-            "--memory-limit needs a process per run (each in its own memory cgroup), and this \
-             comparison runs in one process (--in-process, or called as a library)"
+            "--memory-limit and --device-write-limit need a process per run (each in cgroups of \
+             its own), and this comparison runs in one process (--in-process, or called as a \
+             library)"
         );
     }
     let plans = database_plans(config, &labels)?;
@@ -473,7 +481,7 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
     if config.isolate.is_some() {
         std::fs::create_dir(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     }
-    let mut runs = Vec::new();
+    let (mut runs, mut failed) = (Vec::new(), Vec::new());
     for (n, ((label, is_policy), plan)) in labels.iter().zip(plans).enumerate() {
         // Policy specifications may hold ':', '=' and ','; keep directory names plain.
         let (dir, database) = plan.unwrap_or_else(|| {
@@ -500,35 +508,58 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
             seed: config.seed,
             progress: config.progress,
             job_log: config.job_log.clone(),
-            memory_cgroup: None,
+            cgroups: Vec::new(),
             memory_limit: None,
+            device_write_limit: None,
             drop_caches: config.storage.drop_caches,
             database,
         };
-        let cgroup = match &config.storage.memory_limit {
-            Some(limit) => {
+        let cgroups = match &config.storage.limits {
+            Some(limits) => {
                 let name = format!("strata-bench-{}-{n}", std::process::id());
-                let cgroup = limit
+                let cgroups = limits
                     .cgroups
-                    .create(&name, limit.bytes)
-                    .with_context(|| format!("making the memory cgroup of {label}'s run"))?;
-                job.memory_cgroup = Some(cgroup.dir().to_path_buf());
-                job.memory_limit = Some(limit.bytes);
-                Some(cgroup)
+                    .create(&name)
+                    .with_context(|| format!("making the cgroups of {label}'s run"))?;
+                job.cgroups = cgroups.dirs();
+                job.memory_limit = limits.memory;
+                job.device_write_limit = limits.device_write;
+                Some(cgroups)
             }
             None => None,
         };
         let result = match &config.isolate {
-            Some(child) => run_job_in_child(child, &job, &scratch, cgroup.as_ref()),
+            Some(child) => run_job_in_child(child, &job, &scratch, cgroups.as_ref()),
             None => run_job(&job),
         };
-        if let Some(cgroup) = cgroup {
+        if let Some(cgroups) = cgroups {
             // A cgroup left behind costs nothing but a directory; the run's result stands.
-            if let Err(e) = cgroup.remove() {
-                eprintln!("warning: removing the memory cgroup of {label}'s run: {e:#}");
+            if let Err(e) = cgroups.remove() {
+                eprintln!("warning: removing the cgroups of {label}'s run: {e:#}");
             }
         }
-        runs.push(result?);
+        match result {
+            Ok(run) => runs.push(run),
+            // One run's failure (its memory limit, its engine) says nothing about the others:
+            // report it and go on.
+            Err(e) => {
+                eprintln!("warning: the run of {label} failed, and the comparison goes on: {e:#}");
+                failed.push(FailedRun {
+                    label: label.clone(),
+                    error: format!("{e:#}"),
+                });
+            }
+        }
+    }
+    if runs.is_empty() {
+        bail!(
+            "every run failed: {}",
+            failed
+                .iter()
+                .map(|f| format!("{}: {}", f.label, f.error))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
     }
     Ok(Comparison {
         workload: config.workload.name.clone(),
@@ -537,5 +568,6 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
         runs,
         device_write_bandwidth,
         device_probe,
+        failed,
     })
 }

@@ -178,6 +178,31 @@ impl BlockDevice {
         device.stat().map(|_| device)
     }
 
+    /// The whole disk this device is a partition of, or itself when it is none (sysfs at
+    /// `sysfs`): the kernel throttles I/O per disk, not per partition. A partition's sysfs
+    /// directory sits in its disk's, whose `dev` file holds the disk's number.
+    pub fn disk_in(&self, sysfs: &Path) -> BlockDevice {
+        let node = sysfs.join(format!("dev/block/{}:{}", self.major, self.minor));
+        let disk = node
+            .join("partition")
+            .is_file()
+            .then(|| std::fs::canonicalize(&node).ok())
+            .flatten()
+            .and_then(|dir| std::fs::read_to_string(dir.parent()?.join("dev")).ok())
+            .and_then(|text| {
+                let (major, minor) = text.trim().split_once(':')?;
+                Some((major.parse().ok()?, minor.parse().ok()?))
+            });
+        match disk {
+            Some((major, minor)) => BlockDevice {
+                major,
+                minor,
+                stat_path: sysfs.join(format!("dev/block/{major}:{minor}/stat")),
+            },
+            None => self.clone(),
+        }
+    }
+
     /// The device's counters now, if readable.
     pub fn stat(&self) -> Option<BlockDeviceStat> {
         parse_block_stat(&std::fs::read_to_string(&self.stat_path).ok()?)
@@ -356,5 +381,18 @@ mod tests {
         let device = BlockDevice::holding_in(data.path(), sysfs.path()).unwrap();
         assert_eq!((device.major, device.minor), (major, minor));
         assert_eq!(device.stat().unwrap().sectors_written, 48);
+        // Not a partition: its own disk.
+        assert_eq!(device.disk_in(sysfs.path()), device);
+
+        // A partition: sysfs keeps it in its disk's directory, which /sys/dev/block links to.
+        let disk_dir = sysfs.path().join("devices/vd");
+        let part_dir = disk_dir.join("vd1");
+        std::fs::create_dir_all(&part_dir).unwrap();
+        std::fs::write(disk_dir.join("dev"), "254:0\n").unwrap();
+        std::fs::write(part_dir.join("partition"), "1\n").unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink(&part_dir, &dir).unwrap();
+        let disk = device.disk_in(sysfs.path());
+        assert_eq!((disk.major, disk.minor), (254, 0));
     }
 }

@@ -267,6 +267,10 @@ pub struct RunResult {
     /// cgroup's), if it had one.
     #[serde(default)]
     pub memory_limit: Option<u64>,
+    /// The cap on the run's writes to the database's device, in bytes per second
+    /// (`--device-write-limit`: a cgroup's), if it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_write_limit: Option<u64>,
     /// Whether the engine read and wrote its tables with direct I/O (`--direct-io`; fjall has
     /// none, so its runs say false).
     #[serde(default)]
@@ -361,4 +365,17 @@ pub struct Comparison {
     /// (`--device-probe`); what the runs' device reads per second are set against.
     #[serde(default)]
     pub device_probe: Option<DeviceProbe>,
+    /// The runs that failed (a run killed by its memory limit, an engine error), in the order
+    /// they ran; the comparison went on without them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<FailedRun>,
+}
+
+/// A run of a comparison that ended without a result.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedRun {
+    /// Policy specification or peer name.
+    pub label: String,
+    /// Why, with its causes.
+    pub error: String,
 }

@@ -1,5 +1,6 @@
-//! A failed run leaves nothing behind that blocks the next comparison in the same directory, and
-//! a baseline that names no run is refused before anything runs.
+//! A failed run leaves nothing behind that blocks the next comparison in the same directory, the
+//! comparison goes on past it and reports it, and a baseline that names no run is refused
+//! before anything runs.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
@@ -87,4 +88,37 @@ fn an_unknown_baseline_is_refused_before_any_run() {
     );
     assert!(entries(dir.path()).is_empty());
     assert!(started.elapsed().as_secs() < 1, "refused before running");
+}
+
+#[test]
+fn a_failed_run_is_reported_and_the_others_still_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(16, dir.path());
+    // The second fails when its engine opens: no such policy.
+    c.policies = ["leveled", "no-such-policy", "tiered"]
+        .map(str::to_string)
+        .to_vec();
+    let comparison = run_comparison(&c).unwrap();
+    let ran: Vec<&str> = comparison.runs.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(ran, ["leveled", "tiered"]);
+    assert_eq!(comparison.failed.len(), 1);
+    assert_eq!(comparison.failed[0].label, "no-such-policy");
+    assert!(
+        comparison.failed[0].error.contains("no-such-policy"),
+        "{}",
+        comparison.failed[0].error
+    );
+    let table = strata_bench::report::render_table(&comparison);
+    assert!(
+        table.contains("FAILED, no result: no-such-policy"),
+        "{table}"
+    );
+
+    // With every run failing there is nothing to compare: an error naming each.
+    c.policies = vec!["no-such-policy".to_string()];
+    let e = run_comparison(&c).unwrap_err();
+    assert!(
+        e.to_string().contains("every run failed: no-such-policy"),
+        "{e}"
+    );
 }

@@ -40,24 +40,25 @@ const HYBRID_SELF: &str = "4:memory:/jobs/me\n2:cpu,cpuacct:/\n0::/\n";
 #[test]
 fn this_process_cgroups_are_read_per_hierarchy() {
     assert_eq!(
-        own_cgroups(HYBRID_SELF),
+        own_cgroups(HYBRID_SELF, Controller::Memory),
         (Some("/".to_string()), Some("/jobs/me".to_string()))
     );
     assert_eq!(
-        own_cgroups("0::/user.slice/session-2.scope\n"),
+        own_cgroups("0::/user.slice/session-2.scope\n", Controller::Memory),
         (Some("/user.slice/session-2.scope".to_string()), None)
     );
     assert_eq!(
-        own_cgroups("7:cpu,memory:/a\n"),
+        own_cgroups("7:cpu,memory:/a\n", Controller::Memory),
         (None, Some("/a".to_string()))
     );
-    assert_eq!(own_cgroups("garbage"), (None, None));
+    assert_eq!(own_cgroups("garbage", Controller::Memory), (None, None));
 }
 
 #[test]
 fn v1_is_used_under_the_own_cgroup_when_v2_has_no_memory_controller() {
     let root = hybrid();
-    let cgroups = MemoryCgroups::discover_in(root.path(), HYBRID_SELF, 256 * MIB).unwrap();
+    let cgroups =
+        CgroupParent::discover_in(root.path(), HYBRID_SELF, &Limit::Memory(256 * MIB)).unwrap();
     assert_eq!(cgroups.version, CgroupVersion::V1);
     assert_eq!(cgroups.parent, root.path().join("memory/jobs/me"));
     // The probe cgroup is gone.
@@ -68,7 +69,9 @@ fn v1_is_used_under_the_own_cgroup_when_v2_has_no_memory_controller() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 
-    let run = cgroups.create("strata-bench-1-0", 256 * MIB).unwrap();
+    let run = cgroups
+        .create("strata-bench-1-0", &[Limit::Memory(256 * MIB)])
+        .unwrap();
     let limit = std::fs::read_to_string(run.dir().join("memory.limit_in_bytes")).unwrap();
     assert_eq!(limit, (256 * MIB).to_string());
     // No swap accounting in this tree: nothing written for it.
@@ -88,8 +91,12 @@ fn v1_is_used_under_the_own_cgroup_when_v2_has_no_memory_controller() {
 #[test]
 fn v1_falls_back_to_the_hierarchy_root_when_the_own_cgroup_is_missing() {
     let root = hybrid();
-    let cgroups =
-        MemoryCgroups::discover_in(root.path(), "4:memory:/elsewhere\n", 64 * MIB).unwrap();
+    let cgroups = CgroupParent::discover_in(
+        root.path(),
+        "4:memory:/elsewhere\n",
+        &Limit::Memory(64 * MIB),
+    )
+    .unwrap();
     assert_eq!(cgroups.parent, root.path().join("memory"));
 }
 
@@ -100,7 +107,8 @@ fn v2_enables_the_memory_controller_and_limits_memory_and_swap() {
     put(root.path(), "cgroup.subtree_control", "cpu\n");
     put(root.path(), "work/cgroup.controllers", "cpu memory\n");
     put(root.path(), "work/cgroup.subtree_control", "\n");
-    let cgroups = MemoryCgroups::discover_in(root.path(), "0::/work\n", 128 * MIB).unwrap();
+    let cgroups =
+        CgroupParent::discover_in(root.path(), "0::/work\n", &Limit::Memory(128 * MIB)).unwrap();
     assert_eq!(cgroups.version, CgroupVersion::V2);
     assert_eq!(cgroups.parent, root.path().join("work"));
     let subtree = std::fs::read_to_string(root.path().join("work/cgroup.subtree_control"));
@@ -110,7 +118,7 @@ fn v2_enables_the_memory_controller_and_limits_memory_and_swap() {
         "the controller was enabled for children"
     );
 
-    let run = cgroups.create("run", 128 * MIB).unwrap();
+    let run = cgroups.create("run", &[Limit::Memory(128 * MIB)]).unwrap();
     assert_eq!(
         std::fs::read_to_string(run.dir().join("memory.max")).unwrap(),
         (128 * MIB).to_string()
@@ -135,7 +143,8 @@ fn v2_at_the_root_is_used_when_memory_is_already_delegated() {
     let root = tempfile::tempdir().unwrap();
     put(root.path(), "cgroup.controllers", "cpu memory\n");
     put(root.path(), "cgroup.subtree_control", "cpu memory\n");
-    let cgroups = MemoryCgroups::discover_in(root.path(), "0::/\n", 64 * MIB).unwrap();
+    let cgroups =
+        CgroupParent::discover_in(root.path(), "0::/\n", &Limit::Memory(64 * MIB)).unwrap();
     assert_eq!(
         (cgroups.version, cgroups.parent.as_path()),
         (CgroupVersion::V2, root.path())
@@ -146,14 +155,14 @@ fn v2_at_the_root_is_used_when_memory_is_already_delegated() {
 fn no_memory_controller_anywhere_is_an_error_naming_what_was_found() {
     let root = tempfile::tempdir().unwrap();
     put(root.path(), "unified/cgroup.controllers", "hugetlb\n");
-    let e = MemoryCgroups::discover_in(root.path(), "0::/\n", 64 * MIB).unwrap_err();
+    let e = CgroupParent::discover_in(root.path(), "0::/\n", &Limit::Memory(64 * MIB)).unwrap_err();
     let e = format!("{e:#}");
     assert!(
         e.contains("no memory controller") && e.contains("hugetlb"),
         "{e}"
     );
     let empty = tempfile::tempdir().unwrap();
-    let e = MemoryCgroups::discover_in(empty.path(), "", 64 * MIB).unwrap_err();
+    let e = CgroupParent::discover_in(empty.path(), "", &Limit::Memory(64 * MIB)).unwrap_err();
     assert!(
         e.to_string().contains("no cgroup v2 hierarchy") && e.to_string().contains("v1"),
         "{e}"
@@ -168,7 +177,8 @@ fn v2_that_cannot_enable_the_controller_says_why_for_each_parent() {
     // would for a cgroup with processes in it.
     std::fs::create_dir_all(root.path().join("cgroup.subtree_control")).unwrap();
     put(root.path(), "job/cgroup.controllers", "cpu\n");
-    let e = MemoryCgroups::discover_in(root.path(), "0::/job\n", 64 * MIB).unwrap_err();
+    let e =
+        CgroupParent::discover_in(root.path(), "0::/job\n", &Limit::Memory(64 * MIB)).unwrap_err();
     let e = format!("{e:#}");
     assert!(e.contains("no memory controller in"), "{e}");
     assert!(e.contains("enabling it failed"), "{e}");
@@ -199,7 +209,7 @@ fn a_hierarchy_this_user_may_not_write_is_an_error_before_any_run() {
         if rustix::process::geteuid().is_root() {
             rustix::thread::set_thread_uid(rustix::process::Uid::from_raw(65534)).unwrap();
         }
-        MemoryCgroups::discover_in(&path, HYBRID_SELF, 64 * MIB)
+        CgroupParent::discover_in(&path, HYBRID_SELF, &Limit::Memory(64 * MIB))
     })
     .join()
     .unwrap();
@@ -220,11 +230,13 @@ fn a_hierarchy_this_user_may_not_write_is_an_error_before_any_run() {
 #[test]
 fn removing_a_cgroup_kills_what_is_left_in_it() {
     let root = hybrid();
-    let cgroups = MemoryCgroups {
+    let cgroups = CgroupParent {
         version: CgroupVersion::V1,
         parent: root.path().join("memory"),
     };
-    let run = cgroups.create("straggler", 64 * MIB).unwrap();
+    let run = cgroups
+        .create("straggler", &[Limit::Memory(64 * MIB)])
+        .unwrap();
     let mut sleeper = std::process::Command::new("sleep")
         .arg("30")
         .spawn()
@@ -248,7 +260,7 @@ fn joining_writes_this_process_into_the_cgroup() {
     let procs = std::fs::read_to_string(dir.path().join("cgroup.procs")).unwrap();
     assert_eq!(procs, std::process::id().to_string());
     let e = join(&dir.path().join("missing")).unwrap_err();
-    assert!(format!("{e:#}").contains("moving this process into the memory cgroup"));
+    assert!(format!("{e:#}").contains("moving this process into the cgroup"));
 }
 
 #[test]
@@ -267,11 +279,11 @@ fn a_real_cgroup_limits_a_child_process() {
         eprintln!("skipped: set STRATA_BENCH_PRIVILEGED_TESTS=1 to create a real memory cgroup");
         return;
     }
-    let cgroups = MemoryCgroups::discover(64 * MIB).unwrap();
+    let cgroups = CgroupParent::discover(&Limit::Memory(64 * MIB)).unwrap();
     let run = cgroups
         .create(
             &format!("strata-bench-test-{}", std::process::id()),
-            64 * MIB,
+            &[Limit::Memory(64 * MIB)],
         )
         .unwrap();
     // A shell that joins the cgroup, then a sort that must hold one line of 200 MB in memory:
@@ -289,4 +301,165 @@ fn a_real_cgroup_limits_a_child_process() {
     run.remove().unwrap();
     assert!(!status.success(), "{status}");
     assert!(kills.unwrap_or(0) >= 1, "{kills:?}");
+}
+
+/// A write limit on device 254:0.
+const DISK_WRITES: Limit = Limit::DeviceWrite {
+    major: 254,
+    minor: 0,
+    bytes_per_second: 20 * MIB,
+};
+
+#[test]
+fn v1_puts_the_write_limit_in_the_blkio_hierarchy_beside_the_memory_one() {
+    let root = hybrid();
+    put(root.path(), "blkio/blkio.throttle.write_bps_device", "");
+    put(
+        root.path(),
+        "blkio/jobs/io/blkio.throttle.write_bps_device",
+        "",
+    );
+    let own = "7:blkio:/jobs/io\n4:memory:/jobs/me\n0::/\n";
+    let memory = CgroupParent::discover_in(root.path(), own, &Limit::Memory(64 * MIB)).unwrap();
+    let io = CgroupParent::discover_in(root.path(), own, &DISK_WRITES).unwrap();
+    assert_eq!(io.version, CgroupVersion::V1);
+    assert_eq!(io.parent, root.path().join("blkio/jobs/io"));
+
+    let mut cgroups = Cgroups {
+        parents: Vec::new(),
+    };
+    cgroups.add(memory, Limit::Memory(64 * MIB));
+    cgroups.add(io, DISK_WRITES);
+    let run = cgroups.create("run").unwrap();
+    let dirs = run.dirs();
+    assert_eq!(
+        dirs,
+        vec![
+            root.path().join("memory/jobs/me/run"),
+            root.path().join("blkio/jobs/io/run")
+        ]
+    );
+    let throttle = std::fs::read_to_string(dirs[1].join("blkio.throttle.write_bps_device"));
+    assert_eq!(throttle.unwrap(), format!("254:0 {}", 20 * MIB));
+    assert!(!dirs[1].join("memory.limit_in_bytes").exists());
+    // The OOM count comes from the memory cgroup, not the blkio one.
+    std::fs::write(dirs[0].join("memory.oom_control"), "oom_kill 1\n").unwrap();
+    std::fs::write(dirs[1].join("memory.oom_control"), "oom_kill 7\n").unwrap();
+    assert_eq!(run.oom_kills(), Some(1));
+    run.remove().unwrap();
+    assert!(dirs.iter().all(|d| !d.exists()));
+}
+
+#[test]
+fn v2_puts_both_limits_in_one_cgroup_and_enables_io() {
+    let root = tempfile::tempdir().unwrap();
+    put(root.path(), "cgroup.controllers", "cpu io memory pids\n");
+    put(root.path(), "cgroup.subtree_control", "memory\n");
+    let own = "0::/\n";
+    let mut cgroups = Cgroups {
+        parents: Vec::new(),
+    };
+    for limit in [Limit::Memory(64 * MIB), DISK_WRITES] {
+        let parent = CgroupParent::discover_in(root.path(), own, &limit).unwrap();
+        assert_eq!(parent.parent, root.path());
+        cgroups.add(parent, limit);
+    }
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("cgroup.subtree_control")).unwrap(),
+        "+io",
+        "the io controller was enabled for children"
+    );
+    let run = cgroups.create("run").unwrap();
+    assert_eq!(run.dirs(), vec![root.path().join("run")]);
+    let dir = root.path().join("run");
+    assert_eq!(
+        std::fs::read_to_string(dir.join("io.max")).unwrap(),
+        format!("254:0 wbps={}", 20 * MIB)
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("memory.max")).unwrap(),
+        (64 * MIB).to_string()
+    );
+}
+
+#[test]
+fn no_io_controller_is_an_error_naming_the_flag_and_what_was_found() {
+    let root = hybrid();
+    let e = CgroupParent::discover_in(root.path(), HYBRID_SELF, &DISK_WRITES).unwrap_err();
+    let e = format!("{e:#}");
+    assert!(
+        e.contains("--device-write-limit")
+            && e.contains("no io controller")
+            && e.contains("hugetlb"),
+        "{e}"
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let e = format!(
+        "{:#}",
+        CgroupParent::discover_in(empty.path(), "", &DISK_WRITES).unwrap_err()
+    );
+    assert!(
+        e.contains("blkio") && e.contains("--device-write-limit"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_write_limit_names_the_disk_holding_the_directory() {
+    use std::os::unix::fs::MetadataExt;
+    let data = tempfile::tempdir().unwrap();
+    let sysfs = tempfile::tempdir().unwrap();
+    let e = Limit::device_write_in(data.path(), sysfs.path(), MIB).unwrap_err();
+    assert!(format!("{e:#}").contains("is on no block device"), "{e:#}");
+    let dev = std::fs::metadata(data.path()).unwrap().dev();
+    let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+    put(
+        sysfs.path(),
+        &format!("dev/block/{major}:{minor}/stat"),
+        "1 0 8 0 1 0 8 0 0 0 0\n",
+    );
+    assert_eq!(
+        Limit::device_write_in(data.path(), sysfs.path(), MIB).unwrap(),
+        Limit::DeviceWrite {
+            major,
+            minor,
+            bytes_per_second: MIB
+        }
+    );
+}
+
+/// A real write throttle, where this machine allows one: `dd` with direct writes of 8 MiB at 4
+/// MiB/s takes about 2 s instead of a fraction of one. Opt in as for the memory cgroup above.
+#[test]
+fn a_real_write_limit_slows_a_child_process() {
+    if std::env::var_os("STRATA_BENCH_PRIVILEGED_TESTS").is_none() {
+        eprintln!("skipped: set STRATA_BENCH_PRIVILEGED_TESTS=1 to create a real io cgroup");
+        return;
+    }
+    let data = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).unwrap();
+    let limit = Limit::device_write(data.path(), 4 * MIB).unwrap();
+    let cgroups = Cgroups::discover(&[limit]).unwrap();
+    let run = cgroups
+        .create(&format!("strata-bench-test-io-{}", std::process::id()))
+        .unwrap();
+    let joins: Vec<String> = run
+        .dirs()
+        .iter()
+        .map(|d| format!("echo $$ > {}/cgroup.procs", d.display()))
+        .collect();
+    let script = format!(
+        "{} && dd if=/dev/zero of={}/file bs=1M count=8 oflag=direct status=none",
+        joins.join(" && "),
+        data.path().display()
+    );
+    let started = Instant::now();
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&script)
+        .status()
+        .unwrap();
+    let took = started.elapsed();
+    run.remove().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(took >= Duration::from_millis(1500), "{took:?}");
 }

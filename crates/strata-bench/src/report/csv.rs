@@ -4,7 +4,7 @@ use crate::results::{Comparison, LatencySummary, PhaseResult, RunResult};
 
 /// Column names, in order. Run-level columns repeat on every row of the run so each row stands on
 /// its own in a spreadsheet or a dataframe. Flags (`direct_io`, `drop_caches`) are 1 or 0.
-const HEADER: [&str; 56] = [
+const HEADER: [&str; 57] = [
     "workload",
     "label",
     "engine",
@@ -30,6 +30,7 @@ const HEADER: [&str; 56] = [
     "device_bytes_written",
     "peak_rss_bytes",
     "memory_limit_bytes",
+    "device_write_limit_bytes_per_second",
     "direct_io",
     "block_cache_bytes",
     "drop_caches",
@@ -123,6 +124,7 @@ fn row(
         run.peak_rss_bytes
             .map_or_else(String::new, |b| b.to_string()),
         count(run.memory_limit),
+        count(run.device_write_limit),
         u8::from(run.direct_io).to_string(),
         count(run.block_cache_bytes),
         u8::from(run.drop_caches).to_string(),

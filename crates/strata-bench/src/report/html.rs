@@ -3,7 +3,7 @@
 
 use super::best::{table_marks, Better};
 use super::charts::{CHARTS, WIDTH};
-use super::reads::{read_rows, settings_lines, READ_BETTER, READ_HEADERS};
+use super::reads::{failure_lines, read_rows, settings_lines, READ_BETTER, READ_HEADERS};
 use super::style::{run_styles, Pattern, Style};
 use super::table::{
     self, MAIN_BETTER, MAIN_HEADERS, PHYSICAL_BETTER, PHYSICAL_HEADERS, RATIO_BETTER, RATIO_HEADERS,
@@ -188,6 +188,13 @@ pub(super) fn render_html(c: &Comparison) -> String {
         description = esc(&c.description),
     );
 
+    for line in failure_lines(c) {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\"><strong>{}</strong></p>",
+            esc(line.trim())
+        );
+    }
     for line in settings_lines(c) {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(line.trim()));
     }

@@ -12,19 +12,22 @@ use crate::show_bytes;
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct CacheSettings {
     memory_limit: Option<u64>,
+    device_write_limit: Option<u64>,
     direct_io: bool,
     block_cache: Option<u64>,
     index_and_filter: Option<String>,
     drop_caches: bool,
 }
 
-/// Phrases per run: memory limit, I/O, block cache, indexes and filters, page cache.
-const PHRASES: usize = 5;
+/// Phrases per run: memory limit, device write limit, I/O, block cache, indexes and filters,
+/// page cache.
+const PHRASES: usize = 6;
 
 impl CacheSettings {
     fn of(run: &RunResult) -> CacheSettings {
         CacheSettings {
             memory_limit: run.memory_limit,
+            device_write_limit: run.device_write_limit,
             direct_io: run.direct_io,
             block_cache: run.block_cache_bytes,
             index_and_filter: run.index_and_filter.clone(),
@@ -39,6 +42,10 @@ impl CacheSettings {
                 Some(limit) => format!("memory limit {}", show_bytes(limit)),
                 None => "no memory limit".to_string(),
             },
+            // Empty (left out) without one.
+            self.device_write_limit
+                .map(|rate| format!("device writes capped at {}/s", show_bytes(rate)))
+                .unwrap_or_default(),
             if self.direct_io {
                 "direct I/O".to_string()
             } else {
@@ -57,6 +64,14 @@ impl CacheSettings {
             },
         ]
     }
+}
+
+/// A line per run that failed, naming it and why.
+pub(super) fn failure_lines(c: &Comparison) -> Vec<String> {
+    c.failed
+        .iter()
+        .map(|f| format!("FAILED, no result: {}: {}", f.label, f.error))
+        .collect()
 }
 
 /// The settings every run shares, as one line, then a line per set of runs for those that differ

@@ -1,7 +1,7 @@
 //! The results table and its ratio block, as a cell model shared by the terminal and HTML views.
 
 use super::best::Better;
-use super::reads::{probe_phrase, settings_lines, share_of_iops};
+use super::reads::{failure_lines, probe_phrase, settings_lines, share_of_iops};
 use super::{finite, fmt_count, fmt_fixed, main_latency, main_phase};
 use crate::results::{Comparison, RunResult};
 
@@ -208,7 +208,8 @@ pub fn render_table(c: &Comparison) -> String {
     };
     let main_width = widths[..split].iter().sum::<usize>() + 2 * (split - 1);
     let mut out = String::new();
-    let settings = settings_lines(c);
+    let mut settings = failure_lines(c);
+    settings.extend(settings_lines(c));
     if !settings.is_empty() {
         out.push_str(&settings.join("\n"));
         out.push_str("\n\n");

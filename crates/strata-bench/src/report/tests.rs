@@ -156,6 +156,7 @@ fn comparison() -> Comparison {
         runs: vec![leveled, tiered, peer],
         device_write_bandwidth: Some(200e6),
         device_probe: None,
+        failed: Vec::new(),
     }
 }
 
