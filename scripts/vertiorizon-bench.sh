@@ -9,6 +9,7 @@
 # Usage: sh scripts/vertiorizon-bench.sh [directory for the databases] [workload ...]
 #   ENTRIES and OPS override the sizes (defaults below); the workloads default to all four.
 #   ROUNDS [1]          runs of every cell; with more than one, each round gets its own report
+#   FIRST_ROUND [1]     the round to start at (to resume an interrupted series)
 #   MEMORY_LIMIT []     --memory-limit of every run (the paper's regime: out of cache; needs root)
 #   DIRECT_IO [0]       1 turns on direct reads and direct flush/compaction I/O (the paper's setup)
 #   DROP_CACHES [0]     1 drops the page cache before each measured phase (--drop-caches)
@@ -36,7 +37,7 @@ if [ -z "${STRATA:-}" ]; then
   if [ "$PEERS" = none ]; then cargo build --release; else cargo build --release --features peers; fi
   STRATA=./target/release/strata
 fi
-ROUND=1
+ROUND=${FIRST_ROUND:-1}
 while [ "$ROUND" -le "$ROUNDS" ]; do
   for W in $WORKLOADS; do
     REPORT="target/vertiorizon-bench/$W"
