@@ -155,11 +155,29 @@ impl Memtable {
     ///
     /// REQUIRES: no [`Memtable::insert_concurrently`] runs at the same time.
     pub fn insert(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
+        self.insert_locked(user_key, seq, kind, value, false);
+    }
+
+    /// [`Memtable::insert`] for entries that come in the memtable's order (a copy of sorted
+    /// entries): each links in after the last with no search ([`SkipList::append_with`]); one
+    /// out of order is still inserted where it belongs.
+    pub fn insert_in_order(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
+        self.insert_locked(user_key, seq, kind, value, true);
+    }
+
+    fn insert_locked(
+        &self,
+        user_key: &[u8],
+        seq: SeqNo,
+        kind: ValueKind,
+        value: &[u8],
+        in_order: bool,
+    ) {
         let trailer = key::pack_trailer(seq, kind as u8).to_le_bytes();
         // The filter before the entry is published: a reader that finds the entry must also
         // pass the filter. Under the list's writer lock, which `KeyFilter::add` requires.
         let hash = self.filter.as_ref().map(|_| xxh3_64(user_key));
-        self.list.insert_with(&[user_key, &trailer], value, || {
+        let before_publish = || {
             if let (Some(filter), Some(hash)) = (&self.filter, hash) {
                 filter.add(hash);
             }
@@ -167,7 +185,13 @@ impl Memtable {
             if seq > self.max_seq.load(AtomicOrdering::Relaxed) {
                 self.max_seq.store(seq, AtomicOrdering::Relaxed);
             }
-        });
+        };
+        let key_parts: [&[u8]; 2] = [user_key, &trailer];
+        if in_order {
+            self.list.append_with(&key_parts, value, before_publish);
+        } else {
+            self.list.insert_with(&key_parts, value, before_publish);
+        }
         self.count_entry(user_key, kind, value);
     }
 
@@ -267,6 +291,21 @@ impl Memtable {
         c.seek_to_last(&self.list);
         let hi = Bytes::copy_from_slice(key::user_key(c.key(&self.list)));
         Some((lo, hi))
+    }
+
+    /// Every entry in order, as (internal key, value), borrowed from the memtable: what a
+    /// copy of it logs again without copying the entries first.
+    pub fn entries(&self) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        let mut cursor = Cursor::default();
+        cursor.seek_to_first(&self.list);
+        std::iter::from_fn(move || {
+            if !cursor.valid() {
+                return None;
+            }
+            let entry = (cursor.key(&self.list), cursor.value(&self.list));
+            cursor.next(&self.list);
+            Some(entry)
+        })
     }
 
     /// A cursor over the entries. It holds the memtable alive.

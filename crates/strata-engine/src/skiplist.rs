@@ -214,10 +214,16 @@ impl Arena {
     }
 }
 
-/// The writer's side: the arena and the tower-height generator.
+/// The writer's side: the arena, the tower-height generator and the list's tail.
 struct Writer {
     arena: Arena,
     rng: u64,
+    /// The last node at every level (the head where a level is empty): where an entry above
+    /// every other links in, with no search ([`SkipList::append_with`]).
+    tail: [*mut Node; MAX_HEIGHT],
+    /// Whether `tail` is up to date: [`SkipList::insert_concurrently`] links without this
+    /// lock, so after it the tail is no longer known.
+    tail_known: bool,
 }
 
 /// The order of a list's keys, as a type, so that every comparison of a search is inlined (a
@@ -266,6 +272,8 @@ impl<O: KeyOrder> SkipList<O> {
             writer: Mutex::new(Writer {
                 arena,
                 rng: 0x2545_F491_4F6C_DD1D,
+                tail: [head; MAX_HEIGHT],
+                tail_known: true,
             }),
             order: PhantomData,
         }
@@ -320,14 +328,46 @@ impl<O: KeyOrder> SkipList<O> {
     /// REQUIRES: no [`SkipList::insert_concurrently`] runs at the same time (its links are
     /// made outside the lock this one holds).
     pub fn insert_with(&self, key_parts: &[&[u8]], value: &[u8], before_publish: impl FnOnce()) {
+        self.insert_locked(key_parts, value, before_publish, false);
+    }
+
+    /// [`SkipList::insert_with`] for entries that mostly come in the list's order (copying one
+    /// sorted source into a new list): an entry above every entry already in the list links in
+    /// after the tail, with one comparison instead of a search; any other is inserted as
+    /// [`SkipList::insert_with`] inserts it.
+    ///
+    /// REQUIRES: as [`SkipList::insert_with`].
+    pub fn append_with(&self, key_parts: &[&[u8]], value: &[u8], before_publish: impl FnOnce()) {
+        self.insert_locked(key_parts, value, before_publish, true);
+    }
+
+    /// Inserts under the writers' lock, after the tail when `in_order` and the entry is above
+    /// the last one, else where a search finds its place; keeps the tail up to date.
+    fn insert_locked(
+        &self,
+        key_parts: &[&[u8]],
+        value: &[u8],
+        before_publish: impl FnOnce(),
+        in_order: bool,
+    ) {
         let key_len: usize = key_parts.iter().map(|p| p.len()).sum();
         let mut w = self.writer.lock();
         let (node, height) = self.allocate_entry(&mut w, key_len, value.len());
         // SAFETY: `node` was just allocated for these lengths; the search reads only published
         // nodes and it.
         let key = unsafe { Self::write_entry(node, key_parts, value) };
-        let mut prev = [self.head; MAX_HEIGHT];
-        self.descend(|k| O::compare(k, key), Some(&mut prev));
+        let last = w.tail[0];
+        // SAFETY: a tail node other than the head is published.
+        let above_last = in_order
+            && w.tail_known
+            && (last == self.head || O::compare(unsafe { Node::key(last) }, key) == Ordering::Less);
+        let prev = if above_last {
+            w.tail
+        } else {
+            let mut prev = [self.head; MAX_HEIGHT];
+            self.descend(|k| O::compare(k, key), Some(&mut prev));
+            prev
+        };
         before_publish();
         let top = self.height.load(AtomicOrdering::Relaxed);
         if height > top {
@@ -337,11 +377,15 @@ impl<O: KeyOrder> SkipList<O> {
         for (level, &before) in prev.iter().enumerate().take(height) {
             // SAFETY: `before` is the head or a published node at least `level + 1` tall (it
             // was reached at this level); `node` is `height` tall.
-            unsafe {
+            let after = unsafe {
                 let after = Node::link(before, level).load(AtomicOrdering::Relaxed);
                 Node::link(node, level).store(after, AtomicOrdering::Relaxed);
                 // Release: a reader that finds `node` sees its bytes and its own links.
                 Node::link(before, level).store(node, AtomicOrdering::Release);
+                after
+            };
+            if after.is_null() {
+                w.tail[level] = node;
             }
         }
         self.len.fetch_add(1, AtomicOrdering::Relaxed);
@@ -364,6 +408,8 @@ impl<O: KeyOrder> SkipList<O> {
         // Only the bump allocation is serialized; the bytes are copied outside the lock.
         let (node, height) = {
             let mut w = self.writer.lock();
+            // Linked below without the lock: the tail is no longer known.
+            w.tail_known = false;
             self.allocate_entry(&mut w, key_len, value.len())
         };
         // SAFETY: `node` was just allocated for these lengths and is not yet published.

@@ -2,9 +2,7 @@
 //! the policy plans, and installing the result.
 
 use super::engine::{Engine, EngineState};
-use super::held_buffer::{
-    buffer_summary, take_window, BufferedEntry, HeldBuffer, TakenWindow, WindowSource,
-};
+use super::held_buffer::{buffer_summary, take_window, HeldBuffer, TakenWindow, WindowSource};
 use super::install::BufferChange;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
@@ -68,9 +66,8 @@ pub(crate) struct FlushOutput {
     pub bytes_read: u64,
     /// Bytes written.
     pub bytes_written: u64,
-    /// Entries a re-buffering window flush copied, to be logged again.
-    pub remainder: Vec<BufferedEntry>,
-    /// The memtable they were copied into, which replaces the job's memtables.
+    /// The memtable a re-buffering window flush copied what is left into, which replaces the
+    /// job's memtables; its entries are to be logged again.
     pub rebuffered: Option<Arc<Memtable>>,
     /// What stays held after a window flush, or `None` when the job's memtables go.
     pub held: Option<HeldBuffer>,
@@ -275,7 +272,6 @@ impl Engine {
                 flushed: Arc::clone(only),
                 held: None,
                 eviction: None,
-                remainder: Vec::new(),
                 rebuffered: None,
             },
             (None, _) => {
@@ -290,7 +286,6 @@ impl Engine {
             flushed,
             held,
             eviction,
-            remainder,
             rebuffered,
         } = taken;
         let sample = Arc::new(Mutex::new(FlushKeySample::new()));
@@ -332,7 +327,6 @@ impl Engine {
             tables,
             files,
             bytes_read,
-            remainder,
             rebuffered,
             held,
             eviction,
@@ -370,7 +364,7 @@ impl Engine {
             Err(e) => return Err(self.job_failed(state, e)),
         };
         if let Err(e) =
-            Self::check_background_error(state).and_then(|()| self.relog(&mut out.remainder))
+            Self::check_background_error(state).and_then(|()| self.relog(out.rebuffered.as_deref()))
         {
             self.discard_outputs(state, &out.files);
             return Err(self.job_failed(state, e));

@@ -102,18 +102,6 @@ pub(super) fn buffer_summary(
     summary.filter(|s| s.entries > 0)
 }
 
-/// An entry that stays buffered after a window flush, with its original sequence number.
-pub(crate) struct BufferedEntry {
-    /// The user key.
-    pub key: Vec<u8>,
-    /// Its sequence number.
-    pub seq: SeqNo,
-    /// Put or delete.
-    pub kind: ValueKind,
-    /// The value (empty for a delete).
-    pub value: Vec<u8>,
-}
-
 /// What a window flush takes its window from: the flush job's memtables and what it knew of
 /// them when it started. Borrowed from the job rather than the job itself, so that this module
 /// does not import `flush`, which imports it.
@@ -142,9 +130,8 @@ pub(super) struct TakenWindow {
     pub(super) held: Option<HeldBuffer>,
     /// The window.
     pub(super) eviction: Option<BufferEviction>,
-    /// The entries to log again, when the flush re-buffers.
-    pub(super) remainder: Vec<BufferedEntry>,
-    /// The memtable holding them, which replaces the job's memtables as the one held.
+    /// When the flush re-buffers, the copy of what is left, which replaces the job's
+    /// memtables as the one held; its entries are to be logged again.
     pub(super) rebuffered: Option<Arc<Memtable>>,
 }
 
@@ -276,7 +263,8 @@ pub(super) fn take_window(
         &smallest_key_at(window.first),
         key::MAX_SEQNO,
     ))?;
-    let (mut distinct, mut current): (usize, Option<Vec<u8>>) = (0, None);
+    // The key being read and the window's last key so far, in buffers reused from key to key.
+    let (mut distinct, mut current) = (0usize, Vec::new());
     let mut range: Option<(Vec<u8>, Vec<u8>)> = None;
     while it.valid() {
         let (user_key, seq, kind) = parse(it.key())?;
@@ -284,12 +272,13 @@ pub(super) fn take_window(
             it.next()?;
             continue;
         }
-        if current.as_deref() != Some(user_key) {
+        if distinct == 0 || current != user_key {
             distinct += 1;
             if distinct > skip + take {
                 break;
             }
-            current = Some(user_key.to_vec());
+            current.clear();
+            current.extend_from_slice(user_key);
             if distinct > skip {
                 // The first live entry of a key is its newest.
                 live.remove(user_key, it.value());
@@ -298,12 +287,16 @@ pub(super) fn take_window(
                 }
                 match &mut range {
                     None => range = Some((user_key.to_vec(), user_key.to_vec())),
-                    Some((_, last)) => *last = user_key.to_vec(),
+                    Some((_, last)) => {
+                        last.clear();
+                        last.extend_from_slice(user_key);
+                    }
                 }
             }
         }
         if distinct > skip {
-            flushed.insert(user_key, seq, kind, it.value());
+            // The merged memtables come in the window's own order.
+            flushed.insert_in_order(user_key, seq, kind, it.value());
         }
         it.next()?;
     }
@@ -328,7 +321,6 @@ pub(super) fn take_window(
             flushed,
             held: None,
             eviction: Some(eviction),
-            remainder: Vec::new(),
             rebuffered: None,
         });
     }
@@ -337,7 +329,6 @@ pub(super) fn take_window(
             flushed,
             held: Some(live),
             eviction: Some(eviction),
-            remainder: Vec::new(),
             rebuffered: None,
         });
     }
@@ -346,7 +337,6 @@ pub(super) fn take_window(
     // The window index and the live counts describe it as they did them.
     // Its entries are logged again in the WAL open at the install, at or after this one.
     let rebuffered = Arc::new(Memtable::with_filter(job.below_wal - 1, filter_bytes));
-    let mut remainder = Vec::new();
     let mut keep = MergeFilter::keeping_tombstones(job.snapshots.to_vec());
     let evicted = evicted_by(job.evictions);
     let mut it = merged(memtables);
@@ -354,13 +344,8 @@ pub(super) fn take_window(
     while it.valid() {
         let (user_key, seq, kind) = parse(it.key())?;
         if !evicted(user_key, seq) && !eviction.covers(user_key, seq) && keep.keep(it.key()) {
-            rebuffered.insert(user_key, seq, kind, it.value());
-            remainder.push(BufferedEntry {
-                key: user_key.to_vec(),
-                seq,
-                kind,
-                value: it.value().to_vec(),
-            });
+            // The merged memtables come in the copy's own order.
+            rebuffered.insert_in_order(user_key, seq, kind, it.value());
         }
         it.next()?;
     }
@@ -369,7 +354,6 @@ pub(super) fn take_window(
         flushed,
         held: Some(live),
         eviction: Some(eviction),
-        remainder,
         rebuffered: Some(rebuffered),
     })
 }

@@ -2,7 +2,6 @@
 //! and putting a window flush's leftovers back.
 
 use super::engine::{Engine, EngineState, Wal, WalSlot};
-use super::held_buffer::BufferedEntry;
 use crate::batch::{self, BatchOp, WriteBatch};
 use crate::error::{Error, Result};
 use crate::filename;
@@ -421,40 +420,50 @@ impl Engine {
         Ok(())
     }
 
-    /// Logs again, in the open WAL, the entries a re-buffering window flush copied into the
-    /// memtable that replaces the ones it held, and syncs it: once the flush installs, those
-    /// memtables' WALs hold nothing that is not in a table or in the open WAL, and can go.
-    /// Entries keep their sequence numbers; WAL recovery replays records in any order (the
-    /// manifest names the WAL, so point-in-time recovery does not stop before it). On an error
-    /// the WAL is closed and the caller makes the database read-only (failure rule 1).
+    /// Logs again, in the open WAL, the entries a re-buffering window flush copied into `copy`,
+    /// the memtable that replaces the ones it held (nothing without one), and syncs it: once
+    /// the flush installs, those memtables' WALs hold nothing that is not in a table or in the
+    /// open WAL, and can go. Entries keep their sequence numbers; WAL recovery replays records
+    /// in any order (the manifest names the WAL, so point-in-time recovery does not stop before
+    /// it). On an error the WAL is closed and the caller makes the database read-only (failure
+    /// rule 1).
     ///
     /// REQUIRES: the state lock is held (no memtable switch moves the open WAL meanwhile).
-    pub fn relog(&self, entries: &mut [BufferedEntry]) -> Result<()> {
-        if entries.is_empty() {
+    pub fn relog(&self, copy: Option<&Memtable>) -> Result<()> {
+        let Some(copy) = copy.filter(|m| !m.is_empty()) else {
             return Ok(());
-        }
+        };
+        // Borrowed from the copy: no entry is copied until it is encoded.
+        let mut entries = copy
+            .entries()
+            .map(|(ikey, value)| {
+                let (key, seq, kind) = crate::key::parse_internal_key(ikey)
+                    .ok_or_else(|| Error::corruption("memtable", 0, "malformed internal key"))?;
+                Ok((seq, kind, key, value))
+            })
+            .collect::<Result<Vec<_>>>()?;
         // A WAL record holds consecutive sequence numbers: sort, then cut where they skip.
-        entries.sort_unstable_by_key(|e| e.seq);
+        entries.sort_unstable_by_key(|&(seq, ..)| seq);
         let mut start = 0;
         while start < entries.len() {
             let mut end = start + 1;
-            let mut bytes = entries[start].key.len() + entries[start].value.len();
+            let mut bytes = entries[start].2.len() + entries[start].3.len();
             while end < entries.len()
-                && entries[end].seq == entries[end - 1].seq + 1
+                && entries[end].0 == entries[end - 1].0 + 1
                 && bytes < MAX_RELOG_RECORD
             {
-                bytes += entries[end].key.len() + entries[end].value.len();
+                bytes += entries[end].2.len() + entries[end].3.len();
                 end += 1;
             }
             let mut batch = WriteBatch::new();
-            for e in &entries[start..end] {
-                match e.kind {
-                    ValueKind::Put => batch.put(&e.key, &e.value)?,
-                    ValueKind::Delete => batch.delete(&e.key)?,
+            for &(_, kind, key, value) in &entries[start..end] {
+                match kind {
+                    ValueKind::Put => batch.put(key, value)?,
+                    ValueKind::Delete => batch.delete(key)?,
                 };
             }
             let last = end == entries.len();
-            let first_seq = entries[start].seq;
+            let first_seq = entries[start].0;
             let len = self.append_to_wal(
                 |payload| batch::encode_group(payload, first_seq, &[&batch]),
                 last,

@@ -305,9 +305,21 @@ fn concurrent_writers_link_every_entry_in_order_at_every_level() {
         });
     });
     assert_eq!(list.len(), 4 * per_thread as usize);
-    // Every level is a sorted chain, and level 0 holds every entry.
-    let top = list.height.load(AtomicOrdering::Relaxed);
-    for level in 0..top {
+    assert_levels_sorted(&list, 4 * per_thread as usize);
+    for t in 0..4u32 {
+        let k = (7u32.wrapping_mul(2_654_435_761) ^ t).to_be_bytes();
+        let key = [&k[..], &t.to_be_bytes()[..]].concat();
+        let mut c = Cursor::default();
+        c.seek(&list, &key);
+        assert!(c.valid() && c.key(&list) == key.as_slice());
+    }
+}
+
+/// Every level of `list` is a sorted chain and level 0 holds `len` entries; where the writer
+/// still knows the tail, it is each level's last node (the head for an empty level).
+fn assert_levels_sorted(list: &SkipList<Bytewise>, len: usize) {
+    let w = list.writer.lock();
+    for level in 0..MAX_HEIGHT {
         let mut x = list.head;
         let mut count = 0;
         let mut last: Option<&[u8]> = None;
@@ -325,14 +337,45 @@ fn concurrent_writers_link_every_entry_in_order_at_every_level() {
             x = next;
         }
         if level == 0 {
-            assert_eq!(count, 4 * per_thread as usize);
+            assert_eq!(count, len);
+        }
+        if w.tail_known {
+            assert_eq!(w.tail[level], x, "the tail of level {level}");
         }
     }
-    for t in 0..4u32 {
-        let k = (7u32.wrapping_mul(2_654_435_761) ^ t).to_be_bytes();
-        let key = [&k[..], &t.to_be_bytes()[..]].concat();
-        let mut c = Cursor::default();
-        c.seek(&list, &key);
-        assert!(c.valid() && c.key(&list) == key.as_slice());
+}
+
+#[test]
+fn appends_link_after_the_tail_and_entries_out_of_order_still_find_their_place() {
+    let list = SkipList::<Bytewise>::new();
+    let mut expected = std::collections::BTreeSet::new();
+    for i in 0..5_000u32 {
+        // Mostly ascending, with every seventh key below the last (it must be searched for),
+        // and every eleventh inserted the ordinary way.
+        let k = if i % 7 == 3 { i / 2 * 4 + 1 } else { i * 4 };
+        let key = k.to_be_bytes();
+        if i % 11 == 0 {
+            list.insert_with(&[&key], &key, || {});
+        } else {
+            list.append_with(&[&key], &key, || {});
+        }
+        expected.insert(key.to_vec());
     }
+    assert_levels_sorted(&list, expected.len());
+    let mut c = Cursor::default();
+    c.seek_to_first(&list);
+    for key in &expected {
+        assert!(c.valid());
+        assert_eq!((c.key(&list), c.value(&list)), (&key[..], &key[..]));
+        c.next(&list);
+    }
+    assert!(!c.valid());
+
+    // After a concurrent insert the tail is not known: appends search, and stay in order.
+    list.insert_concurrently(&[&7u32.to_be_bytes()], b"x", || {});
+    for k in [100_000u32, 2, 100_001] {
+        list.append_with(&[&k.to_be_bytes()], b"y", || {});
+    }
+    assert!(!list.writer.lock().tail_known);
+    assert_levels_sorted(&list, expected.len() + 4);
 }
