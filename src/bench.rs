@@ -166,8 +166,9 @@ pub struct BenchArgs {
     /// Cap each run's writes to the disk holding the databases at this many MiB per second
     /// (cgroup v2 io.max wbps, or v1 blkio.throttle.write_bps_device): a fast SSD made to write
     /// like a slow disk, where bytes written decide ingest speed. Needs root and a process per
-    /// run. Under cgroup v1 only the writes a run submits itself are throttled (direct I/O and
-    /// its fsyncs' writeback, not the kernel's own writeback of dirty pages): add --direct-io.
+    /// run. Under cgroup v1 only the writes a run submits or starts itself are throttled (direct
+    /// I/O, fsync, sync_file_range: all of Strata's), not the kernel's own writeback of dirty
+    /// pages, which an engine relying on it escapes without --direct-io.
     #[arg(long, value_name = "MiB/s", allow_negative_numbers = true)]
     device_write_limit: Option<f64>,
     /// Before each measured phase, write dirty pages back (sync) and drop the page cache
@@ -342,11 +343,12 @@ impl BenchArgs {
                 .find(|dir| dir.exists())
                 .unwrap_or(&data_dir);
             limits.push(Limit::device_write(existing, bytes_per_second)?);
-            if !self.direct_io {
+            if !self.direct_io && !peers.is_empty() {
                 warn(
                     "--device-write-limit without --direct-io: under cgroup v1 the kernel's own \
-                     writeback of dirty pages is not throttled, only the runs' direct writes and \
-                     the writeback their fsyncs start",
+                     writeback of dirty pages is not throttled, only the writes a run submits or \
+                     starts itself (Strata starts all of its own; a peer may leave some to the \
+                     kernel)",
                 );
             }
         }
