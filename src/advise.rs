@@ -11,8 +11,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use strata_bench::cgroup::{Cgroups, Limit};
 use strata_bench::engines::EngineSettings;
-use strata_bench::{run_comparison, BenchConfig};
+use strata_bench::{run_comparison, BenchConfig, RunLimits, StorageOptions};
 use strata_engine::stats::LifetimeStats;
 use strata_engine::{Db, Options};
 use strata_policy::model::{ModelEstimate, ModelInput};
@@ -54,9 +55,22 @@ pub struct AdviseArgs {
     #[arg(long, allow_negative_numbers = true)]
     max_write_amp: Option<f64>,
     /// Memory for write buffers and Bloom filters; configurations that need more are left
-    /// out, and filters of 10, 6 and 3 bits per key are tried. [SIZE: 4K = 4KB = 4KiB]
+    /// out, and filters of 10, 6 and 3 bits per key are tried. With --device-read-us, also what
+    /// is left of it for caching data (out of cache). [SIZE: 4K = 4KB = 4KiB]
     #[arg(long, value_name = "SIZE", value_parser = size_arg)]
     max_memory: Option<u64>,
+    /// The out-of-cache regime: microseconds the device takes for a block read that misses
+    /// memory (its random-read time at queue depth 1; `strata bench --device-probe` measures
+    /// it). Needs --max-memory. The throughput model then charges a block read this, except
+    /// for the share of reads the memory left over by buffers and filters holds of the data (its
+    /// size over the data's, at the simulated peak space amplification), which cost
+    /// --block-read-us; and --verify runs each configuration under --memory-limit of
+    /// --max-memory.
+    #[arg(long, value_name = "US", allow_negative_numbers = true)]
+    device_read_us: Option<f64>,
+    /// --verify runs read and write tables with direct I/O (as `strata bench --direct-io`).
+    #[arg(long)]
+    direct_io: bool,
     /// Policies to consider: comma-separated specifications or "all". Default: all.
     #[arg(long = "policies")]
     policies: Option<String>,
@@ -115,6 +129,9 @@ struct Candidate {
     scan_runs: u64,
     /// Estimated operations per second (the throughput model).
     estimated_ops_per_sec: f64,
+    /// Out of cache: the share of block reads the model serves from memory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory_share: Option<f64>,
     /// Measured operations per second (--verify).
     measured_ops_per_sec: Option<f64>,
     /// Measured write amplification (--verify).
@@ -160,6 +177,18 @@ pub fn run(args: AdviseArgs) -> Result<()> {
     crate::checks::above("--write-ns-per-byte", args.write_ns_per_byte, 0.0)?;
     crate::checks::above("--block-read-us", args.block_read_us, 0.0)?;
     crate::checks::not_negative("--run-probe-us", args.run_probe_us)?;
+    if let Some(us) = args.device_read_us {
+        crate::checks::above("--device-read-us", us, 0.0)?;
+        if args.max_memory.is_none() {
+            bail!(
+                "--device-read-us models reads that miss memory, so it needs the memory: give \
+                 --max-memory too"
+            );
+        }
+    }
+    if args.direct_io && args.verify == 0 {
+        bail!("--direct-io applies to the engine runs of --verify; give --verify N too");
+    }
     for &t in &args.size_ratios {
         crate::checks::above("--size-ratios", t, 1.0)?;
     }
@@ -249,15 +278,8 @@ pub fn run(args: AdviseArgs) -> Result<()> {
         let model = policy.cost_model(&input);
         let report = Simulator::run(policy, config, &spec, args.workload.seed)
             .with_context(|| format!("simulating {s}"))?;
-        let mut c = candidate(
-            s.to_string(),
-            *bloom,
-            model,
-            &report,
-            &args,
-            mix,
-            entry_bytes,
-        );
+        let data = DataShape { keys, entry_bytes };
+        let mut c = candidate(s.to_string(), *bloom, model, &report, &args, mix, data);
         c.label = label.clone();
         c.excluded = exclusion(&c, &args, keys);
         candidates.push(c);
@@ -317,6 +339,44 @@ fn mix_of(spec: &WorkloadSpec) -> [f64; 4] {
     ]
 }
 
+/// The data a workload leaves: its keys and their bytes each.
+#[derive(Clone, Copy, Debug)]
+struct DataShape {
+    keys: u64,
+    entry_bytes: u64,
+}
+
+/// Memory a configuration needs for two write buffers (the active one and one being flushed)
+/// and every key's filter bits.
+fn memory_needed(args: &AdviseArgs, bloom: f64, keys: u64) -> u64 {
+    2 * args.write_buffer_size + (bloom * keys as f64 / 8.0) as u64
+}
+
+/// What one block read costs by the throughput model, in nanoseconds, and out of cache the
+/// share of reads served from memory: `--block-read-us` in the page cache; out of cache, the
+/// device's `--device-read-us` for the share of the data (at peak space amplification
+/// `space_amp`) that the memory left beside buffers and filters cannot hold.
+fn block_cost(
+    args: &AdviseArgs,
+    bloom: f64,
+    data: DataShape,
+    space_amp: f64,
+) -> (f64, Option<f64>) {
+    let cached = args.block_read_us * 1e3;
+    match (args.max_memory, args.device_read_us) {
+        (Some(memory), Some(device_us)) => {
+            let left = memory.saturating_sub(memory_needed(args, bloom, data.keys)) as f64;
+            let stored = data.keys as f64 * data.entry_bytes as f64 * space_amp.max(1.0);
+            let share = (left / stored.max(1.0)).min(1.0);
+            (
+                share * cached + (1.0 - share) * device_us * 1e3,
+                Some(share),
+            )
+        }
+        _ => (cached, None),
+    }
+}
+
 fn candidate(
     spec: String,
     bloom: f64,
@@ -324,12 +384,13 @@ fn candidate(
     r: &SimReport,
     args: &AdviseArgs,
     mix: [f64; 4],
-    entry_bytes: u64,
+    data: DataShape,
 ) -> Candidate {
     // Nanoseconds per operation: a write costs its bytes rewritten by compactions; a lookup
     // its modelled block reads and a probe of every run; a scan a block per run it touches
     // plus its entries' bytes.
-    let block_ns = args.block_read_us * 1e3;
+    let entry_bytes = data.entry_bytes;
+    let (block_ns, memory_share) = block_cost(args, bloom, data, r.peak_space_amp);
     let nanos = mix[0] * r.write_amp * entry_bytes as f64 * args.write_ns_per_byte
         + mix[1]
             * (r.avg_lookup_cost * block_ns + r.final_sorted_runs as f64 * args.run_probe_us * 1e3)
@@ -345,6 +406,7 @@ fn candidate(
         lookup_cost: r.avg_lookup_cost,
         scan_runs: r.range_scan_runs,
         estimated_ops_per_sec,
+        memory_share,
         measured_ops_per_sec: None,
         measured_write_amp: None,
         score: 0.0,
@@ -382,8 +444,7 @@ fn exclusion(c: &Candidate, args: &AdviseArgs, keys: u64) -> Option<String> {
         return Some(format!("write amplification {:.2} > {max}", c.write_amp));
     }
     if let Some(max) = args.max_memory {
-        // Two write buffers (the active one and one being flushed) and every key's filter bits.
-        let need = 2 * args.write_buffer_size + (c.bloom_bits_per_key * keys as f64 / 8.0) as u64;
+        let need = memory_needed(args, c.bloom_bits_per_key, keys);
         if need > max {
             return Some(format!(
                 "needs {} of buffers and filters",
@@ -420,6 +481,16 @@ fn verify(
         .filter(|&i| candidates[i].excluded.is_none())
         .take(args.verify)
         .collect();
+    // Out of cache, the runs get the memory the model gave them, page cache included.
+    let limits = match (args.max_memory, args.device_read_us) {
+        (Some(memory), Some(_)) => Some(RunLimits {
+            memory: Some(memory),
+            device_write: None,
+            cgroups: Cgroups::discover(&[Limit::Memory(memory)])
+                .context("--device-read-us: the verify runs' memory limit")?,
+        }),
+        _ => None,
+    };
     let config = BenchConfig {
         workload: spec.clone(),
         policies: chosen.iter().map(|&i| candidates[i].spec.clone()).collect(),
@@ -428,6 +499,7 @@ fn verify(
         settings: EngineSettings {
             write_buffer_size: args.write_buffer_size,
             target_file_size: Some(args.write_buffer_size),
+            direct_io: args.direct_io,
             ..EngineSettings::default()
         },
         dir: None,
@@ -439,7 +511,10 @@ fn verify(
         // program can start itself), so no run inherits another's heap or caches.
         isolate: crate::bench::own_process_per_run()?,
         bandwidth_probe_bytes: 0,
-        storage: Default::default(),
+        storage: StorageOptions {
+            limits,
+            ..StorageOptions::default()
+        },
     };
     let comparison = run_comparison(&config).context("verifying on the engine")?;
     for run in &comparison.runs {
@@ -515,6 +590,27 @@ fn text(a: &Advice, top: usize) -> String {
         100.0 * a.mix[2],
         a.objective
     );
+    if let Some(shares) = a
+        .candidates
+        .iter()
+        .map(|c| c.memory_share)
+        .collect::<Option<Vec<f64>>>()
+        .filter(|s| !s.is_empty())
+    {
+        let (low, high) = shares
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+        let range = if (high - low) * 100.0 < 0.5 {
+            format!("{:.0}%", 100.0 * low)
+        } else {
+            format!("{:.0}–{:.0}%", 100.0 * low, 100.0 * high)
+        };
+        let _ = writeln!(
+            s,
+            "out of cache: the model serves {range} of block reads from memory, the rest from \
+             the device\n"
+        );
+    }
     let _ = writeln!(
         s,
         "{:>4}  {:<44} {:>8} {:>7} {:>7} {:>7} {:>6} {:>11} {:>11}",

@@ -1383,3 +1383,78 @@ fn advise_ranks_by_the_objective_keeps_to_constraints_and_reads_a_database() {
     refused(&dir, &["advise", "--size-ratios", "1"], &["--size-ratios"]);
     refused(&dir, &["advise", "--db", "nowhere"], &["--db nowhere"]);
 }
+
+#[test]
+fn advise_out_of_cache_charges_the_device_for_what_memory_cannot_hold() {
+    let dir = scratch("advise-out-of-cache");
+    let base = [
+        "advise",
+        "--workload",
+        "ycsb-b",
+        "--entries",
+        "30000",
+        "--ops",
+        "30000",
+        "--write-buffer-size",
+        "256KiB",
+        "--policies",
+        "leveled,tiered",
+        "--json",
+    ];
+    let advise = |extra: &[&str]| -> Vec<serde_json::Value> {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        let advice: serde_json::Value =
+            serde_json::from_str(&succeeded(&dir, &args).stdout).unwrap();
+        advice["candidates"].as_array().unwrap().clone()
+    };
+    let estimate = |cs: &[serde_json::Value], spec: &str| {
+        cs.iter().find(|c| c["spec"] == spec).unwrap()["estimated_ops_per_sec"]
+            .as_f64()
+            .unwrap()
+    };
+    let cached = advise(&["--max-memory", "1MiB"]);
+    assert!(cached.iter().all(|c| c["memory_share"].is_null()));
+    // About 3.5 MB of data and 1 MiB of memory, most of it taken by two 256 KiB buffers.
+    let out = advise(&["--max-memory", "1MiB", "--device-read-us", "100"]);
+    for c in &out {
+        let share = c["memory_share"].as_f64().unwrap();
+        assert!(share > 0.0 && share < 0.5, "{c}");
+        let spec = c["spec"].as_str().unwrap();
+        assert!(estimate(&out, spec) < estimate(&cached, spec) / 2.0, "{c}");
+    }
+    // Lookups dominate: the order follows I/Os per lookup more than it does in the cache.
+    let leader = &out[0];
+    let cheapest = out
+        .iter()
+        .map(|c| c["lookup_cost"].as_f64().unwrap())
+        .fold(f64::MAX, f64::min);
+    assert!(
+        leader["lookup_cost"].as_f64().unwrap() <= cheapest * 1.01,
+        "{leader}"
+    );
+    // More memory serves more reads from it.
+    let roomy = advise(&["--max-memory", "3MiB", "--device-read-us", "100"]);
+    let spec = out[0]["spec"].as_str().unwrap();
+    let share = |cs: &[serde_json::Value]| {
+        cs.iter().find(|c| c["spec"] == spec).unwrap()["memory_share"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(share(&roomy) > share(&out));
+    refused(
+        &dir,
+        &["advise", "--device-read-us", "100"],
+        &["--device-read-us", "--max-memory"],
+    );
+    refused(
+        &dir,
+        &["advise", "--max-memory", "1MiB", "--device-read-us", "0"],
+        &["--device-read-us"],
+    );
+    refused(
+        &dir,
+        &["advise", "--direct-io"],
+        &["--direct-io", "--verify"],
+    );
+}
