@@ -570,9 +570,18 @@ fn pick_of(best: &Candidate, all: &[Candidate], args: &AdviseArgs) -> Pick {
             args.write_buffer_size, best.spec
         ),
         bench_flags: format!(
-            "--policies '{}' --write-buffer-size {}",
+            "--policies '{}' --write-buffer-size {}{}",
             best.spec,
-            strata_meta::format_size(args.write_buffer_size)
+            strata_meta::format_size(args.write_buffer_size),
+            // Out of cache, the regime the model and the verify runs assumed.
+            match (args.max_memory, args.device_read_us) {
+                (Some(memory), Some(_)) => format!(
+                    " --memory-limit {}{}",
+                    strata_meta::format_size(memory),
+                    if args.direct_io { " --direct-io" } else { "" }
+                ),
+                _ => String::new(),
+            }
         ),
         spec: best.spec.clone(),
         reason,

@@ -1433,6 +1433,17 @@ fn advise_out_of_cache_charges_the_device_for_what_memory_cannot_hold() {
         leader["lookup_cost"].as_f64().unwrap() <= cheapest * 1.01,
         "{leader}"
     );
+    // The pick's bench flags carry the regime.
+    let mut args = base.to_vec();
+    args.extend(["--max-memory", "1MiB", "--device-read-us", "100"]);
+    let advice: serde_json::Value = serde_json::from_str(&succeeded(&dir, &args).stdout).unwrap();
+    assert!(
+        advice["pick"]["bench_flags"]
+            .as_str()
+            .unwrap()
+            .ends_with("--memory-limit 1MiB"),
+        "{advice}"
+    );
     // More memory serves more reads from it.
     let roomy = advise(&["--max-memory", "3MiB", "--device-read-us", "100"]);
     let spec = out[0]["spec"].as_str().unwrap();
