@@ -152,7 +152,8 @@ fn merged(memtables: &[Arc<Memtable>]) -> MergingIterator {
     )
 }
 
-fn parse(ikey: &[u8]) -> Result<(&[u8], SeqNo, ValueKind)> {
+/// A memtable entry's internal key split into user key, sequence number and kind.
+pub(super) fn parse(ikey: &[u8]) -> Result<(&[u8], SeqNo, ValueKind)> {
     key::parse_internal_key(ikey)
         .ok_or_else(|| Error::corruption("memtable", 0, "malformed internal key"))
 }

@@ -437,8 +437,7 @@ impl Engine {
         let mut entries = copy
             .entries()
             .map(|(ikey, value)| {
-                let (key, seq, kind) = crate::key::parse_internal_key(ikey)
-                    .ok_or_else(|| Error::corruption("memtable", 0, "malformed internal key"))?;
+                let (key, seq, kind) = super::held_buffer::parse(ikey)?;
                 Ok((seq, kind, key, value))
             })
             .collect::<Result<Vec<_>>>()?;
