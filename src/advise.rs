@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use strata_bench::cgroup::{Cgroups, Limit};
+use strata_bench::cgroup::Limit;
 use strata_bench::engines::EngineSettings;
 use strata_bench::{run_comparison, BenchConfig, RunLimits, StorageOptions};
 use strata_engine::stats::LifetimeStats;
@@ -483,12 +483,10 @@ fn verify(
         .collect();
     // Out of cache, the runs get the memory the model gave them, page cache included.
     let limits = match (args.max_memory, args.device_read_us) {
-        (Some(memory), Some(_)) => Some(RunLimits {
-            memory: Some(memory),
-            device_write: None,
-            cgroups: Cgroups::discover(&[Limit::Memory(memory)])
+        (Some(memory), Some(_)) => Some(
+            RunLimits::discover(&[Limit::Memory(memory)])
                 .context("--device-read-us: the verify runs' memory limit")?,
-        }),
+        ),
         _ => None,
     };
     let config = BenchConfig {

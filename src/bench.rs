@@ -8,7 +8,7 @@ use crate::workload_args::{
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use std::path::PathBuf;
-use strata_bench::cgroup::{Cgroups, Limit};
+use strata_bench::cgroup::Limit;
 use strata_bench::device_probe::{check_direct_io, ProbeSettings};
 use strata_bench::engines::{available_peers, EngineSettings, Strata};
 use strata_bench::physical::{check_drop_caches, DROP_CACHES_PATH};
@@ -332,10 +332,8 @@ impl BenchArgs {
             }
             limits.push(Limit::Memory(bytes));
         }
-        let device_write = self
-            .device_write_limit
-            .map(|rate| (rate * (1u64 << 20) as f64).round() as u64);
-        if let Some(bytes_per_second) = device_write {
+        if let Some(rate) = self.device_write_limit {
+            let bytes_per_second = (rate * (1u64 << 20) as f64).round() as u64;
             // The directory may not exist yet: its nearest existing ancestor is on the same
             // file system.
             let existing = data_dir
@@ -355,11 +353,7 @@ impl BenchArgs {
         let limits = if limits.is_empty() {
             None
         } else {
-            Some(RunLimits {
-                memory: self.memory_limit,
-                device_write,
-                cgroups: Cgroups::discover(&limits)?,
-            })
+            Some(RunLimits::discover(&limits)?)
         };
         if self.drop_caches {
             check_drop_caches().map_err(|e| {

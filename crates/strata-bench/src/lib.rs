@@ -20,7 +20,7 @@ pub use strata_workload as workload;
 pub use strata_engine::{MAX_KEY_SIZE, MAX_VALUE_SIZE};
 
 use anyhow::{bail, Context, Result};
-use cgroup::{Cgroups, RunCgroups};
+use cgroup::{Cgroups, Limit, RunCgroups};
 use device_probe::ProbeSettings;
 use engines::{open_peer, EngineSettings, KvEngine, Strata};
 use kept::KeptState;
@@ -103,6 +103,26 @@ pub struct RunLimits {
     pub device_write: Option<u64>,
     /// Where each run's cgroups are made ([`Cgroups::discover`]).
     pub cgroups: Cgroups,
+}
+
+impl RunLimits {
+    /// The limits `limits` asks for, with a parent cgroup found for each
+    /// ([`Cgroups::discover`]).
+    pub fn discover(limits: &[Limit]) -> Result<RunLimits> {
+        Ok(RunLimits {
+            memory: limits.iter().find_map(|l| match l {
+                Limit::Memory(bytes) => Some(*bytes),
+                _ => None,
+            }),
+            device_write: limits.iter().find_map(|l| match l {
+                Limit::DeviceWrite {
+                    bytes_per_second, ..
+                } => Some(*bytes_per_second),
+                _ => None,
+            }),
+            cgroups: Cgroups::discover(limits)?,
+        })
+    }
 }
 
 /// What a run does with its database directory.
