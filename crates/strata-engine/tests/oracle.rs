@@ -7,7 +7,7 @@
 //! pool or not), data blocks aligned to pages in a third of the runs, and once more on a real
 //! file system with direct I/O for reads, flushes and compactions. (Aligned 512-byte blocks
 //! make tables of one or two blocks, where scans never read ahead, which the direct runs check;
-//! tests/faults.rs runs direct I/O with aligned blocks.)
+//! tests/faults/main.rs runs direct I/O with aligned blocks.)
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 

@@ -31,6 +31,7 @@ const BUILTIN: &[PolicyRegistration] = &[
     crate::builtin::horizontal::TIERED_REGISTRATION,
     crate::builtin::spooky::REGISTRATION,
     crate::builtin::spooky::LAZY_REGISTRATION,
+    crate::builtin::spooky::LAZY_PARTIAL_REGISTRATION,
     crate::builtin::spooky::TIERED_REGISTRATION,
     crate::builtin::vertiorizon::REGISTRATION,
     crate::builtin::vertiorizon::LAZY_REGISTRATION,

@@ -28,6 +28,15 @@
 //!    stays under `file_max` are merged into one (the paper's seamless adaptation). The round's
 //!    target and its position are the policy state, persisted in the version.
 //!
+//! With `partial_last_level` (not in the paper; an option of `spooky`, always on in
+//! `spooky-lazy-partial`), rounds stop at L−1 and the last level is fed by *partial merges*:
+//! once L−1 reaches its capacity, the piece with the most L−1 data per last-level byte merges
+//! into its last-level table, one piece per job, so L−1 stays full and each merge moves a dense
+//! piece. A round rewrites the whole last level for a T-th of its size, T per byte; a partial
+//! merge of the densest piece about T/2. Under a leveled L−1 the cost moves up a level: the
+//! rounds into a full L−1 rewrite it for a T-th of its size (`docs/spooky.md`, section 'The
+//! last level fed by partial merges').
+//!
 //! Capacities: `C_i = B·T^i`, or with dynamic level sizes (the default, the paper's DCA) `C_i =
 //! N_L / T^(L−i)` for the levels above the last, recomputed on every pick.
 //!
@@ -51,20 +60,22 @@ use crate::options::{
     OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO,
     WRITE_BUFFER_SIZE,
 };
-use crate::plan::{
-    CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput, Priority,
-};
+use crate::plan::{CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanOutput, Priority};
 use crate::policy::CompactionPolicy;
-use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use strata_meta::{
-    format_key, format_size, parse_key, Bytes, PolicyState, RunId, TableMeta, Version,
-};
+use strata_meta::{format_size, Bytes, PolicyState, Version};
+
+mod pieces;
+mod round;
+
+pub use round::{Round, SpookyState};
 
 /// Name of the leveled policy.
 pub const NAME: &str = "spooky";
 /// Name of the lazy-leveled variant.
 pub const LAZY_NAME: &str = "spooky-lazy";
+/// Name of the lazy-leveled variant whose last level is fed by partial merges.
+pub const LAZY_PARTIAL_NAME: &str = "spooky-lazy-partial";
 /// Name of the tiered variant.
 pub const TIERED_NAME: &str = "spooky-tiered";
 
@@ -90,6 +101,14 @@ const DYNAMIC_LEVEL_BYTES: OptionSpec = OptionSpec {
     default: "true",
     rocksdb: Some("level_compaction_dynamic_level_bytes"),
     doc: "size levels above the last from the last level's data (the paper's DCA)",
+};
+
+const PARTIAL_LAST_LEVEL: OptionSpec = OptionSpec {
+    name: "partial_last_level",
+    kind: OptionKind::Bool,
+    default: "false",
+    rocksdb: None,
+    doc: "feed the last level by partial merges of L−1's densest piece instead of rounds",
 };
 
 const MANUAL_FILE_SIZE: OptionSpec = OptionSpec {
@@ -119,6 +138,7 @@ pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
         MANUAL_FILE_SIZE,
         BLOOM_BITS_PER_KEY,
         DYNAMIC_LEVEL_BYTES,
+        PARTIAL_LAST_LEVEL,
     ],
     build,
 };
@@ -137,6 +157,15 @@ pub const LAZY_REGISTRATION: PolicyRegistration = PolicyRegistration {
         DYNAMIC_LEVEL_BYTES,
     ],
     build: build_lazy,
+};
+
+/// The registry entry of `spooky-lazy-partial`: `spooky-lazy` with `partial_last_level` on.
+pub const LAZY_PARTIAL_REGISTRATION: PolicyRegistration = PolicyRegistration {
+    name: LAZY_PARTIAL_NAME,
+    summary:
+        "Spooky with lazy leveling: the last level fed by partial merges of L−1's densest piece",
+    options: LAZY_REGISTRATION.options,
+    build: build_lazy_partial,
 };
 
 /// The registry entry of `spooky-tiered`.
@@ -158,7 +187,9 @@ fn configure(config: &PolicyConfig, layout: Layout) -> Result<Spooky, PolicyErro
         .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?)
         .with_dynamic_level_bytes(config.bool("dynamic_level_bytes")?);
     if layout == Layout::Leveled {
-        policy = policy.with_dividing_level_offset(config.usize("dividing_level_offset")?);
+        policy = policy
+            .with_dividing_level_offset(config.usize("dividing_level_offset")?)
+            .with_partial_last_level(config.bool("partial_last_level")?);
     }
     policy.validate()?;
     Ok(policy)
@@ -170,6 +201,12 @@ fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError
 
 fn build_lazy(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
     Ok(Arc::new(configure(config, Layout::LazyLeveled)?))
+}
+
+fn build_lazy_partial(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
+    let policy = configure(config, Layout::LazyLeveled)?.with_partial_last_level(true);
+    policy.validate()?;
+    Ok(Arc::new(policy))
 }
 
 fn build_tiered(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
@@ -187,56 +224,6 @@ pub enum Layout {
     Tiered,
 }
 
-/// Persisted state: the partitioned merge in progress, if any.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SpookyState {
-    /// The round in progress.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub round: Option<Round>,
-}
-
-/// A partitioned merge in progress: one plan per piece, in key order.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Round {
-    /// The highest level merged down (X, or L for a tiered level-count change).
-    pub from: usize,
-    /// The level written (z).
-    pub into: usize,
-    /// The level whose oldest run's table boundaries define the pieces.
-    pub partition_level: usize,
-    /// Smallest key of the next piece to consider, as `strata_meta::format_key` writes it;
-    /// absent before the first piece.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next: Option<String>,
-}
-
-impl Round {
-    /// A round from level `from` into `into`, partitioned by `partition_level`, before its
-    /// first piece.
-    fn starting(from: usize, into: usize, partition_level: usize) -> Self {
-        Round {
-            from,
-            into,
-            partition_level,
-            next: None,
-        }
-    }
-
-    /// The position: the smallest key of the next piece to consider.
-    fn cursor(&self) -> Result<Option<Bytes>, PolicyError> {
-        self.next
-            .as_deref()
-            .map(|key| {
-                parse_key(key).map_err(|reason| PolicyError::BadState {
-                    policy: NAME,
-                    state: key.to_string(),
-                    reason,
-                })
-            })
-            .transpose()
-    }
-}
-
 /// The Spooky policy and its variants. See the module documentation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Spooky {
@@ -249,6 +236,7 @@ pub struct Spooky {
     target_file_size: u64,
     bloom_bits_per_key: f64,
     dynamic_level_bytes: bool,
+    partial_last_level: bool,
 }
 
 impl Default for Spooky {
@@ -263,6 +251,7 @@ impl Default for Spooky {
             target_file_size: 64 << 20,
             bloom_bits_per_key: 10.0,
             dynamic_level_bytes: true,
+            partial_last_level: false,
         }
     }
 }
@@ -277,79 +266,6 @@ struct Shape {
     caps: Vec<f64>,
     /// Largest last-level table: `N_L / T^(L−X)`.
     file_max: u64,
-}
-
-/// A table of a round's input levels and the pieces it touches.
-struct Placed<'a> {
-    level: usize,
-    first: usize,
-    last: usize,
-    run: RunId,
-    table: &'a TableMeta,
-}
-
-/// Pieces: the key ranges of one run's tables, extended to cover every key.
-struct Pieces {
-    /// Smallest keys of the run's tables after the first; piece i starts at `bounds[i-1]`.
-    bounds: Vec<Bytes>,
-}
-
-impl Pieces {
-    /// The pieces a version is partitioned into: by the oldest run of the round's partition level
-    /// (the last level when no round runs), with the round's position as one more boundary, so
-    /// that nothing written during a round straddles the pieces it has already merged.
-    fn of(version: &Version, round: Option<&Round>, last: usize) -> Result<Self, PolicyError> {
-        let level = round.map_or(last, |r| r.partition_level);
-        let mut bounds: Vec<Bytes> = version
-            .level(level)
-            .runs()
-            .last()
-            .map(|r| {
-                r.tables()
-                    .iter()
-                    .skip(1)
-                    .map(|t| t.smallest.clone())
-                    .collect()
-            })
-            .unwrap_or_default();
-        if let Some(cursor) = round.map(Round::cursor).transpose()?.flatten() {
-            if let Err(at) = bounds.binary_search(&cursor) {
-                bounds.insert(at, cursor);
-            }
-        }
-        Ok(Pieces { bounds })
-    }
-
-    fn count(&self) -> usize {
-        self.bounds.len() + 1
-    }
-
-    fn of_key(&self, key: &[u8]) -> usize {
-        self.bounds.partition_point(|b| b.as_ref() <= key)
-    }
-
-    /// Pieces `first..=last` the key range `[smallest, largest]` touches.
-    fn span(&self, smallest: &[u8], largest: &[u8]) -> (usize, usize) {
-        (self.of_key(smallest), self.of_key(largest))
-    }
-
-    /// The key range of pieces `first..=last`, as text.
-    fn describe(&self, first: usize, last: usize) -> String {
-        let low = match first {
-            0 => "-inf".to_string(),
-            i => format_key(&self.bounds[i - 1]),
-        };
-        let high = match self.bounds.get(last) {
-            Some(key) => format_key(key),
-            None => "+inf".to_string(),
-        };
-        format!("[{low}, {high})")
-    }
-
-    /// Boundaries strictly inside pieces `first..=last`.
-    fn inner(&self, first: usize, last: usize) -> Vec<Bytes> {
-        self.bounds[first..last].to_vec()
-    }
 }
 
 impl Spooky {
@@ -411,6 +327,15 @@ impl Spooky {
         self
     }
 
+    /// Feed the last level by partial merges of L−1's densest piece (one piece per job, L−1
+    /// kept full) instead of rounds that empty L−1 into it. Not in the paper; no RocksDB
+    /// equivalent. Not for [`Layout::Tiered`], whose last level holds several runs. Default:
+    /// false; `spooky-lazy-partial` is [`Layout::LazyLeveled`] with it on.
+    pub fn with_partial_last_level(mut self, partial: bool) -> Self {
+        self.partial_last_level = partial;
+        self
+    }
+
     /// Checks every option.
     pub fn validate(&self) -> Result<(), PolicyError> {
         check_size_ratio(self.size_ratio)?;
@@ -422,6 +347,12 @@ impl Spooky {
             return Err(PolicyError::InvalidOption {
                 option: "intra_l0_runs",
                 reason: format!("{} must be at least 2", self.intra_l0_runs),
+            });
+        }
+        if self.layout == Layout::Tiered && self.partial_last_level {
+            return Err(PolicyError::InvalidOption {
+                option: "partial_last_level",
+                reason: "the tiered variant's last level holds several runs".to_string(),
             });
         }
         if self.layout != Layout::Leveled && self.dividing_level_offset != 1 {
@@ -436,6 +367,7 @@ impl Spooky {
     fn name_of(&self) -> &'static str {
         match self.layout {
             Layout::Leveled => NAME,
+            Layout::LazyLeveled if self.partial_last_level => LAZY_PARTIAL_NAME,
             Layout::LazyLeveled => LAZY_NAME,
             Layout::Tiered => TIERED_NAME,
         }
@@ -602,7 +534,7 @@ impl Spooky {
                         "full merge into the last level",
                     )
                 } else {
-                    let pieces = Pieces::of(version, round, shape.last)?;
+                    let pieces = round::pieces(version, round, shape.last)?;
                     (
                         if x_tiered { 0..=x - 1 } else { 0..=x },
                         self.cut(pieces.bounds, None),
@@ -657,183 +589,6 @@ impl Spooky {
             priority: Priority::Normal,
         })
     }
-
-    /// Step 4: start a round when level X reaches its capacity.
-    fn start_round(&self, version: &Version, shape: &Shape) -> Result<Option<Plan>, PolicyError> {
-        let (x, last) = (shape.x, shape.last);
-        let n_x = version.level(x).size();
-        if x >= last || (n_x as f64) < shape.caps[x] {
-            return Ok(None);
-        }
-        let mut into = last;
-        if self.layout == Layout::Leveled {
-            let mut total = n_x;
-            for z in x + 1..last {
-                total += version.level(z).size();
-                if (total as f64) < shape.caps[z] {
-                    into = z;
-                    break;
-                }
-            }
-        }
-        let round = Round::starting(x, into, last);
-        let why = format!(
-            "L{x} holds {} >= its capacity {}",
-            format_size(n_x),
-            format_size(shape.caps[x] as u64)
-        );
-        self.round_plan(version, shape, round, &why)
-    }
-
-    /// The plan for the next piece of `round` (or the state update that ends it).
-    fn round_plan(
-        &self,
-        version: &Version,
-        shape: &Shape,
-        round: Round,
-        why: &str,
-    ) -> Result<Option<Plan>, PolicyError> {
-        let pieces = Pieces::of(version, Some(&round), shape.last)?;
-        let n = pieces.count();
-        // Levels whose tables the round moves down, and whether the target's run is merged into
-        // (leveled) or written beside (tiered).
-        let into_is_leveled = !(self.layout == Layout::Tiered && round.into >= shape.last);
-        let input_levels = if into_is_leveled {
-            round.from..=round.into
-        } else {
-            // Into a run being written: the levels above it, or its own level when the runs of
-            // the last level merge in place (the run being written holds only merged pieces).
-            round.from..=round.into.saturating_sub(1).max(round.from)
-        };
-        let mut has_new = vec![false; n];
-        for t in version.level(round.from).tables() {
-            let (a, b) = pieces.span(&t.smallest, &t.largest);
-            has_new[a..=b].iter_mut().for_each(|p| *p = true);
-        }
-        let start = round.cursor()?.map_or(0, |key| pieces.of_key(&key));
-        let Some(first) = (start..n).find(|&p| has_new[p]) else {
-            let state = self.store(&SpookyState { round: None })?;
-            return Ok(Some(Plan {
-                action: PlanAction::UpdateState,
-                inputs: Vec::new(),
-                output: None,
-                policy_state: Some(state),
-                reason: format!(
-                    "no piece after the last one merged holds L{} data: the round into L{} ends",
-                    round.from, round.into
-                ),
-                priority: Priority::Normal,
-            }));
-        };
-        // Tables of the input levels by the pieces they touch.
-        let tables: Vec<Placed<'_>> =
-            input_levels
-                .clone()
-                .flat_map(|level| {
-                    version.level(level).runs().iter().flat_map(move |run| {
-                        run.tables().iter().map(move |table| (level, run, table))
-                    })
-                })
-                .map(|(level, run, table)| {
-                    let (first, last) = pieces.span(&table.smallest, &table.largest);
-                    Placed {
-                        level,
-                        first,
-                        last,
-                        run: run.id(),
-                        table,
-                    }
-                })
-                .collect();
-        let touching =
-            |lo: usize, hi: usize| tables.iter().filter(move |t| t.first <= hi && t.last >= lo);
-        // Widen pieces lo..=hi until no table of the input levels crosses their edge.
-        let close = |mut lo: usize, mut hi: usize| loop {
-            let (new_lo, new_hi) =
-                touching(lo, hi).fold((lo, hi), |(l, h), t| (l.min(t.first), h.max(t.last)));
-            if (new_lo, new_hi) == (lo, hi) {
-                return (lo, hi);
-            }
-            (lo, hi) = (new_lo, new_hi);
-        };
-        let (lo, mut hi) = close(first, first);
-        let into_last = round.into == shape.last && into_is_leveled;
-        if into_last {
-            // Seamless adaptation: take in following pieces while all of it fits one table.
-            while hi + 1 < n {
-                let (_, wider) = close(lo, hi + 1);
-                let size: u64 = touching(lo, wider).map(|t| t.table.size).sum();
-                if size >= shape.file_max {
-                    break;
-                }
-                hi = wider;
-            }
-        }
-        let mut inputs: Vec<PlanInput> = Vec::new();
-        for t in touching(lo, hi) {
-            match inputs.iter_mut().find(|i| i.run == t.run) {
-                Some(input) => input.tables.push(t.table.id),
-                None => inputs.push(PlanInput {
-                    level: t.level,
-                    run: t.run,
-                    tables: vec![t.table.id],
-                }),
-            }
-        }
-        let target_runs = version.level(round.into).runs();
-        let run = if into_is_leveled {
-            match target_runs {
-                [only] => OutputRun::Existing(only.id()),
-                _ => OutputRun::New,
-            }
-        } else if round.next.is_some() {
-            // The run the round's first piece created: run ids only grow, and nothing else
-            // writes a new run into this level while the round lasts.
-            match target_runs.iter().max_by_key(|r| r.id()) {
-                Some(newest) => OutputRun::Existing(newest.id()),
-                None => OutputRun::New,
-            }
-        } else {
-            OutputRun::New
-        };
-        let split = (round.into >= shape.last).then_some(shape.file_max);
-        let boundaries = if into_last {
-            Vec::new()
-        } else {
-            pieces.inner(lo, hi)
-        };
-        let more = (hi + 1..n).any(|p| has_new[p]);
-        let next_round = more.then(|| Round {
-            next: Some(format_key(&pieces.bounds[hi])),
-            ..round.clone()
-        });
-        let state = self.store(&SpookyState { round: next_round })?;
-        Ok(Some(Plan {
-            action: PlanAction::Merge,
-            inputs,
-            output: Some(PlanOutput {
-                level: round.into,
-                run,
-                cut: self.cut(boundaries, split),
-                bloom_bits_per_key: self.bloom_bits_per_key,
-                preserve_blocks: None,
-            }),
-            policy_state: Some(state),
-            reason: format!(
-                "{why}; partitioned merge L{}..L{} into L{}, keys {}{}",
-                round.from,
-                input_levels.end(),
-                round.into,
-                pieces.describe(lo, hi),
-                if more {
-                    ""
-                } else {
-                    " (the last piece with new data)"
-                }
-            ),
-            priority: Priority::Normal,
-        }))
-    }
 }
 
 impl CompactionPolicy for Spooky {
@@ -858,7 +613,7 @@ impl CompactionPolicy for Spooky {
                 let shape = self.shape(version);
                 let state = self.state(version)?;
                 let cut = if shape.x <= 1 && shape.last > 1 {
-                    let pieces = Pieces::of(version, state.round.as_ref(), shape.last)?;
+                    let pieces = round::pieces(version, state.round.as_ref(), shape.last)?;
                     self.cut(pieces.bounds, None)
                 } else {
                     CutRule::single_table()
@@ -900,10 +655,13 @@ impl CompactionPolicy for Spooky {
             self.smaller_levels_plan(version, &shape, state.round.as_ref(), ctx.leases)?;
         // A round due or under way goes before the next merge into level X (the paper never runs
         // the two together, and merging into X first would keep X busy, starving the round while
-        // writes continue); merges that stay above X run beside it.
+        // writes continue); merges that stay above X run beside it. A partial merge out of a
+        // leveled X = L−1 goes first likewise.
+        let reach = self.rounds_reach(&shape);
+        let x_full = version.level(shape.x).size() as f64 >= shape.caps[shape.x];
         let round_due = state.round.is_some()
-            || (shape.x < shape.last
-                && version.level(shape.x).size() as f64 >= shape.caps[shape.x]);
+            || (shape.x < reach && x_full)
+            || (self.partial_last_level && shape.x == reach && !self.x_is_tiered(&shape) && x_full);
         let deferred = match smaller {
             Some(plan) => {
                 let into_x = plan.output.as_ref().is_some_and(|o| o.level == shape.x);
@@ -920,10 +678,16 @@ impl CompactionPolicy for Spooky {
                 self.round_plan(version, &shape, round, &why)?
             }
             Some(_) => None,
-            None if !any_leased(version, shape.x..=shape.last, ctx.leases) => {
-                self.start_round(version, &shape)?
+            None => {
+                let upper_free = !any_leased(version, reach..=shape.last, ctx.leases);
+                match upper_free.then(|| self.partial_last_plan(version, &shape)) {
+                    Some(Some(plan)) => Some(plan),
+                    _ if !any_leased(version, shape.x..=shape.last, ctx.leases) => {
+                        self.start_round(version, &shape)?
+                    }
+                    _ => None,
+                }
             }
-            None => None,
         };
         if round.is_some() {
             return Ok(round);
@@ -952,6 +716,9 @@ impl CompactionPolicy for Spooky {
             ("bloom_bits_per_key", self.bloom_bits_per_key.to_string()),
             ("dynamic_level_bytes", self.dynamic_level_bytes.to_string()),
         ]);
+        if self.layout == Layout::Leveled {
+            options.push(("partial_last_level", self.partial_last_level.to_string()));
+        }
         options
     }
 

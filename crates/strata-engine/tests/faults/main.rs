@@ -1,0 +1,472 @@
+//! Fault injection: the engine on a [`FaultFs`] over a [`MemFs`], with I/O errors injected into
+//! every kind of operation.
+//!
+//! - A randomized test runs many seeds of random writes (some synced) under random and scheduled
+//!   faults for every built-in policy with background compaction (half the seeds with direct
+//!   I/O for table files), crashes at the first error,
+//!   loses power, reopens (first under faults, then without), and checks the recovered state
+//!   against a model of what was acknowledged.
+//! - Targeted tests check each failure rule of the engine (see the docs of `db.rs`) on its own.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use strata_engine::filename::{classify, FileKind};
+use strata_engine::fs::{FaultFs, FaultKind, FaultStats, FileClasses, FileSystem, MemFs};
+use strata_engine::{Db, Error, Options, RecoveryMode, WriteBatch, WriteOptions};
+use strata_policy::{testing, PolicySpec};
+
+mod targeted;
+
+const DIR: &str = "/db";
+
+/// Small buffers, blocks and manifests so a few hundred writes flush, compact and rotate the
+/// manifest several times; table files opened and created for direct I/O if `direct_io` (the
+/// engine's direct paths and its check at open, under the same faults), their data blocks then
+/// aligned to pages.
+fn small_options(
+    fs: Arc<dyn FileSystem>,
+    policy: &str,
+    synchronous: bool,
+    direct_io: bool,
+) -> Options {
+    let buffer = 4096;
+    let mut spec = PolicySpec::new(policy);
+    spec.fill_defaults([
+        ("size_ratio", "3"),
+        ("target_file_size", "2048"),
+        ("expected_data_size", "256KiB"),
+        ("levels", "3"),
+        ("num_levels", "5"),
+        // Min-Max flushes a quarter of the buffer, so windows and remainders meet the faults.
+        ("bucket_size", "1KiB"),
+    ])
+    .unwrap();
+    Options::new()
+        .with_file_system(fs)
+        .with_use_direct_reads(direct_io)
+        .with_use_direct_io_for_flush_and_compaction(direct_io)
+        .with_block_align(direct_io)
+        .with_write_buffer_size(buffer)
+        .with_block_size(256)
+        .with_block_cache_capacity(4096)
+        .with_max_open_files(16)
+        .with_max_manifest_file_size(4096)
+        .with_max_background_jobs(3)
+        .with_synchronous_compaction(synchronous)
+        .with_policy_spec(spec)
+        .unwrap()
+}
+
+/// Table files in the directory.
+fn table_files(mem: &MemFs) -> BTreeSet<u64> {
+    mem.list(Path::new(DIR))
+        .unwrap()
+        .iter()
+        .filter_map(|n| match classify(n) {
+            Some(FileKind::Table(t)) => Some(t),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Tables of the live version.
+/// The table files the current version needs: its tables' own, and those it keeps for the
+/// blocks its tables refer to.
+fn version_tables(db: &Db) -> BTreeSet<u64> {
+    let version = db.version();
+    let tables = version.tables().map(|(_, _, t)| t.id.0);
+    tables
+        .chain(version.retained_files().map(|(file, _)| file.0))
+        .collect()
+}
+
+/// Whether `e` carries the message of an injected fault (directly or as the cause of read-only
+/// mode).
+fn is_injected(e: &Error) -> bool {
+    e.to_string().contains("injected fault")
+}
+
+// ----- the model -----
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    /// Returned `Ok`.
+    Acked { synced: bool },
+    /// Returned an I/O error: it may or may not have reached the WAL.
+    Unknown,
+    /// Refused before reaching the WAL (read-only).
+    Rejected,
+}
+
+struct Batch {
+    /// (key, value or `None` for a delete); distinct keys.
+    ops: Vec<(u32, Option<Vec<u8>>)>,
+    outcome: Outcome,
+}
+
+#[derive(Default)]
+struct Model {
+    batches: Vec<Batch>,
+}
+
+fn key_name(k: u32) -> String {
+    format!("key{k:04}")
+}
+
+/// A value naming its batch, so any value read back identifies the write that produced it.
+fn value_for(batch: usize, op: usize, rng: &mut StdRng) -> Vec<u8> {
+    let pad = rng.random_range(8..48);
+    let mut v = format!("b{batch}.{op}:").into_bytes();
+    v.extend((0..pad).map(|_| b'a' + rng.random_range(0..26u8)));
+    v
+}
+
+fn batch_of(value: &[u8]) -> Option<usize> {
+    let s = std::str::from_utf8(value).ok()?;
+    s.strip_prefix('b')?.split('.').next()?.parse().ok()
+}
+
+impl Model {
+    /// The value every acknowledged write so far gives `key` (exact while nothing failed).
+    fn latest(&self, key: u32) -> Option<&Vec<u8>> {
+        self.batches
+            .iter()
+            .rev()
+            .filter(|b| matches!(b.outcome, Outcome::Acked { .. }))
+            .find_map(|b| b.ops.iter().find(|(k, _)| *k == key))
+            .and_then(|(_, v)| v.as_ref())
+    }
+
+    /// Checks a recovered database: every write acknowledged with `sync = true` (and, since the
+    /// WAL is a log, every acknowledged write before it) is there or overwritten by a later
+    /// write; no value appears that no write produced; what is there is consistent with a prefix
+    /// of the writes (a write visible implies every acknowledged write before it is); and a
+    /// batch whose outcome is unknown is there entirely or not at all.
+    ///
+    /// With `all_durable` (no power was lost) every acknowledged write counts as synced.
+    fn verify(&self, db: &Db, keys: u32, all_durable: bool, context: &str) {
+        let mut observed: BTreeMap<u32, Option<usize>> = BTreeMap::new();
+        for k in 0..keys {
+            let got = db.get(key_name(k)).unwrap();
+            let batch = got.as_ref().map(|v| {
+                let b = batch_of(v).unwrap_or_else(|| panic!("{context}: key {k}: alien value"));
+                let wrote = self.batches.get(b).and_then(|batch| {
+                    (batch.outcome != Outcome::Rejected)
+                        .then(|| batch.ops.iter().find(|(key, _)| *key == k))
+                        .flatten()
+                });
+                assert_eq!(
+                    wrote.and_then(|(_, v)| v.as_deref()),
+                    Some(v.as_ref()),
+                    "{context}: key {k} holds a value batch {b} never wrote there"
+                );
+                b
+            });
+            observed.insert(k, batch);
+        }
+        let last_synced = self.batches.iter().rposition(|b| match b.outcome {
+            Outcome::Acked { synced } => synced || all_durable,
+            Outcome::Unknown | Outcome::Rejected => false,
+        });
+        let last_visible = observed.values().flatten().copied().max();
+        let bound = last_synced.max(last_visible);
+        // Batches of unknown outcome that are visible somewhere took effect entirely.
+        let included: BTreeSet<usize> = observed.values().flatten().copied().collect();
+        for (&k, &seen) in &observed {
+            // The newest write to k up to `bound` that certainly took effect.
+            let floor = bound.and_then(|bound| {
+                self.batches[..=bound]
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .filter(|(i, b)| {
+                        matches!(b.outcome, Outcome::Acked { .. })
+                            || (b.outcome == Outcome::Unknown && included.contains(i))
+                    })
+                    .find(|(_, b)| b.ops.iter().any(|(key, _)| *key == k))
+                    .map(|(i, _)| i)
+            });
+            let Some(floor) = floor else { continue };
+            match seen {
+                Some(b) => assert!(
+                    b >= floor,
+                    "{context}: key {k} shows batch {b}, but batch {floor} is durable \
+                     (last synced {last_synced:?}, last visible {last_visible:?})"
+                ),
+                None => {
+                    // Absent: some write at or after the floor must have deleted it.
+                    let deleted = self.batches[floor..].iter().any(|b| {
+                        b.outcome != Outcome::Rejected
+                            && b.ops.iter().any(|(key, v)| *key == k && v.is_none())
+                    });
+                    assert!(
+                        deleted,
+                        "{context}: key {k} is missing, but batch {floor} wrote it and is \
+                         durable (last synced {last_synced:?}, last visible {last_visible:?})"
+                    );
+                }
+            }
+        }
+    }
+}
+
+// ----- the randomized test -----
+
+const KEYS: u32 = 300;
+const STEPS: usize = 500;
+/// Seeds per policy; `STRATA_FAULT_SEEDS=<n>` runs more (a soak run).
+fn seeds() -> u64 {
+    std::env::var("STRATA_FAULT_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(30)
+}
+
+/// How far into a run a scheduled fault of `kind` lands: kinds with many operations per run
+/// get a wider range.
+fn schedule_range(kind: FaultKind) -> u64 {
+    match kind {
+        FaultKind::Append | FaultKind::ShortWrite | FaultKind::ReadAt => 300,
+        FaultKind::Flush | FaultKind::Sync => 150,
+        FaultKind::Create | FaultKind::Open | FaultKind::RemoveFile | FaultKind::SyncDir => 12,
+        FaultKind::Rename | FaultKind::Read => 3,
+        // Truncation happens only after a failed WAL write.
+        FaultKind::Truncate => 1,
+    }
+}
+
+/// Arms one scheduled fault of `focus` and, half the time, low random probabilities of every
+/// kind, aimed at a random choice of file classes.
+fn arm(fault: &FaultFs, rng: &mut StdRng, focus: FaultKind) {
+    fault.clear();
+    let writes = matches!(
+        focus,
+        FaultKind::Append | FaultKind::ShortWrite | FaultKind::Sync | FaultKind::Create
+    );
+    if writes && rng.random_bool(0.4) {
+        // The manifest sees few operations: aim at it directly.
+        fault.fail_nth(focus, FileClasses::MANIFEST, rng.random_range(0..8));
+    } else {
+        fault.fail_nth(
+            focus,
+            FileClasses::ALL,
+            rng.random_range(0..schedule_range(focus)),
+        );
+    }
+    if rng.random_bool(0.5) {
+        for kind in FaultKind::ALL {
+            fault.set_probability(kind, rng.random_range(0.0..0.002));
+        }
+    }
+    fault.set_targets(match rng.random_range(0..6) {
+        0 => FileClasses::WAL,
+        1 => FileClasses::TABLE,
+        2 => FileClasses::MANIFEST | FileClasses::CURRENT | FileClasses::DIRECTORY,
+        _ => FileClasses::ALL,
+    });
+}
+
+/// One run: writes under faults until the first error, a crash and a power loss, a reopen
+/// under faults, then a clean reopen checked against the model. Returns the fault counters.
+fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
+    let context = format!("policy {policy}, seed {seed}, focus {focus}");
+    let mem = MemFs::new();
+    let fault = FaultFs::new(Arc::new(mem.clone()), seed);
+    let fs: Arc<dyn FileSystem> = Arc::new(fault.clone());
+    // Half the seeds of every policy read and write tables with direct I/O.
+    let direct_io = (seed / 1000) % 2 == 1;
+    let options = || small_options(Arc::clone(&fs), policy, false, direct_io);
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
+
+    fault.set_enabled(false);
+    let db = Db::open(DIR, options()).unwrap();
+    arm(&fault, &mut rng, focus);
+    fault.set_enabled(true);
+
+    let mut model = Model::default();
+    let mut first_error: Option<Error> = None;
+    // After the first error, injection stops and the run goes on for a while: the database
+    // must then behave (read-only, or working if the error was one it survives), and what it
+    // acknowledges counts like anything else.
+    let mut steps_left = STEPS;
+    while steps_left > 0 {
+        steps_left -= 1;
+        let roll = rng.random_range(0..100);
+        let result = if roll < 70 {
+            let n = model.batches.len();
+            let mut keys = BTreeSet::new();
+            for _ in 0..rng.random_range(1..=3) {
+                keys.insert(rng.random_range(0..KEYS));
+            }
+            let ops: Vec<(u32, Option<Vec<u8>>)> = keys
+                .into_iter()
+                .enumerate()
+                .map(|(i, k)| {
+                    (
+                        k,
+                        (!rng.random_bool(0.1)).then(|| value_for(n, i, &mut rng)),
+                    )
+                })
+                .collect();
+            let mut batch = WriteBatch::new();
+            for (k, v) in &ops {
+                match v {
+                    Some(v) => batch.put(key_name(*k), v).unwrap(),
+                    None => batch.delete(key_name(*k)).unwrap(),
+                };
+            }
+            let sync = rng.random_bool(0.15);
+            let result = db.write(&WriteOptions { sync }, batch);
+            let outcome = match &result {
+                Ok(()) => Outcome::Acked { synced: sync },
+                Err(Error::ReadOnly(_)) => Outcome::Rejected,
+                Err(_) => Outcome::Unknown,
+            };
+            if let (Some(first), Ok(())) = (&first_error, &result) {
+                let wal_failed = first.to_string().contains("WAL 0");
+                assert!(
+                    !wal_failed,
+                    "{context}: a write was acknowledged after the WAL failed ({first})"
+                );
+            }
+            model.batches.push(Batch { ops, outcome });
+            result
+        } else if roll < 96 {
+            // A failed write is never readable (rule 2), so reads see exactly the
+            // acknowledged writes, before and after the first error.
+            let k = rng.random_range(0..KEYS);
+            db.get(key_name(k)).map(|got| {
+                assert_eq!(
+                    got.as_deref(),
+                    model.latest(k).map(|v| v.as_slice()),
+                    "{context}: key {k} (first error: {first_error:?})"
+                );
+            })
+        } else if roll < 98 {
+            db.flush()
+        } else {
+            // A scan reads every table (and opens them through the table cache).
+            db.range::<&str, _>(..)
+                .and_then(|mut it| it.try_for_each(|e| e.map(|_| ())))
+        };
+        match (result, &first_error) {
+            (Ok(()), _) => {}
+            (Err(e), None) => {
+                assert!(
+                    matches!(e, Error::Io { .. } | Error::ReadOnly(_)) && is_injected(&e),
+                    "{context}: the first error must be an injected I/O error or read-only \
+                     mode naming it: {e}"
+                );
+                first_error = Some(e);
+                fault.set_enabled(false);
+                steps_left = steps_left.min(60);
+            }
+            (Err(e), Some(first)) => assert!(
+                matches!(e, Error::ReadOnly(_)),
+                "{context}: with injection off, the only error after {first} is read-only \
+                 mode, not {e}"
+            ),
+        }
+    }
+
+    // The crash, one of three: the machine dies (the file system stops at once, then power
+    // is lost), the database closes normally and then power is lost, or only the process dies
+    // (no power loss: everything handed to the file system survives, so every acknowledged
+    // write must too, and a manifest record whose sync failed may be complete).
+    let crash = rng.random_range(0..3);
+    let power_loss = crash != 2;
+    if crash == 1 {
+        fault.set_enabled(false);
+    } else {
+        fault.set_active(false);
+    }
+    drop(db);
+    fault.set_enabled(false);
+    fault.set_active(true);
+    if power_loss {
+        mem.simulate_power_loss();
+    }
+    let context = format!("{context}, crash {crash}");
+
+    // Reopen under faults (recovery reads whole files, replays and flushes the WAL, starts a
+    // manifest): it may fail, but must not damage what the clean reopen below recovers.
+    if matches!(
+        focus,
+        FaultKind::Read | FaultKind::Rename | FaultKind::Create | FaultKind::SyncDir
+    ) || rng.random_bool(0.3)
+    {
+        fault.clear();
+        fault.set_targets(FileClasses::ALL);
+        fault.fail_nth(focus, FileClasses::ALL, rng.random_range(0..3));
+        fault.set_enabled(true);
+        match Db::open(DIR, options()) {
+            Ok(db) => {
+                for _ in 0..20 {
+                    let _ = db.get(key_name(rng.random_range(0..KEYS)));
+                }
+                fault.set_enabled(false);
+                drop(db);
+            }
+            Err(e) => assert!(
+                matches!(e, Error::Io { .. }) && is_injected(&e),
+                "{context}: open under faults failed with {e}"
+            ),
+        }
+        fault.set_enabled(false);
+        if power_loss {
+            mem.simulate_power_loss();
+        }
+    }
+
+    fault.clear();
+    let db = Db::open(DIR, options())
+        .unwrap_or_else(|e| panic!("{context}: reopening without faults failed: {e}"));
+    model.verify(&db, KEYS, !power_loss, &context);
+    // The database accepts writes again.
+    for k in 0..20 {
+        db.put(format!("after{k}"), "ok")
+            .unwrap_or_else(|e| panic!("{context}: a write after reopening failed: {e}"));
+    }
+    db.flush()
+        .unwrap_or_else(|e| panic!("{context}: a flush after reopening failed: {e}"));
+    db.wait_for_compactions()
+        .unwrap_or_else(|e| panic!("{context}: compactions after reopening failed: {e}"));
+    assert_eq!(db.get("after7").unwrap().as_deref(), Some(&b"ok"[..]));
+    // Files are deleted at version changes once nothing reads them; with no reader left, the
+    // last change left only the live tables (leftovers of the faults were deleted at open).
+    assert_eq!(
+        table_files(&mem),
+        version_tables(&db),
+        "{context}: table files left that no version names"
+    );
+    db.close().unwrap();
+    fault.stats()
+}
+
+#[test]
+fn random_faults_never_lose_synced_writes_or_invent_values() {
+    let mut totals = FaultStats::default();
+    let mut runs = 0usize;
+    let seeds = seeds();
+    for (p, policy) in testing::policies_to_test().iter().enumerate() {
+        for seed in 0..seeds {
+            let focus = FaultKind::ALL[(p * seeds as usize + seed as usize) % FaultKind::COUNT];
+            let stats = run_one(policy, seed * 1000 + p as u64, focus);
+            totals.merge(&stats);
+            runs += 1;
+        }
+    }
+    println!("faults injected over {runs} runs (injected/operations): {totals}");
+    for kind in FaultKind::ALL {
+        assert!(
+            totals.injected(kind) > 0,
+            "no {kind} fault was injected: {totals}"
+        );
+    }
+}

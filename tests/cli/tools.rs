@@ -1,0 +1,360 @@
+//! `inspect`, `switch-policy` and `advise`.
+
+use super::*;
+
+#[test]
+fn inspect_describes_a_database_and_names_damage_by_file_and_offset() {
+    let dir = scratch("inspect");
+    let db_dir = dir.join("db");
+    let options = strata_engine::Options::new()
+        .with_write_buffer_size(16 << 10)
+        .with_block_size(1024)
+        .with_synchronous_compaction(true);
+    let db = strata_engine::Db::open(&db_dir, options).unwrap();
+    for i in 0..3_000u32 {
+        db.put(format!("key{:05}", (i * 7) % 2_000), format!("value {i}"))
+            .unwrap();
+    }
+    db.flush().unwrap();
+    let version = db.version();
+    db.close().unwrap();
+    let db_arg = db_dir.to_str().unwrap();
+
+    let run = succeeded(
+        &dir,
+        &[
+            "inspect",
+            db_arg,
+            "--verify",
+            "--scan",
+            "--history",
+            "--tables",
+        ],
+    );
+    assert!(run.stdout.contains("verified"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("live data   2000 keys"),
+        "{}",
+        run.stdout
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&succeeded(&dir, &["inspect", db_arg, "--json"]).stdout).unwrap();
+    assert_eq!(json["tables"], version.table_count());
+    assert_eq!(json["damage"].as_array().unwrap().len(), 0);
+
+    // A table: its entries as the manifest records them; then a flipped byte in a data block.
+    let (_, _, meta) = version.tables().next().unwrap();
+    let name = format!("{:06}.sst", meta.id.0);
+    let table = db_dir.join(&name);
+    let table_arg = table.to_str().unwrap();
+    let json: serde_json::Value = serde_json::from_str(
+        &succeeded(
+            &dir,
+            &["inspect", "table", table_arg, "--dump", "5", "--json"],
+        )
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(json["properties"]["entries"], meta.entries);
+    assert_eq!(json["dump"].as_array().unwrap().len(), 5);
+    assert_eq!(json["verified"], true);
+    let block = json["blocks"][1]["offset"].as_u64().unwrap();
+    let mut bytes = std::fs::read(&table).unwrap();
+    bytes[block as usize + 20] ^= 0x10;
+    std::fs::write(&table, &bytes).unwrap();
+    let run = refused(
+        &dir,
+        &["inspect", "table", table_arg],
+        &[&name, &format!("offset {block}")],
+    );
+    assert!(run.stdout.contains("DAMAGED"), "the report is printed too");
+    refused(&dir, &["inspect", db_arg, "--verify"], &[&name]);
+    // The WAL the close left, and things that are not there.
+    let wal = std::fs::read_dir(&db_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "log"))
+        .unwrap();
+    let run = succeeded(
+        &dir,
+        &["inspect", "wal", wal.to_str().unwrap(), "--records"],
+    );
+    assert!(run.stdout.contains("link"), "{}", run.stdout);
+    refused(
+        &dir,
+        &["inspect", "table", "nope.sst"],
+        &["nope.sst", "not a file"],
+    );
+    refused(
+        &dir,
+        &["inspect", "nowhere"],
+        &["nowhere", "not a directory"],
+    );
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    refused(&dir, &["inspect", empty.to_str().unwrap()], &["CURRENT"]);
+}
+
+#[test]
+fn switch_policy_hands_a_closed_database_to_another_policy() {
+    let dir = scratch("switch-policy");
+    let db_dir = dir.join("db");
+    let options = strata_engine::Options::new()
+        .with_write_buffer_size(16 << 10)
+        .with_synchronous_compaction(true)
+        .with_policy_named("tiered:size_ratio=3")
+        .unwrap();
+    let db = strata_engine::Db::open(&db_dir, options).unwrap();
+    for i in 0..4_000u32 {
+        db.put(format!("key{:05}", (i * 7) % 3_000), format!("value {i}"))
+            .unwrap();
+    }
+    db.close().unwrap();
+    let db_arg = db_dir.to_str().unwrap();
+
+    let run = succeeded(&dir, &["switch-policy", db_arg, "leveled", "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(report["from"].as_str().unwrap().starts_with("tiered:"));
+    assert!(report["to"].as_str().unwrap().starts_with("leveled:"));
+    // The handover rewrote part of the tree, not all of it twice over.
+    let written = report["bytes_written"].as_f64().unwrap();
+    assert!(
+        written < 2.0 * report["bytes_before"].as_f64().unwrap(),
+        "{report}"
+    );
+    let inspected: serde_json::Value =
+        serde_json::from_str(&succeeded(&dir, &["inspect", db_arg, "--json"]).stdout).unwrap();
+    assert!(inspected["policy"]
+        .as_str()
+        .unwrap()
+        .starts_with("leveled:"));
+    assert_eq!(inspected["in_handover"], false);
+    // Every key is there, read with the recorded policy.
+    let db = strata_engine::Db::open(&db_dir, strata_engine::Options::new()).unwrap();
+    assert_eq!(db.policy().name(), "leveled");
+    assert_eq!(db.range::<&str, _>(..).unwrap().count(), 3_000);
+    db.close().unwrap();
+    // A rewrite on request; bad input names what is wrong.
+    let run = succeeded(&dir, &["switch-policy", db_arg, "tiered", "--rewrite"]);
+    assert!(run.stdout.contains("with the rewrite"), "{}", run.stdout);
+    refused(&dir, &["switch-policy", db_arg, "nosuch"], &["nosuch"]);
+    refused(
+        &dir,
+        &["switch-policy", db_arg, "tiered:size_ratio=0"],
+        &["size_ratio"],
+    );
+    refused(
+        &dir,
+        &["switch-policy", "nowhere", "tiered"],
+        &["nowhere", "not a directory"],
+    );
+}
+
+#[test]
+fn advise_ranks_by_the_objective_keeps_to_constraints_and_reads_a_database() {
+    let dir = scratch("advise");
+    let small = [
+        "advise",
+        "--workload",
+        "fillrandom",
+        "--entries",
+        "60000",
+        "--write-buffer-size",
+        "256KiB",
+        "--policies",
+        "leveled,tiered,lazy-leveled,minmax",
+        "--json",
+    ];
+    let json = |args: &[&str]| -> serde_json::Value {
+        serde_json::from_str(&succeeded(&dir, args).stdout).unwrap()
+    };
+    let mut args = small.to_vec();
+    args.extend(["--objective", "write-amp"]);
+    let advice = json(&args);
+    let candidates = advice["candidates"].as_array().unwrap();
+    // Two size ratios for the three policies that have one, one configuration for minmax.
+    assert_eq!(candidates.len(), 7);
+    let lowest = candidates
+        .iter()
+        .min_by(|a, b| {
+            a["write_amp"]
+                .as_f64()
+                .unwrap()
+                .total_cmp(&b["write_amp"].as_f64().unwrap())
+        })
+        .unwrap();
+    assert_eq!(advice["pick"]["spec"], lowest["spec"]);
+    assert!(advice["pick"]["bench_flags"]
+        .as_str()
+        .unwrap()
+        .starts_with("--policies '"));
+    assert!(advice["pick"]["rust"]
+        .as_str()
+        .unwrap()
+        .contains("with_policy_named"));
+    // Read cost on a workload of lookups and updates, no scans: the score is the I/Os per
+    // lookup, whatever the share of writes.
+    let advice = json(&[
+        "advise",
+        "--workload",
+        "ycsb-b",
+        "--entries",
+        "30000",
+        "--ops",
+        "30000",
+        "--write-buffer-size",
+        "256KiB",
+        "--policies",
+        "leveled,tiered",
+        "--objective",
+        "read-cost",
+        "--json",
+    ]);
+    let scores: Vec<f64> = advice["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            assert_eq!(c["score"], c["lookup_cost"], "{c}");
+            c["score"].as_f64().unwrap()
+        })
+        .collect();
+    assert!(scores.windows(2).all(|w| w[0] <= w[1]), "{scores:?}");
+    // A space budget leaves configurations out, and the pick keeps to it.
+    let mut args = small.to_vec();
+    args.extend(["--max-space-amp", "1.6"]);
+    let advice = json(&args);
+    let kept: Vec<&serde_json::Value> = advice["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["excluded"].is_null())
+        .collect();
+    assert!(!kept.is_empty() && kept.len() < 7, "{advice}");
+    assert!(kept.iter().all(|c| c["space_amp"].as_f64().unwrap() <= 1.6));
+    assert_eq!(advice["pick"]["spec"], kept[0]["spec"]);
+    let mut args = small.to_vec();
+    args.extend(["--max-space-amp", "0.5"]);
+    refused(&dir, &args, &["no configuration meets the constraints"]);
+    // --verify measures the best on the engine.
+    let mut args = small.to_vec();
+    args[4] = "20000";
+    args.extend(["--verify", "1"]);
+    let advice = json(&args);
+    assert!(
+        advice["candidates"][0]["measured_ops_per_sec"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    // A database's recorded workload: all puts.
+    let db_dir = dir.join("db");
+    let db = strata_engine::Db::open(&db_dir, strata_engine::Options::new()).unwrap();
+    for i in 0..5_000u32 {
+        db.put(format!("key{i:06}"), [0u8; 50]).unwrap();
+    }
+    db.close().unwrap();
+    let advice = json(&[
+        "advise",
+        "--db",
+        db_dir.to_str().unwrap(),
+        "--policies",
+        "leveled,tiered",
+        "--write-buffer-size",
+        "64KiB",
+        "--json",
+    ]);
+    assert!(advice["workload"]
+        .as_str()
+        .unwrap()
+        .starts_with("recorded by"));
+    assert_eq!(advice["mix"][0], 1.0, "{advice}");
+    refused(&dir, &["advise", "--size-ratios", "1"], &["--size-ratios"]);
+    refused(&dir, &["advise", "--db", "nowhere"], &["--db nowhere"]);
+}
+
+#[test]
+fn advise_out_of_cache_charges_the_device_for_what_memory_cannot_hold() {
+    let dir = scratch("advise-out-of-cache");
+    let base = [
+        "advise",
+        "--workload",
+        "ycsb-b",
+        "--entries",
+        "30000",
+        "--ops",
+        "30000",
+        "--write-buffer-size",
+        "256KiB",
+        "--policies",
+        "leveled,tiered",
+        "--json",
+    ];
+    let advise = |extra: &[&str]| -> Vec<serde_json::Value> {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        let advice: serde_json::Value =
+            serde_json::from_str(&succeeded(&dir, &args).stdout).unwrap();
+        advice["candidates"].as_array().unwrap().clone()
+    };
+    let estimate = |cs: &[serde_json::Value], spec: &str| {
+        cs.iter().find(|c| c["spec"] == spec).unwrap()["estimated_ops_per_sec"]
+            .as_f64()
+            .unwrap()
+    };
+    let cached = advise(&["--max-memory", "1MiB"]);
+    assert!(cached.iter().all(|c| c["memory_share"].is_null()));
+    // About 3.5 MB of data and 1 MiB of memory, most of it taken by two 256 KiB buffers.
+    let out = advise(&["--max-memory", "1MiB", "--device-read-us", "100"]);
+    for c in &out {
+        let share = c["memory_share"].as_f64().unwrap();
+        assert!(share > 0.0 && share < 0.5, "{c}");
+        let spec = c["spec"].as_str().unwrap();
+        assert!(estimate(&out, spec) < estimate(&cached, spec) / 2.0, "{c}");
+    }
+    // Lookups dominate: the order follows I/Os per lookup more than it does in the cache.
+    let leader = &out[0];
+    let cheapest = out
+        .iter()
+        .map(|c| c["lookup_cost"].as_f64().unwrap())
+        .fold(f64::MAX, f64::min);
+    assert!(
+        leader["lookup_cost"].as_f64().unwrap() <= cheapest * 1.01,
+        "{leader}"
+    );
+    // The pick's bench flags carry the regime.
+    let mut args = base.to_vec();
+    args.extend(["--max-memory", "1MiB", "--device-read-us", "100"]);
+    let advice: serde_json::Value = serde_json::from_str(&succeeded(&dir, &args).stdout).unwrap();
+    assert!(
+        advice["pick"]["bench_flags"]
+            .as_str()
+            .unwrap()
+            .ends_with("--memory-limit 1MiB"),
+        "{advice}"
+    );
+    // More memory serves more reads from it.
+    let roomy = advise(&["--max-memory", "3MiB", "--device-read-us", "100"]);
+    let spec = out[0]["spec"].as_str().unwrap();
+    let share = |cs: &[serde_json::Value]| {
+        cs.iter().find(|c| c["spec"] == spec).unwrap()["memory_share"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(share(&roomy) > share(&out));
+    refused(
+        &dir,
+        &["advise", "--device-read-us", "100"],
+        &["--device-read-us", "--max-memory"],
+    );
+    refused(
+        &dir,
+        &["advise", "--max-memory", "1MiB", "--device-read-us", "0"],
+        &["--device-read-us"],
+    );
+    refused(
+        &dir,
+        &["advise", "--direct-io"],
+        &["--direct-io", "--verify"],
+    );
+}
