@@ -21,7 +21,7 @@ DIR=${1:-/tmp}
 WORKLOADS=${*:-spooky-uniform spooky-zipf}
 ENTRIES=${ENTRIES:-46281965}
 UPDATES=$((ENTRIES / 2))
-POLICIES=${POLICIES:-spooky,leveled,leveled-full:dynamic_level_bytes=true,spooky-lazy,spooky-tiered}
+POLICIES=${POLICIES:-spooky,leveled,leveled-full:dynamic_level_bytes=true,spooky-lazy,spooky-lazy-partial,spooky-tiered}
 ROUNDS=${ROUNDS:-1}
 REGIME=""
 [ -n "${MEMORY_LIMIT:-}" ] && REGIME="$REGIME --memory-limit $MEMORY_LIMIT"

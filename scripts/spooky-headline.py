@@ -20,6 +20,8 @@ OUT = "target/spooky-headline"
 POLICIES = [
     "spooky",
     "spooky-lazy",
+    "spooky-lazy-partial",
+    "spooky:partial_last_level=true",
     "spooky-tiered",
     "leveled",
     "leveled-full:dynamic_level_bytes=true",
@@ -76,6 +78,17 @@ def main():
         cwa = (update_wa(s) - 1) / (update_wa(lv) - 1)
         print(f"\nspooky ÷ leveled-full peak extra space: {extra:.3f} (target ≤ 0.5); "
               f"spooky ÷ leveled compaction WA: {cwa:.3f} (target ≤ 0.8, update phase)")
+        print("\nBytes written into each level per updated byte (update phase):\n")
+        width = max(len(r["phases"][-1]["bytes_written_per_level"]) for r in results.values())
+        print("| policy | flush (L0) | " + " | ".join(f"L{i}" for i in range(1, width))
+              + " | total |")
+        print("|---|" + "---:|" * (width + 1))
+        for p, r in results.items():
+            phase = r["phases"][-1]
+            cells = [b / phase["user_bytes"] for b in phase["bytes_written_per_level"]]
+            cells += [0.0] * (width - len(cells))
+            print(f"| `{p}` | " + " | ".join(f"{c:.2f}" if c else "–" for c in cells)
+                  + f" | {sum(cells):.2f} |")
         print("\nCommands: " + "; ".join(
             f"`strata {' '.join(args(p, workload))}`" for p in POLICIES))
 
