@@ -13,6 +13,7 @@
 #   WRITE_RATE [16], THREADS [2]       the writer's MiB/s and the query threads
 #   BLOCK_CACHE [32MiB]                the block cache (the paper: 8 MB, with direct I/O)
 #   ROUNDS [1]                         runs of every cell, interleaved (round 1 of every R first)
+#   FIRST_ROUND [1]                    number of the first round (to add rounds to earlier ones)
 #   MEMORY_LIMIT []                    --memory-limit of every run (out of cache; needs root)
 #   DIRECT_IO [0]                      1 reads and writes tables with direct I/O
 #   DROP_CACHES [0]                    1 drops the page cache before each measured phase
@@ -36,8 +37,9 @@ if [ -z "${STRATA:-}" ]; then
   cargo build --release
   STRATA=./target/release/strata
 fi
-ROUND=1
-while [ "$ROUND" -le "$ROUNDS" ]; do
+FIRST_ROUND=${FIRST_ROUND:-1}
+ROUND=$FIRST_ROUND
+while [ "$ROUND" -lt $((FIRST_ROUND + ROUNDS)) ]; do
   for R in $SHARES; do
     # shellcheck disable=SC2086 # REGIME is a list of flags
     "$STRATA" bench --workload ecotune --entries "$ENTRIES" --ops "$OPS" --policies "$POLICIES" \
