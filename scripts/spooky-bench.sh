@@ -12,6 +12,7 @@
 #   ENTRIES [46281965]    entries loaded; the updates are half as many
 #   POLICIES              the policies compared (default below)
 #   ROUNDS [1]            runs of every cell, interleaved
+#   FIRST_ROUND [1]       number of the first round (to add rounds to earlier ones)
 #   MEMORY_LIMIT []       --memory-limit of every run (out of cache; needs root)
 #   DIRECT_IO [0]         1 reads and writes tables with direct I/O
 #   STRATA                a prebuilt binary instead of building ./target/release/strata
@@ -30,11 +31,12 @@ if [ -z "${STRATA:-}" ]; then
   cargo build --release
   STRATA=./target/release/strata
 fi
-ROUND=1
-while [ "$ROUND" -le "$ROUNDS" ]; do
+FIRST_ROUND=${FIRST_ROUND:-1}
+ROUND=$FIRST_ROUND
+while [ "$ROUND" -lt $((FIRST_ROUND + ROUNDS)) ]; do
   for WORKLOAD in $WORKLOADS; do
     REPORT="target/spooky-bench/$WORKLOAD"
-    [ "$ROUNDS" -gt 1 ] && REPORT="$REPORT/round$ROUND"
+    [ "$ROUNDS" -gt 1 ] || [ "$FIRST_ROUND" -gt 1 ] && REPORT="$REPORT/round$ROUND"
     # Zipfian updates (θ = 1) move their hot set five times, as the paper's 10 hours with a move
     # every 2 hours.
     # shellcheck disable=SC2086 # REGIME is a list of flags
