@@ -679,13 +679,19 @@ impl CompactionPolicy for Spooky {
             }
             Some(_) => None,
             None => {
-                let upper_free = !any_leased(version, reach..=shape.last, ctx.leases);
-                match upper_free.then(|| self.partial_last_plan(version, &shape)) {
-                    Some(Some(plan)) => Some(plan),
-                    _ if !any_leased(version, shape.x..=shape.last, ctx.leases) => {
+                let partial = if self.partial_last_level
+                    && !any_leased(version, reach..=shape.last, ctx.leases)
+                {
+                    self.partial_last_plan(version, &shape)
+                } else {
+                    None
+                };
+                match partial {
+                    Some(plan) => Some(plan),
+                    None if !any_leased(version, shape.x..=shape.last, ctx.leases) => {
                         self.start_round(version, &shape)?
                     }
-                    _ => None,
+                    None => None,
                 }
             }
         };
