@@ -11,6 +11,11 @@
 # ROUNDS (default 3: every policy is benched that many times, in rounds, and compared by its
 # median; one run's noise on this machine is ±10%, as large as the criterion),
 # STRATA (default target/release/strata). scripts/advise-table.py prints the table from OUT_DIR.
+#
+# Out of cache: MEMORY_LIMIT (a size) with DEVICE_READ_US (the device's random-read time at queue
+# depth 1, `strata bench --device-probe`) gives advise --max-memory and --device-read-us, and
+# every bench run --memory-limit; DIRECT_IO=1 adds --direct-io to both; BLOCK_CACHE (default
+# 32MiB) is the block cache of advise's model and of every run.
 set -euo pipefail
 out=${1:-target/advise-check}
 mkdir -p "$out"
@@ -20,13 +25,22 @@ ops=${OPS:-500000}
 buffer=${BUFFER:-4MiB}
 builtins=$("$strata" sim --list-policies | sed -n 's/^\([a-z0-9-]*\): .*/\1/p' | paste -sd, -)
 for workload in ${WORKLOADS:-fillrandom ycsb-b ycsb-e updatezipf ycsb-f ycsb-d}; do
-  common=(--workload "$workload" --entries "$entries" --ops "$ops" --write-buffer-size "$buffer")
+  common=(--workload "$workload" --entries "$entries" --ops "$ops" --write-buffer-size "$buffer"
+    --block-cache "${BLOCK_CACHE:-32MiB}")
+  advise_regime=() bench_regime=()
+  if [ -n "${MEMORY_LIMIT:-}" ]; then
+    advise_regime+=(--max-memory "$MEMORY_LIMIT" --device-read-us "${DEVICE_READ_US:?give DEVICE_READ_US with MEMORY_LIMIT}")
+    bench_regime+=(--memory-limit "$MEMORY_LIMIT")
+  fi
+  if [ "${DIRECT_IO:-0}" = 1 ]; then
+    advise_regime+=(--direct-io) bench_regime+=(--direct-io)
+  fi
   # The bench's tree settings of the figures in docs/advise-and-switch.md, for every policy whose
   # specification leaves them unset.
   shape=(--size-ratio 10 --target-file-size 8MiB --max-bytes-for-level-base 32MiB)
   if [ ! -s "$out/$workload-advise.json" ]; then
     echo "== $workload: advise" >&2
-    "$strata" advise "${common[@]}" --verify "${VERIFY:-3}" --json >"$out/$workload-advise.json.tmp"
+    "$strata" advise "${common[@]}" ${advise_regime[@]+"${advise_regime[@]}"} --verify "${VERIFY:-3}" --json >"$out/$workload-advise.json.tmp"
     mv "$out/$workload-advise.json.tmp" "$out/$workload-advise.json"
   fi
   pick=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pick"]["spec"])' "$out/$workload-advise.json")
@@ -34,7 +48,7 @@ for workload in ${WORKLOADS:-fillrandom ycsb-b ycsb-e updatezipf ycsb-f ycsb-d};
     bench="$out/$workload-bench-$round.json"
     if [ ! -s "$bench" ]; then
       echo "== $workload: bench round $round, every policy and the pick" >&2
-      "$strata" bench "${common[@]}" "${shape[@]}" --policies "$builtins,$pick" --peers none --json \
+      "$strata" bench "${common[@]}" "${shape[@]}" ${bench_regime[@]+"${bench_regime[@]}"} --policies "$builtins,$pick" --peers none --json \
         --report "$out/$workload-report-$round" >"$bench.tmp"
       mv "$bench.tmp" "$bench"
     fi

@@ -68,9 +68,16 @@ pub struct AdviseArgs {
     /// --max-memory.
     #[arg(long, value_name = "US", allow_negative_numbers = true)]
     device_read_us: Option<f64>,
-    /// --verify runs read and write tables with direct I/O (as `strata bench --direct-io`).
+    /// Tables are read and written with direct I/O (as `strata bench --direct-io`), in the
+    /// --verify runs and in the model: out of cache the page cache then holds no tables, so the
+    /// share of reads served from memory is the block cache's (--block-cache), not all the
+    /// memory left.
     #[arg(long)]
     direct_io: bool,
+    /// Block cache of the --verify runs (as `strata bench --block-cache`). With --max-memory it
+    /// must fit beside the two write buffers. [SIZE: 4K = 4KB = 4KiB]
+    #[arg(long, value_name = "SIZE", value_parser = size_arg, default_value = "32MiB")]
+    block_cache: u64,
     /// Policies to consider: comma-separated specifications or "all". Default: all.
     #[arg(long = "policies")]
     policies: Option<String>,
@@ -186,8 +193,16 @@ pub fn run(args: AdviseArgs) -> Result<()> {
             );
         }
     }
-    if args.direct_io && args.verify == 0 {
-        bail!("--direct-io applies to the engine runs of --verify; give --verify N too");
+    if let (Some(memory), Some(_), true) = (args.max_memory, args.device_read_us, args.verify > 0) {
+        if args.block_cache + 2 * args.write_buffer_size > memory {
+            bail!(
+                "--block-cache {} and two write buffers of {} do not fit in --max-memory {}: the \
+                 verify runs would be killed by their memory limit; lower --block-cache",
+                strata_meta::format_size(args.block_cache),
+                strata_meta::format_size(args.write_buffer_size),
+                strata_meta::format_size(memory)
+            );
+        }
     }
     for &t in &args.size_ratios {
         crate::checks::above("--size-ratios", t, 1.0)?;
@@ -355,7 +370,8 @@ fn memory_needed(args: &AdviseArgs, bloom: f64, keys: u64) -> u64 {
 /// What one block read costs by the throughput model, in nanoseconds, and out of cache the
 /// share of reads served from memory: `--block-read-us` in the page cache; out of cache, the
 /// device's `--device-read-us` for the share of the data (at peak space amplification
-/// `space_amp`) that the memory left beside buffers and filters cannot hold.
+/// `space_amp`) that the memory left beside buffers and filters (with `--direct-io`, the block
+/// cache within it) cannot hold.
 fn block_cost(
     args: &AdviseArgs,
     bloom: f64,
@@ -365,7 +381,11 @@ fn block_cost(
     let cached = args.block_read_us * 1e3;
     match (args.max_memory, args.device_read_us) {
         (Some(memory), Some(device_us)) => {
-            let left = memory.saturating_sub(memory_needed(args, bloom, data.keys)) as f64;
+            let mut left = memory.saturating_sub(memory_needed(args, bloom, data.keys)) as f64;
+            if args.direct_io {
+                // Direct I/O keeps tables out of the page cache: only the block cache holds them.
+                left = left.min(args.block_cache as f64);
+            }
             let stored = data.keys as f64 * data.entry_bytes as f64 * space_amp.max(1.0);
             let share = (left / stored.max(1.0)).min(1.0);
             (
@@ -498,6 +518,7 @@ fn verify(
             write_buffer_size: args.write_buffer_size,
             target_file_size: Some(args.write_buffer_size),
             direct_io: args.direct_io,
+            block_cache: args.block_cache,
             ..EngineSettings::default()
         },
         dir: None,
@@ -574,8 +595,9 @@ fn pick_of(best: &Candidate, all: &[Candidate], args: &AdviseArgs) -> Pick {
             // Out of cache, the regime the model and the verify runs assumed.
             match (args.max_memory, args.device_read_us) {
                 (Some(memory), Some(_)) => format!(
-                    " --memory-limit {}{}",
+                    " --memory-limit {} --block-cache {}{}",
                     strata_meta::format_size(memory),
+                    strata_meta::format_size(args.block_cache),
                     if args.direct_io { " --direct-io" } else { "" }
                 ),
                 _ => String::new(),

@@ -330,7 +330,7 @@ fn advise_out_of_cache_charges_the_device_for_what_memory_cannot_hold() {
         advice["pick"]["bench_flags"]
             .as_str()
             .unwrap()
-            .ends_with("--memory-limit 1MiB"),
+            .ends_with("--memory-limit 1MiB --block-cache 32MiB"),
         "{advice}"
     );
     // More memory serves more reads from it.
@@ -352,9 +352,29 @@ fn advise_out_of_cache_charges_the_device_for_what_memory_cannot_hold() {
         &["advise", "--max-memory", "1MiB", "--device-read-us", "0"],
         &["--device-read-us"],
     );
+    // With direct I/O only the block cache holds tables, however much memory is left.
+    let direct = advise(&[
+        "--max-memory",
+        "3MiB",
+        "--device-read-us",
+        "100",
+        "--direct-io",
+        "--block-cache",
+        "64KiB",
+    ]);
+    assert!(share(&direct) < share(&roomy) / 4.0);
+    // A block cache that cannot fit beside the buffers would get the verify runs killed.
     refused(
         &dir,
-        &["advise", "--direct-io"],
-        &["--direct-io", "--verify"],
+        &[
+            "advise",
+            "--max-memory",
+            "1MiB",
+            "--device-read-us",
+            "100",
+            "--verify",
+            "1",
+        ],
+        &["--block-cache", "--max-memory"],
     );
 }
