@@ -17,7 +17,7 @@ fn concurrent_writers_readers_and_flushes_lose_nothing() {
     // inserting through its leader rather than all at once, and every other pair with
     // pipelined writes.
     for (i, &policy) in testing::policies_to_test().iter().enumerate() {
-        let mut spec = PolicySpec::new(policy);
+        let mut spec: PolicySpec = policy.parse().unwrap();
         spec.fill_defaults([("size_ratio", "4"), ("target_file_size", "8KiB")])
             .unwrap();
         let options = Options::new()

@@ -19,7 +19,7 @@ use strata_policy::{testing, PolicySpec};
 const DIR: &str = "/db";
 
 fn options(fs: &MemFs, policy: &str) -> Options {
-    let mut spec = PolicySpec::new(policy);
+    let mut spec: PolicySpec = policy.parse().unwrap();
     spec.fill_defaults([
         ("size_ratio", "3"),
         ("target_file_size", "4096"),

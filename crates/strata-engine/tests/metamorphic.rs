@@ -59,7 +59,7 @@ fn steps(seed: u64, n: usize) -> Vec<Step> {
 }
 
 fn options(fs: &MemFs, policy: &str, synchronous: bool) -> Options {
-    let mut spec = PolicySpec::new(policy);
+    let mut spec: PolicySpec = policy.parse().unwrap();
     spec.fill_defaults([
         ("size_ratio", "3"),
         ("target_file_size", "2KiB"),

@@ -47,7 +47,7 @@ fn options(
     seed: u64,
 ) -> Options {
     let buffer = 8 << 10;
-    let mut spec = PolicySpec::new(policy);
+    let mut spec: PolicySpec = policy.parse().unwrap();
     spec.fill_defaults([
         ("size_ratio", "3"),
         ("target_file_size", "4KiB"),

@@ -30,6 +30,7 @@ pub mod math;
 pub mod model;
 mod options;
 pub mod overlap;
+mod pieces;
 mod plan;
 mod policy;
 pub mod registry;

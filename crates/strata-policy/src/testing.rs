@@ -72,13 +72,22 @@ pub fn register() {
     let _ = registry::register(REGISTRATION);
 }
 
-/// The policies tests loop over: every built-in policy, then the test policy. Registers the test
-/// policy.
+/// Built-in policies with an option that turns on a capability their defaults leave off, as
+/// specifications (`name:option=value`): the loops over policies run these too, so that a
+/// capability behind an option is tested like a policy of its own.
+pub const OPTION_VARIANTS: &[&str] = &[
+    "spooky:partial_last_level=true",
+    "vertiorizon:boundary_partitions=4",
+];
+
+/// The policies tests loop over, as specifications: every built-in policy, the
+/// [`OPTION_VARIANTS`], then the test policy. Registers the test policy.
 pub fn policies_to_test() -> Vec<&'static str> {
     register();
-    let mut names = registry::builtin_names();
-    names.push(NAME);
-    names
+    let mut specs = registry::builtin_names();
+    specs.extend_from_slice(OPTION_VARIANTS);
+    specs.push(NAME);
+    specs
 }
 
 /// See the module documentation.

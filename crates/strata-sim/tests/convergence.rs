@@ -54,7 +54,7 @@ proptest! {
         let entry = 116;
         let name = testing::policies_to_test()[policy_index];
         // Every policy takes the options it declares.
-        let mut spec = PolicySpec::new(name);
+        let mut spec: PolicySpec = name.parse().unwrap();
         let mut options = vec![
             ("size_ratio", size_ratio.to_string()),
             ("write_buffer_size", (buffer_entries * entry).to_string()),

@@ -36,7 +36,7 @@ fn small_options(
     direct_io: bool,
 ) -> Options {
     let buffer = 4096;
-    let mut spec = PolicySpec::new(policy);
+    let mut spec: PolicySpec = policy.parse().unwrap();
     spec.fill_defaults([
         ("size_ratio", "3"),
         ("target_file_size", "2048"),

@@ -31,6 +31,10 @@
 //! `max_horizontal_levels + 1` that each phase merges into whole. L follows the data: at each
 //! boundary it is the smallest L ≥ 2 whose last level B·T^L holds what the last level will hold.
 //!
+//! **Partitioned boundary merges** (`boundary_partitions` > 1, [`boundary`]): the boundary merge
+//! moves the horizontal part into V1 one key range at a time, so that V1 never exists twice in
+//! whole.
+//!
 //! **Back-pressure.** Flushes wait for running compactions while the horizontal part is
 //! `max_late_flushes` flushes behind its schedule (see [`Vertiorizon::with_max_late_flushes`]),
 //! and, for `vertiorizon`, while V1 holds more than its capacity plus one phase.
@@ -49,7 +53,7 @@ use crate::math::{
 };
 use crate::plan::{CutRule, OutputRun, Plan, PlanAction, PlanOutput, Priority};
 use serde::{Deserialize, Serialize};
-use strata_meta::{format_size, Version};
+use strata_meta::{format_size, Bytes, Version};
 
 use super::horizontal::{
     level_span, leveling_step, tiering_step, uncounted_flushes, SkewThreshold,
@@ -60,6 +64,7 @@ pub const NAME: &str = "vertiorizon";
 /// Name of the lazy-leveling backbone.
 pub const LAZY_NAME: &str = "vertiorizon-lazy";
 
+mod boundary;
 mod compaction_policy;
 mod registration;
 
@@ -87,6 +92,7 @@ pub struct Vertiorizon {
     equal_ratios: bool,
     skew: SkewThreshold,
     block_size: u64,
+    boundary_partitions: u64,
     write_buffer_size: u64,
     target_file_size: u64,
     bloom_bits_per_key: f64,
@@ -116,6 +122,14 @@ pub struct VertiorizonState {
     /// counted into both when the state is read (`super::horizontal::uncounted_flushes`).
     #[serde(default)]
     pub counted_flushes: u64,
+    /// Keys every table is cut at and the boundary merge is partitioned by
+    /// (`boundary_partitions` > 1): chosen once, then kept from phase to phase.
+    #[serde(default)]
+    pub partition_keys: Vec<Bytes>,
+    /// The partition a partitioned boundary merge in progress moves next; `None` when none is
+    /// in progress.
+    #[serde(default)]
+    pub draining: Option<usize>,
 }
 
 impl VertiorizonState {
@@ -156,6 +170,7 @@ impl Default for Vertiorizon {
             equal_ratios: false,
             skew: SkewThreshold::Adaptive,
             block_size: 4 << 10,
+            boundary_partitions: 1,
             write_buffer_size: 64 << 20,
             target_file_size: 64 << 20,
             bloom_bits_per_key: 10.0,
@@ -252,6 +267,16 @@ impl Vertiorizon {
         self
     }
 
+    /// Partitions P of the phase-boundary merge: 1 merges the horizontal part into the first
+    /// vertical level in one job (the paper); P > 1 moves it one of P key ranges at a time, so
+    /// that about 1/P of V1 exists twice at once instead of all of it ([`boundary`]). RocksDB
+    /// has no equivalent (its closest is `max_subcompactions`, which splits a job's work but
+    /// not the space it holds). Default: 1.
+    pub fn with_boundary_partitions(mut self, partitions: u64) -> Self {
+        self.boundary_partitions = partitions;
+        self
+    }
+
     /// Buffer size B. RocksDB: `write_buffer_size`. Default: 64 MiB.
     pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
         self.write_buffer_size = bytes;
@@ -265,6 +290,7 @@ impl Vertiorizon {
         check_positive("write_buffer_size", self.write_buffer_size)?;
         check_positive("target_file_size", self.target_file_size)?;
         check_positive("block_size", self.block_size)?;
+        check_positive("boundary_partitions", self.boundary_partitions)?;
         if self.horizontal_buffers < 2 {
             return Err(PolicyError::InvalidOption {
                 option: "horizontal_buffers",
@@ -464,6 +490,8 @@ impl Vertiorizon {
             ops_at_phase_start: operation_counts(stats),
             tuning,
             counted_flushes: version.flushes(),
+            partition_keys: Vec::new(),
+            draining: None,
         }
     }
 
@@ -504,28 +532,35 @@ impl Vertiorizon {
         Ok(state)
     }
 
-    fn cut(&self) -> CutRule {
-        CutRule::target_size(self.target_file_size)
+    /// Tables end at the target size and at the partition keys.
+    fn cut(&self, partition_keys: &[Bytes]) -> CutRule {
+        CutRule {
+            boundaries: partition_keys.to_vec(),
+            ..CutRule::target_size(self.target_file_size)
+        }
     }
 
-    fn output(&self, level: usize, run: OutputRun) -> PlanOutput {
+    fn output(&self, level: usize, run: OutputRun, partition_keys: &[Bytes]) -> PlanOutput {
         PlanOutput {
             level,
             run,
-            cut: self.cut(),
+            cut: self.cut(partition_keys),
             bloom_bits_per_key: self.bloom_bits_per_key,
             preserve_blocks: None,
         }
     }
 
     /// The phase-boundary merge: everything in the horizontal part, with the first vertical
-    /// level, into the first vertical level; the new phase's state goes with it.
+    /// level, into the first vertical level; the new phase's state goes with it. With partition
+    /// keys that the horizontal part was cut at, the first partition's job of a partitioned
+    /// merge instead ([`boundary`]).
     fn end_phase(
         &self,
         version: &Version,
         state: &VertiorizonState,
-        stats: &WorkloadStats,
-    ) -> Result<Plan, PolicyError> {
+        ctx: &crate::context::PickContext<'_>,
+    ) -> Result<Option<Plan>, PolicyError> {
+        let stats = ctx.stats;
         let v1 = self.first_vertical_level();
         let horizontal_bytes: u64 = (1..v1).map(|l| version.level(l).size()).sum();
         let v1_after = version.level(v1).size() + horizontal_bytes;
@@ -543,7 +578,7 @@ impl Vertiorizon {
                 n = grown;
             }
         }
-        let next = self.new_phase(
+        let mut next = self.new_phase(
             state.phase + 1,
             n,
             state.ops_at_phase_start,
@@ -551,6 +586,10 @@ impl Vertiorizon {
             v1_after,
             stats,
         );
+        next.partition_keys = match &state.partition_keys {
+            keys if keys.is_empty() => self.choose_partition_keys(version),
+            keys => keys.clone(),
+        };
         let reason = format!(
             "phase {} full ({} flushes, {}): horizontal part -> L{v1}{grew}; phase {}: {}",
             state.phase,
@@ -559,28 +598,32 @@ impl Vertiorizon {
             next.phase,
             next.tuning
         );
+        if horizontal_bytes > 0 && !state.partition_keys.is_empty() {
+            next.draining = Some(0);
+            return self.boundary_step(version, &next, ctx, &format!("{reason}; "));
+        }
         let policy_state = Some(store_state(self.policy_name(), &next)?);
         if horizontal_bytes == 0 {
-            return Ok(Plan {
+            return Ok(Some(Plan {
                 action: PlanAction::UpdateState,
                 inputs: Vec::new(),
                 output: None,
                 policy_state,
                 reason: format!("{reason} (no data to move)"),
                 priority: Priority::Normal,
-            });
+            }));
         }
         let mut plan = merge_levels(
             version,
             1..=v1,
             v1,
             true,
-            self.cut(),
+            self.cut(&next.partition_keys),
             self.bloom_bits_per_key,
         );
         plan.policy_state = policy_state;
         plan.reason = reason;
-        Ok(plan)
+        Ok(Some(plan))
     }
 
     /// The next merge inside the horizontal part, by the phase's counters.
@@ -630,7 +673,7 @@ impl Vertiorizon {
             first..=last,
             last + 1,
             into_existing,
-            self.cut(),
+            self.cut(&state.partition_keys),
             self.bloom_bits_per_key,
         );
         plan.policy_state = policy_state;

@@ -65,7 +65,6 @@ use crate::policy::CompactionPolicy;
 use std::sync::Arc;
 use strata_meta::{format_size, Bytes, PolicyState, Version};
 
-mod pieces;
 mod round;
 
 pub use round::{Round, SpookyState};

@@ -2,9 +2,9 @@
 //! at a time, in key order; with `partial_last_level` the last level is instead fed by partial
 //! merges of one piece of L−1 at a time, the piece with the most L−1 data per last-level byte.
 
-use super::pieces::{Pieces, Placement};
 use super::{Layout, Shape, Spooky, NAME};
 use crate::error::PolicyError;
+use crate::pieces::{Pieces, Placement};
 use crate::plan::{OutputRun, Plan, PlanAction, PlanOutput, Priority};
 use serde::{Deserialize, Serialize};
 use strata_meta::{format_key, format_size, parse_key, Bytes, Version};

@@ -28,9 +28,10 @@ impl CompactionPolicy for Vertiorizon {
         // The state as it will read once this flush is installed, for the reason.
         let mut state = self.state(version, ctx.stats)?;
         state.count_flushes(1);
+        let keys = &state.partition_keys;
         let mut plan = match state.merge {
             HorizontalMerge::Leveling => match version.level(1).runs() {
-                [] => flush_to_new_run(1, self.cut(), self.bloom_bits_per_key),
+                [] => flush_to_new_run(1, self.cut(keys), self.bloom_bits_per_key),
                 runs => {
                     let run = &runs[0];
                     let merge_with = match ctx.buffer {
@@ -38,7 +39,7 @@ impl CompactionPolicy for Vertiorizon {
                         None => run.tables(),
                     };
                     FlushPlan {
-                        output: self.output(1, OutputRun::Existing(run.id())),
+                        output: self.output(1, OutputRun::Existing(run.id()), keys),
                         merge_with: merge_with.iter().map(|t| t.id).collect(),
                         selection: BufferSelection::All,
                         policy_state: None,
@@ -46,7 +47,9 @@ impl CompactionPolicy for Vertiorizon {
                     }
                 }
             },
-            HorizontalMerge::Tiering => flush_to_new_run(1, self.cut(), self.bloom_bits_per_key),
+            HorizontalMerge::Tiering => {
+                flush_to_new_run(1, self.cut(keys), self.bloom_bits_per_key)
+            }
         };
         let counters: Vec<String> = state.counters.iter().map(|c| c.to_string()).collect();
         plan.reason = format!(
@@ -61,9 +64,10 @@ impl CompactionPolicy for Vertiorizon {
         Ok(plan)
     }
 
-    /// In order: the phase-boundary merge once n flushes have gone into the horizontal part
-    /// (waiting for running jobs on those levels); the horizontal part's next counter merge; a
-    /// partial merge from V1 into V2 while V1 holds more than its capacity.
+    /// In order: the next partition of a partitioned boundary merge in progress, and nothing
+    /// else until it is done; the phase-boundary merge once n flushes have gone into the
+    /// horizontal part (waiting for running jobs on those levels); the horizontal part's next
+    /// counter merge; a partial merge from V1 into V2 while V1 holds more than its capacity.
     fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError> {
         let state = self.state(version, ctx.stats)?;
         // Flushes carry no state, so the first phase's shape is tuned again at every read until
@@ -79,11 +83,14 @@ impl CompactionPolicy for Vertiorizon {
             }));
         }
         let v1 = self.first_vertical_level();
+        if state.draining.is_some() {
+            return self.boundary_step(version, &state, ctx, "");
+        }
         if state.flushes >= state.n {
             if any_leased(version, 1..=v1, ctx.leases) {
                 return Ok(None);
             }
-            return self.end_phase(version, &state, ctx.stats).map(Some);
+            return self.end_phase(version, &state, ctx);
         }
         if !any_leased(version, 1..=self.max_horizontal_levels, ctx.leases) {
             if let Some(plan) = self.horizontal_step(version, &state, ctx.stats)? {
@@ -94,16 +101,18 @@ impl CompactionPolicy for Vertiorizon {
             let held = version.level(v1).size();
             let capacity = self.v1_capacity(state.n);
             if held > capacity {
-                let plan = partial_merge(version, v1, ctx.leases, |run| self.output(v1 + 1, run))
-                    .map(|mut plan| {
-                        plan.reason = format!(
-                            "V1 holds {} of {}; {}",
-                            format_size(held),
-                            format_size(capacity),
-                            plan.reason
-                        );
-                        plan
-                    });
+                let plan = partial_merge(version, v1, ctx.leases, |run| {
+                    self.output(v1 + 1, run, &state.partition_keys)
+                })
+                .map(|mut plan| {
+                    plan.reason = format!(
+                        "V1 holds {} of {}; {}",
+                        format_size(held),
+                        format_size(capacity),
+                        plan.reason
+                    );
+                    plan
+                });
                 return Ok(plan);
             }
         }
@@ -198,6 +207,7 @@ impl CompactionPolicy for Vertiorizon {
                     },
                 ),
                 ("block_size", format_size(self.block_size)),
+                ("boundary_partitions", self.boundary_partitions.to_string()),
             ]);
         }
         options.extend([

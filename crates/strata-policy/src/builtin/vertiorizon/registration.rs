@@ -90,6 +90,14 @@ pub const REGISTRATION: PolicyRegistration = PolicyRegistration {
             rocksdb: Some("block_size"),
             doc: "page size for the tuning model's P (entries per page)",
         },
+        OptionSpec {
+            name: "boundary_partitions",
+            kind: OptionKind::Integer,
+            default: "1",
+            rocksdb: None,
+            doc: "key ranges the phase-boundary merge moves one at a time (1: one whole merge, \
+                  as the paper); more keep less of V1 twice while it runs",
+        },
         WRITE_BUFFER_SIZE,
         TARGET_FILE_SIZE,
         BLOOM_BITS_PER_KEY,
@@ -185,6 +193,7 @@ fn build(config: &PolicyConfig) -> Result<Arc<dyn CompactionPolicy>, PolicyError
         .with_equal_vertical_ratios(equal_ratios)
         .with_skew_threshold(skew)
         .with_block_size(config.size("block_size")?)
+        .with_boundary_partitions(config.usize("boundary_partitions")? as u64)
         .with_write_buffer_size(config.size("write_buffer_size")?)
         .with_target_file_size(config.size("target_file_size")?)
         .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
