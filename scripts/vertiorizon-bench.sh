@@ -13,6 +13,7 @@
 #   MEMORY_LIMIT []     --memory-limit of every run (the paper's regime: out of cache; needs root)
 #   DIRECT_IO [0]       1 turns on direct reads and direct flush/compaction I/O (the paper's setup)
 #   DROP_CACHES [0]     1 drops the page cache before each measured phase (--drop-caches)
+#   POLICIES            the policies compared (default: the eight designs below)
 #   PEERS [none]        e.g. rocksdb (needs a binary built with --features peers), run with the
 #                       same options
 #   STRATA              a prebuilt binary to use instead of building ./target/release/strata
@@ -26,9 +27,10 @@ ROUNDS=${ROUNDS:-1}
 PEERS=${PEERS:-none}
 # horizontal-tiered builds its schedule for the data it will hold.
 DATA=$((ENTRIES * 1024))
-POLICIES="leveled,leveled-full,tiered,horizontal-leveled,horizontal-tiered:expected_data_size=$DATA"
-POLICIES="$POLICIES,vertiorizon:horizontal_merge=leveling:horizontal_levels=2"
-POLICIES="$POLICIES,vertiorizon:horizontal_merge=tiering:horizontal_levels=2,vertiorizon"
+DESIGNS="leveled,leveled-full,tiered,horizontal-leveled,horizontal-tiered:expected_data_size=$DATA"
+DESIGNS="$DESIGNS,vertiorizon:horizontal_merge=leveling:horizontal_levels=2"
+DESIGNS="$DESIGNS,vertiorizon:horizontal_merge=tiering:horizontal_levels=2,vertiorizon"
+POLICIES=${POLICIES:-$DESIGNS}
 REGIME=""
 [ -n "${MEMORY_LIMIT:-}" ] && REGIME="$REGIME --memory-limit $MEMORY_LIMIT"
 [ "${DIRECT_IO:-0}" = 1 ] && REGIME="$REGIME --direct-io"
