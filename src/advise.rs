@@ -333,11 +333,20 @@ fn has_option(policy: &str, option: &str) -> bool {
     registry::lookup(policy).is_ok_and(|r| r.options.iter().any(|o| o.name == option))
 }
 
-/// The share of puts and deletes, point reads, and scans (short and long) among the workload's
-/// operations, weighted by each phase's operations; the fourth number is the mean scan length.
+/// The share of puts and deletes, point reads, and scans (short and long) among the operations
+/// of the workload's last measured phase (its last phase where none is measured); the fourth
+/// number is the mean scan length. That phase is the one `strata bench` reports operations per
+/// second for, and so what `--verify` compares: a load of many entries before a read-mostly
+/// phase must not make the workload look write-bound.
 fn mix_of(spec: &WorkloadSpec) -> [f64; 4] {
     let (mut writes, mut reads, mut scans, mut total, mut scanned) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    for p in &spec.phases {
+    let reported = spec
+        .phases
+        .iter()
+        .rev()
+        .find(|p| p.measured)
+        .or(spec.phases.last());
+    if let Some(p) = reported {
         let ops = p.ops as f64;
         let m = &p.mix;
         writes += ops * (m.insert + m.update + m.delete + m.rmw);

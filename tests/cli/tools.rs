@@ -317,6 +317,11 @@ fn advise_out_of_cache_charges_the_device_for_what_memory_cannot_hold() {
             .as_f64()
             .unwrap()
     };
+    // The mix is the reported phase's (95% reads), not diluted by the 30,000 loaded entries.
+    let mut args = base.to_vec();
+    args.extend(["--objective", "read-cost"]);
+    let advice: serde_json::Value = serde_json::from_str(&succeeded(&dir, &args).stdout).unwrap();
+    assert!(advice["mix"][1].as_f64().unwrap() > 0.9, "{advice}");
     let cached = advise(&["--max-memory", "1MiB"]);
     assert!(cached.iter().all(|c| c["memory_share"].is_null()));
     // About 3.5 MB of data and 1 MiB of memory, most of it taken by two 256 KiB buffers.
