@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """The table of scripts/advise-check.sh: per workload, advise's pick, its throughput and write
-amplification as strata bench measured them (median over the rounds, with the rounds' range),
-the best policy's by median, and the pick's shortfall."""
+amplification as strata bench measured them (median over the rounds, then every round in
+order), the best policy's by median, and the pick's shortfall."""
 import json
 import statistics
 import sys
 from pathlib import Path
 
 out = Path(sys.argv[1] if len(sys.argv) > 1 else "target/advise-check")
-print("| workload | advise's pick | pick ops/s, median (range) | best policy | best ops/s, median (range) | pick / best | rounds | pick WA | lowest WA (policy) |")
+print("| workload | advise's pick | pick ops/s, median (rounds) | best policy | best ops/s, median (rounds) | pick / best | rounds | pick WA | lowest WA (policy) |")
 print("|---|---|---:|---|---:|---:|---:|---:|---:|")
 for advice_file in sorted(out.glob("*-advise.json")):
     workload = advice_file.name[: -len("-advise.json")]
@@ -22,10 +22,7 @@ for advice_file in sorted(out.glob("*-advise.json")):
             by_label.setdefault(r["label"], []).append(r)
     ops = {label: statistics.median([r["ops_per_sec"] for r in rs]) for label, rs in by_label.items()}
     wa = {label: statistics.median([r["write_amp"] for r in rs]) for label, rs in by_label.items()}
-    spread = {
-        label: (min(r["ops_per_sec"] for r in rs), max(r["ops_per_sec"] for r in rs))
-        for label, rs in by_label.items()
-    }
+    every = {label: [r["ops_per_sec"] for r in rs] for label, rs in by_label.items()}
     pick = advice["pick"]["spec"]
     name = lambda label: label.split(":")[0]
     short = name(pick) + "".join(
@@ -38,9 +35,9 @@ for advice_file in sorted(out.glob("*-advise.json")):
         continue
     best = max(ops, key=ops.get)
     low = min(wa, key=wa.get)
-    rng = lambda label: f"{spread[label][0]:.0f}–{spread[label][1]:.0f}"
+    rng = lambda label: ", ".join(f"{x:,.0f}" for x in every[label])
     print(
-        f"| {workload} | {short} | {ops[pick]:.0f} ({rng(pick)}) | {name(best)} | "
-        f"{ops[best]:.0f} ({rng(best)}) | {ops[pick] / ops[best]:.3f} | {len(rounds)} | "
+        f"| {workload} | {short} | {ops[pick]:,.0f} ({rng(pick)}) | {name(best)} | "
+        f"{ops[best]:,.0f} ({rng(best)}) | {ops[pick] / ops[best]:.3f} | {len(rounds)} | "
         f"{wa[pick]:.2f} | {wa[low]:.2f} ({name(low)}) |"
     )
