@@ -339,22 +339,24 @@ fn has_option(policy: &str, option: &str) -> bool {
 /// second for, and so what `--verify` compares: a load of many entries before a read-mostly
 /// phase must not make the workload look write-bound.
 fn mix_of(spec: &WorkloadSpec) -> [f64; 4] {
-    let (mut writes, mut reads, mut scans, mut total, mut scanned) = (0.0, 0.0, 0.0, 0.0, 0.0);
     let reported = spec
         .phases
         .iter()
         .rev()
         .find(|p| p.measured)
         .or(spec.phases.last());
-    if let Some(p) = reported {
-        let ops = p.ops as f64;
-        let m = &p.mix;
-        writes += ops * (m.insert + m.update + m.delete + m.rmw);
-        reads += ops * (m.read + m.rmw);
-        scans += ops * (m.scan + m.long_scan);
-        scanned += ops * (m.scan * p.scan_length as f64 + m.long_scan * p.long_scan_length as f64);
-        total += ops * (m.insert + m.update + m.delete + m.rmw + m.read + m.scan + m.long_scan);
-    }
+    let Some(p) = reported else {
+        return [0.0; 4];
+    };
+    // Weighted by the phase's operations, so that a phase bounded only by time (0 operations)
+    // counts as no operations at all.
+    let ops = p.ops as f64;
+    let m = &p.mix;
+    let writes = ops * (m.insert + m.update + m.delete + m.rmw);
+    let reads = ops * (m.read + m.rmw);
+    let scans = ops * (m.scan + m.long_scan);
+    let scanned = ops * (m.scan * p.scan_length as f64 + m.long_scan * p.long_scan_length as f64);
+    let total = ops * (m.insert + m.update + m.delete + m.rmw + m.read + m.scan + m.long_scan);
     let total = f64::max(total, 1.0);
     [
         writes / total,

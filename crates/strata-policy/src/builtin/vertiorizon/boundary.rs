@@ -28,6 +28,9 @@ impl Vertiorizon {
     /// than P tables or partitions are off.
     pub(super) fn choose_partition_keys(&self, version: &Version) -> Vec<Bytes> {
         let partitions = self.boundary_partitions as usize;
+        if partitions < 2 {
+            return Vec::new();
+        }
         let v1 = self.first_vertical_level();
         let largest = (1..=v1 + 1)
             .flat_map(|level| version.level(level).runs())
@@ -36,7 +39,7 @@ impl Vertiorizon {
             return Vec::new();
         };
         let tables = run.tables();
-        if partitions < 2 || tables.len() < partitions {
+        if tables.len() < partitions {
             return Vec::new();
         }
         let total = run.size().max(1) as u128;
