@@ -5,6 +5,7 @@ use crate::iter::InternalIterator;
 use crate::key::{self, SeqNo, ValueKind, TRAILER_LEN};
 use crate::skiplist::{Cursor, KeyOrder, SkipList, Walk};
 use bytes::Bytes;
+use parking_lot::Mutex;
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
@@ -23,6 +24,13 @@ pub const ENTRY_OVERHEAD: u64 = 22;
 /// and [`ENTRY_OVERHEAD`].
 pub fn charge(user_key: &[u8], value: &[u8]) -> u64 {
     (user_key.len() + TRAILER_LEN + value.len()) as u64 + ENTRY_OVERHEAD
+}
+
+/// Whether `seq` falls in one of `ranges` (ascending, inclusive, as
+/// [`Memtable::unlogged_ranges`] returns them).
+pub fn in_ranges(ranges: &[(SeqNo, SeqNo)], seq: SeqNo) -> bool {
+    let after = ranges.partition_point(|&(first, _)| first <= seq);
+    after > 0 && ranges[after - 1].1 >= seq
 }
 
 /// Internal-key order ([`key::compare_internal_keys`]).
@@ -116,6 +124,10 @@ pub struct Memtable {
     /// The largest sequence number inserted (a window flush's eviction bound).
     max_seq: AtomicU64,
     wal_number: u64,
+    /// Sequence numbers of writes left out of the WAL ([`crate::WriteOptions::disable_wal`]),
+    /// as ascending inclusive ranges: what a close or an explicit flush must log before the
+    /// memtable's entries are durable.
+    unlogged: Mutex<Vec<(SeqNo, SeqNo)>>,
 }
 
 /// Where `node_key` (an internal key) sits relative to the internal key `user_key` + `trailer`,
@@ -143,6 +155,7 @@ impl Memtable {
             tombstones: AtomicU64::new(0),
             max_seq: AtomicU64::new(0),
             wal_number,
+            unlogged: Mutex::new(Vec::new()),
         }
     }
 
@@ -240,6 +253,28 @@ impl Memtable {
         }
         let (found, seq, kind) = key::parse_internal_key(c.key(&self.list))?;
         (found == user_key).then(|| (seq, kind, Bytes::copy_from_slice(c.value(&self.list))))
+    }
+
+    /// Records that the writes with sequence numbers `first..=last` were left out of the WAL.
+    /// Groups come in sequence order, so a range right after the last one extends it.
+    pub fn note_unlogged(&self, first: SeqNo, last: SeqNo) {
+        let mut ranges = self.unlogged.lock();
+        match ranges.last_mut() {
+            Some(prev) if prev.1 + 1 == first => prev.1 = last,
+            _ => ranges.push((first, last)),
+        }
+    }
+
+    /// The sequence-number ranges of writes left out of the WAL (ascending, inclusive).
+    pub fn unlogged_ranges(&self) -> Vec<(SeqNo, SeqNo)> {
+        self.unlogged.lock().clone()
+    }
+
+    /// Sets the ranges of writes left out of the WAL: those of the memtables a copy was made
+    /// of, or none once they were logged.
+    pub fn set_unlogged_ranges(&self, mut ranges: Vec<(SeqNo, SeqNo)>) {
+        ranges.sort_unstable();
+        *self.unlogged.lock() = ranges;
     }
 
     /// The largest sequence number inserted (0 when empty).

@@ -94,6 +94,8 @@ pub struct Metrics {
     pub wal_syncs: u64,
     /// Batches committed.
     pub batches: u64,
+    /// ... of which left out of the WAL ([`crate::WriteOptions::disable_wal`]).
+    pub unlogged_batches: u64,
     /// Commit groups (one WAL append each).
     pub write_groups: u64,
     /// Microseconds writers were delayed or stopped.
@@ -236,6 +238,7 @@ impl Metrics {
             bloom_negatives: g(&s.bloom_negatives),
             wal_syncs: g(&s.wal_syncs),
             batches: g(&s.batches),
+            unlogged_batches: g(&s.unlogged_batches),
             write_groups: g(&s.write_groups),
             stall_micros: g(&s.stall_micros),
             delayed_writes: g(&s.delayed_writes),
@@ -281,8 +284,8 @@ impl fmt::Display for Metrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "writes: {} puts, {} deletes, {} user bytes, {} WAL bytes ({} syncs, {} batches in {} groups)",
-            self.puts, self.deletes, self.user_bytes, self.wal_bytes, self.wal_syncs, self.batches, self.write_groups
+            "writes: {} puts, {} deletes, {} user bytes, {} WAL bytes ({} syncs, {} batches in {} groups, {} batches not logged)",
+            self.puts, self.deletes, self.user_bytes, self.wal_bytes, self.wal_syncs, self.batches, self.write_groups, self.unlogged_batches
         )?;
         writeln!(
             f,

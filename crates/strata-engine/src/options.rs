@@ -658,11 +658,30 @@ pub struct WriteOptions {
     /// Sync the WAL before acknowledging. RocksDB: `WriteOptions::sync`. Default: false (the
     /// write survives a process crash but may be lost on power failure).
     pub sync: bool,
+    /// Leave the write out of the WAL. RocksDB: `WriteOptions::disableWAL`. Default: false.
+    ///
+    /// A write left out is durable once it is in a table, after [`crate::Db::flush`] (which
+    /// also logs what a window-flushing policy keeps buffered) or a clean [`crate::Db::close`]
+    /// (which logs every such write still buffered); a crash before that loses it. Since a
+    /// window flush writes part of a memtable, a crash may keep part of a batch left out and
+    /// lose the rest. Cannot be combined with `sync` (an `InvalidArgument`).
+    pub disable_wal: bool,
 }
 
 impl WriteOptions {
     /// Options that sync the WAL before returning.
     pub fn synced() -> Self {
-        WriteOptions { sync: true }
+        WriteOptions {
+            sync: true,
+            ..WriteOptions::default()
+        }
+    }
+
+    /// Options that leave the write out of the WAL (see [`WriteOptions::disable_wal`]).
+    pub fn without_wal() -> Self {
+        WriteOptions {
+            disable_wal: true,
+            ..WriteOptions::default()
+        }
     }
 }

@@ -22,6 +22,8 @@ pub struct Statistics {
     pub wal_syncs: Counter,
     /// Write batches committed.
     pub batches: Counter,
+    /// ... of which left out of the WAL ([`crate::WriteOptions::disable_wal`]).
+    pub unlogged_batches: Counter,
     /// Write groups committed (one WAL append each; batches / groups = group-commit factor).
     pub write_groups: Counter,
     /// Bytes written to table files by flushes.

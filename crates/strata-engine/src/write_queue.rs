@@ -9,6 +9,7 @@ use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::key::SeqNo;
 use crate::memtable::Memtable;
+use crate::options::WriteOptions;
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -24,6 +25,8 @@ pub(crate) struct Writer {
     pub batch: WriteBatch,
     /// Whether the WAL must be synced before acknowledging.
     pub sync: bool,
+    /// Whether the write is left out of the WAL.
+    pub disable_wal: bool,
     /// What it has been told: to lead, to insert its batch, or the group's result.
     state: Mutex<WriterState>,
     /// Set with every change of `state`, so that a waiting writer can spin on it before it
@@ -67,11 +70,12 @@ fn spin_until(ready: impl Fn() -> bool) {
 }
 
 impl Writer {
-    /// A write of `batch`.
-    pub fn new(batch: WriteBatch, sync: bool) -> Arc<Writer> {
+    /// A write of `batch`, with `options`'s WAL choices.
+    pub fn new(batch: WriteBatch, options: &WriteOptions) -> Arc<Writer> {
         Arc::new(Writer {
             batch,
-            sync,
+            sync: options.sync,
+            disable_wal: options.disable_wal,
             state: Mutex::new(WriterState::Waiting),
             told: AtomicBool::new(false),
             woken: Condvar::new(),
@@ -164,7 +168,8 @@ pub(crate) struct WriteQueue {
 impl WriteQueue {
     /// Queues `me` and waits until a leader committed it, hands it its insert, or it is at
     /// the head. A leader takes the writers queued behind it, up to [`MAX_GROUP_BYTES`],
-    /// without taking a sync write into a group whose leader does not sync.
+    /// without taking a sync write into a group whose leader does not sync, and only writers
+    /// that log as it does (a group's record is written for all of it or for none).
     #[inline]
     pub fn join(&self, me: &Arc<Writer>) -> Turn {
         let first = {
@@ -183,7 +188,11 @@ impl WriteQueue {
         let mut group: Vec<Arc<Writer>> = Vec::new();
         let mut bytes = 0;
         for w in queue.iter() {
-            if !group.is_empty() && (bytes >= MAX_GROUP_BYTES || (w.sync && !me.sync)) {
+            if !group.is_empty()
+                && (bytes >= MAX_GROUP_BYTES
+                    || (w.sync && !me.sync)
+                    || w.disable_wal != me.disable_wal)
+            {
                 break;
             }
             bytes += w.batch.encoded_len();

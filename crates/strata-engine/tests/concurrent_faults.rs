@@ -63,7 +63,16 @@ fn write(db: &Db, writer: usize, seed: u64) -> History {
             h.tried[k].push(n);
         }
         let sync = n % 7 == 0;
-        if db.write(&WriteOptions { sync }, batch).is_ok() {
+        if db
+            .write(
+                &WriteOptions {
+                    sync,
+                    ..Default::default()
+                },
+                batch,
+            )
+            .is_ok()
+        {
             for &k in &keys {
                 acked[k] = Some(n);
             }

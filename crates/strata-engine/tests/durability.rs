@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 use strata_engine::fs::MemFs;
-use strata_engine::{Db, Options, RecoveryMode, WriteBatch, WriteOptions};
+use strata_engine::{Db, Error, Options, RecoveryMode, WriteBatch, WriteOptions};
+use strata_policy::{testing, PolicySpec};
 
 fn small(options: Options) -> Options {
     options
@@ -20,7 +21,14 @@ fn synced_writes_survive_drop_without_close_on_the_real_file_system() {
         for i in 0..5000u32 {
             let mut b = WriteBatch::new();
             b.put(format!("k{i:06}"), format!("v{i}")).unwrap();
-            db.write(&WriteOptions { sync: i % 7 == 0 }, b).unwrap();
+            db.write(
+                &WriteOptions {
+                    sync: i % 7 == 0,
+                    ..Default::default()
+                },
+                b,
+            )
+            .unwrap();
         }
         db.delete("k000003").unwrap();
         // Dropped here without close(): no final flush, no final sync.
@@ -138,7 +146,14 @@ fn a_power_cut_keeps_every_synced_write_and_invents_nothing() {
             let sync = i % 100 == 99;
             let mut b = WriteBatch::new();
             b.put(format!("k{i:06}"), format!("v{i}")).unwrap();
-            db.write(&WriteOptions { sync }, b).unwrap();
+            db.write(
+                &WriteOptions {
+                    sync,
+                    ..Default::default()
+                },
+                b,
+            )
+            .unwrap();
             if sync {
                 synced_upto = i + 1;
             }
@@ -172,4 +187,98 @@ fn a_power_cut_keeps_every_synced_write_and_invents_nothing() {
         );
     }
     db.close().unwrap();
+}
+
+/// Writes `prefix`0.. `prefix`(n-1), each its own batch, with `options`.
+fn write_keys(db: &Db, prefix: &str, n: u32, options: &WriteOptions) {
+    for i in 0..n {
+        let mut b = WriteBatch::new();
+        b.put(format!("{prefix}{i:05}"), format!("{prefix}v{i}"))
+            .unwrap();
+        db.write(options, b).unwrap();
+    }
+}
+
+/// How many of `prefix`0.. `prefix`(n-1) `db` holds; each one held has its value.
+fn count_keys(db: &Db, prefix: &str, n: u32) -> u32 {
+    let mut found = 0;
+    for i in 0..n {
+        if let Some(v) = db.get(format!("{prefix}{i:05}")).unwrap() {
+            assert_eq!(
+                v.as_ref(),
+                format!("{prefix}v{i}").as_bytes(),
+                "{prefix}{i}"
+            );
+            found += 1;
+        }
+    }
+    found
+}
+
+/// Writes left out of the WAL (`WriteOptions::disable_wal`), under every built-in policy (window
+/// flushes keep entries held across flushes): a kill (a copy of the open database's files)
+/// loses some of them and no logged write; after `Db::flush` a kill loses none, and a close
+/// loses none either. `sync` with `disable_wal` is refused and stores nothing.
+#[test]
+fn a_kill_loses_only_writes_left_out_of_the_wal_and_flush_and_close_keep_them() {
+    let (logged, unlogged) = (WriteOptions::default(), WriteOptions::without_wal());
+    let mut lost_to_kills = 0;
+    for policy in testing::policies_to_test() {
+        let mut spec: PolicySpec = policy.parse().unwrap();
+        spec.fill_defaults([("target_file_size", "8KiB"), ("bucket_size", "8KiB")])
+            .unwrap();
+        let options = || {
+            small(Options::new())
+                .with_policy_spec(spec.clone())
+                .unwrap()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (live, killed) = (dir.path().join("live"), dir.path().join("killed"));
+        let db = Db::open(&live, options()).unwrap();
+        write_keys(&db, "a", 1500, &logged);
+        write_keys(&db, "u", 1500, &unlogged);
+        db.flush().unwrap();
+        // Left out of the WAL after the flush: in the memtable only.
+        write_keys(&db, "w", 60, &unlogged);
+        write_keys(&db, "z", 20, &logged);
+        let mut refused = WriteBatch::new();
+        refused.put("refused", "x").unwrap();
+        let both = WriteOptions {
+            sync: true,
+            disable_wal: true,
+        };
+        match db.write(&both, refused) {
+            Err(Error::InvalidArgument(why)) => assert!(why.contains("disable_wal"), "{why}"),
+            other => panic!("{policy}: sync without the WAL was not refused: {other:?}"),
+        }
+        std::fs::create_dir(&killed).unwrap();
+        copy_dir(&live, &killed);
+        {
+            let copy = Db::open(&killed, options()).unwrap();
+            assert_eq!(count_keys(&copy, "a", 1500), 1500, "{policy}");
+            assert_eq!(count_keys(&copy, "z", 20), 20, "{policy}");
+            // Everything before the flush, whatever the policy kept buffered.
+            assert_eq!(count_keys(&copy, "u", 1500), 1500, "{policy}");
+            lost_to_kills += 60 - count_keys(&copy, "w", 60);
+            assert_eq!(copy.get("refused").unwrap(), None, "{policy}");
+            copy.close().unwrap();
+        }
+        write_keys(&db, "y", 500, &unlogged);
+        assert_eq!(db.metrics().unlogged_batches, 1500 + 60 + 500, "{policy}");
+        db.close().unwrap();
+        let db = Db::open(&live, options()).unwrap();
+        for (prefix, n) in [("a", 1500), ("u", 1500), ("w", 60), ("z", 20), ("y", 500)] {
+            assert_eq!(
+                count_keys(&db, prefix, n),
+                n,
+                "{policy}: {prefix} after close"
+            );
+        }
+        db.close().unwrap();
+    }
+    // Writes only in the memtable at the kill are gone (under most policies all 60).
+    assert!(
+        lost_to_kills > 0,
+        "no kill lost a write left out of the WAL"
+    );
 }

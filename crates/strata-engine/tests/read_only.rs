@@ -109,7 +109,14 @@ fn populate(fs: &Arc<MemFs>, dir: &Path) -> BTreeMap<Vec<u8>, Vec<u8>> {
     }
     batch.delete(key(3)).unwrap();
     model.remove(&key(3));
-    db.write(&WriteOptions { sync: true }, batch).unwrap();
+    db.write(
+        &WriteOptions {
+            sync: true,
+            ..Default::default()
+        },
+        batch,
+    )
+    .unwrap();
     assert!(db.version().tables().count() > 1);
     db.close().unwrap();
     model

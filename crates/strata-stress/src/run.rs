@@ -155,7 +155,13 @@ fn worker(
                     };
                 }
                 let sync = rng.random_bool(0.1);
-                db.write(&WriteOptions { sync }, batch)?;
+                db.write(
+                    &WriteOptions {
+                        sync,
+                        ..Default::default()
+                    },
+                    batch,
+                )?;
                 log.line(&format!("A {seq}"))?;
                 for (k, v) in intent.writes {
                     model.insert(k, v);

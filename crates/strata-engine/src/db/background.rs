@@ -120,7 +120,8 @@ impl Engine {
     }
 
     /// Freezes the active memtable and waits until every frozen memtable is flushed (in
-    /// synchronous mode, flushes and compacts in this thread).
+    /// synchronous mode, flushes and compacts in this thread), then logs the writes left out of
+    /// the WAL that memtables still hold.
     pub fn flush(&self) -> Result<()> {
         self.check_open()?;
         // No commit may be between choosing its memtable and inserting into it while we freeze it.
@@ -131,18 +132,20 @@ impl Engine {
             self.switch_memtable(&commit, &mut state)?;
         }
         if self.options.synchronous_compaction {
-            return self.run_inline(&mut state);
+            self.run_inline(&mut state)?;
+        } else {
+            self.background_work.notify_all();
+            // The flushed memtables' WALs are gone too when this returns. Memtables a window
+            // flush left held stay.
+            while state.flush_due(self.options.write_buffer_size) || Self::purging(&state) {
+                Self::check_background_error(&state)?;
+                self.check_open()?;
+                self.background_work
+                    .wait_for(&mut state, Duration::from_millis(100));
+            }
         }
-        self.background_work.notify_all();
-        // The flushed memtables' WALs are gone too when this returns. Memtables a window flush
-        // left held stay.
-        while state.flush_due(self.options.write_buffer_size) || Self::purging(&state) {
-            Self::check_background_error(&state)?;
-            self.check_open()?;
-            self.background_work
-                .wait_for(&mut state, Duration::from_millis(100));
-        }
-        Ok(())
+        // What stays buffered is durable only in the WAL: log what writers left out of it.
+        self.log_unlogged(&state, false)
     }
 
     /// Waits until no flush or compaction is running or wanted by the policy. Fails if

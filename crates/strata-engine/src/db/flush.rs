@@ -363,12 +363,15 @@ impl Engine {
             Ok(o) => o,
             Err(e) => return Err(self.job_failed(state, e)),
         };
-        if let Err(e) =
-            Self::check_background_error(state).and_then(|()| self.relog(out.rebuffered.as_deref()))
+        let relogged = match Self::check_background_error(state)
+            .and_then(|()| self.relog(out.rebuffered.as_deref(), &memtables))
         {
-            self.discard_outputs(state, &out.files);
-            return Err(self.job_failed(state, e));
-        }
+            Ok(relogged) => relogged,
+            Err(e) => {
+                self.discard_outputs(state, &out.files);
+                return Err(self.job_failed(state, e));
+            }
+        };
         let output_tables = out.tables.len();
         let key_sample = std::mem::take(&mut out.key_sample);
         let edit = match flush_edit(&state.version, &plan, out.tables) {
@@ -387,10 +390,10 @@ impl Engine {
             .map_or(state.memtable.wal_number(), |m| m.wal_number());
         if let Some(rebuffered) = out.rebuffered.take() {
             // The copy replaces the job's memtables, before any frozen while the job ran, and
-            // their WALs go: the copy's entries are in the open WAL.
+            // their WALs go: the copy's logged entries are in the open WAL.
             let change = BufferChange {
                 log_number: Some(next_log),
-                relogged_into: Some(state.memtable.wal_number()),
+                relogged_into: relogged.then(|| state.memtable.wal_number()),
                 evicted: out.eviction.take(),
             };
             self.install(state, edit, &out.files, change)?;

@@ -103,8 +103,8 @@ use strata_meta::Version;
 use strata_policy::CompactionPolicy;
 
 /// An open database. Cheap to share across threads by reference (`Db` is `Sync`); dropping it
-/// stops background work without flushing — everything written is in the WAL and comes back on
-/// the next open.
+/// closes it without flushing — everything written is in the WAL (writes left out of it are
+/// logged then) and comes back on the next open.
 pub struct Db {
     engine: Arc<Engine>,
     threads: Mutex<Vec<JoinHandle<()>>>,
@@ -250,7 +250,8 @@ impl Db {
 
     /// Freezes the active memtable and waits until every frozen memtable is flushed as the
     /// policy plans. A policy that flushes windows of the buffer (Min-Max) may keep part of the
-    /// data buffered, still durable in the WAL.
+    /// data buffered, durable in the WAL: writes left out of it
+    /// ([`WriteOptions::disable_wal`]) are logged then.
     pub fn flush(&self) -> Result<()> {
         self.engine.flush()
     }
@@ -362,7 +363,8 @@ impl Db {
     }
 
     /// Stops background work, syncs the WAL and releases the directory lock. Data in memtables
-    /// stays in the WAL and is recovered on the next open. Further calls fail with
+    /// stays in the WAL and is recovered on the next open; writes left out of it
+    /// ([`WriteOptions::disable_wal`]) are logged first. Further calls fail with
     /// [`Error::Closed`]. A WAL that failed earlier is never synced again (a sync after a
     /// failed one can report success for lost bytes): writes acknowledged without `sync` before
     /// the failure may then be lost to a power cut. On a database that went read-only after an
@@ -384,8 +386,17 @@ impl Db {
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
-        self.engine
-            .purge_obsolete_files(&mut self.engine.state.lock());
+        let logged = {
+            let mut state = self.engine.state.lock();
+            self.engine.purge_obsolete_files(&mut state);
+            // Writes left out of the WAL and still buffered: logged now, so that a clean close
+            // loses nothing (not after a background error, which closed the WAL).
+            if background_error.is_none() && state.manifest.is_some() {
+                self.engine.log_unlogged(&state, true)
+            } else {
+                Ok(())
+            }
+        };
         let recorded = self.engine.record_lifetime();
         let result = match &mut *self.engine.wal.lock() {
             WalSlot::Open(wal) => wal
@@ -398,7 +409,7 @@ impl Db {
         // reports why, as RocksDB's `Close` returns the background error.
         let result = match background_error {
             Some(why) => result.and(Err(Error::ReadOnly(why))),
-            None => result.and(recorded),
+            None => logged.and(result).and(recorded),
         };
         self.engine.lock.lock().take();
         result

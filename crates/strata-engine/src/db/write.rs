@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::filename;
 use crate::key::{SeqNo, ValueKind, MAX_SEQNO};
 use crate::log::{LogWriter, RecoveryMode};
-use crate::memtable::Memtable;
+use crate::memtable::{self, Memtable};
 use crate::options::WriteOptions;
 use crate::stats::Statistics;
 use crate::wal_chain;
@@ -34,10 +34,17 @@ impl Engine {
     /// into the memtable itself when the leader hands it that) or leads a group.
     pub fn write(&self, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
         self.check_open()?;
+        if options.sync && options.disable_wal {
+            return Err(Error::InvalidArgument(
+                "WriteOptions: sync and disable_wal cannot both be set (a sync makes the WAL \
+                 durable, and the write would not be in it)"
+                    .to_string(),
+            ));
+        }
         if batch.is_empty() {
             return Ok(());
         }
-        let me = Writer::new(batch, options.sync);
+        let me = Writer::new(batch, options);
         let group = match self.write_queue.join(&me) {
             Turn::Done(result) => return result,
             Turn::Insert(insert, seq) => {
@@ -48,13 +55,13 @@ impl Engine {
         };
         let result = if self.options.enable_pipelined_write {
             // The next group may log while this one inserts.
-            let logged = self.log_group(&mut self.commit.lock(), &group, me.sync);
+            let logged = self.log_group(&mut self.commit.lock(), &group, &me);
             self.write_queue.release(&group);
             logged.and_then(|logged| self.insert_group(&group, logged))
         } else {
             let result = {
                 let mut commit = self.commit.lock();
-                self.log_group(&mut commit, &group, me.sync)
+                self.log_group(&mut commit, &group, &me)
                     .and_then(|logged| self.insert_group(&group, logged))
             };
             self.write_queue.release(&group);
@@ -64,15 +71,17 @@ impl Engine {
         result
     }
 
-    /// Makes room for a group led by its first writer, gives it its sequence numbers (after
-    /// `commit`'s, which it moves past them) and appends one WAL record for all of it, synced
-    /// if `sync` (failure rules 1 and 2 in [`crate::db`]).
+    /// Makes room for a group led by `leader`, gives it its sequence numbers (after `commit`'s,
+    /// which it moves past them) and appends one WAL record for all of it, synced if the leader
+    /// syncs (failure rules 1 and 2 in [`crate::db`]); a group left out of the WAL is noted in
+    /// its memtable instead.
     fn log_group(
         &self,
         commit: &mut MutexGuard<'_, SeqNo>,
         group: &[Arc<Writer>],
-        sync: bool,
+        leader: &Writer,
     ) -> Result<Logged> {
+        let sync = leader.sync;
         let bytes: u64 = group.iter().map(|w| w.batch.user_bytes()).sum();
         let memtable = self.make_room_for_write(commit, bytes)?;
         let count: u64 = group.iter().map(|w| w.batch.len() as u64).sum();
@@ -82,22 +91,27 @@ impl Engine {
                 "sequence numbers are exhausted".to_string(),
             ));
         }
-        let batches: Vec<&WriteBatch> = group.iter().map(|w| &w.batch).collect();
-        let payload_len = self
-            .append_to_wal(
-                |payload| batch::encode_group(payload, first_seq, &batches),
-                sync,
-            )
-            .inspect_err(|e| self.set_background_error(e))?;
+        if leader.disable_wal {
+            memtable.note_unlogged(first_seq, first_seq + count - 1);
+            Statistics::add(&self.stats.unlogged_batches, group.len() as u64);
+        } else {
+            let batches: Vec<&WriteBatch> = group.iter().map(|w| &w.batch).collect();
+            let payload_len = self
+                .append_to_wal(
+                    |payload| batch::encode_group(payload, first_seq, &batches),
+                    sync,
+                )
+                .inspect_err(|e| self.set_background_error(e))?;
+            Statistics::add(&self.stats.wal_bytes, payload_len as u64 + 8);
+            if sync {
+                Statistics::add(&self.stats.wal_syncs, 1);
+            }
+        }
         **commit = first_seq + count - 1;
         let place = self
             .options
             .enable_pipelined_write
             .then(|| self.publication.join(**commit));
-        Statistics::add(&self.stats.wal_bytes, payload_len as u64 + 8);
-        if sync {
-            Statistics::add(&self.stats.wal_syncs, 1);
-        }
         Ok(Logged {
             memtable,
             first_seq,
@@ -421,26 +435,67 @@ impl Engine {
     }
 
     /// Logs again, in the open WAL, the entries a re-buffering window flush copied into `copy`,
-    /// the memtable that replaces the ones it held (nothing without one), and syncs it: once
+    /// the memtable that replaces the job's `sources` (nothing without one), and syncs it: once
     /// the flush installs, those memtables' WALs hold nothing that is not in a table or in the
     /// open WAL, and can go. Entries keep their sequence numbers; WAL recovery replays records
     /// in any order (the manifest names the WAL, so point-in-time recovery does not stop before
-    /// it). On an error the WAL is closed and the caller makes the database read-only (failure
-    /// rule 1).
+    /// it). Entries the sources' writers left out of the WAL stay out, and the copy keeps their
+    /// ranges. Returns whether anything was logged. On an error the WAL is closed and the
+    /// caller makes the database read-only (failure rule 1).
     ///
     /// REQUIRES: the state lock is held (no memtable switch moves the open WAL meanwhile).
-    pub fn relog(&self, copy: Option<&Memtable>) -> Result<()> {
+    pub fn relog(&self, copy: Option<&Memtable>, sources: &[Arc<Memtable>]) -> Result<bool> {
         let Some(copy) = copy.filter(|m| !m.is_empty()) else {
-            return Ok(());
+            return Ok(false);
         };
-        // Borrowed from the copy: no entry is copied until it is encoded.
-        let mut entries = copy
-            .entries()
-            .map(|(ikey, value)| {
-                let (key, seq, kind) = super::held_buffer::parse(ikey)?;
-                Ok((seq, kind, key, value))
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let mut unlogged: Vec<(SeqNo, SeqNo)> =
+            sources.iter().flat_map(|m| m.unlogged_ranges()).collect();
+        unlogged.sort_unstable();
+        copy.set_unlogged_ranges(unlogged.clone());
+        self.log_entries(copy, |_, seq| !memtable::in_ranges(&unlogged, seq))
+    }
+
+    /// Logs, in the open WAL, the entries of the frozen memtables (and, `with_active`, the
+    /// active one) that writers left out of it, except those a window flush already wrote to a
+    /// table, and syncs it: after this every write so far is durable. `Db::flush` and a clean
+    /// close do this ([`crate::WriteOptions::disable_wal`]).
+    ///
+    /// REQUIRES: the state lock is held, and with `with_active` no write is under way.
+    pub fn log_unlogged(&self, state: &EngineState, with_active: bool) -> Result<()> {
+        let active = with_active.then_some(&state.memtable);
+        for memtable in state.frozen.iter().chain(active) {
+            let ranges = memtable.unlogged_ranges();
+            if ranges.is_empty() {
+                continue;
+            }
+            let evicted = |k: &[u8], seq| state.evictions.iter().any(|e| e.covers(k, seq));
+            self.log_entries(memtable, |k, seq| {
+                memtable::in_ranges(&ranges, seq) && !evicted(k, seq)
+            })?;
+            memtable.set_unlogged_ranges(Vec::new());
+        }
+        Ok(())
+    }
+
+    /// Appends the entries of `memtable` that `select` picks (by user key and sequence number)
+    /// to the open WAL with their sequence numbers, in records of consecutive sequence numbers,
+    /// syncing the last. Returns whether anything was logged.
+    fn log_entries(
+        &self,
+        memtable: &Memtable,
+        select: impl Fn(&[u8], SeqNo) -> bool,
+    ) -> Result<bool> {
+        // Borrowed from the memtable: no entry is copied until it is encoded.
+        let mut entries = Vec::new();
+        for (ikey, value) in memtable.entries() {
+            let (key, seq, kind) = super::held_buffer::parse(ikey)?;
+            if select(key, seq) {
+                entries.push((seq, kind, key, value));
+            }
+        }
+        if entries.is_empty() {
+            return Ok(false);
+        }
         // A WAL record holds consecutive sequence numbers: sort, then cut where they skip.
         entries.sort_unstable_by_key(|&(seq, ..)| seq);
         let mut start = 0;
@@ -471,6 +526,6 @@ impl Engine {
             start = end;
         }
         Statistics::add(&self.stats.wal_syncs, 1);
-        Ok(())
+        Ok(true)
     }
 }

@@ -322,7 +322,13 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
                 };
             }
             let sync = rng.random_bool(0.15);
-            let result = db.write(&WriteOptions { sync }, batch);
+            let result = db.write(
+                &WriteOptions {
+                    sync,
+                    ..Default::default()
+                },
+                batch,
+            );
             let outcome = match &result {
                 Ok(()) => Outcome::Acked { synced: sync },
                 Err(Error::ReadOnly(_)) => Outcome::Rejected,

@@ -58,7 +58,13 @@ fn write_until_error(db: &Db, from: u32, limit: u32, sync: bool) -> (u32, Option
     for i in from..from + limit {
         let mut b = WriteBatch::new();
         b.put(key(i), value(i)).unwrap();
-        if let Err(e) = db.write(&WriteOptions { sync }, b) {
+        if let Err(e) = db.write(
+            &WriteOptions {
+                sync,
+                ..Default::default()
+            },
+            b,
+        ) {
             return (i, Some(e));
         }
     }
@@ -222,7 +228,15 @@ fn a_failing_wal_write_fails_the_write_and_makes_the_database_read_only() {
             let mut b = WriteBatch::new();
             b.put("c", "3").unwrap();
             let sync = kind != FaultKind::Flush;
-            let e = db.write(&WriteOptions { sync }, b).unwrap_err();
+            let e = db
+                .write(
+                    &WriteOptions {
+                        sync,
+                        ..Default::default()
+                    },
+                    b,
+                )
+                .unwrap_err();
             assert!(
                 matches!(e, Error::Io { .. }) && is_injected(&e) && e.to_string().contains("WAL"),
                 "{context}: {e}"
