@@ -270,6 +270,19 @@ impl Memtable {
         self.unlogged.lock().clone()
     }
 
+    /// Whether every entry was written without the WAL: a memtable's writes take one sequence
+    /// number per entry, so its ranges then cover as many numbers as it has entries (a copy
+    /// made only of such memtables keeps their ranges and holds no more).
+    pub fn wholly_unlogged(&self) -> bool {
+        let covered: u64 = self
+            .unlogged
+            .lock()
+            .iter()
+            .map(|&(first, last)| last - first + 1)
+            .sum();
+        covered >= self.len() as u64
+    }
+
     /// Sets the ranges of writes left out of the WAL: those of the memtables a copy was made
     /// of, or none once they were logged.
     pub fn set_unlogged_ranges(&self, mut ranges: Vec<(SeqNo, SeqNo)>) {

@@ -53,6 +53,11 @@ pub(crate) struct CrashArgs {
     /// Children read and write table files with direct I/O.
     #[arg(long)]
     direct_io: bool,
+    /// Children write everything through the WAL. Otherwise some writes leave it out
+    /// (`WriteOptions::disable_wal`), except with `--wal-damage-every`, whose point-in-time
+    /// check wants every thread's history as a log.
+    #[arg(long)]
+    all_logged: bool,
 }
 
 /// What the crash driver measured.
@@ -66,6 +71,10 @@ struct CrashSummary {
     acked_writes_verified: u64,
     in_flight_applied: u64,
     in_flight_absent: u64,
+    /// Keys written without the WAL whose value verification settled.
+    unlogged_keys_settled: u64,
+    /// ... of which a kill rolled back.
+    unlogged_keys_rolled_back: u64,
     per_policy_cycles: BTreeMap<String, u64>,
     /// Cycles that found the database in a handover the kill had cut short (`--switching`).
     recovered_in_handover: u64,
@@ -175,6 +184,8 @@ pub(crate) fn crash(args: CrashArgs) -> Result<()> {
                 s.acked_writes_verified += n("acked_writes");
                 s.in_flight_applied += n("in_flight_applied");
                 s.in_flight_absent += n("in_flight_absent");
+                s.unlogged_keys_settled += n("unlogged_keys_settled");
+                s.unlogged_keys_rolled_back += n("unlogged_keys_rolled_back");
             }
             None if !stderr.trim().is_empty() || out.status.code().is_some_and(|c| c != 0) => {
                 s.fail(format!("cycle {cycle} ({policy}): {}", stderr.trim()));
@@ -241,6 +252,7 @@ fn child_run(exe: &Path, policy: &str, args: &CrashArgs, dir: &Path) -> Command 
         .args(["--threads", &args.threads.to_string()])
         .args(["--keys", &args.keys.to_string()])
         .args(args.direct_io.then_some("--direct-io"))
+        .args((!args.all_logged && args.wal_damage_every == 0).then_some("--unlogged-writes"))
         .arg("--dir")
         .arg(dir);
     command

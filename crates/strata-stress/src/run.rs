@@ -53,6 +53,10 @@ pub(crate) struct RunArgs {
     /// Commit groups pipelined (`Options::with_enable_pipelined_write`).
     #[arg(long)]
     pipelined_write: bool,
+    /// Leave some writes out of the WAL (`WriteOptions::disable_wal`): a kill may lose those
+    /// not yet in a table, which verification accepts key by key.
+    #[arg(long)]
+    unlogged_writes: bool,
 }
 
 /// The write buffer of every child: small, so a short run flushes and compacts many times.
@@ -146,7 +150,9 @@ fn worker(
                     }
                 };
                 let intent = Intent { seq, writes };
-                log.intent(&intent)?;
+                let sync = rng.random_bool(0.1);
+                let disable_wal = args.unlogged_writes && !sync && rng.random_bool(0.15);
+                log.intent(&intent, disable_wal)?;
                 let mut batch = WriteBatch::new();
                 for (k, v) in &intent.writes {
                     match v {
@@ -154,14 +160,7 @@ fn worker(
                         None => batch.delete(k)?,
                     };
                 }
-                let sync = rng.random_bool(0.1);
-                db.write(
-                    &WriteOptions {
-                        sync,
-                        ..Default::default()
-                    },
-                    batch,
-                )?;
+                db.write(&WriteOptions { sync, disable_wal }, batch)?;
                 log.line(&format!("A {seq}"))?;
                 for (k, v) in intent.writes {
                     model.insert(k, v);
@@ -212,7 +211,7 @@ fn worker(
                     seq,
                     writes: vec![(key.clone(), Some(v))],
                 };
-                log.intent(&intent)?;
+                log.intent(&intent, false)?;
                 db.write(&WriteOptions::default(), b)?;
                 log.line(&format!("A {seq}"))?;
                 model.insert(key.clone(), intent.writes[0].1.clone());

@@ -1,5 +1,7 @@
-//! The side logs: each worker thread's log of write intents, acknowledgements and resolutions,
-//! written one line at a time, and their replay into what the database must hold.
+//! The side logs: each worker thread's log of write intents (`I`, or `N` for writes left out of
+//! the WAL), acknowledgements (`A`), resolutions (`X`: an in-flight intent that did not happen;
+//! `F`: what a verification found a key to hold), written one line at a time, and their replay
+//! into what the database must hold.
 
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, HashMap};
@@ -54,13 +56,22 @@ impl SideLog {
         self.file.write_all(&buf).context("writing the side log")
     }
 
-    pub(crate) fn intent(&mut self, i: &Intent) -> Result<()> {
+    /// Logs `i` before it is issued: tagged `I`, or `N` for a write left out of the WAL
+    /// (`unlogged`), which a kill may lose.
+    pub(crate) fn intent(&mut self, i: &Intent, unlogged: bool) -> Result<()> {
         let parts: Vec<String> = i
             .writes
             .iter()
             .map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("~")))
             .collect();
-        self.line(&format!("I {} {}", i.seq, parts.join(";")))
+        let tag = if unlogged { "N" } else { "I" };
+        self.line(&format!("{tag} {} {}", i.seq, parts.join(";")))
+    }
+
+    /// Logs what a verification found `key` to hold, which settles what writes left out of the
+    /// WAL may have lost.
+    pub(crate) fn found(&mut self, key: &str, value: Option<&str>) -> Result<()> {
+        self.line(&format!("F {key}={}", value.unwrap_or("~")))
     }
 }
 
@@ -71,6 +82,11 @@ pub(crate) struct Replayed {
     pub(crate) model: BTreeMap<String, Option<String>>,
     /// The last intent, if it was never acknowledged nor resolved.
     pub(crate) in_flight: Option<Intent>,
+    /// Whether the in-flight intent was left out of the WAL.
+    pub(crate) in_flight_unlogged: bool,
+    /// Values a key may hold instead of the model's: those it had since its last logged write,
+    /// which a kill may roll back to where acknowledged writes left out of the WAL are lost.
+    pub(crate) uncertain: BTreeMap<String, Vec<Option<String>>>,
     /// Next sequence number to use.
     pub(crate) next_seq: u64,
     /// Acknowledged writes in the log.
@@ -103,27 +119,43 @@ pub(crate) fn replay(path: &Path) -> Result<Replayed> {
         None => "",
     };
     let mut r = Replayed::default();
-    let mut pending: HashMap<u64, Intent> = HashMap::new();
+    // Intents not yet acknowledged or resolved, with whether each was left out of the WAL.
+    let mut pending: HashMap<u64, (Intent, bool)> = HashMap::new();
     for line in complete.lines() {
         let (tag, rest) = line.split_at(line.len().min(2));
         match tag.trim() {
-            "I" => {
+            tag @ ("I" | "N") => {
                 let i = parse_intent(rest).with_context(|| format!("bad intent line {line:?}"))?;
                 r.next_seq = r.next_seq.max(i.seq + 1);
-                pending.insert(i.seq, i);
+                pending.insert(i.seq, (i, tag == "N"));
             }
             "A" => {
                 let seq: u64 = rest
                     .trim()
                     .parse()
                     .with_context(|| format!("bad line {line:?}"))?;
-                if let Some(i) = pending.remove(&seq) {
+                if let Some((i, unlogged)) = pending.remove(&seq) {
                     for (k, v) in &i.writes {
-                        r.model.insert(k.clone(), v.clone());
+                        let before = r.model.insert(k.clone(), v.clone()).flatten();
+                        if unlogged {
+                            r.uncertain.entry(k.clone()).or_default().push(before);
+                        } else {
+                            // A logged write survives a kill, and so does what it replaced.
+                            r.uncertain.remove(k);
+                        }
                     }
                     r.acked += 1;
                     r.history.push(i);
                 }
+            }
+            "F" => {
+                let (k, v) = rest
+                    .trim()
+                    .split_once('=')
+                    .with_context(|| format!("bad line {line:?}"))?;
+                r.model
+                    .insert(k.to_string(), (v != "~").then(|| v.to_string()));
+                r.uncertain.remove(k);
             }
             "X" => {
                 let seq: u64 = rest
@@ -142,7 +174,10 @@ pub(crate) fn replay(path: &Path) -> Result<Replayed> {
             pending.len()
         );
     }
-    r.in_flight = pending.into_values().next();
+    if let Some((i, unlogged)) = pending.into_values().next() {
+        r.in_flight = Some(i);
+        r.in_flight_unlogged = unlogged;
+    }
     Ok(r)
 }
 

@@ -15,38 +15,61 @@ pub(crate) struct Verified {
     acked_writes: u64,
     in_flight_applied: u64,
     in_flight_absent: u64,
+    /// Keys whose last writes were left out of the WAL, read to settle what they hold.
+    unlogged_keys_settled: u64,
+    /// ... of which a kill rolled back (the newest acknowledged write was lost).
+    unlogged_keys_rolled_back: u64,
 }
 
-/// Checks the database against every thread's side log and resolves in-flight intents.
+/// Checks the database against every thread's side log and resolves in-flight intents, and
+/// settles (with `F` lines) what keys written without the WAL hold.
 pub(crate) fn verify(db: &Db, logs: &Path, threads: usize) -> Result<Verified> {
     let mut v = Verified::default();
     let mut all_expected: BTreeMap<String, Option<String>> = BTreeMap::new();
-    let mut in_flight_keys: HashMap<String, Option<String>> = HashMap::new();
+    let read = |k: &str| -> Result<Option<String>> {
+        Ok(db.get(k)?.map(|b| String::from_utf8_lossy(&b).into_owned()))
+    };
     for t in 0..threads {
         let path = logs.join(format!("thread-{t:02}.log"));
         let r = replay(&path)?;
         v.acked_writes += r.acked;
         let mut log = SideLog::open(&path)?;
+        // What each key may hold: the model's value, or one a lost write left out of the WAL
+        // rolls back to.
+        let allowed = |k: &str| -> Vec<Option<String>> {
+            let mut values = vec![r.model.get(k).cloned().flatten()];
+            values.extend(r.uncertain.get(k).into_iter().flatten().cloned());
+            values
+        };
+        // Keys whose value is settled by reading it: uncertain ones and the in-flight intent's.
+        let mut settle: BTreeMap<String, Vec<Option<String>>> = r
+            .uncertain
+            .keys()
+            .map(|k| (k.clone(), allowed(k)))
+            .collect();
         if let Some(i) = &r.in_flight {
-            // All or nothing: count the keys showing the intent's value where it differs from
-            // the acknowledged state.
+            // A logged batch is all or nothing: count the keys showing the intent's value where
+            // no earlier state explains it.
             let mut shows_new = 0;
             let mut distinguishable = 0;
             for (k, new) in &i.writes {
-                let old = r.model.get(k).cloned().flatten();
-                if &old == new {
+                let before = allowed(k);
+                let actual = read(k)?;
+                if before.contains(new) {
+                    if !before.contains(&actual) {
+                        bail!("key {k}: value {actual:?} is none of {before:?}");
+                    }
                     continue;
                 }
                 distinguishable += 1;
-                let actual = db.get(k)?.map(|b| String::from_utf8_lossy(&b).into_owned());
                 if &actual == new {
                     shows_new += 1;
-                } else if actual != old {
-                    bail!("key {k}: value {actual:?} is neither the acknowledged {old:?} nor the in-flight {new:?}");
+                } else if !before.contains(&actual) {
+                    bail!("key {k}: value {actual:?} is neither of {before:?} nor the in-flight {new:?}");
                 }
             }
             let applied = shows_new > 0;
-            if applied && shows_new != distinguishable {
+            if applied && shows_new != distinguishable && !r.in_flight_unlogged {
                 bail!("in-flight batch {} applied to {shows_new} of {distinguishable} keys: not atomic", i.seq);
             }
             if applied {
@@ -57,22 +80,28 @@ pub(crate) fn verify(db: &Db, logs: &Path, threads: usize) -> Result<Verified> {
                 log.line(&format!("X {}", i.seq))?;
             }
             for (k, new) in &i.writes {
-                in_flight_keys.insert(
-                    k.clone(),
-                    if applied {
-                        new.clone()
-                    } else {
-                        r.model.get(k).cloned().flatten()
-                    },
-                );
+                let mut values = allowed(k);
+                values.push(new.clone());
+                settle.insert(k.clone(), values);
             }
         }
-        for (k, val) in r.model {
-            all_expected.insert(k, val);
+        for (k, val) in &r.model {
+            all_expected.insert(k.clone(), val.clone());
         }
-    }
-    for (k, val) in in_flight_keys {
-        all_expected.insert(k, val);
+        for (k, values) in settle {
+            let actual = read(&k)?;
+            if !values.contains(&actual) {
+                bail!("key {k}: value {actual:?} is none of {values:?} (an acknowledged write was lost or a stale value resurfaced)");
+            }
+            if r.uncertain.contains_key(&k) {
+                v.unlogged_keys_settled += 1;
+                if actual != r.model.get(&k).cloned().flatten() {
+                    v.unlogged_keys_rolled_back += 1;
+                }
+            }
+            log.found(&k, actual.as_deref())?;
+            all_expected.insert(k, actual);
+        }
     }
     // Every key: exactly the expected value.
     for (k, want) in &all_expected {

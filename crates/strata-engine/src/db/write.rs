@@ -439,20 +439,26 @@ impl Engine {
     /// the flush installs, those memtables' WALs hold nothing that is not in a table or in the
     /// open WAL, and can go. Entries keep their sequence numbers; WAL recovery replays records
     /// in any order (the manifest names the WAL, so point-in-time recovery does not stop before
-    /// it). Entries the sources' writers left out of the WAL stay out, and the copy keeps their
-    /// ranges. Returns whether anything was logged. On an error the WAL is closed and the
-    /// caller makes the database read-only (failure rule 1).
+    /// it). Where every write the sources hold was left out of the WAL, nothing is logged and
+    /// the copy keeps their ranges; otherwise the whole copy is logged, since it keeps only the
+    /// newest version of a key, and a logged version it shadows must not be lost with the old
+    /// WALs. Returns whether anything was logged. On an error the WAL is closed and the caller
+    /// makes the database read-only (failure rule 1).
     ///
     /// REQUIRES: the state lock is held (no memtable switch moves the open WAL meanwhile).
     pub fn relog(&self, copy: Option<&Memtable>, sources: &[Arc<Memtable>]) -> Result<bool> {
         let Some(copy) = copy.filter(|m| !m.is_empty()) else {
             return Ok(false);
         };
-        let mut unlogged: Vec<(SeqNo, SeqNo)> =
-            sources.iter().flat_map(|m| m.unlogged_ranges()).collect();
-        unlogged.sort_unstable();
-        copy.set_unlogged_ranges(unlogged.clone());
-        self.log_entries(copy, |_, seq| !memtable::in_ranges(&unlogged, seq))
+        if sources.iter().all(|m| m.wholly_unlogged()) {
+            let mut unlogged: Vec<(SeqNo, SeqNo)> =
+                sources.iter().flat_map(|m| m.unlogged_ranges()).collect();
+            unlogged.sort_unstable();
+            copy.set_unlogged_ranges(unlogged);
+            return Ok(false);
+        }
+        copy.set_unlogged_ranges(Vec::new());
+        self.log_entries(copy, |_, _| true)
     }
 
     /// Logs, in the open WAL, the entries of the frozen memtables (and, `with_active`, the
