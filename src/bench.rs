@@ -105,6 +105,11 @@ pub struct BenchArgs {
     /// enable_pipelined_write); fjall has no such choice. Applies with --engine-defaults too.
     #[arg(long)]
     enable_pipelined_write: bool,
+    /// Strata and RocksDB leave every write out of the WAL (Strata's WriteOptions::disable_wal,
+    /// RocksDB's disableWAL), as a bulk load may; the flush ending each phase makes the data
+    /// durable. fjall has no such choice and writes its journal.
+    #[arg(long)]
+    disable_wal: bool,
     /// Strata starts every data block on a 4 KiB page of its table file (Options::with_block_align),
     /// so a direct read of a 4 KiB block reads one page, not two. RocksDB: block_align, which the
     /// rocksdb crate cannot set, so RocksDB runs without it; fjall has no such choice.
@@ -580,6 +585,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         charge_tables: !args.no_table_charge,
         cache_index_and_filter_blocks: args.cache_index_and_filter_blocks,
         pipelined_write: args.enable_pipelined_write,
+        disable_wal: args.disable_wal,
         block_align: args.block_align,
         file_trace: None,
         engine_defaults: args.engine_defaults,

@@ -174,6 +174,11 @@ pub struct EngineSettings {
     /// has no such choice).
     #[serde(default)]
     pub block_align: bool,
+    /// Every write of the run leaves the WAL out (Strata's `WriteOptions::disable_wal`,
+    /// RocksDB's `WriteOptions::disableWAL`); the engines make the data durable at the
+    /// flush that ends a phase. fjall has no such choice and writes its journal.
+    #[serde(default)]
+    pub disable_wal: bool,
 }
 
 fn default_charge_tables() -> bool {
@@ -203,6 +208,7 @@ impl Default for EngineSettings {
             cache_index_and_filter_blocks: false,
             pipelined_write: false,
             block_align: false,
+            disable_wal: false,
         }
     }
 }
@@ -224,6 +230,7 @@ pub struct Strata {
     direct_io: bool,
     block_cache: Option<u64>,
     index_and_filter: &'static str,
+    write: strata_engine::WriteOptions,
 }
 
 /// The report's phrase for indexes and filters kept in the block cache with high priority
@@ -300,6 +307,10 @@ impl Strata {
             direct_io: s.direct_io,
             block_cache: (!s.engine_defaults).then_some(s.block_cache),
             index_and_filter: strata_index_and_filter(s),
+            write: strata_engine::WriteOptions {
+                disable_wal: s.disable_wal,
+                ..Default::default()
+            },
         })
     }
 }
@@ -420,10 +431,14 @@ impl KvEngine for Strata {
         self.policy.clone()
     }
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        Ok(self.db.put(key, value)?)
+        let mut batch = strata_engine::WriteBatch::new();
+        batch.put(key, value)?;
+        Ok(self.db.write(&self.write, batch)?)
     }
     fn delete(&self, key: &[u8]) -> Result<()> {
-        Ok(self.db.delete(key)?)
+        let mut batch = strata_engine::WriteBatch::new();
+        batch.delete(key)?;
+        Ok(self.db.write(&self.write, batch)?)
     }
     fn get(&self, key: &[u8]) -> Result<bool> {
         Ok(self.db.get(key)?.is_some())
@@ -521,6 +536,7 @@ mod rocks {
     pub struct Rocks {
         db: rocksdb::DB,
         options: rocksdb::Options,
+        write: rocksdb::WriteOptions,
         dir: PathBuf,
         direct_io: bool,
         block_cache: Option<u64>,
@@ -545,6 +561,7 @@ mod rocks {
                 return Ok(Rocks {
                     db,
                     options: o,
+                    write: Rocks::write_options(s),
                     dir: dir.to_path_buf(),
                     direct_io: s.direct_io,
                     block_cache: None,
@@ -587,6 +604,7 @@ mod rocks {
             Ok(Rocks {
                 db,
                 options: o,
+                write: Rocks::write_options(s),
                 dir: dir.to_path_buf(),
                 direct_io: s.direct_io,
                 block_cache: Some(s.block_cache),
@@ -604,6 +622,13 @@ mod rocks {
                 o.clone(),
             );
             rocksdb::DB::open_cf_descriptors(o, dir, [default]).context("opening RocksDB")
+        }
+
+        /// The options of every write: the WAL left out with `s.disable_wal`.
+        fn write_options(s: &EngineSettings) -> rocksdb::WriteOptions {
+            let mut w = rocksdb::WriteOptions::default();
+            w.disable_wal(s.disable_wal);
+            w
         }
 
         /// Direct reads and direct flush and compaction writes, as Strata's pair of options.
@@ -631,10 +656,10 @@ mod rocks {
             "rocksdb-leveled".to_string()
         }
         fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-            Ok(self.db.put(key, value)?)
+            Ok(self.db.put_opt(key, value, &self.write)?)
         }
         fn delete(&self, key: &[u8]) -> Result<()> {
-            Ok(self.db.delete(key)?)
+            Ok(self.db.delete_opt(key, &self.write)?)
         }
         fn get(&self, key: &[u8]) -> Result<bool> {
             Ok(self.db.get_pinned(key)?.is_some())
