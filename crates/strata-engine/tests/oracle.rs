@@ -224,7 +224,7 @@ fn run(policy: &str, synchronous: bool, seed: u64, steps: usize, storage: Storag
                 let sync = rng.random_bool(0.2);
                 // From the step, not the generator: the draws stay those the seeds were chosen
                 // for (the synchronous runs must reach block preservation).
-                let disable_wal = !sync && step % 3 == 0;
+                let disable_wal = !sync && step.is_multiple_of(3);
                 db.write(&WriteOptions { sync, disable_wal }, batch)
                     .unwrap();
                 model = staged;

@@ -308,7 +308,7 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
         steps_left -= 1;
         let roll = rng.random_range(0..100);
         // Chosen by the step, not the generator, so the seeds' draws stay as they were.
-        let result = if roll < 70 && steps_left % 4 == 0 {
+        let result = if roll < 70 && steps_left.is_multiple_of(4) {
             let k = (steps_left as u32 * 7) % UNLOGGED_KEYS;
             let value = format!("unlogged-{steps_left}");
             let mut batch = WriteBatch::new();
