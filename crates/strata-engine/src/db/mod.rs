@@ -29,7 +29,10 @@
 //!    acknowledged and the active memtable, whose WAL is suspect, is never frozen or flushed to a
 //!    table. A failed write's record may still have reached the WAL: after a reopen the batch is
 //!    then there entirely or not at all (its checksum covers the whole batch), like any write
-//!    whose outcome the caller never learned.
+//!    whose outcome the caller never learned. A write left out of the WAL
+//!    (`WriteOptions::disable_wal`) goes into the memtable with no record; its sequence numbers
+//!    are noted there, and `Db::flush` and a clean close log what is still buffered (in the
+//!    open WAL, with those sequence numbers).
 //! 3. **Background errors stop background work.** A failed flush or compaction (writing or
 //!    reading) records the error; background threads then pick no new work, running jobs stop at
 //!    their next check, and no job installs its result after the error. A compaction that fails
@@ -54,7 +57,8 @@
 //!    are never confused with new files, and leftovers of a failed creation (a first manifest
 //!    that `CURRENT` never named) do not make the directory "not a database".
 //! 10. **A window flush keeps the rest of its memtable durable.** The entries a window flush
-//!     leaves out are appended to the open WAL and synced, and put into the next memtable (the
+//!     leaves out (unless every write they come from was left out of the WAL) are appended to
+//!     the open WAL and synced, and put into the next memtable (the
 //!     oldest newer one, so reads still meet every key's newest version first), before the
 //!     flush's edit moves the log number past the flushed memtable's WAL; an error there is a
 //!     WAL error (rule 1) and installs nothing.
