@@ -18,6 +18,7 @@
 #   DEVICE_WRITE_LIMIT []   --device-write-limit in MiB/s: the device writes at a disk's rate
 #   NO_INDEX [1]            0 leaves out the run without the interval index
 #   DISABLE_WAL [0]         1 loads without the WAL (--disable-wal), as the paper's bulk load
+#   SETTLE [0]              1 counts each phase's flushes and compactions in it (--settle)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-out/minmax}
@@ -34,6 +35,7 @@ fi
 [ "${DIRECT_IO:-0}" = 1 ] && common+=(--direct-io)
 [ -n "${DEVICE_WRITE_LIMIT:-}" ] && common+=(--device-write-limit "$DEVICE_WRITE_LIMIT")
 [ "${DISABLE_WAL:-0}" = 1 ] && common+=(--disable-wal)
+[ "${SETTLE:-0}" = 1 ] && common+=(--settle)
 for round in $(seq 1 "$rounds"); do
   dir=$out
   [ "$rounds" -gt 1 ] && dir="$out/round$round"

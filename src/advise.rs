@@ -558,6 +558,7 @@ fn verify(
             limits,
             ..StorageOptions::default()
         },
+        settle_phases: false,
     };
     let comparison = run_comparison(&config).context("verifying on the engine")?;
     for run in &comparison.runs {

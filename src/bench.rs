@@ -110,6 +110,12 @@ pub struct BenchArgs {
     /// durable. fjall has no such choice and writes its journal.
     #[arg(long)]
     disable_wal: bool,
+    /// After each phase that wrote, wait until flushes and compactions are done (each engine's
+    /// flush and wait for compactions) and count that time and work in the phase: its ops/s is
+    /// then the rate at which data reaches a settled tree, not the rate at which writes are
+    /// accepted while a compaction debt builds up.
+    #[arg(long)]
+    settle: bool,
     /// Strata starts every data block on a 4 KiB page of its table file (Options::with_block_align),
     /// so a direct read of a 4 KiB block reads one page, not two. RocksDB: block_align, which the
     /// rocksdb crate cannot set, so RocksDB runs without it; fjall has no such choice.
@@ -645,6 +651,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         },
         bandwidth_probe_bytes: args.bandwidth_probe,
         storage,
+        settle_phases: args.settle,
     };
     if !args.json {
         let w = &config.workload;

@@ -69,6 +69,10 @@ pub struct BenchConfig {
     /// Memory limits, page-cache drops, kept databases and the device probe: what measuring
     /// engines out of cache takes.
     pub storage: StorageOptions,
+    /// After each phase that wrote, wait until flushes and compactions are done and count the
+    /// wait in the phase: a phase's rate is then that of data reaching a settled tree, and an
+    /// engine that leaves a compaction debt behind pays it where it was made.
+    pub settle_phases: bool,
 }
 
 /// How a comparison treats memory and storage beyond the engines' settings (`strata bench
@@ -198,6 +202,9 @@ pub struct RunJob {
     /// Drop the page cache before each measured phase.
     #[serde(default)]
     pub drop_caches: bool,
+    /// Settle after each phase that wrote ([`BenchConfig::settle_phases`]).
+    #[serde(default)]
+    pub settle_phases: bool,
     /// What becomes of the database directory.
     #[serde(default)]
     pub database: DatabaseUse,
@@ -239,6 +246,7 @@ pub fn run_job(job: &RunJob) -> Result<RunResult> {
         drop_caches: job.drop_caches,
         space: Arc::clone(&space),
         skip_phases,
+        settle_phases: job.settle_phases,
     };
     let result = runner::run(Arc::clone(&engine), &job.workload, label, &options)
         .with_context(|| format!("running {} on {label}", job.workload.name));
@@ -532,6 +540,7 @@ pub fn run_comparison(config: &BenchConfig) -> Result<Comparison> {
             memory_limit: None,
             device_write_limit: None,
             drop_caches: config.storage.drop_caches,
+            settle_phases: config.settle_phases,
             database,
         };
         let cgroups = match &config.storage.limits {

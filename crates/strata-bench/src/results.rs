@@ -38,6 +38,11 @@ pub struct PhaseResult {
     pub seconds: f64,
     /// ops / seconds.
     pub ops_per_sec: f64,
+    /// With `strata bench --settle`, seconds from the phase's last operation until its flushes
+    /// and compactions were done; they are part of `seconds` and `ops_per_sec`, and the work
+    /// is part of `write_amp`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settle_seconds: Option<f64>,
     /// Lowest throughput over any window of 100,000 consecutive operations (or the whole phase
     /// when it has fewer operations).
     pub worst_window_ops_per_sec: f64,

@@ -36,6 +36,7 @@ fn config(key_size: usize, dir: &std::path::Path) -> BenchConfig {
         isolate: None,
         bandwidth_probe_bytes: 0,
         storage: Default::default(),
+        settle_phases: false,
     }
 }
 

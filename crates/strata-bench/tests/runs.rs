@@ -33,6 +33,7 @@ fn config(workload: WorkloadSpec, policies: &[&str]) -> BenchConfig {
         isolate: None,
         bandwidth_probe_bytes: 0,
         storage: Default::default(),
+        settle_phases: false,
     }
 }
 
@@ -339,4 +340,27 @@ fn strata_reads_in_batches_and_reports_its_io_settings() {
     let single = refs.iter().filter(|k| engine.get(k).unwrap()).count();
     assert_eq!(single, 50);
     assert_eq!(engine.multi_get(&refs).unwrap(), single);
+}
+
+/// `--settle`: a phase that wrote waits for its flushes and compactions, and counts them, so its
+/// write amplification is all the run's (nothing is left for later); without it the phase
+/// reports no settling.
+#[test]
+fn a_settled_phase_counts_the_work_it_left() {
+    for settle in [false, true] {
+        let mut c = config(preset("fillrandom", 60_000, 60_000), &["leveled"]);
+        c.settle_phases = settle;
+        let run = &run_comparison(&c).unwrap().runs[0];
+        let phase = &run.phases[0];
+        assert_eq!(phase.settle_seconds.is_some(), settle, "{phase:?}");
+        if let Some(settle_seconds) = phase.settle_seconds {
+            assert!(phase.seconds >= settle_seconds);
+            let phase_wa = phase.write_amp.unwrap();
+            assert!(
+                (phase_wa - run.write_amp).abs() < 1e-9 * run.write_amp.max(1.0),
+                "phase WA {phase_wa} against the run's {}",
+                run.write_amp
+            );
+        }
+    }
 }

@@ -57,6 +57,10 @@ pub struct RunOptions {
     /// Phases to skip from the first (a kept database's load, [`WorkloadSpec::load_phases`]);
     /// the others keep the seeds they have in a whole run.
     pub skip_phases: usize,
+    /// After each phase that wrote, wait until the engine's flushes and compactions are done
+    /// ([`KvEngine::settle`]) and count that time and work in the phase
+    /// ([`PhaseResult::settle_seconds`]).
+    pub settle_phases: bool,
 }
 
 impl RunOptions {
@@ -68,6 +72,7 @@ impl RunOptions {
             drop_caches: false,
             space: KeySpace::new(),
             skip_phases: 0,
+            settle_phases: false,
         }
     }
 }
@@ -209,6 +214,17 @@ pub fn run(
                 break;
             }
         };
+        if options.settle_phases && totals.written_bytes > 0 {
+            let settling = Instant::now();
+            if let Err(e) = engine.settle() {
+                result = Err(e.context(format!("settling after phase {}", phase.name)));
+                break;
+            }
+            let settle = settling.elapsed().as_secs_f64();
+            p.settle_seconds = Some(settle);
+            p.seconds += settle;
+            p.ops_per_sec = p.ops as f64 / p.seconds;
+        }
         let io = IoSnapshot::take(block_device.as_ref()).since(&io_before);
         user_bytes += totals.written_bytes;
         total_ops += p.ops;
