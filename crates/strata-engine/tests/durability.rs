@@ -251,6 +251,8 @@ fn a_kill_loses_only_writes_left_out_of_the_wal_and_flush_and_close_keep_them() 
             Err(Error::InvalidArgument(why)) => assert!(why.contains("disable_wal"), "{why}"),
             other => panic!("{policy}: sync without the WAL was not refused: {other:?}"),
         }
+        // No background job may delete a file while the copy is taken.
+        db.wait_for_compactions().unwrap();
         std::fs::create_dir(&killed).unwrap();
         copy_dir(&live, &killed);
         {
