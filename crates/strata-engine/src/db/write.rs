@@ -451,10 +451,7 @@ impl Engine {
             return Ok(false);
         };
         if sources.iter().all(|m| m.wholly_unlogged()) {
-            let mut unlogged: Vec<(SeqNo, SeqNo)> =
-                sources.iter().flat_map(|m| m.unlogged_ranges()).collect();
-            unlogged.sort_unstable();
-            copy.set_unlogged_ranges(unlogged);
+            copy.set_unlogged_ranges(sources.iter().flat_map(|m| m.unlogged_ranges()).collect());
             return Ok(false);
         }
         copy.set_unlogged_ranges(Vec::new());
@@ -469,12 +466,12 @@ impl Engine {
     /// REQUIRES: the state lock is held, and with `with_active` no write is under way.
     pub fn log_unlogged(&self, state: &EngineState, with_active: bool) -> Result<()> {
         let active = with_active.then_some(&state.memtable);
+        let evicted = |k: &[u8], seq| state.evictions.iter().any(|e| e.covers(k, seq));
         for memtable in state.frozen.iter().chain(active) {
             let ranges = memtable.unlogged_ranges();
             if ranges.is_empty() {
                 continue;
             }
-            let evicted = |k: &[u8], seq| state.evictions.iter().any(|e| e.covers(k, seq));
             self.log_entries(memtable, |k, seq| {
                 memtable::in_ranges(&ranges, seq) && !evicted(k, seq)
             })?;
