@@ -77,20 +77,20 @@ pub fn next_plan<H: PickHost>(host: &mut H, urgent_only: bool) -> Result<Option<
 
 /// Whether the flush `plan` of `buffer`, picked with `ctx`, may start now, in the engine and the
 /// simulator alike: it waits while it merges with or writes beside what a running job holds
-/// ([`flush_blocked`]), while the policy holds flushes and a compaction runs that will wake it
-/// ([`flush_held`]), and while it would change the policy state beside a running job that does
-/// ([`may_start`]).
+/// ([`flush_blocked`]), while the policy holds flushes and a compaction runs or is ready to start
+/// (`compaction_pending`, [`flush_held`]), and while it would change the policy state beside a
+/// running job that does ([`may_start`]).
 pub fn flush_may_start(
     policy: &dyn CompactionPolicy,
     version: &Version,
     ctx: &PickContext<'_>,
     plan: &FlushPlan,
     buffer: &BufferSummary,
-    compactions_running: bool,
+    compaction_pending: impl FnOnce() -> bool,
     state_change_running: bool,
 ) -> bool {
     !flush_blocked(plan, buffer, ctx.leases)
-        && !flush_held(policy, version, ctx, compactions_running)
+        && !flush_held(policy, version, ctx, compaction_pending)
         && may_start(plan.policy_state.is_some(), state_change_running)
 }
 

@@ -78,6 +78,8 @@ pub fn register() {
 pub const OPTION_VARIANTS: &[&str] = &[
     "spooky:partial_last_level=true",
     "vertiorizon:boundary_partitions=4",
+    // Flushes held until every overflow is merged, as the simulator's synchronous mode does.
+    "partial-choosebest-p:flush_hold_ratio=1",
 ];
 
 /// The policies tests loop over, as specifications: every built-in policy, the

@@ -106,9 +106,14 @@ impl Engine {
                 self.finish_flush(state, job, result)?;
                 continue;
             }
+            let before = Arc::clone(&state.version);
             if let Some(job) = self.pick_compaction(state, false)? {
                 let result = MutexGuard::unlocked(state, || self.run_compaction(&job));
                 self.finish_compaction(state, job, result)?;
+                continue;
+            }
+            if !Arc::ptr_eq(&before, &state.version) {
+                // The pick installed moves and wrote nothing: a held flush may go now.
                 continue;
             }
             return Ok(());
@@ -148,6 +153,21 @@ impl Engine {
         self.log_unlogged(&state, false)
     }
 
+    /// Whether the policy (or a handover) has a compaction to start now.
+    ///
+    /// REQUIRES: the state lock is held.
+    pub fn compaction_wanted(&self, state: &EngineState) -> Result<bool> {
+        let stats = self.workload_stats();
+        let ctx = self.pick_context(&state.leases, &stats, None);
+        Ok(handover::next_compaction(
+            self.policy().as_ref(),
+            &state.version,
+            &ctx,
+            self.entry_level.load(Ordering::Relaxed),
+            state.flush_running,
+        )? != NextCompaction::Idle)
+    }
+
     /// Waits until no flush or compaction is running or wanted by the policy. Fails if
     /// background work stopped with an error.
     pub fn wait_for_compactions(&self) -> Result<()> {
@@ -162,17 +182,7 @@ impl Engine {
                 || state.flush_running
                 || state.running_compactions > 0
                 || Self::purging(&state);
-            let wanted = !busy && {
-                let stats = self.workload_stats();
-                let ctx = self.pick_context(&state.leases, &stats, None);
-                handover::next_compaction(
-                    self.policy().as_ref(),
-                    &state.version,
-                    &ctx,
-                    self.entry_level.load(Ordering::Relaxed),
-                    state.flush_running,
-                )? != NextCompaction::Idle
-            };
+            let wanted = !busy && self.compaction_wanted(&state)?;
             if !busy && !wanted {
                 return Ok(());
             }

@@ -173,9 +173,15 @@ impl Engine {
             &ctx,
             &plan,
             &summary,
-            state.running_compactions > 0,
+            // A pick that fails counts as pending: the compaction worker meets the same error
+            // and records it.
+            || state.running_compactions > 0 || self.compaction_wanted(state).unwrap_or(true),
             state.stateful_running,
         ) {
+            if state.running_compactions == 0 {
+                // Held for a compaction ready to start: make sure a worker is awake to start it.
+                self.background_work.notify_all();
+            }
             return Ok(None);
         }
         // A flush into an existing run leases the whole run, not only the tables it merges

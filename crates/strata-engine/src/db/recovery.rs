@@ -612,13 +612,25 @@ impl Engine {
         }
         // What a window flush leaves stays held, its WALs with it, as in a running database.
         while state.flush_due(self.options.write_buffer_size) {
-            let Some(job) = self.pick_flush(&mut state)? else {
+            if let Some(job) = self.pick_flush(&mut state)? {
+                let result = MutexGuard::unlocked(&mut state, || self.run_flush(&job));
+                self.finish_flush(&mut state, job, result)?;
+                continue;
+            }
+            // A flush the policy holds for a compaction ready to start: no worker runs yet, so
+            // run that compaction here, as the hold asks. A pick may install moves and find
+            // nothing more to write; the flush is then asked again.
+            let before = Arc::clone(&state.version);
+            let Some(job) = self.pick_compaction(&mut state, false)? else {
+                if !Arc::ptr_eq(&before, &state.version) {
+                    continue;
+                }
                 return Err(Error::InvalidArgument(
                     "the policy refused to flush recovered data".to_string(),
                 ));
             };
-            let result = MutexGuard::unlocked(&mut state, || self.run_flush(&job));
-            self.finish_flush(&mut state, job, result)?;
+            let result = MutexGuard::unlocked(&mut state, || self.run_compaction(&job));
+            self.finish_compaction(&mut state, job, result)?;
         }
         // The replayed WALs go before the open returns, as they did before the purge left the
         // install.

@@ -53,7 +53,9 @@ impl Simulator {
                 &ctx,
                 &plan,
                 &summary,
-                !self.running.is_empty(),
+                // The scheduler starts every compaction that can start as soon as it can, so
+                // one ready to start is already running.
+                || !self.running.is_empty(),
                 self.state_change_running(),
             ) || (plan.output.level == 0
                 && self.version.level(0).runs().len() >= self.cfg.level0_stop_runs

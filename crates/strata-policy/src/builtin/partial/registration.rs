@@ -79,6 +79,14 @@ const MAX_DEAD_FRACTION: OptionSpec = OptionSpec {
     doc: "reclaiming starts once the dead bytes of files kept for preserved blocks exceed this fraction of the tree",
 };
 
+const FLUSH_HOLD_RATIO: OptionSpec = OptionSpec {
+    name: "flush_hold_ratio",
+    kind: OptionKind::Float,
+    default: "2",
+    rocksdb: None,
+    doc: "flushes wait while a level above the bottom holds more than this multiple of its capacity and a compaction runs or is ready (1: the simulator's synchronous model, every overflow merged before the next flush)",
+};
+
 /// Small tables, so a window's edges cost little (see the module documentation).
 const TARGET_FILE_SIZE: OptionSpec = OptionSpec {
     name: "target_file_size",
@@ -91,6 +99,7 @@ const TARGET_FILE_SIZE: OptionSpec = OptionSpec {
 const FULL_OPTIONS: &[OptionSpec] = &[
     SIZE_RATIO,
     LEVEL0_SIZE,
+    FLUSH_HOLD_RATIO,
     WRITE_BUFFER_SIZE,
     TARGET_FILE_SIZE,
     BLOOM_BITS_PER_KEY,
@@ -99,6 +108,7 @@ const FULL_OPTIONS: &[OptionSpec] = &[
 const FULL_PRESERVING_OPTIONS: &[OptionSpec] = &[
     SIZE_RATIO,
     LEVEL0_SIZE,
+    FLUSH_HOLD_RATIO,
     WRITE_BUFFER_SIZE,
     TARGET_FILE_SIZE,
     BLOOM_BITS_PER_KEY,
@@ -110,6 +120,7 @@ const FULL_PRESERVING_OPTIONS: &[OptionSpec] = &[
 const WINDOW_OPTIONS: &[OptionSpec] = &[
     SIZE_RATIO,
     LEVEL0_SIZE,
+    FLUSH_HOLD_RATIO,
     MERGE_RATE,
     WRITE_BUFFER_SIZE,
     TARGET_FILE_SIZE,
@@ -119,6 +130,7 @@ const WINDOW_OPTIONS: &[OptionSpec] = &[
 const WINDOW_PRESERVING_OPTIONS: &[OptionSpec] = &[
     SIZE_RATIO,
     LEVEL0_SIZE,
+    FLUSH_HOLD_RATIO,
     MERGE_RATE,
     WRITE_BUFFER_SIZE,
     TARGET_FILE_SIZE,
@@ -131,6 +143,7 @@ const WINDOW_PRESERVING_OPTIONS: &[OptionSpec] = &[
 const MIXED_OPTIONS: &[OptionSpec] = &[
     SIZE_RATIO,
     LEVEL0_SIZE,
+    FLUSH_HOLD_RATIO,
     MERGE_RATE,
     THRESHOLDS,
     BOTTOM_FULL,
@@ -143,6 +156,7 @@ const MIXED_OPTIONS: &[OptionSpec] = &[
 const MIXED_PRESERVING_OPTIONS: &[OptionSpec] = &[
     SIZE_RATIO,
     LEVEL0_SIZE,
+    FLUSH_HOLD_RATIO,
     MERGE_RATE,
     THRESHOLDS,
     BOTTOM_FULL,
@@ -243,7 +257,8 @@ fn common(
         .with_size_ratio(config.f64("size_ratio")?)
         .with_write_buffer_size(config.size("write_buffer_size")?)
         .with_target_file_size(config.size("target_file_size")?)
-        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?);
+        .with_bloom_bits_per_key(config.f64("bloom_bits_per_key")?)
+        .with_flush_hold_ratio(config.f64("flush_hold_ratio")?);
     if let Some(bytes) = config.opt_size("level0_size")? {
         policy = policy.with_level0_size(bytes);
     }
