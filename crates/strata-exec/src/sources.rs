@@ -135,9 +135,10 @@ pub(crate) fn flush_blocked(plan: &FlushPlan, buffer: &BufferSummary, leases: &L
 /// start (`compaction_pending`, asked only during a hold): a running one wakes the flush when it
 /// installs. A ready one must count too: an executor whose flush can be picked between one
 /// compaction's install and the next one's start would otherwise let every such flush through,
-/// and the hold would never hold (seen in the engine: partial-mixed's level 0 at about 4.5 times its
-/// capacity, where the simulator, which starts compactions first, kept it under). With nothing
-/// running and nothing to start, a hold would wait forever, so the flush goes ahead.
+/// and the hold would never hold (seen in the engine: partial-mixed's level 0 at about 4.5
+/// times its capacity, where the simulator, which starts compactions first, kept it under).
+/// With nothing running and nothing to start, a hold would wait forever, so the flush goes
+/// ahead.
 pub(crate) fn flush_held(
     policy: &dyn CompactionPolicy,
     version: &Version,

@@ -106,14 +106,7 @@ impl Engine {
                 self.finish_flush(state, job, result)?;
                 continue;
             }
-            let before = Arc::clone(&state.version);
-            if let Some(job) = self.pick_compaction(state, false)? {
-                let result = MutexGuard::unlocked(state, || self.run_compaction(&job));
-                self.finish_compaction(state, job, result)?;
-                continue;
-            }
-            if !Arc::ptr_eq(&before, &state.version) {
-                // The pick installed moves and wrote nothing: a held flush may go now.
+            if self.compact_inline(state)? {
                 continue;
             }
             return Ok(());
@@ -122,6 +115,21 @@ impl Engine {
             "policy {} did not converge within {MAX_PLANS_PER_FLUSH} plans",
             self.policy().name()
         ))))
+    }
+
+    /// Picks and runs one compaction in this thread. Returns whether the tree changed: a job ran,
+    /// or the pick installed plans that write nothing (moves) and found nothing more to write,
+    /// after which a flush held for them may go.
+    ///
+    /// REQUIRES: the state lock is held.
+    pub fn compact_inline(&self, state: &mut MutexGuard<'_, EngineState>) -> Result<bool> {
+        let before = Arc::clone(&state.version);
+        let Some(job) = self.pick_compaction(state, false)? else {
+            return Ok(!Arc::ptr_eq(&before, &state.version));
+        };
+        let result = MutexGuard::unlocked(state, || self.run_compaction(&job));
+        self.finish_compaction(state, job, result)?;
+        Ok(true)
     }
 
     /// Freezes the active memtable and waits until every frozen memtable is flushed (in

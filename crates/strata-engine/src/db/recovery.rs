@@ -618,19 +618,12 @@ impl Engine {
                 continue;
             }
             // A flush the policy holds for a compaction ready to start: no worker runs yet, so
-            // run that compaction here, as the hold asks. A pick may install moves and find
-            // nothing more to write; the flush is then asked again.
-            let before = Arc::clone(&state.version);
-            let Some(job) = self.pick_compaction(&mut state, false)? else {
-                if !Arc::ptr_eq(&before, &state.version) {
-                    continue;
-                }
+            // run that compaction here, as the hold asks, and ask for the flush again.
+            if !self.compact_inline(&mut state)? {
                 return Err(Error::InvalidArgument(
                     "the policy refused to flush recovered data".to_string(),
                 ));
-            };
-            let result = MutexGuard::unlocked(&mut state, || self.run_compaction(&job));
-            self.finish_compaction(&mut state, job, result)?;
+            }
         }
         // The replayed WALs go before the open returns, as they did before the purge left the
         // install.
