@@ -32,10 +32,36 @@ if [ -n "${BENCH_DIR:-}" ]; then
   common+=(--dir "$BENCH_DIR")
 fi
 nproc > "$out/cores.txt"
+
+# One line per cell, from the first table's rows ("ENGINE OPS/S ..."): each bench measures one
+# phase, or reports its run phase first (YCSB A's run, after its load). Rewritten after every
+# cell, so a run stopped early still leaves the cells it finished.
+summary="$out/summary.txt"
+summarize() {
+  {
+    echo "# $(cat "$out/cores.txt") cores; entries $entries, ops $ops; $("$strata" --version 2>/dev/null || echo strata)"
+    printf '%-20s %7s %12s %12s %12s %9s\n' workload threads strata rocksdb fjall 'S/RocksDB'
+    for name in fillrandom readrandom ycsb-a readwhilewriting fillrandom-pipelined ycsb-a-pipelined; do
+      for f in "$out/$name"-t*.txt; do
+        [ -e "$f" ] || continue
+        threads=${f##*-t}; threads=${threads%.txt}
+        awk -v name="$name" -v threads="$threads" '
+          $1 ~ /^(leveled|rocksdb|fjall)$/ && $2 ~ /^[0-9][0-9,]*$/ && !($1 in ops) {
+            v = $2; gsub(",", "", v); ops[$1] = v
+          }
+          END {
+            s = ops["leveled"]; r = ops["rocksdb"]
+            printf "%-20s %7s %12s %12s %12s %9s\n", name, threads, s, r, ops["fjall"], (r > 0 ? sprintf("%.2f", s / r) : "-")
+          }' "$f"
+      done
+    done | sort -k1,1 -k2,2n
+  } > "$summary"
+}
 run() {
   local name=$1 threads=$2; shift 2
   echo "$(date +%T) $name, $threads threads" >&2
   "$strata" bench "${common[@]}" --threads "$threads" "$@" > "$out/$name-t$threads.txt"
+  summarize
 }
 for t in 1 4 16; do
   run fillrandom "$t" --workload fillrandom
@@ -49,26 +75,4 @@ done
 run readwhilewriting 16 --workload readwhilewriting
 run fillrandom-pipelined 16 --workload fillrandom --enable-pipelined-write
 run ycsb-a-pipelined 16 --workload ycsb-a --enable-pipelined-write
-
-# One line per cell, from the first table's rows ("ENGINE OPS/S ..."): each bench measures one
-# phase, or reports its run phase first (YCSB A's run, after its load).
-summary="$out/summary.txt"
-{
-  echo "# $(cat "$out/cores.txt") cores; entries $entries, ops $ops; $("$strata" --version 2>/dev/null || echo strata)"
-  printf '%-20s %7s %12s %12s %12s %9s\n' workload threads strata rocksdb fjall 'S/RocksDB'
-  for name in fillrandom readrandom ycsb-a readwhilewriting fillrandom-pipelined ycsb-a-pipelined; do
-    for f in "$out/$name"-t*.txt; do
-      [ -e "$f" ] || continue
-      threads=${f##*-t}; threads=${threads%.txt}
-      awk -v name="$name" -v threads="$threads" '
-        $1 ~ /^(leveled|rocksdb|fjall)$/ && $2 ~ /^[0-9][0-9,]*$/ && !($1 in ops) {
-          v = $2; gsub(",", "", v); ops[$1] = v
-        }
-        END {
-          s = ops["leveled"]; r = ops["rocksdb"]
-          printf "%-20s %7s %12s %12s %12s %9s\n", name, threads, s, r, ops["fjall"], (r > 0 ? sprintf("%.2f", s / r) : "-")
-        }' "$f"
-    done
-  done | sort -k1,1 -k2,2n
-} > "$summary"
 cat "$summary"
