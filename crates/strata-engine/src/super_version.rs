@@ -2,7 +2,8 @@
 
 use crate::key_index::KeyIndexView;
 use crate::memtable::Memtable;
-use std::sync::Arc;
+use crate::table::Table;
+use std::sync::{Arc, OnceLock};
 use strata_meta::{RunIntervals, Version};
 
 /// Everything a read needs to see the tree as of one moment (RocksDB's super-version): the active
@@ -19,9 +20,142 @@ pub(crate) struct SuperVersion {
     pub key_index: Option<KeyIndexView>,
     /// An interval index over each level's runs (built once per version).
     pub intervals: Arc<Vec<RunIntervals>>,
+    /// The version's open tables, for point reads (built once per version); `None` when the
+    /// version has more tables than the table cache keeps open.
+    pub handles: Option<Arc<TableHandles>>,
+}
+
+/// The open tables of one version, filled as reads meet them (RocksDB pins its table readers in
+/// the file metadata when `max_open_files` is -1). A point read that finds its table here takes
+/// no lock and writes no shared cache line; through the table cache it would take the read lock
+/// of the shard holding the table's number, and every reader of a small tree shares those few
+/// shards (docs/concurrency.md, "On 16 cores").
+///
+/// Kept only while every table of the version fits in the table cache, so the files held open
+/// here stay within `max_open_files`, as the cache's own would.
+pub(crate) struct TableHandles {
+    /// Table numbers in ascending order, each with its table once a read opened it.
+    slots: Vec<(u64, OnceLock<Arc<Table>>)>,
+}
+
+impl TableHandles {
+    /// Slots for `version`'s tables, or `None` when it has more than `max_open` of them. The
+    /// tables `previous` already holds open stay open.
+    pub fn for_version(
+        version: &Version,
+        previous: Option<&TableHandles>,
+        max_open: usize,
+    ) -> Option<Arc<TableHandles>> {
+        let mut numbers: Vec<u64> = version.tables().map(|(_, _, t)| t.id.0).collect();
+        if numbers.len() > max_open {
+            return None;
+        }
+        numbers.sort_unstable();
+        let slots = numbers
+            .into_iter()
+            .map(|number| {
+                let slot = OnceLock::new();
+                if let Some(table) = previous.and_then(|p| p.slot(number)).and_then(|s| s.get()) {
+                    let _ = slot.set(Arc::clone(table));
+                }
+                (number, slot)
+            })
+            .collect();
+        Some(Arc::new(TableHandles { slots }))
+    }
+
+    /// Table `number`'s slot, if the version holds it.
+    pub fn slot(&self, number: u64) -> Option<&OnceLock<Arc<Table>>> {
+        self.slots
+            .binary_search_by_key(&number, |(n, _)| *n)
+            .ok()
+            .map(|i| &self.slots[i].1)
+    }
 }
 
 /// The interval indexes of `version`'s levels.
 pub(crate) fn run_intervals(version: &Version) -> Arc<Vec<RunIntervals>> {
     Arc::new(version.levels().iter().map(RunIntervals::new).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::{FileSystem, MemFs};
+    use crate::key::{internal_key, ValueKind};
+    use crate::stats::Statistics;
+    use crate::table::{TableBuilder, TableOptions};
+    use std::path::Path;
+
+    /// A version of tables 3, 7 and 12 (two levels), or of 12 and 20 after a compaction.
+    fn version(after: bool) -> Version {
+        let text = if after {
+            "L1:\n  run 2:\n    table 12 [a, c] size=1M\n    table 20 [d, f] size=1M\n"
+        } else {
+            "L0:\n  run 1:\n    table 7 [a, b] size=1M\n  run 3:\n    table 3 [c, d] size=1M\n\
+             L1:\n  run 2:\n    table 12 [a, c] size=1M\n"
+        };
+        Version::parse(text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn table(number: u64) -> Arc<Table> {
+        let fs = MemFs::new();
+        let path = Path::new("/t.sst");
+        let mut b = TableBuilder::new(
+            fs.create(path).expect("create"),
+            "t.sst".into(),
+            TableOptions::default(),
+        );
+        let key = internal_key(b"a", 1, ValueKind::Put);
+        b.add(&key, b"v").expect("add");
+        b.finish().expect("finish");
+        let file = fs.open(path).expect("open");
+        let stats = Arc::new(Statistics::default());
+        Arc::new(Table::open(file, number, "t.sst".into(), None, stats).expect("open table"))
+    }
+
+    #[test]
+    fn a_slot_per_table_of_the_version_and_none_beyond_the_open_files() {
+        let v = version(false);
+        let handles = TableHandles::for_version(&v, None, 3).expect("three tables fit in three");
+        for number in [3, 7, 12] {
+            let slot = handles.slot(number).expect("a slot per table");
+            assert!(slot.get().is_none(), "nothing is opened ahead of a read");
+        }
+        for number in [0, 4, 13] {
+            assert!(
+                handles.slot(number).is_none(),
+                "table {number} is not in the version"
+            );
+        }
+        assert!(
+            TableHandles::for_version(&v, None, 2).is_none(),
+            "three tables held open would exceed two open files"
+        );
+    }
+
+    #[test]
+    fn a_new_version_keeps_the_tables_it_shares_open_and_drops_the_others() {
+        let before = TableHandles::for_version(&version(false), None, 16).unwrap();
+        let (t3, t12) = (table(3), table(12));
+        before.slot(3).unwrap().set(Arc::clone(&t3)).ok().unwrap();
+        before.slot(12).unwrap().set(Arc::clone(&t12)).ok().unwrap();
+        let after = TableHandles::for_version(&version(true), Some(&before), 16).unwrap();
+        let kept = after.slot(12).unwrap().get().expect("table 12 stays open");
+        assert!(Arc::ptr_eq(kept, &t12));
+        assert!(
+            after.slot(20).unwrap().get().is_none(),
+            "a new table waits for a read"
+        );
+        assert!(
+            after.slot(3).is_none(),
+            "a compacted table leaves the handles"
+        );
+        drop(before);
+        assert_eq!(
+            Arc::strong_count(&t3),
+            1,
+            "only this test holds table 3 now"
+        );
+    }
 }

@@ -11,7 +11,7 @@ use crate::memtable::Memtable;
 use crate::merge::WriteSettings;
 use crate::options::Options;
 use crate::stats::{LifetimeStats, Statistics};
-use crate::super_version::SuperVersion;
+use crate::super_version::{SuperVersion, TableHandles};
 use crate::table::BlockCache;
 use crate::table_cache::TableCache;
 use crate::wal_chain::{RecoveryStop, WalLink};
@@ -405,10 +405,20 @@ impl Engine {
             }
             _ => None,
         };
-        // A memtable switch keeps the version: its interval indexes stay.
+        // A memtable switch keeps the version: its interval indexes and table handles stay.
+        let current = self.super_version.load();
+        let same_version = Arc::ptr_eq(&current.version, &state.version);
+        let handles = if same_version {
+            current.handles.clone()
+        } else {
+            TableHandles::for_version(
+                &state.version,
+                current.handles.as_deref(),
+                self.options.max_open_files,
+            )
+        };
         let intervals = {
-            let current = self.super_version.load();
-            if Arc::ptr_eq(&current.version, &state.version) {
+            if same_version {
                 Arc::clone(&current.intervals)
             } else {
                 let started = Instant::now();
@@ -426,7 +436,9 @@ impl Engine {
             version: Arc::clone(&state.version),
             key_index,
             intervals,
+            handles,
         });
+        drop(current);
         self.super_version.store(super_version);
     }
 

@@ -164,12 +164,12 @@ impl Engine {
                             continue;
                         }
                         Statistics::add(&self.stats.get_tables_probed, 1);
-                        self.table_in_level(t.id.0, level_no, &view.version)?
+                        self.table_for_read(&view, t.id.0, level_no)?
                             .get_unfiltered(user_key, seq)?
                     }
                     _ => {
                         Statistics::add(&self.stats.get_tables_probed, 1);
-                        self.table_in_level(t.id.0, level_no, &view.version)?
+                        self.table_for_read(&view, t.id.0, level_no)?
                             .get(user_key, seq)?
                     }
                 };
@@ -179,6 +179,29 @@ impl Engine {
             }
         }
         Ok(None)
+    }
+
+    /// Table `number` of `view`'s version, met by a point read in `level`: the version's open
+    /// handle when it has one, else from the table cache (and kept in the handle for the next
+    /// read).
+    fn table_for_read<'v>(
+        &self,
+        view: &'v SuperVersion,
+        number: u64,
+        level: usize,
+    ) -> Result<TableRef<'v>> {
+        let Some(slot) = view.handles.as_ref().and_then(|h| h.slot(number)) else {
+            return Ok(TableRef::Owned(self.table_in_level(
+                number,
+                level,
+                &view.version,
+            )?));
+        };
+        if let Some(table) = slot.get() {
+            return Ok(TableRef::Held(table));
+        }
+        let table = self.table_in_level(number, level, &view.version)?;
+        Ok(TableRef::Held(slot.get_or_init(|| table)))
     }
 
     /// Table `number`, met by a read in `level` of `version` (which decides whether a table
@@ -406,6 +429,24 @@ fn tables_in_range<'a>(
     // First table wholly after the end.
     let end = tables.partition_point(|t| !strata_meta::above_end(&range.1, &t.smallest));
     &tables[first..end.max(first)]
+}
+
+/// A table for one read: borrowed from the super version's handles, or owned from the table
+/// cache.
+enum TableRef<'v> {
+    Held(&'v Arc<Table>),
+    Owned(Arc<Table>),
+}
+
+impl std::ops::Deref for TableRef<'_> {
+    type Target = Table;
+
+    fn deref(&self) -> &Table {
+        match self {
+            TableRef::Held(table) => table,
+            TableRef::Owned(table) => table,
+        }
+    }
 }
 
 #[cfg(test)]

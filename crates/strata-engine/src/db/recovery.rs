@@ -440,6 +440,11 @@ impl Engine {
             // Published properly once the engine's state exists (below).
             key_index: None,
             intervals: crate::super_version::run_intervals(&version),
+            handles: crate::super_version::TableHandles::for_version(
+                &version,
+                None,
+                options.max_open_files,
+            ),
         });
         let engine = Arc::new(Engine {
             dir,
