@@ -11,6 +11,8 @@
 #
 # STRATA (default ./target/release/strata) must be built with the peers:
 #   cargo build --release --features peers && strip target/release/strata
+# and, so that RocksDB's CRC32C uses SSE 4.2 (its build script leaves it out otherwise), with
+# RUSTFLAGS="-C target-cpu=x86-64-v2 -C target-feature=+pclmulqdq" (BENCHMARKS.md, "Sixteen cores").
 # OUT (default out/many-cores) gets each bench's table (*.txt) and summary.txt, one line per
 # cell: workload, threads, then ops/s of Strata, RocksDB and fjall and Strata ÷ RocksDB.
 # ENTRIES (default 1000000) and OPS (default 1000000) size the runs; $BENCH_DIR holds the
