@@ -123,8 +123,8 @@ pub(crate) struct GroupInsert {
     /// Where the group's batches go.
     pub memtable: Arc<Memtable>,
     /// Inserts not yet done. The leader spins on it before it sleeps, as a waiting writer does:
-    /// a follower's insert takes about as long as the leader's own, so the leader nearly always
-    /// finds one still running, and sleeping put a futex wait and wake on every group's path
+    /// sleeping put a futex wait and wake on the commit path whenever a follower was still
+    /// inserting, and spinning first took 16 writers from 387,617 to 482,881 puts/s
     /// (docs/concurrency.md, "On 16 cores").
     remaining: AtomicUsize,
     /// The first failure, and the lock the leader sleeps under.
@@ -344,7 +344,6 @@ impl Publication {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn a_leader_waits_for_every_follower_past_its_spin_and_gets_the_first_failure() {

@@ -407,28 +407,21 @@ impl Engine {
         };
         // A memtable switch keeps the version: its interval indexes and table handles stay.
         let current = self.super_version.load();
-        let same_version = Arc::ptr_eq(&current.version, &state.version);
-        let handles = if same_version {
-            current.handles.clone()
+        let (intervals, handles) = if Arc::ptr_eq(&current.version, &state.version) {
+            (Arc::clone(&current.intervals), current.handles.clone())
         } else {
-            TableHandles::for_version(
+            let started = Instant::now();
+            let intervals = crate::super_version::run_intervals(&state.version);
+            Statistics::add(
+                &self.stats.interval_index_nanos,
+                started.elapsed().as_nanos() as u64,
+            );
+            let handles = TableHandles::for_version(
                 &state.version,
                 current.handles.as_deref(),
                 self.options.max_open_files,
-            )
-        };
-        let intervals = {
-            if same_version {
-                Arc::clone(&current.intervals)
-            } else {
-                let started = Instant::now();
-                let intervals = crate::super_version::run_intervals(&state.version);
-                Statistics::add(
-                    &self.stats.interval_index_nanos,
-                    started.elapsed().as_nanos() as u64,
-                );
-                intervals
-            }
+            );
+            (intervals, handles)
         };
         let super_version = Arc::new(SuperVersion {
             memtable: Arc::clone(&state.memtable),
