@@ -2,8 +2,9 @@
 //! handover or the policy for the next compaction ([`crate::handover::next_compaction`]),
 //! install the end of a finished handover and ask again, and admit a plan only if it may run on
 //! the asking worker ([`may_run_on`]), holds against the version and the leases, and may start
-//! beside the running jobs ([`may_start`]). It also counts the plans taken since the last
-//! flush, so that a policy that never stops planning is an error rather than a hang. What
+//! beside the running jobs ([`may_start`], [`Leases::reorders_beside`]). It also counts the
+//! plans taken since the last flush, so that a policy that never stops planning is an error
+//! rather than a hang. What
 //! differs between the executors (how they build the pick context, install an edit, report an
 //! error) stays behind [`PickHost`]. Flushes are admitted by one rule too
 //! ([`flush_may_start`]).
@@ -11,7 +12,7 @@
 use crate::handover::NextCompaction;
 use crate::sources::{flush_blocked, flush_held, may_run_on, may_start};
 use strata_meta::Version;
-use strata_policy::{BufferSummary, CompactionPolicy, FlushPlan, PickContext, Plan};
+use strata_policy::{BufferSummary, CompactionPolicy, FlushPlan, Leases, PickContext, Plan};
 
 /// Plans an executor takes between two flushes before it calls its policy non-convergent: far
 /// above what a converging policy needs (every built-in one stays under a few hundred per
@@ -31,6 +32,10 @@ pub trait PickHost {
     /// Checks `plan` against the current version and the leased tables
     /// ([`Plan::validate`]).
     fn validate(&self, plan: &Plan) -> Result<(), Self::Error>;
+    /// The current version.
+    fn version(&self) -> &Version;
+    /// The running jobs' leases.
+    fn leases(&self) -> &Leases;
     /// Whether a running job carries policy state.
     fn stateful_running(&self) -> bool;
     /// The count of plans taken since the last flush (the executor zeroes it at each flush).
@@ -68,7 +73,12 @@ pub fn next_plan<H: PickHost>(host: &mut H, urgent_only: bool) -> Result<Option<
             return Err(host.non_convergence(plans, &plan));
         }
         host.validate(&plan)?;
-        if !may_start(plan.policy_state.is_some(), host.stateful_running()) {
+        if !may_start(plan.policy_state.is_some(), host.stateful_running())
+            || host
+                .leases()
+                .reorders_beside(&plan, None, host.version())
+                .is_some()
+        {
             return Ok(None);
         }
         return Ok(Some(plan));
@@ -89,7 +99,7 @@ pub fn flush_may_start(
     compaction_pending: impl FnOnce() -> bool,
     state_change_running: bool,
 ) -> bool {
-    !flush_blocked(plan, buffer, ctx.leases)
+    !flush_blocked(plan, buffer, version, ctx.leases)
         && !flush_held(policy, version, ctx, compaction_pending)
         && may_start(plan.policy_state.is_some(), state_change_running)
 }
@@ -108,6 +118,8 @@ mod tests {
         stateful_running: bool,
         plans: usize,
         limit: usize,
+        version: Version,
+        leases: Leases,
     }
 
     fn state_update(priority: Priority, stateful: bool) -> Plan {
@@ -136,6 +148,12 @@ mod tests {
         }
         fn validate(&self, _plan: &Plan) -> Result<(), String> {
             Ok(())
+        }
+        fn version(&self) -> &Version {
+            &self.version
+        }
+        fn leases(&self) -> &Leases {
+            &self.leases
         }
         fn stateful_running(&self) -> bool {
             self.stateful_running

@@ -123,11 +123,51 @@ fn check_flush_is_newest(
 }
 
 /// Whether `plan` must wait before it can flush `buffer`: it merges with a table a running job
-/// holds, or writes into an existing run over a key range a running job is writing there.
-pub(crate) fn flush_blocked(plan: &FlushPlan, buffer: &BufferSummary, leases: &Leases) -> bool {
+/// holds, writes into an existing run over a key range a running job is writing there, or
+/// lands in the stretch of recency order a running job spans over the buffer's keys
+/// ([`Leases::reorders_beside`]).
+pub(crate) fn flush_blocked(
+    plan: &FlushPlan,
+    buffer: &BufferSummary,
+    version: &Version,
+    leases: &Leases,
+) -> bool {
+    let range = buffer.key_range();
     leases.any_leased(plan.merge_with.iter())
         || (plan.output.run != OutputRun::New
-            && leases.is_range_being_written(plan.output.level, &buffer.key_range()))
+            && leases.is_range_being_written(plan.output.level, &range))
+        || leases
+            .reorders_beside(&flush_lease(plan, version), Some(&range), version)
+            .is_some()
+}
+
+/// What a flush reads and writes, as a plan to lease ([`Leases::acquire_flush`]): a flush into
+/// an existing run holds the whole run, not only the tables it merges with, because a merge
+/// that consumed the run while the flush wrote into it would leave the flush's edit naming a
+/// run that is gone (seen as "run 2 does not exist in level 1" when a leveling horizontal part
+/// flushed a buffer overlapping none of L1's tables).
+pub fn flush_lease(plan: &FlushPlan, version: &Version) -> Plan {
+    let inputs = match plan.output.run {
+        OutputRun::Existing(run) => version
+            .run(plan.output.level, run)
+            .map(|r| PlanInput {
+                level: plan.output.level,
+                run,
+                tables: r.tables().iter().map(|t| t.id).collect(),
+            })
+            .filter(|input| !input.tables.is_empty())
+            .into_iter()
+            .collect(),
+        OutputRun::New => Vec::new(),
+    };
+    Plan {
+        action: PlanAction::Merge,
+        inputs,
+        output: Some(plan.output.clone()),
+        policy_state: None,
+        reason: String::new(),
+        priority: Priority::Normal,
+    }
 }
 
 /// Whether the next flush waits: while the policy asks flushes to hold

@@ -1,86 +1,8 @@
 //! What a policy may know besides the version: leases, workload statistics, the buffer, time.
 
-use crate::error::PolicyError;
-use crate::plan::Plan;
-use std::collections::HashSet;
+use crate::leases::Leases;
 use std::ops::Bound;
-use strata_meta::{Bytes, KeyRange, TableId, Version};
-
-/// Tables and key ranges held by running jobs. Policies read leases to avoid conflicting picks;
-/// executors take them when a job starts and release them when it ends or fails.
-#[derive(Clone, Debug, Default)]
-pub struct Leases {
-    tables: HashSet<TableId>,
-    writes: Vec<(usize, KeyRange)>,
-}
-
-impl Leases {
-    /// No leases.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Whether `table` is an input of a running job.
-    pub fn is_table_leased(&self, table: TableId) -> bool {
-        self.tables.contains(&table)
-    }
-
-    /// Whether any of `tables` is leased.
-    pub fn any_leased<'a>(&self, mut tables: impl Iterator<Item = &'a TableId>) -> bool {
-        tables.any(|t| self.tables.contains(t))
-    }
-
-    /// Whether a running job writes output into `level` over a range overlapping `range`.
-    pub fn is_range_being_written(&self, level: usize, range: &KeyRange) -> bool {
-        self.writes
-            .iter()
-            .any(|(l, r)| *l == level && r.overlaps(range))
-    }
-
-    /// Whether a running job writes output into `level` at all.
-    pub fn is_level_being_written(&self, level: usize) -> bool {
-        self.writes.iter().any(|(l, _)| *l == level)
-    }
-
-    /// Whether nothing is leased.
-    pub fn is_empty(&self) -> bool {
-        self.tables.is_empty() && self.writes.is_empty()
-    }
-
-    /// Number of leased tables.
-    pub fn leased_table_count(&self) -> usize {
-        self.tables.len()
-    }
-
-    /// Takes leases for `plan`'s inputs and output range; fails without taking anything if any
-    /// input is already leased.
-    pub fn acquire(&mut self, plan: &Plan, version: &Version) -> Result<(), PolicyError> {
-        if let Some(id) = plan.input_tables().find(|t| self.tables.contains(t)) {
-            return Err(PolicyError::Leased(id));
-        }
-        self.tables.extend(plan.input_tables());
-        if let (Some(output), Some(range)) = (&plan.output, plan.input_range(version)) {
-            self.writes.push((output.level, range));
-        }
-        Ok(())
-    }
-
-    /// Releases what [`Leases::acquire`] took for `plan` (with the same `version`).
-    pub fn release(&mut self, plan: &Plan, version: &Version) {
-        for t in plan.input_tables() {
-            self.tables.remove(&t);
-        }
-        if let (Some(output), Some(range)) = (&plan.output, plan.input_range(version)) {
-            if let Some(i) = self
-                .writes
-                .iter()
-                .position(|(l, r)| *l == output.level && *r == range)
-            {
-                self.writes.swap_remove(i);
-            }
-        }
-    }
-}
+use strata_meta::{Bytes, KeyRange};
 
 /// Counts and estimates of the workload so far, maintained by the engine or simulator.
 #[derive(Clone, Debug, Default, PartialEq)]

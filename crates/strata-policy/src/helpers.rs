@@ -1,8 +1,9 @@
 //! Building blocks for policies: the pieces the built-in policies share, public so that a policy
 //! written outside this crate is built from the same parts (see `examples/custom-policy`).
 
-use crate::context::{Leases, ManualRange};
+use crate::context::ManualRange;
 use crate::error::PolicyError;
+use crate::leases::Leases;
 use crate::plan::{
     BlockPreservation, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, PlanOutput,
     Priority,

@@ -26,6 +26,7 @@ pub mod declare;
 pub mod ecotune_dp;
 mod error;
 pub mod helpers;
+mod leases;
 pub mod math;
 pub mod model;
 mod options;
@@ -52,9 +53,10 @@ pub use builtin::spooky::{Layout as SpookyLayout, Round as SpookyRound, Spooky, 
 pub use builtin::tiered::Tiered;
 pub use builtin::vertiorizon::{VerticalPart, Vertiorizon, VertiorizonState};
 pub use context::{
-    BufferSummary, Leases, LookupTimes, ManualRange, PickContext, ScanLengths, WorkloadStats,
+    BufferSummary, LookupTimes, ManualRange, PickContext, ScanLengths, WorkloadStats,
 };
 pub use error::PolicyError;
+pub use leases::Leases;
 pub use options::{
     BuildFn, OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY,
     BLOOM_LAYOUT, SIZE_RATIO, TARGET_FILE_SIZE, WRITE_BUFFER_SIZE,

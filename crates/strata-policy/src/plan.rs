@@ -205,9 +205,85 @@ pub struct FlushPlan {
 
 /// Position of a run in recency order: smaller is newer.
 #[derive(Copy, Clone, Debug, PartialEq, PartialOrd)]
-struct Recency {
+pub(crate) struct Recency {
     level: usize,
     position: f64,
+}
+
+impl Recency {
+    /// The buffer's place: newer than the front of level 0.
+    const BUFFER: Self = Self {
+        level: 0,
+        position: -1.0,
+    };
+}
+
+/// The stretch of recency order a job reads from and writes to, inputs and output together:
+/// its newest and oldest positions in a version.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub(crate) struct RecencySpan {
+    pub newest: Recency,
+    pub oldest: Recency,
+}
+
+impl RecencySpan {
+    /// The span in `version` of a job reading `inputs` and writing into run `run` of `level`.
+    /// A new run goes where the edit will place it ([`strata_meta::Level::new_run_position`]):
+    /// just before the job's own newest input run there, which it stays attached to however
+    /// the level changes before the job ends (position − 0.25), or at the front of the level,
+    /// newer than every run there when the job ends (position −0.5: two jobs writing to the
+    /// front of one level meet there). A flush (`from_buffer`) reads the buffer, which is newer
+    /// than every run: its span starts before the front of level 0. `None` when an input run
+    /// or the output run is not in `version`.
+    pub(crate) fn of(
+        inputs: &[PlanInput],
+        level: usize,
+        run: OutputRun,
+        from_buffer: bool,
+        version: &Version,
+    ) -> Option<Self> {
+        let out_level = version.level(level);
+        let position = match run {
+            OutputRun::Existing(run) => out_level.position(run)? as f64,
+            OutputRun::New => {
+                let attached = |run| inputs.iter().any(|i| i.level == level && i.run == run);
+                if out_level.runs().iter().any(|r| attached(r.id())) {
+                    out_level.new_run_position(attached) as f64 - 0.25
+                } else {
+                    -0.5
+                }
+            }
+        };
+        let out = Recency { level, position };
+        let mut span = Self {
+            newest: if from_buffer { Recency::BUFFER } else { out },
+            oldest: out,
+        };
+        for input in inputs {
+            let position = version.level(input.level).position(input.run)? as f64;
+            let r = Recency {
+                level: input.level,
+                position,
+            };
+            if r < span.newest {
+                span.newest = r;
+            }
+            if r > span.oldest {
+                span.oldest = r;
+            }
+        }
+        Some(span)
+    }
+
+    /// Whether the two spans share a position (closed intervals).
+    pub(crate) fn meets(&self, other: &Self) -> bool {
+        self.newest <= other.oldest && other.newest <= self.oldest
+    }
+
+    /// Whether `r` lies strictly inside the span.
+    fn strictly_holds(&self, r: Recency) -> bool {
+        self.newest < r && r < self.oldest
+    }
 }
 
 impl FlushPlan {
@@ -309,43 +385,15 @@ impl Plan {
             return Ok(());
         };
         output.cut.validate()?;
-        let out_level = version.level(output.level);
-        let out_position = match output.run {
-            OutputRun::Existing(run) => match out_level.position(run) {
-                Some(p) => p as f64,
-                None => {
-                    return invalid(format!("output run {run} is not in level {}", output.level))
+        let Some(span) = RecencySpan::of(&self.inputs, output.level, output.run, false, version)
+        else {
+            return invalid(match output.run {
+                OutputRun::Existing(run) => {
+                    format!("output run {run} is not in level {}", output.level)
                 }
-            },
-            // Just before the run at the position the edit will place it.
-            OutputRun::New => {
-                let position = out_level.new_run_position(|run| {
-                    self.inputs
-                        .iter()
-                        .any(|i| i.level == output.level && i.run == run)
-                });
-                position as f64 - 0.5
-            }
+                OutputRun::New => "an input run is not in the version".to_string(),
+            });
         };
-        let out = Recency {
-            level: output.level,
-            position: out_position,
-        };
-        let mut newest = out;
-        let mut oldest = out;
-        for input in &self.inputs {
-            let position = version.level(input.level).position(input.run).unwrap_or(0) as f64;
-            let r = Recency {
-                level: input.level,
-                position,
-            };
-            if r < newest {
-                newest = r;
-            }
-            if r > oldest {
-                oldest = r;
-            }
-        }
         let Some(range) = self.input_range(version) else {
             return Ok(());
         };
@@ -356,7 +404,7 @@ impl Plan {
                     position: p as f64,
                 };
                 let is_output_run = output.run == OutputRun::Existing(run.id());
-                if r <= newest || r >= oldest || is_output_run {
+                if !span.strictly_holds(r) || is_output_run {
                     continue;
                 }
                 if let Some(t) = run

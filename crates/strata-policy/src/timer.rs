@@ -90,7 +90,8 @@ impl CompactionPolicy for TimedPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::{Leases, WorkloadStats};
+    use crate::context::WorkloadStats;
+    use crate::leases::Leases;
 
     #[test]
     fn decisions_are_the_inner_policys_and_their_time_adds_up() {

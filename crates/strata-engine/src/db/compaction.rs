@@ -23,7 +23,7 @@ use strata_exec::sources::{merge_sources, rewrites_last_level};
 use strata_exec::{compaction_edit, OlderTables};
 use strata_meta::{TableId, TableMeta, Version};
 use strata_policy::{
-    CompactionPolicy, ManualRange, PickContext, Plan, PlanAction, PlanOutput, PolicyError,
+    CompactionPolicy, Leases, ManualRange, PickContext, Plan, PlanAction, PlanOutput, PolicyError,
 };
 
 /// Times a compaction reads its inputs before a read error stops background work.
@@ -443,6 +443,14 @@ impl PickHost for EnginePick<'_, '_> {
         Ok(plan.validate(&self.state.version, |t| {
             self.state.leases.is_table_leased(t)
         })?)
+    }
+
+    fn version(&self) -> &Version {
+        &self.state.version
+    }
+
+    fn leases(&self) -> &Leases {
+        &self.state.leases
     }
 
     fn stateful_running(&self) -> bool {

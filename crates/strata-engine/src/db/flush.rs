@@ -19,12 +19,10 @@ use std::time::Instant;
 use strata_exec::handover;
 use strata_exec::pick::flush_may_start;
 use strata_exec::skew::FlushKeySample;
-use strata_exec::sources::flush_merge_tables;
+use strata_exec::sources::{self, flush_merge_tables};
 use strata_exec::{flush_edit, OlderTables};
-use strata_meta::{KeyRange, TableId, TableMeta, Version};
-use strata_policy::{
-    BufferSelection, BufferSummary, FlushPlan, OutputRun, Plan, PlanAction, PlanInput, Priority,
-};
+use strata_meta::{KeyRange, TableMeta, Version};
+use strata_policy::{BufferSelection, BufferSummary, FlushPlan, Plan, Priority};
 
 /// A flush the flusher picked: the oldest frozen memtable (or, for a window flush or while
 /// memtables are held, every frozen memtable) and the policy's plan for it.
@@ -184,37 +182,16 @@ impl Engine {
             }
             return Ok(None);
         }
-        // A flush into an existing run leases the whole run, not only the tables it merges
-        // with: a merge that consumed the run while the flush wrote into it would leave the
-        // flush's edit naming a run that is gone (seen as "run 2 does not exist in level 1"
-        // when a leveling horizontal part flushed a buffer overlapping none of L1's tables).
-        let run_tables: Vec<TableId> = match plan.output.run {
-            OutputRun::Existing(run) => state
-                .version
-                .run(plan.output.level, run)
-                .map(|r| r.tables().iter().map(|t| t.id).collect())
-                .unwrap_or_default(),
-            OutputRun::New => Vec::new(),
-        };
-        if state.leases.any_leased(run_tables.iter()) {
+        let lease = sources::flush_lease(&plan, &state.version);
+        if lease
+            .input_tables()
+            .any(|t| state.leases.is_table_leased(t))
+        {
             return Ok(None);
         }
-        let lease = Plan {
-            action: PlanAction::Merge,
-            inputs: match plan.output.run {
-                OutputRun::Existing(run) if !run_tables.is_empty() => vec![PlanInput {
-                    level: plan.output.level,
-                    run,
-                    tables: run_tables,
-                }],
-                _ => Vec::new(),
-            },
-            output: Some(plan.output.clone()),
-            policy_state: None,
-            reason: String::new(),
-            priority: Priority::Normal,
-        };
-        state.leases.acquire(&lease, &state.version)?;
+        state
+            .leases
+            .acquire_flush(&lease, &summary.key_range(), &state.version)?;
         // Re-buffer once the held memtables' evicted bytes pass what is live in the buffer, or
         // once the memtables (each with its WAL) number more than the count writers stall at
         // (`Options::frozen_memtable_limit`): a buffer held nearly full makes writers freeze small

@@ -12,8 +12,8 @@ use strata_exec::pick::{self, PickHost};
 use strata_exec::preserve::Preserver;
 use strata_exec::sources::merge_sources;
 use strata_exec::{compaction_edit, JobKind, OlderTables};
-use strata_meta::{SeqRange, TableId, TableMeta, VersionEdit};
-use strata_policy::{CompactionPolicy, PickContext, Plan, PlanAction, TimedPolicy};
+use strata_meta::{SeqRange, TableId, TableMeta, Version, VersionEdit};
+use strata_policy::{CompactionPolicy, Leases, PickContext, Plan, PlanAction, TimedPolicy};
 
 /// A compaction in progress: its outputs are written when it starts and installed when it ends.
 pub(super) struct Job {
@@ -349,6 +349,14 @@ impl PickHost for Simulator {
     fn validate(&self, plan: &Plan) -> Result<(), SimError> {
         plan.validate(&self.version, |t| self.leases.is_table_leased(t))
             .map_err(|e| self.policy_error(e))
+    }
+
+    fn version(&self) -> &Version {
+        &self.version
+    }
+
+    fn leases(&self) -> &Leases {
+        &self.leases
     }
 
     fn stateful_running(&self) -> bool {

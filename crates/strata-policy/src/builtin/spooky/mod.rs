@@ -49,12 +49,13 @@
 //! preemption), plus 1 for the flush into L0. Space amplification (eq. 11): `1 + 1/T^(L−X) +
 //! 1/(T−1)`.
 
-use crate::context::{Leases, PickContext};
+use crate::context::PickContext;
 use crate::error::PolicyError;
 use crate::helpers::{
     any_leased, check_bloom, check_positive, check_size_ratio, flush_to_new_run, load_state,
     merge_levels, move_run, run_input, runs_per_level, store_state,
 };
+use crate::leases::Leases;
 use crate::model::{self, ModelEstimate, ModelInput};
 use crate::options::{
     OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY, SIZE_RATIO,

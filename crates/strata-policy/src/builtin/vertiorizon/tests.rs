@@ -1,7 +1,8 @@
 //! Tests of Vertiorizon's back-pressure and of its `max_late_flushes` option.
 
 use super::*;
-use crate::context::{Leases, PickContext};
+use crate::context::PickContext;
+use crate::leases::Leases;
 use crate::policy::CompactionPolicy;
 
 fn hold(policy: &Vertiorizon, shape: &str) -> Option<String> {
