@@ -194,11 +194,10 @@ impl PartialMerge {
     /// where every overflow is merged before the next flush: partial-mixed's data blocks per
     /// MiB came within 0.3% of the simulator's at an eighth of the paper's 1500 MiB, against 18%
     /// under at 2, where level 0 sits near twice its capacity and flushes rewrite it whole
-    /// (docs/partial-merge.md). Not the default because partial-full then spends its time
-    /// reclaiming retained files, one table at a time, while flushes wait, and level 0's merge
-    /// into the overfull bottom level keeps the tree from growing (31,737 reclaims against the
-    /// simulator's 242, in the same document). No RocksDB equivalent (its level 0
-    /// stalls by file count). Default: 2.
+    /// (docs/partial-merge.md). Not yet the default: partial-full at 1 ran a storm of reclaims
+    /// until the bottom level was looked at first, and the engine runs at both ratios have not
+    /// been repeated at the paper's sizes since. No RocksDB equivalent (its level 0 stalls by
+    /// file count). Default: 2.
     pub fn with_flush_hold_ratio(mut self, ratio: f64) -> Self {
         self.flush_hold_ratio = ratio;
         self
@@ -575,7 +574,12 @@ impl PartialMerge {
         params: &Params,
         ctx: &PickContext<'_>,
     ) -> Result<Option<Plan>, PolicyError> {
-        for level in 0..=bottom {
+        // The bottom level first: a merge into an overfull bottom level would make it larger
+        // still, and where flushes refill level 0 while other compactions run (the engine),
+        // level 0's merge would come first at every pick and the tree would never grow
+        // (docs/partial-merge.md, "The reclaim storm at ratio 1").
+        let order = std::iter::once(bottom).chain(0..bottom);
+        for level in order {
             let size = version.level(level).size();
             if level == bottom {
                 let runs = version.level(level).runs();
