@@ -135,13 +135,19 @@ impl Node {
 /// the address is used: memory is written before it is read, and untouched pages stay out of
 /// the resident set.
 enum Chunk {
-    Mapped(#[expect(dead_code, reason = "held only to unmap it on drop")] memmap2::MmapMut),
+    Mapped(memmap2::MmapMut),
     Heap(#[expect(dead_code, reason = "held only to free it on drop")] Vec<u64>),
 }
 
 impl Chunk {
     /// A chunk of at least `bytes` (a multiple of 8), and its 8-aligned start.
     fn new(bytes: usize) -> (Chunk, *mut u8) {
+        if bytes == CHUNK {
+            if let Some(mut map) = SPARE_CHUNKS.lock().pop() {
+                let p = map.as_mut_ptr();
+                return (Chunk::Mapped(map), p);
+            }
+        }
         // Mapped chunks go back to the system when the memtable drops; malloc would keep freed
         // megabyte blocks in its heap (glibc raises its mmap threshold after the first free),
         // measured as resident memory that never fell after a flush.
@@ -165,6 +171,15 @@ impl Chunk {
         }
     }
 }
+
+/// Standard-size chunks released by dropped arenas, kept for the next ones: a fresh mapping
+/// costs a page fault and a zeroed page per 4 KiB (or a huge page's worth) on first touch, and
+/// a policy whose window flushes copy the buffer into new memtables (Min-Max) maps and unmaps a
+/// buffer's worth of chunks at every flush. Bounded so that idle memory stays small.
+static SPARE_CHUNKS: Mutex<Vec<memmap2::MmapMut>> = parking_lot::const_mutex(Vec::new());
+
+/// Most chunks [`SPARE_CHUNKS`] keeps (16 MiB).
+const MAX_SPARE_CHUNKS: usize = 8;
 
 /// Bump allocation in chunks that live as long as the arena.
 struct Arena {
@@ -211,6 +226,21 @@ impl Arena {
         self.left -= bytes;
         self.used += bytes;
         p
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        let mut spare = SPARE_CHUNKS.lock();
+        for chunk in self.chunks.drain(..) {
+            match chunk {
+                Chunk::Mapped(map) if map.len() == CHUNK && spare.len() < MAX_SPARE_CHUNKS => {
+                    spare.push(map);
+                }
+                // Unmapped or freed here.
+                _ => {}
+            }
+        }
     }
 }
 

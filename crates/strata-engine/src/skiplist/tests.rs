@@ -379,3 +379,37 @@ fn appends_link_after_the_tail_and_entries_out_of_order_still_find_their_place()
     assert!(!list.writer.lock().tail_known);
     assert_levels_sorted(&list, expected.len() + 4);
 }
+
+#[test]
+fn dropped_arenas_keep_a_bounded_number_of_spare_chunks_and_reused_chunks_hold_new_data() {
+    for round in 0..3 {
+        let arenas: Vec<Arena> = (0..MAX_SPARE_CHUNKS + 4)
+            .map(|_| {
+                let mut arena = Arena::new();
+                arena.allocate(8);
+                arena
+            })
+            .collect();
+        drop(arenas);
+        assert!(
+            SPARE_CHUNKS.lock().len() <= MAX_SPARE_CHUNKS,
+            "round {round}"
+        );
+    }
+    // A list built on reused chunks reads back what it was given.
+    let list = SkipList::<Bytewise>::new();
+    for i in 0..50_000u32 {
+        let key = i.to_be_bytes();
+        list.insert(&[&key], &key);
+    }
+    let mut cursor = Cursor::default();
+    let mut n = 0u32;
+    cursor.seek_to_first(&list);
+    while cursor.valid() {
+        assert_eq!(cursor.key(&list), n.to_be_bytes());
+        assert_eq!(cursor.value(&list), n.to_be_bytes());
+        n += 1;
+        cursor.next(&list);
+    }
+    assert_eq!(n, 50_000);
+}
