@@ -1,10 +1,12 @@
-//! The `strata` command-line tool as a library: [`run`] parses arguments and runs `strata sim`
-//! `strata bench`, `strata inspect` or `strata switch-policy`. A program that registers policies of its own
-//! (`strata_policy::registry::register`) and then calls [`run`] offers the same commands with
-//! those policies selectable by name, as `examples/custom-policy` shows.
+//! The `strata` command-line tool as a library: [`run`] parses arguments and runs `strata sim`,
+//! `strata bench`, `strata inspect`, `strata switch-policy` or `strata checkpoint`. A program
+//! that registers policies of its own (`strata_policy::registry::register`) and then calls
+//! [`run`] offers the same commands with those policies selectable by name, as
+//! `examples/custom-policy` shows.
 
 mod advise;
 mod bench;
+mod checkpoint;
 mod checks;
 mod inspect;
 mod policies;
@@ -41,6 +43,9 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Hand a closed database's tree to another compaction policy, without a full rewrite.
     SwitchPolicy(switch::SwitchArgs),
+    /// Copy a closed database into a new directory, hard-linking its tables (RocksDB: `ldb
+    /// checkpoint`).
+    Checkpoint(checkpoint::CheckpointArgs),
     /// One run of `strata bench`, in a process of its own (started by `strata bench`).
     #[command(hide = true)]
     BenchRun(bench::BenchRunArgs),
@@ -75,6 +80,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Command::Inspect(args) => inspect::run(args),
         Command::Advise(args) => advise::run(args),
         Command::SwitchPolicy(args) => switch::run(args),
+        Command::Checkpoint(args) => checkpoint::run(args),
         Command::BenchRun(args) => bench::run_one(args),
     }
 }

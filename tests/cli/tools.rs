@@ -398,3 +398,38 @@ fn advise_out_of_cache_charges_the_device_for_what_memory_cannot_hold() {
         &["--block-cache", "--max-memory"],
     );
 }
+
+#[test]
+fn checkpoint_copies_a_closed_database_into_a_new_directory() {
+    let dir = scratch("checkpoint");
+    let db_dir = dir.join("db");
+    let options = strata_engine::Options::new()
+        .with_write_buffer_size(16 << 10)
+        .with_policy_named("leveled")
+        .unwrap();
+    let db = strata_engine::Db::open(&db_dir, options).unwrap();
+    for i in 0..4_000u32 {
+        db.put(format!("key{:05}", (i * 7) % 3_000), format!("value {i}"))
+            .unwrap();
+    }
+    db.close().unwrap();
+    let (db_arg, copy) = (db_dir.to_str().unwrap(), dir.join("copy"));
+    let copy_arg = copy.to_str().unwrap();
+    let run = succeeded(&dir, &["checkpoint", db_arg, copy_arg]);
+    assert!(run.stdout.contains("tables"), "{}", run.stdout);
+    let db = strata_engine::Db::open(&copy, strata_engine::Options::new()).unwrap();
+    assert_eq!(db.policy().name(), "leveled");
+    assert_eq!(db.range::<&str, _>(..).unwrap().count(), 3_000);
+    // Written at i = 1 and again at i = 3001.
+    assert_eq!(
+        db.get("key00007").unwrap().as_deref(),
+        Some(&b"value 3001"[..])
+    );
+    db.close().unwrap();
+    refused(&dir, &["checkpoint", db_arg, copy_arg], &["already exists"]);
+    refused(
+        &dir,
+        &["checkpoint", "nowhere", copy_arg],
+        &["not a directory"],
+    );
+}

@@ -56,7 +56,7 @@ mod write_controller;
 mod write_queue;
 
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
-pub use db::{Db, ReadOptions, Snapshot};
+pub use db::{CheckpointSummary, Db, ReadOptions, Snapshot};
 pub use error::{Error, Result};
 pub use listener::{CompletedJob, EventListener, JobKind};
 pub use log::RecoveryMode;

@@ -125,6 +125,9 @@ pub(crate) struct EngineState {
     pub purge_queue: Vec<ObsoleteFile>,
     /// Purges deleting files right now (with the state lock released).
     pub purges_running: usize,
+    /// The log numbers of checkpoints being taken: WALs at or above the smallest stay until
+    /// they end ([`Engine::checkpoint`]).
+    pub checkpoint_log_numbers: Vec<u64>,
     /// Versions readers or jobs may still hold.
     pub live_versions: Vec<Weak<Version>>,
     /// The first background error (see the failure rules in [`crate::db`]): read-only.

@@ -261,6 +261,8 @@ impl Engine {
             return false;
         }
         let queue = std::mem::take(&mut state.purge_queue);
+        // A checkpoint copying WALs keeps those it needs.
+        let wal_floor = state.checkpoint_log_numbers.iter().min().copied();
         state.purges_running += 1;
         let failed = MutexGuard::unlocked(state, || {
             let mut failed = Vec::new();
@@ -278,6 +280,7 @@ impl Engine {
                         }
                     }
                     ObsoleteFile::WalsBelow(log_number) => {
+                        let log_number = wal_floor.map_or(log_number, |f| f.min(log_number));
                         let Ok(names) = self.fs.list(&self.dir) else {
                             continue;
                         };
@@ -301,7 +304,7 @@ impl Engine {
 }
 
 /// The re-log WALs recovery still needs to know about: those at or above the log number.
-fn live_relog_wals(state: &EngineState) -> Vec<u64> {
+pub(super) fn live_relog_wals(state: &EngineState) -> Vec<u64> {
     let mut wals: Vec<u64> = state
         .relog_wals
         .iter()

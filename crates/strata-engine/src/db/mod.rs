@@ -75,6 +75,7 @@
 //!     any moment leaves neither a dangling reference nor, after the next open, a leaked file.
 
 mod background;
+mod checkpoint;
 mod compaction;
 mod engine;
 mod flush;
@@ -86,6 +87,7 @@ mod recovery;
 mod switch;
 mod write;
 
+pub use checkpoint::CheckpointSummary;
 pub use read::{ReadOptions, Snapshot};
 
 use crate::batch::WriteBatch;
@@ -258,6 +260,15 @@ impl Db {
     /// ([`WriteOptions::disable_wal`]) are logged then.
     pub fn flush(&self) -> Result<()> {
         self.engine.flush()
+    }
+
+    /// Writes an openable copy of the database into `dest`, a directory that must not exist
+    /// yet or be empty, while writers and background jobs go on: table files are hard-linked (copied
+    /// across file systems), the WALs still needed copied, and a manifest written. It holds
+    /// every write acknowledged before the call (except [`WriteOptions::disable_wal`] writes
+    /// not yet flushed). RocksDB: `Checkpoint::CreateCheckpoint`.
+    pub fn checkpoint(&self, dest: impl AsRef<Path>) -> Result<CheckpointSummary> {
+        self.engine.checkpoint(dest.as_ref())
     }
 
     /// Flushes, then compacts the keys in `range` as the policy plans a manual compaction (by

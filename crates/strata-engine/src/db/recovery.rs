@@ -475,6 +475,7 @@ impl Engine {
                 obsolete_tables: Vec::new(),
                 purge_queue: Vec::new(),
                 purges_running: 0,
+                checkpoint_log_numbers: Vec::new(),
                 background_error: None,
                 relog_wals: found.relog_wals,
                 held: HeldBuffer::default(),

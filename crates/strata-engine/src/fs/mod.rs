@@ -182,6 +182,12 @@ pub trait FileSystem: Send + Sync + Debug + 'static {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// Atomically replaces `to` with `from`.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Makes `to` a file with `from`'s contents, synced, that later changes to `from` leave
+    /// alone (a checkpoint's tables; `from` is never written again). [`StdFs`] makes a hard
+    /// link and copies where the file system cannot (another device); the default copies.
+    fn link_or_copy(&self, from: &Path, to: &Path) -> io::Result<()> {
+        copy_file(self, from, to)
+    }
     /// Deletes a file.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
     /// Cuts the file at `path` to `len` bytes (`ftruncate`), without syncing it.
@@ -200,6 +206,14 @@ pub trait FileSystem: Send + Sync + Debug + 'static {
 }
 
 /// The error of a file system without direct I/O.
+/// Copies `from` to a new file `to` through `fs` and syncs it.
+pub(crate) fn copy_file<F: FileSystem + ?Sized>(fs: &F, from: &Path, to: &Path) -> io::Result<()> {
+    let data = fs.read(from)?;
+    let mut file = fs.create(to)?;
+    file.append(&data)?;
+    file.sync()
+}
+
 pub(crate) fn no_direct_io(what: &str, path: &Path) -> io::Error {
     io::Error::new(
         io::ErrorKind::Unsupported,

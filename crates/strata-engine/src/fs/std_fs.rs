@@ -143,6 +143,20 @@ impl FileSystem for StdFs {
         fs::remove_file(path).map_err(context("removing", path))
     }
 
+    fn link_or_copy(&self, from: &Path, to: &Path) -> io::Result<()> {
+        match fs::hard_link(from, to) {
+            Ok(()) => Ok(()),
+            // Another device (EXDEV) or a file system without links: copy.
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+                super::copy_file(self, from, to).map_err(context("copying", from))
+            }
+            Err(e) => Err(io::Error::new(
+                e.kind(),
+                format!("linking {} to {}: {e}", from.display(), to.display()),
+            )),
+        }
+    }
+
     fn truncate(&self, path: &Path, len: u64) -> io::Result<()> {
         fs::OpenOptions::new()
             .write(true)

@@ -1,0 +1,156 @@
+//! Checkpoints: an openable copy of a live database in another directory (RocksDB's
+//! `Checkpoint::CreateCheckpoint`), taken while writers and background jobs run.
+//!
+//! The copy is the current version's table files (hard links where the file system allows,
+//! since a table file never changes once written), the WALs it still needs, copied whole, and a
+//! manifest of its own holding a snapshot of the version. Opening the copy replays the WALs as
+//! a reopen after a crash would, so it holds every write acknowledged before the checkpoint
+//! began, and possibly some that came while it was taken.
+
+use super::engine::Engine;
+use super::install::live_relog_wals;
+use crate::error::{Error, Result};
+use crate::filename;
+use crate::manifest::{Manifest, ManifestRecord};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use strata_meta::TableId;
+
+/// What a checkpoint copied.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CheckpointSummary {
+    /// Table files linked (or copied, across file systems).
+    pub tables: usize,
+    /// Their bytes.
+    pub table_bytes: u64,
+    /// WALs copied.
+    pub wals: usize,
+    /// Their bytes.
+    pub wal_bytes: u64,
+}
+
+impl Engine {
+    /// Writes a checkpoint of the database into `dest`, a directory that must not exist yet or
+    /// be empty (its parents are created if missing). Writes made with
+    /// [`crate::WriteOptions::disable_wal`] and not yet flushed are not in it. On failure the
+    /// files written so far are removed (the directory stays, empty); the database itself is
+    /// untouched either way.
+    pub fn checkpoint(&self, dest: &Path) -> Result<CheckpointSummary> {
+        self.check_open()?;
+        // An empty directory is taken: a failed checkpoint leaves one behind.
+        if self.fs.exists(dest) && !self.fs.list(dest).is_ok_and(|names| names.is_empty()) {
+            return Err(Error::InvalidArgument(format!(
+                "the checkpoint directory {} already exists and is not empty; a checkpoint goes \
+                 into a new or empty one",
+                dest.display()
+            )));
+        }
+        // Everything acknowledged so far reaches the WAL file, where the copy reads it.
+        self.wal
+            .lock()
+            .open_mut()?
+            .writer
+            .flush()
+            .map_err(|e| Error::io("flushing the WAL for a checkpoint".to_string(), e))?;
+        let (version, counters, log_number) = {
+            let mut state = self.state.lock();
+            // Held until the copy ends: the version keeps its table files from deletion, the
+            // log number the WALs it needs.
+            let log_number = state.log_number;
+            state.checkpoint_log_numbers.push(log_number);
+            let counters = ManifestRecord {
+                last_seqno: Some(self.last_sequence.load(Ordering::Acquire)),
+                log_number: Some(state.log_number),
+                relogged_into: live_relog_wals(&state),
+                evicted: state.evictions.clone(),
+                lifetime: Some(self.lifetime_stats()),
+                ..ManifestRecord::default()
+            };
+            (Arc::clone(&state.version), counters, state.log_number)
+        };
+        let copied = self.fs.create_dir_all(dest).map_err(|e| {
+            Error::io(
+                format!("creating the checkpoint directory {}", dest.display()),
+                e,
+            )
+        });
+        let result = copied.and_then(|()| self.copy_into(dest, &version, counters, log_number));
+        {
+            let mut state = self.state.lock();
+            if let Some(i) = state
+                .checkpoint_log_numbers
+                .iter()
+                .position(|&n| n == log_number)
+            {
+                state.checkpoint_log_numbers.swap_remove(i);
+            }
+        }
+        if result.is_err() {
+            // Best effort: what the copy wrote, then the directory itself.
+            if let Ok(names) = self.fs.list(dest) {
+                for name in names {
+                    let _ = self.fs.remove_file(&dest.join(name));
+                }
+            }
+        }
+        result
+    }
+
+    /// Links `version`'s files into `dest`, copies the WALs at or above `log_number`, and
+    /// writes a manifest of `version` with `counters`.
+    fn copy_into(
+        &self,
+        dest: &Path,
+        version: &strata_meta::Version,
+        mut counters: ManifestRecord,
+        log_number: u64,
+    ) -> Result<CheckpointSummary> {
+        let mut summary = CheckpointSummary::default();
+        // Tables, and the files whose blocks tables refer to (block-preserving merges).
+        let mut files: Vec<TableId> = version.tables().map(|(_, _, t)| t.id).collect();
+        files.extend(version.retained_files().map(|(f, _)| f));
+        files.sort_unstable();
+        files.dedup();
+        for id in files {
+            let name = filename::table_file_name(id.0);
+            let (from, to) = (self.dir.join(&name), dest.join(&name));
+            self.fs.link_or_copy(&from, &to).map_err(|e| {
+                Error::io(format!("linking {} into the checkpoint", from.display()), e)
+            })?;
+            summary.tables += 1;
+            summary.table_bytes += self.fs.file_size(&to).unwrap_or(0);
+        }
+        let names = self
+            .fs
+            .list(&self.dir)
+            .map_err(|e| Error::io(format!("listing {}", self.dir.display()), e))?;
+        let mut wals = filename::wal_numbers(&names);
+        wals.retain(|&n| n >= log_number);
+        for number in wals {
+            let name = filename::wal_file_name(number);
+            let from = self.dir.join(&name);
+            let data = self.fs.read(&from).map_err(|e| {
+                Error::io(format!("reading {} for a checkpoint", from.display()), e)
+            })?;
+            let to = dest.join(&name);
+            let mut file = self
+                .fs
+                .create(&to)
+                .map_err(|e| Error::io(format!("creating {}", to.display()), e))?;
+            file.append(&data)
+                .and_then(|()| file.sync())
+                .map_err(|e| Error::io(format!("writing {}", to.display()), e))?;
+            summary.wals += 1;
+            summary.wal_bytes += data.len() as u64;
+        }
+        // Numbers above every file copied: the manifest's own, and the copy's next ones.
+        let manifest_number = self.allocate_file_number();
+        counters.next_file_number = Some(self.next_file_number.load(Ordering::Relaxed));
+        Manifest::create(self.fs.as_ref(), dest, manifest_number, version, counters)?;
+        self.fs
+            .sync_dir(dest)
+            .map_err(|e| Error::io(format!("syncing {}", dest.display()), e))?;
+        Ok(summary)
+    }
+}
