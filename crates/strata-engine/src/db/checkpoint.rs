@@ -69,12 +69,18 @@ impl Engine {
             };
             (Arc::clone(&state.version), counters, state.log_number)
         };
-        let copied = self.fs.create_dir_all(dest).map_err(|e| {
-            Error::io(
-                format!("creating the checkpoint directory {}", dest.display()),
-                e,
-            )
-        });
+        // The new directory's own entry is made durable too.
+        let parent = dest.parent().filter(|p| !p.as_os_str().is_empty());
+        let copied = self
+            .fs
+            .create_dir_all(dest)
+            .and_then(|()| parent.map_or(Ok(()), |p| self.fs.sync_dir(p)))
+            .map_err(|e| {
+                Error::io(
+                    format!("creating the checkpoint directory {}", dest.display()),
+                    e,
+                )
+            });
         let result = copied.and_then(|()| self.copy_into(dest, &version, counters, log_number));
         {
             let mut state = self.state.lock();
