@@ -1,4 +1,4 @@
-//! `inspect`, `switch-policy` and `advise`.
+//! `inspect`, `switch-policy`, `checkpoint` and `advise`.
 
 use super::*;
 
@@ -95,21 +95,27 @@ fn inspect_describes_a_database_and_names_damage_by_file_and_offset() {
     refused(&dir, &["inspect", empty.to_str().unwrap()], &["CURRENT"]);
 }
 
-#[test]
-fn switch_policy_hands_a_closed_database_to_another_policy() {
-    let dir = scratch("switch-policy");
-    let db_dir = dir.join("db");
+/// A closed database at `db_dir` under `policy`: 3,000 keys written 4,000 times (key `i * 7 %
+/// 3000` holds `value i` for the last such `i`), with 16 KiB buffers, so it has several levels.
+fn write_small_database(db_dir: &Path, policy: &str) {
     let options = strata_engine::Options::new()
         .with_write_buffer_size(16 << 10)
         .with_synchronous_compaction(true)
-        .with_policy_named("tiered:size_ratio=3")
+        .with_policy_named(policy)
         .unwrap();
-    let db = strata_engine::Db::open(&db_dir, options).unwrap();
+    let db = strata_engine::Db::open(db_dir, options).unwrap();
     for i in 0..4_000u32 {
         db.put(format!("key{:05}", (i * 7) % 3_000), format!("value {i}"))
             .unwrap();
     }
     db.close().unwrap();
+}
+
+#[test]
+fn switch_policy_hands_a_closed_database_to_another_policy() {
+    let dir = scratch("switch-policy");
+    let db_dir = dir.join("db");
+    write_small_database(&db_dir, "tiered:size_ratio=3");
     let db_arg = db_dir.to_str().unwrap();
 
     let run = succeeded(&dir, &["switch-policy", db_arg, "leveled", "--json"]);
@@ -403,16 +409,7 @@ fn advise_out_of_cache_charges_the_device_for_what_memory_cannot_hold() {
 fn checkpoint_copies_a_closed_database_into_a_new_directory() {
     let dir = scratch("checkpoint");
     let db_dir = dir.join("db");
-    let options = strata_engine::Options::new()
-        .with_write_buffer_size(16 << 10)
-        .with_policy_named("leveled")
-        .unwrap();
-    let db = strata_engine::Db::open(&db_dir, options).unwrap();
-    for i in 0..4_000u32 {
-        db.put(format!("key{:05}", (i * 7) % 3_000), format!("value {i}"))
-            .unwrap();
-    }
-    db.close().unwrap();
+    write_small_database(&db_dir, "leveled");
     let (db_arg, copy) = (db_dir.to_str().unwrap(), dir.join("copy"));
     let copy_arg = copy.to_str().unwrap();
     let run = succeeded(&dir, &["checkpoint", db_arg, copy_arg]);

@@ -4,10 +4,9 @@
 //! the asking worker ([`may_run_on`]), holds against the version and the leases, and may start
 //! beside the running jobs ([`may_start`], [`Leases::reorders_beside`]). It also counts the
 //! plans taken since the last flush, so that a policy that never stops planning is an error
-//! rather than a hang. What
-//! differs between the executors (how they build the pick context, install an edit, report an
-//! error) stays behind [`PickHost`]. Flushes are admitted by one rule too
-//! ([`flush_may_start`]).
+//! rather than a hang. What differs between the executors (how they build the pick context,
+//! install an edit, report an error) stays behind [`PickHost`]. Flushes are admitted by one
+//! rule too ([`flush_may_start`]).
 
 use crate::handover::NextCompaction;
 use crate::sources::{flush_blocked, flush_held, may_run_on, may_start};

@@ -61,13 +61,13 @@ impl Engine {
             state.checkpoint_log_numbers.push(log_number);
             let counters = ManifestRecord {
                 last_seqno: Some(self.last_sequence.load(Ordering::Acquire)),
-                log_number: Some(state.log_number),
+                log_number: Some(log_number),
                 relogged_into: live_relog_wals(&state),
                 evicted: state.evictions.clone(),
                 lifetime: Some(self.lifetime_stats()),
                 ..ManifestRecord::default()
             };
-            (Arc::clone(&state.version), counters, state.log_number)
+            (Arc::clone(&state.version), counters, log_number)
         };
         // The new directory's own entry is made durable too.
         let parent = dest.parent().filter(|p| !p.as_os_str().is_empty());
@@ -93,7 +93,7 @@ impl Engine {
             }
         }
         if result.is_err() {
-            // Best effort: what the copy wrote, then the directory itself.
+            // Best effort: the files the copy wrote (the directory stays, empty).
             if let Ok(names) = self.fs.list(dest) {
                 for name in names {
                     let _ = self.fs.remove_file(&dest.join(name));
@@ -135,20 +135,12 @@ impl Engine {
         wals.retain(|&n| n >= log_number);
         for number in wals {
             let name = filename::wal_file_name(number);
-            let from = self.dir.join(&name);
-            let data = self.fs.read(&from).map_err(|e| {
-                Error::io(format!("reading {} for a checkpoint", from.display()), e)
-            })?;
-            let to = dest.join(&name);
-            let mut file = self
-                .fs
-                .create(&to)
-                .map_err(|e| Error::io(format!("creating {}", to.display()), e))?;
-            file.append(&data)
-                .and_then(|()| file.sync())
-                .map_err(|e| Error::io(format!("writing {}", to.display()), e))?;
+            let (from, to) = (self.dir.join(&name), dest.join(&name));
+            summary.wal_bytes +=
+                crate::fs::copy_file(self.fs.as_ref(), &from, &to).map_err(|e| {
+                    Error::io(format!("copying {} into the checkpoint", from.display()), e)
+                })?;
             summary.wals += 1;
-            summary.wal_bytes += data.len() as u64;
         }
         // Numbers above every file copied: the manifest's own, and the copy's next ones.
         let manifest_number = self.allocate_file_number();

@@ -263,10 +263,10 @@ impl Db {
     }
 
     /// Writes an openable copy of the database into `dest`, a directory that must not exist
-    /// yet or be empty, while writers and background jobs go on: table files are hard-linked (copied
-    /// across file systems), the WALs still needed copied, and a manifest written. It holds
-    /// every write acknowledged before the call (except [`WriteOptions::disable_wal`] writes
-    /// not yet flushed). RocksDB: `Checkpoint::CreateCheckpoint`.
+    /// yet or be empty, while writers and background jobs go on: table files are hard-linked
+    /// (copied across file systems), the WALs still needed copied, and a manifest written. It
+    /// holds every write acknowledged before the call (except [`WriteOptions::disable_wal`]
+    /// writes not yet flushed). RocksDB: `Checkpoint::CreateCheckpoint`.
     pub fn checkpoint(&self, dest: impl AsRef<Path>) -> Result<CheckpointSummary> {
         self.engine.checkpoint(dest.as_ref())
     }

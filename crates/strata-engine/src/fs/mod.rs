@@ -186,7 +186,7 @@ pub trait FileSystem: Send + Sync + Debug + 'static {
     /// alone (a checkpoint's tables; `from` is never written again). [`StdFs`] makes a hard
     /// link and copies where the file system cannot (another device); the default copies.
     fn link_or_copy(&self, from: &Path, to: &Path) -> io::Result<()> {
-        copy_file(self, from, to)
+        copy_file(self, from, to).map(drop)
     }
     /// Deletes a file.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
@@ -205,15 +205,16 @@ pub trait FileSystem: Send + Sync + Debug + 'static {
     fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>>;
 }
 
-/// The error of a file system without direct I/O.
-/// Copies `from` to a new file `to` through `fs` and syncs it.
-pub(crate) fn copy_file<F: FileSystem + ?Sized>(fs: &F, from: &Path, to: &Path) -> io::Result<()> {
+/// Copies `from` to a new file `to` through `fs` and syncs it; returns the bytes copied.
+pub(crate) fn copy_file<F: FileSystem + ?Sized>(fs: &F, from: &Path, to: &Path) -> io::Result<u64> {
     let data = fs.read(from)?;
     let mut file = fs.create(to)?;
     file.append(&data)?;
-    file.sync()
+    file.sync()?;
+    Ok(data.len() as u64)
 }
 
+/// The error of a file system without direct I/O.
 pub(crate) fn no_direct_io(what: &str, path: &Path) -> io::Error {
     io::Error::new(
         io::ErrorKind::Unsupported,

@@ -147,9 +147,9 @@ impl FileSystem for StdFs {
         match fs::hard_link(from, to) {
             Ok(()) => Ok(()),
             // Another device (EXDEV) or a file system without links: copy.
-            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
-                super::copy_file(self, from, to).map_err(context("copying", from))
-            }
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => super::copy_file(self, from, to)
+                .map(drop)
+                .map_err(context("copying", from)),
             Err(e) => Err(io::Error::new(
                 e.kind(),
                 format!("linking {} to {}: {e}", from.display(), to.display()),
