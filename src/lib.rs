@@ -61,7 +61,27 @@ static IS_MAIN: AtomicBool = AtomicBool::new(false);
 /// which is what makes each run's peak memory, CPU time and device bytes its own.
 pub fn main() -> Result<()> {
     IS_MAIN.store(true, Ordering::Relaxed);
+    init_tracing()?;
     run(std::env::args_os())
+}
+
+/// The environment variable whose filter (`tracing_subscriber::EnvFilter`'s syntax, e.g.
+/// `strata=info`) prints the engine's events to standard error. Unset: nothing is printed.
+pub const LOG_ENV: &str = "STRATA_LOG";
+
+/// Prints the engine's events to standard error as `STRATA_LOG` asks.
+fn init_tracing() -> Result<()> {
+    let Some(filter) = std::env::var_os(LOG_ENV) else {
+        return Ok(());
+    };
+    let filter = filter.to_string_lossy();
+    let filter = tracing_subscriber::EnvFilter::try_new(filter.as_ref())
+        .map_err(|e| anyhow::anyhow!("{LOG_ENV}={filter} is not a tracing filter: {e}"))?;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    Ok(())
 }
 
 /// Whether [`main`] started this process (so it can run `bench-run` jobs).

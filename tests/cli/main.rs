@@ -42,6 +42,12 @@ fn scratch(name: &str) -> PathBuf {
 /// Runs `strata args` in `dir`, killing it after `limit` (a check that runs only after the
 /// work would otherwise take minutes).
 fn strata_in(dir: &Path, args: &[&str], limit: Duration) -> Run {
+    strata_with_log(dir, args, limit, None)
+}
+
+/// [`strata_in`] with `STRATA_LOG` set to `log` (unset when `None`, whatever the test's own
+/// environment holds).
+fn strata_with_log(dir: &Path, args: &[&str], limit: Duration, log: Option<&str>) -> Run {
     let out = dir.join(format!("stdout-{}", std::process::id()));
     let err = dir.join(format!("stderr-{}", std::process::id()));
     let started = Instant::now();
@@ -50,6 +56,8 @@ fn strata_in(dir: &Path, args: &[&str], limit: Duration) -> Run {
         .current_dir(dir)
         .env_remove("RUST_BACKTRACE")
         .env_remove("RUST_LIB_BACKTRACE")
+        .env_remove(strata_cli::LOG_ENV)
+        .envs(log.map(|filter| (strata_cli::LOG_ENV, filter)))
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(&err).unwrap())

@@ -430,3 +430,36 @@ fn checkpoint_copies_a_closed_database_into_a_new_directory() {
         &["not a directory"],
     );
 }
+
+#[test]
+fn strata_log_prints_the_engines_events() {
+    let dir = scratch("strata-log");
+    let db_dir = dir.join("db");
+    write_small_database(&db_dir, "leveled");
+    let (db_arg, copy) = (db_dir.to_str().unwrap(), dir.join("copy"));
+    let limit = Duration::from_secs(60);
+    let quiet = strata_with_log(
+        &dir,
+        &["checkpoint", db_arg, copy.to_str().unwrap()],
+        limit,
+        None,
+    );
+    assert_eq!(quiet.code, Some(0), "{}", quiet.stderr);
+    assert!(!quiet.stderr.contains("opened"), "{}", quiet.stderr);
+    let copy = dir.join("copy2");
+    let args = ["checkpoint", db_arg, copy.to_str().unwrap()];
+    let logged = strata_with_log(&dir, &args, limit, Some("strata=info"));
+    assert_eq!(logged.code, Some(0), "{}", logged.stderr);
+    for event in ["recovery replayed", "opened"] {
+        assert!(
+            logged.stderr.contains(event),
+            "no {event:?} in {}",
+            logged.stderr
+        );
+    }
+    let copy = dir.join("copy3");
+    let args = ["checkpoint", db_arg, copy.to_str().unwrap()];
+    let bad = strata_with_log(&dir, &args, limit, Some("strata=[nonsense"));
+    assert_eq!(bad.code, Some(1), "{}", bad.stderr);
+    assert!(bad.error().contains("STRATA_LOG"), "{}", bad.stderr);
+}

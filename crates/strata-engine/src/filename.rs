@@ -6,6 +6,10 @@
 pub const CURRENT: &str = "CURRENT";
 /// Name of the lock file.
 pub const LOCK: &str = "LOCK";
+/// Name of the info log ([`crate::Options::with_info_log`]).
+pub const INFO_LOG: &str = "LOG";
+/// Prefix of an earlier open's info log, `LOG.old.<microseconds since the epoch>`.
+const OLD_INFO_LOG_PREFIX: &str = "LOG.old.";
 
 /// The kinds of files in a database directory.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -25,6 +29,8 @@ pub enum FileKind {
     /// A WAL point-in-time recovery set aside unreplayed, `<n>.log.unreplayed`: kept for the
     /// user, never replayed or deleted.
     UnreplayedWal(u64),
+    /// The info log, `LOG` (`None`), or an earlier open's, `LOG.old.<micros>`.
+    InfoLog(Option<u64>),
 }
 
 /// The numbers of the WALs among a directory's file `names`, ascending.
@@ -47,6 +53,10 @@ pub fn classify(name: &str) -> Option<FileKind> {
         Some(FileKind::Current)
     } else if name == LOCK {
         Some(FileKind::Lock)
+    } else if name == INFO_LOG {
+        Some(FileKind::InfoLog(None))
+    } else if let Some(n) = name.strip_prefix(OLD_INFO_LOG_PREFIX) {
+        number(n).map(|n| FileKind::InfoLog(Some(n)))
     } else if name.ends_with(".tmp") {
         Some(FileKind::Temp)
     } else if let Some(n) = name.strip_prefix("MANIFEST-") {
@@ -60,6 +70,11 @@ pub fn classify(name: &str) -> Option<FileKind> {
     } else {
         None
     }
+}
+
+/// File name of the info log an open set aside at `micros` since the epoch.
+pub fn old_info_log_file_name(micros: u64) -> String {
+    format!("{OLD_INFO_LOG_PREFIX}{micros}")
 }
 
 /// File name of table `n`.

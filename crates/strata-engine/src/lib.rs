@@ -27,8 +27,10 @@
 pub mod batch;
 mod db;
 pub mod error;
+mod events;
 pub mod filename;
 pub mod fs;
+mod info_log;
 pub mod inspect;
 mod io_pool;
 pub mod iter;
@@ -58,7 +60,10 @@ mod write_queue;
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use db::{CheckpointSummary, Db, ReadOptions, Snapshot};
 pub use error::{Error, Result};
-pub use listener::{CompletedJob, EventListener, JobKind};
+pub use listener::{
+    CompletedJob, EventListener, JobKind, Opened, PolicySwitch, Recovery, StallCause,
+    StallCondition, StartedJob, WriteStall,
+};
 pub use log::RecoveryMode;
 pub use metrics::{LevelMetrics, Metrics};
 pub use options::{IndexPinning, Options, WriteOptions};

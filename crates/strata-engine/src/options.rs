@@ -51,6 +51,8 @@ pub struct Options {
     pub(crate) policy: PolicyChoice,
     pub(crate) fs: Arc<dyn FileSystem>,
     pub(crate) listeners: Vec<Listener>,
+    pub(crate) info_log: bool,
+    pub(crate) keep_log_file_num: usize,
 }
 
 /// Which tables hold their index and filter while the block cache keeps the others'
@@ -149,6 +151,8 @@ impl Default for Options {
             policy: PolicyChoice::Recorded,
             fs: Arc::new(StdFs),
             listeners: Vec::new(),
+            info_log: false,
+            keep_log_file_num: 1000,
         }
     }
 }
@@ -580,10 +584,26 @@ impl Options {
         self
     }
 
-    /// Adds a listener told about every completed flush and compaction. RocksDB: `listeners`.
-    /// Default: none.
+    /// Adds a listener told about opens, recoveries, flushes and compactions (start and end),
+    /// write stalls, background errors and policy switches ([`EventListener`]). RocksDB:
+    /// `listeners`. Default: none.
     pub fn with_event_listener(mut self, listener: Arc<dyn EventListener>) -> Self {
         self.listeners.push(Listener(listener));
+        self
+    }
+
+    /// Writes the engine's events, one timestamped line each, to `LOG` in the database
+    /// directory (a read-write open only; the previous `LOG` is kept as `LOG.old.<micros>`).
+    /// RocksDB always writes one (`info_log`). Default: off; the events still go to `tracing`.
+    pub fn with_info_log(mut self, yes: bool) -> Self {
+        self.info_log = yes;
+        self
+    }
+
+    /// The most info logs kept, the current one included; an open deletes the oldest beyond
+    /// it. RocksDB: `keep_log_file_num`. Default: 1000.
+    pub fn with_keep_log_file_num(mut self, n: usize) -> Self {
+        self.keep_log_file_num = n;
         self
     }
 
@@ -633,6 +653,9 @@ impl Options {
         }
         if self.max_open_files < 16 {
             return bad("max_open_files must be at least 16");
+        }
+        if self.keep_log_file_num == 0 {
+            return bad("keep_log_file_num must be at least 1 (the current info log)");
         }
         if self.max_manifest_file_size < 4096 {
             return bad("max_manifest_file_size must be at least 4096 bytes");

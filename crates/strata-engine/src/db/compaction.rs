@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::SeqNo;
 use crate::key_index::KeyIndexSet;
-use crate::listener::{CompletedJob, JobKind};
+use crate::listener::{CompletedJob, JobKind, StartedJob};
 use crate::merge::{merge_into, source_iterators, MergeError, MergeFilter, OutputWriter};
 use crate::stats::Statistics;
 use bytes::Bytes;
@@ -31,6 +31,8 @@ pub(crate) const INPUT_READ_ATTEMPTS: u32 = 3;
 
 /// A merge a compaction thread picked.
 pub(crate) struct CompactionJob {
+    /// Its number in the events ([`crate::StartedJob::job`]).
+    pub job: u64,
     /// The policy's plan.
     pub plan: Plan,
     /// The version the plan was made against.
@@ -89,22 +91,37 @@ impl Engine {
                 self.install_without_data(state, &plan)?;
                 continue;
             }
-            let locked: &mut EngineState = state;
-            locked.leases.acquire(&plan, &locked.version)?;
-            locked.running_compactions += 1;
-            locked.running_reserved += usize::from(reserved);
-            self.merges_running
-                .store(locked.running_compactions as u64, Ordering::Relaxed);
-            locked.stateful_running |= plan.policy_state.is_some();
-            return Ok(Some(CompactionJob {
-                version: Arc::clone(&locked.version),
-                snapshots: self.snapshot_list(),
-                flushes_before: Statistics::get(&self.stats.flushes),
-                plan,
-                started: Instant::now(),
-                reserved,
-            }));
+            return self.start_merge(state, plan, reserved).map(Some);
         }
+    }
+
+    /// Leases a merge's inputs, counts it running and reports it started.
+    ///
+    /// REQUIRES: the state lock is held.
+    fn start_merge(
+        &self,
+        state: &mut EngineState,
+        plan: Plan,
+        reserved: bool,
+    ) -> Result<CompactionJob> {
+        state.leases.acquire(&plan, &state.version)?;
+        state.running_compactions += 1;
+        state.running_reserved += usize::from(reserved);
+        self.merges_running
+            .store(state.running_compactions as u64, Ordering::Relaxed);
+        state.stateful_running |= plan.policy_state.is_some();
+        let job = self.events.next_job();
+        self.events
+            .job_started(&started_job(job, &plan, &state.version));
+        Ok(CompactionJob {
+            job,
+            version: Arc::clone(&state.version),
+            snapshots: self.snapshot_list(),
+            flushes_before: Statistics::get(&self.stats.flushes),
+            plan,
+            started: Instant::now(),
+            reserved,
+        })
     }
 
     /// Installs a plan that writes no data: a move, a drop or a state update.
@@ -114,8 +131,12 @@ impl Engine {
         plan: &Plan,
     ) -> Result<()> {
         let edit = compaction_edit(&state.version, plan, Vec::new())?;
+        let job = self.events.next_job();
+        self.events
+            .job_started(&started_job(job, plan, &state.version));
         self.install(state, edit, &[], BufferChange::default())?;
-        self.notify(&CompletedJob {
+        self.events.job_completed(&CompletedJob {
+            job,
             kind: JobKind::Compaction(plan.action),
             flushes_before: Statistics::get(&self.stats.flushes),
             input_levels: plan.input_levels(),
@@ -286,6 +307,7 @@ impl Engine {
         state.leases.release(&job.plan, &job.version);
         // Let go of the job's version now, so the files this merge makes obsolete can go.
         let CompactionJob {
+            job,
             plan,
             flushes_before,
             version,
@@ -318,7 +340,8 @@ impl Engine {
         if ends_round {
             Statistics::add(&self.stats.last_level_rewrites, 1);
         }
-        self.notify(&CompletedJob {
+        self.events.job_completed(&CompletedJob {
+            job,
             kind: JobKind::Compaction(plan.action),
             flushes_before,
             input_levels: plan.input_levels(),
@@ -387,20 +410,8 @@ impl Engine {
         if plan.action != PlanAction::Merge {
             return self.install_without_data(state, &plan);
         }
-        let locked: &mut EngineState = state;
-        locked.leases.acquire(&plan, &version)?;
-        locked.running_compactions += 1;
-        self.merges_running
-            .store(locked.running_compactions as u64, Ordering::Relaxed);
-        locked.stateful_running |= plan.policy_state.is_some();
-        let job = CompactionJob {
-            version,
-            snapshots: self.snapshot_list(),
-            flushes_before: Statistics::get(&self.stats.flushes),
-            plan,
-            started: Instant::now(),
-            reserved: false,
-        };
+        drop(version);
+        let job = self.start_merge(state, plan, false)?;
         let result = MutexGuard::unlocked(state, || self.run_compaction(&job));
         self.finish_compaction(state, job, result)
     }
@@ -467,4 +478,26 @@ impl PickHost for EnginePick<'_, '_> {
             self.engine.policy().name()
         )))
     }
+}
+
+/// What a compaction's start event says about `plan` against `version`.
+fn started_job(job: u64, plan: &Plan, version: &Version) -> StartedJob {
+    StartedJob {
+        job,
+        kind: JobKind::Compaction(plan.action),
+        input_levels: plan.input_levels(),
+        input_tables: plan.input_table_count(),
+        input_bytes: table_bytes(version, plan.input_tables()),
+        output_level: plan.output.as_ref().map(|o| o.level),
+        reason: plan.reason.clone(),
+        priority: plan.priority,
+    }
+}
+
+/// Bytes of the `tables` in `version` (for job start events).
+pub(crate) fn table_bytes(version: &Version, tables: impl Iterator<Item = TableId>) -> u64 {
+    tables
+        .filter_map(|t| version.table(t))
+        .map(|t| t.size)
+        .sum()
 }

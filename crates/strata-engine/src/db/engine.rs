@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::key::SeqNo;
 use crate::key_index::KeyIndexSet;
+use crate::listener::{StallCondition, WriteStall};
 use crate::log::LogWriter;
 use crate::manifest::{BufferEviction, Manifest};
 use crate::memtable::Memtable;
@@ -142,6 +143,8 @@ pub(crate) struct EngineState {
     pub evictions: Vec<BufferEviction>,
     /// Set while a policy switch waits for the old policy's jobs: nothing new starts.
     pub switching: bool,
+    /// How writers are admitted now, and since when (reported on change).
+    pub write_stall: (StallCondition, Instant),
 }
 
 impl EngineState {
@@ -253,6 +256,8 @@ pub(crate) struct Engine {
     pub window_index: Mutex<WindowIndex>,
     /// What the database did before this open ([`Engine::lifetime_stats`] adds this open's).
     pub lifetime_before: LifetimeStats,
+    /// Where events go: `tracing`, the listeners, the info log.
+    pub events: crate::events::Events,
 }
 
 impl Engine {
@@ -383,9 +388,25 @@ impl Engine {
     pub fn record_background_error(&self, state: &mut EngineState, e: &Error) {
         if state.background_error.is_none() {
             state.background_error = Some(e.to_string());
+            self.events.background_error(e);
         }
         self.failed.store(true, Ordering::Release);
         self.background_work.notify_all();
+    }
+
+    /// Records how writers are admitted now, reporting a change of condition or cause.
+    pub fn set_write_stall(&self, state: &mut EngineState, condition: StallCondition) {
+        let (previous, since) = state.write_stall;
+        if previous.same_as(condition) {
+            return;
+        }
+        let now = Instant::now();
+        state.write_stall = (condition, now);
+        self.events.write_stall(&WriteStall {
+            condition,
+            previous,
+            previous_lasted: now.saturating_duration_since(since),
+        });
     }
 
     /// The read-only error, if a background error was recorded or the database was opened

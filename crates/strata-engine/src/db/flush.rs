@@ -1,13 +1,14 @@
 //! Flushes: picking the flush of the oldest frozen memtable, writing it (or a window of it) as
 //! the policy plans, and installing the result.
 
+use super::compaction::table_bytes;
 use super::engine::{Engine, EngineState};
 use super::held_buffer::{buffer_summary, take_window, HeldBuffer, TakenWindow, WindowSource};
 use super::install::BufferChange;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
 use crate::key::{self, SeqNo};
-use crate::listener::{CompletedJob, JobKind};
+use crate::listener::{CompletedJob, JobKind, StartedJob};
 use crate::manifest::BufferEviction;
 use crate::memtable::Memtable;
 use crate::merge::{source_iterators, MergeFilter};
@@ -27,6 +28,8 @@ use strata_policy::{BufferSelection, BufferSummary, FlushPlan, Plan, Priority};
 /// A flush the flusher picked: the oldest frozen memtable (or, for a window flush or while
 /// memtables are held, every frozen memtable) and the policy's plan for it.
 pub(crate) struct FlushJob {
+    /// Its number in the events ([`crate::StartedJob::job`]).
+    pub job: u64,
     /// The frozen memtables it flushes, oldest first.
     pub memtables: Vec<Arc<Memtable>>,
     /// What the first of them held live when the job started ([`HeldBuffer`]).
@@ -211,7 +214,20 @@ impl Engine {
         };
         state.flush_running = true;
         state.stateful_running |= plan.policy_state.is_some();
+        let job = self.events.next_job();
+        self.events.job_started(&StartedJob {
+            job,
+            kind: JobKind::Flush,
+            input_levels: plan.input_levels(),
+            input_tables: plan.merge_with.len(),
+            input_bytes: summary.bytes
+                + table_bytes(&state.version, plan.merge_with.iter().copied()),
+            output_level: Some(plan.output.level),
+            reason: plan.reason.clone(),
+            priority: Priority::Normal,
+        });
         Ok(Some(FlushJob {
+            job,
             held,
             evictions: state.evictions.clone(),
             rebuffer,
@@ -331,6 +347,7 @@ impl Engine {
         state.leases.release(&job.lease, &job.version);
         // Let go of the job's version now, so the files this flush makes obsolete can go.
         let FlushJob {
+            job: job_number,
             plan,
             version,
             memtables,
@@ -422,7 +439,8 @@ impl Engine {
             state.held = HeldBuffer::default();
             self.install_super_version(state);
         }
-        self.notify(&CompletedJob {
+        self.events.job_completed(&CompletedJob {
+            job: job_number,
             kind: JobKind::Flush,
             flushes_before: Statistics::get(&self.stats.flushes),
             input_levels: plan.input_levels(),

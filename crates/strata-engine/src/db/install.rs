@@ -5,7 +5,6 @@ use super::engine::{Engine, EngineState, ObsoleteFile, OPENED_READ_ONLY};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::filename::{classify, FileKind};
-use crate::listener::CompletedJob;
 use crate::manifest::{BufferEviction, Manifest, ManifestRecord};
 use parking_lot::MutexGuard;
 use std::collections::HashSet;
@@ -152,15 +151,6 @@ impl Engine {
             let _ = self
                 .fs
                 .remove_file(&self.dir.join(filename::table_file_name(*f)));
-        }
-    }
-
-    /// Tells the listeners about a finished job.
-    ///
-    /// REQUIRES: the state lock is held (listeners must not call back into the database).
-    pub fn notify(&self, job: &CompletedJob) {
-        for l in &self.options.listeners {
-            l.0.on_job_completed(job);
         }
     }
 

@@ -6,11 +6,14 @@ use super::held_buffer::HeldBuffer;
 use super::install::BufferChange;
 use crate::batch::BatchOp;
 use crate::error::{Error, Result};
+use crate::events::Events;
 use crate::filename;
 use crate::filename::{classify, FileKind};
 use crate::fs::{FileLock, FileSystem};
+use crate::info_log::InfoLog;
 use crate::key::ValueKind;
 use crate::key_index::KeyIndexSet;
+use crate::listener::{EventListener, Opened, PolicySwitch, Recovery, StallCondition};
 use crate::manifest::{self, BufferEviction, Manifest, ManifestRecord};
 use crate::memtable::Memtable;
 use crate::merge::WriteSettings;
@@ -382,6 +385,7 @@ impl Engine {
     /// leftovers. Read-only: recovers the manifest and replays the WALs into a memtable,
     /// writing nothing.
     pub fn open(dir: PathBuf, options: Options, access: Access) -> Result<Arc<Engine>> {
+        let start = Instant::now();
         options.validate()?;
         let fs = Arc::clone(&options.fs);
         let found = match access {
@@ -389,6 +393,13 @@ impl Engine {
             Access::ReadOnly => open_directory_read_only(fs.as_ref(), &dir)?,
         };
         check_direct_io(fs.as_ref(), &dir, &options, access)?;
+        let mut listeners: Vec<Arc<dyn EventListener>> =
+            options.listeners.iter().map(|l| Arc::clone(&l.0)).collect();
+        if options.info_log && access == Access::ReadWrite {
+            let log = InfoLog::create(fs.as_ref(), &dir, options.keep_log_file_num)?;
+            listeners.push(Arc::new(log));
+        }
+        let recorded_policy = found.version.policy().map(str::to_string);
         let (chosen, configured) = match options.policy_for(found.version.policy()) {
             Ok(chosen) => chosen,
             // A read-only handle never plans a flush or a compaction: a recorded policy this
@@ -481,6 +492,7 @@ impl Engine {
                 held: HeldBuffer::default(),
                 evictions: found.evictions,
                 switching: false,
+                write_stall: (StallCondition::Normal, Instant::now()),
             }),
             background_work: Condvar::new(),
             super_version: ArcSwap::new(super_version),
@@ -504,6 +516,7 @@ impl Engine {
             skew: Mutex::new(SkewEstimator::new()),
             window_index: Mutex::new(WindowIndex::new()),
             lifetime_before: found.lifetime,
+            events: Events::new(listeners),
             options,
         });
         // Recorded before the WALs are replayed into tables, so that those flushes already
@@ -511,6 +524,11 @@ impl Engine {
         if let (Access::ReadWrite, Some(edit)) = (access, handing) {
             let mut state = engine.state.lock();
             engine.install(&mut state, edit, &[], BufferChange::default())?;
+            engine.events.policy_switch(&PolicySwitch {
+                from: recorded_policy,
+                to: engine.recorded_policy(&state),
+                at_open: true,
+            });
         }
         match access {
             Access::ReadWrite => engine.recover_wals(&found.names, found.log_number)?,
@@ -521,6 +539,19 @@ impl Engine {
         }
         if access == Access::ReadWrite {
             engine.delete_obsolete_files_on_open()?;
+        }
+        {
+            let state = engine.state.lock();
+            let version = &state.version;
+            engine.events.opened(&Opened {
+                path: engine.dir.clone(),
+                read_only: access == Access::ReadOnly,
+                policy: engine.recorded_policy(&state),
+                tables: version.table_count(),
+                table_bytes: version.size(),
+                levels: version.levels().iter().filter(|l| !l.is_empty()).count(),
+                duration: start.elapsed(),
+            });
         }
         Ok(engine)
     }
@@ -533,6 +564,7 @@ impl Engine {
         names: &[String],
         log_number: u64,
     ) -> Result<(Arc<Memtable>, wal_chain::Replayed)> {
+        let start = Instant::now();
         let mut numbers = filename::wal_numbers(names);
         numbers.retain(|&w| w >= log_number);
         let mut wals = Vec::with_capacity(numbers.len());
@@ -561,6 +593,9 @@ impl Engine {
         // Entries a window flush already wrote to a table are not buffered again (later
         // windows would skip them too, but they would take memory and a pass for nothing).
         let evicted = |k: &[u8], seq| evictions.iter().any(|e| e.covers(k, seq));
+        let wal_count = wals.len();
+        let wal_bytes: u64 = wals.iter().map(|w| w.data.len() as u64).sum();
+        let mut entries = 0u64;
         let replayed = wal_chain::replay(
             wals,
             log_number,
@@ -568,8 +603,14 @@ impl Engine {
             self.options.wal_recovery_mode,
             |seq, op| match op {
                 BatchOp::Put(k, _) | BatchOp::Delete(k) if evicted(k, seq) => {}
-                BatchOp::Put(k, v) => memtable.insert(k, seq, ValueKind::Put, v),
-                BatchOp::Delete(k) => memtable.insert(k, seq, ValueKind::Delete, &[]),
+                BatchOp::Put(k, v) => {
+                    entries += 1;
+                    memtable.insert(k, seq, ValueKind::Put, v)
+                }
+                BatchOp::Delete(k) => {
+                    entries += 1;
+                    memtable.insert(k, seq, ValueKind::Delete, &[])
+                }
             },
         )?;
         let max_seq = self
@@ -577,6 +618,14 @@ impl Engine {
             .load(Ordering::Acquire)
             .max(replayed.max_seq.unwrap_or(0));
         self.last_sequence.store(max_seq, Ordering::Release);
+        self.events.recovery(&Recovery {
+            wals: wal_count,
+            wal_bytes,
+            entries,
+            last_sequence: max_seq,
+            stopped: replayed.stopped.clone(),
+            duration: start.elapsed(),
+        });
         Ok((memtable, replayed))
     }
 

@@ -4,6 +4,7 @@
 use super::engine::Engine;
 use super::install::BufferChange;
 use crate::error::{Error, Result};
+use crate::listener::PolicySwitch;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,8 +43,14 @@ impl Engine {
                 .wait_for(&mut state, Duration::from_millis(20));
         };
         let switched = drained.and_then(|()| {
+            let from = state.version.policy().map(str::to_string);
             let edit = handover::switch_edit(policy.as_ref());
             self.install(&mut state, edit, &[], BufferChange::default())?;
+            self.events.policy_switch(&PolicySwitch {
+                from,
+                to: self.recorded_policy(&state),
+                at_open: false,
+            });
             self.entry_level
                 .store(handover::entry_level(policy.as_ref()), Ordering::Relaxed);
             *self.policy.write() = Arc::new(TimedPolicy::new(policy));
@@ -56,5 +63,15 @@ impl Engine {
             self.run_inline(&mut state)?;
         }
         Ok(())
+    }
+}
+
+impl Engine {
+    /// The policy's specification as the version records it, or its name if none is recorded.
+    pub fn recorded_policy(&self, state: &super::engine::EngineState) -> String {
+        state
+            .version
+            .policy()
+            .map_or_else(|| self.policy().name().to_string(), str::to_string)
     }
 }

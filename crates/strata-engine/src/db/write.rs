@@ -6,6 +6,7 @@ use crate::batch::{self, BatchOp, WriteBatch};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::key::{SeqNo, ValueKind, MAX_SEQNO};
+use crate::listener::{StallCause, StallCondition};
 use crate::log::{LogWriter, RecoveryMode};
 use crate::memtable::{self, Memtable};
 use crate::options::WriteOptions;
@@ -285,6 +286,8 @@ impl Engine {
                     let start = Instant::now();
                     let wait = self.write_controller.delay(l0_runs, bytes, start);
                     if !wait.is_zero() {
+                        let cause = StallCause::Level0Runs(l0_runs);
+                        self.set_write_stall(&mut state, StallCondition::Delayed(cause));
                         MutexGuard::unlocked(&mut state, || std::thread::sleep(wait));
                         let waited = start.elapsed().as_micros() as u64;
                         Statistics::add(&self.stats.stall_micros, waited);
@@ -314,6 +317,13 @@ impl Engine {
                 && waiting > 0
                 && state.buffered_bytes() + waiting_bytes >= buffer_limit;
             if !buffers_full && state.buffered_bytes() < self.options.write_buffer_size {
+                let condition =
+                    if !synchronous && l0_runs >= self.options.level0_slowdown_writes_trigger {
+                        StallCondition::Delayed(StallCause::Level0Runs(l0_runs))
+                    } else {
+                        StallCondition::Normal
+                    };
+                self.set_write_stall(&mut state, condition);
                 return Ok(Arc::clone(&state.memtable));
             }
             // Held memtables still over the buffer size get another window flush first;
@@ -333,12 +343,23 @@ impl Engine {
             let waiting_full = waiting_bytes
                 >= (max as u64 - 1).saturating_mul(self.options.write_buffer_size)
                 || state.frozen.len() + 1 >= self.options.frozen_memtable_limit();
-            if !synchronous
-                && (buffers_full
-                    || held_full
-                    || (waiting > 0 && waiting_full)
-                    || l0_runs >= self.options.level0_stop_writes_trigger)
-            {
+            let stopped_by = if synchronous {
+                None
+            } else if l0_runs >= self.options.level0_stop_writes_trigger {
+                Some(StallCause::Level0Runs(l0_runs))
+            } else if buffers_full {
+                Some(StallCause::BufferLimit(
+                    state.buffered_bytes() + waiting_bytes,
+                ))
+            } else if held_full {
+                Some(StallCause::HeldBuffer(state.held.live_charged))
+            } else if waiting > 0 && waiting_full {
+                Some(StallCause::MemtablesWaiting(waiting_bytes))
+            } else {
+                None
+            };
+            if let Some(cause) = stopped_by {
+                self.set_write_stall(&mut state, StallCondition::Stopped(cause));
                 let start = Instant::now();
                 self.background_work
                     .wait_for(&mut state, Duration::from_millis(100));

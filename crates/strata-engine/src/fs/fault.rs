@@ -133,7 +133,7 @@ impl FileClass {
             Some(FileKind::Lock) => FileClass::Lock,
             Some(FileKind::Temp) if name.starts_with(&format!("{CURRENT}.")) => FileClass::Current,
             Some(FileKind::Temp) => FileClass::Temp,
-            None => FileClass::Other,
+            Some(FileKind::InfoLog(_)) | None => FileClass::Other,
         }
     }
 
