@@ -1,6 +1,7 @@
 //! Checkpoints (`Db::checkpoint`): taken while a writer runs, under every built-in policy, the
-//! copy opens and holds every write acknowledged before it began, a prefix of the later ones,
-//! and nothing the source does afterwards; hard links on a real file system; refusals.
+//! copy opens and holds every write acknowledged before it began, a prefix of the later ones
+//! (whole batches only), and nothing the source does afterwards; hard links on a real file
+//! system; refusals.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
@@ -9,7 +10,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use strata_engine::fs::{FileSystem, MemFs, StdFs};
-use strata_engine::{Db, Error, Options};
+use strata_engine::{Db, Error, Options, WriteBatch, WriteOptions};
 use strata_policy::{testing, PolicySpec};
 
 /// Small buffers and tables, so that a few thousand writes make levels, merges and (Min-Max)
@@ -60,7 +61,11 @@ fn checkpoint_while_writing(db: &Arc<Db>, dest: &Path) -> (BTreeMap<Vec<u8>, Vec
         std::thread::spawn(move || {
             let mut i = 0;
             while !stop.load(Ordering::Relaxed) || i < 200 {
-                db.put(format!("w{i:06}"), format!("x{i}")).unwrap();
+                // Two keys per batch: a checkpoint holds both or neither.
+                let mut batch = WriteBatch::new();
+                batch.put(format!("w{i:06}"), format!("x{i}")).unwrap();
+                batch.put(format!("y{i:06}"), format!("x{i}")).unwrap();
+                db.write(&WriteOptions::default(), batch).unwrap();
                 i += 1;
                 acknowledged.store(i, Ordering::Release);
             }
@@ -94,13 +99,16 @@ fn check_copy(copy: &Db, expected: &BTreeMap<Vec<u8>, Vec<u8>>, before: usize, w
         "{what}: {appends} appends held, {before} acknowledged before the checkpoint"
     );
     for i in 0..appends {
-        let key = format!("w{i:06}");
-        assert_eq!(
-            copy.get(&key).unwrap().as_deref(),
-            Some(format!("x{i}").as_bytes()),
-            "{what}: the appends held are not a prefix"
-        );
+        for key in [format!("w{i:06}"), format!("y{i:06}")] {
+            assert_eq!(
+                copy.get(&key).unwrap().as_deref(),
+                Some(format!("x{i}").as_bytes()),
+                "{what}: the appends held are not a prefix, or a batch is torn at {key}"
+            );
+        }
     }
+    let halves = held.keys().filter(|k| k.starts_with(b"y")).count();
+    assert_eq!(halves, appends, "{what}: a batch is torn");
 }
 
 #[test]
