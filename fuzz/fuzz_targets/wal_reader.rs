@@ -66,7 +66,7 @@ fn read_all(data: &[u8], mode: RecoveryMode) -> (Vec<Vec<u8>>, Option<u64>) {
 fn replay(payload: &[u8], mem: &Memtable) {
     let mut expected_seq = None;
     let (mut first, mut last) = (None, None);
-    let result = replay_wal_payload(payload, |seq, op| {
+    let result = replay_wal_payload(payload, |seq, _keyspace, op| {
         if let Some(e) = expected_seq {
             assert_eq!(seq, e, "sequence numbers are not consecutive");
         }

@@ -33,7 +33,7 @@ fn own(op: BatchOp<'_>) -> Op {
 fn decode(payload: &[u8]) -> Result<(u64, Vec<Op>, Option<u64>), String> {
     let mut ops = Vec::new();
     let mut seqs = Vec::new();
-    let last = replay_wal_payload(payload, |seq, op| {
+    let last = replay_wal_payload(payload, |seq, _keyspace, op| {
         seqs.push(seq);
         ops.push(own(op));
     })?;

@@ -2,10 +2,13 @@
 //!
 //! The encoding is also the write-ahead-log payload: a 12-byte header (first sequence number
 //! u64 LE, count u32 LE) followed by records `[kind u8][key len varint][key][value len varint]
-//! [value]` (deletes carry no value).
+//! [value]` (deletes carry no value). A record of a keyspace other than the default one sets
+//! the kind's high bit and has the keyspace's id as a varint after it; the default keyspace's
+//! records are exactly what they were before keyspaces, so older WALs replay unchanged.
 
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind, MAX_SEQNO};
+use crate::keyspace::KeyspaceId;
 
 /// The largest key the engine accepts, in bytes.
 pub const MAX_KEY_SIZE: usize = 64 << 10;
@@ -13,6 +16,8 @@ pub const MAX_KEY_SIZE: usize = 64 << 10;
 pub const MAX_VALUE_SIZE: usize = 256 << 20;
 /// Bytes of the batch header.
 pub const HEADER_LEN: usize = 12;
+/// The kind byte's flag for a record that names its keyspace.
+const IN_KEYSPACE: u8 = 0x80;
 
 /// An atomic group of writes. Later writes to the same key in one batch win.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,6 +25,8 @@ pub struct WriteBatch {
     rep: Vec<u8>,
     count: u32,
     user_bytes: u64,
+    /// A keyspace other than the default one the batch writes to, if any.
+    other_keyspace: Option<KeyspaceId>,
 }
 
 impl Default for WriteBatch {
@@ -67,13 +74,28 @@ impl WriteBatch {
             rep: vec![0; HEADER_LEN],
             count: 0,
             user_bytes: 0,
+            other_keyspace: None,
         }
     }
 
     /// Adds a put. Fails, leaving the batch unchanged, if the key or value is too large
     /// ([`MAX_KEY_SIZE`], [`MAX_VALUE_SIZE`]).
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<&mut Self> {
-        let (key, value) = (key.as_ref(), value.as_ref());
+        self.put_in_keyspace(KeyspaceId::DEFAULT, key.as_ref(), value.as_ref())
+    }
+
+    /// Adds a delete. Fails, leaving the batch unchanged, if the key is too large.
+    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<&mut Self> {
+        self.delete_in_keyspace(KeyspaceId::DEFAULT, key.as_ref())
+    }
+
+    /// Adds a put into keyspace `keyspace`.
+    pub(crate) fn put_in_keyspace(
+        &mut self,
+        keyspace: KeyspaceId,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<&mut Self> {
         check_key(key)?;
         if value.len() > MAX_VALUE_SIZE {
             return Err(Error::InvalidArgument(format!(
@@ -81,10 +103,10 @@ impl WriteBatch {
                 value.len()
             )));
         }
-        // One allocation for the whole record (kind, two varints of at most 10 bytes, key,
-        // value) instead of a doubling per field.
-        self.rep.reserve(21 + key.len() + value.len());
-        self.rep.push(ValueKind::Put as u8);
+        // One allocation for the whole record (kind, keyspace and two varints of at most 10
+        // bytes each, key, value) instead of a doubling per field.
+        self.rep.reserve(31 + key.len() + value.len());
+        self.push_kind(keyspace, ValueKind::Put);
         put_varint(&mut self.rep, key.len() as u64);
         self.rep.extend_from_slice(key);
         put_varint(&mut self.rep, value.len() as u64);
@@ -94,16 +116,36 @@ impl WriteBatch {
         Ok(self)
     }
 
-    /// Adds a delete. Fails, leaving the batch unchanged, if the key is too large.
-    pub fn delete(&mut self, key: impl AsRef<[u8]>) -> Result<&mut Self> {
-        let key = key.as_ref();
+    /// Adds a delete from keyspace `keyspace`.
+    pub(crate) fn delete_in_keyspace(
+        &mut self,
+        keyspace: KeyspaceId,
+        key: &[u8],
+    ) -> Result<&mut Self> {
         check_key(key)?;
-        self.rep.push(ValueKind::Delete as u8);
+        self.push_kind(keyspace, ValueKind::Delete);
         put_varint(&mut self.rep, key.len() as u64);
         self.rep.extend_from_slice(key);
         self.count += 1;
         self.user_bytes += key.len() as u64;
         Ok(self)
+    }
+
+    /// The kind byte of a record, with the keyspace after it unless it is the default one (so
+    /// the default keyspace's records are encoded as before keyspaces existed).
+    fn push_kind(&mut self, keyspace: KeyspaceId, kind: ValueKind) {
+        if keyspace == KeyspaceId::DEFAULT {
+            self.rep.push(kind as u8);
+        } else {
+            self.other_keyspace.get_or_insert(keyspace);
+            self.rep.push(IN_KEYSPACE | kind as u8);
+            put_varint(&mut self.rep, u64::from(keyspace.0));
+        }
+    }
+
+    /// A keyspace other than the default one the batch writes to, if any.
+    pub(crate) fn other_keyspace(&self) -> Option<KeyspaceId> {
+        self.other_keyspace
     }
 
     /// Number of operations.
@@ -121,6 +163,7 @@ impl WriteBatch {
         self.rep.truncate(HEADER_LEN);
         self.count = 0;
         self.user_bytes = 0;
+        self.other_keyspace = None;
     }
 
     /// User key+value bytes in the batch (the denominator of write amplification).
@@ -206,8 +249,8 @@ fn decode_group_header(payload: &[u8]) -> std::result::Result<DecodedGroup<'_>, 
 }
 
 /// Decodes a WAL payload completely, the way WAL recovery replays it: the header
-/// ([`decode_group_header`]), then every record, calling `apply` with each operation and its
-/// sequence number (consecutive from the header's). Returns the last sequence number applied
+/// ([`decode_group_header`]), then every record, calling `apply` with each operation, its
+/// sequence number (consecutive from the header's) and its keyspace. Returns the last sequence number applied
 /// (`None` for an empty group), or why the payload is malformed: a short header, sequence
 /// numbers beyond [`MAX_SEQNO`], a malformed record, or a record count that differs from the
 /// header's. On an error `apply` may have seen a prefix of the operations.
@@ -216,13 +259,13 @@ fn decode_group_header(payload: &[u8]) -> std::result::Result<DecodedGroup<'_>, 
 #[doc(hidden)]
 pub fn replay_wal_payload<'a>(
     payload: &'a [u8],
-    mut apply: impl FnMut(SeqNo, BatchOp<'a>),
+    mut apply: impl FnMut(SeqNo, KeyspaceId, BatchOp<'a>),
 ) -> std::result::Result<Option<SeqNo>, String> {
     let group = decode_group_header(payload)?;
     let count = u64::from(group.count);
     let mut ops = 0u64;
     for op in BatchIter::new(group.records) {
-        let op = op.map_err(|at| {
+        let (keyspace, op) = op.map_err(|at| {
             format!(
                 "malformed write-batch record at byte {} of the payload",
                 HEADER_LEN + at
@@ -234,7 +277,7 @@ pub fn replay_wal_payload<'a>(
             ));
         }
         // In range: the header check bounds `first_seq + count - 1` by `MAX_SEQNO`.
-        apply(group.first_seq + ops, op);
+        apply(group.first_seq + ops, keyspace, op);
         ops += 1;
     }
     if ops != count {
@@ -254,7 +297,8 @@ pub enum BatchOp<'a> {
     Delete(&'a [u8]),
 }
 
-/// Iterates over encoded batch records. Yields `Err(offset)` at the first malformed record.
+/// Iterates over encoded batch records, each with its keyspace. Yields `Err(offset)` at the
+/// first malformed record.
 pub struct BatchIter<'a> {
     data: &'a [u8],
     pos: usize,
@@ -279,7 +323,7 @@ impl<'a> BatchIter<'a> {
 }
 
 impl<'a> Iterator for BatchIter<'a> {
-    type Item = std::result::Result<BatchOp<'a>, usize>;
+    type Item = std::result::Result<(KeyspaceId, BatchOp<'a>), usize>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.pos >= self.data.len() {
@@ -288,13 +332,24 @@ impl<'a> Iterator for BatchIter<'a> {
         let start = self.pos;
         let kind = self.data[self.pos];
         self.pos += 1;
-        let op = match ValueKind::from_u8(kind) {
-            Some(ValueKind::Put) => self
-                .slice()
-                .and_then(|k| self.slice().map(|v| BatchOp::Put(k, v))),
-            Some(ValueKind::Delete) => self.slice().map(BatchOp::Delete),
-            None => None,
+        let keyspace = if kind & IN_KEYSPACE == 0 {
+            Some(KeyspaceId::DEFAULT)
+        } else {
+            // A default keyspace named explicitly is malformed: one encoding per record.
+            get_varint(self.data, &mut self.pos)
+                .and_then(|id| u32::try_from(id).ok())
+                .map(KeyspaceId)
+                .filter(|&k| k != KeyspaceId::DEFAULT)
         };
+        let op = keyspace.and_then(|keyspace| {
+            let op = match ValueKind::from_u8(kind & !IN_KEYSPACE)? {
+                ValueKind::Put => self
+                    .slice()
+                    .and_then(|k| self.slice().map(|v| BatchOp::Put(k, v))),
+                ValueKind::Delete => self.slice().map(BatchOp::Delete),
+            };
+            op.map(|op| (keyspace, op))
+        });
         match op {
             Some(op) => Some(Ok(op)),
             None => {
@@ -325,7 +380,13 @@ mod tests {
         encode_group(&mut out, 42, &[&a, &b]);
         let g = decode_group_header(&out).unwrap();
         assert_eq!((g.first_seq, g.count), (42, 4));
-        let ops: Vec<_> = BatchIter::new(g.records).map(|r| r.unwrap()).collect();
+        let ops: Vec<_> = BatchIter::new(g.records)
+            .map(|r| r.unwrap())
+            .map(|(keyspace, op)| {
+                assert_eq!(keyspace, KeyspaceId::DEFAULT);
+                op
+            })
+            .collect();
         assert_eq!(ops[0], BatchOp::Put(b"k1", b"v1"));
         assert_eq!(ops[1], BatchOp::Delete(b"k2"));
         assert_eq!(ops[2], BatchOp::Put(b"", b""));
@@ -370,7 +431,7 @@ mod tests {
             0x00, 0x02, b'k', b'1', // delete "k1"
         ];
         let mut applied = 0;
-        let e = replay_wal_payload(&fuzzed, |_, _| applied += 1).unwrap_err();
+        let e = replay_wal_payload(&fuzzed, |_, _, _| applied += 1).unwrap_err();
         assert!(e.contains("beyond the largest sequence number"), "{e}");
         assert_eq!(applied, 0, "nothing is applied from a rejected header");
         assert!(decode_group_header(&fuzzed).is_err());
@@ -384,18 +445,18 @@ mod tests {
         };
         // The last two sequence numbers that fit, and every first one that does not.
         let mut seqs = Vec::new();
-        let last = replay_wal_payload(&group(MAX_SEQNO - 1), |seq, _| seqs.push(seq)).unwrap();
+        let last = replay_wal_payload(&group(MAX_SEQNO - 1), |seq, _, _| seqs.push(seq)).unwrap();
         assert_eq!(seqs, [MAX_SEQNO - 1, MAX_SEQNO]);
         assert_eq!(last, Some(MAX_SEQNO));
         for first_seq in [MAX_SEQNO, MAX_SEQNO + 1, u64::MAX - 1, u64::MAX] {
-            let e = replay_wal_payload(&group(first_seq), |_, _| {}).unwrap_err();
+            let e = replay_wal_payload(&group(first_seq), |_, _, _| {}).unwrap_err();
             assert!(e.contains("beyond the largest sequence number"), "{e}");
         }
         // An empty group uses no sequence number.
         let empty = WriteBatch::new();
         let mut out = Vec::new();
         encode_group(&mut out, u64::MAX, &[&empty]);
-        assert_eq!(replay_wal_payload(&out, |_, _| {}), Ok(None));
+        assert_eq!(replay_wal_payload(&out, |_, _, _| {}), Ok(None));
     }
 
     #[test]
@@ -405,24 +466,62 @@ mod tests {
         let mut out = Vec::new();
         encode_group(&mut out, 7, &[&b]);
         let mut ops = Vec::new();
-        let last = replay_wal_payload(&out, |seq, op| ops.push((seq, op))).unwrap();
+        let last = replay_wal_payload(&out, |seq, _, op| ops.push((seq, op))).unwrap();
         assert_eq!(last, Some(8));
         assert_eq!(
             ops,
             [(7, BatchOp::Put(b"k1", b"v1")), (8, BatchOp::Delete(b"k2"))]
         );
 
-        let e = replay_wal_payload(&out[..5], |_, _| {}).unwrap_err();
+        let e = replay_wal_payload(&out[..5], |_, _, _| {}).unwrap_err();
         assert!(e.contains("shorter than its 12-byte header"), "{e}");
-        let e = replay_wal_payload(&out[..out.len() - 1], |_, _| {}).unwrap_err();
+        let e = replay_wal_payload(&out[..out.len() - 1], |_, _, _| {}).unwrap_err();
         assert!(e.contains("malformed write-batch record at byte 19"), "{e}");
         let mut more = out.clone();
         more[8] = 1; // announces 1 operation, holds 2
-        let e = replay_wal_payload(&more, |_, _| {}).unwrap_err();
+        let e = replay_wal_payload(&more, |_, _, _| {}).unwrap_err();
         assert!(e.contains("announces 1 operations but holds more"), "{e}");
         let mut fewer = out;
         fewer[8] = 3;
-        let e = replay_wal_payload(&fewer, |_, _| {}).unwrap_err();
+        let e = replay_wal_payload(&fewer, |_, _, _| {}).unwrap_err();
         assert!(e.contains("announces 3 operations but holds 2"), "{e}");
+    }
+
+    #[test]
+    fn records_of_other_keyspaces_name_them_and_the_default_keyspace_keeps_its_encoding() {
+        let mut plain = WriteBatch::new();
+        plain.put("a", "1").unwrap().delete("b").unwrap();
+        let mut tagged = WriteBatch::new();
+        tagged
+            .put_in_keyspace(KeyspaceId::DEFAULT, b"a", b"1")
+            .unwrap()
+            .delete_in_keyspace(KeyspaceId::DEFAULT, b"b")
+            .unwrap();
+        assert_eq!(plain, tagged, "the default keyspace is encoded as before");
+        tagged
+            .put_in_keyspace(KeyspaceId(3), b"c", b"2")
+            .unwrap()
+            .delete_in_keyspace(KeyspaceId(300), b"d")
+            .unwrap();
+        let ops: Vec<_> = tagged.iter().map(|r| r.unwrap()).collect();
+        assert_eq!(
+            ops,
+            vec![
+                (KeyspaceId::DEFAULT, BatchOp::Put(b"a", b"1")),
+                (KeyspaceId::DEFAULT, BatchOp::Delete(b"b")),
+                (KeyspaceId(3), BatchOp::Put(b"c", b"2")),
+                (KeyspaceId(300), BatchOp::Delete(b"d")),
+            ]
+        );
+        assert_eq!(tagged.user_bytes(), 6);
+        // An explicit default keyspace, an id beyond u32 and a missing id are malformed.
+        for bad in [
+            &[0x81, 0x00, 1, b'k', 0][..],
+            &[0x80, 0xff, 0xff, 0xff, 0xff, 0x7f, 1, b'k'],
+            &[0x81],
+        ] {
+            let results: Vec<_> = BatchIter::new(bad).collect();
+            assert_eq!(results, vec![Err(0)], "{bad:?}");
+        }
     }
 }

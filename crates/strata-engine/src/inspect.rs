@@ -777,7 +777,7 @@ pub fn inspect_wal(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<Wa
             }
         }
         let (mut puts, mut deletes, mut first_seq) = (0u64, 0u64, None);
-        let decoded = replay_wal_payload(&payload, |seq, op| {
+        let decoded = replay_wal_payload(&payload, |seq, _keyspace, op| {
             first_seq.get_or_insert(seq);
             match op {
                 BatchOp::Put(..) => puts += 1,

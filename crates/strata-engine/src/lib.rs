@@ -36,6 +36,7 @@ mod io_pool;
 pub mod iter;
 pub mod key;
 mod key_index;
+pub mod keyspace;
 mod listener;
 pub mod log;
 pub mod manifest;

@@ -41,6 +41,7 @@ use crate::batch::{self, BatchOp};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::key::SeqNo;
+use crate::keyspace::KeyspaceId;
 use crate::log::{self, LogReader, RecoveryMode};
 
 /// Sequence number in a link record's header: beyond every sequence number a batch can have.
@@ -142,7 +143,7 @@ pub fn replay(
     log_number: u64,
     relog_wals: &[u64],
     mode: RecoveryMode,
-    mut apply: impl FnMut(SeqNo, BatchOp<'_>),
+    mut apply: impl FnMut(SeqNo, KeyspaceId, BatchOp<'_>),
 ) -> Result<Replayed> {
     let link_of = |w: &WalFile| link_of(&w.data);
     // A WAL without a single valid record that no link names is what a switch whose link
@@ -239,7 +240,7 @@ fn replay_log(
     number: u64,
     data: Vec<u8>,
     out: &mut Replayed,
-    apply: &mut impl FnMut(SeqNo, BatchOp<'_>),
+    apply: &mut impl FnMut(SeqNo, KeyspaceId, BatchOp<'_>),
 ) -> Result<Option<(u64, String, bool)>> {
     let name = filename::wal_file_name(number);
     let mut reader = LogReader::new(data, name, RecoveryMode::PointInTime);
@@ -256,9 +257,12 @@ fn replay_log(
                 // stop there would otherwise keep part of a batch). Found by the `wal_chain`
                 // fuzz target.
                 let mut ops = Vec::new();
-                batch::replay_wal_payload(&payload, |seq, op| ops.push((seq, op))).inspect(|_| {
-                    for (seq, op) in ops {
-                        apply(seq, op);
+                batch::replay_wal_payload(&payload, |seq, keyspace, op| {
+                    ops.push((seq, keyspace, op))
+                })
+                .inspect(|_| {
+                    for (seq, keyspace, op) in ops {
+                        apply(seq, keyspace, op);
                     }
                 })
             }
@@ -365,7 +369,7 @@ mod tests {
             .map(|(number, data)| WalFile { number, data })
             .collect();
         let mut seqs = Vec::new();
-        let result = replay(files, 5, &[], mode, |seq, _| seqs.push(seq));
+        let result = replay(files, 5, &[], mode, |seq, _, _| seqs.push(seq));
         (result, seqs)
     }
 
@@ -473,7 +477,7 @@ mod tests {
         let data = fs.read(path).unwrap();
         let mut seqs = Vec::new();
         let files = vec![WalFile { number: 5, data }];
-        let replayed = replay(files, 5, &[], RecoveryMode::PointInTime, |seq, _| {
+        let replayed = replay(files, 5, &[], RecoveryMode::PointInTime, |seq, _, _| {
             seqs.push(seq)
         })
         .unwrap();
@@ -511,7 +515,7 @@ mod tests {
                 5,
                 &[relog],
                 RecoveryMode::PointInTime,
-                |_, _| {},
+                |_, _, _| {},
             );
             match result {
                 Err(Error::Corruption { file, reason, .. }) => {
@@ -530,7 +534,7 @@ mod tests {
             5,
             &[4],
             RecoveryMode::PointInTime,
-            |_, _| {},
+            |_, _, _| {},
         );
         assert!(result.unwrap().stopped.is_some());
     }

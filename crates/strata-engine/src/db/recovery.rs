@@ -13,6 +13,7 @@ use crate::fs::{FileLock, FileSystem};
 use crate::info_log::InfoLog;
 use crate::key::ValueKind;
 use crate::key_index::KeyIndexSet;
+use crate::keyspace::KeyspaceId;
 use crate::listener::{EventListener, Opened, PolicySwitch, Recovery, StallCondition};
 use crate::manifest::{self, BufferEviction, Manifest, ManifestRecord};
 use crate::memtable::Memtable;
@@ -596,12 +597,16 @@ impl Engine {
         let wal_count = wals.len();
         let wal_bytes: u64 = wals.iter().map(|w| w.data.len() as u64).sum();
         let mut entries = 0u64;
+        let mut unknown_keyspace = None;
         let replayed = wal_chain::replay(
             wals,
             log_number,
             &relog_wals,
             self.options.wal_recovery_mode,
-            |seq, op| match op {
+            |seq, keyspace, op| match op {
+                _ if keyspace != KeyspaceId::DEFAULT => {
+                    unknown_keyspace.get_or_insert((keyspace, seq));
+                }
                 BatchOp::Put(k, _) | BatchOp::Delete(k) if evicted(k, seq) => {}
                 BatchOp::Put(k, v) => {
                     entries += 1;
@@ -613,6 +618,18 @@ impl Engine {
                 }
             },
         )?;
+        if let Some((keyspace, seq)) = unknown_keyspace {
+            // Sequence numbers name the entry; the chain rule already checked every file.
+            return Err(Error::corruption(
+                "a WAL",
+                0,
+                format!(
+                    "the entry of sequence number {seq} belongs to keyspace {}, which this \
+                     database does not have",
+                    keyspace.0
+                ),
+            ));
+        }
         let max_seq = self
             .last_sequence
             .load(Ordering::Acquire)

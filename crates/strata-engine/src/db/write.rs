@@ -45,6 +45,12 @@ impl Engine {
         if batch.is_empty() {
             return Ok(());
         }
+        if let Some(keyspace) = batch.other_keyspace() {
+            return Err(Error::InvalidArgument(format!(
+                "the batch writes to keyspace {}, which this database does not have",
+                keyspace.0
+            )));
+        }
         let me = Writer::new(batch, options);
         let group = match self.write_queue.join(&me) {
             Turn::Done(result) => return result,
@@ -174,7 +180,8 @@ impl Engine {
     ) -> Result<()> {
         let (mut puts, mut deletes, mut value_bytes) = (0u64, 0u64, 0u64);
         for (seq, op) in (first_seq..).zip(batch.iter()) {
-            let (key, kind, value) = match op {
+            // `Engine::write` refused batches naming another keyspace.
+            let (key, kind, value) = match op.map(|(_, op)| op) {
                 Ok(BatchOp::Put(k, v)) => {
                     puts += 1;
                     value_bytes += v.len() as u64;
