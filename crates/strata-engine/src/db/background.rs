@@ -138,7 +138,7 @@ impl Engine {
     pub fn flush(&self) -> Result<()> {
         self.check_open()?;
         // No commit may be between choosing its memtable and inserting into it while we freeze it.
-        let commit = self.commit.lock();
+        let commit = self.shared.commit.lock();
         let mut state = self.state.lock();
         Self::check_background_error(&state)?;
         if !state.memtable.is_empty() {

@@ -39,7 +39,13 @@ impl Engine {
     pub fn checkpoint(&self, dest: &Path) -> Result<CheckpointSummary> {
         self.check_open()?;
         // An empty directory is taken: a failed checkpoint leaves one behind.
-        if self.fs.exists(dest) && !self.fs.list(dest).is_ok_and(|names| names.is_empty()) {
+        if self.shared.fs.exists(dest)
+            && !self
+                .shared
+                .fs
+                .list(dest)
+                .is_ok_and(|names| names.is_empty())
+        {
             return Err(Error::InvalidArgument(format!(
                 "the checkpoint directory {} already exists and is not empty; a checkpoint goes \
                  into a new or empty one",
@@ -47,7 +53,8 @@ impl Engine {
             )));
         }
         // Everything acknowledged so far reaches the WAL file, where the copy reads it.
-        self.wal
+        self.shared
+            .wal
             .lock()
             .open_mut()?
             .writer
@@ -60,7 +67,7 @@ impl Engine {
             let log_number = state.log_number;
             state.checkpoint_log_numbers.push(log_number);
             let counters = ManifestRecord {
-                last_seqno: Some(self.last_sequence.load(Ordering::Acquire)),
+                last_seqno: Some(self.shared.last_sequence.load(Ordering::Acquire)),
                 log_number: Some(log_number),
                 relogged_into: live_relog_wals(&state),
                 evicted: state.evictions.clone(),
@@ -72,9 +79,10 @@ impl Engine {
         // The new directory's own entry is made durable too.
         let parent = dest.parent().filter(|p| !p.as_os_str().is_empty());
         let copied = self
+            .shared
             .fs
             .create_dir_all(dest)
-            .and_then(|()| parent.map_or(Ok(()), |p| self.fs.sync_dir(p)))
+            .and_then(|()| parent.map_or(Ok(()), |p| self.shared.fs.sync_dir(p)))
             .map_err(|e| {
                 Error::io(
                     format!("creating the checkpoint directory {}", dest.display()),
@@ -94,9 +102,9 @@ impl Engine {
         }
         if result.is_err() {
             // Best effort: the files the copy wrote (the directory stays, empty).
-            if let Ok(names) = self.fs.list(dest) {
+            if let Ok(names) = self.shared.fs.list(dest) {
                 for name in names {
-                    let _ = self.fs.remove_file(&dest.join(name));
+                    let _ = self.shared.fs.remove_file(&dest.join(name));
                 }
             }
         }
@@ -120,33 +128,41 @@ impl Engine {
         files.dedup();
         for id in files {
             let name = filename::table_file_name(id.0);
-            let (from, to) = (self.dir.join(&name), dest.join(&name));
-            self.fs.link_or_copy(&from, &to).map_err(|e| {
+            let (from, to) = (self.shared.dir.join(&name), dest.join(&name));
+            self.shared.fs.link_or_copy(&from, &to).map_err(|e| {
                 Error::io(format!("linking {} into the checkpoint", from.display()), e)
             })?;
             summary.tables += 1;
-            summary.table_bytes += self.fs.file_size(&to).unwrap_or(0);
+            summary.table_bytes += self.shared.fs.file_size(&to).unwrap_or(0);
         }
         let names = self
+            .shared
             .fs
-            .list(&self.dir)
-            .map_err(|e| Error::io(format!("listing {}", self.dir.display()), e))?;
+            .list(&self.shared.dir)
+            .map_err(|e| Error::io(format!("listing {}", self.shared.dir.display()), e))?;
         let mut wals = filename::wal_numbers(&names);
         wals.retain(|&n| n >= log_number);
         for number in wals {
             let name = filename::wal_file_name(number);
-            let (from, to) = (self.dir.join(&name), dest.join(&name));
-            summary.wal_bytes +=
-                crate::fs::copy_file(self.fs.as_ref(), &from, &to).map_err(|e| {
+            let (from, to) = (self.shared.dir.join(&name), dest.join(&name));
+            summary.wal_bytes += crate::fs::copy_file(self.shared.fs.as_ref(), &from, &to)
+                .map_err(|e| {
                     Error::io(format!("copying {} into the checkpoint", from.display()), e)
                 })?;
             summary.wals += 1;
         }
         // Numbers above every file copied: the manifest's own, and the copy's next ones.
         let manifest_number = self.allocate_file_number();
-        counters.next_file_number = Some(self.next_file_number.load(Ordering::Relaxed));
-        Manifest::create(self.fs.as_ref(), dest, manifest_number, version, counters)?;
-        self.fs
+        counters.next_file_number = Some(self.shared.next_file_number.load(Ordering::Relaxed));
+        Manifest::create(
+            self.shared.fs.as_ref(),
+            dest,
+            manifest_number,
+            version,
+            counters,
+        )?;
+        self.shared
+            .fs
             .sync_dir(dest)
             .map_err(|e| Error::io(format!("syncing {}", dest.display()), e))?;
         Ok(summary)

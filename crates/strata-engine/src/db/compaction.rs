@@ -110,14 +110,15 @@ impl Engine {
         self.merges_running
             .store(state.running_compactions as u64, Ordering::Relaxed);
         state.stateful_running |= plan.policy_state.is_some();
-        let job = self.events.next_job();
-        self.events
+        let job = self.shared.events.next_job();
+        self.shared
+            .events
             .job_started(&started_job(job, &plan, &state.version));
         Ok(CompactionJob {
             job,
             version: Arc::clone(&state.version),
             snapshots: self.snapshot_list(),
-            flushes_before: Statistics::get(&self.stats.flushes),
+            flushes_before: Statistics::get(&self.shared.stats.flushes),
             plan,
             started: Instant::now(),
             reserved,
@@ -131,14 +132,15 @@ impl Engine {
         plan: &Plan,
     ) -> Result<()> {
         let edit = compaction_edit(&state.version, plan, Vec::new())?;
-        let job = self.events.next_job();
-        self.events
+        let job = self.shared.events.next_job();
+        self.shared
+            .events
             .job_started(&started_job(job, plan, &state.version));
         self.install(state, edit, &[], BufferChange::default())?;
-        self.events.job_completed(&CompletedJob {
+        self.shared.events.job_completed(&CompletedJob {
             job,
             kind: JobKind::Compaction(plan.action),
-            flushes_before: Statistics::get(&self.stats.flushes),
+            flushes_before: Statistics::get(&self.shared.stats.flushes),
             input_levels: plan.input_levels(),
             input_tables: plan.input_table_count(),
             output_level: plan.output.as_ref().map(|o| o.level),
@@ -155,7 +157,7 @@ impl Engine {
             finished: Instant::now(),
         });
         if plan.action == PlanAction::Move {
-            Statistics::add(&self.stats.trivial_moves, 1);
+            Statistics::add(&self.shared.stats.trivial_moves, 1);
         }
         Ok(())
     }
@@ -183,7 +185,7 @@ impl Engine {
         let (tables, bytes_read, started) = loop {
             let (inputs, bytes_read) = source_iterators(
                 sources.clone(),
-                &self.tables,
+                &self.shared.tables,
                 self.options.compaction_readahead(),
             );
             let older = OlderTables::below(&job.version, output.level, output.run, &input_ids);
@@ -199,9 +201,9 @@ impl Engine {
                     // The outputs are deleted already; drop cached handles of the inputs, in
                     // case the failure was in one, and back off before reading again.
                     for id in &input_ids {
-                        self.tables.evict(id.0);
+                        self.shared.tables.evict(id.0);
                     }
-                    Statistics::add(&self.stats.compaction_read_retries, 1);
+                    Statistics::add(&self.shared.stats.compaction_read_retries, 1);
                     std::thread::sleep(Duration::from_millis(10 << attempt));
                     attempt += 1;
                 }
@@ -255,8 +257,8 @@ impl Engine {
         };
         let indexed = self.options.key_index_level == Some(output.level);
         let mut writer = OutputWriter::new(
-            self.fs.as_ref(),
-            &self.dir,
+            self.shared.fs.as_ref(),
+            &self.shared.dir,
             &self.settings,
             output,
             &allocate,
@@ -266,7 +268,7 @@ impl Engine {
         );
         // Stop early at shutdown, or once another job failed (rule 3): the result would not be
         // installed.
-        let stop = || self.stop_requested() || self.failed.load(Ordering::Acquire);
+        let stop = || self.stop_requested() || self.shared.failed.load(Ordering::Acquire);
         let merged = merge_into(inputs, &mut filter, &mut writer, &stop);
         let files = writer.started_files();
         let tables = merged.and_then(|_| self.finish_outputs(writer).map_err(MergeError::Output));
@@ -285,9 +287,9 @@ impl Engine {
     fn finish_outputs(&self, writer: OutputWriter<'_>) -> Result<Vec<TableMeta>> {
         let tables = writer.finish()?;
         if !tables.is_empty() {
-            self.fs.sync_dir(&self.dir).map_err(|e| {
+            self.shared.fs.sync_dir(&self.shared.dir).map_err(|e| {
                 Error::io(
-                    format!("syncing {} after writing tables", self.dir.display()),
+                    format!("syncing {} after writing tables", self.shared.dir.display()),
                     e,
                 )
             })?;
@@ -338,9 +340,9 @@ impl Engine {
         };
         self.install(state, edit, &out.files, BufferChange::default())?;
         if ends_round {
-            Statistics::add(&self.stats.last_level_rewrites, 1);
+            Statistics::add(&self.shared.stats.last_level_rewrites, 1);
         }
-        self.events.job_completed(&CompletedJob {
+        self.shared.events.job_completed(&CompletedJob {
             job,
             kind: JobKind::Compaction(plan.action),
             flushes_before,
@@ -355,9 +357,12 @@ impl Engine {
             started,
             finished: Instant::now(),
         });
-        Statistics::add(&self.stats.compactions, 1);
-        Statistics::add(&self.stats.compaction_bytes_written, out.bytes_written);
-        Statistics::add(&self.stats.compaction_bytes_read, out.bytes_read);
+        Statistics::add(&self.shared.stats.compactions, 1);
+        Statistics::add(
+            &self.shared.stats.compaction_bytes_written,
+            out.bytes_written,
+        );
+        Statistics::add(&self.shared.stats.compaction_bytes_read, out.bytes_read);
         Ok(())
     }
 

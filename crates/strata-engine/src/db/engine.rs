@@ -175,14 +175,15 @@ pub enum ObsoleteFile {
     WalsBelow(u64),
 }
 
-/// An open database's shared core. [`crate::Db`] is the user's handle to it; background threads
-/// hold it too.
+/// One keyspace's tree in an open database: its policy, memtables, version and jobs, with what
+/// every keyspace shares in [`Shared`]. [`crate::Db`] is the user's handle to it; background
+/// threads hold it too.
 ///
-/// Lock order: `commit`, then `state`, then `wal`; the write queue's lock is never held while
-/// taking another.
+/// Lock order: `shared.commit`, then `state`, then `shared.wal`; the write queue's lock is never
+/// held while taking another.
 pub(crate) struct Engine {
-    /// The database directory.
-    pub dir: PathBuf,
+    /// What every keyspace of the database shares.
+    pub shared: Arc<Shared>,
     /// The options it was opened with.
     pub options: Options,
     /// The compaction policy: replaced by a switch ([`Engine::set_policy`]) under the state
@@ -190,14 +191,6 @@ pub(crate) struct Engine {
     pub policy: RwLock<Arc<TimedPolicy>>,
     /// Where the policy's flushes go ([`strata_exec::handover::entry_level`]), for handovers.
     pub entry_level: std::sync::atomic::AtomicUsize,
-    /// All file I/O goes through it.
-    pub fs: Arc<dyn FileSystem>,
-    /// Counters.
-    pub stats: Arc<Statistics>,
-    /// Open table files.
-    pub tables: Arc<TableCache>,
-    /// Uncompressed data blocks.
-    pub block_cache: Arc<BlockCache>,
     /// How tables are written.
     pub settings: WriteSettings,
     /// Paces writes while level 0 is at or above the slowdown trigger.
@@ -208,6 +201,40 @@ pub(crate) struct Engine {
     pub background_work: Condvar,
     /// What readers see; replaced under the state lock.
     pub super_version: ArcSwap<SuperVersion>,
+    /// Clock time of the last finished flush, in nanoseconds (0: none yet).
+    pub last_flush_nanos: AtomicU64,
+    /// Time between the last two finished flushes, in nanoseconds (0: unknown).
+    pub flush_interval_nanos: AtomicU64,
+    /// Merges running now: mirrors `state.running_compactions` for lookups, which must not take
+    /// the state lock to learn whether they run beside one.
+    pub merges_running: AtomicU64,
+    /// Nanoseconds a compaction took per MiB it wrote, smoothed over jobs (0: unknown).
+    pub rewrite_nanos_per_mib: AtomicU64,
+    /// When scans read their runs' first blocks together.
+    pub scan_prefetch: super::read::PrefetchGate,
+    /// The skew estimate α policies see, from the keys of consecutive flushes.
+    pub skew: Mutex<SkewEstimator>,
+    /// The positions of the held memtables' live keys ([`HeldBuffer`]), so a window flush
+    /// finds its window without measuring every window of the buffer. Only the running flush
+    /// touches it (one flush runs at a time).
+    pub window_index: Mutex<WindowIndex>,
+    /// What the database did before this open ([`Engine::lifetime_stats`] adds this open's).
+    pub lifetime_before: LifetimeStats,
+}
+
+/// What every keyspace of an open database shares: the directory, the WAL and the commit path,
+/// sequence numbers and snapshots, file numbers, the caches, and the database's condition.
+pub(crate) struct Shared {
+    /// The database directory.
+    pub dir: PathBuf,
+    /// All file I/O goes through it.
+    pub fs: Arc<dyn FileSystem>,
+    /// Counters.
+    pub stats: Arc<Statistics>,
+    /// Open table files.
+    pub tables: Arc<TableCache>,
+    /// Uncompressed data blocks.
+    pub block_cache: Arc<BlockCache>,
     /// Writers waiting to commit.
     pub write_queue: WriteQueue,
     /// Held by the commit leader while it makes room and writes its group's WAL record (with
@@ -235,27 +262,8 @@ pub(crate) struct Engine {
     pub lock: Mutex<Option<Box<dyn FileLock>>>,
     /// The clock policies see starts here.
     pub opened_at: Instant,
-    /// Clock time of the last finished flush, in nanoseconds (0: none yet).
-    pub last_flush_nanos: AtomicU64,
-    /// Time between the last two finished flushes, in nanoseconds (0: unknown).
-    pub flush_interval_nanos: AtomicU64,
-    /// Merges running now: mirrors `state.running_compactions` for lookups, which must not take
-    /// the state lock to learn whether they run beside one.
-    pub merges_running: AtomicU64,
-    /// Nanoseconds a compaction took per MiB it wrote, smoothed over jobs (0: unknown).
-    pub rewrite_nanos_per_mib: AtomicU64,
-    /// When scans read their runs' first blocks together.
-    pub scan_prefetch: super::read::PrefetchGate,
     /// Where point-in-time WAL recovery stopped at open, if it met damage.
     pub recovery_stop: Mutex<Option<RecoveryStop>>,
-    /// The skew estimate α policies see, from the keys of consecutive flushes.
-    pub skew: Mutex<SkewEstimator>,
-    /// The positions of the held memtables' live keys ([`HeldBuffer`]), so a window flush
-    /// finds its window without measuring every window of the buffer. Only the running flush
-    /// touches it (one flush runs at a time).
-    pub window_index: Mutex<WindowIndex>,
-    /// What the database did before this open ([`Engine::lifetime_stats`] adds this open's).
-    pub lifetime_before: LifetimeStats,
     /// Where events go: `tracing`, the listeners, the info log.
     pub events: crate::events::Events,
 }
@@ -263,7 +271,7 @@ pub(crate) struct Engine {
 impl Engine {
     /// Fails with [`Error::Closed`] once the database is closing.
     pub fn check_open(&self) -> Result<()> {
-        if self.shutting_down.load(Ordering::Acquire) {
+        if self.shared.shutting_down.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
         Ok(())
@@ -271,22 +279,22 @@ impl Engine {
 
     /// Whether close or drop asked background work to stop.
     pub fn stop_requested(&self) -> bool {
-        self.shutting_down.load(Ordering::Acquire)
+        self.shared.shutting_down.load(Ordering::Acquire)
     }
 
     /// A new file number (tables, WALs and manifests share one sequence).
     pub fn allocate_file_number(&self) -> u64 {
-        self.next_file_number.fetch_add(1, Ordering::Relaxed)
+        self.shared.next_file_number.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Sequence numbers of the live snapshots, ascending.
     pub fn snapshot_list(&self) -> Vec<SeqNo> {
-        self.snapshots.lock().keys().copied().collect()
+        self.shared.snapshots.lock().keys().copied().collect()
     }
 
     /// Nanoseconds since the database opened: the clock policies see.
     pub fn now_nanos(&self) -> u64 {
-        u64::try_from(self.opened_at.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        u64::try_from(self.shared.opened_at.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
 
     /// The compaction policy now.
@@ -297,15 +305,15 @@ impl Engine {
     /// What the database did since its creation: the recorded counts plus this open's.
     pub fn lifetime_stats(&self) -> LifetimeStats {
         self.lifetime_before.plus(
-            &self.stats,
+            &self.shared.stats,
             self.skew.lock().alpha(),
-            self.opened_at.elapsed().as_secs_f64(),
+            self.shared.opened_at.elapsed().as_secs_f64(),
         )
     }
 
     /// The workload statistics policies see.
     pub fn workload_stats(&self) -> WorkloadStats {
-        let s = &self.stats;
+        let s = &self.shared.stats;
         let known = |n: u64| (n > 0).then_some(n);
         WorkloadStats {
             puts: Statistics::get(&s.puts),
@@ -388,9 +396,9 @@ impl Engine {
     pub fn record_background_error(&self, state: &mut EngineState, e: &Error) {
         if state.background_error.is_none() {
             state.background_error = Some(e.to_string());
-            self.events.background_error(e);
+            self.shared.events.background_error(e);
         }
-        self.failed.store(true, Ordering::Release);
+        self.shared.failed.store(true, Ordering::Release);
         self.background_work.notify_all();
     }
 
@@ -402,7 +410,7 @@ impl Engine {
         }
         let now = Instant::now();
         state.write_stall = (condition, now);
-        self.events.write_stall(&WriteStall {
+        self.shared.events.write_stall(&WriteStall {
             condition,
             previous,
             previous_lasted: now.saturating_duration_since(since),
@@ -437,7 +445,7 @@ impl Engine {
             let started = Instant::now();
             let intervals = crate::super_version::run_intervals(&state.version);
             Statistics::add(
-                &self.stats.interval_index_nanos,
+                &self.shared.stats.interval_index_nanos,
                 started.elapsed().as_nanos() as u64,
             );
             let handles = TableHandles::for_version(

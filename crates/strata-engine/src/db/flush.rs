@@ -214,8 +214,8 @@ impl Engine {
         };
         state.flush_running = true;
         state.stateful_running |= plan.policy_state.is_some();
-        let job = self.events.next_job();
-        self.events.job_started(&StartedJob {
+        let job = self.shared.events.next_job();
+        self.shared.events.job_started(&StartedJob {
             job,
             kind: JobKind::Flush,
             input_levels: plan.input_levels(),
@@ -305,7 +305,7 @@ impl Engine {
         if !merge_with.is_empty() {
             let (tables, bytes) = source_iterators(
                 vec![merge_with],
-                &self.tables,
+                &self.shared.tables,
                 self.options.compaction_readahead(),
             );
             inputs.extend(tables);
@@ -439,10 +439,10 @@ impl Engine {
             state.held = HeldBuffer::default();
             self.install_super_version(state);
         }
-        self.events.job_completed(&CompletedJob {
+        self.shared.events.job_completed(&CompletedJob {
             job: job_number,
             kind: JobKind::Flush,
-            flushes_before: Statistics::get(&self.stats.flushes),
+            flushes_before: Statistics::get(&self.shared.stats.flushes),
             input_levels: plan.input_levels(),
             input_tables: plan.merge_with.len(),
             output_level: Some(plan.output.level),
@@ -455,10 +455,10 @@ impl Engine {
             finished: Instant::now(),
         });
         self.skew.lock().observe(key_sample);
-        Statistics::add(&self.stats.flushes, 1);
+        Statistics::add(&self.shared.stats.flushes, 1);
         state.plans_since_flush = 0;
-        Statistics::add(&self.stats.flush_bytes, out.bytes_written);
-        Statistics::add(&self.stats.compaction_bytes_read, out.bytes_read);
+        Statistics::add(&self.shared.stats.flush_bytes, out.bytes_written);
+        Statistics::add(&self.shared.stats.compaction_bytes_read, out.bytes_read);
         self.note_flush_finished();
         self.background_work.notify_all();
         Ok(())

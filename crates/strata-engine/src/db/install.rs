@@ -76,8 +76,8 @@ impl Engine {
         let lifetime = edit.flushes.is_some().then(|| self.lifetime_stats());
         let record = ManifestRecord {
             format_version: None,
-            next_file_number: Some(self.next_file_number.load(Ordering::Relaxed)),
-            last_seqno: Some(self.last_sequence.load(Ordering::Acquire)),
+            next_file_number: Some(self.shared.next_file_number.load(Ordering::Relaxed)),
+            last_seqno: Some(self.shared.last_sequence.load(Ordering::Acquire)),
             log_number,
             edit,
             relogged_into: relogged_into.into_iter().collect(),
@@ -109,8 +109,8 @@ impl Engine {
             state.pending_outputs.remove(f);
         }
         record.edit.count_blocks(
-            &mut self.stats.data_blocks_written_per_level.lock(),
-            &mut self.stats.data_blocks_preserved_per_level.lock(),
+            &mut self.shared.stats.data_blocks_written_per_level.lock(),
+            &mut self.shared.stats.data_blocks_preserved_per_level.lock(),
         );
         let new_version = Arc::new(new_version);
         state.live_versions.push(Arc::downgrade(&new_version));
@@ -147,10 +147,11 @@ impl Engine {
     pub fn discard_outputs(&self, state: &mut EngineState, files: &[u64]) {
         for f in files {
             state.pending_outputs.remove(f);
-            self.tables.evict(*f);
+            self.shared.tables.evict(*f);
             let _ = self
+                .shared
                 .fs
-                .remove_file(&self.dir.join(filename::table_file_name(*f)));
+                .remove_file(&self.shared.dir.join(filename::table_file_name(*f)));
         }
     }
 
@@ -181,8 +182,8 @@ impl Engine {
         };
         let number = self.allocate_file_number();
         let counters = ManifestRecord {
-            next_file_number: Some(self.next_file_number.load(Ordering::Relaxed)),
-            last_seqno: Some(self.last_sequence.load(Ordering::Acquire)),
+            next_file_number: Some(self.shared.next_file_number.load(Ordering::Relaxed)),
+            last_seqno: Some(self.shared.last_sequence.load(Ordering::Acquire)),
             log_number: Some(state.log_number),
             relogged_into: live_relog_wals(state),
             evicted: state.evictions.clone(),
@@ -190,16 +191,17 @@ impl Engine {
             ..ManifestRecord::default()
         };
         state.manifest = Some(Manifest::create(
-            self.fs.as_ref(),
-            &self.dir,
+            self.shared.fs.as_ref(),
+            &self.shared.dir,
             number,
             &state.version,
             counters,
         )?);
         // Best effort: a manifest CURRENT does not name is deleted by the next open anyway.
         let _ = self
+            .shared
             .fs
-            .remove_file(&self.dir.join(filename::manifest_file_name(old)));
+            .remove_file(&self.shared.dir.join(filename::manifest_file_name(old)));
         Ok(())
     }
 
@@ -219,7 +221,7 @@ impl Engine {
                 keep.push(t);
             } else {
                 // No version names the table, so nothing opens it again.
-                self.tables.evict(t);
+                self.shared.tables.evict(t);
                 state.purge_queue.push(ObsoleteFile::Table(t));
             }
         }
@@ -260,8 +262,9 @@ impl Engine {
                 match file {
                     ObsoleteFile::Table(t) => {
                         match self
+                            .shared
                             .fs
-                            .remove_file(&self.dir.join(filename::table_file_name(t)))
+                            .remove_file(&self.shared.dir.join(filename::table_file_name(t)))
                         {
                             Ok(()) => {}
                             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -271,13 +274,14 @@ impl Engine {
                     }
                     ObsoleteFile::WalsBelow(log_number) => {
                         let log_number = wal_floor.map_or(log_number, |f| f.min(log_number));
-                        let Ok(names) = self.fs.list(&self.dir) else {
+                        let Ok(names) = self.shared.fs.list(&self.shared.dir) else {
                             continue;
                         };
                         for name in names {
                             if let Some(FileKind::Wal(n)) = classify(&name) {
                                 if n < log_number {
-                                    let _ = self.fs.remove_file(&self.dir.join(&name));
+                                    let _ =
+                                        self.shared.fs.remove_file(&self.shared.dir.join(&name));
                                 }
                             }
                         }

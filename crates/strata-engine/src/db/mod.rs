@@ -305,10 +305,10 @@ impl Db {
             frozen: frozen_memtables,
         };
         Metrics::collect(
-            &self.engine.stats,
+            &self.engine.shared.stats,
             &version,
             memtables,
-            &self.engine.block_cache,
+            &self.engine.shared.block_cache,
             self.engine.policy().nanos(),
             key_index,
             view.intervals.iter().map(|i| i.memory_bytes() as u64).sum(),
@@ -318,7 +318,7 @@ impl Db {
     /// The live counters [`Db::metrics`] is computed from: relaxed atomics, cheap enough to
     /// sample often (read one with [`crate::stats::Statistics::get`]).
     pub fn statistics(&self) -> &crate::stats::Statistics {
-        &self.engine.stats
+        &self.engine.shared.stats
     }
 
     /// Hands the tree to `policy` from now on, without rewriting it: a live policy switch.
@@ -374,7 +374,7 @@ impl Db {
     ///
     /// [`RecoveryMode::PointInTime`]: crate::RecoveryMode::PointInTime
     pub fn recovery_stop(&self) -> Option<crate::RecoveryStop> {
-        self.engine.recovery_stop.lock().clone()
+        self.engine.shared.recovery_stop.lock().clone()
     }
 
     /// Stops background work, syncs the WAL and releases the directory lock. Data in memtables
@@ -390,7 +390,12 @@ impl Db {
 
     /// Stops the background threads, syncs the WAL and releases the lock (once).
     fn shutdown(&self) -> Result<()> {
-        if self.engine.shutting_down.swap(true, Ordering::AcqRel) {
+        if self
+            .engine
+            .shared
+            .shutting_down
+            .swap(true, Ordering::AcqRel)
+        {
             return Ok(());
         }
         let background_error = {
@@ -413,7 +418,7 @@ impl Db {
             }
         };
         let recorded = self.engine.record_lifetime();
-        let result = match &mut *self.engine.wal.lock() {
+        let result = match &mut *self.engine.shared.wal.lock() {
             WalSlot::Open(wal) => wal
                 .writer
                 .sync()
@@ -426,7 +431,7 @@ impl Db {
             Some(why) => result.and(Err(Error::ReadOnly(why))),
             None => logged.and(result).and(recorded),
         };
-        self.engine.lock.lock().take();
+        self.engine.shared.lock.lock().take();
         result
     }
 }
@@ -434,11 +439,11 @@ impl Db {
 impl std::fmt::Debug for Db {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Db")
-            .field("dir", &self.engine.dir)
+            .field("dir", &self.engine.shared.dir)
             .field("policy", &self.engine.policy().name())
             .field(
                 "last_sequence",
-                &self.engine.last_sequence.load(Ordering::Relaxed),
+                &self.engine.shared.last_sequence.load(Ordering::Relaxed),
             )
             .finish()
     }

@@ -31,8 +31,8 @@ pub struct Snapshot {
 impl Snapshot {
     /// Takes a snapshot of `engine` at its last committed sequence number.
     pub(crate) fn take(engine: &Arc<Engine>) -> Snapshot {
-        let mut snapshots = engine.snapshots.lock();
-        let seq = engine.last_sequence.load(Ordering::Acquire);
+        let mut snapshots = engine.shared.snapshots.lock();
+        let seq = engine.shared.last_sequence.load(Ordering::Acquire);
         *snapshots.entry(seq).or_insert(0) += 1;
         Snapshot {
             engine: Arc::clone(engine),
@@ -48,7 +48,7 @@ impl Snapshot {
 
 impl Drop for Snapshot {
     fn drop(&mut self) {
-        let mut snapshots = self.engine.snapshots.lock();
+        let mut snapshots = self.engine.shared.snapshots.lock();
         if let Some(count) = snapshots.get_mut(&self.seq) {
             *count -= 1;
             if *count == 0 {
@@ -82,9 +82,10 @@ impl<'a> ReadOptions<'a> {
 impl Engine {
     /// The sequence number a read with `options` sees.
     pub(super) fn read_sequence(&self, options: &ReadOptions<'_>) -> SeqNo {
-        options
-            .snapshot
-            .map_or_else(|| self.last_sequence.load(Ordering::Acquire), |s| s.seq)
+        options.snapshot.map_or_else(
+            || self.shared.last_sequence.load(Ordering::Acquire),
+            |s| s.seq,
+        )
     }
 
     /// The value of `user_key` as `options` say: the active memtable, then frozen memtables
@@ -108,13 +109,13 @@ impl Engine {
         let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let (count, total) = if merging {
             (
-                &self.stats.lookups_timed_merging,
-                &self.stats.lookup_nanos_merging,
+                &self.shared.stats.lookups_timed_merging,
+                &self.shared.stats.lookup_nanos_merging,
             )
         } else {
             (
-                &self.stats.lookups_timed_idle,
-                &self.stats.lookup_nanos_idle,
+                &self.shared.stats.lookups_timed_idle,
+                &self.shared.stats.lookup_nanos_idle,
             )
         };
         Statistics::add(count, 1);
@@ -127,7 +128,7 @@ impl Engine {
         self.check_open()?;
         let seq = self.read_sequence(options);
         let view = self.super_version_for_read();
-        Statistics::add(&self.stats.gets, 1);
+        Statistics::add(&self.shared.stats.gets, 1);
         let resolve = |kind: ValueKind, value: Bytes| match kind {
             ValueKind::Put => Some(value),
             ValueKind::Delete => None,
@@ -163,12 +164,12 @@ impl Engine {
                         if !holders.contains(&t.id) {
                             continue;
                         }
-                        Statistics::add(&self.stats.get_tables_probed, 1);
+                        Statistics::add(&self.shared.stats.get_tables_probed, 1);
                         self.table_for_read(&view, t.id.0, level_no)?
                             .get_unfiltered(user_key, seq)?
                     }
                     _ => {
-                        Statistics::add(&self.stats.get_tables_probed, 1);
+                        Statistics::add(&self.shared.stats.get_tables_probed, 1);
                         self.table_for_read(&view, t.id.0, level_no)?
                             .get(user_key, seq)?
                     }
@@ -212,10 +213,11 @@ impl Engine {
         level: usize,
         version: &Version,
     ) -> Result<Arc<Table>> {
-        if !self.tables.pins_by_level() {
-            return self.tables.get(number);
+        if !self.shared.tables.pins_by_level() {
+            return self.shared.tables.get(number);
         }
-        self.tables
+        self.shared
+            .tables
             .get_at_level(number, level, deepest_level(version))
     }
 
@@ -229,7 +231,7 @@ impl Engine {
         self.check_open()?;
         let seq = self.read_sequence(options);
         let view = self.current_super_version();
-        Statistics::add(&self.stats.scans, 1);
+        Statistics::add(&self.shared.stats.scans, 1);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(view.memtable.iter()));
         for memtable in &view.frozen {
@@ -271,7 +273,7 @@ impl Engine {
                 let tables = tables_in_range(level.runs()[run].tables(), &range);
                 if !tables.is_empty() {
                     let run = RunIterator::new(
-                        Arc::clone(&self.tables),
+                        Arc::clone(&self.shared.tables),
                         tables.to_vec(),
                         ReadPurpose::Query,
                         readahead,
@@ -293,7 +295,7 @@ impl Engine {
                 next: first,
                 range: range.clone(),
                 start: Vec::new(),
-                tables: Arc::clone(&self.tables),
+                tables: Arc::clone(&self.shared.tables),
                 readahead,
                 deepest,
             };
@@ -303,11 +305,11 @@ impl Engine {
             }
         }
         if prefetch.len() > 1 {
-            let sent = prefetch_blocks(self.fs.as_ref(), &prefetch);
+            let sent = prefetch_blocks(self.shared.fs.as_ref(), &prefetch);
             self.scan_prefetch.record(sent);
         }
         let scan_count = ScanCount {
-            stats: Arc::clone(&self.stats),
+            stats: Arc::clone(&self.shared.stats),
             returned: 0,
         };
         let merged = MergingIterator::with_deferred(children, deferred);

@@ -1,7 +1,7 @@
 //! Opening a database: checking and locking the directory, recovering the manifest, replaying
 //! WALs, and clearing leftovers of earlier runs.
 
-use super::engine::{Engine, EngineState, WalSlot};
+use super::engine::{Engine, EngineState, Shared, WalSlot};
 use super::held_buffer::HeldBuffer;
 use super::install::BufferChange;
 use crate::batch::BatchOp;
@@ -458,14 +458,30 @@ impl Engine {
                 options.max_open_files,
             ),
         });
-        let engine = Arc::new(Engine {
+        let shared = Arc::new(Shared {
             dir,
             fs,
-            policy: RwLock::new(policy),
-            entry_level: AtomicUsize::new(entry_level),
             stats,
             tables,
             block_cache,
+            write_queue: WriteQueue::default(),
+            commit: Mutex::new(found.last_sequence),
+            publication: Publication::default(),
+            wal: Mutex::new(WalSlot::Closed("the WAL is not open yet".to_string())),
+            last_sequence: AtomicU64::new(found.last_sequence),
+            next_file_number: AtomicU64::new(found.next_file_number),
+            snapshots: Mutex::new(BTreeMap::new()),
+            shutting_down: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
+            lock: Mutex::new(found.lock),
+            opened_at: Instant::now(),
+            recovery_stop: Mutex::new(None),
+            events: Events::new(listeners),
+        });
+        let engine = Arc::new(Engine {
+            shared,
+            policy: RwLock::new(policy),
+            entry_level: AtomicUsize::new(entry_level),
             settings,
             write_controller: WriteController::new(options.delayed_write_rate),
             state: Mutex::new(EngineState {
@@ -497,27 +513,14 @@ impl Engine {
             }),
             background_work: Condvar::new(),
             super_version: ArcSwap::new(super_version),
-            write_queue: WriteQueue::default(),
-            commit: Mutex::new(found.last_sequence),
-            publication: Publication::default(),
-            wal: Mutex::new(WalSlot::Closed("the WAL is not open yet".to_string())),
-            last_sequence: AtomicU64::new(found.last_sequence),
-            next_file_number: AtomicU64::new(found.next_file_number),
-            snapshots: Mutex::new(BTreeMap::new()),
-            shutting_down: AtomicBool::new(false),
-            failed: AtomicBool::new(false),
-            lock: Mutex::new(found.lock),
-            opened_at: Instant::now(),
             last_flush_nanos: AtomicU64::new(0),
             flush_interval_nanos: AtomicU64::new(0),
             merges_running: AtomicU64::new(0),
             rewrite_nanos_per_mib: AtomicU64::new(0),
             scan_prefetch: Default::default(),
-            recovery_stop: Mutex::new(None),
             skew: Mutex::new(SkewEstimator::new()),
             window_index: Mutex::new(WindowIndex::new()),
             lifetime_before: found.lifetime,
-            events: Events::new(listeners),
             options,
         });
         // Recorded before the WALs are replayed into tables, so that those flushes already
@@ -525,7 +528,7 @@ impl Engine {
         if let (Access::ReadWrite, Some(edit)) = (access, handing) {
             let mut state = engine.state.lock();
             engine.install(&mut state, edit, &[], BufferChange::default())?;
-            engine.events.policy_switch(&PolicySwitch {
+            engine.shared.events.policy_switch(&PolicySwitch {
                 from: recorded_policy,
                 to: engine.recorded_policy(&state),
                 at_open: true,
@@ -544,8 +547,8 @@ impl Engine {
         {
             let state = engine.state.lock();
             let version = &state.version;
-            engine.events.opened(&Opened {
-                path: engine.dir.clone(),
+            engine.shared.events.opened(&Opened {
+                path: engine.shared.dir.clone(),
                 read_only: access == Access::ReadOnly,
                 policy: engine.recorded_policy(&state),
                 tables: version.table_count(),
@@ -570,8 +573,9 @@ impl Engine {
         numbers.retain(|&w| w >= log_number);
         let mut wals = Vec::with_capacity(numbers.len());
         for number in numbers {
-            let path = self.dir.join(filename::wal_file_name(number));
+            let path = self.shared.dir.join(filename::wal_file_name(number));
             let data = self
+                .shared
                 .fs
                 .read(&path)
                 .map_err(io_error(format!("reading {}", path.display())))?;
@@ -631,11 +635,12 @@ impl Engine {
             ));
         }
         let max_seq = self
+            .shared
             .last_sequence
             .load(Ordering::Acquire)
             .max(replayed.max_seq.unwrap_or(0));
-        self.last_sequence.store(max_seq, Ordering::Release);
-        self.events.recovery(&Recovery {
+        self.shared.last_sequence.store(max_seq, Ordering::Release);
+        self.shared.events.recovery(&Recovery {
             wals: wal_count,
             wal_bytes,
             entries,
@@ -651,8 +656,8 @@ impl Engine {
     /// nothing aside (the files stay as they are).
     fn replay_wals_in_memory(&self, names: &[String], log_number: u64) -> Result<()> {
         let (memtable, replayed) = self.replay_wals(names, log_number)?;
-        *self.recovery_stop.lock() = replayed.stopped;
-        *self.wal.lock() = WalSlot::Closed(super::engine::OPENED_READ_ONLY.to_string());
+        *self.shared.recovery_stop.lock() = replayed.stopped;
+        *self.shared.wal.lock() = WalSlot::Closed(super::engine::OPENED_READ_ONLY.to_string());
         let mut state = self.state.lock();
         state.memtable = memtable;
         self.install_super_version(&state);
@@ -666,9 +671,9 @@ impl Engine {
         if let Some(stop) = &replayed.stopped {
             self.set_aside(stop, replayed.last)?;
         }
-        *self.wal.lock() = WalSlot::Replayed(replayed.last);
-        let mut commit = self.commit.lock();
-        *commit = self.last_sequence.load(Ordering::Acquire);
+        *self.shared.wal.lock() = WalSlot::Replayed(replayed.last);
+        let mut commit = self.shared.commit.lock();
+        *commit = self.shared.last_sequence.load(Ordering::Acquire);
         let mut state = self.state.lock();
         // The recovered data becomes a frozen memtable; the new WAL starts empty.
         state.memtable = memtable;
@@ -709,17 +714,20 @@ impl Engine {
     /// later ones are renamed. The directory is synced before anything is written after them.
     fn set_aside(&self, stop: &wal_chain::RecoveryStop, last: Option<WalLink>) -> Result<()> {
         for &number in &stop.set_aside {
-            let from = self.dir.join(filename::wal_file_name(number));
-            let to = self.dir.join(filename::unreplayed_wal_file_name(number));
+            let from = self.shared.dir.join(filename::wal_file_name(number));
+            let to = self
+                .shared
+                .dir
+                .join(filename::unreplayed_wal_file_name(number));
             let partly_replayed = last.is_some_and(|l| l.number == number);
             let result = if partly_replayed {
-                self.fs.read(&from).and_then(|data| {
-                    let mut copy = self.fs.create(&to)?;
+                self.shared.fs.read(&from).and_then(|data| {
+                    let mut copy = self.shared.fs.create(&to)?;
                     copy.append(&data)?;
                     copy.sync()
                 })
             } else {
-                self.fs.rename(&from, &to)
+                self.shared.fs.rename(&from, &to)
             };
             result.map_err(io_error(format!(
                 "setting aside {} after point-in-time recovery stopped at offset {} of {}",
@@ -728,10 +736,11 @@ impl Engine {
                 stop.file
             )))?;
         }
-        self.fs
-            .sync_dir(&self.dir)
-            .map_err(io_error(format!("syncing {}", self.dir.display())))?;
-        *self.recovery_stop.lock() = Some(stop.clone());
+        self.shared
+            .fs
+            .sync_dir(&self.shared.dir)
+            .map_err(io_error(format!("syncing {}", self.shared.dir.display())))?;
+        *self.shared.recovery_stop.lock() = Some(stop.clone());
         Ok(())
     }
 
@@ -739,7 +748,7 @@ impl Engine {
     fn verify_all_tables(&self) -> Result<()> {
         let version = Arc::clone(&self.state.lock().version);
         for (_, _, t) in version.tables() {
-            self.tables.get(t.id.0)?.verify_checksums()?;
+            self.shared.tables.get(t.id.0)?.verify_checksums()?;
         }
         Ok(())
     }
@@ -749,9 +758,10 @@ impl Engine {
     fn delete_obsolete_files_on_open(&self) -> Result<()> {
         let state = self.state.lock();
         let names = self
+            .shared
             .fs
-            .list(&self.dir)
-            .map_err(io_error(format!("listing {}", self.dir.display())))?;
+            .list(&self.shared.dir)
+            .map_err(io_error(format!("listing {}", self.shared.dir.display())))?;
         for name in names {
             let obsolete = match classify(&name) {
                 Some(FileKind::Table(n)) => !state.version.needs_file(TableId(n)),
@@ -763,7 +773,7 @@ impl Engine {
                 _ => false,
             };
             if obsolete {
-                let _ = self.fs.remove_file(&self.dir.join(&name));
+                let _ = self.shared.fs.remove_file(&self.shared.dir.join(&name));
             }
         }
         Ok(())

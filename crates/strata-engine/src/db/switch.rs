@@ -46,7 +46,7 @@ impl Engine {
             let from = state.version.policy().map(str::to_string);
             let edit = handover::switch_edit(policy.as_ref());
             self.install(&mut state, edit, &[], BufferChange::default())?;
-            self.events.policy_switch(&PolicySwitch {
+            self.shared.events.policy_switch(&PolicySwitch {
                 from,
                 to: self.recorded_policy(&state),
                 at_open: false,

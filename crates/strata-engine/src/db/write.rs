@@ -52,29 +52,29 @@ impl Engine {
             )));
         }
         let me = Writer::new(batch, options);
-        let group = match self.write_queue.join(&me) {
+        let group = match self.shared.write_queue.join(&me) {
             Turn::Done(result) => return result,
             Turn::Insert(insert, seq) => {
                 insert.done(self.insert_batch(&insert.memtable, &me.batch, seq, true));
-                return self.write_queue.wait(&me);
+                return self.shared.write_queue.wait(&me);
             }
             Turn::Lead(group) => group,
         };
         let result = if self.options.enable_pipelined_write {
             // The next group may log while this one inserts.
-            let logged = self.log_group(&mut self.commit.lock(), &group, &me);
-            self.write_queue.release(&group);
+            let logged = self.log_group(&mut self.shared.commit.lock(), &group, &me);
+            self.shared.write_queue.release(&group);
             logged.and_then(|logged| self.insert_group(&group, logged))
         } else {
             let result = {
-                let mut commit = self.commit.lock();
+                let mut commit = self.shared.commit.lock();
                 self.log_group(&mut commit, &group, &me)
                     .and_then(|logged| self.insert_group(&group, logged))
             };
-            self.write_queue.release(&group);
+            self.shared.write_queue.release(&group);
             result
         };
-        self.write_queue.finish(&me, &group, &result);
+        self.shared.write_queue.finish(&me, &group, &result);
         result
     }
 
@@ -100,7 +100,7 @@ impl Engine {
         }
         if leader.disable_wal {
             memtable.note_unlogged(first_seq, first_seq + count - 1);
-            Statistics::add(&self.stats.unlogged_batches, group.len() as u64);
+            Statistics::add(&self.shared.stats.unlogged_batches, group.len() as u64);
         } else {
             let batches: Vec<&WriteBatch> = group.iter().map(|w| &w.batch).collect();
             let payload_len = self
@@ -109,16 +109,16 @@ impl Engine {
                     sync,
                 )
                 .inspect_err(|e| self.set_background_error(e))?;
-            Statistics::add(&self.stats.wal_bytes, payload_len as u64 + 8);
+            Statistics::add(&self.shared.stats.wal_bytes, payload_len as u64 + 8);
             if sync {
-                Statistics::add(&self.stats.wal_syncs, 1);
+                Statistics::add(&self.shared.stats.wal_syncs, 1);
             }
         }
         **commit = first_seq + count - 1;
         let place = self
             .options
             .enable_pipelined_write
-            .then(|| self.publication.join(**commit));
+            .then(|| self.shared.publication.join(**commit));
         Ok(Logged {
             memtable,
             first_seq,
@@ -142,7 +142,7 @@ impl Engine {
         let pipelined = self.options.enable_pipelined_write;
         let result = if group.len() > 1 && self.options.allow_concurrent_memtable_write {
             let insert = GroupInsert::new(Arc::clone(&memtable), group.len() - 1);
-            self.write_queue.hand_out(group, &insert, first_seq);
+            self.shared.write_queue.hand_out(group, &insert, first_seq);
             let own = self.insert_batch(&memtable, &group[0].batch, first_seq, true);
             let others = insert.wait();
             own.and(others)
@@ -156,16 +156,20 @@ impl Engine {
             })
         };
         match place {
-            Some(place) => self.publication.publish(&place, &self.last_sequence),
+            Some(place) => self
+                .shared
+                .publication
+                .publish(&place, &self.shared.last_sequence),
             None => self
+                .shared
                 .last_sequence
                 .store(first_seq + count - 1, Ordering::Release),
         }
         // After publishing: a memtable switch waits for it holding the state lock, which
         // recording the error takes.
         result.inspect_err(|e| self.set_background_error(e))?;
-        Statistics::add(&self.stats.batches, group.len() as u64);
-        Statistics::add(&self.stats.write_groups, 1);
+        Statistics::add(&self.shared.stats.batches, group.len() as u64);
+        Statistics::add(&self.shared.stats.write_groups, 1);
         Ok(())
     }
 
@@ -205,10 +209,10 @@ impl Engine {
                 memtable.insert(key, seq, kind, value);
             }
         }
-        Statistics::add(&self.stats.user_bytes, batch.user_bytes());
-        Statistics::add(&self.stats.puts, puts);
-        Statistics::add(&self.stats.deletes, deletes);
-        Statistics::add(&self.stats.value_bytes, value_bytes);
+        Statistics::add(&self.shared.stats.user_bytes, batch.user_bytes());
+        Statistics::add(&self.shared.stats.puts, puts);
+        Statistics::add(&self.shared.stats.deletes, deletes);
+        Statistics::add(&self.shared.stats.value_bytes, value_bytes);
         Ok(())
     }
 
@@ -216,7 +220,7 @@ impl Engine {
     /// then syncs it (`sync`) or hands it to the OS. Returns the payload's length. On an error
     /// the WAL is closed for good; the caller makes the database read-only (failure rule 1).
     fn append_to_wal(&self, encode: impl FnOnce(&mut Vec<u8>), sync: bool) -> Result<usize> {
-        let mut slot = self.wal.lock();
+        let mut slot = self.shared.wal.lock();
         let wal = slot.open_mut()?;
         let mut payload = std::mem::take(&mut wal.buffer);
         payload.clear();
@@ -261,7 +265,10 @@ impl Engine {
                     // a reopen in a strict recovery mode finds no damage. Best effort, and no
                     // sync: a sync could report success for earlier pages a failed writeback
                     // lost (rule 1).
-                    let _ = self.fs.truncate(&self.dir.join(&name), complete_len);
+                    let _ = self
+                        .shared
+                        .fs
+                        .truncate(&self.shared.dir.join(&name), complete_len);
                 }
                 Err(err)
             }
@@ -297,8 +304,8 @@ impl Engine {
                         self.set_write_stall(&mut state, StallCondition::Delayed(cause));
                         MutexGuard::unlocked(&mut state, || std::thread::sleep(wait));
                         let waited = start.elapsed().as_micros() as u64;
-                        Statistics::add(&self.stats.stall_micros, waited);
-                        Statistics::add(&self.stats.delayed_writes, 1);
+                        Statistics::add(&self.shared.stats.stall_micros, waited);
+                        Statistics::add(&self.shared.stats.delayed_writes, 1);
                         continue;
                     }
                 }
@@ -370,7 +377,10 @@ impl Engine {
                 let start = Instant::now();
                 self.background_work
                     .wait_for(&mut state, Duration::from_millis(100));
-                Statistics::add(&self.stats.stall_micros, start.elapsed().as_micros() as u64);
+                Statistics::add(
+                    &self.shared.stats.stall_micros,
+                    start.elapsed().as_micros() as u64,
+                );
                 continue;
             }
             self.switch_memtable(commit, &mut state)?;
@@ -395,9 +405,11 @@ impl Engine {
         state: &mut MutexGuard<'_, EngineState>,
     ) -> Result<()> {
         Self::check_background_error(state)?;
-        self.publication.wait_for(&self.last_sequence, **commit);
+        self.shared
+            .publication
+            .wait_for(&self.shared.last_sequence, **commit);
         let predecessor = {
-            let mut slot = self.wal.lock();
+            let mut slot = self.shared.wal.lock();
             if let WalSlot::Open(old) = &mut *slot {
                 // Sync the finished WAL: a later synced write in the new WAL must not survive a
                 // power cut that loses the unsynced writes before it.
@@ -415,15 +427,15 @@ impl Engine {
             slot.predecessor()
         };
         let number = self.allocate_file_number();
-        let path = self.dir.join(filename::wal_file_name(number));
+        let path = self.shared.dir.join(filename::wal_file_name(number));
         // A mapped WAL leaves a zero-filled tail after a crash, which only the modes that drop
         // torn tails accept (`Options::with_wal_mapped_writes`).
         let mapped = self.options.wal_mapped_writes
             && self.options.wal_recovery_mode != RecoveryMode::AbsoluteConsistency;
         let file = if mapped {
-            self.fs.create_mapped(&path)
+            self.shared.fs.create_mapped(&path)
         } else {
-            self.fs.create(&path)
+            self.shared.fs.create(&path)
         }
         .map_err(|e| Error::io(format!("creating WAL {}", path.display()), e))?;
         // The link record lets recovery tell a lost end of the finished WAL from a torn tail
@@ -435,19 +447,22 @@ impl Engine {
             .map_err(|e| Error::io(format!("writing WAL {}", path.display()), e))
             // The new WAL's directory entry must be durable before a synced write relies on it.
             .and_then(|()| {
-                self.fs.sync_dir(&self.dir).map_err(|e| {
+                self.shared.fs.sync_dir(&self.shared.dir).map_err(|e| {
                     Error::io(
-                        format!("syncing {} after creating WAL {number}", self.dir.display()),
+                        format!(
+                            "syncing {} after creating WAL {number}",
+                            self.shared.dir.display()
+                        ),
                         e,
                     )
                 })
             });
         if let Err(e) = started {
             drop(writer);
-            let _ = self.fs.remove_file(&path);
+            let _ = self.shared.fs.remove_file(&path);
             return Err(e);
         }
-        *self.wal.lock() = WalSlot::Open(Wal {
+        *self.shared.wal.lock() = WalSlot::Open(Wal {
             writer,
             number,
             buffer: Vec::new(),
@@ -553,10 +568,10 @@ impl Engine {
                 |payload| batch::encode_group(payload, first_seq, &[&batch]),
                 last,
             )?;
-            Statistics::add(&self.stats.wal_bytes, len as u64 + 8);
+            Statistics::add(&self.shared.stats.wal_bytes, len as u64 + 8);
             start = end;
         }
-        Statistics::add(&self.stats.wal_syncs, 1);
+        Statistics::add(&self.shared.stats.wal_syncs, 1);
         Ok(true)
     }
 }
