@@ -27,10 +27,8 @@ impl Engine {
     /// report: the job's own, or the read-only error if the job only stopped because of an
     /// earlier background error.
     pub fn job_failed(&self, state: &mut EngineState, e: Error) -> Error {
-        let e = match (e, &state.background_error) {
-            (Error::Closed, Some(first)) if !self.stop_requested() => {
-                Error::ReadOnly(first.clone())
-            }
+        let e = match (e, self.background_error()) {
+            (Error::Closed, Some(first)) if !self.stop_requested() => Error::ReadOnly(first),
             (Error::Closed, _) => Error::Closed,
             (e, _) => {
                 self.record_background_error(state, &e);
@@ -54,7 +52,7 @@ impl Engine {
                 // The lock was released: a shutdown may have been asked for meanwhile.
                 continue;
             }
-            if state.background_error.is_none() {
+            if !self.shared.failed.load(Ordering::Acquire) {
                 let ran = if worker == Worker::Flush {
                     self.pick_flush(&mut state).map(|job| {
                         job.map(|job| {
@@ -100,7 +98,7 @@ impl Engine {
         // one bounds the loop as a whole.
         for _ in 0..MAX_PLANS_PER_FLUSH {
             self.purge_obsolete_files(state);
-            Self::check_background_error(state)?;
+            self.check_background_error()?;
             if let Some(job) = self.pick_flush(state)? {
                 let result = MutexGuard::unlocked(state, || self.run_flush(&job));
                 self.finish_flush(state, job, result)?;
@@ -140,7 +138,7 @@ impl Engine {
         // No commit may be between choosing its memtable and inserting into it while we freeze it.
         let commit = self.shared.commit.lock();
         let mut state = self.state.lock();
-        Self::check_background_error(&state)?;
+        self.check_background_error()?;
         if !state.memtable.is_empty() {
             self.switch_memtable(&commit, &mut state)?;
         }
@@ -151,7 +149,7 @@ impl Engine {
             // The flushed memtables' WALs are gone too when this returns. Memtables a window
             // flush left held stay.
             while state.flush_due(self.options.write_buffer_size) || Self::purging(&state) {
-                Self::check_background_error(&state)?;
+                self.check_background_error()?;
                 self.check_open()?;
                 self.background_work
                     .wait_for(&mut state, Duration::from_millis(100));
@@ -184,7 +182,7 @@ impl Engine {
             return self.run_inline(&mut state);
         }
         loop {
-            Self::check_background_error(&state)?;
+            self.check_background_error()?;
             self.check_open()?;
             let busy = state.flush_due(self.options.write_buffer_size)
                 || state.flush_running

@@ -61,11 +61,11 @@ impl Engine {
             .flush()
             .map_err(|e| Error::io("flushing the WAL for a checkpoint".to_string(), e))?;
         let (version, counters, log_number) = {
-            let mut state = self.state.lock();
+            let state = self.state.lock();
             // Held until the copy ends: the version keeps its table files from deletion, the
             // log number the WALs it needs.
             let log_number = state.log_number;
-            state.checkpoint_log_numbers.push(log_number);
+            self.shared.checkpoint_log_numbers.lock().push(log_number);
             let counters = ManifestRecord {
                 last_seqno: Some(self.shared.last_sequence.load(Ordering::Acquire)),
                 log_number: Some(log_number),
@@ -91,13 +91,9 @@ impl Engine {
             });
         let result = copied.and_then(|()| self.copy_into(dest, &version, counters, log_number));
         {
-            let mut state = self.state.lock();
-            if let Some(i) = state
-                .checkpoint_log_numbers
-                .iter()
-                .position(|&n| n == log_number)
-            {
-                state.checkpoint_log_numbers.swap_remove(i);
+            let mut numbers = self.shared.checkpoint_log_numbers.lock();
+            if let Some(i) = numbers.iter().position(|&n| n == log_number) {
+                numbers.swap_remove(i);
             }
         }
         if result.is_err() {

@@ -379,7 +379,8 @@ impl Engine {
         while state.running_compactions > 0 || state.flush_running {
             self.background_work.wait(&mut state);
         }
-        let result = Self::check_background_error(&state)
+        let result = self
+            .check_background_error()
             .and_then(|()| self.run_manual_compaction(&mut state, range));
         state.manual_compaction = false;
         // The replaced tables are gone when this returns.

@@ -97,9 +97,6 @@ pub(crate) struct EngineState {
     pub frozen: VecDeque<Arc<Memtable>>,
     /// The current version.
     pub version: Arc<Version>,
-    /// The manifest edits are appended to; `None` for a database opened read-only
-    /// ([`crate::Db::open_read_only`]), which never writes to its directory.
-    pub manifest: Option<Manifest>,
     /// WALs below this number hold nothing that is not in tables.
     pub log_number: u64,
     /// Tables and key ranges held by running jobs.
@@ -126,13 +123,8 @@ pub(crate) struct EngineState {
     pub purge_queue: Vec<ObsoleteFile>,
     /// Purges deleting files right now (with the state lock released).
     pub purges_running: usize,
-    /// The log numbers of checkpoints being taken: WALs at or above the smallest stay until
-    /// they end ([`Engine::checkpoint`]).
-    pub checkpoint_log_numbers: Vec<u64>,
     /// Versions readers or jobs may still hold.
     pub live_versions: Vec<Weak<Version>>,
-    /// The first background error (see the failure rules in [`crate::db`]): read-only.
-    pub background_error: Option<String>,
     /// WALs window flushes re-logged entries into (see [`crate::manifest::ManifestRecord`]),
     /// at or above the log number as of open, and added since.
     pub relog_wals: Vec<u64>,
@@ -255,9 +247,20 @@ pub(crate) struct Shared {
     pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
     /// Set by close and drop.
     pub shutting_down: AtomicBool,
-    /// Mirrors `state.background_error.is_some()` for checks that must not take the state lock
-    /// (running jobs poll it to stop early).
+    /// The manifest edits are appended to; `None` for a database opened read-only
+    /// ([`crate::Db::open_read_only`]), which never writes to its directory. Taken after a
+    /// keyspace's state lock.
+    pub manifest: Mutex<Option<Manifest>>,
+    /// Whether the database was opened read-only.
+    pub read_only: bool,
+    /// The first background error (see the failure rules in [`crate::db`]): read-only.
+    pub background_error: Mutex<Option<String>>,
+    /// Mirrors `background_error.is_some()` for checks that take no lock (running jobs poll
+    /// it to stop early; every write checks it).
     pub failed: AtomicBool,
+    /// The log numbers of checkpoints being taken: WALs at or above the smallest stay until
+    /// they end ([`Engine::checkpoint`]).
+    pub checkpoint_log_numbers: Mutex<Vec<u64>>,
     /// The directory lock, released at close.
     pub lock: Mutex<Option<Box<dyn FileLock>>>,
     /// The clock policies see starts here.
@@ -392,14 +395,30 @@ impl Engine {
         self.record_background_error(&mut state, e);
     }
 
-    /// [`Engine::set_background_error`] with the state lock held.
-    pub fn record_background_error(&self, state: &mut EngineState, e: &Error) {
-        if state.background_error.is_none() {
-            state.background_error = Some(e.to_string());
+    /// [`Engine::set_background_error`] with the state lock held (so that a waiter that
+    /// checked for errors under it cannot miss the wake-up).
+    pub fn record_background_error(&self, _state: &mut EngineState, e: &Error) {
+        let first = {
+            let mut error = self.shared.background_error.lock();
+            let first = error.is_none();
+            if first {
+                *error = Some(e.to_string());
+            }
+            self.shared.failed.store(true, Ordering::Release);
+            first
+        };
+        if first {
             self.shared.events.background_error(e);
         }
-        self.shared.failed.store(true, Ordering::Release);
         self.background_work.notify_all();
+    }
+
+    /// The first background error, if one was recorded.
+    pub fn background_error(&self) -> Option<String> {
+        if !self.shared.failed.load(Ordering::Acquire) {
+            return None;
+        }
+        self.shared.background_error.lock().clone()
     }
 
     /// Records how writers are admitted now, reporting a change of condition or cause.
@@ -419,12 +438,14 @@ impl Engine {
 
     /// The read-only error, if a background error was recorded or the database was opened
     /// read-only. Every path that would write to the directory checks it first.
-    pub fn check_background_error(state: &EngineState) -> Result<()> {
-        match (&state.background_error, &state.manifest) {
-            (Some(e), _) => Err(Error::ReadOnly(e.clone())),
-            (None, None) => Err(Error::ReadOnly(OPENED_READ_ONLY.to_string())),
-            (None, Some(_)) => Ok(()),
+    pub fn check_background_error(&self) -> Result<()> {
+        if let Some(e) = self.background_error() {
+            return Err(Error::ReadOnly(e));
         }
+        if self.shared.read_only {
+            return Err(Error::ReadOnly(OPENED_READ_ONLY.to_string()));
+        }
+        Ok(())
     }
 
     /// Publishes what readers see from `state`.

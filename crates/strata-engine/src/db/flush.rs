@@ -363,7 +363,8 @@ impl Engine {
             Ok(o) => o,
             Err(e) => return Err(self.job_failed(state, e)),
         };
-        let relogged = match Self::check_background_error(state)
+        let relogged = match self
+            .check_background_error()
             .and_then(|()| self.relog(out.rebuffered.as_deref(), &memtables))
         {
             Ok(relogged) => relogged,

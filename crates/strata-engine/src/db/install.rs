@@ -58,7 +58,7 @@ impl Engine {
             relogged_into,
             evicted,
         } = buffer;
-        if let Err(e) = Self::check_background_error(state) {
+        if let Err(e) = self.check_background_error() {
             self.discard_outputs(state, files);
             return Err(e);
         }
@@ -84,7 +84,7 @@ impl Engine {
             evicted: evicted.iter().cloned().collect(),
             lifetime,
         };
-        let appended = match state.manifest.as_mut() {
+        let appended = match self.shared.manifest.lock().as_mut() {
             Some(manifest) => manifest.append(&record),
             None => Err(Error::ReadOnly(OPENED_READ_ONLY.to_string())),
         };
@@ -127,11 +127,13 @@ impl Engine {
             state.relog_wals.push(n);
         }
         self.install_super_version(state);
-        if state
+        let rotate = self
+            .shared
             .manifest
+            .lock()
             .as_ref()
-            .is_some_and(|m| m.size() > self.options.max_manifest_file_size)
-        {
+            .is_some_and(|m| m.size() > self.options.max_manifest_file_size);
+        if rotate {
             if let Err(e) = self.rotate_manifest(state) {
                 // The edit is durable in the old manifest; only the rotation failed (rule 6).
                 self.record_background_error(state, &e);
@@ -159,25 +161,25 @@ impl Engine {
     /// would be lost otherwise). Nothing on a read-only or failed database.
     pub fn record_lifetime(&self) -> Result<()> {
         let mut state = self.state.lock();
-        if state.background_error.is_some() {
+        if self.background_error().is_some() {
             return Ok(());
         }
         let record = ManifestRecord {
             lifetime: Some(self.lifetime_stats()),
             ..ManifestRecord::default()
         };
-        match state.manifest.as_mut() {
-            Some(manifest) => manifest.append(&record).inspect_err(|e| {
-                self.record_background_error(&mut state, e);
-            }),
+        let appended = match self.shared.manifest.lock().as_mut() {
+            Some(manifest) => manifest.append(&record),
             None => Ok(()),
-        }
+        };
+        appended.inspect_err(|e| self.record_background_error(&mut state, e))
     }
 
     /// Starts a fresh manifest holding a snapshot of the live version and points `CURRENT` at
     /// it. On failure the old manifest stays open and on disk (`CURRENT` may name either).
     fn rotate_manifest(&self, state: &mut MutexGuard<'_, EngineState>) -> Result<()> {
-        let Some(old) = state.manifest.as_ref().map(Manifest::number) else {
+        let mut manifest = self.shared.manifest.lock();
+        let Some(old) = manifest.as_ref().map(Manifest::number) else {
             return Err(Error::ReadOnly(OPENED_READ_ONLY.to_string()));
         };
         let number = self.allocate_file_number();
@@ -190,7 +192,7 @@ impl Engine {
             lifetime: Some(self.lifetime_stats()),
             ..ManifestRecord::default()
         };
-        state.manifest = Some(Manifest::create(
+        *manifest = Some(Manifest::create(
             self.shared.fs.as_ref(),
             &self.shared.dir,
             number,
@@ -254,7 +256,13 @@ impl Engine {
         }
         let queue = std::mem::take(&mut state.purge_queue);
         // A checkpoint copying WALs keeps those it needs.
-        let wal_floor = state.checkpoint_log_numbers.iter().min().copied();
+        let wal_floor = self
+            .shared
+            .checkpoint_log_numbers
+            .lock()
+            .iter()
+            .min()
+            .copied();
         state.purges_running += 1;
         let failed = MutexGuard::unlocked(state, || {
             let mut failed = Vec::new();

@@ -399,9 +399,10 @@ impl Db {
             return Ok(());
         }
         let background_error = {
-            let state = self.engine.state.lock();
+            // Under the lock, so that no background thread misses the wake-up.
+            let _state = self.engine.state.lock();
             self.engine.background_work.notify_all();
-            state.background_error.clone()
+            self.engine.background_error()
         };
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
@@ -411,7 +412,7 @@ impl Db {
             self.engine.purge_obsolete_files(&mut state);
             // Writes left out of the WAL and still buffered: logged now, so that a clean close
             // loses nothing (not after a background error, which closed the WAL).
-            if background_error.is_none() && state.manifest.is_some() {
+            if background_error.is_none() && !self.engine.shared.read_only {
                 self.engine.log_unlogged(&state, true)
             } else {
                 Ok(())

@@ -472,7 +472,11 @@ impl Engine {
             next_file_number: AtomicU64::new(found.next_file_number),
             snapshots: Mutex::new(BTreeMap::new()),
             shutting_down: AtomicBool::new(false),
+            read_only: found.manifest.is_none(),
+            manifest: Mutex::new(found.manifest),
+            background_error: Mutex::new(None),
             failed: AtomicBool::new(false),
+            checkpoint_log_numbers: Mutex::new(Vec::new()),
             lock: Mutex::new(found.lock),
             opened_at: Instant::now(),
             recovery_stop: Mutex::new(None),
@@ -489,7 +493,6 @@ impl Engine {
                 frozen: VecDeque::new(),
                 live_versions: vec![Arc::downgrade(&version)],
                 version,
-                manifest: found.manifest,
                 log_number: found.log_number,
                 leases: Leases::new(),
                 running_compactions: 0,
@@ -503,8 +506,6 @@ impl Engine {
                 obsolete_tables: Vec::new(),
                 purge_queue: Vec::new(),
                 purges_running: 0,
-                checkpoint_log_numbers: Vec::new(),
-                background_error: None,
                 relog_wals: found.relog_wals,
                 held: HeldBuffer::default(),
                 evictions: found.evictions,
@@ -757,6 +758,7 @@ impl Engine {
     /// references, old WALs, old manifests.
     fn delete_obsolete_files_on_open(&self) -> Result<()> {
         let state = self.state.lock();
+        let manifest = self.shared.manifest.lock();
         let names = self
             .shared
             .fs
@@ -766,9 +768,7 @@ impl Engine {
             let obsolete = match classify(&name) {
                 Some(FileKind::Table(n)) => !state.version.needs_file(TableId(n)),
                 Some(FileKind::Wal(n)) => n < state.log_number,
-                Some(FileKind::Manifest(n)) => {
-                    state.manifest.as_ref().is_some_and(|m| m.number() != n)
-                }
+                Some(FileKind::Manifest(n)) => manifest.as_ref().is_some_and(|m| m.number() != n),
                 Some(FileKind::Temp) => true,
                 _ => false,
             };

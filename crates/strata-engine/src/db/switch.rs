@@ -19,8 +19,8 @@ impl Engine {
     pub fn set_policy(&self, policy: Arc<dyn CompactionPolicy>) -> Result<()> {
         self.check_open()?;
         let mut state = self.state.lock();
-        Self::check_background_error(&state)?;
-        if state.manifest.is_none() {
+        self.check_background_error()?;
+        if self.shared.read_only {
             return Err(Error::ReadOnly(
                 "the database was opened read-only; a policy switch writes the manifest"
                     .to_string(),
@@ -33,7 +33,10 @@ impl Engine {
         }
         state.switching = true;
         let drained = loop {
-            if let Err(e) = Self::check_background_error(&state).and_then(|()| self.check_open()) {
+            if let Err(e) = self
+                .check_background_error()
+                .and_then(|()| self.check_open())
+            {
                 break Err(e);
             }
             if !state.flush_running && state.running_compactions == 0 {

@@ -287,7 +287,7 @@ impl Engine {
         let mut state = self.state.lock();
         let mut delayed = false;
         loop {
-            Self::check_background_error(&state)?;
+            self.check_background_error()?;
             self.check_open()?;
             let l0_runs = state.version.level(0).runs().len();
             let synchronous = self.options.synchronous_compaction;
@@ -404,7 +404,7 @@ impl Engine {
         commit: &MutexGuard<'_, SeqNo>,
         state: &mut MutexGuard<'_, EngineState>,
     ) -> Result<()> {
-        Self::check_background_error(state)?;
+        self.check_background_error()?;
         self.shared
             .publication
             .wait_for(&self.shared.last_sequence, **commit);
