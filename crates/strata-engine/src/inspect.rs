@@ -269,7 +269,7 @@ pub fn inspect_db(fs: Arc<dyn FileSystem>, dir: &Path, what: InspectDb) -> Resul
         .map_err(|e| Error::io(format!("reading {}", manifest_path.display()), e))?;
     let manifest_bytes = data.len() as u64;
     let (manifest_records, edits) = manifest_history(data, &manifest_name)?;
-    let version = &recovered.version;
+    let version = &recovered.default_keyspace().version;
     let names = fs
         .list(dir)
         .map_err(|e| Error::io(format!("listing {}", dir.display()), e))?;
@@ -283,7 +283,7 @@ pub fn inspect_db(fs: Arc<dyn FileSystem>, dir: &Path, what: InspectDb) -> Resul
             Some(FileKind::Wal(number)) => wals.push(WalFileSummary {
                 number,
                 bytes: size(),
-                replayed: number >= recovered.log_number,
+                replayed: number >= recovered.log_number(),
             }),
             Some(FileKind::Table(number)) => {
                 on_disk.insert(number);
@@ -354,12 +354,13 @@ pub fn inspect_db(fs: Arc<dyn FileSystem>, dir: &Path, what: InspectDb) -> Resul
         manifest_records,
         manifest_torn_tail: recovered
             .dropped_tail
+            .clone()
             .map(|(offset, why)| format!("offset {offset}: {why}")),
         next_file_number: recovered.next_file_number,
         last_seqno: recovered.last_seqno,
-        log_number: recovered.log_number,
+        log_number: recovered.log_number(),
         flushes: version.flushes(),
-        lifetime: recovered.lifetime.clone(),
+        lifetime: recovered.default_keyspace().lifetime.clone(),
         policy: version.policy().map(str::to_string),
         in_handover: version.in_handover(),
         policy_state,

@@ -23,6 +23,7 @@ mod tests {
     use crate::batch::encode_group;
     use crate::fs::{FileSystem, MemFs};
     use crate::log::{LogReader, LogWriter, RecoveryMode};
+    use crate::manifest::{KeyspaceDefinition, ManifestRecord};
     use crate::{Db, Error, Options, WriteBatch, WriteOptions};
     use std::path::Path;
     use std::sync::Arc;
@@ -50,34 +51,69 @@ mod tests {
         db.close().unwrap();
     }
 
-    /// A WAL record of a keyspace the manifest does not name (a later build's, or damage) stops
+    /// Rewrites the log file at `path` with its records and `more` after them.
+    fn append_records(fs: &MemFs, path: &Path, more: &[Vec<u8>]) {
+        let mut reader = LogReader::new(
+            fs.read(path).unwrap(),
+            "log".into(),
+            RecoveryMode::PointInTime,
+        );
+        let mut writer = LogWriter::new(fs.create(path).unwrap());
+        while let Some(record) = reader.next_record().unwrap() {
+            writer.add_record(&record).unwrap();
+        }
+        for record in more {
+            writer.add_record(record).unwrap();
+        }
+        writer.sync().unwrap();
+    }
+
+    /// A closed database of one key, and the paths of its newest WAL and its manifest.
+    fn closed_database(fs: &MemFs) -> (std::path::PathBuf, std::path::PathBuf) {
+        let db = Db::open("/db", options(fs)).unwrap();
+        db.put("a", "1").unwrap();
+        db.close().unwrap();
+        let dir = Path::new("/db");
+        let names = fs.list(dir).unwrap();
+        let wal = crate::filename::wal_numbers(&names)
+            .last()
+            .map(|&n| dir.join(crate::filename::wal_file_name(n)))
+            .unwrap();
+        let current = String::from_utf8(fs.read(&dir.join("CURRENT")).unwrap()).unwrap();
+        (wal, dir.join(current.trim()))
+    }
+
+    /// A WAL record holding an entry of keyspace `id`, at sequence number 2.
+    fn wal_entry_of(id: u32) -> Vec<u8> {
+        let mut batch = WriteBatch::new();
+        batch.put_in_keyspace(KeyspaceId(id), b"b", b"2").unwrap();
+        let mut payload = Vec::new();
+        encode_group(&mut payload, 2, &[&batch]);
+        payload
+    }
+
+    fn manifest_record(record: &ManifestRecord) -> Vec<u8> {
+        serde_json::to_vec(record).unwrap()
+    }
+
+    fn creation(id: u32, name: &str) -> ManifestRecord {
+        ManifestRecord {
+            keyspace: Some(KeyspaceId(id)),
+            create_keyspace: Some(KeyspaceDefinition {
+                name: name.to_string(),
+                options: Default::default(),
+            }),
+            ..ManifestRecord::default()
+        }
+    }
+
+    /// A WAL record of a keyspace the manifest never had (a later build's, or damage) stops
     /// the open instead of being dropped, and the WAL stays as it was.
     #[test]
     fn a_wal_entry_of_an_unknown_keyspace_stops_the_open() {
         let fs = MemFs::new();
-        let db = Db::open("/db", options(&fs)).unwrap();
-        db.put("a", "1").unwrap();
-        db.close().unwrap();
-        let dir = Path::new("/db");
-        let wal = crate::filename::wal_numbers(&fs.list(dir).unwrap())
-            .last()
-            .map(|&n| dir.join(crate::filename::wal_file_name(n)))
-            .unwrap();
-        let mut reader = LogReader::new(
-            fs.read(&wal).unwrap(),
-            "wal".into(),
-            RecoveryMode::PointInTime,
-        );
-        let mut writer = LogWriter::new(fs.create(&wal).unwrap());
-        while let Some(record) = reader.next_record().unwrap() {
-            writer.add_record(&record).unwrap();
-        }
-        let mut batch = WriteBatch::new();
-        batch.put_in_keyspace(KeyspaceId(7), b"b", b"2").unwrap();
-        let mut payload = Vec::new();
-        encode_group(&mut payload, 2, &[&batch]);
-        writer.add_record(&payload).unwrap();
-        writer.sync().unwrap();
+        let (wal, _) = closed_database(&fs);
+        append_records(&fs, &wal, &[wal_entry_of(7)]);
         let before = fs.read(&wal).unwrap();
         let e = Db::open("/db", options(&fs)).err().unwrap();
         assert!(
@@ -85,5 +121,50 @@ mod tests {
             "{e}"
         );
         assert_eq!(fs.read(&wal).unwrap(), before);
+    }
+
+    /// Entries of a keyspace the manifest created and dropped are skipped: its data went with
+    /// it.
+    #[test]
+    fn wal_entries_of_a_dropped_keyspace_are_skipped() {
+        let fs = MemFs::new();
+        let (wal, manifest) = closed_database(&fs);
+        let dropped = ManifestRecord {
+            keyspace: Some(KeyspaceId(1)),
+            drop_keyspace: true,
+            ..ManifestRecord::default()
+        };
+        append_records(
+            &fs,
+            &manifest,
+            &[
+                manifest_record(&creation(1, "gone")),
+                manifest_record(&dropped),
+            ],
+        );
+        append_records(&fs, &wal, &[wal_entry_of(1)]);
+        let db = Db::open("/db", options(&fs)).unwrap();
+        assert_eq!(db.get("a").unwrap().as_deref(), Some(&b"1"[..]));
+        assert_eq!(
+            db.get("b").unwrap(),
+            None,
+            "keyspace 1's entry is not the default's"
+        );
+        db.close().unwrap();
+        // The number stays taken in the manifest the open wrote.
+        let recovered = crate::manifest::recover(&fs, Path::new("/db")).unwrap();
+        assert_eq!(recovered.next_keyspace_id, 2);
+    }
+
+    /// Until keyspaces open, a database that has some is refused by name, and left as it was.
+    #[test]
+    fn a_database_with_other_keyspaces_is_refused_naming_them() {
+        let fs = MemFs::new();
+        let (_, manifest) = closed_database(&fs);
+        append_records(&fs, &manifest, &[manifest_record(&creation(1, "events"))]);
+        let before = fs.read(&manifest).unwrap();
+        let e = Db::open("/db", options(&fs)).err().unwrap();
+        assert!(e.to_string().contains("events"), "{e}");
+        assert_eq!(fs.read(&manifest).unwrap(), before);
     }
 }

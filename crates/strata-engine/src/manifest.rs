@@ -16,9 +16,11 @@ use crate::error::{Error, Result};
 use crate::filename::{classify, manifest_file_name, FileKind, CURRENT};
 use crate::fs::{FileSystem, WritableFile};
 use crate::key::{SeqNo, MAX_SEQNO};
+use crate::keyspace::KeyspaceId;
 use crate::log::{LogReader, LogWriter, RecoveryMode};
 use crate::stats::LifetimeStats;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use strata_meta::{KeyRange, NextIds, Version, VersionEdit};
@@ -26,12 +28,28 @@ use strata_meta::{KeyRange, NextIds, Version, VersionEdit};
 /// The newest manifest format this build writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
 
-/// One manifest record: an edit plus the engine's counters at the time.
+/// One manifest record: an edit plus the engine's counters at the time. The edit, the log
+/// number, the re-logged WALs, the evictions and the statistics are about one keyspace
+/// (`keyspace`); the file number and the sequence number are the database's.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ManifestRecord {
     /// Set on the first record of each manifest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub format_version: Option<u32>,
+    /// The keyspace the record is about; absent for the default keyspace (so manifests of
+    /// databases without keyspaces read as before).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keyspace: Option<KeyspaceId>,
+    /// Creates `keyspace` with this definition; the record's edit is its first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub create_keyspace: Option<KeyspaceDefinition>,
+    /// Drops `keyspace`: its tables become obsolete and its WAL entries are skipped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub drop_keyspace: bool,
+    /// The number the next keyspace created gets (on each manifest's first record, and with
+    /// each creation): numbers are never reused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_keyspace_id: Option<u32>,
     /// The version edit.
     pub edit: VersionEdit,
     /// The next file number to allocate (tables, WALs and manifests share one counter).
@@ -80,27 +98,160 @@ impl BufferEviction {
     }
 }
 
-/// What recovery read from the manifest.
-#[derive(Debug)]
-pub struct Recovered {
+/// What a manifest records to rebuild a keyspace besides its version: its name and the
+/// options set for it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyspaceDefinition {
+    /// Its name, unique among the database's live keyspaces.
+    pub name: String,
+    /// Options set for the keyspace (name → value); the database's apply to the others.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub options: BTreeMap<String, String>,
+}
+
+/// The name of the default keyspace, which every database has.
+pub const DEFAULT_KEYSPACE_NAME: &str = "default";
+
+/// One keyspace as the manifest records it.
+#[derive(Clone, Debug)]
+pub struct RecoveredKeyspace {
+    /// Its name and options.
+    pub definition: KeyspaceDefinition,
     /// The version.
     pub version: Version,
-    /// The next file number to allocate.
-    pub next_file_number: u64,
-    /// The last sequence number recorded.
-    pub last_seqno: u64,
-    /// WALs at or above this number must be replayed.
+    /// WALs at or above this number hold its entries that are not in its tables.
     pub log_number: u64,
     /// WALs at or above `log_number` that hold entries re-logged by window flushes.
     pub relog_wals: Vec<u64>,
     /// Window flushes' evictions from WALs at or above `log_number`.
     pub evictions: Vec<BufferEviction>,
+    /// What the keyspace did before (the last statistics recorded).
+    pub lifetime: LifetimeStats,
+}
+
+impl RecoveredKeyspace {
+    fn new(definition: KeyspaceDefinition) -> Self {
+        RecoveredKeyspace {
+            definition,
+            version: Version::new(),
+            log_number: 0,
+            relog_wals: Vec::new(),
+            evictions: Vec::new(),
+            lifetime: LifetimeStats::default(),
+        }
+    }
+
+    /// The default keyspace of a new database.
+    pub fn new_default() -> Self {
+        Self::new(KeyspaceDefinition {
+            name: DEFAULT_KEYSPACE_NAME.to_string(),
+            options: BTreeMap::new(),
+        })
+    }
+
+    /// The record that carries this keyspace into a new manifest: its definition (unless it is
+    /// the default keyspace), a snapshot of its version, its WAL state and statistics.
+    pub fn snapshot_record(&self, id: KeyspaceId) -> ManifestRecord {
+        KeyspaceSnapshot {
+            id,
+            definition: &self.definition,
+            version: &self.version,
+            log_number: self.log_number,
+            relog_wals: self.relog_wals.clone(),
+            evictions: self.evictions.clone(),
+            lifetime: self.lifetime.clone(),
+        }
+        .record()
+    }
+}
+
+/// A keyspace's state as a new manifest records it (see [`RecoveredKeyspace::snapshot_record`]),
+/// borrowed from wherever it lives.
+pub struct KeyspaceSnapshot<'a> {
+    /// The keyspace.
+    pub id: KeyspaceId,
+    /// Its definition.
+    pub definition: &'a KeyspaceDefinition,
+    /// Its version.
+    pub version: &'a Version,
+    /// Its log number.
+    pub log_number: u64,
+    /// WALs at or above the log number holding re-logged entries.
+    pub relog_wals: Vec<u64>,
+    /// Evictions from WALs at or above the log number.
+    pub evictions: Vec<BufferEviction>,
+    /// Its statistics.
+    pub lifetime: LifetimeStats,
+}
+
+impl KeyspaceSnapshot<'_> {
+    /// The record: for the default keyspace, one that reads as a manifest before keyspaces did.
+    pub fn record(self) -> ManifestRecord {
+        let default = self.id == KeyspaceId::DEFAULT;
+        ManifestRecord {
+            keyspace: (!default).then_some(self.id),
+            create_keyspace: (!default).then(|| self.definition.clone()),
+            edit: snapshot_edit(self.version),
+            log_number: Some(self.log_number),
+            relogged_into: self.relog_wals,
+            evicted: self.evictions,
+            lifetime: Some(self.lifetime),
+            ..ManifestRecord::default()
+        }
+    }
+}
+
+/// The database's counters, which a new manifest's first record carries.
+#[derive(Clone, Copy, Debug)]
+pub struct Counters {
+    /// The next file number to allocate.
+    pub next_file_number: u64,
+    /// The last sequence number whose data is in tables or in the WALs the keyspaces' log
+    /// numbers keep.
+    pub last_seqno: u64,
+    /// The number the next keyspace created gets.
+    pub next_keyspace_id: u32,
+}
+
+/// What recovery read from the manifest.
+#[derive(Debug)]
+pub struct Recovered {
+    /// Every live keyspace, the default one always.
+    pub keyspaces: BTreeMap<KeyspaceId, RecoveredKeyspace>,
+    /// The number the next keyspace created gets.
+    pub next_keyspace_id: u32,
+    /// The next file number to allocate.
+    pub next_file_number: u64,
+    /// The last sequence number recorded.
+    pub last_seqno: u64,
     /// The manifest's number.
     pub manifest_number: u64,
     /// Where the manifest's tail was dropped, if the file ended inside its last record.
     pub dropped_tail: Option<(u64, String)>,
-    /// The last record's [`ManifestRecord::lifetime`] (empty when none carries one).
-    pub lifetime: LifetimeStats,
+}
+
+impl Recovered {
+    /// The default keyspace.
+    pub fn default_keyspace(&self) -> &RecoveredKeyspace {
+        &self.keyspaces[&KeyspaceId::DEFAULT]
+    }
+
+    /// The first WAL some keyspace needs replayed: the smallest log number.
+    pub fn log_number(&self) -> u64 {
+        self.keyspaces
+            .values()
+            .map(|k| k.log_number)
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Every stored table file of every keyspace, with its size and whether it is a table of
+    /// the version (rather than a file kept for the blocks tables refer to).
+    pub fn stored_files(&self) -> impl Iterator<Item = (strata_meta::TableId, u64, bool)> + '_ {
+        self.keyspaces
+            .values()
+            .flat_map(|k| k.version.stored_files())
+    }
 }
 
 /// An edit that builds `version` from an empty tree (runs are created newest first, which the
@@ -179,7 +330,8 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         .map_err(io(format!("reading {}", dir.join(name).display())))?;
     // A crash while appending leaves a torn last record: its edit was never acknowledged.
     let mut reader = LogReader::new(data, name.to_string(), RecoveryMode::TolerateCorruptedTail);
-    let mut version = Version::new();
+    let mut keyspaces = BTreeMap::from([(KeyspaceId::DEFAULT, RecoveredKeyspace::new_default())]);
+    let mut next_keyspace_id = 1u32;
     // The manifest's own number is allocated, so later files need a number above it.
     let Some(mut next_file_number) = manifest_number.checked_add(1) else {
         return Err(Error::corruption(
@@ -189,11 +341,7 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         ));
     };
     let mut last_seqno = 0;
-    let mut log_number = 0;
-    let mut relog_wals: Vec<u64> = Vec::new();
-    let mut evictions: Vec<BufferEviction> = Vec::new();
     let mut records = 0u64;
-    let mut lifetime = LifetimeStats::default();
     while let Some(payload) = reader.next_record()? {
         let offset = reader.last_record_offset();
         let record: ManifestRecord = serde_json::from_slice(&payload).map_err(|e| {
@@ -219,9 +367,46 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
             }
         }
         records += 1;
-        version = version
+        let corrupt = |why: String| Error::corruption(name, offset, why);
+        let id = record.keyspace.unwrap_or(KeyspaceId::DEFAULT);
+        if let Some(n) = record.next_keyspace_id {
+            next_keyspace_id = next_keyspace_id.max(n);
+        }
+        if let Some(definition) = &record.create_keyspace {
+            if id == KeyspaceId::DEFAULT || keyspaces.contains_key(&id) {
+                return Err(corrupt(format!("creates keyspace {}, which exists", id.0)));
+            }
+            if keyspaces
+                .values()
+                .any(|k| k.definition.name == definition.name)
+            {
+                return Err(corrupt(format!(
+                    "creates a second keyspace named {:?}",
+                    definition.name
+                )));
+            }
+            keyspaces.insert(id, RecoveredKeyspace::new(definition.clone()));
+            next_keyspace_id = next_keyspace_id.max(id.0.saturating_add(1));
+        }
+        if record.drop_keyspace {
+            if id == KeyspaceId::DEFAULT || keyspaces.remove(&id).is_none() {
+                return Err(corrupt(format!(
+                    "drops keyspace {}, which is not a live keyspace one may drop",
+                    id.0
+                )));
+            }
+            continue;
+        }
+        let Some(keyspace) = keyspaces.get_mut(&id) else {
+            return Err(corrupt(format!(
+                "is about keyspace {}, which no earlier record creates",
+                id.0
+            )));
+        };
+        keyspace.version = keyspace
+            .version
             .apply(&record.edit)
-            .map_err(|e| Error::corruption(name, offset, format!("edit does not apply: {e}")))?;
+            .map_err(|e| corrupt(format!("edit does not apply: {e}")))?;
         if let Some(n) = record.next_file_number {
             next_file_number = next_file_number.max(n);
         }
@@ -239,12 +424,12 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
             last_seqno = last_seqno.max(s);
         }
         if let Some(n) = record.log_number {
-            log_number = log_number.max(n);
+            keyspace.log_number = keyspace.log_number.max(n);
         }
-        relog_wals.extend(&record.relogged_into);
-        evictions.extend(record.evicted);
+        keyspace.relog_wals.extend(&record.relogged_into);
+        keyspace.evictions.extend(record.evicted);
         if let Some(l) = record.lifetime {
-            lifetime = l;
+            keyspace.lifetime = l;
         }
     }
     if records == 0 {
@@ -265,24 +450,20 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
             ),
         ));
     }
+    for keyspace in keyspaces.values_mut() {
+        let log_number = keyspace.log_number;
+        keyspace.relog_wals.retain(|&n| n >= log_number);
+        keyspace.relog_wals.sort_unstable();
+        keyspace.relog_wals.dedup();
+        keyspace.evictions.retain(|e| e.below_wal > log_number);
+    }
     Ok(Recovered {
-        version,
+        keyspaces,
+        next_keyspace_id,
         next_file_number,
         last_seqno,
-        log_number,
-        relog_wals: {
-            relog_wals.retain(|&n| n >= log_number);
-            relog_wals.sort_unstable();
-            relog_wals.dedup();
-            relog_wals
-        },
-        evictions: {
-            evictions.retain(|e| e.below_wal > log_number);
-            evictions
-        },
         manifest_number,
         dropped_tail: reader.dropped_tail(),
-        lifetime,
     })
 }
 
@@ -294,32 +475,43 @@ pub struct Manifest {
 }
 
 impl Manifest {
-    /// Starts manifest `number` with a snapshot of `version` and the counters, then points
-    /// `CURRENT` at it.
+    /// Starts manifest `number` with `records` (snapshots of every keyspace, see
+    /// [`KeyspaceSnapshot::record`]; the default keyspace's goes first, with the database's
+    /// `counters` on it), then points `CURRENT` at it.
     pub fn create(
         fs: &dyn FileSystem,
         dir: &Path,
         number: u64,
-        version: &Version,
-        counters: ManifestRecord,
+        mut records: Vec<ManifestRecord>,
+        counters: Counters,
     ) -> Result<Manifest> {
+        // The default keyspace's record first (`keyspace` absent sorts first).
+        records.sort_by_key(|r| r.keyspace);
         let name = manifest_file_name(number);
         let path = dir.join(&name);
         let file: Box<dyn WritableFile> = fs
             .create(&path)
             .map_err(io(format!("creating {}", path.display())))?;
         let mut writer = LogWriter::new(file);
-        let record = ManifestRecord {
-            format_version: Some(FORMAT_VERSION),
-            edit: snapshot_edit(version),
-            ..counters
-        };
-        let payload = serde_json::to_vec(&record).map_err(|e| {
-            Error::InvalidArgument(format!("manifest record cannot be encoded: {e}"))
-        })?;
+        for (i, mut record) in records.into_iter().enumerate() {
+            if i == 0 {
+                // A manifest's first record is the default keyspace's, so that a build without
+                // keyspaces reads a manifest of a database that has none.
+                record.format_version = Some(FORMAT_VERSION);
+                record.next_file_number = Some(counters.next_file_number);
+                record.last_seqno = Some(counters.last_seqno);
+                record.next_keyspace_id =
+                    (counters.next_keyspace_id > 1).then_some(counters.next_keyspace_id);
+            }
+            let payload = serde_json::to_vec(&record).map_err(|e| {
+                Error::InvalidArgument(format!("manifest record cannot be encoded: {e}"))
+            })?;
+            writer
+                .add_record(&payload)
+                .map_err(io(format!("writing {}", path.display())))?;
+        }
         writer
-            .add_record(&payload)
-            .and_then(|()| writer.sync())
+            .sync()
             .map_err(io(format!("writing {}", path.display())))?;
         // Switch CURRENT atomically: a crash leaves either the old or the new manifest named.
         let tmp = dir.join(format!("{CURRENT}.{number}.tmp"));
@@ -413,7 +605,7 @@ mod tests {
                 r.manifest_number,
                 r.next_file_number,
                 r.last_seqno,
-                r.log_number
+                r.log_number()
             ),
             (3, 9, 41, 5)
         );
@@ -454,6 +646,113 @@ mod tests {
         assert!(
             reason.contains("beyond the largest sequence number"),
             "{reason}"
+        );
+    }
+
+    const EMPTY_EDIT: &str = r#""edit":{"deleted":[],"new_runs":[],"added":[]}"#;
+
+    fn record(fields: &str) -> String {
+        format!("{{{EMPTY_EDIT}{fields}}}")
+    }
+
+    #[test]
+    fn keyspaces_are_created_recorded_and_dropped() {
+        let create = |id: u32, name: &str| {
+            record(&format!(
+                r#","keyspace":{id},"create_keyspace":{{"name":"{name}","options":{{"write_buffer_size":"4MiB"}}}}"#
+            ))
+        };
+        let fs = dir_with(
+            2,
+            &[
+                FIRST,
+                &create(1, "events"),
+                &create(2, "users"),
+                &record(r#","keyspace":2,"log_number":7"#),
+                &record(r#","log_number":5"#),
+                &record(r#","keyspace":1,"drop_keyspace":true"#),
+            ],
+        );
+        let r = recover(&fs, Path::new("/db")).unwrap();
+        let live: Vec<(u32, &str)> = r
+            .keyspaces
+            .iter()
+            .map(|(id, k)| (id.0, k.definition.name.as_str()))
+            .collect();
+        assert_eq!(live, vec![(0, DEFAULT_KEYSPACE_NAME), (2, "users")]);
+        assert_eq!(
+            r.next_keyspace_id, 3,
+            "a dropped keyspace's number is not reused"
+        );
+        let users = &r.keyspaces[&KeyspaceId(2)];
+        assert_eq!(users.log_number, 7);
+        assert_eq!(users.definition.options["write_buffer_size"], "4MiB");
+        assert_eq!((r.default_keyspace().log_number, r.log_number()), (5, 5));
+    }
+
+    #[test]
+    fn a_record_about_a_keyspace_no_record_created_is_corruption() {
+        let cases = [
+            (
+                record(r#","keyspace":4,"log_number":7"#),
+                "no earlier record creates",
+            ),
+            (
+                record(r#","keyspace":1,"drop_keyspace":true"#),
+                "not a live keyspace",
+            ),
+            (record(r#","drop_keyspace":true"#), "not a live keyspace"),
+            (
+                record(r#","create_keyspace":{"name":"x"}"#),
+                "creates keyspace 0, which exists",
+            ),
+        ];
+        for (bad, expected) in cases {
+            let fs = dir_with(1, &[FIRST, &bad]);
+            let reason = corruption_reason(recover(&fs, Path::new("/db")));
+            assert!(reason.contains(expected), "{bad}: {reason}");
+        }
+        let twice = record(r#","keyspace":1,"create_keyspace":{"name":"a"}"#);
+        let again = record(r#","keyspace":2,"create_keyspace":{"name":"a"}"#);
+        let fs = dir_with(1, &[FIRST, &twice, &again]);
+        let reason = corruption_reason(recover(&fs, Path::new("/db")));
+        assert!(reason.contains("second keyspace named"), "{reason}");
+    }
+
+    /// A new manifest holds every keyspace, the default one first with the counters, and
+    /// recovers to the same keyspaces.
+    #[test]
+    fn snapshots_of_every_keyspace_start_a_new_manifest() {
+        let fs = MemFs::new();
+        let dir = Path::new("/db");
+        fs.create_dir_all(dir).unwrap();
+        let mut users = RecoveredKeyspace::new(KeyspaceDefinition {
+            name: "users".to_string(),
+            options: BTreeMap::new(),
+        });
+        users.log_number = 9;
+        let keyspaces = BTreeMap::from([
+            (KeyspaceId(3), users),
+            (KeyspaceId::DEFAULT, RecoveredKeyspace::new_default()),
+        ]);
+        let records = keyspaces
+            .iter()
+            .rev()
+            .map(|(&id, k)| k.snapshot_record(id))
+            .collect();
+        let counters = Counters {
+            next_file_number: 12,
+            last_seqno: 40,
+            next_keyspace_id: 5,
+        };
+        Manifest::create(&fs, dir, 11, records, counters).unwrap();
+        let r = recover(&fs, dir).unwrap();
+        assert_eq!(r.keyspaces.len(), 2);
+        assert_eq!(r.keyspaces[&KeyspaceId(3)].definition.name, "users");
+        assert_eq!(r.keyspaces[&KeyspaceId(3)].log_number, 9);
+        assert_eq!(
+            (r.next_keyspace_id, r.next_file_number, r.last_seqno),
+            (5, 12, 40)
         );
     }
 }

@@ -735,11 +735,18 @@ fn point_in_time_recovery_never_drops_re_logged_entries() {
     db.close().unwrap();
     let recovered = strata_engine::manifest::recover(&fs, Path::new(DIR)).unwrap();
     let wals = wal_numbers(&fs);
-    let below = recovered.evictions.iter().map(|e| e.below_wal).max();
+    let below = recovered
+        .default_keyspace()
+        .evictions
+        .iter()
+        .map(|e| e.below_wal)
+        .max();
     let protected: Vec<u64> = wals
         .iter()
         .copied()
-        .filter(|w| recovered.relog_wals.contains(w) || below.is_some_and(|b| *w < b))
+        .filter(|w| {
+            recovered.default_keyspace().relog_wals.contains(w) || below.is_some_and(|b| *w < b)
+        })
         .collect();
     assert!(!protected.is_empty(), "{wals:?} {recovered:?}");
     assert_eq!(

@@ -223,7 +223,7 @@ fn a_reopen_does_not_buffer_again_what_a_window_flush_took() {
             flushed += db.metrics().flush_bytes;
             db.close().unwrap();
             let recovered = strata_engine::manifest::recover(&fs, Path::new("/db")).unwrap();
-            evictions_seen += recovered.evictions.len();
+            evictions_seen += recovered.default_keyspace().evictions.len();
             db = Db::open("/db", options()).unwrap();
             for (key, value) in &model {
                 assert_eq!(

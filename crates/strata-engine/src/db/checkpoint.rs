@@ -8,10 +8,9 @@
 //! began, and possibly some that came while it was taken.
 
 use super::engine::Engine;
-use super::install::live_relog_wals;
 use crate::error::{Error, Result};
 use crate::filename;
-use crate::manifest::{Manifest, ManifestRecord};
+use crate::manifest::{Counters, Manifest, ManifestRecord};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -60,21 +59,18 @@ impl Engine {
             .writer
             .flush()
             .map_err(|e| Error::io("flushing the WAL for a checkpoint".to_string(), e))?;
-        let (version, counters, log_number) = {
+        let (version, snapshot, counters, log_number) = {
             let state = self.state.lock();
             // Held until the copy ends: the version keeps its table files from deletion, the
             // log number the WALs it needs.
             let log_number = state.log_number;
             self.shared.checkpoint_log_numbers.lock().push(log_number);
-            let counters = ManifestRecord {
-                last_seqno: Some(self.shared.last_sequence.load(Ordering::Acquire)),
-                log_number: Some(log_number),
-                relogged_into: live_relog_wals(&state),
-                evicted: state.evictions.clone(),
-                lifetime: Some(self.lifetime_stats()),
-                ..ManifestRecord::default()
-            };
-            (Arc::clone(&state.version), counters, log_number)
+            (
+                Arc::clone(&state.version),
+                self.snapshot_record(&state),
+                self.counters(),
+                log_number,
+            )
         };
         // The new directory's own entry is made durable too.
         let parent = dest.parent().filter(|p| !p.as_os_str().is_empty());
@@ -89,7 +85,8 @@ impl Engine {
                     e,
                 )
             });
-        let result = copied.and_then(|()| self.copy_into(dest, &version, counters, log_number));
+        let result =
+            copied.and_then(|()| self.copy_into(dest, &version, snapshot, counters, log_number));
         {
             let mut numbers = self.shared.checkpoint_log_numbers.lock();
             if let Some(i) = numbers.iter().position(|&n| n == log_number) {
@@ -108,12 +105,13 @@ impl Engine {
     }
 
     /// Links `version`'s files into `dest`, copies the WALs at or above `log_number`, and
-    /// writes a manifest of `version` with `counters`.
+    /// writes a manifest of `snapshot` (the version's record) with `counters`.
     fn copy_into(
         &self,
         dest: &Path,
         version: &strata_meta::Version,
-        mut counters: ManifestRecord,
+        snapshot: ManifestRecord,
+        mut counters: Counters,
         log_number: u64,
     ) -> Result<CheckpointSummary> {
         let mut summary = CheckpointSummary::default();
@@ -149,12 +147,12 @@ impl Engine {
         }
         // Numbers above every file copied: the manifest's own, and the copy's next ones.
         let manifest_number = self.allocate_file_number();
-        counters.next_file_number = Some(self.shared.next_file_number.load(Ordering::Relaxed));
+        counters.next_file_number = self.shared.next_file_number.load(Ordering::Relaxed);
         Manifest::create(
             self.shared.fs.as_ref(),
             dest,
             manifest_number,
-            version,
+            vec![snapshot],
             counters,
         )?;
         self.shared

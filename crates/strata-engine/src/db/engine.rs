@@ -5,9 +5,10 @@ use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::key::SeqNo;
 use crate::key_index::KeyIndexSet;
+use crate::keyspace::KeyspaceId;
 use crate::listener::{StallCondition, WriteStall};
 use crate::log::LogWriter;
-use crate::manifest::{BufferEviction, Manifest};
+use crate::manifest::{BufferEviction, KeyspaceDefinition, Manifest};
 use crate::memtable::Memtable;
 use crate::merge::WriteSettings;
 use crate::options::Options;
@@ -22,7 +23,7 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 use strata_exec::skew::SkewEstimator;
@@ -176,6 +177,10 @@ pub enum ObsoleteFile {
 pub(crate) struct Engine {
     /// What every keyspace of the database shares.
     pub shared: Arc<Shared>,
+    /// The keyspace this tree is.
+    pub keyspace: KeyspaceId,
+    /// Its name and the options set for it, as the manifest records them.
+    pub definition: KeyspaceDefinition,
     /// The options it was opened with.
     pub options: Options,
     /// The compaction policy: replaced by a switch ([`Engine::set_policy`]) under the state
@@ -243,6 +248,8 @@ pub(crate) struct Shared {
     pub last_sequence: AtomicU64,
     /// The next file number to allocate.
     pub next_file_number: AtomicU64,
+    /// The number the next keyspace created gets.
+    pub next_keyspace_id: AtomicU32,
     /// Live snapshots: sequence number → how many.
     pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
     /// Set by close and drop.

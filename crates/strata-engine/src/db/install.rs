@@ -5,7 +5,8 @@ use super::engine::{Engine, EngineState, ObsoleteFile, OPENED_READ_ONLY};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::filename::{classify, FileKind};
-use crate::manifest::{BufferEviction, Manifest, ManifestRecord};
+use crate::keyspace::KeyspaceId;
+use crate::manifest::{BufferEviction, Counters, KeyspaceSnapshot, Manifest, ManifestRecord};
 use parking_lot::MutexGuard;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -75,7 +76,7 @@ impl Engine {
         // statistics are ~300 bytes, and compactions' records are the manifest's most.
         let lifetime = edit.flushes.is_some().then(|| self.lifetime_stats());
         let record = ManifestRecord {
-            format_version: None,
+            keyspace: (self.keyspace != KeyspaceId::DEFAULT).then_some(self.keyspace),
             next_file_number: Some(self.shared.next_file_number.load(Ordering::Relaxed)),
             last_seqno: Some(self.shared.last_sequence.load(Ordering::Acquire)),
             log_number,
@@ -83,6 +84,7 @@ impl Engine {
             relogged_into: relogged_into.into_iter().collect(),
             evicted: evicted.iter().cloned().collect(),
             lifetime,
+            ..ManifestRecord::default()
         };
         let appended = match self.shared.manifest.lock().as_mut() {
             Some(manifest) => manifest.append(&record),
@@ -183,21 +185,12 @@ impl Engine {
             return Err(Error::ReadOnly(OPENED_READ_ONLY.to_string()));
         };
         let number = self.allocate_file_number();
-        let counters = ManifestRecord {
-            next_file_number: Some(self.shared.next_file_number.load(Ordering::Relaxed)),
-            last_seqno: Some(self.shared.last_sequence.load(Ordering::Acquire)),
-            log_number: Some(state.log_number),
-            relogged_into: live_relog_wals(state),
-            evicted: state.evictions.clone(),
-            lifetime: Some(self.lifetime_stats()),
-            ..ManifestRecord::default()
-        };
         *manifest = Some(Manifest::create(
             self.shared.fs.as_ref(),
             &self.shared.dir,
             number,
-            &state.version,
-            counters,
+            vec![self.snapshot_record(state)],
+            self.counters(),
         )?);
         // Best effort: a manifest CURRENT does not name is deleted by the next open anyway.
         let _ = self
@@ -205,6 +198,29 @@ impl Engine {
             .fs
             .remove_file(&self.shared.dir.join(filename::manifest_file_name(old)));
         Ok(())
+    }
+
+    /// The record that carries this keyspace into a new manifest ([`KeyspaceSnapshot`]).
+    pub fn snapshot_record(&self, state: &EngineState) -> ManifestRecord {
+        KeyspaceSnapshot {
+            id: self.keyspace,
+            definition: &self.definition,
+            version: &state.version,
+            log_number: state.log_number,
+            relog_wals: live_relog_wals(state),
+            evictions: state.evictions.clone(),
+            lifetime: self.lifetime_stats(),
+        }
+        .record()
+    }
+
+    /// The database's counters as of now, for a new manifest's first record.
+    pub fn counters(&self) -> Counters {
+        Counters {
+            next_file_number: self.shared.next_file_number.load(Ordering::Relaxed),
+            last_seqno: self.shared.last_sequence.load(Ordering::Acquire),
+            next_keyspace_id: self.shared.next_keyspace_id.load(Ordering::Relaxed),
+        }
     }
 
     /// Queues for deletion the table files no live version needs (neither as a table nor for
@@ -306,7 +322,7 @@ impl Engine {
 }
 
 /// The re-log WALs recovery still needs to know about: those at or above the log number.
-pub(super) fn live_relog_wals(state: &EngineState) -> Vec<u64> {
+fn live_relog_wals(state: &EngineState) -> Vec<u64> {
     let mut wals: Vec<u64> = state
         .relog_wals
         .iter()

@@ -15,12 +15,12 @@ use crate::key::ValueKind;
 use crate::key_index::KeyIndexSet;
 use crate::keyspace::KeyspaceId;
 use crate::listener::{EventListener, Opened, PolicySwitch, Recovery, StallCondition};
-use crate::manifest::{self, BufferEviction, Manifest, ManifestRecord};
+use crate::manifest::{self, Counters, Manifest, ManifestRecord, RecoveredKeyspace};
 use crate::memtable::Memtable;
 use crate::merge::WriteSettings;
 use crate::options::Options;
 use crate::rate_limiter::RateLimiter;
-use crate::stats::{LifetimeStats, Statistics};
+use crate::stats::Statistics;
 use crate::super_version::SuperVersion;
 use crate::table::BlockCache;
 use crate::table_cache::{TableCache, TableReads};
@@ -31,13 +31,13 @@ use arc_swap::ArcSwap;
 use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use strata_exec::handover;
 use strata_exec::skew::SkewEstimator;
 use strata_exec::window::WindowIndex;
-use strata_meta::{TableId, Version, VersionEdit};
+use strata_meta::{TableId, VersionEdit};
 use strata_policy::{CompactionPolicy, Leases, PolicySpec};
 
 /// How open may use the directory.
@@ -55,19 +55,13 @@ struct Directory {
     names: Vec<String>,
     /// The lock on it (`None` when opened read-only).
     lock: Option<Box<dyn FileLock>>,
-    /// The manifest's state, recovered or new.
-    version: Version,
+    /// The keyspaces as the manifest records them (a new database's default one).
+    keyspaces: BTreeMap<KeyspaceId, RecoveredKeyspace>,
+    next_keyspace_id: u32,
     next_file_number: u64,
     last_sequence: u64,
-    log_number: u64,
-    /// WALs holding re-logged entries (see `manifest::Recovered::relog_wals`).
-    relog_wals: Vec<u64>,
-    /// Window flushes' evictions from WALs still needed (`manifest::Recovered::evictions`).
-    evictions: Vec<BufferEviction>,
     /// The manifest edits go to (`None` when opened read-only).
     manifest: Option<Manifest>,
-    /// What the database did before this open.
-    lifetime: LifetimeStats,
 }
 
 /// The name of the file [`check_direct_io`] writes (a `.tmp` file: open deletes any a crash
@@ -171,14 +165,14 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
         }
     })?;
     if !has_current {
-        let version = Version::new();
-        let counters = ManifestRecord {
-            next_file_number: Some(2),
-            last_seqno: Some(0),
-            log_number: Some(0),
-            ..ManifestRecord::default()
+        let keyspaces = BTreeMap::from([(KeyspaceId::DEFAULT, RecoveredKeyspace::new_default())]);
+        let counters = Counters {
+            next_file_number: 2,
+            last_seqno: 0,
+            next_keyspace_id: 1,
         };
-        let manifest = Manifest::create(fs, dir, 1, &version, counters).inspect_err(|_| {
+        let records = snapshot_records(&keyspaces);
+        let manifest = Manifest::create(fs, dir, 1, records, counters).inspect_err(|_| {
             // A creation that failed before `CURRENT` was installed removes what it wrote (best
             // effort), so that a retry finds the directory as it was.
             if !fs.exists(&dir.join(filename::CURRENT)) {
@@ -188,41 +182,31 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
         return Ok(Directory {
             names,
             lock: Some(lock),
-            version,
+            keyspaces,
+            next_keyspace_id: 1,
             next_file_number: 2,
             last_sequence: 0,
-            log_number: 0,
-            relog_wals: Vec::new(),
-            evictions: Vec::new(),
             manifest: Some(manifest),
-            lifetime: LifetimeStats::default(),
         });
     }
     let r = manifest::recover(fs, dir)?;
     check_live_files(fs, dir, &names, &r)?;
     let number = first_free_file_number(&names, &r)?;
-    let counters = ManifestRecord {
-        next_file_number: Some(number + 1),
-        last_seqno: Some(r.last_seqno),
-        log_number: Some(r.log_number),
-        relogged_into: r.relog_wals.clone(),
-        evicted: r.evictions.clone(),
-        lifetime: Some(r.lifetime.clone()),
-        ..ManifestRecord::default()
+    let counters = Counters {
+        next_file_number: number + 1,
+        last_seqno: r.last_seqno,
+        next_keyspace_id: r.next_keyspace_id,
     };
     // A fresh manifest on every open keeps recovery from reading a long history twice.
-    let manifest = Manifest::create(fs, dir, number, &r.version, counters)?;
+    let manifest = Manifest::create(fs, dir, number, snapshot_records(&r.keyspaces), counters)?;
     Ok(Directory {
         names,
         lock: Some(lock),
-        version: r.version,
+        keyspaces: r.keyspaces,
+        next_keyspace_id: r.next_keyspace_id,
         next_file_number: number + 1,
         last_sequence: r.last_seqno,
-        log_number: r.log_number,
-        relog_wals: r.relog_wals,
-        evictions: r.evictions,
         manifest: Some(manifest),
-        lifetime: r.lifetime,
     })
 }
 
@@ -251,15 +235,20 @@ fn open_directory_read_only(fs: &dyn FileSystem, dir: &Path) -> Result<Directory
     Ok(Directory {
         names,
         lock: None,
-        version: r.version,
+        keyspaces: r.keyspaces,
+        next_keyspace_id: r.next_keyspace_id,
         next_file_number: number,
         last_sequence: r.last_seqno,
-        log_number: r.log_number,
-        relog_wals: r.relog_wals,
-        evictions: r.evictions,
         manifest: None,
-        lifetime: r.lifetime,
     })
+}
+
+/// The records a new manifest starts with for `keyspaces`.
+fn snapshot_records(keyspaces: &BTreeMap<KeyspaceId, RecoveredKeyspace>) -> Vec<ManifestRecord> {
+    keyspaces
+        .iter()
+        .map(|(&id, k)| k.snapshot_record(id))
+        .collect()
 }
 
 /// The edit open makes so that the database records `chosen` (built from the options, when
@@ -335,7 +324,7 @@ fn check_live_files(
         None => String::new(),
     };
     // Every table's own file, and every file kept for the blocks tables refer to in it.
-    for (file, expected, is_table) in r.version.stored_files() {
+    for (file, expected, is_table) in r.stored_files() {
         let what = if is_table {
             "table"
         } else {
@@ -369,8 +358,8 @@ fn check_live_files(
             }
         }
     }
-    let wal = filename::wal_file_name(r.log_number);
-    if r.log_number > 0 && !names.contains(&wal) {
+    let wal = filename::wal_file_name(r.log_number());
+    if r.log_number() > 0 && !names.contains(&wal) {
         return Err(Error::corruption(
             &wal,
             0,
@@ -400,15 +389,40 @@ impl Engine {
             let log = InfoLog::create(fs.as_ref(), &dir, options.keep_log_file_num)?;
             listeners.push(Arc::new(log));
         }
-        let recorded_policy = found.version.policy().map(str::to_string);
-        let (chosen, configured) = match options.policy_for(found.version.policy()) {
+        let Directory {
+            names,
+            lock,
+            mut keyspaces,
+            next_keyspace_id,
+            next_file_number,
+            last_sequence,
+            manifest,
+        } = found;
+        let default = keyspaces
+            .remove(&KeyspaceId::DEFAULT)
+            .ok_or_else(|| Error::InvalidArgument("the manifest has no default keyspace".into()))?;
+        if !keyspaces.is_empty() {
+            let others: Vec<&str> = keyspaces
+                .values()
+                .map(|k| k.definition.name.as_str())
+                .collect();
+            return Err(Error::InvalidArgument(format!(
+                "{} has keyspaces besides the default one ({}); this build opens only the \
+                 default keyspace (docs/keyspaces.md)",
+                dir.display(),
+                others.join(", ")
+            )));
+        }
+        let log_number = default.log_number;
+        let recorded_policy = default.version.policy().map(str::to_string);
+        let (chosen, configured) = match options.policy_for(default.version.policy()) {
             Ok(chosen) => chosen,
             // A read-only handle never plans a flush or a compaction: a recorded policy this
             // program has not registered does not keep it from reading.
             Err(_) if access == Access::ReadOnly => options.policy_for(None)?,
             Err(e) => return Err(e),
         };
-        let handing = policy_edit(found.version.policy(), chosen.as_ref(), configured);
+        let handing = policy_edit(default.version.policy(), chosen.as_ref(), configured);
         let entry_level = handover::entry_level(chosen.as_ref());
         // Timed, so metrics can say what share of the work the decisions take.
         let policy = Arc::new(strata_policy::TimedPolicy::new(chosen));
@@ -443,7 +457,7 @@ impl Engine {
             bytes_per_sync: options.bytes_per_sync,
             direct_writes: options.use_direct_io_for_flush_and_compaction,
         };
-        let version = Arc::new(found.version);
+        let version = Arc::new(default.version);
         let memtable = Arc::new(Memtable::with_filter(0, options.memtable_filter_bytes()));
         let super_version = Arc::new(SuperVersion {
             memtable: Arc::clone(&memtable),
@@ -459,31 +473,34 @@ impl Engine {
             ),
         });
         let shared = Arc::new(Shared {
+            next_keyspace_id: AtomicU32::new(next_keyspace_id),
             dir,
             fs,
             stats,
             tables,
             block_cache,
             write_queue: WriteQueue::default(),
-            commit: Mutex::new(found.last_sequence),
+            commit: Mutex::new(last_sequence),
             publication: Publication::default(),
             wal: Mutex::new(WalSlot::Closed("the WAL is not open yet".to_string())),
-            last_sequence: AtomicU64::new(found.last_sequence),
-            next_file_number: AtomicU64::new(found.next_file_number),
+            last_sequence: AtomicU64::new(last_sequence),
+            next_file_number: AtomicU64::new(next_file_number),
             snapshots: Mutex::new(BTreeMap::new()),
             shutting_down: AtomicBool::new(false),
-            read_only: found.manifest.is_none(),
-            manifest: Mutex::new(found.manifest),
+            read_only: manifest.is_none(),
+            manifest: Mutex::new(manifest),
             background_error: Mutex::new(None),
             failed: AtomicBool::new(false),
             checkpoint_log_numbers: Mutex::new(Vec::new()),
-            lock: Mutex::new(found.lock),
+            lock: Mutex::new(lock),
             opened_at: Instant::now(),
             recovery_stop: Mutex::new(None),
             events: Events::new(listeners),
         });
         let engine = Arc::new(Engine {
             shared,
+            keyspace: KeyspaceId::DEFAULT,
+            definition: default.definition,
             policy: RwLock::new(policy),
             entry_level: AtomicUsize::new(entry_level),
             settings,
@@ -493,7 +510,7 @@ impl Engine {
                 frozen: VecDeque::new(),
                 live_versions: vec![Arc::downgrade(&version)],
                 version,
-                log_number: found.log_number,
+                log_number,
                 leases: Leases::new(),
                 running_compactions: 0,
                 running_reserved: 0,
@@ -506,9 +523,9 @@ impl Engine {
                 obsolete_tables: Vec::new(),
                 purge_queue: Vec::new(),
                 purges_running: 0,
-                relog_wals: found.relog_wals,
+                relog_wals: default.relog_wals,
                 held: HeldBuffer::default(),
-                evictions: found.evictions,
+                evictions: default.evictions,
                 switching: false,
                 write_stall: (StallCondition::Normal, Instant::now()),
             }),
@@ -521,7 +538,7 @@ impl Engine {
             scan_prefetch: Default::default(),
             skew: Mutex::new(SkewEstimator::new()),
             window_index: Mutex::new(WindowIndex::new()),
-            lifetime_before: found.lifetime,
+            lifetime_before: default.lifetime,
             options,
         });
         // Recorded before the WALs are replayed into tables, so that those flushes already
@@ -536,8 +553,8 @@ impl Engine {
             });
         }
         match access {
-            Access::ReadWrite => engine.recover_wals(&found.names, found.log_number)?,
-            Access::ReadOnly => engine.replay_wals_in_memory(&found.names, found.log_number)?,
+            Access::ReadWrite => engine.recover_wals(&names, log_number)?,
+            Access::ReadOnly => engine.replay_wals_in_memory(&names, log_number)?,
         }
         if engine.options.paranoid_checks {
             engine.verify_all_tables()?;
@@ -603,14 +620,19 @@ impl Engine {
         let wal_bytes: u64 = wals.iter().map(|w| w.data.len() as u64).sum();
         let mut entries = 0u64;
         let mut unknown_keyspace = None;
+        // Keyspaces numbered below the next number that are not this one were dropped: their
+        // entries are skipped. A number at or above it no keyspace ever had.
+        let next_keyspace = self.shared.next_keyspace_id.load(Ordering::Relaxed);
         let replayed = wal_chain::replay(
             wals,
             log_number,
             &relog_wals,
             self.options.wal_recovery_mode,
             |seq, keyspace, op| match op {
-                _ if keyspace != KeyspaceId::DEFAULT => {
-                    unknown_keyspace.get_or_insert((keyspace, seq));
+                _ if keyspace != self.keyspace => {
+                    if keyspace.0 >= next_keyspace {
+                        unknown_keyspace.get_or_insert((keyspace, seq));
+                    }
                 }
                 BatchOp::Put(k, _) | BatchOp::Delete(k) if evicted(k, seq) => {}
                 BatchOp::Put(k, v) => {

@@ -69,7 +69,7 @@ pub(super) fn damage_case(
     // come between the manifest record and its deletion), and damage there is harmless.
     let log_number = strata_engine::manifest::recover(&strata_engine::fs::StdFs, dir)
         .context("reading the manifest")?
-        .log_number;
+        .log_number();
     let wals: Vec<_> = wal_files(dir)?
         .into_iter()
         .filter(|(n, _)| *n >= log_number)
