@@ -159,6 +159,47 @@ impl EngineState {
     }
 }
 
+/// The manifest, and what it records for each live keyspace: what a new manifest's snapshots
+/// hold, kept here so that a rotation needs no other keyspace's state lock.
+pub(crate) struct ManifestState {
+    /// The manifest edits are appended to; `None` for a database opened read-only
+    /// ([`crate::Db::open_read_only`]), which never writes to its directory.
+    pub file: Option<Manifest>,
+    /// Each keyspace as of its last record.
+    pub recorded: BTreeMap<KeyspaceId, RecordedKeyspace>,
+}
+
+/// A keyspace as the manifest records it ([`crate::manifest::KeyspaceSnapshot`]'s parts).
+pub(crate) struct RecordedKeyspace {
+    pub definition: KeyspaceDefinition,
+    pub version: Arc<Version>,
+    pub log_number: u64,
+    pub relog_wals: Vec<u64>,
+    pub evictions: Vec<BufferEviction>,
+    pub lifetime: LifetimeStats,
+}
+
+impl ManifestState {
+    /// The records a new manifest starts with: every keyspace's snapshot.
+    pub fn snapshot_records(&self) -> Vec<crate::manifest::ManifestRecord> {
+        self.recorded
+            .iter()
+            .map(|(&id, k)| {
+                crate::manifest::KeyspaceSnapshot {
+                    id,
+                    definition: &k.definition,
+                    version: &k.version,
+                    log_number: k.log_number,
+                    relog_wals: k.relog_wals.clone(),
+                    evictions: k.evictions.clone(),
+                    lifetime: k.lifetime.clone(),
+                }
+                .record()
+            })
+            .collect()
+    }
+}
+
 /// A file to delete once the state lock is released.
 #[derive(Debug)]
 pub enum ObsoleteFile {
@@ -254,10 +295,9 @@ pub(crate) struct Shared {
     pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
     /// Set by close and drop.
     pub shutting_down: AtomicBool,
-    /// The manifest edits are appended to; `None` for a database opened read-only
-    /// ([`crate::Db::open_read_only`]), which never writes to its directory. Taken after a
-    /// keyspace's state lock.
-    pub manifest: Mutex<Option<Manifest>>,
+    /// The manifest and what it records for each keyspace. Taken after a keyspace's state
+    /// lock.
+    pub manifest: Mutex<ManifestState>,
     /// Whether the database was opened read-only.
     pub read_only: bool,
     /// The first background error (see the failure rules in [`crate::db`]): read-only.

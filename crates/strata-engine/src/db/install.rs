@@ -1,7 +1,9 @@
 //! Installing versions: applying an edit, logging it to the manifest, publishing it, and
 //! deleting the files no version needs any more.
 
-use super::engine::{Engine, EngineState, ObsoleteFile, OPENED_READ_ONLY};
+use super::engine::{
+    Engine, EngineState, ManifestState, ObsoleteFile, RecordedKeyspace, OPENED_READ_ONLY,
+};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::filename::{classify, FileKind};
@@ -86,11 +88,13 @@ impl Engine {
             lifetime,
             ..ManifestRecord::default()
         };
-        let appended = match self.shared.manifest.lock().as_mut() {
-            Some(manifest) => manifest.append(&record),
+        let mut manifest = self.shared.manifest.lock();
+        let appended = match manifest.file.as_mut() {
+            Some(file) => file.append(&record),
             None => Err(Error::ReadOnly(OPENED_READ_ONLY.to_string())),
         };
         if let Err(e) = appended {
+            drop(manifest);
             // The outputs stay on disk: the record may name them after a reopen.
             self.record_background_error(state, &e);
             return Err(e);
@@ -129,14 +133,21 @@ impl Engine {
             state.relog_wals.push(n);
         }
         self.install_super_version(state);
-        let rotate = self
-            .shared
-            .manifest
-            .lock()
+        manifest
+            .recorded
+            .insert(self.keyspace, self.recorded_keyspace(state));
+        let rotate = manifest
+            .file
             .as_ref()
             .is_some_and(|m| m.size() > self.options.max_manifest_file_size);
+        let rotated = if rotate {
+            self.rotate_manifest(&mut manifest)
+        } else {
+            Ok(())
+        };
+        drop(manifest);
         if rotate {
-            if let Err(e) = self.rotate_manifest(state) {
+            if let Err(e) = rotated {
                 // The edit is durable in the old manifest; only the rotation failed (rule 6).
                 self.record_background_error(state, &e);
             }
@@ -170,26 +181,25 @@ impl Engine {
             lifetime: Some(self.lifetime_stats()),
             ..ManifestRecord::default()
         };
-        let appended = match self.shared.manifest.lock().as_mut() {
+        let appended = match self.shared.manifest.lock().file.as_mut() {
             Some(manifest) => manifest.append(&record),
             None => Ok(()),
         };
         appended.inspect_err(|e| self.record_background_error(&mut state, e))
     }
 
-    /// Starts a fresh manifest holding a snapshot of the live version and points `CURRENT` at
+    /// Starts a fresh manifest holding a snapshot of every keyspace and points `CURRENT` at
     /// it. On failure the old manifest stays open and on disk (`CURRENT` may name either).
-    fn rotate_manifest(&self, state: &mut MutexGuard<'_, EngineState>) -> Result<()> {
-        let mut manifest = self.shared.manifest.lock();
-        let Some(old) = manifest.as_ref().map(Manifest::number) else {
+    fn rotate_manifest(&self, manifest: &mut ManifestState) -> Result<()> {
+        let Some(old) = manifest.file.as_ref().map(Manifest::number) else {
             return Err(Error::ReadOnly(OPENED_READ_ONLY.to_string()));
         };
         let number = self.allocate_file_number();
-        *manifest = Some(Manifest::create(
+        manifest.file = Some(Manifest::create(
             self.shared.fs.as_ref(),
             &self.shared.dir,
             number,
-            vec![self.snapshot_record(state)],
+            manifest.snapshot_records(),
             self.counters(),
         )?);
         // Best effort: a manifest CURRENT does not name is deleted by the next open anyway.
@@ -198,6 +208,18 @@ impl Engine {
             .fs
             .remove_file(&self.shared.dir.join(filename::manifest_file_name(old)));
         Ok(())
+    }
+
+    /// This keyspace as the manifest now records it.
+    pub fn recorded_keyspace(&self, state: &EngineState) -> RecordedKeyspace {
+        RecordedKeyspace {
+            definition: self.definition.clone(),
+            version: Arc::clone(&state.version),
+            log_number: state.log_number,
+            relog_wals: live_relog_wals(state),
+            evictions: state.evictions.clone(),
+            lifetime: self.lifetime_stats(),
+        }
     }
 
     /// The record that carries this keyspace into a new manifest ([`KeyspaceSnapshot`]).

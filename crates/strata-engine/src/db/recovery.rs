@@ -1,7 +1,7 @@
 //! Opening a database: checking and locking the directory, recovering the manifest, replaying
 //! WALs, and clearing leftovers of earlier runs.
 
-use super::engine::{Engine, EngineState, Shared, WalSlot};
+use super::engine::{Engine, EngineState, ManifestState, Shared, WalSlot};
 use super::held_buffer::HeldBuffer;
 use super::install::BufferChange;
 use crate::batch::BatchOp;
@@ -488,7 +488,10 @@ impl Engine {
             snapshots: Mutex::new(BTreeMap::new()),
             shutting_down: AtomicBool::new(false),
             read_only: manifest.is_none(),
-            manifest: Mutex::new(manifest),
+            manifest: Mutex::new(ManifestState {
+                file: manifest,
+                recorded: BTreeMap::new(),
+            }),
             background_error: Mutex::new(None),
             failed: AtomicBool::new(false),
             checkpoint_log_numbers: Mutex::new(Vec::new()),
@@ -541,6 +544,17 @@ impl Engine {
             lifetime_before: default.lifetime,
             options,
         });
+        {
+            // What a rotation snapshots for this keyspace until its first install.
+            let state = engine.state.lock();
+            let recorded = engine.recorded_keyspace(&state);
+            engine
+                .shared
+                .manifest
+                .lock()
+                .recorded
+                .insert(engine.keyspace, recorded);
+        }
         // Recorded before the WALs are replayed into tables, so that those flushes already
         // follow the handover's rule (a new policy's own flush could sit below the old tree).
         if let (Access::ReadWrite, Some(edit)) = (access, handing) {
@@ -790,7 +804,9 @@ impl Engine {
             let obsolete = match classify(&name) {
                 Some(FileKind::Table(n)) => !state.version.needs_file(TableId(n)),
                 Some(FileKind::Wal(n)) => n < state.log_number,
-                Some(FileKind::Manifest(n)) => manifest.as_ref().is_some_and(|m| m.number() != n),
+                Some(FileKind::Manifest(n)) => {
+                    manifest.file.as_ref().is_some_and(|m| m.number() != n)
+                }
                 Some(FileKind::Temp) => true,
                 _ => false,
             };
