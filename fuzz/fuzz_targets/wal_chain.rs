@@ -27,7 +27,7 @@ fn run(wals: &[(u64, Vec<u8>)], mode: RecoveryMode) -> (Result<Replayed, Error>,
         })
         .collect();
     let mut applied = Vec::new();
-    let result = replay(files, 5, &[], mode, |seq, _keyspace, op| match op {
+    let result = replay(files, 5, &[], mode, |_wal, seq, _keyspace, op| match op {
         BatchOp::Put(k, v) => applied.push((seq, k.to_vec(), Some(v.to_vec()))),
         BatchOp::Delete(k) => applied.push((seq, k.to_vec(), None)),
     });

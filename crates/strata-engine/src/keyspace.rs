@@ -2,7 +2,12 @@
 //! WAL, the manifest, the caches and the background threads (`docs/keyspaces.md` has the
 //! design and says which parts have landed).
 
+use crate::error::{Error, Result};
+use crate::options::Options;
+use crate::table::Compression;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use strata_policy::PolicySpec;
 
 /// A keyspace's number in its database: 0 is the default keyspace, which every database has;
 /// numbers are never reused, so a WAL record or a table of a dropped keyspace cannot be taken
@@ -15,6 +20,156 @@ pub struct KeyspaceId(pub u32);
 impl KeyspaceId {
     /// The default keyspace: what `Db`'s own reads and writes use.
     pub const DEFAULT: KeyspaceId = KeyspaceId(0);
+}
+
+/// What a keyspace sets differently from the database's [`Options`]: its compaction policy, write
+/// buffer size, block size and compression (Bloom bits are a policy option). The rest of the
+/// database's options apply to every keyspace. RocksDB: `ColumnFamilyOptions`. Recorded in the
+/// manifest, so a reopen rebuilds the keyspace as it was created; the policy is recorded as
+/// every keyspace's is (`Db::set_policy` on a keyspace changes it).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KeyspaceOptions {
+    policy: Option<PolicySpec>,
+    write_buffer_size: Option<u64>,
+    block_size: Option<usize>,
+    compression: Option<Compression>,
+}
+
+/// Names of the options a keyspace records, as the manifest spells them.
+const WRITE_BUFFER_SIZE: &str = "write_buffer_size";
+const BLOCK_SIZE: &str = "block_size";
+const COMPRESSION: &str = "compression";
+
+impl KeyspaceOptions {
+    /// The database's options for everything, and `leveled` as the policy.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The keyspace's compaction policy, by specification (a registered name with options).
+    /// Default: `leveled` with the keyspace's write buffer size.
+    pub fn with_policy_spec(mut self, spec: PolicySpec) -> Result<Self> {
+        // Built once now, so a bad specification fails here rather than at creation.
+        strata_policy::registry::build_policy(&spec)?;
+        self.policy = Some(spec);
+        Ok(self)
+    }
+
+    /// [`KeyspaceOptions::with_policy_spec`] from its text, e.g. `"minmax:bucket_size=4MiB"`.
+    pub fn with_policy_named(self, spec: &str) -> Result<Self> {
+        self.with_policy_spec(spec.parse()?)
+    }
+
+    /// The keyspace's memtable size. RocksDB: `write_buffer_size` of the column family.
+    /// Default: the database's.
+    pub fn with_write_buffer_size(mut self, bytes: u64) -> Self {
+        self.write_buffer_size = Some(bytes);
+        self
+    }
+
+    /// The keyspace's data block size. RocksDB: `BlockBasedTableOptions::block_size`.
+    /// Default: the database's.
+    pub fn with_block_size(mut self, bytes: usize) -> Self {
+        self.block_size = Some(bytes);
+        self
+    }
+
+    /// The keyspace's block compression. RocksDB: `compression`. Default: the database's.
+    pub fn with_compression(mut self, compression: Compression) -> Self {
+        self.compression = Some(compression);
+        self
+    }
+
+    /// What the manifest records (the policy goes into the keyspace's version).
+    pub(crate) fn recorded(&self) -> BTreeMap<String, String> {
+        let mut map = BTreeMap::new();
+        if let Some(b) = self.write_buffer_size {
+            map.insert(WRITE_BUFFER_SIZE.to_string(), b.to_string());
+        }
+        if let Some(b) = self.block_size {
+            map.insert(BLOCK_SIZE.to_string(), b.to_string());
+        }
+        if let Some(c) = self.compression {
+            map.insert(COMPRESSION.to_string(), compression_name(c));
+        }
+        map
+    }
+
+    /// The options a manifest recorded (see [`KeyspaceOptions::recorded`]).
+    pub(crate) fn from_recorded(name: &str, map: &BTreeMap<String, String>) -> Result<Self> {
+        let bad = |key: &str, value: &str| {
+            Error::InvalidArgument(format!(
+                "keyspace {name:?} records {key} = {value:?}, which this build cannot read"
+            ))
+        };
+        let mut options = KeyspaceOptions::new();
+        for (key, value) in map {
+            match key.as_str() {
+                WRITE_BUFFER_SIZE => {
+                    options.write_buffer_size = Some(value.parse().map_err(|_| bad(key, value))?)
+                }
+                BLOCK_SIZE => {
+                    options.block_size = Some(value.parse().map_err(|_| bad(key, value))?)
+                }
+                COMPRESSION => {
+                    options.compression =
+                        Some(parse_compression(value).ok_or_else(|| bad(key, value))?)
+                }
+                _ => return Err(bad(key, value)),
+            }
+        }
+        Ok(options)
+    }
+
+    /// The database's `options` with this keyspace's applied: what its tree runs with. A
+    /// keyspace without a policy of its own runs the one its version records.
+    pub(crate) fn apply(&self, options: &Options) -> Result<Options> {
+        let mut applied = options.clone();
+        if let Some(b) = self.write_buffer_size {
+            applied = applied.with_write_buffer_size(b);
+        }
+        if let Some(b) = self.block_size {
+            applied = applied.with_block_size(b);
+        }
+        if let Some(c) = self.compression {
+            applied = applied.with_compression(c);
+        }
+        applied = match &self.policy {
+            Some(spec) => applied.with_policy_spec(spec.clone())?,
+            None => applied.with_recorded_policy(),
+        };
+        applied.validate()?;
+        Ok(applied)
+    }
+}
+
+fn compression_name(c: Compression) -> String {
+    match c {
+        Compression::None => "none".to_string(),
+        Compression::Lz4 => "lz4".to_string(),
+        Compression::Zstd { level } => format!("zstd:{level}"),
+    }
+}
+
+fn parse_compression(text: &str) -> Option<Compression> {
+    match text {
+        "none" => Some(Compression::None),
+        "lz4" => Some(Compression::Lz4),
+        _ => text
+            .strip_prefix("zstd:")
+            .and_then(|l| l.parse().ok())
+            .map(|level| Compression::Zstd { level }),
+    }
+}
+
+/// Checks a new keyspace's name: 1–255 bytes, no `/` (names may become paths in tools).
+pub(crate) fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > 255 || name.contains('/') {
+        return Err(Error::InvalidArgument(format!(
+            "keyspace name {name:?} must be 1 to 255 bytes without '/'"
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -154,17 +309,5 @@ mod tests {
         // The number stays taken in the manifest the open wrote.
         let recovered = crate::manifest::recover(&fs, Path::new("/db")).unwrap();
         assert_eq!(recovered.next_keyspace_id, 2);
-    }
-
-    /// Until keyspaces open, a database that has some is refused by name, and left as it was.
-    #[test]
-    fn a_database_with_other_keyspaces_is_refused_naming_them() {
-        let fs = MemFs::new();
-        let (_, manifest) = closed_database(&fs);
-        append_records(&fs, &manifest, &[manifest_record(&creation(1, "events"))]);
-        let before = fs.read(&manifest).unwrap();
-        let e = Db::open("/db", options(&fs)).err().unwrap();
-        assert!(e.to_string().contains("events"), "{e}");
-        assert_eq!(fs.read(&manifest).unwrap(), before);
     }
 }

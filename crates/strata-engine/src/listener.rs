@@ -111,13 +111,15 @@ pub struct Opened {
     pub path: PathBuf,
     /// Whether it was opened read-only.
     pub read_only: bool,
-    /// The policy's specification as the manifest records it (its name if none is recorded).
+    /// The default keyspace's policy, its specification as the manifest records it.
     pub policy: String,
+    /// Keyspaces, the default one included.
+    pub keyspaces: usize,
     /// Live tables.
     pub tables: usize,
     /// Bytes of live tables.
     pub table_bytes: u64,
-    /// Levels holding data.
+    /// Levels holding data (in the keyspace with the most).
     pub levels: usize,
     /// How long the open took, recovery included.
     pub duration: Duration,
@@ -308,11 +310,12 @@ impl fmt::Display for Opened {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "opened {}{} in {:.3} s: policy {}, {} tables ({} bytes) in {} levels",
+            "opened {}{} in {:.3} s: policy {}, {} keyspaces, {} tables ({} bytes) in {} levels",
             self.path.display(),
             if self.read_only { " read-only" } else { "" },
             self.duration.as_secs_f64(),
             self.policy,
+            self.keyspaces,
             self.tables,
             self.table_bytes,
             self.levels

@@ -584,6 +584,12 @@ impl Options {
         self
     }
 
+    /// Runs the policy the database records (a keyspace's tree without a policy of its own).
+    pub(crate) fn with_recorded_policy(mut self) -> Self {
+        self.policy = PolicyChoice::Recorded;
+        self
+    }
+
     /// Adds a listener told about opens, recoveries, flushes and compactions (start and end),
     /// write stalls, background errors and policy switches ([`EventListener`]). RocksDB:
     /// `listeners`. Default: none.

@@ -135,15 +135,16 @@ pub struct Replayed {
     pub stopped: Option<RecoveryStop>,
 }
 
-/// Replays `wals` (every WAL at or above `log_number`, in number order) through `apply`
-/// following the [module rule](self). Fails with [`Error::Corruption`] on a hole, except in
+/// Replays `wals` (every WAL at or above `log_number`, in number order) through `apply` (given
+/// the WAL's number, the sequence number, the keyspace and the operation) following the
+/// [module rule](self). Fails with [`Error::Corruption`] on a hole, except in
 /// [`RecoveryMode::PointInTime`]; on an error `apply` may have seen a prefix of the history.
 pub fn replay(
     wals: Vec<WalFile>,
     log_number: u64,
     relog_wals: &[u64],
     mode: RecoveryMode,
-    mut apply: impl FnMut(SeqNo, KeyspaceId, BatchOp<'_>),
+    mut apply: impl FnMut(u64, SeqNo, KeyspaceId, BatchOp<'_>),
 ) -> Result<Replayed> {
     let link_of = |w: &WalFile| link_of(&w.data);
     // A WAL without a single valid record that no link names is what a switch whose link
@@ -240,7 +241,7 @@ fn replay_log(
     number: u64,
     data: Vec<u8>,
     out: &mut Replayed,
-    apply: &mut impl FnMut(SeqNo, KeyspaceId, BatchOp<'_>),
+    apply: &mut impl FnMut(u64, SeqNo, KeyspaceId, BatchOp<'_>),
 ) -> Result<Option<(u64, String, bool)>> {
     let name = filename::wal_file_name(number);
     let mut reader = LogReader::new(data, name, RecoveryMode::PointInTime);
@@ -262,7 +263,7 @@ fn replay_log(
                 })
                 .inspect(|_| {
                     for (seq, keyspace, op) in ops {
-                        apply(seq, keyspace, op);
+                        apply(number, seq, keyspace, op);
                     }
                 })
             }
@@ -369,7 +370,7 @@ mod tests {
             .map(|(number, data)| WalFile { number, data })
             .collect();
         let mut seqs = Vec::new();
-        let result = replay(files, 5, &[], mode, |seq, _, _| seqs.push(seq));
+        let result = replay(files, 5, &[], mode, |_, seq, _, _| seqs.push(seq));
         (result, seqs)
     }
 
@@ -477,7 +478,7 @@ mod tests {
         let data = fs.read(path).unwrap();
         let mut seqs = Vec::new();
         let files = vec![WalFile { number: 5, data }];
-        let replayed = replay(files, 5, &[], RecoveryMode::PointInTime, |seq, _, _| {
+        let replayed = replay(files, 5, &[], RecoveryMode::PointInTime, |_, seq, _, _| {
             seqs.push(seq)
         })
         .unwrap();
@@ -515,7 +516,7 @@ mod tests {
                 5,
                 &[relog],
                 RecoveryMode::PointInTime,
-                |_, _, _| {},
+                |_, _, _, _| {},
             );
             match result {
                 Err(Error::Corruption { file, reason, .. }) => {
@@ -534,7 +535,7 @@ mod tests {
             5,
             &[4],
             RecoveryMode::PointInTime,
-            |_, _, _| {},
+            |_, _, _, _| {},
         );
         assert!(result.unwrap().stopped.is_some());
     }

@@ -291,6 +291,9 @@ pub(crate) struct Shared {
     pub next_file_number: AtomicU64,
     /// The number the next keyspace created gets.
     pub next_keyspace_id: AtomicU32,
+    /// The trees of the keyspaces other than the default one (which is the `Db`'s own), for
+    /// writes that name them. Emptied at close, which ends the cycle through `Engine::shared`.
+    pub keyspaces: RwLock<BTreeMap<KeyspaceId, Arc<Engine>>>,
     /// Live snapshots: sequence number → how many.
     pub snapshots: Mutex<BTreeMap<SeqNo, usize>>,
     /// Set by close and drop.

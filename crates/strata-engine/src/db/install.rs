@@ -136,6 +136,13 @@ impl Engine {
         manifest
             .recorded
             .insert(self.keyspace, self.recorded_keyspace(state));
+        // WALs below every keyspace's log number hold nothing any keyspace needs.
+        let wal_floor = manifest
+            .recorded
+            .values()
+            .map(|k| k.log_number)
+            .min()
+            .unwrap_or(state.log_number);
         let rotate = manifest
             .file
             .as_ref()
@@ -152,7 +159,7 @@ impl Engine {
                 self.record_background_error(state, &e);
             }
         }
-        self.queue_obsolete_files(state);
+        self.queue_obsolete_files(state, wal_floor);
         self.background_work.notify_all();
         Ok(())
     }
@@ -246,9 +253,10 @@ impl Engine {
     }
 
     /// Queues for deletion the table files no live version needs (neither as a table nor for
-    /// the blocks its tables refer to) and the WALs below the log number. The deletes happen in
-    /// [`Engine::purge_obsolete_files`], outside the state lock.
-    fn queue_obsolete_files(&self, state: &mut EngineState) {
+    /// the blocks its tables refer to) and the WALs below `wal_floor` (below every keyspace's
+    /// log number). The deletes happen in [`Engine::purge_obsolete_files`], outside the state
+    /// lock.
+    fn queue_obsolete_files(&self, state: &mut EngineState, wal_floor: u64) {
         state.live_versions.retain(|w| w.strong_count() > 0);
         let live: Vec<Arc<Version>> = state
             .live_versions
@@ -266,9 +274,7 @@ impl Engine {
             }
         }
         state.obsolete_tables = keep;
-        state
-            .purge_queue
-            .push(ObsoleteFile::WalsBelow(state.log_number));
+        state.purge_queue.push(ObsoleteFile::WalsBelow(wal_floor));
     }
 
     /// Whether files wait to be purged or are being purged.

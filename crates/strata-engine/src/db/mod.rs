@@ -82,6 +82,7 @@ mod flush;
 mod held_buffer;
 mod install;
 mod multi_get;
+mod open;
 mod read;
 mod recovery;
 mod switch;
@@ -92,6 +93,7 @@ pub use read::{ReadOptions, Snapshot};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
+use crate::keyspace::KeyspaceId;
 use crate::metrics::{KeyIndexUse, MemtableUse, Metrics};
 use crate::options::WriteOptions;
 use crate::user_iter::DbIterator;
@@ -112,8 +114,10 @@ use strata_policy::CompactionPolicy;
 /// closes it without flushing — everything written is in the WAL (writes left out of it are
 /// logged then) and comes back on the next open.
 pub struct Db {
+    /// The default keyspace's tree; the others' are in `engine.shared.keyspaces`.
     engine: Arc<Engine>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Every keyspace's background threads.
+    threads: Mutex<Vec<(KeyspaceId, JoinHandle<()>)>>,
 }
 
 impl Db {
@@ -123,15 +127,37 @@ impl Db {
     /// it, if a file has an unknown format version, or if recovery finds corruption it cannot
     /// tolerate under the configured WAL recovery mode.
     pub fn open(path: impl AsRef<Path>, options: crate::Options) -> Result<Db> {
-        let engine = Engine::open(path.as_ref().to_path_buf(), options, Access::ReadWrite)?;
-        let db = Db {
-            engine,
-            threads: Mutex::new(Vec::new()),
-        };
-        if !db.engine.options.synchronous_compaction {
-            db.start_background_threads();
+        let trees = Engine::open(path.as_ref().to_path_buf(), options, Access::ReadWrite)?;
+        let db = Db::of(trees);
+        for tree in db.trees() {
+            db.start_background_threads(&tree);
         }
         Ok(db)
+    }
+
+    /// The handle of the database whose keyspaces' trees are `trees`, the default one first.
+    fn of(trees: Vec<Arc<Engine>>) -> Db {
+        let mut trees = trees.into_iter();
+        let engine = trees
+            .next()
+            .expect("an open database has its default keyspace");
+        engine
+            .shared
+            .keyspaces
+            .write()
+            .extend(trees.map(|t| (t.keyspace, t)));
+        Db {
+            engine,
+            threads: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Every keyspace's tree, the default one first.
+    fn trees(&self) -> Vec<Arc<Engine>> {
+        let others = self.engine.shared.keyspaces.read();
+        std::iter::once(Arc::clone(&self.engine))
+            .chain(others.values().cloned())
+            .collect()
     }
 
     /// Opens the database in `path` for reading only, writing nothing to the directory (so it
@@ -150,28 +176,29 @@ impl Db {
     ///
     /// [`RecoveryMode`]: crate::RecoveryMode
     pub fn open_read_only(path: impl AsRef<Path>, options: crate::Options) -> Result<Db> {
-        let engine = Engine::open(path.as_ref().to_path_buf(), options, Access::ReadOnly)?;
-        Ok(Db {
-            engine,
-            threads: Mutex::new(Vec::new()),
-        })
+        let trees = Engine::open(path.as_ref().to_path_buf(), options, Access::ReadOnly)?;
+        Ok(Db::of(trees))
     }
 
-    /// Starts one flush thread, `max_background_jobs - 1` (at least one) compaction threads and
-    /// `reserved_jobs` threads for urgent plans.
-    fn start_background_threads(&self) {
+    /// Starts `tree`'s background threads, unless it compacts synchronously: one flush thread,
+    /// `max_background_jobs - 1` (at least one) compaction threads and `reserved_jobs` threads
+    /// for urgent plans.
+    fn start_background_threads(&self, tree: &Arc<Engine>) {
+        if tree.options.synchronous_compaction {
+            return;
+        }
         let mut threads = self.threads.lock();
-        let flusher = Arc::clone(&self.engine);
-        threads.push(std::thread::spawn(move || {
-            flusher.background_loop(Worker::Flush)
-        }));
-        let options = &self.engine.options;
+        let options = &tree.options;
         let compactors = options.max_background_jobs.saturating_sub(1).max(1);
-        let workers = std::iter::repeat_n(Worker::Compaction, compactors)
+        let workers = std::iter::once(Worker::Flush)
+            .chain(std::iter::repeat_n(Worker::Compaction, compactors))
             .chain(std::iter::repeat_n(Worker::Reserved, options.reserved_jobs));
         for worker in workers {
-            let engine = Arc::clone(&self.engine);
-            threads.push(std::thread::spawn(move || engine.background_loop(worker)));
+            let engine = Arc::clone(tree);
+            threads.push((
+                tree.keyspace,
+                std::thread::spawn(move || engine.background_loop(worker)),
+            ));
         }
     }
 
@@ -398,27 +425,31 @@ impl Db {
         {
             return Ok(());
         }
-        let background_error = {
+        let trees = self.trees();
+        for tree in &trees {
             // Under the lock, so that no background thread misses the wake-up.
-            let _state = self.engine.state.lock();
-            self.engine.background_work.notify_all();
-            self.engine.background_error()
-        };
-        for t in self.threads.lock().drain(..) {
+            let _state = tree.state.lock();
+            tree.background_work.notify_all();
+        }
+        for (_, t) in self.threads.lock().drain(..) {
             let _ = t.join();
         }
-        let logged = {
-            let mut state = self.engine.state.lock();
-            self.engine.purge_obsolete_files(&mut state);
+        let background_error = self.engine.background_error();
+        let mut logged = Ok(());
+        let mut recorded = Ok(());
+        for tree in &trees {
+            let mut state = tree.state.lock();
+            tree.purge_obsolete_files(&mut state);
             // Writes left out of the WAL and still buffered: logged now, so that a clean close
             // loses nothing (not after a background error, which closed the WAL).
-            if background_error.is_none() && !self.engine.shared.read_only {
-                self.engine.log_unlogged(&state, true)
-            } else {
-                Ok(())
+            if background_error.is_none() && !tree.shared.read_only {
+                logged = logged.and(tree.log_unlogged(&state, true));
             }
-        };
-        let recorded = self.engine.record_lifetime();
+            drop(state);
+            recorded = recorded.and(tree.record_lifetime());
+        }
+        // The trees hold the shared part, which held them.
+        self.engine.shared.keyspaces.write().clear();
         let result = match &mut *self.engine.shared.wal.lock() {
             WalSlot::Open(wal) => wal
                 .writer

@@ -1,44 +1,28 @@
 //! Opening a database: checking and locking the directory, recovering the manifest, replaying
 //! WALs, and clearing leftovers of earlier runs.
 
-use super::engine::{Engine, EngineState, ManifestState, Shared, WalSlot};
-use super::held_buffer::HeldBuffer;
+use super::engine::{Engine, WalSlot};
 use super::install::BufferChange;
 use crate::batch::BatchOp;
 use crate::error::{Error, Result};
-use crate::events::Events;
 use crate::filename;
 use crate::filename::{classify, FileKind};
 use crate::fs::{FileLock, FileSystem};
-use crate::info_log::InfoLog;
 use crate::key::ValueKind;
-use crate::key_index::KeyIndexSet;
 use crate::keyspace::KeyspaceId;
-use crate::listener::{EventListener, Opened, PolicySwitch, Recovery, StallCondition};
+use crate::listener::Recovery;
 use crate::manifest::{self, Counters, Manifest, ManifestRecord, RecoveredKeyspace};
 use crate::memtable::Memtable;
-use crate::merge::WriteSettings;
 use crate::options::Options;
-use crate::rate_limiter::RateLimiter;
-use crate::stats::Statistics;
-use crate::super_version::SuperVersion;
-use crate::table::BlockCache;
-use crate::table_cache::{TableCache, TableReads};
 use crate::wal_chain::{self, WalFile, WalLink};
-use crate::write_controller::WriteController;
-use crate::write_queue::{Publication, WriteQueue};
-use arc_swap::ArcSwap;
-use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
-use std::collections::{BTreeMap, HashSet, VecDeque};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use parking_lot::MutexGuard;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
-use strata_exec::handover;
-use strata_exec::skew::SkewEstimator;
-use strata_exec::window::WindowIndex;
 use strata_meta::{TableId, VersionEdit};
-use strata_policy::{CompactionPolicy, Leases, PolicySpec};
+use strata_policy::{CompactionPolicy, PolicySpec};
 
 /// How open may use the directory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,18 +34,18 @@ pub(crate) enum Access {
 }
 
 /// What the directory holds when open starts.
-struct Directory {
+pub(super) struct Directory {
     /// Its file names.
-    names: Vec<String>,
+    pub names: Vec<String>,
     /// The lock on it (`None` when opened read-only).
-    lock: Option<Box<dyn FileLock>>,
+    pub lock: Option<Box<dyn FileLock>>,
     /// The keyspaces as the manifest records them (a new database's default one).
-    keyspaces: BTreeMap<KeyspaceId, RecoveredKeyspace>,
-    next_keyspace_id: u32,
-    next_file_number: u64,
-    last_sequence: u64,
+    pub keyspaces: BTreeMap<KeyspaceId, RecoveredKeyspace>,
+    pub next_keyspace_id: u32,
+    pub next_file_number: u64,
+    pub last_sequence: u64,
     /// The manifest edits go to (`None` when opened read-only).
-    manifest: Option<Manifest>,
+    pub manifest: Option<Manifest>,
 }
 
 /// The name of the file [`check_direct_io`] writes (a `.tmp` file: open deletes any a crash
@@ -73,7 +57,7 @@ const DIRECT_IO_PROBE: &str = "DIRECT-IO-PROBE.tmp";
 /// the first flush or lookup (or, worse, a silent fall back to buffered I/O). Direct reads are
 /// tried on `CURRENT`, direct writes (read-write handles only) on a probe file, written,
 /// synced and deleted.
-fn check_direct_io(
+pub(super) fn check_direct_io(
     fs: &dyn FileSystem,
     dir: &Path,
     options: &Options,
@@ -119,7 +103,11 @@ fn io_error(context: String) -> impl FnOnce(std::io::Error) -> Error {
 
 /// Checks that `dir` holds a database (or nothing, when creating is allowed), locks it, and
 /// recovers its manifest into a fresh one, or creates the first manifest.
-fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<Directory> {
+pub(super) fn open_directory(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: &Options,
+) -> Result<Directory> {
     fs.create_dir_all(dir)
         .map_err(io_error(format!("creating {}", dir.display())))?;
     let names = fs
@@ -213,7 +201,7 @@ fn open_directory(fs: &dyn FileSystem, dir: &Path, options: &Options) -> Result<
 /// [`open_directory`] for a read-only open: checks that `dir` holds a database and recovers its
 /// manifest, reading only. Nothing is created, locked or deleted, so a writer may hold the
 /// directory meanwhile (the read-only handle sees the state of this moment).
-fn open_directory_read_only(fs: &dyn FileSystem, dir: &Path) -> Result<Directory> {
+pub(super) fn open_directory_read_only(fs: &dyn FileSystem, dir: &Path) -> Result<Directory> {
     let names = fs
         .list(dir)
         .map_err(io_error(format!("listing {}", dir.display())))?;
@@ -255,7 +243,7 @@ fn snapshot_records(keyspaces: &BTreeMap<KeyspaceId, RecoveredKeyspace>) -> Vec<
 /// `configured`, else from the record): none when it records it already; a switch to it, with
 /// a handover, when it records another; the record alone when it records none (a new database,
 /// or one written before databases recorded their policy).
-fn policy_edit(
+pub(super) fn policy_edit(
     recorded: Option<&str>,
     chosen: &dyn CompactionPolicy,
     configured: bool,
@@ -370,292 +358,84 @@ fn check_live_files(
 }
 
 impl Engine {
-    /// Opens the database in `dir`. Read-write (creating it if allowed and missing): recovers
-    /// the manifest, replays the WALs into tables, checks tables if asked, and deletes
-    /// leftovers. Read-only: recovers the manifest and replays the WALs into a memtable,
-    /// writing nothing.
-    pub fn open(dir: PathBuf, options: Options, access: Access) -> Result<Arc<Engine>> {
-        let start = Instant::now();
-        options.validate()?;
-        let fs = Arc::clone(&options.fs);
-        let found = match access {
-            Access::ReadWrite => open_directory(fs.as_ref(), &dir, &options)?,
-            Access::ReadOnly => open_directory_read_only(fs.as_ref(), &dir)?,
-        };
-        check_direct_io(fs.as_ref(), &dir, &options, access)?;
-        let mut listeners: Vec<Arc<dyn EventListener>> =
-            options.listeners.iter().map(|l| Arc::clone(&l.0)).collect();
-        if options.info_log && access == Access::ReadWrite {
-            let log = InfoLog::create(fs.as_ref(), &dir, options.keep_log_file_num)?;
-            listeners.push(Arc::new(log));
-        }
-        let Directory {
-            names,
-            lock,
-            mut keyspaces,
-            next_keyspace_id,
-            next_file_number,
-            last_sequence,
-            manifest,
-        } = found;
-        let default = keyspaces
-            .remove(&KeyspaceId::DEFAULT)
-            .ok_or_else(|| Error::InvalidArgument("the manifest has no default keyspace".into()))?;
-        if !keyspaces.is_empty() {
-            let others: Vec<&str> = keyspaces
-                .values()
-                .map(|k| k.definition.name.as_str())
-                .collect();
-            return Err(Error::InvalidArgument(format!(
-                "{} has keyspaces besides the default one ({}); this build opens only the \
-                 default keyspace (docs/keyspaces.md)",
-                dir.display(),
-                others.join(", ")
-            )));
-        }
-        let log_number = default.log_number;
-        let recorded_policy = default.version.policy().map(str::to_string);
-        let (chosen, configured) = match options.policy_for(default.version.policy()) {
-            Ok(chosen) => chosen,
-            // A read-only handle never plans a flush or a compaction: a recorded policy this
-            // program has not registered does not keep it from reading.
-            Err(_) if access == Access::ReadOnly => options.policy_for(None)?,
-            Err(e) => return Err(e),
-        };
-        let handing = policy_edit(default.version.policy(), chosen.as_ref(), configured);
-        let entry_level = handover::entry_level(chosen.as_ref());
-        // Timed, so metrics can say what share of the work the decisions take.
-        let policy = Arc::new(strata_policy::TimedPolicy::new(chosen));
-        let stats = Arc::new(Statistics::default());
-        let mut block_cache = BlockCache::new(options.block_cache_capacity)
-            .charging_tables(options.charge_tables_to_cache);
-        if options.cache_index_and_filter_blocks && options.index_and_filter_high_priority {
-            block_cache = block_cache.with_high_priority(options.high_pri_pool_ratio);
-        }
-        let block_cache = Arc::new(block_cache);
-        let tables = TableCache::new(
-            Arc::clone(&fs),
-            dir.clone(),
-            options.max_open_files,
-            Some(Arc::clone(&block_cache)),
-            Arc::clone(&stats),
-            TableReads {
-                direct: options.use_direct_reads,
-                cache_index_and_filter: options.cache_index_and_filter_blocks,
-                pinning: options.index_pinning,
-            },
-        );
-        let settings = WriteSettings {
-            block_size: options.block_size,
-            block_align: options.block_align,
-            restart_interval: options.block_restart_interval,
-            compression: options.compression,
-            record_block_ranges: options.record_block_ranges,
-            rate_limiter: options
-                .rate_limit
-                .map(|rate| Arc::new(RateLimiter::new(rate))),
-            bytes_per_sync: options.bytes_per_sync,
-            direct_writes: options.use_direct_io_for_flush_and_compaction,
-        };
-        let version = Arc::new(default.version);
-        let memtable = Arc::new(Memtable::with_filter(0, options.memtable_filter_bytes()));
-        let super_version = Arc::new(SuperVersion {
-            memtable: Arc::clone(&memtable),
-            frozen: Vec::new(),
-            version: Arc::clone(&version),
-            // Published properly once the engine's state exists (below).
-            key_index: None,
-            intervals: crate::super_version::run_intervals(&version),
-            handles: crate::super_version::TableHandles::for_version(
-                &version,
-                None,
-                options.max_open_files,
-            ),
-        });
-        let shared = Arc::new(Shared {
-            next_keyspace_id: AtomicU32::new(next_keyspace_id),
-            dir,
-            fs,
-            stats,
-            tables,
-            block_cache,
-            write_queue: WriteQueue::default(),
-            commit: Mutex::new(last_sequence),
-            publication: Publication::default(),
-            wal: Mutex::new(WalSlot::Closed("the WAL is not open yet".to_string())),
-            last_sequence: AtomicU64::new(last_sequence),
-            next_file_number: AtomicU64::new(next_file_number),
-            snapshots: Mutex::new(BTreeMap::new()),
-            shutting_down: AtomicBool::new(false),
-            read_only: manifest.is_none(),
-            manifest: Mutex::new(ManifestState {
-                file: manifest,
-                recorded: BTreeMap::new(),
-            }),
-            background_error: Mutex::new(None),
-            failed: AtomicBool::new(false),
-            checkpoint_log_numbers: Mutex::new(Vec::new()),
-            lock: Mutex::new(lock),
-            opened_at: Instant::now(),
-            recovery_stop: Mutex::new(None),
-            events: Events::new(listeners),
-        });
-        let engine = Arc::new(Engine {
-            shared,
-            keyspace: KeyspaceId::DEFAULT,
-            definition: default.definition,
-            policy: RwLock::new(policy),
-            entry_level: AtomicUsize::new(entry_level),
-            settings,
-            write_controller: WriteController::new(options.delayed_write_rate),
-            state: Mutex::new(EngineState {
-                memtable,
-                frozen: VecDeque::new(),
-                live_versions: vec![Arc::downgrade(&version)],
-                version,
-                log_number,
-                leases: Leases::new(),
-                running_compactions: 0,
-                running_reserved: 0,
-                key_index: options.key_index_level.map(|_| KeyIndexSet::new()),
-                flush_running: false,
-                stateful_running: false,
-                plans_since_flush: 0,
-                manual_compaction: false,
-                pending_outputs: HashSet::new(),
-                obsolete_tables: Vec::new(),
-                purge_queue: Vec::new(),
-                purges_running: 0,
-                relog_wals: default.relog_wals,
-                held: HeldBuffer::default(),
-                evictions: default.evictions,
-                switching: false,
-                write_stall: (StallCondition::Normal, Instant::now()),
-            }),
-            background_work: Condvar::new(),
-            super_version: ArcSwap::new(super_version),
-            last_flush_nanos: AtomicU64::new(0),
-            flush_interval_nanos: AtomicU64::new(0),
-            merges_running: AtomicU64::new(0),
-            rewrite_nanos_per_mib: AtomicU64::new(0),
-            scan_prefetch: Default::default(),
-            skew: Mutex::new(SkewEstimator::new()),
-            window_index: Mutex::new(WindowIndex::new()),
-            lifetime_before: default.lifetime,
-            options,
-        });
-        {
-            // What a rotation snapshots for this keyspace until its first install.
-            let state = engine.state.lock();
-            let recorded = engine.recorded_keyspace(&state);
-            engine
-                .shared
-                .manifest
-                .lock()
-                .recorded
-                .insert(engine.keyspace, recorded);
-        }
-        // Recorded before the WALs are replayed into tables, so that those flushes already
-        // follow the handover's rule (a new policy's own flush could sit below the old tree).
-        if let (Access::ReadWrite, Some(edit)) = (access, handing) {
-            let mut state = engine.state.lock();
-            engine.install(&mut state, edit, &[], BufferChange::default())?;
-            engine.shared.events.policy_switch(&PolicySwitch {
-                from: recorded_policy,
-                to: engine.recorded_policy(&state),
-                at_open: true,
-            });
-        }
-        match access {
-            Access::ReadWrite => engine.recover_wals(&names, log_number)?,
-            Access::ReadOnly => engine.replay_wals_in_memory(&names, log_number)?,
-        }
-        if engine.options.paranoid_checks {
-            engine.verify_all_tables()?;
-        }
-        if access == Access::ReadWrite {
-            engine.delete_obsolete_files_on_open()?;
-        }
-        {
-            let state = engine.state.lock();
-            let version = &state.version;
-            engine.shared.events.opened(&Opened {
-                path: engine.shared.dir.clone(),
-                read_only: access == Access::ReadOnly,
-                policy: engine.recorded_policy(&state),
-                tables: version.table_count(),
-                table_bytes: version.size(),
-                levels: version.levels().iter().filter(|l| !l.is_empty()).count(),
-                duration: start.elapsed(),
-            });
-        }
-        Ok(engine)
-    }
-
-    /// Replays WALs at or above `log_number` into a memtable, following `wal_chain`'s rule:
-    /// damage that is not the newest WAL's torn tail is corruption, or in point-in-time mode
-    /// the end of the replay.
+    /// Replays the WALs every keyspace of `trees` needs into a memtable per keyspace, following
+    /// `wal_chain`'s rule: damage that is not the newest WAL's torn tail is corruption, or in
+    /// point-in-time mode the end of the replay. An entry goes to its keyspace unless that
+    /// keyspace's log number is above its WAL (a table holds it) or a window flush evicted it;
+    /// entries of dropped keyspaces are skipped, and one of a keyspace the database never had
+    /// is corruption.
     fn replay_wals(
-        &self,
+        trees: &[Arc<Engine>],
         names: &[String],
-        log_number: u64,
-    ) -> Result<(Arc<Memtable>, wal_chain::Replayed)> {
+    ) -> Result<(Vec<Arc<Memtable>>, wal_chain::Replayed)> {
         let start = Instant::now();
+        let shared = &trees[0].shared;
+        let floors: Vec<u64> = trees.iter().map(|t| t.state.lock().log_number).collect();
+        let log_number = floors.iter().copied().min().unwrap_or(0);
         let mut numbers = filename::wal_numbers(names);
         numbers.retain(|&w| w >= log_number);
         let mut wals = Vec::with_capacity(numbers.len());
         for number in numbers {
-            let path = self.shared.dir.join(filename::wal_file_name(number));
-            let data = self
-                .shared
+            let path = shared.dir.join(filename::wal_file_name(number));
+            let data = shared
                 .fs
                 .read(&path)
                 .map_err(io_error(format!("reading {}", path.display())))?;
             wals.push(WalFile { number, data });
         }
-        let memtable = Arc::new(Memtable::with_filter(
-            0,
-            self.options.memtable_filter_bytes(),
-        ));
-        let (mut relog_wals, evictions) = {
-            let state = self.state.lock();
-            (state.relog_wals.clone(), state.evictions.clone())
-        };
-        // WALs of memtables a window flush left held hold entries older than the window it
-        // wrote to a table: point-in-time recovery may not stop before them, as before a
-        // re-logged WAL.
-        if let Some(below) = evictions.iter().map(|e| e.below_wal).max() {
-            relog_wals.extend(wals.iter().map(|w| w.number).filter(|&n| n < below));
+        let memtables: Vec<Arc<Memtable>> = trees
+            .iter()
+            .map(|t| Arc::new(Memtable::with_filter(0, t.options.memtable_filter_bytes())))
+            .collect();
+        let mut relog_wals = Vec::new();
+        let mut evictions = Vec::with_capacity(trees.len());
+        for tree in trees {
+            let state = tree.state.lock();
+            relog_wals.extend(&state.relog_wals);
+            // WALs of memtables a window flush left held hold entries older than the window
+            // it wrote to a table: point-in-time recovery may not stop before them, as before
+            // a re-logged WAL.
+            if let Some(below) = state.evictions.iter().map(|e| e.below_wal).max() {
+                relog_wals.extend(
+                    wals.iter()
+                        .map(|w| w.number)
+                        .filter(|&n| n < below && n >= state.log_number),
+                );
+            }
+            evictions.push(state.evictions.clone());
         }
-        // Entries a window flush already wrote to a table are not buffered again (later
-        // windows would skip them too, but they would take memory and a pass for nothing).
-        let evicted = |k: &[u8], seq| evictions.iter().any(|e| e.covers(k, seq));
         let wal_count = wals.len();
         let wal_bytes: u64 = wals.iter().map(|w| w.data.len() as u64).sum();
         let mut entries = 0u64;
         let mut unknown_keyspace = None;
-        // Keyspaces numbered below the next number that are not this one were dropped: their
+        // Keyspaces numbered below the next number that are not open were dropped: their
         // entries are skipped. A number at or above it no keyspace ever had.
-        let next_keyspace = self.shared.next_keyspace_id.load(Ordering::Relaxed);
+        let next_keyspace = shared.next_keyspace_id.load(Ordering::Relaxed);
         let replayed = wal_chain::replay(
             wals,
             log_number,
             &relog_wals,
-            self.options.wal_recovery_mode,
-            |seq, keyspace, op| match op {
-                _ if keyspace != self.keyspace => {
+            trees[0].options.wal_recovery_mode,
+            |wal, seq, keyspace, op| {
+                let Some(i) = trees.iter().position(|t| t.keyspace == keyspace) else {
                     if keyspace.0 >= next_keyspace {
                         unknown_keyspace.get_or_insert((keyspace, seq));
                     }
+                    return;
+                };
+                let key = match op {
+                    BatchOp::Put(k, _) | BatchOp::Delete(k) => k,
+                };
+                // Entries a window flush already wrote to a table are not buffered again
+                // (later windows would skip them too, but they would take memory and a pass
+                // for nothing).
+                if wal < floors[i] || evictions[i].iter().any(|e| e.covers(key, seq)) {
+                    return;
                 }
-                BatchOp::Put(k, _) | BatchOp::Delete(k) if evicted(k, seq) => {}
-                BatchOp::Put(k, v) => {
-                    entries += 1;
-                    memtable.insert(k, seq, ValueKind::Put, v)
-                }
-                BatchOp::Delete(k) => {
-                    entries += 1;
-                    memtable.insert(k, seq, ValueKind::Delete, &[])
+                entries += 1;
+                match op {
+                    BatchOp::Put(k, v) => memtables[i].insert(k, seq, ValueKind::Put, v),
+                    BatchOp::Delete(k) => memtables[i].insert(k, seq, ValueKind::Delete, &[]),
                 }
             },
         )?;
@@ -671,13 +451,12 @@ impl Engine {
                 ),
             ));
         }
-        let max_seq = self
-            .shared
+        let max_seq = shared
             .last_sequence
             .load(Ordering::Acquire)
             .max(replayed.max_seq.unwrap_or(0));
-        self.shared.last_sequence.store(max_seq, Ordering::Release);
-        self.shared.events.recovery(&Recovery {
+        shared.last_sequence.store(max_seq, Ordering::Release);
+        shared.events.recovery(&Recovery {
             wals: wal_count,
             wal_bytes,
             entries,
@@ -685,36 +464,52 @@ impl Engine {
             stopped: replayed.stopped.clone(),
             duration: start.elapsed(),
         });
-        Ok((memtable, replayed))
+        Ok((memtables, replayed))
     }
 
-    /// A read-only open's replay: the WALs' data becomes the memtable readers see, and no WAL
+    /// A read-only open's replay: the WALs' data becomes the memtables readers see, and no WAL
     /// is opened. Point-in-time recovery stops at damage as on a read-write open, but sets
     /// nothing aside (the files stay as they are).
-    fn replay_wals_in_memory(&self, names: &[String], log_number: u64) -> Result<()> {
-        let (memtable, replayed) = self.replay_wals(names, log_number)?;
-        *self.shared.recovery_stop.lock() = replayed.stopped;
-        *self.shared.wal.lock() = WalSlot::Closed(super::engine::OPENED_READ_ONLY.to_string());
-        let mut state = self.state.lock();
-        state.memtable = memtable;
-        self.install_super_version(&state);
+    pub(super) fn replay_wals_in_memory(trees: &[Arc<Engine>], names: &[String]) -> Result<()> {
+        let (memtables, replayed) = Self::replay_wals(trees, names)?;
+        let shared = &trees[0].shared;
+        *shared.recovery_stop.lock() = replayed.stopped;
+        *shared.wal.lock() = WalSlot::Closed(super::engine::OPENED_READ_ONLY.to_string());
+        for (tree, memtable) in trees.iter().zip(memtables) {
+            let mut state = tree.state.lock();
+            state.memtable = memtable;
+            tree.install_super_version(&state);
+        }
         Ok(())
     }
 
-    /// Replays the WALs (see [`Engine::replay_wals`]), flushes what they held as the policy
-    /// plans, and opens a fresh WAL.
-    fn recover_wals(&self, names: &[String], log_number: u64) -> Result<()> {
-        let (memtable, replayed) = self.replay_wals(names, log_number)?;
+    /// Replays the WALs (see [`Engine::replay_wals`]), opens a fresh WAL, and flushes what
+    /// each keyspace recovered as its policy plans.
+    pub(super) fn recover_wals(trees: &[Arc<Engine>], names: &[String]) -> Result<()> {
+        let (memtables, replayed) = Self::replay_wals(trees, names)?;
+        let first = &trees[0];
         if let Some(stop) = &replayed.stopped {
-            self.set_aside(stop, replayed.last)?;
+            first.set_aside(stop, replayed.last)?;
         }
-        *self.shared.wal.lock() = WalSlot::Replayed(replayed.last);
-        let mut commit = self.shared.commit.lock();
-        *commit = self.shared.last_sequence.load(Ordering::Acquire);
+        *first.shared.wal.lock() = WalSlot::Replayed(replayed.last);
+        let mut commit = first.shared.commit.lock();
+        *commit = first.shared.last_sequence.load(Ordering::Acquire);
+        for (tree, memtable) in trees.iter().zip(memtables) {
+            tree.recover_memtable(&commit, memtable)?;
+        }
+        Ok(())
+    }
+
+    /// Makes `memtable`, what the WALs held of this keyspace, a frozen memtable (the active one
+    /// starts in a new WAL) and flushes it as the policy plans.
+    fn recover_memtable(
+        &self,
+        commit: &MutexGuard<'_, u64>,
+        memtable: Arc<Memtable>,
+    ) -> Result<()> {
         let mut state = self.state.lock();
-        // The recovered data becomes a frozen memtable; the new WAL starts empty.
         state.memtable = memtable;
-        self.switch_memtable(&commit, &mut state)?;
+        self.switch_memtable(commit, &mut state)?;
         if state.frozen.is_empty() {
             // Record that older WALs are no longer needed.
             let log = state.memtable.wal_number();
@@ -782,7 +577,7 @@ impl Engine {
     }
 
     /// Reads every table's checksums (the `paranoid_checks` option).
-    fn verify_all_tables(&self) -> Result<()> {
+    pub(super) fn verify_all_tables(&self) -> Result<()> {
         let version = Arc::clone(&self.state.lock().version);
         for (_, _, t) in version.tables() {
             self.shared.tables.get(t.id.0)?.verify_checksums()?;
@@ -790,11 +585,12 @@ impl Engine {
         Ok(())
     }
 
-    /// Removes leftovers of earlier runs: table files the version neither holds nor keeps for
-    /// references, old WALs, old manifests.
-    fn delete_obsolete_files_on_open(&self) -> Result<()> {
-        let state = self.state.lock();
+    /// Removes leftovers of earlier runs: table files no keyspace's version holds or keeps for
+    /// references (a dropped keyspace's among them), WALs no keyspace needs, old manifests.
+    pub(super) fn delete_obsolete_files_on_open(&self) -> Result<()> {
         let manifest = self.shared.manifest.lock();
+        let needs = |t| manifest.recorded.values().any(|k| k.version.needs_file(t));
+        let wal_floor = manifest.recorded.values().map(|k| k.log_number).min();
         let names = self
             .shared
             .fs
@@ -802,8 +598,8 @@ impl Engine {
             .map_err(io_error(format!("listing {}", self.shared.dir.display())))?;
         for name in names {
             let obsolete = match classify(&name) {
-                Some(FileKind::Table(n)) => !state.version.needs_file(TableId(n)),
-                Some(FileKind::Wal(n)) => n < state.log_number,
+                Some(FileKind::Table(n)) => !needs(TableId(n)),
+                Some(FileKind::Wal(n)) => wal_floor.is_some_and(|floor| n < floor),
                 Some(FileKind::Manifest(n)) => {
                     manifest.file.as_ref().is_some_and(|m| m.number() != n)
                 }

@@ -558,8 +558,8 @@ impl Engine {
             let mut batch = WriteBatch::new();
             for &(_, kind, key, value) in &entries[start..end] {
                 match kind {
-                    ValueKind::Put => batch.put(key, value)?,
-                    ValueKind::Delete => batch.delete(key)?,
+                    ValueKind::Put => batch.put_in_keyspace(self.keyspace, key, value)?,
+                    ValueKind::Delete => batch.delete_in_keyspace(self.keyspace, key)?,
                 };
             }
             let last = end == entries.len();
