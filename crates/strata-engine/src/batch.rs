@@ -25,8 +25,10 @@ pub struct WriteBatch {
     rep: Vec<u8>,
     count: u32,
     user_bytes: u64,
-    /// A keyspace other than the default one the batch writes to, if any.
-    other_keyspace: Option<KeyspaceId>,
+    /// Whether the batch writes to the default keyspace.
+    writes_default: bool,
+    /// The other keyspaces it writes to, in the order first written.
+    other_keyspaces: Vec<KeyspaceId>,
 }
 
 impl Default for WriteBatch {
@@ -74,7 +76,8 @@ impl WriteBatch {
             rep: vec![0; HEADER_LEN],
             count: 0,
             user_bytes: 0,
-            other_keyspace: None,
+            writes_default: false,
+            other_keyspaces: Vec::new(),
         }
     }
 
@@ -135,17 +138,45 @@ impl WriteBatch {
     /// the default keyspace's records are encoded as before keyspaces existed).
     fn push_kind(&mut self, keyspace: KeyspaceId, kind: ValueKind) {
         if keyspace == KeyspaceId::DEFAULT {
+            self.writes_default = true;
             self.rep.push(kind as u8);
         } else {
-            self.other_keyspace.get_or_insert(keyspace);
+            if !self.other_keyspaces.contains(&keyspace) {
+                self.other_keyspaces.push(keyspace);
+            }
             self.rep.push(IN_KEYSPACE | kind as u8);
             put_varint(&mut self.rep, u64::from(keyspace.0));
         }
     }
 
-    /// A keyspace other than the default one the batch writes to, if any.
-    pub(crate) fn other_keyspace(&self) -> Option<KeyspaceId> {
-        self.other_keyspace
+    /// Adds a put into `keyspace` (RocksDB: `WriteBatch::Put` with a column family). A batch
+    /// may write to several keyspaces of one database; it is applied atomically across them.
+    pub fn put_in(
+        &mut self,
+        keyspace: &crate::Keyspace,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<&mut Self> {
+        self.put_in_keyspace(keyspace.id(), key.as_ref(), value.as_ref())
+    }
+
+    /// Adds a delete from `keyspace` (see [`WriteBatch::put_in`]).
+    pub fn delete_in(
+        &mut self,
+        keyspace: &crate::Keyspace,
+        key: impl AsRef<[u8]>,
+    ) -> Result<&mut Self> {
+        self.delete_in_keyspace(keyspace.id(), key.as_ref())
+    }
+
+    /// Whether the batch writes to the default keyspace.
+    pub(crate) fn writes_default(&self) -> bool {
+        self.writes_default
+    }
+
+    /// The keyspaces other than the default one the batch writes to.
+    pub(crate) fn other_keyspaces(&self) -> &[KeyspaceId] {
+        &self.other_keyspaces
     }
 
     /// Number of operations.
@@ -163,7 +194,8 @@ impl WriteBatch {
         self.rep.truncate(HEADER_LEN);
         self.count = 0;
         self.user_bytes = 0;
-        self.other_keyspace = None;
+        self.writes_default = false;
+        self.other_keyspaces.clear();
     }
 
     /// User key+value bytes in the batch (the denominator of write amplification).

@@ -59,8 +59,9 @@ mod write_controller;
 mod write_queue;
 
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
-pub use db::{CheckpointSummary, Db, ReadOptions, Snapshot};
+pub use db::{CheckpointSummary, Db, Keyspace, ReadOptions, Snapshot};
 pub use error::{Error, Result};
+pub use keyspace::{KeyspaceId, KeyspaceOptions};
 pub use listener::{
     CompletedJob, EventListener, JobKind, Opened, PolicySwitch, Recovery, StallCause,
     StallCondition, StartedJob, WriteStall,

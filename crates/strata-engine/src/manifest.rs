@@ -130,7 +130,8 @@ pub struct RecoveredKeyspace {
 }
 
 impl RecoveredKeyspace {
-    fn new(definition: KeyspaceDefinition) -> Self {
+    /// A keyspace with nothing recorded yet but its definition.
+    pub fn new(definition: KeyspaceDefinition) -> Self {
         RecoveredKeyspace {
             definition,
             version: Version::new(),

@@ -14,7 +14,7 @@ use crate::manifest::{Counters, Manifest, ManifestRecord};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use strata_meta::TableId;
+use strata_meta::{TableId, Version};
 
 /// What a checkpoint copied.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -59,15 +59,26 @@ impl Engine {
             .writer
             .flush()
             .map_err(|e| Error::io("flushing the WAL for a checkpoint".to_string(), e))?;
-        let (version, snapshot, counters, log_number) = {
-            let state = self.state.lock();
-            // Held until the copy ends: the version keeps its table files from deletion, the
-            // log number the WALs it needs.
-            let log_number = state.log_number;
+        let (versions, snapshots, counters, log_number) = {
+            // Every keyspace as the manifest records it. Held until the copy ends: the
+            // versions keep their table files from deletion, the log number the WALs the
+            // keyspaces need.
+            let manifest = self.shared.manifest.lock();
+            let log_number = manifest
+                .recorded
+                .values()
+                .map(|k| k.log_number)
+                .min()
+                .unwrap_or(0);
             self.shared.checkpoint_log_numbers.lock().push(log_number);
+            let versions: Vec<Arc<Version>> = manifest
+                .recorded
+                .values()
+                .map(|k| Arc::clone(&k.version))
+                .collect();
             (
-                Arc::clone(&state.version),
-                self.snapshot_record(&state),
+                versions,
+                manifest.snapshot_records(),
                 self.counters(),
                 log_number,
             )
@@ -86,7 +97,7 @@ impl Engine {
                 )
             });
         let result =
-            copied.and_then(|()| self.copy_into(dest, &version, snapshot, counters, log_number));
+            copied.and_then(|()| self.copy_into(dest, &versions, snapshots, counters, log_number));
         {
             let mut numbers = self.shared.checkpoint_log_numbers.lock();
             if let Some(i) = numbers.iter().position(|&n| n == log_number) {
@@ -104,20 +115,24 @@ impl Engine {
         result
     }
 
-    /// Links `version`'s files into `dest`, copies the WALs at or above `log_number`, and
-    /// writes a manifest of `snapshot` (the version's record) with `counters`.
+    /// Links the files of every keyspace's version into `dest`, copies the WALs at or above
+    /// `log_number`, and writes a manifest of `snapshots` (the keyspaces' records) with
+    /// `counters`.
     fn copy_into(
         &self,
         dest: &Path,
-        version: &strata_meta::Version,
-        snapshot: ManifestRecord,
+        versions: &[Arc<Version>],
+        snapshots: Vec<ManifestRecord>,
         mut counters: Counters,
         log_number: u64,
     ) -> Result<CheckpointSummary> {
         let mut summary = CheckpointSummary::default();
         // Tables, and the files whose blocks tables refer to (block-preserving merges).
-        let mut files: Vec<TableId> = version.tables().map(|(_, _, t)| t.id).collect();
-        files.extend(version.retained_files().map(|(f, _)| f));
+        let mut files: Vec<TableId> = Vec::new();
+        for version in versions {
+            files.extend(version.tables().map(|(_, _, t)| t.id));
+            files.extend(version.retained_files().map(|(f, _)| f));
+        }
         files.sort_unstable();
         files.dedup();
         for id in files {
@@ -152,7 +167,7 @@ impl Engine {
             self.shared.fs.as_ref(),
             dest,
             manifest_number,
-            vec![snapshot],
+            snapshots,
             counters,
         )?;
         self.shared

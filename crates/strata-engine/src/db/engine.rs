@@ -222,6 +222,8 @@ pub(crate) struct Engine {
     pub keyspace: KeyspaceId,
     /// Its name and the options set for it, as the manifest records them.
     pub definition: KeyspaceDefinition,
+    /// Set when the keyspace is dropped: its threads stop and its handles fail.
+    pub dropped: AtomicBool,
     /// The options it was opened with.
     pub options: Options,
     /// The compaction policy: replaced by a switch ([`Engine::set_policy`]) under the state
@@ -327,12 +329,18 @@ impl Engine {
         if self.shared.shutting_down.load(Ordering::Acquire) {
             return Err(Error::Closed);
         }
+        if self.dropped.load(Ordering::Acquire) {
+            return Err(Error::InvalidArgument(format!(
+                "keyspace {:?} was dropped",
+                self.definition.name
+            )));
+        }
         Ok(())
     }
 
-    /// Whether close or drop asked background work to stop.
+    /// Whether close, drop, or dropping the keyspace asked background work to stop.
     pub fn stop_requested(&self) -> bool {
-        self.shared.shutting_down.load(Ordering::Acquire)
+        self.shared.shutting_down.load(Ordering::Acquire) || self.dropped.load(Ordering::Acquire)
     }
 
     /// A new file number (tables, WALs and manifests share one sequence).

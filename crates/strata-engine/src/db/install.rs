@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::filename;
 use crate::filename::{classify, FileKind};
 use crate::keyspace::KeyspaceId;
-use crate::manifest::{BufferEviction, Counters, KeyspaceSnapshot, Manifest, ManifestRecord};
+use crate::manifest::{BufferEviction, Counters, Manifest, ManifestRecord};
 use parking_lot::MutexGuard;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
@@ -227,20 +227,6 @@ impl Engine {
             evictions: state.evictions.clone(),
             lifetime: self.lifetime_stats(),
         }
-    }
-
-    /// The record that carries this keyspace into a new manifest ([`KeyspaceSnapshot`]).
-    pub fn snapshot_record(&self, state: &EngineState) -> ManifestRecord {
-        KeyspaceSnapshot {
-            id: self.keyspace,
-            definition: &self.definition,
-            version: &state.version,
-            log_number: state.log_number,
-            relog_wals: live_relog_wals(state),
-            evictions: state.evictions.clone(),
-            lifetime: self.lifetime_stats(),
-        }
-        .record()
     }
 
     /// The database's counters as of now, for a new manifest's first record.

@@ -81,6 +81,7 @@ mod engine;
 mod flush;
 mod held_buffer;
 mod install;
+mod keyspaces;
 mod multi_get;
 mod open;
 mod read;
@@ -89,6 +90,7 @@ mod switch;
 mod write;
 
 pub use checkpoint::CheckpointSummary;
+pub use keyspaces::Keyspace;
 pub use read::{ReadOptions, Snapshot};
 
 use crate::batch::WriteBatch;
@@ -311,35 +313,9 @@ impl Db {
         self.engine.wait_for_compactions()
     }
 
-    /// Counters, amplifications and the tree's shape.
+    /// Counters, amplifications and the default keyspace's shape.
     pub fn metrics(&self) -> Metrics {
-        let (version, key_index, frozen_memtables) = {
-            let state = self.engine.state.lock();
-            let key_index =
-                state
-                    .key_index
-                    .as_ref()
-                    .map_or_else(Default::default, |k| KeyIndexUse {
-                        entries: k.entries(),
-                        bytes: k.memory_bytes(),
-                    });
-            (Arc::clone(&state.version), key_index, state.frozen.len())
-        };
-        let view = self.engine.current_super_version();
-        let memtables = MemtableUse {
-            bytes: view.memtable.memory_usage()
-                + view.frozen.iter().map(|m| m.memory_usage()).sum::<u64>(),
-            frozen: frozen_memtables,
-        };
-        Metrics::collect(
-            &self.engine.shared.stats,
-            &version,
-            memtables,
-            &self.engine.shared.block_cache,
-            self.engine.policy().nanos(),
-            key_index,
-            view.intervals.iter().map(|i| i.memory_bytes() as u64).sum(),
-        )
+        metrics_of(&self.engine)
     }
 
     /// The live counters [`Db::metrics`] is computed from: relaxed atomics, cheap enough to
@@ -485,6 +461,36 @@ impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.shutdown();
     }
+}
+
+/// Counters (the database's), amplifications and `engine`'s shape.
+fn metrics_of(engine: &Engine) -> Metrics {
+    let (version, key_index, frozen_memtables) = {
+        let state = engine.state.lock();
+        let key_index = state
+            .key_index
+            .as_ref()
+            .map_or_else(Default::default, |k| KeyIndexUse {
+                entries: k.entries(),
+                bytes: k.memory_bytes(),
+            });
+        (Arc::clone(&state.version), key_index, state.frozen.len())
+    };
+    let view = engine.current_super_version();
+    let memtables = MemtableUse {
+        bytes: view.memtable.memory_usage()
+            + view.frozen.iter().map(|m| m.memory_usage()).sum::<u64>(),
+        frozen: frozen_memtables,
+    };
+    Metrics::collect(
+        &engine.shared.stats,
+        &version,
+        memtables,
+        &engine.shared.block_cache,
+        engine.policy().nanos(),
+        key_index,
+        view.intervals.iter().map(|i| i.memory_bytes() as u64).sum(),
+    )
 }
 
 /// Converts any `RangeBounds` over byte-like keys into owned bounds.

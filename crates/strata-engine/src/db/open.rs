@@ -238,6 +238,7 @@ impl Engine {
             shared: Arc::clone(shared),
             keyspace: id,
             definition: recovered.definition,
+            dropped: AtomicBool::new(false),
             policy: RwLock::new(policy),
             entry_level: AtomicUsize::new(entry_level),
             settings,

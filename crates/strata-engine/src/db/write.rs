@@ -6,13 +6,14 @@ use crate::batch::{self, BatchOp, WriteBatch};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::key::{SeqNo, ValueKind, MAX_SEQNO};
+use crate::keyspace::KeyspaceId;
 use crate::listener::{StallCause, StallCondition};
 use crate::log::{LogWriter, RecoveryMode};
 use crate::memtable::{self, Memtable};
 use crate::options::WriteOptions;
 use crate::stats::Statistics;
 use crate::wal_chain;
-use crate::write_queue::{GroupInsert, Place, Turn, Writer};
+use crate::write_queue::{GroupInsert, GroupMemtables, Place, Turn, Writer};
 use parking_lot::MutexGuard;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -23,7 +24,7 @@ const MAX_RELOG_RECORD: usize = 1 << 20;
 
 /// A group whose WAL record is written: where and from which sequence number it inserts.
 struct Logged {
-    memtable: Arc<Memtable>,
+    memtables: GroupMemtables,
     first_seq: SeqNo,
     count: u64,
     /// With pipelined writes, its place in line for visibility.
@@ -45,17 +46,25 @@ impl Engine {
         if batch.is_empty() {
             return Ok(());
         }
-        if let Some(keyspace) = batch.other_keyspace() {
-            return Err(Error::InvalidArgument(format!(
-                "the batch writes to keyspace {}, which this database does not have",
-                keyspace.0
-            )));
+        if !batch.other_keyspaces().is_empty() {
+            let open = self.shared.keyspaces.read();
+            if let Some(k) = batch
+                .other_keyspaces()
+                .iter()
+                .find(|k| !open.contains_key(k))
+            {
+                return Err(Error::InvalidArgument(format!(
+                    "the batch writes to keyspace {}, which this database does not have \
+                     (or no longer has)",
+                    k.0
+                )));
+            }
         }
         let me = Writer::new(batch, options);
         let group = match self.shared.write_queue.join(&me) {
             Turn::Done(result) => return result,
             Turn::Insert(insert, seq) => {
-                insert.done(self.insert_batch(&insert.memtable, &me.batch, seq, true));
+                insert.done(self.insert_batch(&insert.memtables, &me.batch, seq, true));
                 return self.shared.write_queue.wait(&me);
             }
             Turn::Lead(group) => group,
@@ -90,7 +99,7 @@ impl Engine {
     ) -> Result<Logged> {
         let sync = leader.sync;
         let bytes: u64 = group.iter().map(|w| w.batch.user_bytes()).sum();
-        let memtable = self.make_room_for_write(commit, bytes)?;
+        let memtables = self.make_room_for_group(commit, group, bytes)?;
         let count: u64 = group.iter().map(|w| w.batch.len() as u64).sum();
         let first_seq = **commit + 1;
         if first_seq + count > MAX_SEQNO {
@@ -99,7 +108,9 @@ impl Engine {
             ));
         }
         if leader.disable_wal {
-            memtable.note_unlogged(first_seq, first_seq + count - 1);
+            for memtable in memtables.all() {
+                memtable.note_unlogged(first_seq, first_seq + count - 1);
+            }
             Statistics::add(&self.shared.stats.unlogged_batches, group.len() as u64);
         } else {
             let batches: Vec<&WriteBatch> = group.iter().map(|w| &w.batch).collect();
@@ -120,7 +131,7 @@ impl Engine {
             .enable_pipelined_write
             .then(|| self.shared.publication.join(**commit));
         Ok(Logged {
-            memtable,
+            memtables,
             first_seq,
             count,
             place,
@@ -134,23 +145,23 @@ impl Engine {
     /// later pipelined groups are not left waiting for their turn.
     fn insert_group(&self, group: &[Arc<Writer>], logged: Logged) -> Result<()> {
         let Logged {
-            memtable,
+            memtables,
             first_seq,
             count,
             place,
         } = logged;
         let pipelined = self.options.enable_pipelined_write;
         let result = if group.len() > 1 && self.options.allow_concurrent_memtable_write {
-            let insert = GroupInsert::new(Arc::clone(&memtable), group.len() - 1);
+            let insert = GroupInsert::new(memtables.clone(), group.len() - 1);
             self.shared.write_queue.hand_out(group, &insert, first_seq);
-            let own = self.insert_batch(&memtable, &group[0].batch, first_seq, true);
+            let own = self.insert_batch(&memtables, &group[0].batch, first_seq, true);
             let others = insert.wait();
             own.and(others)
         } else {
             // Pipelined groups' leaders insert beside each other.
             let mut seq = first_seq;
             group.iter().try_for_each(|w| {
-                self.insert_batch(&memtable, &w.batch, seq, pipelined)?;
+                self.insert_batch(&memtables, &w.batch, seq, pipelined)?;
                 seq += w.batch.len() as u64;
                 Ok(())
             })
@@ -173,19 +184,29 @@ impl Engine {
         Ok(())
     }
 
-    /// Inserts `batch` into `memtable` with sequence numbers from `first_seq` on, beside other
-    /// writers' inserts (`concurrently`) or alone.
+    /// Inserts `batch` into its keyspaces' `memtables` with sequence numbers from `first_seq`
+    /// on, beside other writers' inserts (`concurrently`) or alone.
     fn insert_batch(
         &self,
-        memtable: &Memtable,
+        memtables: &GroupMemtables,
         batch: &WriteBatch,
         first_seq: SeqNo,
         concurrently: bool,
     ) -> Result<()> {
         let (mut puts, mut deletes, mut value_bytes) = (0u64, 0u64, 0u64);
         for (seq, op) in (first_seq..).zip(batch.iter()) {
-            // `Engine::write` refused batches naming another keyspace.
-            let (key, kind, value) = match op.map(|(_, op)| op) {
+            let (keyspace, op) = match op {
+                Ok((keyspace, op)) => (keyspace, Ok(op)),
+                Err(offset) => (KeyspaceId::DEFAULT, Err(offset)),
+            };
+            // The group made room in every keyspace its batches write to.
+            let Some(memtable) = memtables.get(keyspace) else {
+                return Err(Error::InvalidArgument(format!(
+                    "keyspace {} is not among the group's",
+                    keyspace.0
+                )));
+            };
+            let (key, kind, value) = match op {
                 Ok(BatchOp::Put(k, v)) => {
                     puts += 1;
                     value_bytes += v.len() as u64;
@@ -273,6 +294,39 @@ impl Engine {
                 Err(err)
             }
         }
+    }
+
+    /// Makes room in every keyspace `group` writes to (this one, the default keyspace's tree
+    /// that leads every group, if any batch writes to it) and returns their memtables.
+    fn make_room_for_group(
+        &self,
+        commit: &MutexGuard<'_, SeqNo>,
+        group: &[Arc<Writer>],
+        bytes: u64,
+    ) -> Result<GroupMemtables> {
+        let mut memtables = GroupMemtables::default();
+        if group.iter().any(|w| w.batch.writes_default()) {
+            memtables.push(self.keyspace, self.make_room_for_write(commit, bytes)?);
+        }
+        let mut others: Vec<KeyspaceId> = Vec::new();
+        for w in group {
+            for &k in w.batch.other_keyspaces() {
+                if !others.contains(&k) {
+                    others.push(k);
+                }
+            }
+        }
+        for keyspace in others {
+            let tree = self.shared.keyspaces.read().get(&keyspace).cloned();
+            let Some(tree) = tree else {
+                return Err(Error::InvalidArgument(format!(
+                    "keyspace {} was dropped while the write waited",
+                    keyspace.0
+                )));
+            };
+            memtables.push(keyspace, tree.make_room_for_write(commit, bytes)?);
+        }
+        Ok(memtables)
     }
 
     /// Makes sure the active memtable has room for a group of `bytes` (user keys and values),

@@ -1,0 +1,272 @@
+//! Keyspaces (`Db::create_keyspace`): each with its own policy and options, isolated from the
+//! others, written atomically together, read at one snapshot, surviving reopens, dropped
+//! whole; and the WAL freed only once no keyspace needs it.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+use std::path::Path;
+use std::sync::Arc;
+use strata_engine::fs::{FileSystem, MemFs};
+use strata_engine::{Db, Error, KeyspaceOptions, Options, ReadOptions, WriteBatch, WriteOptions};
+
+fn options(fs: &MemFs) -> Options {
+    Options::new()
+        .with_file_system(Arc::new(fs.clone()))
+        .with_write_buffer_size(16 << 10)
+}
+
+fn wals(fs: &MemFs) -> usize {
+    fs.list(Path::new("/db"))
+        .unwrap()
+        .iter()
+        .filter(|n| n.ends_with(".log"))
+        .count()
+}
+
+#[test]
+fn keyspaces_keep_their_own_keys_policies_and_options_across_reopens() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    let events = db
+        .create_keyspace(
+            "events",
+            KeyspaceOptions::new()
+                .with_policy_named("minmax:bucket_size=4KiB")
+                .unwrap()
+                .with_write_buffer_size(8 << 10),
+        )
+        .unwrap();
+    let users = db
+        .create_keyspace(
+            "users",
+            KeyspaceOptions::new()
+                .with_policy_named("partial-full:size_ratio=3")
+                .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(db.list_keyspaces(), ["default", "events", "users"]);
+    for i in 0..3_000u32 {
+        let key = format!("k{:05}", i * 7 % 3_000);
+        db.put(&key, format!("default {i}")).unwrap();
+        events.put(&key, format!("event {i}")).unwrap();
+        if i % 3 == 0 {
+            users.put(&key, format!("user {i}")).unwrap();
+        }
+    }
+    users.delete("k00007").unwrap();
+    assert_eq!(events.policy().name(), "minmax");
+    assert_eq!(users.policy().name(), "partial-full");
+    assert_eq!(db.policy().name(), "leveled");
+    db.flush().unwrap();
+    events.flush().unwrap();
+    users.flush().unwrap();
+    let expect = |db: &Db| {
+        let events = db.keyspace("events").unwrap();
+        let users = db.keyspace("users").unwrap();
+        // Key k00007 is written at i = 1 only (to users never, and its delete there finds
+        // nothing).
+        assert_eq!(
+            db.get("k00007").unwrap().as_deref(),
+            Some(&b"default 1"[..])
+        );
+        assert_eq!(
+            events.get("k00007").unwrap().as_deref(),
+            Some(&b"event 1"[..])
+        );
+        assert_eq!(users.get("k00007").unwrap(), None);
+        assert_eq!(db.range::<&str, _>(..).unwrap().count(), 3_000);
+        assert_eq!(events.range::<&str, _>(..).unwrap().count(), 3_000);
+        assert_eq!(users.range::<&str, _>(..).unwrap().count(), 1_000);
+        assert!(events.version().table_count() > 0);
+        assert!(users.version().table_count() > 0);
+    };
+    expect(&db);
+    db.close().unwrap();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    expect(&db);
+    assert_eq!(db.keyspace("events").unwrap().policy().name(), "minmax");
+    assert_eq!(
+        db.keyspace("users").unwrap().policy().name(),
+        "partial-full"
+    );
+    db.close().unwrap();
+    // Unflushed writes come back from the WAL, each into its keyspace.
+    let db = Db::open("/db", options(&fs)).unwrap();
+    db.keyspace("users").unwrap().put("late", "u").unwrap();
+    db.keyspace("events").unwrap().put("late", "e").unwrap();
+    drop(db);
+    let db = Db::open_read_only("/db", options(&fs)).unwrap();
+    let get = |name: &str| db.keyspace(name).unwrap().get("late").unwrap();
+    assert_eq!(get("users").as_deref(), Some(&b"u"[..]));
+    assert_eq!(get("events").as_deref(), Some(&b"e"[..]));
+    assert_eq!(get("default"), None);
+}
+
+#[test]
+fn a_batch_across_keyspaces_is_atomic_and_a_snapshot_reads_them_all_at_one_point() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    let a = db.create_keyspace("a", KeyspaceOptions::new()).unwrap();
+    let b = db.create_keyspace("b", KeyspaceOptions::new()).unwrap();
+    let mut batch = WriteBatch::new();
+    batch.put_in(&a, "x", "1").unwrap();
+    batch.put_in(&b, "x", "2").unwrap();
+    batch.put("x", "0").unwrap();
+    db.write(&WriteOptions::default(), batch).unwrap();
+    let snapshot = db.snapshot();
+    a.put("x", "changed").unwrap();
+    b.delete("x").unwrap();
+    let at = ReadOptions::at(&snapshot);
+    assert_eq!(a.get_with("x", &at).unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(b.get_with("x", &at).unwrap().as_deref(), Some(&b"2"[..]));
+    assert_eq!(db.get_with("x", &at).unwrap().as_deref(), Some(&b"0"[..]));
+    assert_eq!(b.get("x").unwrap(), None);
+    drop(snapshot);
+    // A batch naming a dropped keyspace is refused whole.
+    let mut batch = WriteBatch::new();
+    batch.put("y", "0").unwrap();
+    batch.put_in(&b, "y", "2").unwrap();
+    db.drop_keyspace("b").unwrap();
+    assert!(matches!(
+        db.write(&WriteOptions::default(), batch),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert_eq!(db.get("y").unwrap(), None);
+    assert!(b.get("x").is_err(), "a dropped keyspace's handle fails");
+    db.close().unwrap();
+}
+
+#[test]
+fn a_dropped_keyspace_is_gone_after_a_reopen_and_its_name_free() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    let gone = db.create_keyspace("gone", KeyspaceOptions::new()).unwrap();
+    for i in 0..2_000u32 {
+        gone.put(format!("k{i:05}"), "v").unwrap();
+    }
+    gone.flush().unwrap();
+    db.drop_keyspace("gone").unwrap();
+    assert_eq!(db.list_keyspaces(), ["default"]);
+    db.close().unwrap();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    assert_eq!(db.list_keyspaces(), ["default"]);
+    let tables = fs
+        .list(Path::new("/db"))
+        .unwrap()
+        .iter()
+        .filter(|n| n.ends_with(".sst"))
+        .count();
+    assert_eq!(
+        tables, 0,
+        "the dropped keyspace's tables were deleted at the open"
+    );
+    let again = db.create_keyspace("gone", KeyspaceOptions::new()).unwrap();
+    assert_eq!(again.get("k00001").unwrap(), None);
+    assert_ne!(again.id(), gone.id(), "numbers are never reused");
+    db.close().unwrap();
+}
+
+#[test]
+fn bad_names_and_misuse_are_refused() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    db.create_keyspace("a", KeyspaceOptions::new()).unwrap();
+    for (name, expected) in [
+        ("a", "exists"),
+        ("default", "exists"),
+        ("", "1 to 255 bytes"),
+        ("x/y", "without '/'"),
+    ] {
+        let e = db
+            .create_keyspace(name, KeyspaceOptions::new())
+            .unwrap_err();
+        assert!(e.to_string().contains(expected), "{name:?}: {e}");
+    }
+    assert!(db.drop_keyspace("default").is_err());
+    assert!(db
+        .drop_keyspace("nosuch")
+        .unwrap_err()
+        .to_string()
+        .contains("nosuch"));
+    assert!(db
+        .keyspace("nosuch")
+        .unwrap_err()
+        .to_string()
+        .contains("nosuch"));
+    assert!(KeyspaceOptions::new().with_policy_named("nosuch").is_err());
+    db.close().unwrap();
+    let ro = Db::open_read_only("/db", options(&fs)).unwrap();
+    assert!(matches!(
+        ro.create_keyspace("b", KeyspaceOptions::new()),
+        Err(Error::ReadOnly(_))
+    ));
+}
+
+/// A keyspace holding unflushed writes keeps the WALs they are in, however much another
+/// keyspace writes and flushes; once it flushes, they go.
+#[test]
+fn a_wal_is_freed_only_when_no_keyspace_needs_it() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    let idle = db.create_keyspace("idle", KeyspaceOptions::new()).unwrap();
+    idle.put("only", "entry").unwrap();
+    for i in 0..5_000u32 {
+        db.put(format!("k{i:05}"), [b'v'; 64]).unwrap();
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let pinned = wals(&fs);
+    assert!(pinned > 3, "the idle keyspace's entry keeps {pinned} WALs");
+    idle.flush().unwrap();
+    db.put("one", "more").unwrap();
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let left = wals(&fs);
+    assert!(left <= 2, "{left} WALs left after every keyspace flushed");
+    assert_eq!(idle.get("only").unwrap().as_deref(), Some(&b"entry"[..]));
+    db.close().unwrap();
+}
+
+/// A checkpoint holds every keyspace, with whole cross-keyspace batches, while they are
+/// written.
+#[test]
+fn a_checkpoint_holds_every_keyspace_and_whole_batches() {
+    let fs = MemFs::new();
+    let db = Arc::new(Db::open("/db", options(&fs)).unwrap());
+    let a = db
+        .create_keyspace(
+            "a",
+            KeyspaceOptions::new().with_policy_named("tiered").unwrap(),
+        )
+        .unwrap();
+    let b = db.create_keyspace("b", KeyspaceOptions::new()).unwrap();
+    let writer = {
+        let (db, a, b) = (Arc::clone(&db), a.clone(), b.clone());
+        std::thread::spawn(move || {
+            for i in 0..3_000u32 {
+                let mut batch = WriteBatch::new();
+                batch.put_in(&a, format!("k{i:05}"), "a").unwrap();
+                batch.put_in(&b, format!("k{i:05}"), "b").unwrap();
+                db.write(&WriteOptions::default(), batch).unwrap();
+            }
+        })
+    };
+    while a.get("k00500").unwrap().is_none() {
+        std::thread::yield_now();
+    }
+    db.checkpoint("/copy").unwrap();
+    writer.join().unwrap();
+    Arc::into_inner(db).unwrap().close().unwrap();
+    let copy = Db::open("/copy", options(&fs)).unwrap();
+    assert_eq!(copy.list_keyspaces(), ["default", "a", "b"]);
+    let (a, b) = (copy.keyspace("a").unwrap(), copy.keyspace("b").unwrap());
+    assert_eq!(a.policy().name(), "tiered");
+    let in_a = a.range::<&str, _>(..).unwrap().count();
+    assert!(in_a > 500, "{in_a}");
+    assert_eq!(
+        b.range::<&str, _>(..).unwrap().count(),
+        in_a,
+        "a batch is torn"
+    );
+    copy.close().unwrap();
+}
