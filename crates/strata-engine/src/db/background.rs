@@ -77,6 +77,8 @@ impl Engine {
                         continue;
                     }
                     Ok(None) => {}
+                    // A dropped keyspace's job found its keyspace gone: no error of the database.
+                    Err(Error::Closed) if self.stop_requested() => {}
                     Err(e) => self.record_background_error(&mut state, &e),
                 }
             }

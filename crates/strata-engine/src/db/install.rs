@@ -89,6 +89,12 @@ impl Engine {
             ..ManifestRecord::default()
         };
         let mut manifest = self.shared.manifest.lock();
+        if !manifest.recorded.contains_key(&self.keyspace) {
+            // The keyspace was dropped while the job ran: nothing of it is recorded any more.
+            drop(manifest);
+            self.discard_outputs(state, files);
+            return Err(Error::Closed);
+        }
         let appended = match manifest.file.as_mut() {
             Some(file) => file.append(&record),
             None => Err(Error::ReadOnly(OPENED_READ_ONLY.to_string())),
