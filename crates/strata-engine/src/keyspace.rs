@@ -41,13 +41,14 @@ const BLOCK_SIZE: &str = "block_size";
 const COMPRESSION: &str = "compression";
 
 impl KeyspaceOptions {
-    /// The database's options for everything, and `leveled` as the policy.
+    /// The database's options for everything, its policy included.
     pub fn new() -> Self {
         Self::default()
     }
 
     /// The keyspace's compaction policy, by specification (a registered name with options).
-    /// Default: `leveled` with the keyspace's write buffer size.
+    /// Default: the policy the database's options name (`leveled` if they name none), built
+    /// with the keyspace's write buffer size.
     pub fn with_policy_spec(mut self, spec: PolicySpec) -> Result<Self> {
         // Built once now, so a bad specification fails here rather than at creation.
         strata_policy::registry::build_policy(&spec)?;
@@ -121,8 +122,8 @@ impl KeyspaceOptions {
         Ok(options)
     }
 
-    /// The database's `options` with this keyspace's applied: what its tree runs with. A
-    /// keyspace without a policy of its own runs the one its version records.
+    /// The database's `options` with this keyspace's applied: what its tree runs with (a
+    /// reopen then runs the policy the keyspace's version records).
     pub(crate) fn apply(&self, options: &Options) -> Result<Options> {
         let mut applied = options.clone();
         if let Some(b) = self.write_buffer_size {
@@ -134,10 +135,9 @@ impl KeyspaceOptions {
         if let Some(c) = self.compression {
             applied = applied.with_compression(c);
         }
-        applied = match &self.policy {
-            Some(spec) => applied.with_policy_spec(spec.clone())?,
-            None => applied.with_recorded_policy(),
-        };
+        if let Some(spec) = &self.policy {
+            applied = applied.with_policy_spec(spec.clone())?;
+        }
         applied.validate()?;
         Ok(applied)
     }

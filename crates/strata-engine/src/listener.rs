@@ -17,6 +17,8 @@ pub struct StartedJob {
     /// The job's number, unique in this process's run of the database; its
     /// [`CompletedJob::job`] is the same.
     pub job: u64,
+    /// The keyspace the job works on (`"default"` for the database's own).
+    pub keyspace: String,
     /// Flush or compaction.
     pub kind: JobKind,
     /// Levels the inputs come from (ascending; empty for a flush that writes a new run).
@@ -38,6 +40,8 @@ pub struct StartedJob {
 pub struct CompletedJob {
     /// The job's number ([`StartedJob::job`]).
     pub job: u64,
+    /// The keyspace the job worked on ([`StartedJob::keyspace`]).
+    pub keyspace: String,
     /// Flush or compaction.
     pub kind: JobKind,
     /// Flushes completed before this job was picked (for a flush, before it ran).
@@ -247,6 +251,15 @@ fn levels(levels: &[usize]) -> String {
     }
 }
 
+/// How a line names a job: its number, and its keyspace unless that is the default one.
+fn job_name(job: u64, keyspace: &str) -> String {
+    if keyspace == crate::manifest::DEFAULT_KEYSPACE_NAME {
+        format!("job {job}")
+    } else {
+        format!("keyspace {keyspace} job {job}")
+    }
+}
+
 fn output(level: Option<usize>) -> String {
     level.map_or_else(|| "nothing".to_string(), |l| format!("L{l}"))
 }
@@ -255,8 +268,8 @@ impl fmt::Display for StartedJob {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "job {} {} started: {} tables ({} bytes) from {} to {}, priority {:?}: {}",
-            self.job,
+            "{} {} started: {} tables ({} bytes) from {} to {}, priority {:?}: {}",
+            job_name(self.job, &self.keyspace),
             self.kind.as_str(),
             self.input_tables,
             self.input_bytes,
@@ -272,8 +285,8 @@ impl fmt::Display for CompletedJob {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "job {} {} finished in {:.3} s: read {} bytes, wrote {} bytes in {} tables to {}",
-            self.job,
+            "{} {} finished in {:.3} s: read {} bytes, wrote {} bytes in {} tables to {}",
+            job_name(self.job, &self.keyspace),
             self.kind.as_str(),
             self.duration().as_secs_f64(),
             self.bytes_read,

@@ -58,6 +58,11 @@ pub(crate) struct CrashArgs {
     /// check wants every thread's history as a log.
     #[arg(long)]
     all_logged: bool,
+    /// Keyspaces each child spreads its keys over (the default one and `ks1`.. with Min-Max,
+    /// partial-mixed and tiered in turn): batches then span keyspaces, and every kill checks
+    /// that each is whole.
+    #[arg(long, default_value_t = 1)]
+    keyspaces: usize,
 }
 
 /// What the crash driver measured.
@@ -200,7 +205,9 @@ pub(crate) fn crash(args: CrashArgs) -> Result<()> {
             s.fail(format!("cycle {cycle} ({policy}): {}", stderr.trim()));
         }
         if args.wal_damage_every > 0 && cycle % args.wal_damage_every == args.wal_damage_every - 1 {
-            if let Err(e) = damage_case(&dir, policy, args.threads, &mut rng, &mut s) {
+            if let Err(e) =
+                damage_case(&dir, policy, args.threads, args.keyspaces, &mut rng, &mut s)
+            {
                 s.fail(format!("cycle {cycle} ({policy}), WAL damage: {e:#}"));
             }
         }
@@ -251,6 +258,7 @@ fn child_run(exe: &Path, policy: &str, args: &CrashArgs, dir: &Path) -> Command 
         .args(["run", "--policy", policy])
         .args(["--threads", &args.threads.to_string()])
         .args(["--keys", &args.keys.to_string()])
+        .args(["--keyspaces", &args.keyspaces.to_string()])
         .args(args.direct_io.then_some("--direct-io"))
         .args((!args.all_logged && args.wal_damage_every == 0).then_some("--unlogged-writes"))
         .arg("--dir")

@@ -1,6 +1,7 @@
 //! `strata-stress run`, the child: verify the database against the side logs, then run the random
 //! workload of several worker threads until killed or done.
 
+use crate::keyspaces::Router;
 use crate::side_log::{replay, side_log_dir, Intent, SideLog};
 use crate::verify::verify;
 use anyhow::{bail, Context, Result};
@@ -57,13 +58,16 @@ pub(crate) struct RunArgs {
     /// not yet in a table, which verification accepts key by key.
     #[arg(long)]
     unlogged_writes: bool,
+    /// Keyspaces the keys are spread over (the default one and `ks1`..; see `keyspaces.rs`).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) keyspaces: usize,
 }
 
 /// The write buffer of every child: small, so a short run flushes and compacts many times.
 const BUFFER: u64 = 64 << 10;
 
 /// `policy` with the crash test's small tables.
-fn policy_spec(policy: &str) -> Result<PolicySpec> {
+pub(crate) fn policy_spec(policy: &str) -> Result<PolicySpec> {
     testing::register();
     let mut spec: PolicySpec = policy.parse()?;
     spec.fill_defaults([
@@ -100,6 +104,7 @@ fn key_name(thread: usize, k: u64) -> String {
 /// One worker: random operations on its own keys, checked against its own model.
 fn worker(
     db: Arc<Db>,
+    router: Arc<Router>,
     logs: PathBuf,
     thread: usize,
     args: RunArgs,
@@ -155,10 +160,7 @@ fn worker(
                 log.intent(&intent, disable_wal)?;
                 let mut batch = WriteBatch::new();
                 for (k, v) in &intent.writes {
-                    match v {
-                        Some(v) => batch.put(k, v)?,
-                        None => batch.delete(k)?,
-                    };
+                    router.add(&mut batch, k, v.as_deref())?;
                 }
                 db.write(&WriteOptions { sync, disable_wal }, batch)?;
                 log.line(&format!("A {seq}"))?;
@@ -168,9 +170,7 @@ fn worker(
                 seq += 1;
             }
             55..=84 => {
-                let got = db
-                    .get(&key)?
-                    .map(|b| String::from_utf8_lossy(&b).into_owned());
+                let got = router.get(&key)?;
                 let want = model.get(&key).cloned().flatten();
                 if got != want {
                     bail!("thread {thread}: get {key} = {got:?}, expected {want:?}");
@@ -179,18 +179,8 @@ fn worker(
             85..=94 => {
                 // A scan over this thread's keys from `key`, checked against the model.
                 let end = format!("t{thread:02}-l");
-                let got: Vec<(String, String)> = db
-                    .range(key.as_str()..end.as_str())?
-                    .take(20)
-                    .map(|e| {
-                        e.map(|(k, v)| {
-                            (
-                                String::from_utf8_lossy(&k).into_owned(),
-                                String::from_utf8_lossy(&v).into_owned(),
-                            )
-                        })
-                    })
-                    .collect::<Result<_, _>>()?;
+                let got: Vec<(String, String)> =
+                    router.range(&key, &end)?.into_iter().take(20).collect();
                 let want: Vec<(String, String)> = model
                     .range(key.clone()..end.clone())
                     .filter_map(|(k, v)| v.clone().map(|v| (k.clone(), v)))
@@ -203,10 +193,11 @@ fn worker(
             _ => {
                 // A snapshot stays frozen while this thread writes again.
                 let snap = db.snapshot();
-                let before = db.get_with(&key, &ReadOptions::at(&snap))?;
+                let space = router.of(&key);
+                let before = space.get_with(&key, &ReadOptions::at(&snap))?;
                 let mut b = WriteBatch::new();
                 let v = format!("t{thread}s{seq}v{}", rng.random::<u32>());
-                b.put(&key, &v)?;
+                router.add(&mut b, &key, Some(&v))?;
                 let intent = Intent {
                     seq,
                     writes: vec![(key.clone(), Some(v))],
@@ -216,7 +207,7 @@ fn worker(
                 log.line(&format!("A {seq}"))?;
                 model.insert(key.clone(), intent.writes[0].1.clone());
                 seq += 1;
-                let after = db.get_with(&key, &ReadOptions::at(&snap))?;
+                let after = space.get_with(&key, &ReadOptions::at(&snap))?;
                 if before != after {
                     bail!("thread {thread}: a snapshot read of {key} changed");
                 }
@@ -234,12 +225,7 @@ fn worker(
 fn check_table_files(args: &RunArgs) -> Result<()> {
     let options = options(&args.policy, args.direct_io)?.with_synchronous_compaction(true);
     let db = Db::open(&args.dir, options).context("opening to check the table files")?;
-    let version = db.version();
-    let needed: std::collections::BTreeSet<u64> = version
-        .tables()
-        .map(|(_, _, t)| t.id.0)
-        .chain(version.retained_files().map(|(f, _)| f.0))
-        .collect();
+    let needed = Router::open(&db, args.keyspaces, policy_spec)?.table_files();
     let mut on_disk = std::collections::BTreeSet::new();
     for entry in
         std::fs::read_dir(&args.dir).with_context(|| format!("listing {}", args.dir.display()))?
@@ -278,7 +264,8 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         )
         .context("reopening after the crash")?,
     );
-    let verified = verify(&db, &logs, args.threads).context("verifying after the crash")?;
+    let router = Arc::new(Router::open(&db, args.keyspaces, policy_spec)?);
+    let verified = verify(&router, &logs, args.threads).context("verifying after the crash")?;
     println!("VERIFIED {}", serde_json::to_string(&verified)?);
     let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
     let switcher = match &args.switch_to {
@@ -296,8 +283,9 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     };
     let handles: Vec<_> = (0..args.threads)
         .map(|t| {
-            let (db, logs, args) = (Arc::clone(&db), logs.clone(), args.clone());
-            std::thread::spawn(move || worker(db, logs, t, args, deadline))
+            let (db, router) = (Arc::clone(&db), Arc::clone(&router));
+            let (logs, args) = (logs.clone(), args.clone());
+            std::thread::spawn(move || worker(db, router, logs, t, args, deadline))
         })
         .collect();
     let mut ops = 0;

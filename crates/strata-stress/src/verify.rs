@@ -1,12 +1,12 @@
 //! Checking a database against the side logs: everything acknowledged after a crash, or a
 //! prefix of every thread's history after a point-in-time recovery.
 
+use crate::keyspaces::Router;
 use crate::side_log::{replay, Intent, Replayed, SideLog};
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use strata_engine::Db;
 
 /// Verification counts of one restart.
 #[derive(Debug, Default, Serialize, Clone, Copy)]
@@ -23,12 +23,10 @@ pub(crate) struct Verified {
 
 /// Checks the database against every thread's side log and resolves in-flight intents, and
 /// settles (with `F` lines) what keys written without the WAL hold.
-pub(crate) fn verify(db: &Db, logs: &Path, threads: usize) -> Result<Verified> {
+pub(crate) fn verify(db: &Router, logs: &Path, threads: usize) -> Result<Verified> {
     let mut v = Verified::default();
     let mut all_expected: BTreeMap<String, Option<String>> = BTreeMap::new();
-    let read = |k: &str| -> Result<Option<String>> {
-        Ok(db.get(k)?.map(|b| String::from_utf8_lossy(&b).into_owned()))
-    };
+    let read = |k: &str| db.get(k);
     for t in 0..threads {
         let path = logs.join(format!("thread-{t:02}.log"));
         let r = replay(&path)?;
@@ -105,7 +103,7 @@ pub(crate) fn verify(db: &Db, logs: &Path, threads: usize) -> Result<Verified> {
     }
     // Every key: exactly the expected value.
     for (k, want) in &all_expected {
-        let got = db.get(k)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+        let got = db.get(k)?;
         if &got != want {
             bail!("key {k}: found {got:?}, expected {want:?} (an acknowledged write was lost or a stale value resurfaced)");
         }
@@ -117,12 +115,7 @@ pub(crate) fn verify(db: &Db, logs: &Path, threads: usize) -> Result<Verified> {
         .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
         .collect();
     let mut scanned = 0usize;
-    for entry in db.range::<&str, _>(..)? {
-        let (k, val) = entry?;
-        let (k, val) = (
-            String::from_utf8_lossy(&k).into_owned(),
-            String::from_utf8_lossy(&val).into_owned(),
-        );
+    for (k, val) in db.scan_all()? {
         match all_expected.get(&k) {
             Some(Some(want)) if *want == val => scanned += 1,
             other => bail!(
@@ -140,19 +133,12 @@ pub(crate) fn verify(db: &Db, logs: &Path, threads: usize) -> Result<Verified> {
 /// thread's acknowledged writes (and possibly its in-flight one): what point-in-time recovery
 /// must leave, since a thread issues a write only after the previous one was acknowledged.
 /// Returns the acknowledged writes past the prefixes found. Writes nothing to the side logs.
-pub(crate) fn verify_prefix(db: &Db, logs: &Path, threads: usize) -> Result<u64> {
+pub(crate) fn verify_prefix(db: &Router, logs: &Path, threads: usize) -> Result<u64> {
     let mut dropped = 0;
     for t in 0..threads {
         let r = replay(&logs.join(format!("thread-{t:02}.log")))?;
         let (start, end) = (format!("t{t:02}-"), format!("t{t:02}-l"));
-        let mut actual: BTreeMap<String, String> = BTreeMap::new();
-        for entry in db.range(start.as_str()..end.as_str())? {
-            let (k, v) = entry?;
-            actual.insert(
-                String::from_utf8_lossy(&k).into_owned(),
-                String::from_utf8_lossy(&v).into_owned(),
-            );
-        }
+        let actual = db.range(&start, &end)?;
         // Walk the history, keeping the number of keys whose state differs from the database.
         let mut state: HashMap<String, Option<String>> = HashMap::new();
         let mut differing = actual.len();

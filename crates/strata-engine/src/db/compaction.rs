@@ -111,9 +111,12 @@ impl Engine {
             .store(state.running_compactions as u64, Ordering::Relaxed);
         state.stateful_running |= plan.policy_state.is_some();
         let job = self.shared.events.next_job();
-        self.shared
-            .events
-            .job_started(&started_job(job, &plan, &state.version));
+        self.shared.events.job_started(&started_job(
+            job,
+            &self.definition.name,
+            &plan,
+            &state.version,
+        ));
         Ok(CompactionJob {
             job,
             version: Arc::clone(&state.version),
@@ -133,12 +136,16 @@ impl Engine {
     ) -> Result<()> {
         let edit = compaction_edit(&state.version, plan, Vec::new())?;
         let job = self.shared.events.next_job();
-        self.shared
-            .events
-            .job_started(&started_job(job, plan, &state.version));
+        self.shared.events.job_started(&started_job(
+            job,
+            &self.definition.name,
+            plan,
+            &state.version,
+        ));
         self.install(state, edit, &[], BufferChange::default())?;
         self.shared.events.job_completed(&CompletedJob {
             job,
+            keyspace: self.definition.name.clone(),
             kind: JobKind::Compaction(plan.action),
             flushes_before: Statistics::get(&self.shared.stats.flushes),
             input_levels: plan.input_levels(),
@@ -344,6 +351,7 @@ impl Engine {
         }
         self.shared.events.job_completed(&CompletedJob {
             job,
+            keyspace: self.definition.name.clone(),
             kind: JobKind::Compaction(plan.action),
             flushes_before,
             input_levels: plan.input_levels(),
@@ -487,9 +495,10 @@ impl PickHost for EnginePick<'_, '_> {
 }
 
 /// What a compaction's start event says about `plan` against `version`.
-fn started_job(job: u64, plan: &Plan, version: &Version) -> StartedJob {
+fn started_job(job: u64, keyspace: &str, plan: &Plan, version: &Version) -> StartedJob {
     StartedJob {
         job,
+        keyspace: keyspace.to_string(),
         kind: JobKind::Compaction(plan.action),
         input_levels: plan.input_levels(),
         input_tables: plan.input_table_count(),

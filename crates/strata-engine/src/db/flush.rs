@@ -217,6 +217,7 @@ impl Engine {
         let job = self.shared.events.next_job();
         self.shared.events.job_started(&StartedJob {
             job,
+            keyspace: self.definition.name.clone(),
             kind: JobKind::Flush,
             input_levels: plan.input_levels(),
             input_tables: plan.merge_with.len(),
@@ -233,7 +234,7 @@ impl Engine {
             rebuffer,
             // The open WAL too: a re-buffered copy's entries were logged again in a WAL that
             // may still be the open one.
-            below_wal: state.memtable.wal_number() + 1,
+            below_wal: self.open_wal_number(state) + 1,
             memtables,
             summary,
             plan,
@@ -394,7 +395,7 @@ impl Engine {
             // their WALs go: the copy's logged entries are in the open WAL.
             let change = BufferChange {
                 log_number: Some(next_log),
-                relogged_into: relogged.then(|| state.memtable.wal_number()),
+                relogged_into: relogged,
                 evicted: out.eviction.take(),
             };
             self.install(state, edit, &out.files, change)?;
@@ -442,6 +443,7 @@ impl Engine {
         }
         self.shared.events.job_completed(&CompletedJob {
             job: job_number,
+            keyspace: self.definition.name.clone(),
             kind: JobKind::Flush,
             flushes_before: Statistics::get(&self.shared.stats.flushes),
             input_levels: plan.input_levels(),

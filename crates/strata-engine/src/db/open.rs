@@ -134,6 +134,7 @@ impl Engine {
                 let name = &recovered.definition.name;
                 KeyspaceOptions::from_recorded(name, &recovered.definition.options)?
                     .apply(&options)?
+                    .with_recorded_policy()
             };
             trees.push(Engine::new_tree(
                 &shared,

@@ -241,7 +241,16 @@ impl Engine {
     /// then syncs it (`sync`) or hands it to the OS. Returns the payload's length. On an error
     /// the WAL is closed for good; the caller makes the database read-only (failure rule 1).
     fn append_to_wal(&self, encode: impl FnOnce(&mut Vec<u8>), sync: bool) -> Result<usize> {
-        let mut slot = self.shared.wal.lock();
+        self.append_to_open_wal(&mut self.shared.wal.lock(), encode, sync)
+    }
+
+    /// [`Engine::append_to_wal`] with the WAL lock held (`slot` is its guard).
+    fn append_to_open_wal(
+        &self,
+        slot: &mut WalSlot,
+        encode: impl FnOnce(&mut Vec<u8>),
+        sync: bool,
+    ) -> Result<usize> {
         let wal = slot.open_mut()?;
         let mut payload = std::mem::take(&mut wal.buffer);
         payload.clear();
@@ -539,17 +548,19 @@ impl Engine {
     /// it). Where every write the sources hold was left out of the WAL, nothing is logged and
     /// the copy keeps their ranges; otherwise the whole copy is logged, since it keeps only the
     /// newest version of a key, and a logged version it shadows must not be lost with the old
-    /// WALs. Returns whether anything was logged. On an error the WAL is closed and the caller
-    /// makes the database read-only (failure rule 1).
+    /// WALs. Returns the WAL the copy went into, if anything was logged (one WAL for all of
+    /// it). On an error the WAL is closed and the caller makes the database read-only (failure
+    /// rule 1).
     ///
-    /// REQUIRES: the state lock is held (no memtable switch moves the open WAL meanwhile).
-    pub fn relog(&self, copy: Option<&Memtable>, sources: &[Arc<Memtable>]) -> Result<bool> {
+    /// REQUIRES: the state lock is held (no memtable switch of this keyspace moves the open WAL
+    /// meanwhile; another keyspace's may, which is why the WAL is returned).
+    pub fn relog(&self, copy: Option<&Memtable>, sources: &[Arc<Memtable>]) -> Result<Option<u64>> {
         let Some(copy) = copy.filter(|m| !m.is_empty()) else {
-            return Ok(false);
+            return Ok(None);
         };
         if sources.iter().all(|m| m.wholly_unlogged()) {
             copy.set_unlogged_ranges(sources.iter().flat_map(|m| m.unlogged_ranges()).collect());
-            return Ok(false);
+            return Ok(None);
         }
         copy.set_unlogged_ranges(Vec::new());
         self.log_entries(copy, |_, _| true)
@@ -584,7 +595,7 @@ impl Engine {
         &self,
         memtable: &Memtable,
         select: impl Fn(&[u8], SeqNo) -> bool,
-    ) -> Result<bool> {
+    ) -> Result<Option<u64>> {
         // Borrowed from the memtable: no entry is copied until it is encoded.
         let mut entries = Vec::new();
         for (ikey, value) in memtable.entries() {
@@ -594,8 +605,15 @@ impl Engine {
             }
         }
         if entries.is_empty() {
-            return Ok(false);
+            return Ok(None);
         }
+        // Every record into one WAL: another keyspace's memtable switch cannot start a new one
+        // between them, so the WAL named as re-logged into holds them all.
+        let mut slot = self.shared.wal.lock();
+        let number = match &*slot {
+            WalSlot::Open(wal) => wal.number,
+            _ => slot.open_mut().map(|wal| wal.number)?,
+        };
         // A WAL record holds consecutive sequence numbers: sort, then cut where they skip.
         entries.sort_unstable_by_key(|&(seq, ..)| seq);
         let mut start = 0;
@@ -618,7 +636,8 @@ impl Engine {
             }
             let last = end == entries.len();
             let first_seq = entries[start].0;
-            let len = self.append_to_wal(
+            let len = self.append_to_open_wal(
+                &mut slot,
                 |payload| batch::encode_group(payload, first_seq, &[&batch]),
                 last,
             )?;
@@ -626,6 +645,15 @@ impl Engine {
             start = end;
         }
         Statistics::add(&self.shared.stats.wal_syncs, 1);
-        Ok(true)
+        Ok(Some(number))
+    }
+
+    /// The number of the WAL open now, which a write logged now goes into (with keyspaces not
+    /// necessarily this keyspace's active memtable's).
+    pub fn open_wal_number(&self, state: &EngineState) -> u64 {
+        match &*self.shared.wal.lock() {
+            WalSlot::Open(wal) => wal.number,
+            _ => state.memtable.wal_number(),
+        }
     }
 }

@@ -3,8 +3,9 @@
 //!
 //! - A randomized test runs many seeds of random writes (some synced, some left out of the WAL)
 //!   under random and scheduled faults for every built-in policy with background compaction
-//!   (half the seeds with direct I/O for table files), crashes at the first error, loses power,
-//!   reopens (first under faults, then without), and checks the recovered state against a
+//!   (half the seeds with direct I/O for table files; a third with the keys spread over two
+//!   keyspaces and a third over three, so batches span them), crashes at the first error, loses
+//!   power, reopens (first under faults, then without), and checks the recovered state against a
 //!   model of what was acknowledged.
 //! - Targeted tests check each failure rule of the engine (see the docs of `db.rs`) on its own.
 
@@ -18,7 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use strata_engine::filename::{classify, FileKind};
 use strata_engine::fs::{FaultFs, FaultKind, FaultStats, FileClasses, FileSystem, MemFs};
-use strata_engine::{Db, Error, Options, RecoveryMode, WriteBatch, WriteOptions};
+use strata_engine::{
+    Db, Error, Keyspace, KeyspaceOptions, Options, RecoveryMode, WriteBatch, WriteOptions,
+};
 use strata_policy::{testing, PolicySpec};
 
 mod targeted;
@@ -75,15 +78,35 @@ fn table_files(mem: &MemFs) -> BTreeSet<u64> {
         .collect()
 }
 
-/// Tables of the live version.
-/// The table files the current version needs: its tables' own, and those it keeps for the
-/// blocks its tables refer to.
+/// The table files the current versions of every keyspace need: their tables' own, and those
+/// they keep for the blocks their tables refer to.
 fn version_tables(db: &Db) -> BTreeSet<u64> {
-    let version = db.version();
-    let tables = version.tables().map(|(_, _, t)| t.id.0);
-    tables
-        .chain(version.retained_files().map(|(file, _)| file.0))
-        .collect()
+    let mut files = BTreeSet::new();
+    for keyspace in &Spaces::of(db).0 {
+        let version = keyspace.version();
+        files.extend(version.tables().map(|(_, _, t)| t.id.0));
+        files.extend(version.retained_files().map(|(file, _)| file.0));
+    }
+    files
+}
+
+/// A database's keyspaces in creation order, the default one first: key `k` of the model
+/// lives in keyspace `k % n`, so batches span keyspaces when a run has several.
+struct Spaces(Vec<Keyspace>);
+
+impl Spaces {
+    fn of(db: &Db) -> Spaces {
+        Spaces(
+            db.list_keyspaces()
+                .iter()
+                .map(|name| db.keyspace(name).unwrap())
+                .collect(),
+        )
+    }
+
+    fn at(&self, k: u32) -> &Keyspace {
+        &self.0[k as usize % self.0.len()]
+    }
 }
 
 /// Whether `e` carries the message of an injected fault (directly or as the cause of read-only
@@ -151,9 +174,10 @@ impl Model {
     ///
     /// With `all_durable` (no power was lost) every acknowledged write counts as synced.
     fn verify(&self, db: &Db, keys: u32, all_durable: bool, context: &str) {
+        let spaces = Spaces::of(db);
         let mut observed: BTreeMap<u32, Option<usize>> = BTreeMap::new();
         for k in 0..keys {
-            let got = db.get(key_name(k)).unwrap();
+            let got = spaces.at(k).get(key_name(k)).unwrap();
             let batch = got.as_ref().map(|v| {
                 let b = batch_of(v).unwrap_or_else(|| panic!("{context}: key {k}: alien value"));
                 let wrote = self.batches.get(b).and_then(|batch| {
@@ -292,6 +316,13 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
 
     fault.set_enabled(false);
     let db = Db::open(DIR, options()).unwrap();
+    // A third of the runs spread the keys over one keyspace, a third over two, a third over
+    // three (each running the same policy with the same options).
+    for i in 1..=seed % 3 {
+        db.create_keyspace(&format!("ks{i}"), KeyspaceOptions::new())
+            .unwrap();
+    }
+    let spaces = Spaces::of(&db);
     arm(&fault, &mut rng, focus);
     fault.set_enabled(true);
 
@@ -340,8 +371,8 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
             let mut batch = WriteBatch::new();
             for (k, v) in &ops {
                 match v {
-                    Some(v) => batch.put(key_name(*k), v).unwrap(),
-                    None => batch.delete(key_name(*k)).unwrap(),
+                    Some(v) => batch.put_in(spaces.at(*k), key_name(*k), v).unwrap(),
+                    None => batch.delete_in(spaces.at(*k), key_name(*k)).unwrap(),
                 };
             }
             let sync = rng.random_bool(0.15);
@@ -370,7 +401,7 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
             // A failed write is never readable (rule 2), so reads see exactly the
             // acknowledged writes, before and after the first error.
             let k = rng.random_range(0..KEYS);
-            db.get(key_name(k)).map(|got| {
+            spaces.at(k).get(key_name(k)).map(|got| {
                 assert_eq!(
                     got.as_deref(),
                     model.latest(k).map(|v| v.as_slice()),
@@ -419,6 +450,7 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
     let closed_cleanly = if crash == 1 {
         db.close().is_ok()
     } else {
+        drop(spaces);
         drop(db);
         false
     };
@@ -448,8 +480,11 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
                 fault.set_enabled(false);
                 drop(db);
             }
+            // With several keyspaces, one keyspace's recovery may fail a manifest rotation (a
+            // background error) and the next one's install then reports read-only mode naming
+            // that fault.
             Err(e) => assert!(
-                matches!(e, Error::Io { .. }) && is_injected(&e),
+                matches!(e, Error::Io { .. } | Error::ReadOnly(_)) && is_injected(&e),
                 "{context}: open under faults failed with {e}"
             ),
         }
@@ -486,15 +521,23 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
             );
         }
     }
-    // The database accepts writes again.
-    for k in 0..20 {
-        db.put(format!("after{k}"), "ok")
-            .unwrap_or_else(|e| panic!("{context}: a write after reopening failed: {e}"));
+    // The database accepts writes again, in every keyspace; each keyspace's flush is a
+    // version change, at which its files no reader holds any more go.
+    for keyspace in &Spaces::of(&db).0 {
+        for k in 0..20 {
+            keyspace
+                .put(format!("after{k}"), "ok")
+                .unwrap_or_else(|e| panic!("{context}: a write after reopening failed: {e}"));
+        }
+        keyspace
+            .flush()
+            .unwrap_or_else(|e| panic!("{context}: a flush after reopening failed: {e}"));
     }
-    db.flush()
-        .unwrap_or_else(|e| panic!("{context}: a flush after reopening failed: {e}"));
-    db.wait_for_compactions()
-        .unwrap_or_else(|e| panic!("{context}: compactions after reopening failed: {e}"));
+    for keyspace in &Spaces::of(&db).0 {
+        keyspace
+            .wait_for_compactions()
+            .unwrap_or_else(|e| panic!("{context}: compactions after reopening failed: {e}"));
+    }
     assert_eq!(db.get("after7").unwrap().as_deref(), Some(&b"ok"[..]));
     // Files are deleted at version changes once nothing reads them; with no reader left, the
     // last change left only the live tables (leftovers of the faults were deleted at open).

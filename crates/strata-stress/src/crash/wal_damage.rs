@@ -3,7 +3,9 @@
 //! copy keeps a prefix of every thread's history.
 
 use super::CrashSummary;
+use crate::keyspaces::Router;
 use crate::run::options;
+use crate::run::policy_spec;
 use crate::side_log::side_log_dir;
 use crate::verify::verify_prefix;
 use anyhow::{bail, Context, Result};
@@ -62,6 +64,7 @@ pub(super) fn damage_case(
     dir: &Path,
     policy: &str,
     threads: usize,
+    keyspaces: usize,
     rng: &mut Pcg64Mcg,
     s: &mut CrashSummary,
 ) -> Result<()> {
@@ -143,7 +146,7 @@ pub(super) fn damage_case(
     } else {
         "byte flip".to_string()
     };
-    let result = check_damage(dir, policy, threads, number, &what, s);
+    let result = check_damage(dir, policy, (threads, keyspaces), number, &what, s);
     // Undo the damage: the next child verifies everything, as after any kill.
     std::fs::write(&path, &original).with_context(|| format!("restoring {}", path.display()))?;
     result
@@ -155,7 +158,7 @@ pub(super) fn damage_case(
 fn check_damage(
     dir: &Path,
     policy: &str,
-    threads: usize,
+    (threads, keyspaces): (usize, usize),
     number: u64,
     what: &str,
     s: &mut CrashSummary,
@@ -210,7 +213,8 @@ fn check_damage(
             }
             other => bail!("point-in-time recovery stopped at {other:?}, not in {name}"),
         }
-        s.point_in_time_writes_dropped += verify_prefix(&db, &side_log_dir(dir), threads)
+        let router = Router::open(&db, keyspaces, policy_spec)?;
+        s.point_in_time_writes_dropped += verify_prefix(&router, &side_log_dir(dir), threads)
             .with_context(|| {
                 format!(
                     "{what} damage, stop {}",
