@@ -1,6 +1,7 @@
 //! `strata-stress crash`, the driver: start `run` children, kill them with SIGKILL, damage a WAL
 //! now and then (in `wal_damage`), and sum up what the children verified.
 
+use crate::side_log::side_log_dir;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use rand::{Rng, SeedableRng};
@@ -63,6 +64,11 @@ pub(crate) struct CrashArgs {
     /// that each is whole.
     #[arg(long, default_value_t = 1)]
     keyspaces: usize,
+    /// Before each child, copy its database and side logs to `<dir>.prev` and `<dir>.prev.log`:
+    /// after a failure, the state the failing child recovered from, to replay by hand (the
+    /// run stops at the first failure).
+    #[arg(long)]
+    keep_previous: bool,
 }
 
 /// What the crash driver measured.
@@ -162,6 +168,9 @@ pub(crate) fn crash(args: CrashArgs) -> Result<()> {
             ];
             last = Some(to.clone());
         }
+        if args.keep_previous {
+            keep_previous(&dir)?;
+        }
         let mut child = child_run(&exe, policy, &args, &dir)
             .args(["--seed", &rng.random::<u64>().to_string()])
             .args(&switch)
@@ -218,6 +227,10 @@ pub(crate) fn crash(args: CrashArgs) -> Result<()> {
         }
         s.cycles += 1;
         *s.per_policy_cycles.entry(policy.clone()).or_default() += 1;
+        if args.keep_previous && s.failures > 0 {
+            // The copy is of the state the failure came from: keep it.
+            break;
+        }
     }
     // A last verification per policy (of the one database when switching), without a kill
     // after it.
@@ -246,6 +259,30 @@ pub(crate) fn crash(args: CrashArgs) -> Result<()> {
             s.failures,
             s.failure_messages.first().cloned().unwrap_or_default()
         );
+    }
+    Ok(())
+}
+
+/// Copies the database in `dir` and its side logs beside them, as `<dir>.prev` and
+/// `<dir>.prev.log` (see `--keep-previous`).
+fn keep_previous(dir: &Path) -> Result<()> {
+    let prev = dir.with_extension("prev");
+    for (from, to) in [
+        (dir.to_path_buf(), prev.clone()),
+        (side_log_dir(dir), side_log_dir(&prev)),
+    ] {
+        let _ = std::fs::remove_dir_all(&to);
+        if !from.exists() {
+            continue;
+        }
+        std::fs::create_dir_all(&to)?;
+        for entry in std::fs::read_dir(&from)? {
+            let entry = entry?;
+            if entry.file_type()?.is_file() {
+                std::fs::copy(entry.path(), to.join(entry.file_name()))
+                    .with_context(|| format!("copying {}", entry.path().display()))?;
+            }
+        }
     }
     Ok(())
 }

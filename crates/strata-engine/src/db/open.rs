@@ -144,9 +144,14 @@ impl Engine {
                 access,
             )?);
         }
+        // Every keyspace is registered with the manifest before any installs: an install's WAL
+        // floor is the smallest log number of those registered.
+        for new in &trees {
+            new.register();
+        }
         let trees: Vec<Arc<Engine>> = trees
             .into_iter()
-            .map(|new| new.start(access))
+            .map(|new| new.record_policy(access))
             .collect::<Result<_>>()?;
         match access {
             Access::ReadWrite => Engine::recover_wals(&trees, &names)?,
@@ -289,15 +294,17 @@ impl Engine {
 }
 
 impl NewTree {
-    /// Registers the tree with the manifest (what a rotation snapshots of it until its first
-    /// install) and, on a read-write handle, records its policy if open changed it.
+    /// [`NewTree::register`], then [`NewTree::record_policy`].
     pub(super) fn start(self, access: Access) -> Result<Arc<Engine>> {
-        let NewTree {
-            engine,
-            handing,
-            recorded_policy,
-        } = self;
-        let mut state = engine.state.lock();
+        self.register();
+        self.record_policy(access)
+    }
+
+    /// Publishes the tree to readers and registers it with the manifest: what a rotation
+    /// snapshots of it until its first install, and its log number in the WAL floor.
+    pub(super) fn register(&self) {
+        let engine = &self.engine;
+        let state = engine.state.lock();
         engine.install_super_version(&state);
         let recorded = engine.recorded_keyspace(&state);
         engine
@@ -306,6 +313,16 @@ impl NewTree {
             .lock()
             .recorded
             .insert(engine.keyspace, recorded);
+    }
+
+    /// On a read-write handle, records the tree's policy if open changed it.
+    pub(super) fn record_policy(self, access: Access) -> Result<Arc<Engine>> {
+        let NewTree {
+            engine,
+            handing,
+            recorded_policy,
+        } = self;
+        let mut state = engine.state.lock();
         // Recorded before the WALs are replayed into tables, so that those flushes already
         // follow the handover's rule (a new policy's own flush could sit below the old tree).
         if let (Access::ReadWrite, Some(edit)) = (access, handing) {

@@ -471,8 +471,12 @@ impl Engine {
         self.shared
             .publication
             .wait_for(&self.shared.last_sequence, **commit);
+        // Held until the new WAL is in place: an append that another keyspace's flush makes
+        // without the commit lock (a re-buffered copy, writes left out of the WAL) must not land
+        // in the old WAL after the link below recorded its length, where replay would never
+        // read it (the crash test with three keyspaces lost writes that way).
+        let mut slot = self.shared.wal.lock();
         let predecessor = {
-            let mut slot = self.shared.wal.lock();
             if let WalSlot::Open(old) = &mut *slot {
                 // Sync the finished WAL: a later synced write in the new WAL must not survive a
                 // power cut that loses the unsynced writes before it.
@@ -525,12 +529,13 @@ impl Engine {
             let _ = self.shared.fs.remove_file(&path);
             return Err(e);
         }
-        *self.shared.wal.lock() = WalSlot::Open(Wal {
+        *slot = WalSlot::Open(Wal {
             writer,
             number,
             buffer: Vec::new(),
             writeback_at: 0,
         });
+        drop(slot);
         let fresh = Memtable::with_filter(number, self.options.memtable_filter_bytes());
         let old = std::mem::replace(&mut state.memtable, Arc::new(fresh));
         if !old.is_empty() {
