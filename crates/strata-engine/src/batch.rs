@@ -9,6 +9,7 @@
 use crate::error::{Error, Result};
 use crate::key::{SeqNo, ValueKind, MAX_SEQNO};
 use crate::keyspace::KeyspaceId;
+use smallvec::SmallVec;
 
 /// The largest key the engine accepts, in bytes.
 pub const MAX_KEY_SIZE: usize = 64 << 10;
@@ -28,7 +29,7 @@ pub struct WriteBatch {
     /// Whether the batch writes to the default keyspace.
     writes_default: bool,
     /// The other keyspaces it writes to, in the order first written.
-    other_keyspaces: Vec<KeyspaceId>,
+    other_keyspaces: SmallVec<[KeyspaceId; 2]>,
 }
 
 impl Default for WriteBatch {
@@ -77,7 +78,7 @@ impl WriteBatch {
             count: 0,
             user_bytes: 0,
             writes_default: false,
-            other_keyspaces: Vec::new(),
+            other_keyspaces: SmallVec::new(),
         }
     }
 

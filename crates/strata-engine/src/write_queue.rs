@@ -12,6 +12,7 @@ use crate::keyspace::KeyspaceId;
 use crate::memtable::Memtable;
 use crate::options::WriteOptions;
 use parking_lot::{Condvar, Mutex};
+use smallvec::SmallVec;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -120,13 +121,13 @@ pub(crate) enum Turn {
 
 /// The memtables a group inserts into: one per keyspace it writes to (nearly always one).
 #[derive(Clone, Default)]
-pub(crate) struct GroupMemtables(Vec<(KeyspaceId, Arc<Memtable>)>);
+pub(crate) struct GroupMemtables(SmallVec<[(KeyspaceId, Arc<Memtable>); 2]>);
 
 impl GroupMemtables {
     /// Only `memtable`, of `keyspace`.
     #[cfg(test)]
     pub fn one(keyspace: KeyspaceId, memtable: Arc<Memtable>) -> Self {
-        GroupMemtables(vec![(keyspace, memtable)])
+        GroupMemtables(smallvec::smallvec![(keyspace, memtable)])
     }
 
     /// Adds `keyspace`'s memtable.
