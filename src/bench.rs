@@ -110,6 +110,16 @@ pub struct BenchArgs {
     /// durable. fjall has no such choice and writes its journal.
     #[arg(long)]
     disable_wal: bool,
+    /// Strata spreads the keys over this many keyspaces (the default one, then ks1, ...), by a
+    /// hash of the key, one writer's batches landing in whichever each key lives in; a scan
+    /// reads the keyspace its first key lives in. The peers run one keyspace.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    keyspaces: u32,
+    /// The policies of ks1, ks2, ... in turn, comma-separated (with --keyspaces); each takes
+    /// the run's options as the configuration's policy does. Default: the configuration's
+    /// policy in every keyspace.
+    #[arg(long, value_delimiter = ',')]
+    keyspace_policies: Vec<String>,
     /// After each phase that wrote, wait until flushes and compactions are done (each engine's
     /// flush and wait for compactions) and count that time and work in the phase: its ops/s is
     /// then the rate at which data reaches a settled tree, not the rate at which writes are
@@ -592,6 +602,8 @@ pub fn run(args: BenchArgs) -> Result<()> {
         cache_index_and_filter_blocks: args.cache_index_and_filter_blocks,
         pipelined_write: args.enable_pipelined_write,
         disable_wal: args.disable_wal,
+        keyspaces: args.keyspaces as usize,
+        keyspace_policies: args.keyspace_policies.clone(),
         block_align: args.block_align,
         file_trace: None,
         engine_defaults: args.engine_defaults,
@@ -670,6 +682,23 @@ pub fn run(args: BenchArgs) -> Result<()> {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
+        let keyspaces = config.settings.keyspaces;
+        if keyspaces > 1 {
+            let policies: Vec<String> = (1..keyspaces)
+                .map(|i| {
+                    let own = &config.settings.keyspace_policies;
+                    let policy = own
+                        .get((i - 1) % own.len().max(1))
+                        .map_or("the run's policy", String::as_str);
+                    format!("ks{i} {policy}")
+                })
+                .collect();
+            println!(
+                "  Strata's keys spread over {keyspaces} keyspaces by hash: default the run's \
+                 policy, {}; metrics and shape are the default keyspace's, WA the database's",
+                policies.join(", ")
+            );
+        }
         if config.settings.engine_defaults {
             println!("every engine on its own defaults (--engine-defaults)");
         } else {

@@ -359,3 +359,45 @@ fn sim_scale_mode_keeps_a_sample_and_reports_its_rate() {
     );
     refused(&dir, &["sim", "--scale", "0"], &["--scale"]);
 }
+
+#[test]
+fn bench_spreads_strata_keys_over_keyspaces_with_a_policy_each() {
+    let dir = scratch("keyspaces");
+    let args = small_bench(&[
+        "--workload",
+        "fillseq,readrandom",
+        "--entries",
+        "3000",
+        "--policies",
+        "leveled",
+        "--keyspaces",
+        "3",
+        "--keyspace-policies",
+        "minmax,tiered",
+        "--quiet",
+        "--dir",
+        "db",
+        "--keep",
+        "kept",
+        "--report",
+        "r",
+    ]);
+    let run = succeeded(&dir, &args);
+    assert!(run.stdout.contains("3 keyspaces"), "{}", run.stdout);
+    let db =
+        strata_engine::Db::open_read_only(dir.join("kept/leveled"), strata_engine::Options::new())
+            .unwrap();
+    assert_eq!(db.list_keyspaces(), ["default", "ks1", "ks2"]);
+    let mut total = 0;
+    for (name, policy) in [("default", "leveled"), ("ks1", "minmax"), ("ks2", "tiered")] {
+        let keyspace = db.keyspace(name).unwrap();
+        assert_eq!(keyspace.policy().name(), policy);
+        let keys = keyspace.range::<&[u8], _>(..).unwrap().count();
+        assert!(
+            keys > 500,
+            "{name} holds {keys} keys: the hash spreads them"
+        );
+        total += keys;
+    }
+    assert_eq!(total, 3000, "every key of fillseq, each in one keyspace");
+}

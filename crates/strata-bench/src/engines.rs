@@ -179,6 +179,18 @@ pub struct EngineSettings {
     /// flush that ends a phase. fjall has no such choice and writes its journal.
     #[serde(default)]
     pub disable_wal: bool,
+    /// Strata spreads the keys over this many keyspaces (the default one, then `ks1`, ...), by
+    /// a hash of the key; the peers run one keyspace whatever it says.
+    #[serde(default = "one_keyspace")]
+    pub keyspaces: usize,
+    /// The policies of `ks1`, `ks2`, ... in turn (each filled like the configuration's);
+    /// empty: the configuration's policy for every keyspace.
+    #[serde(default)]
+    pub keyspace_policies: Vec<String>,
+}
+
+fn one_keyspace() -> usize {
+    1
 }
 
 fn default_charge_tables() -> bool {
@@ -209,6 +221,8 @@ impl Default for EngineSettings {
             pipelined_write: false,
             block_align: false,
             disable_wal: false,
+            keyspaces: 1,
+            keyspace_policies: Vec::new(),
         }
     }
 }
@@ -222,9 +236,11 @@ fn default_reserved_jobs() -> usize {
     1
 }
 
-/// Strata with one policy.
+/// Strata with one policy (or, with [`EngineSettings::keyspaces`], one per keyspace).
 pub struct Strata {
     db: strata_engine::Db,
+    /// Every keyspace, the default one first, when there are several.
+    keyspaces: Vec<strata_engine::Keyspace>,
     policy: String,
     dir: PathBuf,
     direct_io: bool,
@@ -300,8 +316,11 @@ impl Strata {
             );
             options = options.with_file_system(Arc::new(fs));
         }
+        let db = strata_engine::Db::open(dir, options)?;
+        let keyspaces = Strata::keyspaces(&db, policy, s)?;
         Ok(Strata {
-            db: strata_engine::Db::open(dir, options)?,
+            db,
+            keyspaces,
             policy: policy.to_string(),
             dir: dir.to_path_buf(),
             direct_io: s.direct_io,
@@ -316,6 +335,50 @@ impl Strata {
 }
 
 impl Strata {
+    /// The keyspaces `s` asks for beside `db`'s default one, created where a kept database
+    /// lacks them; none when it asks for one.
+    fn keyspaces(
+        db: &strata_engine::Db,
+        policy: &str,
+        s: &EngineSettings,
+    ) -> Result<Vec<strata_engine::Keyspace>> {
+        if s.keyspaces <= 1 {
+            return Ok(Vec::new());
+        }
+        let mut keyspaces = vec![db.keyspace("default")?];
+        for i in 1..s.keyspaces {
+            let name = format!("ks{i}");
+            let keyspace = match db.keyspace(&name) {
+                Ok(keyspace) => keyspace,
+                Err(_) => {
+                    let own = s
+                        .keyspace_policies
+                        .get((i - 1) % s.keyspace_policies.len().max(1))
+                        .map_or(policy, String::as_str);
+                    let options = strata_engine::KeyspaceOptions::new()
+                        .with_policy_spec(Strata::policy_spec(own, s)?)?;
+                    db.create_keyspace(&name, options)?
+                }
+            };
+            keyspaces.push(keyspace);
+        }
+        Ok(keyspaces)
+    }
+
+    /// The index in `keyspaces` of the keyspace `key` lives in (0 with one keyspace).
+    fn keyspace_index(&self, key: &[u8]) -> usize {
+        // FNV-1a: the same key goes to the same keyspace in every run and build.
+        let hash = key.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
+        (hash % self.keyspaces.len().max(1) as u64) as usize
+    }
+
+    /// The keyspace `key` lives in, when there are several.
+    fn keyspace_of(&self, key: &[u8]) -> Option<&strata_engine::Keyspace> {
+        (self.keyspaces.len() > 1).then(|| &self.keyspaces[self.keyspace_index(key)])
+    }
+
     /// The policy specification [`Strata::open`] builds `policy` from: `policy` with the options
     /// the settings give ([`EngineSettings::given_policy_options`]), then the write buffer size
     /// and the expected data size, filling the options it declares and leaves unset. Every other
@@ -432,20 +495,46 @@ impl KvEngine for Strata {
     }
     fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let mut batch = strata_engine::WriteBatch::new();
-        batch.put(key, value)?;
+        match self.keyspace_of(key) {
+            Some(keyspace) => batch.put_in(keyspace, key, value)?,
+            None => batch.put(key, value)?,
+        };
         Ok(self.db.write(&self.write, batch)?)
     }
     fn delete(&self, key: &[u8]) -> Result<()> {
         let mut batch = strata_engine::WriteBatch::new();
-        batch.delete(key)?;
+        match self.keyspace_of(key) {
+            Some(keyspace) => batch.delete_in(keyspace, key)?,
+            None => batch.delete(key)?,
+        };
         Ok(self.db.write(&self.write, batch)?)
     }
     fn get(&self, key: &[u8]) -> Result<bool> {
-        Ok(self.db.get(key)?.is_some())
+        Ok(match self.keyspace_of(key) {
+            Some(keyspace) => keyspace.get(key)?,
+            None => self.db.get(key)?,
+        }
+        .is_some())
     }
     fn multi_get(&self, keys: &[&[u8]]) -> Result<usize> {
-        let values = self.db.multi_get(keys)?;
-        Ok(values.iter().filter(|v| v.is_some()).count())
+        if self.keyspaces.len() <= 1 {
+            let values = self.db.multi_get(keys)?;
+            return Ok(values.iter().filter(|v| v.is_some()).count());
+        }
+        // One batch per keyspace.
+        let mut per_keyspace: Vec<Vec<&[u8]>> = vec![Vec::new(); self.keyspaces.len()];
+        for &key in keys {
+            per_keyspace[self.keyspace_index(key)].push(key);
+        }
+        let mut found = 0;
+        for (keyspace, keys) in self.keyspaces.iter().zip(&per_keyspace) {
+            found += keyspace
+                .multi_get(keys)?
+                .iter()
+                .filter(|v| v.is_some())
+                .count();
+        }
+        Ok(found)
     }
     fn direct_io(&self) -> bool {
         self.direct_io
@@ -467,7 +556,11 @@ impl KvEngine for Strata {
     fn scan(&self, start: &[u8], n: usize) -> Result<usize> {
         // The lending cursor, as RocksDB's raw iterator: every engine's scan touches each key
         // and value where it lies, and none copies them.
-        let mut it = self.db.range(start..)?;
+        // With keyspaces, the keyspace `start` lives in: a scan reads that keyspace's keys.
+        let mut it = match self.keyspace_of(start) {
+            Some(keyspace) => keyspace.range(start..)?,
+            None => self.db.range(start..)?,
+        };
         let mut read = 0;
         while read < n && it.advance()? {
             std::hint::black_box((it.key(), it.value()));
@@ -477,6 +570,10 @@ impl KvEngine for Strata {
     }
     fn settle(&self) -> Result<()> {
         self.db.flush()?;
+        for keyspace in self.keyspaces.iter().skip(1) {
+            keyspace.flush()?;
+            keyspace.wait_for_compactions()?;
+        }
         Ok(self.db.wait_for_compactions()?)
     }
     fn last_level_rewrites(&self) -> Option<u64> {
