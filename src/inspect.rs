@@ -178,6 +178,28 @@ fn db_text(d: &DbInspection, tables: bool) -> String {
         },
         d.policy_state
     );
+    if d.keyspaces.len() > 1 {
+        // The lines above and below are the default keyspace's tree; the others in brief.
+        for k in &d.keyspaces {
+            let options: Vec<String> = k.options.iter().map(|(o, v)| format!("{o}={v}")).collect();
+            let _ = writeln!(
+                s,
+                "keyspace    {} (number {}): {} runs, {} tables, {}; log number {}; policy {}{}",
+                k.name,
+                k.id,
+                k.runs,
+                k.tables,
+                format_size(k.table_bytes),
+                k.log_number,
+                k.policy.as_deref().unwrap_or("(none recorded)"),
+                if options.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", options.join(", "))
+                }
+            );
+        }
+    }
     let l = &d.lifetime;
     let per_op = |bytes: u64, ops: u64| bytes as f64 / ops.max(1) as f64;
     let _ = writeln!(

@@ -26,6 +26,10 @@ pub struct SwitchArgs {
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
+    /// The keyspace to hand over (`strata inspect` lists them); the default keyspace's switch
+    /// happens at open, another's through `Keyspace::set_policy` right after it.
+    #[arg(long, default_value = "default")]
+    keyspace: String,
 }
 
 /// Runs `strata switch-policy`.
@@ -41,7 +45,7 @@ pub fn run(args: SwitchArgs) -> Result<()> {
     let before = {
         let db = Db::open_read_only(&args.dir, Options::new())
             .with_context(|| format!("opening {}", args.dir.display()))?;
-        let version = db.version();
+        let version = db.keyspace(&args.keyspace)?.version();
         let recorded = version.policy().map(str::to_string);
         // What the database had written: the baseline of what the switch writes.
         let lifetime = db.lifetime_stats();
@@ -66,27 +70,40 @@ pub fn run(args: SwitchArgs) -> Result<()> {
             spec.fill_defaults([("write_buffer_size", size.clone())])?;
         }
     }
-    let options = Options::new()
-        .with_policy_spec(spec.clone())
-        .with_context(|| format!("the policy {spec}"))?;
+    let default = args.keyspace == "default";
+    let options = if default {
+        Options::new()
+            .with_policy_spec(spec.clone())
+            .with_context(|| format!("the policy {spec}"))?
+    } else {
+        Options::new()
+    };
     let started = Instant::now();
     let db =
         Db::open(&args.dir, options).with_context(|| format!("opening {}", args.dir.display()))?;
-    db.wait_for_compactions()?;
+    let keyspace = db.keyspace(&args.keyspace)?;
+    if !default {
+        let policy =
+            strata_policy::build_policy(&spec).with_context(|| format!("the policy {spec}"))?;
+        keyspace.set_policy(policy)?;
+    }
+    keyspace.wait_for_compactions()?;
     if args.rewrite {
-        db.compact_range::<&[u8], _>(..)?;
-        db.wait_for_compactions()?;
+        keyspace.compact_range::<&[u8], _>(..)?;
+        keyspace.wait_for_compactions()?;
     }
     let after = db.lifetime_stats();
-    let version = db.version();
+    let version = keyspace.version();
     let now = version.policy().unwrap_or_default().to_string();
     let written = (after.compaction_bytes_written + after.flush_bytes).saturating_sub(before.3);
     let seconds = started.elapsed().as_secs_f64();
     let (runs, bytes) = (version.run_count(), version.size());
+    drop(keyspace);
     db.close()?;
     if args.json {
         let report = serde_json::json!({
             "dir": args.dir,
+            "keyspace": args.keyspace,
             "from": before.0,
             "to": now,
             "runs_before": before.1,

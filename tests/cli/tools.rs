@@ -463,3 +463,92 @@ fn strata_log_prints_the_engines_events() {
     assert_eq!(bad.code, Some(1), "{}", bad.stderr);
     assert!(bad.error().contains("STRATA_LOG"), "{}", bad.stderr);
 }
+
+#[test]
+fn inspect_lists_keyspaces_and_switch_policy_hands_one_over() {
+    let dir = scratch("keyspace-tools");
+    let db_dir = dir.join("db");
+    {
+        let options = strata_engine::Options::new()
+            .with_write_buffer_size(16 << 10)
+            .with_synchronous_compaction(true);
+        let db = strata_engine::Db::open(&db_dir, options).unwrap();
+        let events = db
+            .create_keyspace(
+                "events",
+                strata_engine::KeyspaceOptions::new()
+                    .with_policy_named("leveled")
+                    .unwrap()
+                    .with_write_buffer_size(8 << 10),
+            )
+            .unwrap();
+        for i in 0..3_000u32 {
+            db.put(format!("key{i:05}"), "default").unwrap();
+            events.put(format!("key{i:05}"), "event").unwrap();
+        }
+        events.flush().unwrap();
+        drop(events);
+        db.close().unwrap();
+    }
+    let db_arg = db_dir.to_str().unwrap();
+    let run = succeeded(&dir, &["inspect", db_arg]);
+    assert!(
+        run.stdout.contains("keyspace    events (number 1)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("write_buffer_size=8192"),
+        "{}",
+        run.stdout
+    );
+    let inspected: serde_json::Value =
+        serde_json::from_str(&succeeded(&dir, &["inspect", db_arg, "--json"]).stdout).unwrap();
+    assert_eq!(inspected["keyspaces"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        inspected["leftovers"].as_array().unwrap().len(),
+        0,
+        "another keyspace's tables are not leftovers: {inspected}"
+    );
+    let run = succeeded(
+        &dir,
+        &[
+            "switch-policy",
+            db_arg,
+            "tiered",
+            "--keyspace",
+            "events",
+            "--json",
+        ],
+    );
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert!(
+        report["from"].as_str().unwrap().starts_with("leveled"),
+        "{report}"
+    );
+    assert!(
+        report["to"].as_str().unwrap().starts_with("tiered"),
+        "{report}"
+    );
+    let db = strata_engine::Db::open(&db_dir, strata_engine::Options::new()).unwrap();
+    assert_eq!(db.keyspace("events").unwrap().policy().name(), "tiered");
+    assert_eq!(
+        db.policy().name(),
+        "leveled",
+        "the default keyspace kept its policy"
+    );
+    assert_eq!(
+        db.keyspace("events")
+            .unwrap()
+            .range::<&str, _>(..)
+            .unwrap()
+            .count(),
+        3_000
+    );
+    db.close().unwrap();
+    refused(
+        &dir,
+        &["switch-policy", db_arg, "tiered", "--keyspace", "nosuch"],
+        &["nosuch"],
+    );
+}

@@ -149,6 +149,30 @@ pub struct DbInspection {
     pub live: Option<LiveData>,
     /// The manifest's records, oldest first (only when asked for).
     pub history: Vec<EditSummary>,
+    /// Every keyspace, the default one first (the fields above describe the default one's
+    /// tree; damage and leftovers are the whole directory's).
+    pub keyspaces: Vec<KeyspaceInspection>,
+}
+
+/// One keyspace of [`DbInspection`].
+#[derive(Clone, Debug, Serialize)]
+pub struct KeyspaceInspection {
+    /// Its number.
+    pub id: u32,
+    /// Its name.
+    pub name: String,
+    /// The options set for it ([`crate::KeyspaceOptions`]).
+    pub options: std::collections::BTreeMap<String, String>,
+    /// The policy its version records.
+    pub policy: Option<String>,
+    /// WALs at or above this number hold its entries not in its tables.
+    pub log_number: u64,
+    /// Runs in its version.
+    pub runs: usize,
+    /// Tables in its version.
+    pub tables: usize,
+    /// Bytes of its tables.
+    pub table_bytes: u64,
 }
 
 /// One level of [`DbInspection`].
@@ -287,7 +311,11 @@ pub fn inspect_db(fs: Arc<dyn FileSystem>, dir: &Path, what: InspectDb) -> Resul
             }),
             Some(FileKind::Table(number)) => {
                 on_disk.insert(number);
-                if !version.needs_file(TableId(number)) {
+                let needed = recovered
+                    .keyspaces
+                    .values()
+                    .any(|k| k.version.needs_file(TableId(number)));
+                if !needed {
                     leftovers.push(format!("{name}: a table file the manifest does not name"));
                 }
             }
@@ -302,7 +330,7 @@ pub fn inspect_db(fs: Arc<dyn FileSystem>, dir: &Path, what: InspectDb) -> Resul
     // A retained file is checked only for its size: its table is gone, and the blocks tables
     // still refer to in it are read (and verified) through those tables. Its own index may
     // name files nothing needs any more.
-    for (file, expected, is_table) in version.stored_files() {
+    for (file, expected, is_table) in recovered.stored_files() {
         let name = filename::table_file_name(file.0);
         let problem = |offset: u64, reason: String| DamageReport {
             file: name.clone(),
@@ -385,6 +413,20 @@ pub fn inspect_db(fs: Arc<dyn FileSystem>, dir: &Path, what: InspectDb) -> Resul
             space_amplification: table_bytes as f64 / bytes.max(1) as f64,
         }),
         history: if what.history { edits } else { Vec::new() },
+        keyspaces: recovered
+            .keyspaces
+            .iter()
+            .map(|(id, k)| KeyspaceInspection {
+                id: id.0,
+                name: k.definition.name.clone(),
+                options: k.definition.options.clone(),
+                policy: k.version.policy().map(str::to_string),
+                log_number: k.log_number,
+                runs: k.version.run_count(),
+                tables: k.version.table_count(),
+                table_bytes: k.version.disk_bytes(),
+            })
+            .collect(),
     })
 }
 
