@@ -53,6 +53,7 @@ pub struct Options {
     pub(crate) listeners: Vec<Listener>,
     pub(crate) info_log: bool,
     pub(crate) keep_log_file_num: usize,
+    pub(crate) max_total_wal_size: u64,
 }
 
 /// Which tables hold their index and filter while the block cache keeps the others'
@@ -153,6 +154,7 @@ impl Default for Options {
             listeners: Vec::new(),
             info_log: false,
             keep_log_file_num: 1000,
+            max_total_wal_size: 0,
         }
     }
 }
@@ -595,6 +597,16 @@ impl Options {
     /// `listeners`. Default: none.
     pub fn with_event_listener(mut self, listener: Arc<dyn EventListener>) -> Self {
         self.listeners.push(Listener(listener));
+        self
+    }
+
+    /// Once the WALs some keyspace still needs hold more than this many bytes, the keyspace
+    /// holding the oldest has its memtable frozen and flushed, so that a keyspace written
+    /// rarely does not keep every WAL since its last flush. RocksDB: `max_total_wal_size`.
+    /// Default: 0, meaning 4 × `write_buffer_size` × `max_write_buffer_number` × the number of
+    /// keyspaces.
+    pub fn with_max_total_wal_size(mut self, bytes: u64) -> Self {
+        self.max_total_wal_size = bytes;
         self
     }
 

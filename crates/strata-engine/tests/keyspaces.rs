@@ -203,11 +203,11 @@ fn bad_names_and_misuse_are_refused() {
 }
 
 /// A keyspace holding unflushed writes keeps the WALs they are in, however much another
-/// keyspace writes and flushes; once it flushes, they go.
+/// keyspace writes and flushes (up to the bound on the WALs kept); once it flushes, they go.
 #[test]
 fn a_wal_is_freed_only_when_no_keyspace_needs_it() {
     let fs = MemFs::new();
-    let db = Db::open("/db", options(&fs)).unwrap();
+    let db = Db::open("/db", options(&fs).with_max_total_wal_size(1 << 30)).unwrap();
     let idle = db.create_keyspace("idle", KeyspaceOptions::new()).unwrap();
     idle.put("only", "entry").unwrap();
     for i in 0..5_000u32 {
@@ -269,4 +269,39 @@ fn a_checkpoint_holds_every_keyspace_and_whole_batches() {
         "a batch is torn"
     );
     copy.close().unwrap();
+}
+
+/// Past `max_total_wal_size`, the keyspace keeping the oldest WAL has its memtable flushed, so
+/// the WALs stay bounded however rarely it is written.
+#[test]
+fn the_wals_a_rarely_written_keyspace_keeps_are_bounded() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs).with_max_total_wal_size(64 << 10)).unwrap();
+    let idle = db.create_keyspace("idle", KeyspaceOptions::new()).unwrap();
+    idle.put("only", "entry").unwrap();
+    let mut most = 0;
+    for i in 0..20_000u32 {
+        db.put(format!("k{i:05}"), [b'v'; 64]).unwrap();
+        if i % 500 == 0 {
+            most = most.max(wals(&fs));
+        }
+    }
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    idle.wait_for_compactions().unwrap();
+    // 20,000 writes of ~80 bytes fill about 100 WALs of 16 KiB; the bound keeps a handful.
+    assert!(most <= 12, "{most} WALs at once");
+    assert!(
+        idle.version().table_count() > 0,
+        "the idle keyspace was flushed"
+    );
+    assert_eq!(idle.get("only").unwrap().as_deref(), Some(&b"entry"[..]));
+    db.close().unwrap();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    assert_eq!(
+        db.keyspace("idle").unwrap().get("only").unwrap().as_deref(),
+        Some(&b"entry"[..])
+    );
+    assert_eq!(db.range::<&str, _>(..).unwrap().count(), 20_000);
+    db.close().unwrap();
 }

@@ -293,6 +293,12 @@ pub(crate) struct Shared {
     pub next_file_number: AtomicU64,
     /// The number the next keyspace created gets.
     pub next_keyspace_id: AtomicU32,
+    /// The open WAL's number (mirrors the WAL slot for a check that takes no lock).
+    pub open_wal: AtomicU64,
+    /// The WAL [`Engine::bound_wals`] last looked at.
+    pub wal_bound_checked: AtomicU64,
+    /// Sizes of finished WALs by number, for the bound on what the keyspaces keep.
+    pub wal_sizes: Mutex<BTreeMap<u64, u64>>,
     /// The trees of the keyspaces other than the default one (which is the `Db`'s own), for
     /// writes that name them. Emptied at close, which ends the cycle through `Engine::shared`.
     pub keyspaces: RwLock<BTreeMap<KeyspaceId, Arc<Engine>>>,

@@ -87,6 +87,7 @@ mod open;
 mod read;
 mod recovery;
 mod switch;
+mod wal_bound;
 mod write;
 
 pub use checkpoint::CheckpointSummary;

@@ -99,6 +99,9 @@ impl Engine {
         let shared = Arc::new(Shared {
             next_keyspace_id: AtomicU32::new(next_keyspace_id),
             keyspaces: RwLock::new(BTreeMap::new()),
+            open_wal: AtomicU64::new(0),
+            wal_bound_checked: AtomicU64::new(0),
+            wal_sizes: Mutex::new(BTreeMap::new()),
             dir,
             fs,
             stats,

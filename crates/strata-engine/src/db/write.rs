@@ -313,6 +313,7 @@ impl Engine {
         group: &[Arc<Writer>],
         bytes: u64,
     ) -> Result<GroupMemtables> {
+        self.bound_wals(commit)?;
         let mut memtables = GroupMemtables::default();
         if group.iter().any(|w| w.batch.writes_default()) {
             memtables.push(self.keyspace, self.make_room_for_write(commit, bytes)?);
@@ -536,6 +537,13 @@ impl Engine {
             writeback_at: 0,
         });
         drop(slot);
+        self.shared.open_wal.store(number, Ordering::Relaxed);
+        if let Some(finished) = predecessor {
+            self.shared
+                .wal_sizes
+                .lock()
+                .insert(finished.number, finished.len);
+        }
         let fresh = Memtable::with_filter(number, self.options.memtable_filter_bytes());
         let old = std::mem::replace(&mut state.memtable, Arc::new(fresh));
         if !old.is_empty() {
