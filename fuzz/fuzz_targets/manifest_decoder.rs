@@ -11,10 +11,11 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
+use strata_engine::filename::{manifest_file_name, CURRENT};
 use strata_engine::fs::{FileSystem, MemFs};
 use strata_engine::key::MAX_SEQNO;
-use strata_engine::filename::{manifest_file_name, CURRENT};
 use strata_engine::manifest::{self, ManifestRecord};
+use strata_engine::KeyspaceId;
 use strata_fuzz::{reframe_log, write_log};
 use strata_meta::Version;
 
@@ -49,12 +50,17 @@ fn recover_from(manifest_bytes: &[u8], number: u64) {
         "recovered last sequence number {} is beyond the largest, {MAX_SEQNO}",
         recovered.last_seqno
     );
-    let rebuilt = match Version::new().apply(&manifest::snapshot_edit(&recovered.version)) {
-        Ok(v) => v,
-        Err(e) => panic!("a recovered version cannot be rebuilt from its snapshot edit: {e}"),
-    };
-    assert_eq!(rebuilt.levels(), recovered.version.levels());
-    assert_eq!(rebuilt.policy_state(), recovered.version.policy_state());
+    // Every keyspace's version, the default one's always among them.
+    assert!(recovered.keyspaces.contains_key(&KeyspaceId::DEFAULT));
+    for keyspace in recovered.keyspaces.values() {
+        let version = &keyspace.version;
+        let rebuilt = match Version::new().apply(&manifest::snapshot_edit(version)) {
+            Ok(v) => v,
+            Err(e) => panic!("a recovered version cannot be rebuilt from its snapshot edit: {e}"),
+        };
+        assert_eq!(rebuilt.levels(), version.levels());
+        assert_eq!(rebuilt.policy_state(), version.policy_state());
+    }
 }
 
 fuzz_target!(|data: &[u8]| {

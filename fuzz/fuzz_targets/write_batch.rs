@@ -158,7 +158,7 @@ fn check_script(data: &[u8]) {
         assert_eq!(batch.len(), ops.len());
         let iterated: Vec<Op> = batch
             .iter()
-            .map(|op| own(op.expect("a built batch iterates")))
+            .map(|op| own(op.expect("a built batch iterates").1))
             .collect();
         assert_eq!(&iterated, ops, "a batch iterates differently than built");
         let user_bytes = user_bytes(ops);
