@@ -145,21 +145,25 @@ fn a_dropped_keyspace_is_gone_after_a_reopen_and_its_name_free() {
         gone.put(format!("k{i:05}"), "v").unwrap();
     }
     gone.flush().unwrap();
+    let tables = |fs: &MemFs| {
+        fs.list(Path::new("/db"))
+            .unwrap()
+            .iter()
+            .filter(|n| n.ends_with(".sst"))
+            .count()
+    };
+    assert!(tables(&fs) > 0);
     db.drop_keyspace("gone").unwrap();
     assert_eq!(db.list_keyspaces(), ["default"]);
+    assert_eq!(
+        tables(&fs),
+        0,
+        "the dropped keyspace's tables went at the drop"
+    );
     db.close().unwrap();
     let db = Db::open("/db", options(&fs)).unwrap();
     assert_eq!(db.list_keyspaces(), ["default"]);
-    let tables = fs
-        .list(Path::new("/db"))
-        .unwrap()
-        .iter()
-        .filter(|n| n.ends_with(".sst"))
-        .count();
-    assert_eq!(
-        tables, 0,
-        "the dropped keyspace's tables were deleted at the open"
-    );
+    assert_eq!(tables(&fs), 0);
     let again = db.create_keyspace("gone", KeyspaceOptions::new()).unwrap();
     assert_eq!(again.get("k00001").unwrap(), None);
     assert_ne!(again.id(), gone.id(), "numbers are never reused");

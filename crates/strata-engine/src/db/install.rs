@@ -248,7 +248,7 @@ impl Engine {
     /// the blocks its tables refer to) and the WALs below `wal_floor` (below every keyspace's
     /// log number). The deletes happen in [`Engine::purge_obsolete_files`], outside the state
     /// lock.
-    fn queue_obsolete_files(&self, state: &mut EngineState, wal_floor: u64) {
+    pub(super) fn queue_obsolete_files(&self, state: &mut EngineState, wal_floor: u64) {
         state.live_versions.retain(|w| w.strong_count() > 0);
         let live: Vec<Arc<Version>> = state
             .live_versions

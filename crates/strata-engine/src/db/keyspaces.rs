@@ -116,8 +116,8 @@ impl Db {
     }
 
     /// Drops keyspace `name` (RocksDB: `DropColumnFamily`): one manifest record removes it, its
-    /// background threads stop, its handles fail from now on, and its tables are deleted when
-    /// the database next opens. Writes to it that were already queued may still land (in the
+    /// background threads stop, its handles fail from now on, and its table files are deleted
+    /// (those an open iterator still reads, when the database next opens). Writes to it that were already queued may still land (in the
     /// WAL, where a reopen skips them). The default keyspace cannot be dropped.
     pub fn drop_keyspace(&self, name: &str) -> Result<()> {
         let engine = &self.engine;
@@ -174,14 +174,40 @@ impl Db {
         for (_, t) in stopping {
             let _ = t.join();
         }
+        tree.release_files();
         Ok(())
     }
 
+    /// A keyspace's handle on `tree`.
     fn handle(&self, tree: Arc<Engine>) -> Keyspace {
         Keyspace {
             leader: Arc::clone(&self.engine),
             tree,
         }
+    }
+}
+
+impl Engine {
+    /// After the keyspace was dropped and its threads stopped: its tree becomes empty to
+    /// readers, and its table files go, except those a reader still holds (an iterator, a
+    /// snapshot's read), which the next open deletes.
+    fn release_files(&self) {
+        let mut state = self.state.lock();
+        let version = std::mem::replace(&mut state.version, Arc::new(strata_meta::Version::new()));
+        let empty = Arc::downgrade(&state.version);
+        state.live_versions.push(empty);
+        let files = version
+            .tables()
+            .map(|(_, _, t)| t.id.0)
+            .chain(version.retained_files().map(|(f, _)| f.0));
+        state.obsolete_tables.extend(files);
+        drop(version);
+        state.memtable = Arc::new(crate::memtable::Memtable::new(0));
+        state.frozen.clear();
+        self.install_super_version(&state);
+        // WALs are the remaining keyspaces' to let go; this queues no WAL below any of theirs.
+        self.queue_obsolete_files(&mut state, 0);
+        self.purge_obsolete_files(&mut state);
     }
 }
 
