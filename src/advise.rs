@@ -45,6 +45,10 @@ pub struct AdviseArgs {
     /// and value sizes, skew, live keys; `strata inspect DIR` shows them).
     #[arg(long, value_name = "DIR")]
     db: Option<PathBuf>,
+    /// With --db: the keyspace whose recorded workload to advise on (`strata inspect DIR`
+    /// lists them; each records its own).
+    #[arg(long, default_value = "default", requires = "db")]
+    keyspace: String,
     /// What to optimize.
     #[arg(long, value_enum, default_value_t = Objective::Throughput)]
     objective: Objective,
@@ -209,7 +213,7 @@ pub fn run(args: AdviseArgs) -> Result<()> {
         crate::checks::above("--size-ratios", t, 1.0)?;
     }
     let spec = match &args.db {
-        Some(dir) => workload_of_database(dir, &args.workload)?,
+        Some(dir) => workload_of_database(dir, &args.keyspace, &args.workload)?,
         None => args
             .workload
             .spec("ycsb-a", args.workload.entries.unwrap_or(1_000_000), None)?,
@@ -719,10 +723,17 @@ fn text(a: &Advice, top: usize) -> String {
 /// scans, its key and value sizes, skewed (zipfian) when its flushes showed hot keys, loading
 /// as many keys as it wrote (at most `--entries`, default 1,000,000, to keep the simulation
 /// short).
-fn workload_of_database(dir: &PathBuf, workload: &WorkloadArgs) -> Result<WorkloadSpec> {
+fn workload_of_database(
+    dir: &PathBuf,
+    keyspace: &str,
+    workload: &WorkloadArgs,
+) -> Result<WorkloadSpec> {
     let db = Db::open_read_only(dir, Options::new())
         .with_context(|| format!("--db {}", dir.display()))?;
-    let l: LifetimeStats = db.lifetime_stats();
+    let l: LifetimeStats = db
+        .keyspace(keyspace)
+        .with_context(|| format!("--keyspace {keyspace}"))?
+        .lifetime_stats();
     db.close()?;
     if l.operations() == 0 {
         bail!(

@@ -551,4 +551,33 @@ fn inspect_lists_keyspaces_and_switch_policy_hands_one_over() {
         &["switch-policy", db_arg, "tiered", "--keyspace", "nosuch"],
         &["nosuch"],
     );
+    // advise reads each keyspace's own recorded workload: the default keyspace's 3,000 puts
+    // alone, and the events keyspace's 3,000 puts beside the scan that counted them above.
+    let mix = |keyspace: &str| {
+        let run = succeeded(
+            &dir,
+            &[
+                "advise",
+                "--db",
+                db_arg,
+                "--keyspace",
+                keyspace,
+                "--policies",
+                "leveled,tiered",
+                "--write-buffer-size",
+                "64KiB",
+                "--json",
+            ],
+        );
+        let advice: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        advice["mix"][0].as_f64().unwrap()
+    };
+    assert_eq!(mix("default"), 1.0);
+    let events = mix("events");
+    assert!(events > 0.999 && events < 1.0, "{events}");
+    refused(
+        &dir,
+        &["advise", "--db", db_arg, "--keyspace", "nosuch"],
+        &["nosuch"],
+    );
 }

@@ -11,6 +11,7 @@ use crate::key::SeqNo;
 use crate::keyspace::KeyspaceId;
 use crate::memtable::Memtable;
 use crate::options::WriteOptions;
+use crate::stats::Statistics;
 use parking_lot::{Condvar, Mutex};
 use smallvec::SmallVec;
 use std::collections::VecDeque;
@@ -121,28 +122,58 @@ pub(crate) enum Turn {
 
 /// The memtables a group inserts into: one per keyspace it writes to (nearly always one).
 #[derive(Clone, Default)]
-pub(crate) struct GroupMemtables(SmallVec<[(KeyspaceId, Arc<Memtable>); 2]>);
+pub(crate) struct GroupMemtables(SmallVec<[GroupMemtable; 2]>);
+
+/// One keyspace's part of [`GroupMemtables`]: its memtable and the counters its workload goes
+/// into.
+#[derive(Clone)]
+struct GroupMemtable {
+    keyspace: KeyspaceId,
+    memtable: Arc<Memtable>,
+    stats: Arc<Statistics>,
+}
 
 impl GroupMemtables {
     /// Only `memtable`, of `keyspace`.
     #[cfg(test)]
     pub fn one(keyspace: KeyspaceId, memtable: Arc<Memtable>) -> Self {
-        GroupMemtables(smallvec::smallvec![(keyspace, memtable)])
+        let mut one = GroupMemtables::default();
+        one.push(keyspace, memtable, Arc::default());
+        one
     }
 
-    /// Adds `keyspace`'s memtable.
-    pub fn push(&mut self, keyspace: KeyspaceId, memtable: Arc<Memtable>) {
-        self.0.push((keyspace, memtable));
+    /// Adds `keyspace`'s memtable and counters.
+    pub fn push(&mut self, keyspace: KeyspaceId, memtable: Arc<Memtable>, stats: Arc<Statistics>) {
+        self.0.push(GroupMemtable {
+            keyspace,
+            memtable,
+            stats,
+        });
     }
 
-    /// `keyspace`'s memtable, if the group writes to it.
-    pub fn get(&self, keyspace: KeyspaceId) -> Option<&Arc<Memtable>> {
-        self.0.iter().find(|(k, _)| *k == keyspace).map(|(_, m)| m)
+    /// How many keyspaces the group writes to.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The index of `keyspace`, if the group writes to it.
+    pub fn index(&self, keyspace: KeyspaceId) -> Option<usize> {
+        self.0.iter().position(|m| m.keyspace == keyspace)
+    }
+
+    /// The memtable at `index`.
+    pub fn memtable(&self, index: usize) -> &Arc<Memtable> {
+        &self.0[index].memtable
+    }
+
+    /// The counters at `index`.
+    pub fn stats(&self, index: usize) -> &Statistics {
+        &self.0[index].stats
     }
 
     /// Every memtable.
     pub fn all(&self) -> impl Iterator<Item = &Arc<Memtable>> {
-        self.0.iter().map(|(_, m)| m)
+        self.0.iter().map(|m| &m.memtable)
     }
 }
 

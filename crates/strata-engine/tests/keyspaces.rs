@@ -170,6 +170,36 @@ fn a_dropped_keyspace_is_gone_after_a_reopen_and_its_name_free() {
     db.close().unwrap();
 }
 
+/// Each keyspace counts its own workload, and keeps it across reopens.
+#[test]
+fn each_keyspace_counts_its_own_workload() {
+    let fs = MemFs::new();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    let a = db.create_keyspace("a", KeyspaceOptions::new()).unwrap();
+    for i in 0..100u32 {
+        a.put(format!("k{i}"), "v").unwrap();
+    }
+    for i in 0..50u32 {
+        db.put(format!("k{i}"), "v").unwrap();
+    }
+    let mut batch = WriteBatch::new();
+    batch.put_in(&a, "x", "1").unwrap().delete("y").unwrap();
+    db.write(&WriteOptions::default(), batch).unwrap();
+    let (mine, default) = (a.lifetime_stats(), db.lifetime_stats());
+    assert_eq!((mine.puts, mine.deletes), (101, 0));
+    assert_eq!((default.puts, default.deletes), (50, 1));
+    a.flush().unwrap();
+    drop(a);
+    db.close().unwrap();
+    let db = Db::open("/db", options(&fs)).unwrap();
+    let a = db.keyspace("a").unwrap();
+    assert_eq!(a.lifetime_stats().puts, 101);
+    assert_eq!(db.lifetime_stats().puts, 50);
+    assert!(a.lifetime_stats().flush_bytes > 0);
+    drop(a);
+    db.close().unwrap();
+}
+
 #[test]
 fn bad_names_and_misuse_are_refused() {
     let fs = MemFs::new();

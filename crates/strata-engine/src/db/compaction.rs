@@ -121,7 +121,7 @@ impl Engine {
             job,
             version: Arc::clone(&state.version),
             snapshots: self.snapshot_list(),
-            flushes_before: Statistics::get(&self.shared.stats.flushes),
+            flushes_before: Statistics::get(&self.stats.flushes),
             plan,
             started: Instant::now(),
             reserved,
@@ -147,7 +147,7 @@ impl Engine {
             job,
             keyspace: self.definition.name.clone(),
             kind: JobKind::Compaction(plan.action),
-            flushes_before: Statistics::get(&self.shared.stats.flushes),
+            flushes_before: Statistics::get(&self.stats.flushes),
             input_levels: plan.input_levels(),
             input_tables: plan.input_table_count(),
             output_level: plan.output.as_ref().map(|o| o.level),
@@ -164,7 +164,7 @@ impl Engine {
             finished: Instant::now(),
         });
         if plan.action == PlanAction::Move {
-            Statistics::add(&self.shared.stats.trivial_moves, 1);
+            Statistics::add(&self.stats.trivial_moves, 1);
         }
         Ok(())
     }
@@ -210,7 +210,7 @@ impl Engine {
                     for id in &input_ids {
                         self.shared.tables.evict(id.0);
                     }
-                    Statistics::add(&self.shared.stats.compaction_read_retries, 1);
+                    Statistics::add(&self.stats.compaction_read_retries, 1);
                     std::thread::sleep(Duration::from_millis(10 << attempt));
                     attempt += 1;
                 }
@@ -347,7 +347,7 @@ impl Engine {
         };
         self.install(state, edit, &out.files, BufferChange::default())?;
         if ends_round {
-            Statistics::add(&self.shared.stats.last_level_rewrites, 1);
+            Statistics::add(&self.stats.last_level_rewrites, 1);
         }
         self.shared.events.job_completed(&CompletedJob {
             job,
@@ -365,12 +365,9 @@ impl Engine {
             started,
             finished: Instant::now(),
         });
-        Statistics::add(&self.shared.stats.compactions, 1);
-        Statistics::add(
-            &self.shared.stats.compaction_bytes_written,
-            out.bytes_written,
-        );
-        Statistics::add(&self.shared.stats.compaction_bytes_read, out.bytes_read);
+        Statistics::add(&self.stats.compactions, 1);
+        Statistics::add(&self.stats.compaction_bytes_written, out.bytes_written);
+        Statistics::add(&self.stats.compaction_bytes_read, out.bytes_read);
         Ok(())
     }
 

@@ -224,6 +224,10 @@ pub(crate) struct Engine {
     pub definition: KeyspaceDefinition,
     /// Set when the keyspace is dropped: its threads stop and its handles fail.
     pub dropped: AtomicBool,
+    /// This keyspace's counters: its workload, its jobs, its reads. The default keyspace's are
+    /// `shared.stats`, where what the database does as a whole (the WAL, commit groups, the
+    /// block cache) is counted too.
+    pub stats: Arc<Statistics>,
     /// The options it was opened with.
     pub options: Options,
     /// The compaction policy: replaced by a switch ([`Engine::set_policy`]) under the state
@@ -372,7 +376,7 @@ impl Engine {
     /// What the database did since its creation: the recorded counts plus this open's.
     pub fn lifetime_stats(&self) -> LifetimeStats {
         self.lifetime_before.plus(
-            &self.shared.stats,
+            &self.stats,
             self.skew.lock().alpha(),
             self.shared.opened_at.elapsed().as_secs_f64(),
         )
@@ -380,7 +384,7 @@ impl Engine {
 
     /// The workload statistics policies see.
     pub fn workload_stats(&self) -> WorkloadStats {
-        let s = &self.shared.stats;
+        let s = &self.stats;
         let known = |n: u64| (n > 0).then_some(n);
         WorkloadStats {
             puts: Statistics::get(&s.puts),
@@ -530,7 +534,7 @@ impl Engine {
             let started = Instant::now();
             let intervals = crate::super_version::run_intervals(&state.version);
             Statistics::add(
-                &self.shared.stats.interval_index_nanos,
+                &self.stats.interval_index_nanos,
                 started.elapsed().as_nanos() as u64,
             );
             let handles = TableHandles::for_version(

@@ -445,7 +445,7 @@ impl Engine {
             job: job_number,
             keyspace: self.definition.name.clone(),
             kind: JobKind::Flush,
-            flushes_before: Statistics::get(&self.shared.stats.flushes),
+            flushes_before: Statistics::get(&self.stats.flushes),
             input_levels: plan.input_levels(),
             input_tables: plan.merge_with.len(),
             output_level: Some(plan.output.level),
@@ -458,10 +458,10 @@ impl Engine {
             finished: Instant::now(),
         });
         self.skew.lock().observe(key_sample);
-        Statistics::add(&self.shared.stats.flushes, 1);
+        Statistics::add(&self.stats.flushes, 1);
         state.plans_since_flush = 0;
-        Statistics::add(&self.shared.stats.flush_bytes, out.bytes_written);
-        Statistics::add(&self.shared.stats.compaction_bytes_read, out.bytes_read);
+        Statistics::add(&self.stats.flush_bytes, out.bytes_written);
+        Statistics::add(&self.stats.compaction_bytes_read, out.bytes_read);
         self.note_flush_finished();
         self.background_work.notify_all();
         Ok(())

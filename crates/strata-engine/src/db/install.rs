@@ -121,8 +121,8 @@ impl Engine {
             state.pending_outputs.remove(f);
         }
         record.edit.count_blocks(
-            &mut self.shared.stats.data_blocks_written_per_level.lock(),
-            &mut self.shared.stats.data_blocks_preserved_per_level.lock(),
+            &mut self.stats.data_blocks_written_per_level.lock(),
+            &mut self.stats.data_blocks_preserved_per_level.lock(),
         );
         let new_version = Arc::new(new_version);
         state.live_versions.push(Arc::downgrade(&new_version));
@@ -191,6 +191,7 @@ impl Engine {
             return Ok(());
         }
         let record = ManifestRecord {
+            keyspace: (self.keyspace != KeyspaceId::DEFAULT).then_some(self.keyspace),
             lifetime: Some(self.lifetime_stats()),
             ..ManifestRecord::default()
         };

@@ -342,6 +342,12 @@ impl Keyspace {
         self.tree.policy() as Arc<dyn CompactionPolicy>
     }
 
+    /// What this keyspace did since it was created: its own operations and bytes, flushes and
+    /// compactions ([`Db::lifetime_stats`] for the default keyspace).
+    pub fn lifetime_stats(&self) -> crate::stats::LifetimeStats {
+        self.tree.lifetime_stats()
+    }
+
     /// This keyspace's current version.
     pub fn version(&self) -> Arc<strata_meta::Version> {
         Arc::clone(&self.tree.state.lock().version)

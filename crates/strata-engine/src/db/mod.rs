@@ -322,7 +322,7 @@ impl Db {
     /// The live counters [`Db::metrics`] is computed from: relaxed atomics, cheap enough to
     /// sample often (read one with [`crate::stats::Statistics::get`]).
     pub fn statistics(&self) -> &crate::stats::Statistics {
-        &self.engine.shared.stats
+        &self.engine.stats
     }
 
     /// Hands the tree to `policy` from now on, without rewriting it: a live policy switch.
@@ -484,7 +484,7 @@ fn metrics_of(engine: &Engine) -> Metrics {
         frozen: frozen_memtables,
     };
     Metrics::collect(
-        &engine.shared.stats,
+        &engine.stats,
         &version,
         memtables,
         &engine.shared.block_cache,

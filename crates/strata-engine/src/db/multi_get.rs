@@ -45,7 +45,7 @@ impl Engine {
         self.check_open()?;
         let seq = self.read_sequence(options);
         let view = self.super_version_for_read();
-        Statistics::add(&self.shared.stats.gets, keys.len() as u64);
+        Statistics::add(&self.stats.gets, keys.len() as u64);
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_unstable_by(|&a, &b| keys[a].cmp(keys[b]));
         let mut pending: Vec<Pending<'_>> = Vec::new();
@@ -118,7 +118,7 @@ impl Engine {
                         }
                         _ => true,
                     };
-                    Statistics::add(&self.shared.stats.get_tables_probed, 1);
+                    Statistics::add(&self.stats.get_tables_probed, 1);
                     let table = self.table_in_level(meta.id.0, level_no, &view.version)?;
                     if let Some(position) = table.locate(p.key, seq, filtered)? {
                         probes.push(Probe {

@@ -245,6 +245,11 @@ impl Engine {
         });
         let engine = Arc::new(Engine {
             shared: Arc::clone(shared),
+            stats: if id == KeyspaceId::DEFAULT {
+                Arc::clone(&shared.stats)
+            } else {
+                Arc::new(Statistics::default())
+            },
             keyspace: id,
             definition: recovered.definition,
             dropped: AtomicBool::new(false),

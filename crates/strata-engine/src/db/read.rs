@@ -109,13 +109,13 @@ impl Engine {
         let nanos = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let (count, total) = if merging {
             (
-                &self.shared.stats.lookups_timed_merging,
-                &self.shared.stats.lookup_nanos_merging,
+                &self.stats.lookups_timed_merging,
+                &self.stats.lookup_nanos_merging,
             )
         } else {
             (
-                &self.shared.stats.lookups_timed_idle,
-                &self.shared.stats.lookup_nanos_idle,
+                &self.stats.lookups_timed_idle,
+                &self.stats.lookup_nanos_idle,
             )
         };
         Statistics::add(count, 1);
@@ -128,7 +128,7 @@ impl Engine {
         self.check_open()?;
         let seq = self.read_sequence(options);
         let view = self.super_version_for_read();
-        Statistics::add(&self.shared.stats.gets, 1);
+        Statistics::add(&self.stats.gets, 1);
         let resolve = |kind: ValueKind, value: Bytes| match kind {
             ValueKind::Put => Some(value),
             ValueKind::Delete => None,
@@ -164,12 +164,12 @@ impl Engine {
                         if !holders.contains(&t.id) {
                             continue;
                         }
-                        Statistics::add(&self.shared.stats.get_tables_probed, 1);
+                        Statistics::add(&self.stats.get_tables_probed, 1);
                         self.table_for_read(&view, t.id.0, level_no)?
                             .get_unfiltered(user_key, seq)?
                     }
                     _ => {
-                        Statistics::add(&self.shared.stats.get_tables_probed, 1);
+                        Statistics::add(&self.stats.get_tables_probed, 1);
                         self.table_for_read(&view, t.id.0, level_no)?
                             .get(user_key, seq)?
                     }
@@ -231,7 +231,7 @@ impl Engine {
         self.check_open()?;
         let seq = self.read_sequence(options);
         let view = self.current_super_version();
-        Statistics::add(&self.shared.stats.scans, 1);
+        Statistics::add(&self.stats.scans, 1);
         let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
         children.push(Box::new(view.memtable.iter()));
         for memtable in &view.frozen {
@@ -309,7 +309,7 @@ impl Engine {
             self.scan_prefetch.record(sent);
         }
         let scan_count = ScanCount {
-            stats: Arc::clone(&self.shared.stats),
+            stats: Arc::clone(&self.stats),
             returned: 0,
         };
         let merged = MergingIterator::with_deferred(children, deferred);

@@ -15,6 +15,7 @@ use crate::stats::Statistics;
 use crate::wal_chain;
 use crate::write_queue::{GroupInsert, GroupMemtables, Place, Turn, Writer};
 use parking_lot::MutexGuard;
+use smallvec::SmallVec;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -193,27 +194,32 @@ impl Engine {
         first_seq: SeqNo,
         concurrently: bool,
     ) -> Result<()> {
-        let (mut puts, mut deletes, mut value_bytes) = (0u64, 0u64, 0u64);
+        // Per keyspace of the group: puts, deletes, value bytes, key and value bytes.
+        let mut counts: SmallVec<[[u64; 4]; 2]> = smallvec::smallvec![[0; 4]; memtables.len()];
         for (seq, op) in (first_seq..).zip(batch.iter()) {
             let (keyspace, op) = match op {
                 Ok((keyspace, op)) => (keyspace, Ok(op)),
                 Err(offset) => (KeyspaceId::DEFAULT, Err(offset)),
             };
             // The group made room in every keyspace its batches write to.
-            let Some(memtable) = memtables.get(keyspace) else {
+            let Some(i) = memtables.index(keyspace) else {
                 return Err(Error::InvalidArgument(format!(
                     "keyspace {} is not among the group's",
                     keyspace.0
                 )));
             };
+            let memtable = memtables.memtable(i);
+            let count = &mut counts[i];
             let (key, kind, value) = match op {
                 Ok(BatchOp::Put(k, v)) => {
-                    puts += 1;
-                    value_bytes += v.len() as u64;
+                    count[0] += 1;
+                    count[2] += v.len() as u64;
+                    count[3] += (k.len() + v.len()) as u64;
                     (k, ValueKind::Put, v)
                 }
                 Ok(BatchOp::Delete(k)) => {
-                    deletes += 1;
+                    count[1] += 1;
+                    count[3] += k.len() as u64;
                     (k, ValueKind::Delete, &[][..])
                 }
                 Err(offset) => {
@@ -230,10 +236,16 @@ impl Engine {
                 memtable.insert(key, seq, kind, value);
             }
         }
-        Statistics::add(&self.shared.stats.user_bytes, batch.user_bytes());
-        Statistics::add(&self.shared.stats.puts, puts);
-        Statistics::add(&self.shared.stats.deletes, deletes);
-        Statistics::add(&self.shared.stats.value_bytes, value_bytes);
+        // Each keyspace's workload in its own counters.
+        for (i, [puts, deletes, value_bytes, user_bytes]) in counts.into_iter().enumerate() {
+            if puts + deletes > 0 {
+                let stats = memtables.stats(i);
+                Statistics::add(&stats.user_bytes, user_bytes);
+                Statistics::add(&stats.puts, puts);
+                Statistics::add(&stats.deletes, deletes);
+                Statistics::add(&stats.value_bytes, value_bytes);
+            }
+        }
         Ok(())
     }
 
@@ -316,7 +328,8 @@ impl Engine {
         self.bound_wals(commit)?;
         let mut memtables = GroupMemtables::default();
         if group.iter().any(|w| w.batch.writes_default()) {
-            memtables.push(self.keyspace, self.make_room_for_write(commit, bytes)?);
+            let memtable = self.make_room_for_write(commit, bytes)?;
+            memtables.push(self.keyspace, memtable, Arc::clone(&self.stats));
         }
         let mut others: Vec<KeyspaceId> = Vec::new();
         for w in group {
@@ -334,7 +347,8 @@ impl Engine {
                     keyspace.0
                 )));
             };
-            memtables.push(keyspace, tree.make_room_for_write(commit, bytes)?);
+            let memtable = tree.make_room_for_write(commit, bytes)?;
+            memtables.push(keyspace, memtable, Arc::clone(&tree.stats));
         }
         Ok(memtables)
     }
