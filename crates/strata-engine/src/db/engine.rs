@@ -180,6 +180,14 @@ pub(crate) struct RecordedKeyspace {
 }
 
 impl ManifestState {
+    /// Appends `record` to the manifest; on a read-only database, the read-only error.
+    pub fn append(&mut self, record: &crate::manifest::ManifestRecord) -> Result<()> {
+        match self.file.as_mut() {
+            Some(file) => file.append(record),
+            None => Err(Error::ReadOnly(OPENED_READ_ONLY.to_string())),
+        }
+    }
+
     /// The records a new manifest starts with: every keyspace's snapshot.
     pub fn snapshot_records(&self) -> Vec<crate::manifest::ManifestRecord> {
         self.recorded

@@ -95,11 +95,7 @@ impl Engine {
             self.discard_outputs(state, files);
             return Err(Error::Closed);
         }
-        let appended = match manifest.file.as_mut() {
-            Some(file) => file.append(&record),
-            None => Err(Error::ReadOnly(OPENED_READ_ONLY.to_string())),
-        };
-        if let Err(e) = appended {
+        if let Err(e) = manifest.append(&record) {
             drop(manifest);
             // The outputs stay on disk: the record may name them after a reopen.
             self.record_background_error(state, &e);

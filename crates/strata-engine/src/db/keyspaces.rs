@@ -64,11 +64,7 @@ impl Db {
         };
         {
             let mut manifest = shared.manifest.lock();
-            let appended = match manifest.file.as_mut() {
-                Some(file) => file.append(&record),
-                None => Err(Error::ReadOnly(super::engine::OPENED_READ_ONLY.to_string())),
-            };
-            if let Err(e) = appended {
+            if let Err(e) = manifest.append(&record) {
                 drop(manifest);
                 // The record may have reached the file: the database's state is unknown.
                 engine.set_background_error(&e);
@@ -131,10 +127,10 @@ impl Db {
         let shared = &engine.shared;
         let tree = {
             let mut keyspaces = shared.keyspaces.write();
-            let Some(id) = keyspaces
+            let Some((id, tree)) = keyspaces
                 .iter()
                 .find(|(_, t)| t.definition.name == name)
-                .map(|(&id, _)| id)
+                .map(|(&id, t)| (id, Arc::clone(t)))
             else {
                 return Err(Error::InvalidArgument(format!(
                     "no keyspace is named {name:?}"
@@ -146,18 +142,15 @@ impl Db {
                 ..ManifestRecord::default()
             };
             let mut manifest = shared.manifest.lock();
-            let appended = match manifest.file.as_mut() {
-                Some(file) => file.append(&record),
-                None => Err(Error::ReadOnly(super::engine::OPENED_READ_ONLY.to_string())),
-            };
-            if let Err(e) = appended {
+            if let Err(e) = manifest.append(&record) {
                 drop(manifest);
                 drop(keyspaces);
                 engine.set_background_error(&e);
                 return Err(e);
             }
             manifest.recorded.remove(&id);
-            keyspaces.remove(&id).expect("found above")
+            keyspaces.remove(&id);
+            tree
         };
         tree.dropped.store(true, Ordering::Release);
         {

@@ -637,10 +637,7 @@ impl Engine {
         // Every record into one WAL: another keyspace's memtable switch cannot start a new one
         // between them, so the WAL named as re-logged into holds them all.
         let mut slot = self.shared.wal.lock();
-        let number = match &*slot {
-            WalSlot::Open(wal) => wal.number,
-            _ => slot.open_mut().map(|wal| wal.number)?,
-        };
+        let number = slot.open_mut()?.number;
         // A WAL record holds consecutive sequence numbers: sort, then cut where they skip.
         entries.sort_unstable_by_key(|&(seq, ..)| seq);
         let mut start = 0;
