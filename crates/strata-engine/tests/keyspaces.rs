@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
+mod support;
+
 use std::path::Path;
 use std::sync::Arc;
 use strata_engine::fs::{FileSystem, MemFs};
@@ -337,5 +339,83 @@ fn the_wals_a_rarely_written_keyspace_keeps_are_bounded() {
         Some(&b"entry"[..])
     );
     assert_eq!(db.range::<&str, _>(..).unwrap().count(), 20_000);
+    db.close().unwrap();
+}
+
+/// The background workers are shared by every keyspace, and fairly: while one keyspace's
+/// merge cannot finish (its input reads wait at a gate), another keyspace still flushes (the
+/// flush thread is never taken by a merge) and compacts (a second compaction worker serves it).
+#[test]
+fn one_keyspaces_stuck_merge_holds_up_neither_anothers_flush_nor_its_compactions() {
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+    let fs = Arc::new(support::Watching::default());
+    let db = Db::open(
+        "/db",
+        Options::new()
+            .with_file_system(Arc::clone(&fs) as Arc<dyn FileSystem>)
+            .with_write_buffer_size(16 << 10)
+            .with_max_background_jobs(3),
+    )
+    .unwrap();
+    let slow = db.create_keyspace("slow", KeyspaceOptions::new()).unwrap();
+    let fast = db.create_keyspace("fast", KeyspaceOptions::new()).unwrap();
+    fs.gate.set_shut(true);
+    let fill = |ks: &strata_engine::Keyspace, round: usize| {
+        for i in 0..200 {
+            ks.put(format!("key{i:05}"), format!("value {round} {i:0>90}"))
+                .unwrap();
+        }
+        ks.flush().unwrap();
+    };
+    // Flush the slow keyspace until the policy merges its tables, and hold their reads.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut round = 0;
+    while fs.gate.waiting.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "the slow keyspace never merged");
+        if round < 20 {
+            fill(&slow, round);
+            round += 1;
+        }
+        for (_, _, table) in slow.version().tables() {
+            fs.gate.hold(format!("{:06}.sst", table.id.0));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Meanwhile the other keyspace flushes, and its own merges run and finish.
+    let other = std::thread::spawn({
+        let fast = fast.clone();
+        move || {
+            for round in 0..12 {
+                fill(&fast, round);
+            }
+            fast.wait_for_compactions().unwrap();
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !other.is_finished() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let finished = other.is_finished();
+    let still_stuck = fs.gate.waiting.load(Ordering::SeqCst) > 0;
+    fs.gate.set_shut(false);
+    other.join().unwrap();
+    assert!(
+        finished,
+        "the fast keyspace waited for the slow one's merge"
+    );
+    assert!(
+        still_stuck,
+        "the slow keyspace's merge ended before the test's end"
+    );
+    let fast_tables = fast.version().tables().count();
+    assert!(fast_tables > 0 && fast.metrics().compactions > 0);
+    slow.wait_for_compactions().unwrap();
+    for (ks, rounds) in [(&slow, round), (&fast, 12)] {
+        assert_eq!(
+            ks.get("key00007").unwrap().unwrap(),
+            format!("value {} {:0>90}", rounds - 1, 7).as_bytes()
+        );
+    }
     db.close().unwrap();
 }

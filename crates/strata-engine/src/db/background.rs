@@ -1,4 +1,4 @@
-//! Running jobs: the background threads, synchronous mode, explicit flushes, and waiting for
+//! Running jobs: one step of a shared worker, synchronous mode, explicit flushes, and waiting for
 //! the tree to settle.
 
 use super::engine::{Engine, EngineState};
@@ -35,59 +35,58 @@ impl Engine {
                 e
             }
         };
-        self.background_work.notify_all();
+        self.wake_workers();
         e
     }
 
-    /// A background thread: runs flushes or compactions (urgent ones only on a reserved worker)
-    /// until shutdown, and picks no new work after a background error (rule 3).
-    pub fn background_loop(self: Arc<Self>, worker: Worker) {
+    /// Wakes whoever waits for this keyspace's jobs (writers, flushes, switches) and the
+    /// shared workers.
+    pub fn wake_workers(&self) {
+        self.background_work.notify_all();
+        self.shared.workers.notify();
+    }
+
+    /// One step of a shared worker ([`super::pool`]) in this keyspace: deletes obsolete files,
+    /// then runs one job of `worker`'s kind (urgent compactions only on a reserved worker) if
+    /// there is one to start. Returns whether a job ran. Starts nothing once the keyspace is
+    /// dropped or the database closing or failed (rule 3).
+    pub fn run_one_job(&self, worker: Worker) -> bool {
         let mut state = self.state.lock();
-        let mut worked = false;
-        loop {
-            if self.stop_requested() {
-                return;
-            }
-            if self.purge_obsolete_files(&mut state) {
-                // The lock was released: a shutdown may have been asked for meanwhile.
-                continue;
-            }
-            if !self.shared.failed.load(Ordering::Acquire) {
-                let ran = if worker == Worker::Flush {
-                    self.pick_flush(&mut state).map(|job| {
-                        job.map(|job| {
-                            let result = MutexGuard::unlocked(&mut state, || self.run_flush(&job));
-                            // A failure is recorded as a background error; nothing to return to.
-                            let _ = self.finish_flush(&mut state, job, result);
-                        })
+        if self.stop_requested() {
+            return false;
+        }
+        // A purge releases the lock: a drop or shutdown may have been asked for meanwhile.
+        if self.purge_obsolete_files(&mut state) && self.stop_requested() {
+            return false;
+        }
+        if self.shared.failed.load(Ordering::Acquire) {
+            return false;
+        }
+        let ran = if worker == Worker::Flush {
+            self.pick_flush(&mut state).map(|job| {
+                job.map(|job| {
+                    let result = MutexGuard::unlocked(&mut state, || self.run_flush(&job));
+                    // A failure is recorded as a background error; nothing to return to.
+                    let _ = self.finish_flush(&mut state, job, result);
+                })
+            })
+        } else {
+            self.pick_compaction(&mut state, worker == Worker::Reserved)
+                .map(|job| {
+                    job.map(|job| {
+                        let result = MutexGuard::unlocked(&mut state, || self.run_compaction(&job));
+                        let _ = self.finish_compaction(&mut state, job, result);
                     })
-                } else {
-                    self.pick_compaction(&mut state, worker == Worker::Reserved)
-                        .map(|job| {
-                            job.map(|job| {
-                                let result =
-                                    MutexGuard::unlocked(&mut state, || self.run_compaction(&job));
-                                let _ = self.finish_compaction(&mut state, job, result);
-                            })
-                        })
-                };
-                match ran {
-                    Ok(Some(())) => {
-                        worked = true;
-                        continue;
-                    }
-                    Ok(None) => {}
-                    // A dropped keyspace's job found its keyspace gone: no error of the database.
-                    Err(Error::Closed) if self.stop_requested() => {}
-                    Err(e) => self.record_background_error(&mut state, &e),
-                }
+                })
+        };
+        match ran {
+            Ok(ran) => ran.is_some(),
+            // A dropped keyspace's job found its keyspace gone: no error of the database.
+            Err(Error::Closed) if self.stop_requested() => false,
+            Err(e) => {
+                self.record_background_error(&mut state, &e);
+                false
             }
-            if std::mem::take(&mut worked) {
-                // Out of work: the jobs' buffers are freed; give their pages back.
-                MutexGuard::unlocked(&mut state, crate::sys::release_free_memory);
-                continue;
-            }
-            self.background_work.wait(&mut state);
         }
     }
 
@@ -147,7 +146,7 @@ impl Engine {
         if self.options.synchronous_compaction {
             self.run_inline(&mut state)?;
         } else {
-            self.background_work.notify_all();
+            self.wake_workers();
             // The flushed memtables' WALs are gone too when this returns. Memtables a window
             // flush left held stay.
             while state.flush_due(self.options.write_buffer_size) || Self::purging(&state) {
@@ -194,7 +193,7 @@ impl Engine {
             if !busy && !wanted {
                 return Ok(());
             }
-            self.background_work.notify_all();
+            self.wake_workers();
             self.background_work
                 .wait_for(&mut state, Duration::from_millis(50));
         }

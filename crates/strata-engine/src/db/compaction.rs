@@ -390,7 +390,7 @@ impl Engine {
         state.manual_compaction = false;
         // The replaced tables are gone when this returns.
         self.purge_obsolete_files(&mut state);
-        self.background_work.notify_all();
+        self.wake_workers();
         result
     }
 

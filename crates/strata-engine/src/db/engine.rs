@@ -339,6 +339,8 @@ pub(crate) struct Shared {
     pub recovery_stop: Mutex<Option<RecoveryStop>>,
     /// Where events go: `tracing`, the listeners, the info log.
     pub events: crate::events::Events,
+    /// Wakes the background workers every keyspace shares.
+    pub workers: super::pool::WorkerSignal,
 }
 
 impl Engine {
@@ -486,7 +488,7 @@ impl Engine {
         if first {
             self.shared.events.background_error(e);
         }
-        self.background_work.notify_all();
+        self.wake_workers();
     }
 
     /// The first background error, if one was recorded.

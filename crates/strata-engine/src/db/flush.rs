@@ -181,7 +181,7 @@ impl Engine {
         ) {
             if state.running_compactions == 0 {
                 // Held for a compaction ready to start: make sure a worker is awake to start it.
-                self.background_work.notify_all();
+                self.wake_workers();
             }
             return Ok(None);
         }
@@ -463,7 +463,7 @@ impl Engine {
         Statistics::add(&self.stats.flush_bytes, out.bytes_written);
         Statistics::add(&self.stats.compaction_bytes_read, out.bytes_read);
         self.note_flush_finished();
-        self.background_work.notify_all();
+        self.wake_workers();
         Ok(())
     }
 }

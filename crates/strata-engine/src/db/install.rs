@@ -162,7 +162,7 @@ impl Engine {
             }
         }
         self.queue_obsolete_files(state, wal_floor);
-        self.background_work.notify_all();
+        self.wake_workers();
         Ok(())
     }
 
@@ -333,7 +333,7 @@ impl Engine {
         });
         state.purges_running -= 1;
         state.obsolete_tables.extend(failed);
-        self.background_work.notify_all();
+        self.wake_workers();
         true
     }
 }

@@ -24,7 +24,7 @@ use strata_policy::CompactionPolicy;
 impl Db {
     /// Creates keyspace `name` with `options` (RocksDB: `CreateColumnFamily`). One manifest
     /// record creates it with its options and policy: after a crash it is there whole or not
-    /// at all. Its background threads start at once. Fails if the name is taken or invalid,
+    /// at all. The shared background workers serve it at once. Fails if the name is taken or invalid,
     /// and on a read-only or failed database.
     pub fn create_keyspace(&self, name: &str, options: KeyspaceOptions) -> Result<Keyspace> {
         let engine = &self.engine;
@@ -75,7 +75,7 @@ impl Db {
             .and_then(|new: NewTree| new.start(Access::ReadWrite))?;
         keyspaces.insert(id, Arc::clone(&tree));
         drop(keyspaces);
-        self.start_background_threads(&tree);
+        tree.wake_workers();
         Ok(self.handle(tree))
     }
 
@@ -111,8 +111,8 @@ impl Db {
             .collect()
     }
 
-    /// Drops keyspace `name` (RocksDB: `DropColumnFamily`): one manifest record removes it, its
-    /// background threads stop, its handles fail from now on, and its table files are deleted
+    /// Drops keyspace `name` (RocksDB: `DropColumnFamily`): one manifest record removes it, the
+    /// background workers stop its jobs, its handles fail from now on, and its table files are deleted
     /// (those an open iterator still reads, when the database next opens). Writes to it that were already queued may still land (in the
     /// WAL, where a reopen skips them). The default keyspace cannot be dropped.
     pub fn drop_keyspace(&self, name: &str) -> Result<()> {
@@ -154,18 +154,14 @@ impl Db {
         };
         tree.dropped.store(true, Ordering::Release);
         {
-            // Under the lock, so that no background thread misses the wake-up.
-            let _state = tree.state.lock();
-            tree.background_work.notify_all();
-        }
-        let mut threads = self.threads.lock();
-        let (stopping, running): (Vec<_>, Vec<_>) = threads
-            .drain(..)
-            .partition(|(keyspace, _)| *keyspace == tree.keyspace);
-        *threads = running;
-        drop(threads);
-        for (_, t) in stopping {
-            let _ = t.join();
+            // A worker checks `dropped` under the state lock before it starts a job, so once
+            // the jobs running now end, none starts. They stop at their next check.
+            let mut state = tree.state.lock();
+            while state.flush_running || state.running_compactions > 0 || state.purges_running > 0 {
+                tree.wake_workers();
+                tree.background_work
+                    .wait_for(&mut state, std::time::Duration::from_millis(20));
+            }
         }
         tree.release_files();
         Ok(())

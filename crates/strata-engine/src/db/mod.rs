@@ -84,6 +84,7 @@ mod install;
 mod keyspaces;
 mod multi_get;
 mod open;
+mod pool;
 mod read;
 mod recovery;
 mod switch;
@@ -96,7 +97,6 @@ pub use read::{ReadOptions, Snapshot};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::keyspace::KeyspaceId;
 use crate::metrics::{KeyIndexUse, MemtableUse, Metrics};
 use crate::options::WriteOptions;
 use crate::user_iter::DbIterator;
@@ -119,8 +119,8 @@ use strata_policy::CompactionPolicy;
 pub struct Db {
     /// The default keyspace's tree; the others' are in `engine.shared.keyspaces`.
     engine: Arc<Engine>,
-    /// Every keyspace's background threads.
-    threads: Mutex<Vec<(KeyspaceId, JoinHandle<()>)>>,
+    /// The background workers every keyspace shares ([`pool`]).
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Db {
@@ -132,9 +132,7 @@ impl Db {
     pub fn open(path: impl AsRef<Path>, options: crate::Options) -> Result<Db> {
         let trees = Engine::open(path.as_ref().to_path_buf(), options, Access::ReadWrite)?;
         let db = Db::of(trees);
-        for tree in db.trees() {
-            db.start_background_threads(&tree);
-        }
+        db.start_workers();
         Ok(db)
     }
 
@@ -183,25 +181,22 @@ impl Db {
         Ok(Db::of(trees))
     }
 
-    /// Starts `tree`'s background threads, unless it compacts synchronously: one flush thread,
-    /// `max_background_jobs - 1` (at least one) compaction threads and `reserved_jobs` threads
-    /// for urgent plans.
-    fn start_background_threads(&self, tree: &Arc<Engine>) {
-        if tree.options.synchronous_compaction {
+    /// Starts the background workers every keyspace shares, unless the database compacts
+    /// synchronously: one flush thread, `max_background_jobs - 1` (at least one) compaction
+    /// threads and `reserved_jobs` threads for urgent plans.
+    fn start_workers(&self) {
+        let options = &self.engine.options;
+        if options.synchronous_compaction {
             return;
         }
-        let mut threads = self.threads.lock();
-        let options = &tree.options;
         let compactors = options.max_background_jobs.saturating_sub(1).max(1);
         let workers = std::iter::once(Worker::Flush)
             .chain(std::iter::repeat_n(Worker::Compaction, compactors))
             .chain(std::iter::repeat_n(Worker::Reserved, options.reserved_jobs));
+        let mut threads = self.threads.lock();
         for worker in workers {
-            let engine = Arc::clone(tree);
-            threads.push((
-                tree.keyspace,
-                std::thread::spawn(move || engine.background_loop(worker)),
-            ));
+            let leader = Arc::clone(&self.engine);
+            threads.push(std::thread::spawn(move || pool::run_worker(leader, worker)));
         }
     }
 
@@ -404,11 +399,11 @@ impl Db {
         }
         let trees = self.trees();
         for tree in &trees {
-            // Under the lock, so that no background thread misses the wake-up.
+            // Under the lock, so that no one waiting on the tree misses the wake-up.
             let _state = tree.state.lock();
-            tree.background_work.notify_all();
+            tree.wake_workers();
         }
-        for (_, t) in self.threads.lock().drain(..) {
+        for t in self.threads.lock().drain(..) {
             let _ = t.join();
         }
         let background_error = self.engine.background_error();

@@ -127,6 +127,7 @@ impl Engine {
             opened_at: Instant::now(),
             recovery_stop: Mutex::new(None),
             events: Events::new(listeners),
+            workers: Default::default(),
         });
         let mut trees = Vec::with_capacity(keyspaces.len());
         // The default keyspace (number 0) comes first.

@@ -60,7 +60,7 @@ impl Engine {
             Ok(())
         });
         state.switching = false;
-        self.background_work.notify_all();
+        self.wake_workers();
         switched?;
         if self.options.synchronous_compaction {
             self.run_inline(&mut state)?;

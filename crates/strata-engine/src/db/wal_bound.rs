@@ -83,7 +83,7 @@ impl Engine {
         if tree.options.synchronous_compaction {
             tree.run_inline(&mut state)?;
         } else {
-            tree.background_work.notify_all();
+            tree.wake_workers();
         }
         Ok(())
     }

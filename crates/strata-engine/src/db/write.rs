@@ -465,7 +465,7 @@ impl Engine {
             if synchronous {
                 self.run_inline(&mut state)?;
             } else {
-                self.background_work.notify_all();
+                self.wake_workers();
             }
         }
     }

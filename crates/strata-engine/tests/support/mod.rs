@@ -1,14 +1,16 @@
 //! A [`MemFs`] for tests that watch what the engine asks of its files: which files it opens or
 //! creates, direct or not, and whether opened files say the operating system holds them in
-//! memory (as page-cached files answer `RandomAccessFile::read_if_cached`).
+//! memory (as page-cached files answer `RandomAccessFile::read_if_cached`), and whose reads of
+//! chosen files wait at a gate.
 
 // Each test crate that includes this module uses part of it.
 #![allow(dead_code)]
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
+use std::collections::HashSet;
 use std::io;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use strata_engine::fs::{FileLock, FileSystem, MemFs, RandomAccessFile, WritableFile};
 
@@ -20,17 +22,55 @@ pub struct Watching {
     /// (what, file name, direct), in order.
     pub seen: Mutex<Vec<(&'static str, String, bool)>>,
     pub in_memory: Arc<AtomicBool>,
+    /// Reads of the files it names wait while it is shut.
+    pub gate: Arc<ReadGate>,
+}
+
+/// Holds reads of the files it names while shut.
+#[derive(Debug, Default)]
+pub struct ReadGate {
+    /// The file names whose reads wait, and whether the gate is shut.
+    names: Mutex<(HashSet<String>, bool)>,
+    opened: Condvar,
+    /// Reads waiting now.
+    pub waiting: AtomicUsize,
+}
+
+impl ReadGate {
+    /// Makes reads of `name` wait while the gate is shut.
+    pub fn hold(&self, name: String) {
+        self.names.lock().0.insert(name);
+    }
+
+    /// Shuts or opens the gate.
+    pub fn set_shut(&self, shut: bool) {
+        self.names.lock().1 = shut;
+        self.opened.notify_all();
+    }
+
+    fn pass(&self, name: &str) {
+        let mut names = self.names.lock();
+        if names.1 && names.0.contains(name) {
+            self.waiting.fetch_add(1, Ordering::SeqCst);
+            while names.1 {
+                self.opened.wait(&mut names);
+            }
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
 }
 
 impl Watching {
     fn note(&self, what: &'static str, path: &Path, direct: bool) {
-        let name = path
-            .file_name()
-            .expect("a file name")
-            .to_string_lossy()
-            .into_owned();
-        self.seen.lock().push((what, name, direct));
+        self.seen.lock().push((what, file_name(path), direct));
     }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .expect("a file name")
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// A file of [`Watching`]: reads pass through; it holds every range in memory while
@@ -38,10 +78,13 @@ impl Watching {
 struct WatchedFile {
     inner: Arc<dyn RandomAccessFile>,
     in_memory: Arc<AtomicBool>,
+    name: String,
+    gate: Arc<ReadGate>,
 }
 
 impl RandomAccessFile for WatchedFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.gate.pass(&self.name);
         self.inner.read_exact_at(buf, offset)
     }
     fn len(&self) -> u64 {
@@ -78,6 +121,8 @@ impl FileSystem for Watching {
         Ok(Arc::new(WatchedFile {
             inner: self.inner.open(path)?,
             in_memory: Arc::clone(&self.in_memory),
+            name: file_name(path),
+            gate: Arc::clone(&self.gate),
         }))
     }
     fn open_direct(&self, path: &Path) -> io::Result<Arc<dyn RandomAccessFile>> {
