@@ -578,7 +578,7 @@ impl From<&TableProperties> for PropertiesView {
             raw_value_bytes: p.raw_value_bytes,
             data_blocks: p.data_blocks,
             bloom_bits_per_key: p.bloom_bits_per_key,
-            compression: format!("{:?}", p.compression),
+            compression: p.compression.to_string(),
         }
     }
 }

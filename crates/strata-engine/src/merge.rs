@@ -112,6 +112,8 @@ pub struct OutputWriter<'a> {
     dir: &'a Path,
     settings: &'a WriteSettings,
     bloom_bits_per_key: f64,
+    /// The plan's codec, or the settings' when it names none.
+    compression: Compression,
     allocate: &'a dyn Fn() -> u64,
     cutter: Cutter<Bytes>,
     builder: Option<(u64, TableBuilder)>,
@@ -155,6 +157,7 @@ impl<'a> OutputWriter<'a> {
             dir,
             settings,
             bloom_bits_per_key: output.bloom_bits_per_key,
+            compression: output.compression.unwrap_or(settings.compression),
             allocate,
             cutter,
             builder: None,
@@ -272,7 +275,7 @@ impl<'a> OutputWriter<'a> {
         let options = TableOptions {
             block_size: self.settings.block_size,
             restart_interval: self.settings.restart_interval,
-            compression: self.settings.compression,
+            compression: self.compression,
             bloom_bits_per_key: self.bloom_bits_per_key,
             record_block_ranges: self.settings.record_block_ranges || self.preserver.is_some(),
             collect_key_hashes: self.index_table.is_some(),

@@ -123,6 +123,7 @@ mod tests {
             run,
             cut: CutRule::single_table(),
             bloom_bits_per_key: 10.0,
+            compression: None,
             preserve_blocks: None,
         })
     }

@@ -75,6 +75,9 @@ pub fn flush_plan(
 
 /// What an executor does next about compactions ([`next_compaction`]).
 #[derive(Clone, Debug, PartialEq)]
+// Returned once per pick and matched at once, never stored in bulk: boxing the plan would
+// only add an allocation.
+#[allow(clippy::large_enum_variant)]
 pub enum NextCompaction {
     /// Run this plan.
     Plan(Plan),
@@ -118,6 +121,9 @@ pub fn end_of_handover() -> VersionEdit {
 
 /// What a handover does next ([`handover_step`]).
 #[derive(Clone, Debug, PartialEq)]
+// Returned once per pick and matched at once, never stored in bulk: boxing the plan would
+// only add an allocation.
+#[allow(clippy::large_enum_variant)]
 pub enum HandoverStep {
     /// Run this plan.
     Plan(Plan),
@@ -180,6 +186,7 @@ fn join(version: &Version, level: usize, into: usize, reason: String) -> Plan {
             run: OutputRun::New,
             cut,
             bloom_bits_per_key,
+            compression: None,
             preserve_blocks: None,
         }),
         policy_state: None,

@@ -225,6 +225,7 @@ mod tests {
                 run: OutputRun::Existing(RunId(2)),
                 cut: CutRule::target_size(1000),
                 bloom_bits_per_key: 0.0,
+                compression: None,
                 preserve_blocks: Some(BlockPreservation {
                     max_waste,
                     release_files: Vec::new(),

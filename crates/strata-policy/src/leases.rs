@@ -231,6 +231,7 @@ L4:
                 run,
                 cut: CutRule::target_size(10),
                 bloom_bits_per_key: 10.0,
+                compression: None,
                 preserve_blocks: None,
             }),
             policy_state: None,

@@ -21,6 +21,7 @@
 
 pub mod bloom;
 mod builtin;
+pub mod compression;
 mod context;
 pub mod declare;
 pub mod ecotune_dp;
@@ -52,6 +53,7 @@ pub use builtin::partial::{MergeMode, PartialMerge, PartialMergeState};
 pub use builtin::spooky::{Layout as SpookyLayout, Round as SpookyRound, Spooky, SpookyState};
 pub use builtin::tiered::Tiered;
 pub use builtin::vertiorizon::{VerticalPart, Vertiorizon, VertiorizonState};
+pub use compression::Compression;
 pub use context::{
     BufferSummary, LookupTimes, ManualRange, PickContext, ScanLengths, WorkloadStats,
 };
@@ -59,7 +61,8 @@ pub use error::PolicyError;
 pub use leases::Leases;
 pub use options::{
     BuildFn, OptionKind, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_BITS_PER_KEY,
-    BLOOM_LAYOUT, SIZE_RATIO, TARGET_FILE_SIZE, WRITE_BUFFER_SIZE,
+    BLOOM_LAYOUT, BOTTOMMOST_COMPRESSION, COMPRESSION_PER_LEVEL, EVERY_POLICY, SIZE_RATIO,
+    TARGET_FILE_SIZE, WRITE_BUFFER_SIZE,
 };
 pub use plan::{
     BlockPreservation, BufferSelection, CutRule, FlushPlan, OutputRun, Plan, PlanAction, PlanInput,

@@ -280,6 +280,31 @@ pub const BLOOM_LAYOUT: OptionSpec = OptionSpec {
     doc: "uniform: every output gets bloom_bits_per_key; dynamic: that average spread over levels by occupancy (Monkey-style)",
 };
 
+/// The codec of each level's outputs ([`crate::compression`]). Every policy takes it, like
+/// `bloom_layout`.
+pub const COMPRESSION_PER_LEVEL: OptionSpec = OptionSpec {
+    name: crate::compression::COMPRESSION_PER_LEVEL,
+    kind: OptionKind::Text,
+    default: "",
+    rocksdb: Some("compression_per_level"),
+    doc: "codecs of levels 0, 1, ... separated by '/' (none, lz4, zstd, zstd<level>), the last for every deeper level; empty: the engine's compression",
+};
+
+/// The codec of compaction outputs no data lies below ([`crate::compression`]). Every policy
+/// takes it, like `bloom_layout`.
+pub const BOTTOMMOST_COMPRESSION: OptionSpec = OptionSpec {
+    name: crate::compression::BOTTOMMOST_COMPRESSION,
+    kind: OptionKind::Text,
+    default: "",
+    rocksdb: Some("bottommost_compression"),
+    doc: "codec of compaction outputs with no data below them, over compression_per_level; empty: the level's codec",
+};
+
+/// The options every policy takes, declared or not: the registry applies them around the
+/// policy it builds. A policy declares one only to change its default.
+pub const EVERY_POLICY: [OptionSpec; 3] =
+    [BLOOM_LAYOUT, COMPRESSION_PER_LEVEL, BOTTOMMOST_COMPRESSION];
+
 /// Size ratio T, declared the same way by every policy that has one: a number above 1, default
 /// 10. RocksDB: `max_bytes_for_level_multiplier`.
 pub const SIZE_RATIO: OptionSpec = OptionSpec {

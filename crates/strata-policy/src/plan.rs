@@ -1,5 +1,6 @@
 //! Plans: what a policy asks the executor to do.
 
+use crate::compression::Compression;
 use crate::error::PolicyError;
 use std::collections::HashSet;
 use std::fmt;
@@ -116,6 +117,9 @@ pub struct PlanOutput {
     pub cut: CutRule,
     /// Bloom filter bits per key for output tables (0 = no filter).
     pub bloom_bits_per_key: f64,
+    /// The codec of the output tables' data blocks; `None`: the executor's own setting (the
+    /// engine's `Options::with_compression`). Blocks a block-preserving merge keeps keep theirs.
+    pub compression: Option<Compression>,
     /// Keep input data blocks unchanged where the merge allows it, instead of rewriting them
     /// (`None`: rewrite every block). Flushes ignore it: their entries are in memory.
     pub preserve_blocks: Option<BlockPreservation>,
@@ -443,6 +447,9 @@ impl fmt::Display for PlanOutput {
             write!(f, " split-above={}", format_size(size))?;
         }
         write!(f, " bloom={}", self.bloom_bits_per_key)?;
+        if let Some(codec) = self.compression {
+            write!(f, " compression={codec}")?;
+        }
         if let Some(p) = &self.preserve_blocks {
             write!(f, " preserve-blocks(ε={})", p.max_waste)?;
             if !p.release_files.is_empty() {

@@ -12,8 +12,12 @@
 //! `examples/custom-policy` does.
 
 use crate::bloom::{BloomLayout, DynamicBloom};
+use crate::compression::{LevelCodecs, LevelCompression};
 use crate::error::PolicyError;
-use crate::options::{unknown_option, PolicyConfig, PolicyRegistration, BLOOM_LAYOUT};
+use crate::options::{
+    unknown_option, PolicyConfig, PolicyRegistration, BLOOM_LAYOUT, BOTTOMMOST_COMPRESSION,
+    COMPRESSION_PER_LEVEL, EVERY_POLICY,
+};
 use crate::policy::CompactionPolicy;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -125,8 +129,8 @@ impl PolicySpec {
     pub fn of(policy: &dyn CompactionPolicy) -> Self {
         let declared = lookup(policy.name()).ok().map(|r| r.options);
         let settable = |name: &str, value: &str| {
-            // Every policy takes the Bloom layout, declared or not (see `build_policy`).
-            name == crate::options::BLOOM_LAYOUT.name
+            // Every policy takes these, declared or not (see `build_policy`).
+            EVERY_POLICY.iter().any(|o| o.name == name)
                 || declared.as_ref().is_none_or(|options| {
                     options
                         .iter()
@@ -247,15 +251,22 @@ impl fmt::Display for PolicySpec {
 pub fn build_policy(spec: &PolicySpec) -> Result<Arc<dyn CompactionPolicy>, PolicyError> {
     let registration = lookup(&spec.name)?;
     let mut values = BTreeMap::new();
-    // Every policy takes `bloom_layout`; one that declares it sets its own default.
-    let mut layout = registration
-        .options
+    // The options every policy takes: the spec's value, else the policy's default where it
+    // declares one, else the common default.
+    let mut every: BTreeMap<&str, &str> = EVERY_POLICY
         .iter()
-        .find(|o| o.name == BLOOM_LAYOUT.name)
-        .map_or(BLOOM_LAYOUT.default, |o| o.default);
+        .map(|common| {
+            let default = registration
+                .options
+                .iter()
+                .find(|o| o.name == common.name)
+                .map_or(common.default, |o| o.default);
+            (common.name, default)
+        })
+        .collect();
     for (name, value) in &spec.options {
-        if name == BLOOM_LAYOUT.name {
-            layout = value;
+        if let Some(slot) = every.get_mut(name.as_str()) {
+            *slot = value;
             if !registration.has_option(name) {
                 continue;
             }
@@ -275,16 +286,36 @@ pub fn build_policy(spec: &PolicySpec) -> Result<Arc<dyn CompactionPolicy>, Poli
         }
         values.insert(name.clone(), value.clone());
     }
-    let layout = BloomLayout::parse(layout).ok_or_else(|| PolicyError::BadOptionValue {
+    let bad = |option: &str, value: &str, expected: String| PolicyError::BadOptionValue {
         policy: registration.name.to_string(),
-        option: BLOOM_LAYOUT.name.to_string(),
-        value: layout.to_string(),
-        expected: "uniform or dynamic".to_string(),
+        option: option.to_string(),
+        value: value.to_string(),
+        expected,
+    };
+    let layout = every[BLOOM_LAYOUT.name];
+    let layout = BloomLayout::parse(layout)
+        .ok_or_else(|| bad(BLOOM_LAYOUT.name, layout, "uniform or dynamic".to_string()))?;
+    let (per_level, bottommost) = (
+        every[COMPRESSION_PER_LEVEL.name],
+        every[BOTTOMMOST_COMPRESSION.name],
+    );
+    let codecs = LevelCodecs::parse(per_level, bottommost).map_err(|(option, why)| {
+        let value = if option == COMPRESSION_PER_LEVEL.name {
+            per_level
+        } else {
+            bottommost
+        };
+        bad(option, value, why)
     })?;
     let policy = (registration.build)(&PolicyConfig::new(&registration, values))?;
-    Ok(match layout {
+    let policy = match layout {
         BloomLayout::Uniform => policy,
         BloomLayout::Dynamic => Arc::new(DynamicBloom::new(policy)),
+    };
+    Ok(if codecs.is_empty() {
+        policy
+    } else {
+        Arc::new(LevelCompression::new(policy, codecs))
     })
 }
 
@@ -314,13 +345,24 @@ pub fn describe_policies() -> String {
         }
         out.push('\n');
     }
-    out.push_str(&format!(
-        "every policy also takes:\n  {:<26} {:<8} default {:<10} {}\n",
-        BLOOM_LAYOUT.name,
-        BLOOM_LAYOUT.kind.name(),
-        BLOOM_LAYOUT.default,
-        BLOOM_LAYOUT.doc
-    ));
+    out.push_str("every policy also takes:\n");
+    for o in EVERY_POLICY {
+        let rocksdb = o
+            .rocksdb
+            .map(|r| format!("; RocksDB: {r}"))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "  {:<26} {:<8} default {:<10} {}{rocksdb}\n",
+            o.name,
+            o.kind.name(),
+            if o.default.is_empty() {
+                "(none)"
+            } else {
+                o.default
+            },
+            o.doc
+        ));
+    }
     out
 }
 

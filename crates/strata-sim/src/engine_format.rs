@@ -32,8 +32,8 @@ impl WritableFile for CountingFile {
     }
 }
 
-/// Sizes a simulated table by encoding it with the engine's table builder (no compression, the
-/// engine's default), with keys of `key_size` bytes and values of `value_size`.
+/// Sizes a simulated table by encoding it with the engine's table builder (with the plan's codec,
+/// none by default as in the engine), with keys of `key_size` bytes and values of `value_size`.
 #[derive(Clone, Debug)]
 pub struct EngineSizer {
     /// Key bytes.
@@ -146,11 +146,18 @@ impl TableEstimate for EngineEstimate {
 }
 
 impl TableSizer for EngineSizer {
-    fn start_table(&self, bloom_bits_per_key: f64, seqnos: SeqRange) -> Box<dyn TableEstimate> {
+    fn start_table(
+        &self,
+        bloom_bits_per_key: f64,
+        compression: Option<Compression>,
+        seqnos: SeqRange,
+    ) -> Box<dyn TableEstimate> {
         let options = TableOptions {
             block_size: self.block_size,
             restart_interval: 16,
-            compression: Compression::None,
+            // The engine's own codec on the sizer's values (which compress far better than
+            // most data: a table's size then shows the codec's overhead, not a real ratio).
+            compression: compression.unwrap_or(Compression::None),
             bloom_bits_per_key,
             record_block_ranges: true,
             collect_key_hashes: false,

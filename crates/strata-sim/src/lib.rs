@@ -33,5 +33,5 @@ pub use report::{
     comparison_table, human_bytes, LevelReport, PhaseReport, SimReport, TimelineSample,
 };
 pub use sim::{bloom_fpr, SimConfig, SimError, Simulator, Timing, TraceEvent, DEFAULT_SCALE_KEYS};
-pub use size::{RawSizer, SizedBlock, SizedTable, TableEstimate, TableSizer};
+pub use size::{CompressionRatios, RawSizer, SizedBlock, SizedTable, TableEstimate, TableSizer};
 pub use strata_exec::JobKind;

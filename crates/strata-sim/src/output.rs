@@ -7,7 +7,7 @@ use crate::size::{SizedTable, TableEstimate, TableSizer};
 use strata_exec::preserve::Preserver;
 use strata_exec::Cutter;
 use strata_meta::{BlockMeta, SeqRange};
-use strata_policy::CutRule;
+use strata_policy::{Compression, PlanOutput};
 
 /// A finished output table: as sized, and the entries it holds.
 pub(crate) type WrittenTable = (SizedTable, Vec<u64>);
@@ -17,6 +17,7 @@ pub(crate) struct TableWriter<'a> {
     sizer: &'a dyn TableSizer,
     cutter: Cutter<u64>,
     bloom_bits_per_key: f64,
+    compression: Option<Compression>,
     seqnos: SeqRange,
     preserver: Option<Preserver>,
     table: Option<Box<dyn TableEstimate>>,
@@ -29,16 +30,16 @@ pub(crate) struct TableWriter<'a> {
 }
 
 impl<'a> TableWriter<'a> {
-    /// A writer cutting as `cut` says; `inputs` are the merge's inputs (smallest key, bytes)
-    /// for the cutter's projection.
+    /// A writer of `output`'s tables, cut as its cut rule says; `inputs` are the merge's inputs
+    /// (smallest key, bytes) for the cutter's projection.
     pub(crate) fn new(
         sizer: &'a dyn TableSizer,
-        cut: &CutRule,
-        bloom_bits_per_key: f64,
+        output: &PlanOutput,
         seqnos: SeqRange,
         inputs: &[(u64, u64)],
         preserver: Option<Preserver>,
     ) -> Self {
+        let cut = &output.cut;
         let boundaries = cut
             .boundaries
             .iter()
@@ -47,7 +48,8 @@ impl<'a> TableWriter<'a> {
         TableWriter {
             sizer,
             cutter: Cutter::new(cut, boundaries, inputs.iter().map(|(k, s)| (k, *s))),
-            bloom_bits_per_key,
+            bloom_bits_per_key: output.bloom_bits_per_key,
+            compression: output.compression,
             seqnos,
             preserver,
             table: None,
@@ -71,9 +73,14 @@ impl<'a> TableWriter<'a> {
         {
             self.finish_table();
         }
-        let (sizer, bloom, seqnos) = (self.sizer, self.bloom_bits_per_key, self.seqnos);
+        let (sizer, bloom, codec, seqnos) = (
+            self.sizer,
+            self.bloom_bits_per_key,
+            self.compression,
+            self.seqnos,
+        );
         self.table
-            .get_or_insert_with(|| sizer.start_table(bloom, seqnos))
+            .get_or_insert_with(|| sizer.start_table(bloom, codec, seqnos))
     }
 
     /// Writes `entry`.

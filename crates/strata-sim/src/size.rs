@@ -3,12 +3,20 @@
 
 use crate::keys::is_tombstone;
 use strata_meta::{BlockMeta, SeqRange, TableId};
+use strata_policy::Compression;
 
 /// How many bytes a table of given entries occupies. The default counts key and value bytes
 /// only; the engine's tests plug in its real table encoder, so both cut and size tables alike.
 pub trait TableSizer: Send + Sync + std::fmt::Debug {
-    /// Starts sizing a table built with `bloom_bits_per_key` whose sequence numbers span `seqnos`.
-    fn start_table(&self, bloom_bits_per_key: f64, seqnos: SeqRange) -> Box<dyn TableEstimate>;
+    /// Starts sizing a table built with `bloom_bits_per_key` and the data-block codec
+    /// `compression` (`None`: the simulator's default, none), whose sequence numbers span
+    /// `seqnos`.
+    fn start_table(
+        &self,
+        bloom_bits_per_key: f64,
+        compression: Option<Compression>,
+        seqnos: SeqRange,
+    ) -> Box<dyn TableEstimate>;
 }
 
 /// The running size of one table being sized.
@@ -54,7 +62,39 @@ pub struct SizedBlock {
     pub file: Option<TableId>,
 }
 
-/// Sizes a table as the sum of its entries' key and value bytes (no format overhead).
+/// Compressed over uncompressed bytes of a data block, per codec: what the default sizer
+/// multiplies a compressed table's blocks by. Measure them on the workload's data (the engine's
+/// tables record raw and stored bytes); 1.0 is data that does not compress, as random values.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CompressionRatios {
+    /// LZ4's ratio.
+    pub lz4: f64,
+    /// Zstandard's ratio (one for every level).
+    pub zstd: f64,
+}
+
+impl Default for CompressionRatios {
+    fn default() -> Self {
+        CompressionRatios {
+            lz4: 1.0,
+            zstd: 1.0,
+        }
+    }
+}
+
+impl CompressionRatios {
+    /// The ratio of `codec` (`None`, no compression: 1).
+    pub fn of(&self, codec: Option<Compression>) -> f64 {
+        match codec {
+            None | Some(Compression::None) => 1.0,
+            Some(Compression::Lz4) => self.lz4,
+            Some(Compression::Zstd { .. }) => self.zstd,
+        }
+    }
+}
+
+/// Sizes a table as the sum of its entries' key and value bytes (no format overhead), times the
+/// ratio of the table's codec.
 #[derive(Clone, Copy, Debug)]
 pub struct RawSizer {
     /// Key bytes per entry.
@@ -67,6 +107,8 @@ pub struct RawSizer {
     /// Entries each simulated entry stands for: 1 in the exact simulator; in scale mode
     /// ([`crate::SimConfig::scale_keys`]) about the sample's one-in-N, as the merge measured it.
     pub weight: f64,
+    /// What each codec shrinks data blocks to.
+    pub ratios: CompressionRatios,
 }
 
 impl RawSizer {
@@ -82,6 +124,8 @@ impl RawSizer {
 
 struct RawEstimate {
     sizer: RawSizer,
+    /// The ratio of the table's codec.
+    ratio: f64,
     /// The weighted bytes so far, unrounded (whole at weight 1).
     weighted: f64,
     /// Finished blocks, and the open one (with `block_size`).
@@ -95,6 +139,9 @@ impl RawEstimate {
     fn end_open_block(&mut self) {
         if self.open.entries > 0 {
             let mut block = std::mem::take(&mut self.open);
+            // Blocks are cut by their uncompressed bytes, as the engine cuts them, and stored
+            // compressed.
+            block.size = (block.size as f64 * self.ratio + 0.5) as u64;
             block.offset = self.own_bytes;
             self.own_bytes += block.size;
             self.blocks.push(block);
@@ -105,7 +152,7 @@ impl RawEstimate {
 impl TableEstimate for RawEstimate {
     fn add(&mut self, entry: u64) {
         let bytes = self.sizer.entry_bytes(entry);
-        self.weighted += bytes as f64 * self.sizer.weight;
+        self.weighted += bytes as f64 * self.sizer.weight * self.ratio;
         if let Some(block_size) = self.sizer.block_size {
             self.open.entries += 1;
             self.open.size += bytes;
@@ -148,13 +195,60 @@ impl TableEstimate for RawEstimate {
 }
 
 impl TableSizer for RawSizer {
-    fn start_table(&self, _bloom_bits_per_key: f64, _seqnos: SeqRange) -> Box<dyn TableEstimate> {
+    fn start_table(
+        &self,
+        _bloom_bits_per_key: f64,
+        compression: Option<Compression>,
+        _seqnos: SeqRange,
+    ) -> Box<dyn TableEstimate> {
         Box::new(RawEstimate {
             sizer: *self,
+            ratio: self.ratios.of(compression),
             weighted: 0.0,
             blocks: Vec::new(),
             open: SizedBlock::default(),
             own_bytes: 0,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_compressed_table_is_its_codecs_ratio_of_the_raw_bytes_and_cut_by_raw_bytes() {
+        let sizer = RawSizer {
+            key_size: 16,
+            value_size: 84,
+            block_size: Some(1000),
+            weight: 1.0,
+            ratios: CompressionRatios {
+                lz4: 0.5,
+                zstd: 0.25,
+            },
+        };
+        let seqnos = SeqRange {
+            smallest: 1,
+            largest: 1,
+        };
+        let size = |codec: Option<Compression>| {
+            let mut table = sizer.start_table(10.0, codec, seqnos);
+            // Keys 0..100, puts of 100 bytes each.
+            for key in 0..100u64 {
+                table.add(crate::keys::put(key));
+            }
+            table.finish()
+        };
+        let plain = size(None);
+        assert_eq!(plain.size, 10_000);
+        assert_eq!(size(Some(Compression::None)), plain);
+        let lz4 = size(Some(Compression::Lz4));
+        let zstd = size(Some(Compression::Zstd { level: 19 }));
+        assert_eq!((lz4.size, zstd.size), (5_000, 2_500));
+        // The same blocks, each stored at the ratio.
+        assert_eq!(lz4.blocks.len(), plain.blocks.len());
+        assert!(lz4.blocks.iter().all(|b| b.size == 500), "{:?}", lz4.blocks);
+        assert_eq!(lz4.blocks[1].offset, 500);
     }
 }

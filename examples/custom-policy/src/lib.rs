@@ -149,6 +149,7 @@ impl CompactionPolicy for SizeTiered {
                 run: OutputRun::New,
                 cut: CutRule::target_size(self.target_file_size),
                 bloom_bits_per_key: self.bloom_bits_per_key,
+                compression: None,
                 preserve_blocks: None,
             }),
             policy_state: None,

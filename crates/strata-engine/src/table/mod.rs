@@ -86,21 +86,9 @@ pub use iter::TableIterator;
 pub use readahead::{ReadaheadSize, AUTO_READAHEAD_MAX, AUTO_READAHEAD_START};
 pub use reader::{BlockFiles, Table};
 
-/// How a table's blocks are compressed. Blocks that do not shrink by at least 1/8 are stored
-/// uncompressed whatever the setting.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Compression {
-    /// No compression.
-    None,
-    /// LZ4 (fast; the usual choice for upper levels).
-    Lz4,
-    /// Zstandard at `level` (smaller; the usual choice for the last level). Levels outside
-    /// zstd's range are clamped by zstd.
-    Zstd {
-        /// Compression level (1–22; 3 is zstd's default; negative levels trade ratio for speed).
-        level: i32,
-    },
-}
+/// How a table's blocks are compressed: the codec type plans name (declared once, in
+/// `strata_policy::compression`).
+pub use strata_policy::Compression;
 
 /// Options for writing a table.
 #[derive(Clone, Debug, PartialEq)]

@@ -260,6 +260,7 @@ impl HorizontalLeveled {
             run,
             cut: CutRule::target_size(self.target_file_size),
             bloom_bits_per_key: self.bloom_bits_per_key,
+            compression: None,
             preserve_blocks: None,
         }
     }

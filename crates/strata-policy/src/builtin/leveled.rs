@@ -155,6 +155,7 @@ impl Leveled {
             run,
             cut: self.output_cut(),
             bloom_bits_per_key: self.bloom_bits_per_key,
+            compression: None,
             preserve_blocks: None,
         }
     }

@@ -323,6 +323,7 @@ impl PartialMerge {
             run,
             cut: CutRule::target_size(self.target_file_size),
             bloom_bits_per_key: self.bloom_bits_per_key,
+            compression: None,
             preserve_blocks: self.max_waste.map(|max_waste| BlockPreservation {
                 max_waste,
                 release_files: Vec::new(),

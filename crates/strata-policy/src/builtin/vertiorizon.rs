@@ -546,6 +546,7 @@ impl Vertiorizon {
             run,
             cut: self.cut(partition_keys),
             bloom_bits_per_key: self.bloom_bits_per_key,
+            compression: None,
             preserve_blocks: None,
         }
     }

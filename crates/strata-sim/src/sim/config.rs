@@ -1,6 +1,6 @@
 //! The simulator's settings: its time model, sizes, and scale mode.
 
-use crate::size::{RawSizer, TableSizer};
+use crate::size::{CompressionRatios, RawSizer, TableSizer};
 use std::sync::Arc;
 
 /// How simulated time relates to work.
@@ -50,6 +50,10 @@ pub struct SimConfig {
     /// Bytes each entry adds to the buffer's size beyond its key and value (the engine's
     /// memtable counts a sequence-number trailer and node overhead). Default: 0.
     pub buffer_entry_overhead: u64,
+    /// What each codec shrinks data blocks to, for the default sizer: a plan's output names its
+    /// codec (`compression_per_level`, `bottommost_compression`). Default: 1 for every codec
+    /// (data that does not compress).
+    pub compression_ratios: CompressionRatios,
     /// How table sizes are computed. Default: `None`, key+value bytes ([`RawSizer`]).
     pub sizer: Option<Arc<dyn TableSizer>>,
     /// Data block size of the default sizer: when set, tables carry per-block key ranges
@@ -102,6 +106,7 @@ impl SimConfig {
             value_size: self.value_size,
             block_size: self.block_size,
             weight,
+            ratios: self.compression_ratios,
         }
     }
 }
@@ -119,6 +124,7 @@ impl Default for SimConfig {
             check_invariants: false,
             final_flush: true,
             buffer_entry_overhead: 0,
+            compression_ratios: CompressionRatios::default(),
             sizer: None,
             block_size: None,
             exact_tombstone_drop: true,

@@ -165,8 +165,7 @@ impl Simulator {
         let outputs = self.write_tables(
             &merged,
             self.sizer_for(input_bytes, input_sample_bytes),
-            &plan.output.cut,
-            plan.output.bloom_bits_per_key,
+            &plan.output,
             seqnos,
             &projection,
         );

@@ -160,8 +160,7 @@ impl Simulator {
                         .collect::<Result<Vec<_>, SimError>>()?;
                     let mut writer = TableWriter::new(
                         sizer.as_ref(),
-                        &output.cut,
-                        output.bloom_bits_per_key,
+                        output,
                         seqnos,
                         &projection,
                         Some(preserver),
@@ -172,14 +171,8 @@ impl Simulator {
                 }
                 None => {
                     let merged = merge_runs(cursors, |k| self.tombstone_needed(&rule, k));
-                    outputs = self.write_tables(
-                        &merged,
-                        (sizer, weight),
-                        &output.cut,
-                        output.bloom_bits_per_key,
-                        seqnos,
-                        &projection,
-                    );
+                    outputs =
+                        self.write_tables(&merged, (sizer, weight), output, seqnos, &projection);
                 }
             }
         }

@@ -7,7 +7,7 @@ use crate::output::{TableWriter, WrittenTable};
 use crate::size::{SizedBlock, SizedTable, TableSizer};
 use std::sync::Arc;
 use strata_meta::{BlockMeta, SeqRange, TableId, TableMeta, Version, VersionEdit};
-use strata_policy::CutRule;
+use strata_policy::PlanOutput;
 
 /// The [`TableMeta::blocks`] of table `file` holding `entries` cut into `blocks` (`None` when
 /// the sizer cut none).
@@ -36,25 +36,18 @@ fn block_metas(file: TableId, entries: &[u64], blocks: &[SizedBlock]) -> Option<
 }
 
 impl Simulator {
-    /// Cuts `merged` into tables as `cut` says ([`Cutter`]), sizing them with the configured
-    /// sizer. `inputs` are the merge's inputs (smallest key, bytes) for the cutter's projection.
+    /// Cuts `merged` into tables as `output`'s cut rule says ([`Cutter`]), sizing them with the
+    /// configured sizer, with `output`'s Bloom bits and codec. `inputs` are the merge's inputs (smallest key, bytes) for the cutter's projection.
     pub(super) fn write_tables(
         &mut self,
         merged: &[u64],
         (sizer, weight): (Arc<dyn TableSizer>, f64),
-        cut: &CutRule,
-        bloom_bits_per_key: f64,
+        output: &PlanOutput,
         seqnos: SeqRange,
         inputs: &[(u64, u64)],
     ) -> Vec<(TableMeta, Arc<[u64]>)> {
-        let mut writer = TableWriter::new(
-            sizer.as_ref(),
-            cut,
-            bloom_bits_per_key,
-            seqnos,
-            inputs,
-            None,
-        );
+        let bloom_bits_per_key = output.bloom_bits_per_key;
+        let mut writer = TableWriter::new(sizer.as_ref(), output, seqnos, inputs, None);
         for &entry in merged {
             writer.add(entry);
         }

@@ -1,0 +1,305 @@
+//! Block compression as a plan names it: the codec an output's data blocks are written with.
+//! A plan may name one ([`crate::PlanOutput::compression`]); without one, the executor's own
+//! setting applies (the engine's `Options::with_compression`). Every policy takes
+//! `compression_per_level` and `bottommost_compression` (RocksDB's names), which the registry
+//! applies around the policy it builds ([`LevelCompression`]).
+
+use crate::context::{ManualRange, PickContext};
+use crate::error::PolicyError;
+use crate::model::{ModelEstimate, ModelInput};
+use crate::plan::{FlushPlan, Plan, PlanAction};
+use crate::policy::CompactionPolicy;
+use std::fmt;
+use std::sync::Arc;
+use strata_meta::Version;
+
+/// How a table's data blocks are compressed. A block that does not shrink by at least 1/8 is
+/// stored uncompressed whatever the setting.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// No compression.
+    None,
+    /// LZ4 (fast; the usual choice for upper levels).
+    Lz4,
+    /// Zstandard at `level` (smaller; the usual choice for the last level). Levels outside
+    /// zstd's range are clamped by zstd.
+    Zstd {
+        /// Compression level (1–22; 3 is zstd's default; negative levels trade ratio for speed).
+        level: i32,
+    },
+}
+
+/// zstd's own default level, what `zstd` without a level means.
+pub const ZSTD_DEFAULT_LEVEL: i32 = 3;
+
+impl Compression {
+    /// Parses `none`, `lz4`, `zstd` (level 3) or `zstd` followed by a level: `zstd19`,
+    /// `zstd-1`, or `zstd:19`.
+    pub fn parse(text: &str) -> Option<Compression> {
+        match text.trim() {
+            "none" => Some(Compression::None),
+            "lz4" => Some(Compression::Lz4),
+            "zstd" => Some(Compression::Zstd {
+                level: ZSTD_DEFAULT_LEVEL,
+            }),
+            other => {
+                let level = other.strip_prefix("zstd")?;
+                let level = level.strip_prefix(':').unwrap_or(level);
+                level.parse().ok().map(|level| Compression::Zstd { level })
+            }
+        }
+    }
+}
+
+/// `none`, `lz4`, `zstd` (level 3) or `zstd<level>`: what [`Compression::parse`] reads back, and
+/// what a policy specification can hold (no `:` or `,`).
+impl fmt::Display for Compression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Compression::None => f.write_str("none"),
+            Compression::Lz4 => f.write_str("lz4"),
+            Compression::Zstd { level } if *level == ZSTD_DEFAULT_LEVEL => f.write_str("zstd"),
+            Compression::Zstd { level } => write!(f, "zstd{level}"),
+        }
+    }
+}
+
+/// The codecs of a policy's levels: `compression_per_level` (level i's codec; levels past the
+/// list take its last entry; empty: the executor's setting) and `bottommost_compression` (the
+/// codec of outputs no data lies below, which overrides the level's).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LevelCodecs {
+    /// Level i's codec.
+    pub per_level: Vec<Compression>,
+    /// The codec of an output with nothing below it.
+    pub bottommost: Option<Compression>,
+}
+
+impl LevelCodecs {
+    /// Parses the two options' values: `per_level` a `/`-separated list of codecs (RocksDB
+    /// separates them with `:`, which a policy specification reserves), empty for none, and
+    /// `bottommost` a codec or empty. The error names the option and what was wrong.
+    pub fn parse(per_level: &str, bottommost: &str) -> Result<LevelCodecs, (&'static str, String)> {
+        let codec = |text: &str| {
+            Compression::parse(text)
+                .ok_or_else(|| format!("{text:?} is not a codec (none, lz4, zstd or zstd<level>)"))
+        };
+        let per_level = per_level
+            .split('/')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(codec)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|why| (COMPRESSION_PER_LEVEL, why))?;
+        let bottommost = match bottommost.trim() {
+            "" => None,
+            text => Some(codec(text).map_err(|why| (BOTTOMMOST_COMPRESSION, why))?),
+        };
+        Ok(LevelCodecs {
+            per_level,
+            bottommost,
+        })
+    }
+
+    /// Whether neither option is set: the executor's setting applies everywhere.
+    pub fn is_empty(&self) -> bool {
+        self.per_level.is_empty() && self.bottommost.is_none()
+    }
+
+    /// The codec of a compaction's output into `level` of `version`, `None` for the executor's
+    /// setting. The output is bottommost when no level below it holds a table: RocksDB's
+    /// bottommost level, where the data a key ends in lives.
+    pub fn codec_for(&self, version: &Version, level: usize) -> Option<Compression> {
+        let below =
+            (level + 1..version.num_levels()).any(|l| version.level(l).tables().next().is_some());
+        if !below {
+            if let Some(bottommost) = self.bottommost {
+                return Some(bottommost);
+            }
+        }
+        self.level_codec(level)
+    }
+
+    /// The codec `compression_per_level` gives `level`, which a flush takes too (as RocksDB's
+    /// flushes do: never the bottommost codec).
+    pub fn level_codec(&self, level: usize) -> Option<Compression> {
+        self.per_level.get(level).or(self.per_level.last()).copied()
+    }
+
+    /// The options set, as a policy lists its options.
+    pub fn options(&self) -> Vec<(&'static str, String)> {
+        let mut options = Vec::new();
+        if !self.per_level.is_empty() {
+            let per_level: Vec<String> = self.per_level.iter().map(ToString::to_string).collect();
+            options.push((COMPRESSION_PER_LEVEL, per_level.join("/")));
+        }
+        if let Some(bottommost) = self.bottommost {
+            options.push((BOTTOMMOST_COMPRESSION, bottommost.to_string()));
+        }
+        options
+    }
+}
+
+/// The option naming each level's codec.
+pub const COMPRESSION_PER_LEVEL: &str = "compression_per_level";
+/// The option naming the codec of outputs nothing lies below.
+pub const BOTTOMMOST_COMPRESSION: &str = "bottommost_compression";
+
+/// A policy whose outputs carry the codec of their level ([`LevelCodecs`]): every plan of
+/// `inner` is kept, its output's codec set. Everything else is the inner policy's; the two
+/// options are added to its options.
+#[derive(Debug)]
+pub struct LevelCompression {
+    inner: Arc<dyn CompactionPolicy>,
+    codecs: LevelCodecs,
+}
+
+impl LevelCompression {
+    /// `inner` with `codecs` applied to its outputs.
+    pub fn new(inner: Arc<dyn CompactionPolicy>, codecs: LevelCodecs) -> Self {
+        LevelCompression { inner, codecs }
+    }
+
+    fn set_plan(&self, version: &Version, plan: &mut Plan) {
+        if plan.action == PlanAction::Merge {
+            if let Some(output) = plan.output.as_mut() {
+                output.compression = self.codecs.codec_for(version, output.level);
+            }
+        }
+    }
+}
+
+impl CompactionPolicy for LevelCompression {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn plan_flush(
+        &self,
+        version: &Version,
+        ctx: &PickContext<'_>,
+    ) -> Result<FlushPlan, PolicyError> {
+        let mut plan = self.inner.plan_flush(version, ctx)?;
+        plan.output.compression = self.codecs.level_codec(plan.output.level);
+        Ok(plan)
+    }
+
+    fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError> {
+        let mut plan = self.inner.pick(version, ctx)?;
+        if let Some(plan) = plan.as_mut() {
+            self.set_plan(version, plan);
+        }
+        Ok(plan)
+    }
+
+    fn plan_manual(
+        &self,
+        version: &Version,
+        range: &ManualRange,
+        ctx: &PickContext<'_>,
+    ) -> Result<Option<Plan>, PolicyError> {
+        let mut plan = self.inner.plan_manual(version, range, ctx)?;
+        if let Some(plan) = plan.as_mut() {
+            self.set_plan(version, plan);
+        }
+        Ok(plan)
+    }
+
+    fn expected_level_bytes(&self, version: &Version) -> Vec<u64> {
+        self.inner.expected_level_bytes(version)
+    }
+
+    fn hold_flushes(&self, version: &Version, ctx: &PickContext<'_>) -> Option<String> {
+        self.inner.hold_flushes(version, ctx)
+    }
+
+    fn options(&self) -> Vec<(&'static str, String)> {
+        let mut options = self.inner.options();
+        options.retain(|(name, _)| ![COMPRESSION_PER_LEVEL, BOTTOMMOST_COMPRESSION].contains(name));
+        options.extend(self.codecs.options());
+        options
+    }
+
+    fn cost_model(&self, input: &ModelInput) -> Option<ModelEstimate> {
+        self.inner.cost_model(input)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codecs_read_back_what_they_write() {
+        for text in ["none", "lz4", "zstd", "zstd19", "zstd-1"] {
+            let codec = Compression::parse(text).unwrap();
+            assert_eq!(codec.to_string(), text);
+        }
+        assert_eq!(
+            Compression::parse("zstd:7"),
+            Some(Compression::Zstd { level: 7 })
+        );
+        assert_eq!(Compression::parse("zstd3").unwrap().to_string(), "zstd");
+        for bad in ["", "snappy", "zstdx", "lz4:1"] {
+            assert_eq!(Compression::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn levels_past_the_list_take_its_last_codec_and_bad_lists_are_named() {
+        let codecs = LevelCodecs::parse("none/none/lz4", "zstd").unwrap();
+        assert_eq!(codecs.per_level.len(), 3);
+        assert_eq!(codecs.bottommost, Some(Compression::Zstd { level: 3 }));
+        assert_eq!(
+            codecs.options(),
+            vec![
+                (COMPRESSION_PER_LEVEL, "none/none/lz4".to_string()),
+                (BOTTOMMOST_COMPRESSION, "zstd".to_string())
+            ]
+        );
+        assert!(LevelCodecs::parse("", "").unwrap().is_empty());
+        let (option, why) = LevelCodecs::parse("none/snappy", "").unwrap_err();
+        assert_eq!(option, COMPRESSION_PER_LEVEL);
+        assert!(why.contains("snappy"), "{why}");
+        let (option, _) = LevelCodecs::parse("lz4", "zip").unwrap_err();
+        assert_eq!(option, BOTTOMMOST_COMPRESSION);
+    }
+
+    #[test]
+    fn the_bottommost_codec_goes_where_nothing_lies_below_and_never_to_a_flush() {
+        let codecs = LevelCodecs::parse("none/lz4", "zstd19").unwrap();
+        let version = Version::parse(
+            "L0:\n  run 1:\n    table 1 [a, c] size=1K\nL2:\n  run 2:\n    table 2 [a, z] size=9K\n",
+        )
+        .unwrap();
+        let zstd19 = Some(Compression::Zstd { level: 19 });
+        assert_eq!(codecs.codec_for(&version, 0), Some(Compression::None));
+        assert_eq!(codecs.codec_for(&version, 1), Some(Compression::Lz4));
+        assert_eq!(codecs.codec_for(&version, 2), zstd19);
+        assert_eq!(codecs.codec_for(&version, 5), zstd19);
+        // Levels past the list take its last codec.
+        let no_bottom = LevelCodecs::parse("none/lz4", "").unwrap();
+        assert_eq!(no_bottom.codec_for(&version, 4), Some(Compression::Lz4));
+
+        // Through the registry: every policy takes the options, and a flush into an empty
+        // tree (nothing below it) still takes level 0's codec.
+        let spec: crate::registry::PolicySpec =
+            "tiered:compression_per_level=lz4,bottommost_compression=zstd"
+                .parse()
+                .unwrap();
+        let policy = crate::registry::build_policy(&spec).unwrap();
+        let empty = Version::new();
+        let stats = crate::context::WorkloadStats::default();
+        let leases = crate::leases::Leases::new();
+        let ctx = PickContext::new(&leases, &stats);
+        let flush = policy.plan_flush(&empty, &ctx).unwrap();
+        assert_eq!(flush.output.compression, Some(Compression::Lz4));
+        // What a database records of the policy builds it again, codecs included.
+        let recorded = crate::registry::PolicySpec::of(policy.as_ref());
+        let again = crate::registry::build_policy(&recorded).unwrap();
+        assert_eq!(again.options(), policy.options());
+        assert!(policy
+            .options()
+            .contains(&(BOTTOMMOST_COMPRESSION, "zstd".to_string())));
+    }
+}
