@@ -215,7 +215,7 @@ impl ChosenPolicies {
     pub fn any_declares(&self, option: &str) -> bool {
         self.labels
             .iter()
-            .any(|s| registry::lookup(&s.name).is_ok_and(|r| r.has_option(option)))
+            .any(|s| registry::lookup(&s.name).is_ok_and(|r| r.takes_option(option)))
     }
 
     /// Warns about each policy flag given that no selected policy declares.
@@ -277,7 +277,7 @@ pub fn choose_policies(
         if let Some((name, _)) = spec
             .options
             .iter()
-            .find(|(n, _)| !registration.has_option(n) && n != strata_policy::BLOOM_LAYOUT.name)
+            .find(|(n, _)| !registration.takes_option(n))
         {
             bail!(
                 "{list_source} {spec}: {}",
@@ -310,7 +310,7 @@ pub fn choose_policies(
             bail!("{from} {option:?} should look like name=value");
         };
         let name = name.trim();
-        if strict && !declared.iter().any(|r| r.has_option(name)) {
+        if strict && !declared.iter().any(|r| r.takes_option(name)) {
             bail!(
                 "{from} {name}: none of the selected policies ({}) has this option; \
                  `strata sim --list-policies` shows each policy's options",

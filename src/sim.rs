@@ -405,12 +405,16 @@ pub fn run(args: SimArgs) -> Result<()> {
         timing,
         trace: args.job_log.is_some(),
         block_size: args.block_size,
+        value_compression_ratio: workload.compression_ratio,
         ..SimConfig::default()
     };
+    // Tables a plan compresses (`compression_per_level`) shrink by what the engine's codecs
+    // make of this workload's values.
     let config = SimConfig {
         scale_keys: args.scale_keys(),
         ..config
-    };
+    }
+    .with_measured_compression();
     let config = if args.engine_format {
         let block = args.block_size.unwrap_or(4096);
         config.with_engine_blocks(

@@ -62,6 +62,11 @@ pub struct WorkloadArgs {
     /// case]
     #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
     pub value_size: Option<u64>,
+    /// What values compress to, as a fraction of their size, above 0 and at most 1: each value
+    /// is that share of random bytes repeated (db_bench's --compression_ratio). Default 1:
+    /// random values.
+    #[arg(long, value_name = "RATIO")]
+    pub compression_ratio: Option<f64>,
     /// Threads of run phases and of db_bench's fills (fillseq, fillrandom: disjoint keys per
     /// thread), 1 to 1024 (the simulator replays one stream: thread 0's). Default 1.
     #[arg(long, allow_negative_numbers = true, value_parser = usize_arg)]
@@ -185,6 +190,7 @@ impl WorkloadArgs {
             (self.ops.is_some(), "--ops"),
             (self.key_size.is_some(), "--key-size"),
             (self.value_size.is_some(), "--value-size"),
+            (self.compression_ratio.is_some(), "--compression-ratio"),
             (self.threads.is_some(), "--threads"),
             (self.distribution.is_some(), "--distribution"),
             (self.theta.is_some(), "--zipf-theta"),
@@ -246,6 +252,7 @@ impl WorkloadArgs {
             // Both are at most MAX_VALUE_SIZE, which fits in usize.
             key_size: key_size as usize,
             value_size: value_size as usize,
+            compression_ratio: self.compression_ratio.unwrap_or(defaults.compression_ratio),
             threads: self.threads.unwrap_or(defaults.threads),
             distribution: self.distribution.clone(),
             theta: self.theta.unwrap_or(defaults.theta),

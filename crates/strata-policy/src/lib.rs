@@ -21,6 +21,7 @@
 
 pub mod bloom;
 mod builtin;
+mod codec;
 pub mod compression;
 mod context;
 pub mod declare;
@@ -53,7 +54,7 @@ pub use builtin::partial::{MergeMode, PartialMerge, PartialMergeState};
 pub use builtin::spooky::{Layout as SpookyLayout, Round as SpookyRound, Spooky, SpookyState};
 pub use builtin::tiered::Tiered;
 pub use builtin::vertiorizon::{VerticalPart, Vertiorizon, VertiorizonState};
-pub use compression::Compression;
+pub use codec::Compression;
 pub use context::{
     BufferSummary, LookupTimes, ManualRange, PickContext, ScanLengths, WorkloadStats,
 };

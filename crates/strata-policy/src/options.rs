@@ -267,6 +267,12 @@ impl PolicyRegistration {
     pub fn has_option(&self, name: &str) -> bool {
         self.options.iter().any(|o| o.name == name)
     }
+
+    /// Whether the policy takes option `name`: declares it, or takes it as every policy does
+    /// ([`EVERY_POLICY`]).
+    pub fn takes_option(&self, name: &str) -> bool {
+        self.has_option(name) || EVERY_POLICY.iter().any(|o| o.name == name)
+    }
 }
 
 /// How Bloom bits are spread over levels ([`crate::bloom`]). Every policy takes it, declared or

@@ -1,6 +1,6 @@
 //! Plans: what a policy asks the executor to do.
 
-use crate::compression::Compression;
+use crate::codec::Compression;
 use crate::error::PolicyError;
 use std::collections::HashSet;
 use std::fmt;

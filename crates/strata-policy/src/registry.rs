@@ -153,8 +153,8 @@ impl PolicySpec {
         self.options.iter().any(|(k, _)| k == name)
     }
 
-    /// Sets each of `defaults` that the policy declares and the specification does not set yet.
-    /// Options the policy does not declare are skipped: defaults are offered to every policy
+    /// Sets each of `defaults` that the policy takes (declares, or takes as every policy does:
+    /// [`crate::EVERY_POLICY`]) and the specification does not set yet. Other options are skipped: defaults are offered to every policy
     /// (e.g. the engine's write buffer size), and each takes the ones it has.
     pub fn fill_defaults<K: AsRef<str>, V: ToString>(
         &mut self,
@@ -163,7 +163,7 @@ impl PolicySpec {
         let registration = lookup(&self.name)?;
         for (name, value) in defaults {
             let name = name.as_ref();
-            if registration.has_option(name) && !self.is_set(name) {
+            if registration.takes_option(name) && !self.is_set(name) {
                 self.options.push((name.to_string(), value.to_string()));
             }
         }

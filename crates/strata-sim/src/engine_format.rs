@@ -4,7 +4,10 @@
 //! would. Slower than the default raw sizing (every simulated entry is encoded), and exact: the
 //! differential test compares the two byte for byte.
 
-use crate::{is_tombstone, key_of, SimConfig, SizedBlock, SizedTable, TableEstimate, TableSizer};
+use crate::{
+    is_tombstone, key_of, CompressionRatios, SimConfig, SizedBlock, SizedTable, TableEstimate,
+    TableSizer,
+};
 use std::sync::Arc;
 use strata_engine::fs::WritableFile;
 use strata_engine::key::{internal_key, ValueKind, TRAILER_LEN};
@@ -44,6 +47,10 @@ pub struct EngineSizer {
     pub block_size: usize,
     /// Data blocks start on pages, padded (the engine's `Options::with_block_align`).
     pub block_align: bool,
+    /// The share of each value that is random bytes (the workload's `compression_ratio`): a
+    /// compressed table's values are made per entry that way, so its codec shrinks it as it
+    /// would the workload's data. An uncompressed table's size does not depend on its bytes.
+    pub value_compression_ratio: f64,
 }
 
 struct EngineEstimate {
@@ -53,6 +60,8 @@ struct EngineEstimate {
     key_size: usize,
     key: Vec<u8>,
     value: Vec<u8>,
+    /// With a codec: the share of each value made random per entry; `None` keeps one value.
+    varied_values: Option<f64>,
 }
 
 impl EngineEstimate {
@@ -77,6 +86,9 @@ impl EngineEstimate {
 
 impl TableEstimate for EngineEstimate {
     fn add(&mut self, entry: u64) {
+        if let Some(ratio) = self.varied_values {
+            fill_value(&mut self.value, key_of(entry), ratio);
+        }
         let ikey = self.encode(entry);
         let value = if is_tombstone(entry) {
             &[][..]
@@ -170,11 +182,81 @@ impl TableSizer for EngineSizer {
             key_size: self.key_size,
             key: Vec::with_capacity(self.key_size.max(8)),
             value: vec![b'v'; self.value_size],
+            varied_values: compression
+                .filter(|c| *c != Compression::None)
+                .map(|_| self.value_compression_ratio),
         })
     }
 }
 
+/// A value of `key`: the `ratio` share of it pseudo-random bytes (from the key), repeated to
+/// its end, as the workload generator makes values of its `compression_ratio`.
+fn fill_value(value: &mut [u8], key: u64, ratio: f64) {
+    let random = ((value.len() as f64 * ratio).ceil() as usize).clamp(1, value.len().max(1));
+    let random = random.min(value.len());
+    let mut state = key ^ 0x9E37_79B9_7F4A_7C15;
+    for chunk in value[..random].chunks_mut(8) {
+        // SplitMix64: fast, and a different stream per key.
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
+    }
+    for i in random..value.len() {
+        value[i] = value[i - random];
+    }
+}
+
+/// What the engine's codecs shrink a table's data to, measured by encoding the same table of
+/// `entries` puts of `key_size`-byte keys and `value_size`-byte values (of the workload's
+/// `value_compression_ratio`) with each codec: the ratios [`SimConfig::compression_ratios`]
+/// scales the default sizer's tables by.
+pub fn measure_compression_ratios(
+    key_size: usize,
+    value_size: usize,
+    value_compression_ratio: f64,
+    block_size: usize,
+) -> CompressionRatios {
+    let sizer = EngineSizer {
+        key_size,
+        value_size,
+        block_size,
+        block_align: false,
+        value_compression_ratio,
+    };
+    let seqnos = SeqRange {
+        smallest: 1,
+        largest: 1,
+    };
+    let size = |codec: Compression| {
+        let mut table = sizer.start_table(0.0, Some(codec), seqnos);
+        for key in 0..4096 {
+            table.add(crate::keys::put(key));
+        }
+        table.finish().size as f64
+    };
+    let plain = size(Compression::None).max(1.0);
+    CompressionRatios {
+        lz4: (size(Compression::Lz4) / plain).min(1.0),
+        zstd: (size(Compression::Zstd { level: 3 }) / plain).min(1.0),
+    }
+}
+
 impl SimConfig {
+    /// This configuration with [`SimConfig::compression_ratios`] measured on the engine's
+    /// codecs for values of its `value_compression_ratio` ([`measure_compression_ratios`]).
+    pub fn with_measured_compression(mut self) -> SimConfig {
+        self.compression_ratios = measure_compression_ratios(
+            self.key_size as usize,
+            self.value_size as usize,
+            self.value_compression_ratio,
+            self.block_size.map_or(4096, |b| b as usize),
+        );
+        self
+    }
+
     /// This configuration with the engine's format: tables sized and cut into blocks of
     /// `block_size` by the engine's encoder, the buffer counting the engine's memtable overhead
     /// per entry (its internal-key trailer and skiplist node), and tombstones dropped by the
@@ -191,6 +273,7 @@ impl SimConfig {
             value_size: self.value_size as usize,
             block_size,
             block_align,
+            value_compression_ratio: self.value_compression_ratio,
         }));
         self.buffer_entry_overhead = TRAILER_LEN as u64 + ENTRY_OVERHEAD;
         // The nominal block size block-preserving merges measure waste against.

@@ -109,6 +109,8 @@ pub struct Generator {
     /// This generator's share of a uniform domain's inserts: the keys `k` with
     /// `k % stream.1 == stream.0` (see [`Generator::with_insert_stream`]).
     insert_stream: (u64, u64),
+    /// The share of each value that is random bytes ([`Generator::with_compression_ratio`]).
+    compression_ratio: f64,
 }
 
 impl Generator {
@@ -146,7 +148,15 @@ impl Generator {
             pending_order: VecDeque::new(),
             normal_mean,
             insert_stream: (0, 1),
+            compression_ratio: 1.0,
         }
+    }
+
+    /// Makes values that compress to about `ratio` of their size
+    /// ([`crate::WorkloadSpec::compression_ratio`]): that share of random bytes, repeated.
+    pub fn with_compression_ratio(mut self, ratio: f64) -> Generator {
+        self.compression_ratio = ratio.clamp(f64::MIN_POSITIVE, 1.0);
+        self
     }
 
     /// Makes this generator thread `thread` of `threads` writing one phase: inserts into a
@@ -426,8 +436,18 @@ impl Generator {
         })
     }
 
-    /// Fills `buf` with random value bytes.
+    /// Fills `buf` with a value: random bytes, or with a compression ratio below 1 that share
+    /// of random bytes repeated to the end (as db_bench makes its values).
     pub fn fill_value(&mut self, buf: &mut [u8]) {
-        self.rng.fill(buf);
+        if self.compression_ratio >= 1.0 {
+            self.rng.fill(buf);
+            return;
+        }
+        let random = ((buf.len() as f64 * self.compression_ratio).ceil() as usize).max(1);
+        let random = random.min(buf.len());
+        self.rng.fill(&mut buf[..random]);
+        for i in random..buf.len() {
+            buf[i] = buf[i - random];
+        }
     }
 }

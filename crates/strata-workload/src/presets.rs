@@ -44,6 +44,8 @@ pub struct PresetParams {
     /// [`MAX_READ_BATCH`]. Default 32; db_bench's `--batch_size` defaults to 1, which makes its
     /// multireadrandom a readrandom through the MultiGet call.
     pub batch_size: usize,
+    /// [`WorkloadSpec::compression_ratio`]. Default 1.
+    pub compression_ratio: f64,
 }
 
 impl Default for PresetParams {
@@ -65,6 +67,7 @@ impl Default for PresetParams {
             disorder: 1_000,
             batch_size: DEFAULT_BATCH_SIZE,
             db_bench_ops: None,
+            compression_ratio: 1.0,
         }
     }
 }
@@ -449,6 +452,7 @@ fn assemble(
         description,
         key_size: p.key_size,
         value_size: p.value_size,
+        compression_ratio: p.compression_ratio,
         phases,
         policies: Vec::new(),
         policy_options: Default::default(),

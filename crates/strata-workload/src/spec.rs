@@ -417,6 +417,11 @@ pub struct WorkloadSpec {
     /// Value bytes.
     #[serde(default = "default_value_size")]
     pub value_size: usize,
+    /// What a value shrinks to when compressed, as a fraction of its size: each value is that
+    /// share of random bytes, repeated to fill it (db_bench's `--compression_ratio`, whose
+    /// default is 0.5). Default 1: random values, which no codec shrinks.
+    #[serde(default = "default_compression_ratio")]
+    pub compression_ratio: f64,
     /// Phases.
     pub phases: Vec<PhaseSpec>,
     /// Policies to run, as policy specifications (`leveled:level0_trigger=8`), when the command
@@ -516,6 +521,10 @@ fn default_value_size() -> usize {
     100
 }
 
+fn default_compression_ratio() -> f64 {
+    1.0
+}
+
 /// The most threads a phase may run: far more than the cores of any machine the benchmark
 /// targets, and few enough that a typo (`threads = 80000`) is an error rather than an attempt to
 /// spawn them.
@@ -577,6 +586,13 @@ impl WorkloadSpec {
     pub fn validate(&self) -> Result<(), String> {
         if self.key_size == 0 {
             return Err("key_size 0: keys need at least one byte".to_string());
+        }
+        if !(self.compression_ratio > 0.0 && self.compression_ratio <= 1.0) {
+            return Err(format!(
+                "compression_ratio {}: it must be above 0 and at most 1 (the share of a value \
+                 that is random bytes)",
+                self.compression_ratio
+            ));
         }
         if self.phases.is_empty() {
             return Err("a workload needs at least one phase ([[phases]])".to_string());

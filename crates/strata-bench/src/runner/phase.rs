@@ -240,7 +240,8 @@ pub(super) fn run_phase(
             };
             let (engine, completed, bar) = (Arc::clone(engine), &completed, bar.clone());
             let generator = Generator::new(phase, Arc::clone(space), thread_seed(seed, t))
-                .with_insert_stream(t, threads);
+                .with_insert_stream(t, threads)
+                .with_compression_ratio(spec.compression_ratio);
             let mut arrivals = phase
                 .open_loop
                 .as_ref()
@@ -311,7 +312,8 @@ pub(super) fn run_phase(
             writer_phase.mix = mix;
             writer_phase.open_loop = None;
             let mut generator =
-                Generator::new(&writer_phase, Arc::clone(space), seed ^ (0xbeef + n as u64));
+                Generator::new(&writer_phase, Arc::clone(space), seed ^ (0xbeef + n as u64))
+                    .with_compression_ratio(spec.compression_ratio);
             let (engine, done) = (Arc::clone(engine), Arc::clone(&main_done));
             side.push(s.spawn(move || -> Result<u64> {
                 let mut key = Vec::with_capacity(spec.key_size);

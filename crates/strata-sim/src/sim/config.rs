@@ -54,6 +54,10 @@ pub struct SimConfig {
     /// codec (`compression_per_level`, `bottommost_compression`). Default: 1 for every codec
     /// (data that does not compress).
     pub compression_ratios: CompressionRatios,
+    /// The share of each value that is random bytes (the workload's `compression_ratio`), for
+    /// the engine-format sizer and `SimConfig::with_measured_compression` (feature
+    /// `engine-format`). Default: 1.
+    pub value_compression_ratio: f64,
     /// How table sizes are computed. Default: `None`, key+value bytes ([`RawSizer`]).
     pub sizer: Option<Arc<dyn TableSizer>>,
     /// Data block size of the default sizer: when set, tables carry per-block key ranges
@@ -125,6 +129,7 @@ impl Default for SimConfig {
             final_flush: true,
             buffer_entry_overhead: 0,
             compression_ratios: CompressionRatios::default(),
+            value_compression_ratio: 1.0,
             sizer: None,
             block_size: None,
             exact_tombstone_drop: true,
