@@ -25,6 +25,7 @@
 //! [`fs::FaultFs`] injects I/O errors to test all of this.
 
 pub mod batch;
+pub mod compaction_filter;
 mod db;
 pub mod error;
 mod events;
@@ -59,6 +60,7 @@ mod write_controller;
 mod write_queue;
 
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use compaction_filter::{CompactionFilter, FilterDecision};
 pub use db::{CheckpointSummary, Db, Keyspace, ReadOptions, Snapshot};
 pub use error::{Error, Result};
 pub use keyspace::{KeyspaceId, KeyspaceOptions};

@@ -1,6 +1,7 @@
 //! Merging entries into output tables: the engine's half of executing a plan (the other half,
 //! shared with the simulator, is `strata_exec`), and the per-key rules of a merge.
 
+use crate::compaction_filter::{CompactionFilter, FilterDecision};
 use crate::error::{Error, Result};
 use crate::filename::table_file_name;
 use crate::fs::{FileSystem, WritebackEvery};
@@ -52,6 +53,22 @@ pub struct MergeFilter {
     last_stripe: usize,
     /// What lies below the output; `None` keeps every tombstone.
     older: Option<OlderTables>,
+    /// The user's compaction filter and the output level it is told, in compactions.
+    user: Option<(Arc<dyn CompactionFilter>, usize)>,
+    /// Entries the user's filter removed and changed.
+    pub filtered: (u64, u64),
+}
+
+/// What [`MergeFilter::apply_user_filter`] made of a kept entry.
+pub enum Filtered {
+    /// Write it as it is.
+    Unchanged,
+    /// Write this internal key (the entry's, now a tombstone) with no value.
+    Tombstone(Vec<u8>),
+    /// Write nothing.
+    Dropped,
+    /// Write the entry's key with this value.
+    Changed(Vec<u8>),
 }
 
 impl MergeFilter {
@@ -66,6 +83,58 @@ impl MergeFilter {
             has_key: false,
             last_stripe: 0,
             older: Some(older),
+            user: None,
+            filtered: (0, 0),
+        }
+    }
+
+    /// This filter with the user's compaction `filter` applied to what no snapshot sees, for
+    /// a merge writing into `level` ([`crate::compaction_filter`]).
+    pub fn with_user_filter(
+        mut self,
+        filter: Option<Arc<dyn CompactionFilter>>,
+        level: usize,
+    ) -> Self {
+        self.user = filter.map(|f| (f, level));
+        self
+    }
+
+    /// Whether a user's filter may change entries, so no input block may be kept as it is.
+    pub fn has_user_filter(&self) -> bool {
+        self.user.is_some()
+    }
+
+    /// Asks the user's filter about the entry [`MergeFilter::keep`] just kept, if it is a put
+    /// newer than every snapshot (the newest version of its key: older ones in its stripe were
+    /// dropped). A removal leaves a tombstone where something older may hold the key.
+    pub fn apply_user_filter(&mut self, ikey: &[u8], value: &[u8]) -> Filtered {
+        let Some((filter, level)) = &self.user else {
+            return Filtered::Unchanged;
+        };
+        if self.last_stripe != self.snapshots.len() {
+            return Filtered::Unchanged;
+        }
+        let Some((user_key, seq, ValueKind::Put)) = key::parse_internal_key(ikey) else {
+            return Filtered::Unchanged;
+        };
+        match filter.filter(*level, user_key, value) {
+            FilterDecision::Keep => Filtered::Unchanged,
+            FilterDecision::ChangeValue(value) => {
+                self.filtered.1 += 1;
+                Filtered::Changed(value)
+            }
+            FilterDecision::Remove => {
+                self.filtered.0 += 1;
+                // Older versions in this merge sit in snapshots' stripes (any in this stripe
+                // were dropped), so with no snapshot only the tables below can hold the key.
+                let older_may_hold = !self.snapshots.is_empty()
+                    || self.older.as_ref().is_none_or(|o| o.may_hold(user_key));
+                if older_may_hold {
+                    Filtered::Tombstone(key::internal_key(user_key, seq, ValueKind::Delete))
+                } else {
+                    Filtered::Dropped
+                }
+            }
         }
     }
 
@@ -450,7 +519,7 @@ pub fn merge_into(
                 return Err(MergeError::Output(Error::Closed));
             }
         }
-        if out.preserves_blocks() {
+        if out.preserves_blocks() && !filter.has_user_filter() {
             if let Some(block) = candidate_block(&merged, out) {
                 read += take_block(&mut merged, &block, filter, &mut buffer)?;
                 if !(buffer.all_kept
@@ -467,8 +536,13 @@ pub fn merge_into(
         }
         read += 1;
         if filter.keep(merged.key()) {
-            out.add(merged.key(), merged.value())
-                .map_err(MergeError::Output)?;
+            match filter.apply_user_filter(merged.key(), merged.value()) {
+                Filtered::Unchanged => out.add(merged.key(), merged.value()),
+                Filtered::Tombstone(ikey) => out.add(&ikey, &[]),
+                Filtered::Dropped => Ok(()),
+                Filtered::Changed(value) => out.add(merged.key(), &value),
+            }
+            .map_err(MergeError::Output)?;
         }
         merged.next().map_err(MergeError::Input)?;
     }
@@ -600,5 +674,77 @@ mod tests {
         let small = ReadaheadSize::Fixed(16 << 10);
         assert_eq!(merge_readahead(small, 100), small);
         assert_eq!(merge_readahead(ReadaheadSize::Off, 100), ReadaheadSize::Off);
+    }
+
+    /// Removes every put whose value starts with `x`.
+    #[derive(Debug)]
+    struct RemoveX;
+
+    impl CompactionFilter for RemoveX {
+        fn name(&self) -> &str {
+            "remove-x"
+        }
+        fn filter(&self, _level: usize, _key: &[u8], value: &[u8]) -> FilterDecision {
+            if value.starts_with(b"x") {
+                FilterDecision::Remove
+            } else {
+                FilterDecision::Keep
+            }
+        }
+    }
+
+    fn filtered(filter: &mut MergeFilter, key: &[u8], seq: SeqNo, value: &[u8]) -> Option<String> {
+        let ikey = key::internal_key(key, seq, ValueKind::Put);
+        if !filter.keep(&ikey) {
+            return None;
+        }
+        Some(match filter.apply_user_filter(&ikey, value) {
+            Filtered::Unchanged => "kept".to_string(),
+            Filtered::Tombstone(t) => {
+                let (k, s, kind) = key::parse_internal_key(&t).unwrap();
+                assert_eq!((k, s, kind), (key, seq, ValueKind::Delete));
+                "tombstone".to_string()
+            }
+            Filtered::Dropped => "dropped".to_string(),
+            Filtered::Changed(v) => format!("changed to {v:?}"),
+        })
+    }
+
+    #[test]
+    fn the_user_filter_sees_only_what_no_snapshot_sees_and_never_uncovers_older_data() {
+        let remove_x = || Some(Arc::new(RemoveX) as Arc<dyn CompactionFilter>);
+        // No snapshot, nothing below: a removed put goes entirely.
+        let mut f =
+            MergeFilter::new(vec![], OlderTables::default()).with_user_filter(remove_x(), 1);
+        assert_eq!(filtered(&mut f, b"a", 9, b"x1").as_deref(), Some("dropped"));
+        // Its older versions in the merge are gone with it (the same stripe).
+        assert_eq!(filtered(&mut f, b"a", 5, b"v"), None);
+        assert_eq!(filtered(&mut f, b"b", 9, b"v").as_deref(), Some("kept"));
+        assert_eq!(f.filtered, (1, 0));
+
+        // A snapshot at 7: the newest version (9) is above it and filtered, into a tombstone
+        // because the snapshot keeps version 5; version 5 is the snapshot's and never filtered.
+        let mut f =
+            MergeFilter::new(vec![7], OlderTables::default()).with_user_filter(remove_x(), 1);
+        assert_eq!(
+            filtered(&mut f, b"a", 9, b"x1").as_deref(),
+            Some("tombstone")
+        );
+        assert_eq!(filtered(&mut f, b"a", 5, b"x0").as_deref(), Some("kept"));
+
+        // Something below may hold the key: a tombstone hides it.
+        let version =
+            strata_meta::Version::parse("L2:\n  run 1:\n    table 1 [a, z] size=1K\n").unwrap();
+        let older = OlderTables::below(&version, 1, strata_policy::OutputRun::New, &[]);
+        let mut f = MergeFilter::new(vec![], older).with_user_filter(remove_x(), 1);
+        assert_eq!(
+            filtered(&mut f, b"m", 3, b"xy").as_deref(),
+            Some("tombstone")
+        );
+
+        // Without a user filter nothing changes, and flushes' filters have none.
+        let mut f = MergeFilter::new(vec![], OlderTables::default());
+        assert!(!f.has_user_filter());
+        assert_eq!(filtered(&mut f, b"a", 9, b"x1").as_deref(), Some("kept"));
     }
 }

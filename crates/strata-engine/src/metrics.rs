@@ -104,6 +104,10 @@ pub struct Metrics {
     pub delayed_writes: u64,
     /// Compactions started again after reading an input failed (each retry counts once).
     pub compaction_read_retries: u64,
+    /// Entries the compaction filter removed ([`crate::Options::with_compaction_filter`]).
+    pub compaction_filter_removed: u64,
+    /// Entries whose value the compaction filter changed.
+    pub compaction_filter_changed: u64,
     /// Bytes of live table files, including files kept only because tables refer to blocks
     /// in them ([`strata_meta::Version::disk_bytes`]).
     pub table_bytes: u64,
@@ -243,6 +247,8 @@ impl Metrics {
             stall_micros: g(&s.stall_micros),
             delayed_writes: g(&s.delayed_writes),
             compaction_read_retries: g(&s.compaction_read_retries),
+            compaction_filter_removed: g(&s.compaction_filter_removed),
+            compaction_filter_changed: g(&s.compaction_filter_changed),
             table_bytes: version.disk_bytes(),
             memtable_bytes: memtables.bytes,
             frozen_memtables: memtables.frozen,

@@ -1,5 +1,6 @@
 //! Options of a database, of writes and of reads.
 
+use crate::compaction_filter::CompactionFilter;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, StdFs};
 use crate::listener::EventListener;
@@ -51,6 +52,7 @@ pub struct Options {
     pub(crate) policy: PolicyChoice,
     pub(crate) fs: Arc<dyn FileSystem>,
     pub(crate) listeners: Vec<Listener>,
+    pub(crate) compaction_filter: Option<Arc<dyn CompactionFilter>>,
     pub(crate) info_log: bool,
     pub(crate) keep_log_file_num: usize,
     pub(crate) max_total_wal_size: u64,
@@ -152,6 +154,7 @@ impl Default for Options {
             policy: PolicyChoice::Recorded,
             fs: Arc::new(StdFs),
             listeners: Vec::new(),
+            compaction_filter: None,
             info_log: false,
             keep_log_file_num: 1000,
             max_total_wal_size: 0,
@@ -597,6 +600,14 @@ impl Options {
     /// `listeners`. Default: none.
     pub fn with_event_listener(mut self, listener: Arc<dyn EventListener>) -> Self {
         self.listeners.push(Listener(listener));
+        self
+    }
+
+    /// Has compactions ask `filter` about each put no snapshot can see, to keep, remove or
+    /// change it ([`crate::compaction_filter`]); flushes do not. RocksDB: `compaction_filter`.
+    /// Default: none.
+    pub fn with_compaction_filter(mut self, filter: Arc<dyn CompactionFilter>) -> Self {
+        self.compaction_filter = Some(filter);
         self
     }
 

@@ -117,6 +117,10 @@ pub struct Statistics {
     pub delayed_writes: Counter,
     /// Compactions started again after reading an input failed.
     pub compaction_read_retries: Counter,
+    /// Entries the compaction filter removed.
+    pub compaction_filter_removed: Counter,
+    /// Entries whose value the compaction filter changed.
+    pub compaction_filter_changed: Counter,
     /// Data blocks flushes and compactions wrote into each level (index = level), counted
     /// only while block ranges are recorded (`Options::with_record_block_ranges`). Updated
     /// when a job installs, under the engine's state lock, so a mutex costs nothing extra.

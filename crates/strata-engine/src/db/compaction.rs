@@ -196,7 +196,8 @@ impl Engine {
                 self.options.compaction_readahead(),
             );
             let older = OlderTables::below(&job.version, output.level, output.run, &input_ids);
-            let filter = MergeFilter::new(job.snapshots.clone(), older);
+            let filter = MergeFilter::new(job.snapshots.clone(), older)
+                .with_user_filter(self.options.compaction_filter.clone(), output.level);
             let started = Instant::now();
             let preserver =
                 Preserver::for_plan(&job.version, plan, self.settings.block_size as u64);
@@ -277,6 +278,9 @@ impl Engine {
         // installed.
         let stop = || self.stop_requested() || self.shared.failed.load(Ordering::Acquire);
         let merged = merge_into(inputs, &mut filter, &mut writer, &stop);
+        let (removed, changed) = filter.filtered;
+        Statistics::add(&self.stats.compaction_filter_removed, removed);
+        Statistics::add(&self.stats.compaction_filter_changed, changed);
         let files = writer.started_files();
         let tables = merged.and_then(|_| self.finish_outputs(writer).map_err(MergeError::Output));
         match tables {
