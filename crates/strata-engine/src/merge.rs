@@ -53,8 +53,9 @@ pub struct MergeFilter {
     last_stripe: usize,
     /// What lies below the output; `None` keeps every tombstone.
     older: Option<OlderTables>,
-    /// The user's compaction filter and the output level it is told, in compactions.
-    user: Option<(Arc<dyn CompactionFilter>, usize)>,
+    /// The user's compaction filter, the output level it is told, and the sequence number at
+    /// or below which it acts on nothing, in compactions.
+    user: Option<(Arc<dyn CompactionFilter>, usize, SeqNo)>,
     /// Entries the user's filter removed and changed.
     pub filtered: (u64, u64),
 }
@@ -89,13 +90,16 @@ impl MergeFilter {
     }
 
     /// This filter with the user's compaction `filter` applied to what no snapshot sees, for
-    /// a merge writing into `level` ([`crate::compaction_filter`]).
+    /// a merge writing into `level` ([`crate::compaction_filter`]), and to nothing at or below
+    /// `held_through`: versions a held memtable may hold too (a window flush leaves the
+    /// versions it wrote in memory), whose copies must not differ.
     pub fn with_user_filter(
         mut self,
         filter: Option<Arc<dyn CompactionFilter>>,
         level: usize,
+        held_through: SeqNo,
     ) -> Self {
-        self.user = filter.map(|f| (f, level));
+        self.user = filter.map(|f| (f, level, held_through));
         self
     }
 
@@ -108,7 +112,7 @@ impl MergeFilter {
     /// newer than every snapshot (the newest version of its key: older ones in its stripe were
     /// dropped). A removal leaves a tombstone where something older may hold the key.
     pub fn apply_user_filter(&mut self, ikey: &[u8], value: &[u8]) -> Filtered {
-        let Some((filter, level)) = &self.user else {
+        let Some((filter, level, held_through)) = &self.user else {
             return Filtered::Unchanged;
         };
         if self.last_stripe != self.snapshots.len() {
@@ -117,6 +121,9 @@ impl MergeFilter {
         let Some((user_key, seq, ValueKind::Put)) = key::parse_internal_key(ikey) else {
             return Filtered::Unchanged;
         };
+        if seq <= *held_through {
+            return Filtered::Unchanged;
+        }
         match filter.filter(*level, user_key, value) {
             FilterDecision::Keep => Filtered::Unchanged,
             FilterDecision::ChangeValue(value) => {
@@ -715,7 +722,7 @@ mod tests {
         let remove_x = || Some(Arc::new(RemoveX) as Arc<dyn CompactionFilter>);
         // No snapshot, nothing below: a removed put goes entirely.
         let mut f =
-            MergeFilter::new(vec![], OlderTables::default()).with_user_filter(remove_x(), 1);
+            MergeFilter::new(vec![], OlderTables::default()).with_user_filter(remove_x(), 1, 0);
         assert_eq!(filtered(&mut f, b"a", 9, b"x1").as_deref(), Some("dropped"));
         // Its older versions in the merge are gone with it (the same stripe).
         assert_eq!(filtered(&mut f, b"a", 5, b"v"), None);
@@ -725,7 +732,7 @@ mod tests {
         // A snapshot at 7: the newest version (9) is above it and filtered, into a tombstone
         // because the snapshot keeps version 5; version 5 is the snapshot's and never filtered.
         let mut f =
-            MergeFilter::new(vec![7], OlderTables::default()).with_user_filter(remove_x(), 1);
+            MergeFilter::new(vec![7], OlderTables::default()).with_user_filter(remove_x(), 1, 0);
         assert_eq!(
             filtered(&mut f, b"a", 9, b"x1").as_deref(),
             Some("tombstone")
@@ -736,10 +743,19 @@ mod tests {
         let version =
             strata_meta::Version::parse("L2:\n  run 1:\n    table 1 [a, z] size=1K\n").unwrap();
         let older = OlderTables::below(&version, 1, strata_policy::OutputRun::New, &[]);
-        let mut f = MergeFilter::new(vec![], older).with_user_filter(remove_x(), 1);
+        let mut f = MergeFilter::new(vec![], older).with_user_filter(remove_x(), 1, 0);
         assert_eq!(
             filtered(&mut f, b"m", 3, b"xy").as_deref(),
             Some("tombstone")
+        );
+
+        // Versions a held memtable may hold too are left alone.
+        let mut f =
+            MergeFilter::new(vec![], OlderTables::default()).with_user_filter(remove_x(), 1, 9);
+        assert_eq!(filtered(&mut f, b"a", 9, b"x1").as_deref(), Some("kept"));
+        assert_eq!(
+            filtered(&mut f, b"b", 10, b"x1").as_deref(),
+            Some("dropped")
         );
 
         // Without a user filter nothing changes, and flushes' filters have none.

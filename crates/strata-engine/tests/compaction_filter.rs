@@ -112,3 +112,154 @@ fn a_snapshot_reads_the_same_before_and_after_a_filtering_compaction() {
     assert_eq!(get(&db, "a"), None);
     assert_eq!(get(&db, "b").as_deref(), Some("new:2"));
 }
+
+/// What the model knows of a key: the write it came from (a counter) and its value.
+type Entry = (u64, Vec<u8>);
+
+/// What the janitor turns `value` into, if anything: `Some(None)` removed, `Some(Some(v))`
+/// rewritten, `None` kept.
+fn filtered_value(value: &[u8]) -> Option<Option<Vec<u8>>> {
+    if value.starts_with(b"tmp:") {
+        Some(None)
+    } else {
+        value
+            .strip_prefix(b"old:")
+            .map(|rest| Some([b"new:", rest].concat()))
+    }
+}
+
+/// Reads `key` in the latest view and checks it against `model`: the model's value, or, where
+/// no live snapshot holds the key's newest write, what the filter makes of it, which the model
+/// then takes in (the filter's work stays).
+fn observe(
+    db: &Db,
+    model: &mut std::collections::BTreeMap<Vec<u8>, Entry>,
+    snapshots: &[(
+        strata_engine::Snapshot,
+        std::collections::BTreeMap<Vec<u8>, Entry>,
+    )],
+    key: &[u8],
+    ctx: &str,
+) {
+    let got = db.get(key).unwrap().map(|v| v.to_vec());
+    let want = model.get(key).cloned();
+    let held = want.as_ref().is_some_and(|(write, _)| {
+        snapshots
+            .iter()
+            .any(|(_, m)| m.get(key).is_some_and(|(w, _)| w == write))
+    });
+    match (
+        &want,
+        filtered_value(want.as_ref().map_or(&[][..], |w| &w.1)),
+    ) {
+        (Some((write, v)), Some(after)) if !held && got.as_ref() != Some(v) => {
+            assert_eq!(got, after, "filtered read: {ctx}");
+            match after {
+                Some(v) => {
+                    model.insert(key.to_vec(), (*write, v));
+                }
+                None => {
+                    model.remove(key);
+                }
+            }
+        }
+        _ => assert_eq!(got, want.map(|w| w.1), "read: {ctx}"),
+    }
+}
+
+/// Random puts (a third removable, a third rewritable), deletes, snapshots, flushes and manual
+/// compactions against a model, for every policy. A snapshot reads exactly what the model held
+/// when it was taken; the latest view reads the model's value, or, where no live snapshot holds
+/// the key's newest write, what the filter makes of it, and once a read saw the filter's work
+/// it must keep seeing it (the model takes it in).
+#[test]
+fn every_policy_filters_only_what_no_snapshot_sees() {
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    use std::collections::BTreeMap;
+    use strata_policy::{testing, PolicySpec};
+    for (i, policy) in testing::policies_to_test().iter().enumerate() {
+        let seed = 7000 + i as u64;
+        // Synchronous compaction: compactions run only inside writes, flushes and manual
+        // compactions, so the model can learn their work before it copies itself for a
+        // snapshot.
+        let fs = MemFs::new();
+        let mut spec: PolicySpec = policy.parse().unwrap();
+        spec.fill_defaults([
+            ("size_ratio", "3"),
+            ("target_file_size", "4KiB"),
+            ("expected_data_size", "256KiB"),
+            ("bucket_size", "2KiB"),
+        ])
+        .unwrap();
+        let janitor = Arc::new(Janitor::default());
+        let db = Db::open(
+            "/db",
+            Options::new()
+                .with_file_system(Arc::new(fs.clone()) as Arc<dyn FileSystem>)
+                .with_write_buffer_size(8 << 10)
+                .with_block_size(512)
+                .with_synchronous_compaction(true)
+                .with_compaction_filter(Arc::clone(&janitor) as Arc<dyn CompactionFilter>)
+                .with_policy_spec(spec)
+                .unwrap(),
+        )
+        .unwrap();
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut model: BTreeMap<Vec<u8>, Entry> = BTreeMap::new();
+        let mut snapshots: Vec<(strata_engine::Snapshot, BTreeMap<Vec<u8>, Entry>)> = Vec::new();
+        let mut writes = 0u64;
+        for step in 0..2500 {
+            let key = format!("key{:04}", rng.random_range(0..400)).into_bytes();
+            let ctx = || format!("{policy}, seed {seed}, step {step}, key {key:?}");
+            match rng.random_range(0..100) {
+                0..=44 => {
+                    let prefix = ["tmp:", "old:", "keep:"][rng.random_range(0..3)];
+                    let value = format!("{prefix}{step:0>40}").into_bytes();
+                    db.put(&key, &value).unwrap();
+                    writes += 1;
+                    model.insert(key, (writes, value));
+                }
+                45..=54 => {
+                    db.delete(&key).unwrap();
+                    model.remove(&key);
+                }
+                55..=79 => observe(&db, &mut model, &snapshots, &key, &ctx()),
+                80..=86 => {
+                    if snapshots.len() < 3 {
+                        // Learn first what compactions did to every key, so that the snapshot's
+                        // copy of the model is exact (compactions run only inside writes here).
+                        let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+                        for key in keys {
+                            observe(&db, &mut model, &snapshots, &key, &ctx());
+                        }
+                        snapshots.push((db.snapshot(), model.clone()));
+                    } else {
+                        snapshots.remove(rng.random_range(0..snapshots.len()));
+                    }
+                }
+                87..=93 => {
+                    for (snapshot, at) in &snapshots {
+                        let read = ReadOptions::at(snapshot);
+                        let got = db.get_with(&key, &read).unwrap().map(|v| v.to_vec());
+                        assert_eq!(
+                            got,
+                            at.get(&key).map(|w| w.1.clone()),
+                            "snapshot: {}",
+                            ctx()
+                        );
+                    }
+                }
+                94..=97 => db.flush().unwrap(),
+                _ => db.compact_range::<&[u8], _>(..).unwrap(),
+            }
+        }
+        db.compact_range::<&[u8], _>(..).unwrap();
+        let metrics = db.metrics();
+        assert!(
+            metrics.compaction_filter_removed + metrics.compaction_filter_changed > 0,
+            "{policy}: the filter never acted"
+        );
+        db.close().unwrap();
+    }
+}

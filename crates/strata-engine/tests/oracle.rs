@@ -60,6 +60,14 @@ fn options(
         ("bucket_size", "2KiB"),
     ])
     .unwrap();
+    if compresses(seed) {
+        // Every codec: none in level 0, lz4 above the bottom, zstd at the bottom.
+        spec.fill_defaults([
+            ("compression_per_level", "none/lz4"),
+            ("bottommost_compression", "zstd"),
+        ])
+        .unwrap();
+    }
     let direct = storage == Storage::Direct;
     // Half the runs keep indexes and filters in the (tiny) block cache, pinned in some levels
     // or not, with and without a high-priority pool.
@@ -90,6 +98,21 @@ fn options(
         .with_max_background_jobs(3)
         .with_policy_spec(spec)
         .unwrap()
+}
+
+/// Whether a run's policy compresses its levels (and its values compress).
+fn compresses(seed: u64) -> bool {
+    seed % 3 == 1
+}
+
+/// A value of [`value`], repeated once where the run compresses, so codecs shrink blocks.
+fn value_for(rng: &mut StdRng, seed: u64) -> Vec<u8> {
+    let v = value(rng);
+    if compresses(seed) {
+        [&v[..], &v[..]].concat()
+    } else {
+        v
+    }
 }
 
 fn key(rng: &mut StdRng) -> Vec<u8> {
@@ -197,7 +220,7 @@ fn run(policy: &str, synchronous: bool, seed: u64, steps: usize, storage: Storag
             || format!("policy {policy}, synchronous {synchronous}, seed {seed}, step {step}");
         match rng.random_range(0..100) {
             0..=39 => {
-                let (k, v) = (key(&mut rng), value(&mut rng));
+                let (k, v) = (key(&mut rng), value_for(&mut rng, seed));
                 db.put(&k, &v).unwrap();
                 model.insert(k, v);
             }
@@ -212,7 +235,7 @@ fn run(policy: &str, synchronous: bool, seed: u64, steps: usize, storage: Storag
                 for _ in 0..rng.random_range(1..20) {
                     let k = key(&mut rng);
                     if rng.random_bool(0.7) {
-                        let v = value(&mut rng);
+                        let v = value_for(&mut rng, seed);
                         batch.put(&k, &v).unwrap();
                         staged.insert(k, v);
                     } else {

@@ -45,6 +45,10 @@ pub(crate) struct CompactionJob {
     pub started: Instant,
     /// Whether it runs on a worker reserved for urgent plans.
     pub reserved: bool,
+    /// The newest sequence number held memtables hold when the job was picked (0: none): a
+    /// version at or below it may also be read from a held memtable, so the compaction filter
+    /// leaves it alone, or the two copies would differ.
+    pub held_through: SeqNo,
 }
 
 /// What running a merge produced.
@@ -125,6 +129,13 @@ impl Engine {
             plan,
             started: Instant::now(),
             reserved,
+            held_through: state
+                .frozen
+                .iter()
+                .take(state.held.memtables())
+                .map(|m| m.max_seq())
+                .max()
+                .unwrap_or(0),
         })
     }
 
@@ -196,8 +207,11 @@ impl Engine {
                 self.options.compaction_readahead(),
             );
             let older = OlderTables::below(&job.version, output.level, output.run, &input_ids);
-            let filter = MergeFilter::new(job.snapshots.clone(), older)
-                .with_user_filter(self.options.compaction_filter.clone(), output.level);
+            let filter = MergeFilter::new(job.snapshots.clone(), older).with_user_filter(
+                self.options.compaction_filter.clone(),
+                output.level,
+                job.held_through,
+            );
             let started = Instant::now();
             let preserver =
                 Preserver::for_plan(&job.version, plan, self.settings.block_size as u64);
