@@ -67,11 +67,19 @@ struct EngineEstimate {
 impl EngineEstimate {
     /// The internal key the engine would store for `entry`.
     fn encode(&mut self, entry: u64) -> Vec<u8> {
-        // Sequence numbers only reach the table through its properties (min and max).
-        let seq = if self.added == 0 {
-            self.seqnos.smallest
-        } else {
-            self.seqnos.largest
+        // Sequence numbers reach an uncompressed table's size only through its properties
+        // (min and max). A codec sees every key's, so a compressed table's keys get numbers
+        // spread over the range by their key, as varied as the engine's (it wrote them in
+        // arrival order, and a table holds them in key order): the same first two, the rest
+        // inside the range.
+        let seq = match self.added {
+            0 => self.seqnos.smallest,
+            1 => self.seqnos.largest,
+            _ if self.varied_values.is_some() => {
+                let span = self.seqnos.largest - self.seqnos.smallest + 1;
+                self.seqnos.smallest + spread(key_of(entry)) % span
+            }
+            _ => self.seqnos.largest,
         };
         self.added += 1;
         let kind = if is_tombstone(entry) {
@@ -87,7 +95,7 @@ impl EngineEstimate {
 impl TableEstimate for EngineEstimate {
     fn add(&mut self, entry: u64) {
         if let Some(ratio) = self.varied_values {
-            fill_value(&mut self.value, key_of(entry), ratio);
+            value_of(key_of(entry), &mut self.value, ratio);
         }
         let ikey = self.encode(entry);
         let value = if is_tombstone(entry) {
@@ -189,20 +197,26 @@ impl TableSizer for EngineSizer {
     }
 }
 
-/// A value of `key`: the `ratio` share of it pseudo-random bytes (from the key), repeated to
-/// its end, as the workload generator makes values of its `compression_ratio`.
-fn fill_value(value: &mut [u8], key: u64, ratio: f64) {
+/// A SplitMix64 step of `x`: fast, well spread.
+fn spread(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The value the engine-format sizer gives `key` in a compressed table: the `ratio` share of
+/// it pseudo-random bytes (from the key), repeated to its end, as the workload generator makes
+/// values of its `compression_ratio`. A test comparing the engine with the simulator byte for
+/// byte writes these values into the engine.
+pub fn value_of(key: u64, value: &mut [u8], ratio: f64) {
     let random = ((value.len() as f64 * ratio).ceil() as usize).clamp(1, value.len().max(1));
     let random = random.min(value.len());
+    // A different stream per key.
     let mut state = key ^ 0x9E37_79B9_7F4A_7C15;
     for chunk in value[..random].chunks_mut(8) {
-        // SplitMix64: fast, and a different stream per key.
         state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^= z >> 31;
-        chunk.copy_from_slice(&z.to_le_bytes()[..chunk.len()]);
+        chunk.copy_from_slice(&spread(state).to_le_bytes()[..chunk.len()]);
     }
     for i in random..value.len() {
         value[i] = value[i - random];
