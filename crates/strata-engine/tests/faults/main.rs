@@ -50,6 +50,14 @@ fn small_options(
         ("bucket_size", "1KiB"),
     ])
     .unwrap();
+    if synchronous {
+        // Every codec under the faults: none in level 0, lz4 above the bottom, zstd below.
+        spec.fill_defaults([
+            ("compression_per_level", "none/lz4"),
+            ("bottommost_compression", "zstd"),
+        ])
+        .unwrap();
+    }
     Options::new()
         .with_file_system(fs)
         .with_use_direct_reads(direct_io)
