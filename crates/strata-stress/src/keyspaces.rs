@@ -6,9 +6,15 @@ use anyhow::{Context, Result};
 use std::collections::BTreeMap;
 use strata_engine::{Db, Keyspace, KeyspaceOptions, WriteBatch};
 
-/// The policies of keyspaces `ks1`, `ks2`, ... in turn: Min-Max's held buffers and a
-/// block-preserving partial merge beside whatever the default keyspace runs.
-const KEYSPACE_POLICIES: [&str; 3] = ["minmax", "partial-mixed", "tiered"];
+/// The policies of keyspaces `ks1`, `ks2`, ... in turn: Min-Max's held buffers, a
+/// block-preserving partial merge and compressed levels beside whatever the default keyspace
+/// runs.
+const KEYSPACE_POLICIES: [&str; 3] = [
+    "minmax",
+    "partial-mixed",
+    // Every codec under the kills: lz4 above the bottom, zstd at the bottom.
+    "tiered:compression_per_level=lz4,bottommost_compression=zstd",
+];
 
 /// Where each key lives.
 pub(crate) struct Router {
