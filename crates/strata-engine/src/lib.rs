@@ -52,6 +52,7 @@ mod super_version;
 mod sys;
 pub mod table;
 mod table_cache;
+mod ttl;
 mod user_iter;
 // Public (but hidden) so that the `wal_reader` fuzz target in `fuzz/` drives the chain rule.
 #[doc(hidden)]

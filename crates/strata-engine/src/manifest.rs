@@ -75,6 +75,11 @@ pub struct ManifestRecord {
     /// those of earlier records). Absent in manifests written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifetime: Option<LifetimeStats>,
+    /// Samples of when sequence numbers were written, for a TTL (`crate::ttl`): `(s, t)`
+    /// says every sequence number up to `s` was written by Unix second `t`. New ones with each
+    /// flush's record, all of them in a new manifest's first record.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub seqno_times: Vec<(u64, u64)>,
 }
 
 /// What a window flush took out of memtables it left buffered: every entry whose user key is in
@@ -203,7 +208,7 @@ impl KeyspaceSnapshot<'_> {
 }
 
 /// The database's counters, which a new manifest's first record carries.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Counters {
     /// The next file number to allocate.
     pub next_file_number: u64,
@@ -212,6 +217,8 @@ pub struct Counters {
     pub last_seqno: u64,
     /// The number the next keyspace created gets.
     pub next_keyspace_id: u32,
+    /// When sequence numbers were written ([`ManifestRecord::seqno_times`]).
+    pub seqno_times: Vec<(u64, u64)>,
 }
 
 /// What recovery read from the manifest.
@@ -225,6 +232,8 @@ pub struct Recovered {
     pub next_file_number: u64,
     /// The last sequence number recorded.
     pub last_seqno: u64,
+    /// When sequence numbers were written ([`ManifestRecord::seqno_times`]), ascending.
+    pub seqno_times: Vec<(u64, u64)>,
     /// The manifest's number.
     pub manifest_number: u64,
     /// Where the manifest's tail was dropped, if the file ended inside its last record.
@@ -342,6 +351,7 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         ));
     };
     let mut last_seqno = 0;
+    let mut seqno_times: Vec<(u64, u64)> = Vec::new();
     let mut records = 0u64;
     while let Some(payload) = reader.next_record()? {
         let offset = reader.last_record_offset();
@@ -432,7 +442,10 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         if let Some(l) = record.lifetime {
             keyspace.lifetime = l;
         }
+        seqno_times.extend(record.seqno_times);
     }
+    seqno_times.sort_unstable();
+    seqno_times.dedup_by_key(|s| s.0);
     if records == 0 {
         return Err(Error::corruption(name, 0, "the manifest holds no record"));
     }
@@ -463,6 +476,7 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path) -> Result<Recovered> {
         next_keyspace_id,
         next_file_number,
         last_seqno,
+        seqno_times,
         manifest_number,
         dropped_tail: reader.dropped_tail(),
     })
@@ -484,7 +498,7 @@ impl Manifest {
         dir: &Path,
         number: u64,
         mut records: Vec<ManifestRecord>,
-        counters: Counters,
+        mut counters: Counters,
     ) -> Result<Manifest> {
         // The default keyspace's record first (`keyspace` absent sorts first).
         records.sort_by_key(|r| r.keyspace);
@@ -501,6 +515,7 @@ impl Manifest {
                 record.format_version = Some(FORMAT_VERSION);
                 record.next_file_number = Some(counters.next_file_number);
                 record.last_seqno = Some(counters.last_seqno);
+                record.seqno_times = std::mem::take(&mut counters.seqno_times);
                 record.next_keyspace_id =
                     (counters.next_keyspace_id > 1).then_some(counters.next_keyspace_id);
             }
@@ -745,6 +760,7 @@ mod tests {
             next_file_number: 12,
             last_seqno: 40,
             next_keyspace_id: 5,
+            seqno_times: vec![(40, 1_700_000_000)],
         };
         Manifest::create(&fs, dir, 11, records, counters).unwrap();
         let r = recover(&fs, dir).unwrap();

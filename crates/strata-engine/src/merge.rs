@@ -58,6 +58,8 @@ pub struct MergeFilter {
     user: Option<(Arc<dyn CompactionFilter>, usize, SeqNo)>,
     /// Entries the user's filter removed and changed.
     pub filtered: (u64, u64),
+    /// Versions at or below it have expired (a TTL) and are dropped.
+    expired_through: SeqNo,
 }
 
 /// What [`MergeFilter::apply_user_filter`] made of a kept entry.
@@ -86,7 +88,16 @@ impl MergeFilter {
             older: Some(older),
             user: None,
             filtered: (0, 0),
+            expired_through: 0,
         }
+    }
+
+    /// This filter dropping every version at or below `expired_through`: what a TTL expired,
+    /// which reads at every snapshot hide already (an older version of the key is older still,
+    /// so nothing reappears).
+    pub fn with_expired_through(mut self, expired_through: SeqNo) -> Self {
+        self.expired_through = expired_through;
+        self
     }
 
     /// This filter with the user's compaction `filter` applied to what no snapshot sees, for
@@ -160,6 +171,9 @@ impl MergeFilter {
         let Some((user_key, seq, kind)) = key::parse_internal_key(ikey) else {
             return true;
         };
+        if seq <= self.expired_through {
+            return false;
+        }
         // Entries visible to snapshot s are those with seq <= s: stripe i holds
         // snapshots[i-1] < seq <= snapshots[i]; the last stripe is above every snapshot.
         let stripe = self.snapshots.partition_point(|&s| s < seq);

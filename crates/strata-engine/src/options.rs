@@ -53,6 +53,7 @@ pub struct Options {
     pub(crate) fs: Arc<dyn FileSystem>,
     pub(crate) listeners: Vec<Listener>,
     pub(crate) compaction_filter: Option<Arc<dyn CompactionFilter>>,
+    pub(crate) ttl: Option<std::time::Duration>,
     pub(crate) info_log: bool,
     pub(crate) keep_log_file_num: usize,
     pub(crate) max_total_wal_size: u64,
@@ -155,6 +156,7 @@ impl Default for Options {
             fs: Arc::new(StdFs),
             listeners: Vec::new(),
             compaction_filter: None,
+            ttl: None,
             info_log: false,
             keep_log_file_num: 1000,
             max_total_wal_size: 0,
@@ -611,6 +613,17 @@ impl Options {
         self
     }
 
+    /// Entries written `ttl` or longer ago read as absent, at the latest view and at every
+    /// snapshot alike, and compactions drop them. Ages come from when sequence numbers were
+    /// written, sampled about once a second (`ttl.rs`): an entry is never taken for older than
+    /// it is, and may live up to a second or two past its TTL; entries a reopen replays from
+    /// WALs count as written at the reopen. Whole seconds, at least one. RocksDB:
+    /// `DBWithTTL`'s `ttl` (its `Options::ttl` only schedules compactions). Default: none.
+    pub fn with_ttl(mut self, ttl: Option<std::time::Duration>) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
     /// Once the WALs some keyspace still needs hold more than this many bytes, the keyspace
     /// holding the oldest has its memtable frozen and flushed, so that a keyspace written
     /// rarely does not keep every WAL since its last flush. RocksDB: `max_total_wal_size`.
@@ -639,6 +652,9 @@ impl Options {
     /// Checks every option, naming the first one out of range.
     pub fn validate(&self) -> Result<()> {
         let bad = |what: &str| Err(Error::InvalidArgument(what.to_string()));
+        if self.ttl.is_some_and(|ttl| ttl.as_secs() == 0) {
+            return bad("ttl must be at least one second (ages are counted in whole seconds)");
+        }
         if let Some(level) = self
             .key_index_level
             .filter(|&l| l >= strata_meta::Version::MAX_LEVELS)

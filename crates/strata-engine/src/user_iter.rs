@@ -22,6 +22,8 @@ pub struct DbIterator {
     /// Where the scan is counted, short or long, when the iterator is dropped.
     scan_count: ScanCount,
     seq: SeqNo,
+    /// Versions at or below it have expired (a TTL): a key whose newest is one reads absent.
+    expired_through: SeqNo,
     start: Bound<Vec<u8>>,
     end: Bound<Vec<u8>>,
     reverse: bool,
@@ -55,12 +57,13 @@ impl Drop for ScanCount {
 }
 
 impl DbIterator {
-    /// A user iterator over `merged` (memtables and runs) as of `seq`.
+    /// A user iterator over `merged` (memtables and runs) as of `seq`, `seqs.0`, with the
+    /// versions at or below `seqs.1` expired.
     pub(crate) fn new(
         merged: MergingIterator,
         super_version: Arc<SuperVersion>,
         scan_count: ScanCount,
-        seq: SeqNo,
+        (seq, expired_through): (SeqNo, SeqNo),
         range: (Bound<Vec<u8>>, Bound<Vec<u8>>),
         reverse: bool,
     ) -> Result<DbIterator> {
@@ -69,6 +72,7 @@ impl DbIterator {
             _super_version: super_version,
             scan_count,
             seq,
+            expired_through,
             start: range.0,
             end: range.1,
             reverse,
@@ -173,11 +177,11 @@ impl DbIterator {
             self.decided.extend_from_slice(user_key);
             self.has_decided = true;
             match kind {
-                ValueKind::Put => {
+                ValueKind::Put if seq > self.expired_through => {
                     self.on_entry = true;
                     return Ok(true);
                 }
-                ValueKind::Delete => self.merged.next()?,
+                _ => self.merged.next()?,
             }
         }
         Ok(false)
@@ -215,7 +219,12 @@ impl DbIterator {
                     break;
                 }
                 if seq <= self.seq {
-                    newest = Some(kind);
+                    // An expired newest version hides the key, as a deletion does.
+                    newest = Some(if seq > self.expired_through {
+                        kind
+                    } else {
+                        ValueKind::Delete
+                    });
                     self.reverse_value.clear();
                     self.reverse_value.extend_from_slice(self.merged.value());
                 }

@@ -207,11 +207,13 @@ impl Engine {
                 self.options.compaction_readahead(),
             );
             let older = OlderTables::below(&job.version, output.level, output.run, &input_ids);
-            let filter = MergeFilter::new(job.snapshots.clone(), older).with_user_filter(
-                self.options.compaction_filter.clone(),
-                output.level,
-                job.held_through,
-            );
+            let filter = MergeFilter::new(job.snapshots.clone(), older)
+                .with_user_filter(
+                    self.options.compaction_filter.clone(),
+                    output.level,
+                    job.held_through,
+                )
+                .with_expired_through(self.expired_through());
             let started = Instant::now();
             let preserver =
                 Preserver::for_plan(&job.version, plan, self.settings.block_size as u64);

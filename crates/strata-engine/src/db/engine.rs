@@ -341,6 +341,8 @@ pub(crate) struct Shared {
     pub events: crate::events::Events,
     /// Wakes the background workers every keyspace shares.
     pub workers: super::pool::WorkerSignal,
+    /// When sequence numbers were written, for a TTL.
+    pub seqno_times: crate::ttl::SeqnoTimes,
 }
 
 impl Engine {
@@ -356,6 +358,13 @@ impl Engine {
             )));
         }
         Ok(())
+    }
+
+    /// The largest sequence number whose entries the TTL has expired (0: none, or no TTL).
+    pub fn expired_through(&self) -> SeqNo {
+        self.options.ttl.map_or(0, |ttl| {
+            self.shared.seqno_times.expired_through(ttl.as_secs())
+        })
     }
 
     /// Whether close, drop, or dropping the keyspace asked background work to stop.

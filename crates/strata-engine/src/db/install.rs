@@ -76,7 +76,8 @@ impl Engine {
         };
         // With flushes only (and at close and in each new manifest's first record): the
         // statistics are ~300 bytes, and compactions' records are the manifest's most.
-        let lifetime = edit.flushes.is_some().then(|| self.lifetime_stats());
+        let edit_has_flush = edit.flushes.is_some();
+        let lifetime = edit_has_flush.then(|| self.lifetime_stats());
         let record = ManifestRecord {
             keyspace: (self.keyspace != KeyspaceId::DEFAULT).then_some(self.keyspace),
             next_file_number: Some(self.shared.next_file_number.load(Ordering::Relaxed)),
@@ -86,6 +87,12 @@ impl Engine {
             relogged_into: relogged_into.into_iter().collect(),
             evicted: evicted.iter().cloned().collect(),
             lifetime,
+            // With flushes: what the flushed entries' ages are read from after a reopen.
+            seqno_times: if edit_has_flush {
+                self.shared.seqno_times.take_unrecorded()
+            } else {
+                Vec::new()
+            },
             ..ManifestRecord::default()
         };
         let mut manifest = self.shared.manifest.lock();
@@ -238,6 +245,7 @@ impl Engine {
             next_file_number: self.shared.next_file_number.load(Ordering::Relaxed),
             last_seqno: self.shared.last_sequence.load(Ordering::Acquire),
             next_keyspace_id: self.shared.next_keyspace_id.load(Ordering::Relaxed),
+            seqno_times: self.shared.seqno_times.all(),
         }
     }
 

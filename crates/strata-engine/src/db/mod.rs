@@ -132,6 +132,13 @@ impl Db {
     pub fn open(path: impl AsRef<Path>, options: crate::Options) -> Result<Db> {
         let trees = Engine::open(path.as_ref().to_path_buf(), options, Access::ReadWrite)?;
         let db = Db::of(trees);
+        if db.engine.options.ttl.is_some() {
+            // What WALs replayed counts as written now (a TTL reads ages from these samples).
+            let shared = &db.engine.shared;
+            shared
+                .seqno_times
+                .note(shared.last_sequence.load(Ordering::Acquire));
+        }
         db.start_workers();
         Ok(db)
     }

@@ -59,14 +59,16 @@ impl Engine {
                 }),
             }
         }
-        let resolve = |kind: ValueKind, value: Bytes| match kind {
-            ValueKind::Put => Some(value),
-            ValueKind::Delete => None,
+        let expired = self.expired_through();
+        // An expired newest version hides the key (TTL): every older one has expired too.
+        let resolve = |found: SeqNo, kind: ValueKind, value: Bytes| match kind {
+            ValueKind::Put if found > expired => Some(value),
+            _ => None,
         };
         for p in &mut pending {
             for memtable in std::iter::once(&view.memtable).chain(&view.frozen) {
-                if let Some((_, kind, value)) = memtable.get(p.key, seq) {
-                    p.found = Some(resolve(kind, value));
+                if let Some((found, kind, value)) = memtable.get(p.key, seq) {
+                    p.found = Some(resolve(found, kind, value));
                     break;
                 }
             }
@@ -147,7 +149,7 @@ impl Engine {
         probes: &[Probe],
         pending: &mut [Pending<'_>],
         seq: SeqNo,
-        resolve: &impl Fn(ValueKind, Bytes) -> Option<Bytes>,
+        resolve: &impl Fn(SeqNo, ValueKind, Bytes) -> Option<Bytes>,
     ) -> Result<()> {
         if probes.is_empty() {
             return Ok(());
@@ -160,12 +162,12 @@ impl Engine {
         for (probe, block) in probes.iter().zip(blocks) {
             let block = block?;
             let p = &mut pending[probe.pending];
-            if let Some((_, kind, value)) =
+            if let Some((found, kind, value)) =
                 probe
                     .table
                     .find_in_block(&block, probe.position, p.key, seq)?
             {
-                p.found = Some(resolve(kind, value));
+                p.found = Some(resolve(found, kind, value));
             }
         }
         Ok(())

@@ -75,6 +75,7 @@ impl Engine {
             next_keyspace_id,
             next_file_number,
             last_sequence,
+            seqno_times,
             manifest,
         } = found;
         let stats = Arc::new(Statistics::default());
@@ -128,6 +129,7 @@ impl Engine {
             recovery_stop: Mutex::new(None),
             events: Events::new(listeners),
             workers: Default::default(),
+            seqno_times: crate::ttl::SeqnoTimes::new(&seqno_times),
         });
         let mut trees = Vec::with_capacity(keyspaces.len());
         // The default keyspace (number 0) comes first.

@@ -129,13 +129,15 @@ impl Engine {
         let seq = self.read_sequence(options);
         let view = self.super_version_for_read();
         Statistics::add(&self.stats.gets, 1);
-        let resolve = |kind: ValueKind, value: Bytes| match kind {
-            ValueKind::Put => Some(value),
-            ValueKind::Delete => None,
+        let expired = self.expired_through();
+        // An expired newest version hides the key: every older one has expired too.
+        let resolve = |found: SeqNo, kind: ValueKind, value: Bytes| match kind {
+            ValueKind::Put if found > expired => Some(value),
+            _ => None,
         };
         for memtable in std::iter::once(&view.memtable).chain(&view.frozen) {
-            if let Some((_, kind, v)) = memtable.get(user_key, seq) {
-                return Ok(resolve(kind, v));
+            if let Some((found, kind, v)) = memtable.get(user_key, seq) {
+                return Ok(resolve(found, kind, v));
             }
         }
         let mut holders = Vec::new();
@@ -174,8 +176,8 @@ impl Engine {
                             .get(user_key, seq)?
                     }
                 };
-                if let Some((_, kind, v)) = found {
-                    return Ok(resolve(kind, v));
+                if let Some((found, kind, v)) = found {
+                    return Ok(resolve(found, kind, v));
                 }
             }
         }
@@ -313,7 +315,8 @@ impl Engine {
             returned: 0,
         };
         let merged = MergingIterator::with_deferred(children, deferred);
-        DbIterator::new(merged, view, scan_count, seq, range, reverse)
+        let seqs = (seq, self.expired_through());
+        DbIterator::new(merged, view, scan_count, seqs, range, reverse)
     }
 }
 

@@ -44,6 +44,8 @@ pub(super) struct Directory {
     pub next_keyspace_id: u32,
     pub next_file_number: u64,
     pub last_sequence: u64,
+    /// When sequence numbers were written ([`crate::manifest::ManifestRecord::seqno_times`]).
+    pub seqno_times: Vec<(u64, u64)>,
     /// The manifest edits go to (`None` when opened read-only).
     pub manifest: Option<Manifest>,
 }
@@ -158,6 +160,7 @@ pub(super) fn open_directory(
             next_file_number: 2,
             last_seqno: 0,
             next_keyspace_id: 1,
+            seqno_times: Vec::new(),
         };
         let records = snapshot_records(&keyspaces);
         let manifest = Manifest::create(fs, dir, 1, records, counters).inspect_err(|_| {
@@ -174,6 +177,7 @@ pub(super) fn open_directory(
             next_keyspace_id: 1,
             next_file_number: 2,
             last_sequence: 0,
+            seqno_times: Vec::new(),
             manifest: Some(manifest),
         });
     }
@@ -184,6 +188,7 @@ pub(super) fn open_directory(
         next_file_number: number + 1,
         last_seqno: r.last_seqno,
         next_keyspace_id: r.next_keyspace_id,
+        seqno_times: r.seqno_times.clone(),
     };
     // A fresh manifest on every open keeps recovery from reading a long history twice.
     let manifest = Manifest::create(fs, dir, number, snapshot_records(&r.keyspaces), counters)?;
@@ -194,6 +199,7 @@ pub(super) fn open_directory(
         next_keyspace_id: r.next_keyspace_id,
         next_file_number: number + 1,
         last_sequence: r.last_seqno,
+        seqno_times: r.seqno_times,
         manifest: Some(manifest),
     })
 }
@@ -227,6 +233,7 @@ pub(super) fn open_directory_read_only(fs: &dyn FileSystem, dir: &Path) -> Resul
         next_keyspace_id: r.next_keyspace_id,
         next_file_number: number,
         last_sequence: r.last_seqno,
+        seqno_times: r.seqno_times,
         manifest: None,
     })
 }

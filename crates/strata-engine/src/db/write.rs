@@ -177,6 +177,10 @@ impl Engine {
                 .last_sequence
                 .store(first_seq + count - 1, Ordering::Release),
         }
+        if self.options.ttl.is_some() {
+            // The group's entries are written by now: what their ages are read from.
+            self.shared.seqno_times.note(first_seq + count - 1);
+        }
         // After publishing: a memtable switch waits for it holding the state lock, which
         // recording the error takes.
         result.inspect_err(|e| self.set_background_error(e))?;
