@@ -68,14 +68,16 @@ fn ages_survive_a_reopen() {
     let db = Db::open("/db", options(&fs, 2)).unwrap();
     assert_eq!(db.get("k001").unwrap(), None);
     assert_eq!(db.range::<&[u8], _>(..).unwrap().count(), 0);
-    // Without a TTL they read again (until a compaction with one dropped them).
+    // Their tables hold nothing readable: dropped whole, for good.
+    db.wait_for_compactions().unwrap();
+    assert_eq!(db.version().tables().count(), 0);
     db.close().unwrap();
     let db = Db::open(
         "/db",
         Options::new().with_file_system(Arc::new(fs.clone()) as Arc<dyn FileSystem>),
     )
     .unwrap();
-    assert!(db.get("k001").unwrap().is_some());
+    assert_eq!(db.get("k001").unwrap(), None);
 }
 
 #[test]
@@ -92,4 +94,71 @@ fn a_zero_ttl_is_refused() {
         matches!(err, Error::InvalidArgument(ref m) if m.contains("ttl")),
         "{err}"
     );
+}
+
+/// Every policy: once every entry of a table has expired, the table goes by a drop plan of the
+/// shared pick loop (nothing written), even where the policy would merge nothing, and the
+/// policy goes on working with the tables gone.
+#[test]
+fn every_policy_drops_tables_whose_entries_all_expired() {
+    let policies = strata_policy::testing::policies_to_test();
+    let runs: Vec<_> = policies
+        .into_iter()
+        .map(|policy| {
+            std::thread::spawn(move || {
+                let fs = MemFs::new();
+                let mut spec: strata_policy::PolicySpec = policy.parse().unwrap();
+                spec.fill_defaults([
+                    ("size_ratio", "3"),
+                    ("target_file_size", "4KiB"),
+                    ("expected_data_size", "256KiB"),
+                    ("bucket_size", "2KiB"),
+                ])
+                .unwrap();
+                let db = Db::open(
+                    "/db",
+                    options(&fs, 2)
+                        .with_write_buffer_size(8 << 10)
+                        .with_synchronous_compaction(true)
+                        .with_policy_spec(spec)
+                        .unwrap(),
+                )
+                .unwrap();
+                for i in 0..600 {
+                    db.put(format!("k{:04}", i % 300), [b'v'; 60]).unwrap();
+                }
+                db.flush().unwrap();
+                let old_through = db
+                    .version()
+                    .tables()
+                    .map(|(_, _, t)| t.seqnos.largest)
+                    .max()
+                    .unwrap();
+                std::thread::sleep(Duration::from_millis(4_200));
+                for i in 0..50 {
+                    db.put(format!("n{i:04}"), [b'w'; 60]).unwrap();
+                }
+                db.flush().unwrap();
+                let left: Vec<u64> = db
+                    .version()
+                    .tables()
+                    .filter(|(_, _, t)| t.seqnos.largest <= old_through)
+                    .map(|(_, _, t)| t.id.0)
+                    .collect();
+                assert!(left.is_empty(), "{policy}: expired tables {left:?} stayed");
+                assert_eq!(db.get("k0001").unwrap(), None, "{policy}");
+                assert!(db.get("n0001").unwrap().is_some(), "{policy}");
+                // The policy still works: more writes flush and compact as before.
+                for i in 0..600 {
+                    db.put(format!("m{:04}", i % 300), [b'x'; 60]).unwrap();
+                }
+                db.flush().unwrap();
+                assert!(db.get("m0001").unwrap().is_some(), "{policy}");
+                db.close().unwrap();
+            })
+        })
+        .collect();
+    for run in runs {
+        run.join().unwrap();
+    }
 }

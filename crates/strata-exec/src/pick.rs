@@ -46,11 +46,55 @@ pub trait PickHost {
     /// The error for a policy past [`PickHost::plan_limit`]: `plans` since the last flush, the
     /// last of them `last`.
     fn non_convergence(&self, plans: usize, last: &Plan) -> Self::Error;
+    /// The largest sequence number whose entries have expired (the engine's TTL): a table
+    /// whose newest entry is at or below it holds nothing readable. 0 (the default, and the
+    /// simulator's, which keeps no clock): none has.
+    fn expired_through(&self) -> u64 {
+        0
+    }
+}
+
+/// A plan dropping one table whose entries have all expired (its newest sequence number at or
+/// below `expired_through`) and that no job holds, if there is one: a TTL's data reclaimed
+/// where no merge would reach it. Nothing readable goes, and nothing older reappears (an older
+/// version of any of its keys has expired too).
+pub fn expired_table_drop(
+    version: &Version,
+    leases: &Leases,
+    expired_through: u64,
+) -> Option<Plan> {
+    if expired_through == 0 {
+        return None;
+    }
+    version.tables().find_map(|(level, run, table)| {
+        (table.seqnos.largest <= expired_through && !leases.is_table_leased(table.id)).then(|| {
+            Plan {
+                action: strata_policy::PlanAction::Drop,
+                inputs: vec![strata_policy::PlanInput {
+                    level,
+                    run: run.id(),
+                    tables: vec![table.id],
+                }],
+                output: None,
+                policy_state: None,
+                priority: strata_policy::Priority::Normal,
+                reason: format!(
+                    "every entry of table {} has expired (sequence numbers up to {expired_through})",
+                    table.id
+                ),
+            }
+        })
+    })
 }
 
 /// The next plan a worker may start now (`urgent_only`: a worker reserved for urgent plans),
 /// or `None` when there is nothing it may start.
 pub fn next_plan<H: PickHost>(host: &mut H, urgent_only: bool) -> Result<Option<Plan>, H::Error> {
+    // Expired tables go first, on any worker: a drop writes nothing and waits for nothing.
+    if let Some(plan) = expired_table_drop(host.version(), host.leases(), host.expired_through()) {
+        host.validate(&plan)?;
+        return Ok(Some(plan));
+    }
     loop {
         let plan = match host.next_compaction(urgent_only)? {
             NextCompaction::Plan(plan) => plan,
@@ -222,6 +266,34 @@ mod tests {
         assert_eq!(
             next_plan(&mut host, false),
             Err("4 plans, last scripted".to_string())
+        );
+    }
+
+    #[test]
+    fn a_table_whose_entries_all_expired_is_dropped_unless_a_job_holds_it() {
+        let version = Version::parse(
+            "L0:\n  run 1:\n    table 1 [a, c] size=1K seqno=20..30\n\
+             L1:\n  run 2:\n    table 2 [a, m] size=1K seqno=1..9\n    table 3 [n, z] size=1K seqno=5..12\n",
+        )
+        .unwrap();
+        let leases = Leases::new();
+        assert_eq!(expired_table_drop(&version, &leases, 0), None);
+        assert_eq!(expired_table_drop(&version, &leases, 8), None);
+        let plan = expired_table_drop(&version, &leases, 9).unwrap();
+        assert_eq!(plan.action, PlanAction::Drop);
+        assert_eq!(
+            plan.input_tables().collect::<Vec<_>>(),
+            vec![strata_meta::TableId(2)]
+        );
+        plan.validate(&version, |_| false).unwrap();
+        // Through 12 both L1 tables qualify; the newest data goes first in the version's order,
+        // and a leased one is left.
+        let mut leases = Leases::new();
+        leases.acquire(&plan, &version).unwrap();
+        let next = expired_table_drop(&version, &leases, 12).unwrap();
+        assert_eq!(
+            next.input_tables().collect::<Vec<_>>(),
+            vec![strata_meta::TableId(3)]
         );
     }
 }

@@ -164,6 +164,10 @@ impl Engine {
     ///
     /// REQUIRES: the state lock is held.
     pub fn compaction_wanted(&self, state: &EngineState) -> Result<bool> {
+        let expired = self.expired_through();
+        if strata_exec::pick::expired_table_drop(&state.version, &state.leases, expired).is_some() {
+            return Ok(true);
+        }
         let stats = self.workload_stats();
         let ctx = self.pick_context(&state.leases, &stats, None);
         Ok(handover::next_compaction(

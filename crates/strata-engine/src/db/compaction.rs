@@ -509,6 +509,10 @@ impl PickHost for EnginePick<'_, '_> {
             self.engine.policy().name()
         )))
     }
+
+    fn expired_through(&self) -> u64 {
+        self.engine.expired_through()
+    }
 }
 
 /// What a compaction's start event says about `plan` against `version`.
