@@ -617,7 +617,9 @@ impl Options {
     /// snapshot alike, and compactions drop them. Ages come from when sequence numbers were
     /// written, sampled about once a second (`ttl.rs`): an entry is never taken for older than
     /// it is, and may live up to a second or two past its TTL; entries a reopen replays from
-    /// WALs count as written at the reopen. Whole seconds, at least one. RocksDB:
+    /// WALs count as written at the reopen, and a table whose entries have all expired is
+    /// dropped whole. Opened again without a TTL, a database shows what compactions have not
+    /// dropped yet (as RocksDB's does). Whole seconds, at least one. RocksDB:
     /// `DBWithTTL`'s `ttl` (its `Options::ttl` only schedules compactions). Default: none.
     pub fn with_ttl(mut self, ttl: Option<std::time::Duration>) -> Self {
         self.ttl = ttl;
