@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
+mod support;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use strata_engine::fs::{FileSystem, MemFs};
@@ -177,21 +179,14 @@ fn every_policy_filters_only_what_no_snapshot_sees() {
     use rand::rngs::StdRng;
     use rand::{Rng, SeedableRng};
     use std::collections::BTreeMap;
-    use strata_policy::{testing, PolicySpec};
+    use strata_policy::testing;
     for (i, policy) in testing::policies_to_test().iter().enumerate() {
         let seed = 7000 + i as u64;
         // Synchronous compaction: compactions run only inside writes, flushes and manual
         // compactions, so the model can learn their work before it copies itself for a
         // snapshot.
         let fs = MemFs::new();
-        let mut spec: PolicySpec = policy.parse().unwrap();
-        spec.fill_defaults([
-            ("size_ratio", "3"),
-            ("target_file_size", "4KiB"),
-            ("expected_data_size", "256KiB"),
-            ("bucket_size", "2KiB"),
-        ])
-        .unwrap();
+        let spec = support::small_tree_spec(policy);
         let janitor = Arc::new(Janitor::default());
         let db = Db::open(
             "/db",

@@ -3,6 +3,8 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 use strata_engine::fs::{FileSystem, MemFs};
@@ -107,14 +109,7 @@ fn every_policy_drops_tables_whose_entries_all_expired() {
         .map(|policy| {
             std::thread::spawn(move || {
                 let fs = MemFs::new();
-                let mut spec: strata_policy::PolicySpec = policy.parse().unwrap();
-                spec.fill_defaults([
-                    ("size_ratio", "3"),
-                    ("target_file_size", "4KiB"),
-                    ("expected_data_size", "256KiB"),
-                    ("bucket_size", "2KiB"),
-                ])
-                .unwrap();
+                let spec = support::small_tree_spec(policy);
                 let db = Db::open(
                     "/db",
                     options(&fs, 2)

@@ -28,12 +28,10 @@
 //! what lookups pay for now, and the expected size keeps a level the policy is about to fill from
 //! taking bits that its next data will need.
 
-use crate::context::{ManualRange, PickContext};
-use crate::error::PolicyError;
-use crate::model::{ModelEstimate, ModelInput};
+use crate::adjust::OutputAdjustment;
+use crate::context::PickContext;
 use crate::plan::{FlushPlan, OutputRun, Plan, PlanAction};
 use crate::policy::CompactionPolicy;
-use std::sync::Arc;
 use strata_meta::Version;
 
 /// The most bits per key an allocation gives one level.
@@ -172,22 +170,19 @@ fn occupancy_after(
         .collect()
 }
 
-/// A policy with the dynamic layout applied to its outputs: every plan of `inner` is kept, with
-/// its output's bits per key replaced by the allocation for the output level, using the bits the
-/// inner policy asked for as the average. Everything else (name, state, options) is the inner
-/// policy's; `bloom_layout=dynamic` is added to the options.
+/// The dynamic layout applied to a policy's outputs (an [`OutputAdjustment`]): each output's
+/// bits per key replaced by the allocation for its level, using the bits the inner policy asked
+/// for as the average; `bloom_layout=dynamic` is added to the options.
 #[derive(Debug)]
-pub struct DynamicBloom {
-    inner: Arc<dyn CompactionPolicy>,
-}
+pub struct DynamicBits;
 
-impl DynamicBloom {
-    /// `inner` with the dynamic layout.
-    pub fn new(inner: Arc<dyn CompactionPolicy>) -> Self {
-        DynamicBloom { inner }
-    }
-
-    fn bits_for_plan(&self, version: &Version, plan: &Plan) -> Option<f64> {
+impl DynamicBits {
+    fn bits_for_plan(
+        &self,
+        inner: &dyn CompactionPolicy,
+        version: &Version,
+        plan: &Plan,
+    ) -> Option<f64> {
         let output = plan.output.as_ref()?;
         if plan.action != PlanAction::Merge || output.bloom_bits_per_key <= 0.0 {
             return None;
@@ -205,7 +200,7 @@ impl DynamicBloom {
             removed.push((input.level, bytes, usize::from(whole)));
         }
         let output_bytes = plan.input_size(version);
-        let expected = self.inner.expected_level_bytes(version);
+        let expected = inner.expected_level_bytes(version);
         let levels = occupancy_after(
             version,
             &removed,
@@ -218,17 +213,14 @@ impl DynamicBloom {
     }
 }
 
-impl CompactionPolicy for DynamicBloom {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-
-    fn plan_flush(
+impl OutputAdjustment for DynamicBits {
+    fn adjust_flush(
         &self,
+        inner: &dyn CompactionPolicy,
         version: &Version,
         ctx: &PickContext<'_>,
-    ) -> Result<FlushPlan, PolicyError> {
-        let mut plan = self.inner.plan_flush(version, ctx)?;
+        plan: &mut FlushPlan,
+    ) {
         let average = plan.output.bloom_bits_per_key;
         if average > 0.0 {
             let merged: Vec<(usize, u64, usize)> = plan
@@ -239,7 +231,7 @@ impl CompactionPolicy for DynamicBloom {
                 .collect();
             let buffer = ctx.buffer.map_or(0, |b| b.bytes);
             let merged_bytes: u64 = merged.iter().map(|m| m.1).sum();
-            let expected = self.inner.expected_level_bytes(version);
+            let expected = inner.expected_level_bytes(version);
             let levels = occupancy_after(
                 version,
                 &merged,
@@ -250,55 +242,18 @@ impl CompactionPolicy for DynamicBloom {
             );
             plan.output.bloom_bits_per_key = allocate_bits(&levels, average)[plan.output.level];
         }
-        Ok(plan)
     }
 
-    fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError> {
-        let Some(mut plan) = self.inner.pick(version, ctx)? else {
-            return Ok(None);
-        };
-        if let Some(bits) = self.bits_for_plan(version, &plan) {
+    fn adjust_plan(&self, inner: &dyn CompactionPolicy, version: &Version, plan: &mut Plan) {
+        if let Some(bits) = self.bits_for_plan(inner, version, plan) {
             if let Some(output) = plan.output.as_mut() {
                 output.bloom_bits_per_key = bits;
             }
         }
-        Ok(Some(plan))
-    }
-
-    fn plan_manual(
-        &self,
-        version: &Version,
-        range: &ManualRange,
-        ctx: &PickContext<'_>,
-    ) -> Result<Option<Plan>, PolicyError> {
-        let Some(mut plan) = self.inner.plan_manual(version, range, ctx)? else {
-            return Ok(None);
-        };
-        if let Some(bits) = self.bits_for_plan(version, &plan) {
-            if let Some(output) = plan.output.as_mut() {
-                output.bloom_bits_per_key = bits;
-            }
-        }
-        Ok(Some(plan))
-    }
-
-    fn expected_level_bytes(&self, version: &Version) -> Vec<u64> {
-        self.inner.expected_level_bytes(version)
-    }
-
-    fn hold_flushes(&self, version: &Version, ctx: &PickContext<'_>) -> Option<String> {
-        self.inner.hold_flushes(version, ctx)
     }
 
     fn options(&self) -> Vec<(&'static str, String)> {
-        let mut options = self.inner.options();
-        options.retain(|(name, _)| *name != "bloom_layout");
-        options.push(("bloom_layout", BloomLayout::Dynamic.as_str().to_string()));
-        options
-    }
-
-    fn cost_model(&self, input: &ModelInput) -> Option<ModelEstimate> {
-        self.inner.cost_model(input)
+        vec![("bloom_layout", BloomLayout::Dynamic.as_str().to_string())]
     }
 }
 

@@ -2,15 +2,14 @@
 //! A plan may name one ([`crate::PlanOutput::compression`]); without one, the executor's own
 //! setting applies (the engine's `Options::with_compression`). Every policy takes
 //! `compression_per_level` and `bottommost_compression` (RocksDB's names), which the registry
-//! applies around the policy it builds ([`LevelCompression`]).
+//! applies around the policy it builds ([`LevelCodecs`] as an
+//! [`crate::adjust::OutputAdjustment`]).
 
+use crate::adjust::OutputAdjustment;
 pub use crate::codec::Compression;
-use crate::context::{ManualRange, PickContext};
-use crate::error::PolicyError;
-use crate::model::{ModelEstimate, ModelInput};
+use crate::context::PickContext;
 use crate::plan::{FlushPlan, Plan, PlanAction};
 use crate::policy::CompactionPolicy;
-use std::sync::Arc;
 use strata_meta::Version;
 
 /// The codecs of a policy's levels: `compression_per_level` (level i's codec; levels past the
@@ -74,9 +73,37 @@ impl LevelCodecs {
     pub fn level_codec(&self, level: usize) -> Option<Compression> {
         self.per_level.get(level).or(self.per_level.last()).copied()
     }
+}
+
+/// The option naming each level's codec.
+pub const COMPRESSION_PER_LEVEL: &str = "compression_per_level";
+/// The option naming the codec of outputs nothing lies below.
+pub const BOTTOMMOST_COMPRESSION: &str = "bottommost_compression";
+
+/// Outputs carry the codec of their level: a merge's output the codec [`LevelCodecs::codec_for`]
+/// gives, a flush's its level's ([`LevelCodecs::level_codec`]); the two options are added to the
+/// policy's.
+impl OutputAdjustment for LevelCodecs {
+    fn adjust_flush(
+        &self,
+        _inner: &dyn CompactionPolicy,
+        _version: &Version,
+        _ctx: &PickContext<'_>,
+        plan: &mut FlushPlan,
+    ) {
+        plan.output.compression = self.level_codec(plan.output.level);
+    }
+
+    fn adjust_plan(&self, _inner: &dyn CompactionPolicy, version: &Version, plan: &mut Plan) {
+        if plan.action == PlanAction::Merge {
+            if let Some(output) = plan.output.as_mut() {
+                output.compression = self.codec_for(version, output.level);
+            }
+        }
+    }
 
     /// The options set, as a policy lists its options.
-    pub fn options(&self) -> Vec<(&'static str, String)> {
+    fn options(&self) -> Vec<(&'static str, String)> {
         let mut options = Vec::new();
         if !self.per_level.is_empty() {
             let per_level: Vec<String> = self.per_level.iter().map(ToString::to_string).collect();
@@ -86,91 +113,6 @@ impl LevelCodecs {
             options.push((BOTTOMMOST_COMPRESSION, bottommost.to_string()));
         }
         options
-    }
-}
-
-/// The option naming each level's codec.
-pub const COMPRESSION_PER_LEVEL: &str = "compression_per_level";
-/// The option naming the codec of outputs nothing lies below.
-pub const BOTTOMMOST_COMPRESSION: &str = "bottommost_compression";
-
-/// A policy whose outputs carry the codec of their level ([`LevelCodecs`]): every plan of
-/// `inner` is kept, its output's codec set. Everything else is the inner policy's; the two
-/// options are added to its options.
-#[derive(Debug)]
-pub struct LevelCompression {
-    inner: Arc<dyn CompactionPolicy>,
-    codecs: LevelCodecs,
-}
-
-impl LevelCompression {
-    /// `inner` with `codecs` applied to its outputs.
-    pub fn new(inner: Arc<dyn CompactionPolicy>, codecs: LevelCodecs) -> Self {
-        LevelCompression { inner, codecs }
-    }
-
-    fn set_plan(&self, version: &Version, plan: &mut Plan) {
-        if plan.action == PlanAction::Merge {
-            if let Some(output) = plan.output.as_mut() {
-                output.compression = self.codecs.codec_for(version, output.level);
-            }
-        }
-    }
-}
-
-impl CompactionPolicy for LevelCompression {
-    fn name(&self) -> &'static str {
-        self.inner.name()
-    }
-
-    fn plan_flush(
-        &self,
-        version: &Version,
-        ctx: &PickContext<'_>,
-    ) -> Result<FlushPlan, PolicyError> {
-        let mut plan = self.inner.plan_flush(version, ctx)?;
-        plan.output.compression = self.codecs.level_codec(plan.output.level);
-        Ok(plan)
-    }
-
-    fn pick(&self, version: &Version, ctx: &PickContext<'_>) -> Result<Option<Plan>, PolicyError> {
-        let mut plan = self.inner.pick(version, ctx)?;
-        if let Some(plan) = plan.as_mut() {
-            self.set_plan(version, plan);
-        }
-        Ok(plan)
-    }
-
-    fn plan_manual(
-        &self,
-        version: &Version,
-        range: &ManualRange,
-        ctx: &PickContext<'_>,
-    ) -> Result<Option<Plan>, PolicyError> {
-        let mut plan = self.inner.plan_manual(version, range, ctx)?;
-        if let Some(plan) = plan.as_mut() {
-            self.set_plan(version, plan);
-        }
-        Ok(plan)
-    }
-
-    fn expected_level_bytes(&self, version: &Version) -> Vec<u64> {
-        self.inner.expected_level_bytes(version)
-    }
-
-    fn hold_flushes(&self, version: &Version, ctx: &PickContext<'_>) -> Option<String> {
-        self.inner.hold_flushes(version, ctx)
-    }
-
-    fn options(&self) -> Vec<(&'static str, String)> {
-        let mut options = self.inner.options();
-        options.retain(|(name, _)| ![COMPRESSION_PER_LEVEL, BOTTOMMOST_COMPRESSION].contains(name));
-        options.extend(self.codecs.options());
-        options
-    }
-
-    fn cost_model(&self, input: &ModelInput) -> Option<ModelEstimate> {
-        self.inner.cost_model(input)
     }
 }
 

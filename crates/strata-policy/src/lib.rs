@@ -19,6 +19,7 @@
 //! outside this crate implements [`CompactionPolicy`], builds its plans with [`helpers`], and
 //! calls [`registry::register`].
 
+pub mod adjust;
 pub mod bloom;
 mod builtin;
 mod codec;

@@ -11,12 +11,13 @@
 //! outside this crate calls [`register`] once at start-up and is then selectable everywhere, like
 //! `examples/custom-policy` does.
 
-use crate::bloom::{BloomLayout, DynamicBloom};
-use crate::compression::{LevelCodecs, LevelCompression};
+use crate::adjust::AdjustedOutputs;
+use crate::bloom::{BloomLayout, DynamicBits};
+use crate::compression::LevelCodecs;
 use crate::error::PolicyError;
 use crate::options::{
-    unknown_option, PolicyConfig, PolicyRegistration, BLOOM_LAYOUT, BOTTOMMOST_COMPRESSION,
-    COMPRESSION_PER_LEVEL, EVERY_POLICY,
+    unknown_option, OptionSpec, PolicyConfig, PolicyRegistration, BLOOM_LAYOUT,
+    BOTTOMMOST_COMPRESSION, COMPRESSION_PER_LEVEL, EVERY_POLICY,
 };
 use crate::policy::CompactionPolicy;
 use std::collections::BTreeMap;
@@ -310,12 +311,12 @@ pub fn build_policy(spec: &PolicySpec) -> Result<Arc<dyn CompactionPolicy>, Poli
     let policy = (registration.build)(&PolicyConfig::new(&registration, values))?;
     let policy = match layout {
         BloomLayout::Uniform => policy,
-        BloomLayout::Dynamic => Arc::new(DynamicBloom::new(policy)),
+        BloomLayout::Dynamic => Arc::new(AdjustedOutputs::new(policy, DynamicBits)),
     };
     Ok(if codecs.is_empty() {
         policy
     } else {
-        Arc::new(LevelCompression::new(policy, codecs))
+        Arc::new(AdjustedOutputs::new(policy, codecs))
     })
 }
 
@@ -326,50 +327,42 @@ pub fn describe_policies() -> String {
     for r in registered() {
         out.push_str(&format!("{}: {}\n", r.name, r.summary));
         for o in r.options {
-            let default = if o.default.is_empty() {
-                "(derived)"
-            } else {
-                o.default
-            };
-            let rocksdb = o
-                .rocksdb
-                .map(|r| format!("; RocksDB: {r}"))
-                .unwrap_or_default();
-            out.push_str(&format!(
-                "  {:<26} {:<8} default {:<10} {}{rocksdb}\n",
-                o.name,
-                o.kind.name(),
-                default,
-                o.doc
-            ));
+            out.push_str(&describe_option(o, "(derived)"));
         }
         out.push('\n');
     }
     out.push_str("every policy also takes:\n");
-    for o in EVERY_POLICY {
-        let rocksdb = o
-            .rocksdb
-            .map(|r| format!("; RocksDB: {r}"))
-            .unwrap_or_default();
-        out.push_str(&format!(
-            "  {:<26} {:<8} default {:<10} {}{rocksdb}\n",
-            o.name,
-            o.kind.name(),
-            if o.default.is_empty() {
-                "(none)"
-            } else {
-                o.default
-            },
-            o.doc
-        ));
+    for o in &EVERY_POLICY {
+        out.push_str(&describe_option(o, "(none)"));
     }
     out
+}
+
+/// One line of [`describe_policies`]: `o`'s name, type, default (`unset` when it has none),
+/// doc and RocksDB name.
+fn describe_option(o: &OptionSpec, unset: &str) -> String {
+    let default = if o.default.is_empty() {
+        unset
+    } else {
+        o.default
+    };
+    let rocksdb = o
+        .rocksdb
+        .map(|r| format!("; RocksDB: {r}"))
+        .unwrap_or_default();
+    format!(
+        "  {:<26} {:<8} default {:<10} {}{rocksdb}\n",
+        o.name,
+        o.kind.name(),
+        default,
+        o.doc
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::{OptionKind, OptionSpec};
+    use crate::options::OptionKind;
 
     #[test]
     fn every_builtin_builds_with_its_defaults_and_reports_its_name() {

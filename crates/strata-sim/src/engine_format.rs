@@ -14,7 +14,7 @@ use strata_engine::key::{internal_key, ValueKind, TRAILER_LEN};
 use strata_engine::memtable::ENTRY_OVERHEAD;
 use strata_engine::table::{Compression, KeptBlock, TableBuilder, TableOptions};
 use strata_meta::{BlockMeta, SeqRange, TableId};
-use strata_workload::encode_key;
+use strata_workload::{compressible_value, encode_key};
 
 /// Counts bytes instead of storing them.
 struct CountingFile(u64);
@@ -210,17 +210,14 @@ fn spread(x: u64) -> u64 {
 /// values of its `compression_ratio`. A test comparing the engine with the simulator byte for
 /// byte writes these values into the engine.
 pub fn value_of(key: u64, value: &mut [u8], ratio: f64) {
-    let random = ((value.len() as f64 * ratio).ceil() as usize).clamp(1, value.len().max(1));
-    let random = random.min(value.len());
-    // A different stream per key.
-    let mut state = key ^ 0x9E37_79B9_7F4A_7C15;
-    for chunk in value[..random].chunks_mut(8) {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        chunk.copy_from_slice(&spread(state).to_le_bytes()[..chunk.len()]);
-    }
-    for i in random..value.len() {
-        value[i] = value[i - random];
-    }
+    compressible_value(value, ratio, |random| {
+        // A different stream per key.
+        let mut state = key ^ 0x9E37_79B9_7F4A_7C15;
+        for chunk in random.chunks_mut(8) {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            chunk.copy_from_slice(&spread(state).to_le_bytes()[..chunk.len()]);
+        }
+    });
 }
 
 /// What the engine's codecs shrink a table's data to, measured by encoding the same table of

@@ -439,15 +439,24 @@ impl Generator {
     /// Fills `buf` with a value: random bytes, or with a compression ratio below 1 that share
     /// of random bytes repeated to the end (as db_bench makes its values).
     pub fn fill_value(&mut self, buf: &mut [u8]) {
-        if self.compression_ratio >= 1.0 {
-            self.rng.fill(buf);
-            return;
-        }
-        let random = ((buf.len() as f64 * self.compression_ratio).ceil() as usize).max(1);
-        let random = random.min(buf.len());
-        self.rng.fill(&mut buf[..random]);
-        for i in random..buf.len() {
-            buf[i] = buf[i - random];
-        }
+        let rng = &mut self.rng;
+        compressible_value(buf, self.compression_ratio, |random| rng.fill(random));
+    }
+}
+
+/// Makes `value` compress to about `ratio` of its size, as db_bench makes its values: its first
+/// `ratio` share (at least a byte) filled by `random`, then repeated to its end. At a ratio of
+/// 1 or more, `random` fills all of it.
+pub fn compressible_value(value: &mut [u8], ratio: f64, random: impl FnOnce(&mut [u8])) {
+    let len = if ratio >= 1.0 {
+        value.len()
+    } else {
+        ((value.len() as f64 * ratio).ceil() as usize)
+            .max(1)
+            .min(value.len())
+    };
+    random(&mut value[..len]);
+    for i in len..value.len() {
+        value[i] = value[i - len];
     }
 }

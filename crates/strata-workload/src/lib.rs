@@ -17,7 +17,7 @@ pub mod presets;
 pub mod spec;
 mod stream;
 
-pub use generator::{phase_seed, thread_seed, Generator, Op, OpKind};
+pub use generator::{compressible_value, phase_seed, thread_seed, Generator, Op, OpKind};
 pub use keys::{encode_key, scramble, KeySpace, MAX_KEY};
 pub use presets::{ParamError, PresetParams, DEFAULT_BATCH_SIZE, DISTRIBUTIONS, PRESETS};
 pub use spec::{

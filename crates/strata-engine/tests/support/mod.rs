@@ -157,3 +157,17 @@ impl FileSystem for Watching {
         self.inner.lock(path)
     }
 }
+
+/// `policy` with small levels and tables, so a few hundred writes flush and compact many times
+/// (the tests that loop over every policy on a 8 KiB buffer).
+pub fn small_tree_spec(policy: &str) -> strata_policy::PolicySpec {
+    let mut spec: strata_policy::PolicySpec = policy.parse().expect("a policy specification");
+    spec.fill_defaults([
+        ("size_ratio", "3"),
+        ("target_file_size", "4KiB"),
+        ("expected_data_size", "256KiB"),
+        ("bucket_size", "2KiB"),
+    ])
+    .expect("options every test policy takes");
+    spec
+}
