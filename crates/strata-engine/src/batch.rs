@@ -2,7 +2,8 @@
 //!
 //! The encoding is also the write-ahead-log payload: a 12-byte header (first sequence number
 //! u64 LE, count u32 LE) followed by records `[kind u8][key len varint][key][value len varint]
-//! [value]` (deletes carry no value). A record of a keyspace other than the default one sets
+//! [value]` (deletes carry no value; a range deletion, kind 2, carries its start and end keys
+//! in place of the key and the value). A record of a keyspace other than the default one sets
 //! the kind's high bit and has the keyspace's id as a varint after it; the default keyspace's
 //! records are exactly what they were before keyspaces, so older WALs replay unchanged.
 
@@ -19,6 +20,9 @@ pub const MAX_VALUE_SIZE: usize = 256 << 20;
 pub const HEADER_LEN: usize = 12;
 /// The kind byte's flag for a record that names its keyspace.
 const IN_KEYSPACE: u8 = 0x80;
+/// The kind byte of a range deletion (after [`ValueKind`]'s delete 0 and put 1). A build from
+/// before range deletions finds it malformed and refuses the WAL rather than skip it.
+const RANGE_DELETE: u8 = 2;
 
 /// An atomic group of writes. Later writes to the same key in one batch win.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -135,17 +139,62 @@ impl WriteBatch {
         Ok(self)
     }
 
+    /// Adds a deletion of every key in `[start, end)` from keyspace `keyspace`. An empty range
+    /// (`start >= end`) is accepted and deletes nothing, as in RocksDB.
+    pub(crate) fn delete_range_in_keyspace(
+        &mut self,
+        keyspace: KeyspaceId,
+        start: &[u8],
+        end: &[u8],
+    ) -> Result<&mut Self> {
+        check_key(start)?;
+        check_key(end)?;
+        self.push_kind_byte(keyspace, RANGE_DELETE);
+        put_varint(&mut self.rep, start.len() as u64);
+        self.rep.extend_from_slice(start);
+        put_varint(&mut self.rep, end.len() as u64);
+        self.rep.extend_from_slice(end);
+        self.count += 1;
+        self.user_bytes += (start.len() + end.len()) as u64;
+        Ok(self)
+    }
+
+    /// Adds a deletion of every key in `[start, end)` (RocksDB: `WriteBatch::DeleteRange`).
+    /// Fails, leaving the batch unchanged, if a key is too large.
+    pub fn delete_range(
+        &mut self,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> Result<&mut Self> {
+        self.delete_range_in_keyspace(KeyspaceId::DEFAULT, start.as_ref(), end.as_ref())
+    }
+
+    /// Adds a deletion of every key in `[start, end)` from `keyspace` (see
+    /// [`WriteBatch::delete_range`]).
+    pub fn delete_range_in(
+        &mut self,
+        keyspace: &crate::Keyspace,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> Result<&mut Self> {
+        self.delete_range_in_keyspace(keyspace.id(), start.as_ref(), end.as_ref())
+    }
+
     /// The kind byte of a record, with the keyspace after it unless it is the default one (so
     /// the default keyspace's records are encoded as before keyspaces existed).
     fn push_kind(&mut self, keyspace: KeyspaceId, kind: ValueKind) {
+        self.push_kind_byte(keyspace, kind as u8);
+    }
+
+    fn push_kind_byte(&mut self, keyspace: KeyspaceId, kind: u8) {
         if keyspace == KeyspaceId::DEFAULT {
             self.writes_default = true;
-            self.rep.push(kind as u8);
+            self.rep.push(kind);
         } else {
             if !self.other_keyspaces.contains(&keyspace) {
                 self.other_keyspaces.push(keyspace);
             }
-            self.rep.push(IN_KEYSPACE | kind as u8);
+            self.rep.push(IN_KEYSPACE | kind);
             put_varint(&mut self.rep, u64::from(keyspace.0));
         }
     }
@@ -328,6 +377,8 @@ pub enum BatchOp<'a> {
     Put(&'a [u8], &'a [u8]),
     /// A delete.
     Delete(&'a [u8]),
+    /// A deletion of every key from the first key up to, not including, the second.
+    DeleteRange(&'a [u8], &'a [u8]),
 }
 
 /// Iterates over encoded batch records, each with its keyspace. Yields `Err(offset)` at the
@@ -375,11 +426,16 @@ impl<'a> Iterator for BatchIter<'a> {
                 .filter(|&k| k != KeyspaceId::DEFAULT)
         };
         let op = keyspace.and_then(|keyspace| {
-            let op = match ValueKind::from_u8(kind & !IN_KEYSPACE)? {
-                ValueKind::Put => self
+            let op = match kind & !IN_KEYSPACE {
+                RANGE_DELETE => self
                     .slice()
-                    .and_then(|k| self.slice().map(|v| BatchOp::Put(k, v))),
-                ValueKind::Delete => self.slice().map(BatchOp::Delete),
+                    .and_then(|start| self.slice().map(|end| BatchOp::DeleteRange(start, end))),
+                kind => match ValueKind::from_u8(kind)? {
+                    ValueKind::Put => self
+                        .slice()
+                        .and_then(|k| self.slice().map(|v| BatchOp::Put(k, v))),
+                    ValueKind::Delete => self.slice().map(BatchOp::Delete),
+                },
             };
             op.map(|op| (keyspace, op))
         });
@@ -424,6 +480,26 @@ mod tests {
         assert_eq!(ops[1], BatchOp::Delete(b"k2"));
         assert_eq!(ops[2], BatchOp::Put(b"", b""));
         assert!(matches!(ops[3], BatchOp::Put(k, v) if k.len() == 300 && v.len() == 70_000));
+    }
+
+    #[test]
+    fn range_deletions_round_trip_in_every_keyspace() {
+        let mut b = WriteBatch::new();
+        b.delete_range("a", "c").unwrap();
+        b.delete_range_in_keyspace(KeyspaceId(3), b"x", b"")
+            .unwrap();
+        assert_eq!((b.len(), b.user_bytes()), (2, 3));
+        let before = b.clone();
+        assert!(b.delete_range("a", vec![0u8; MAX_KEY_SIZE + 1]).is_err());
+        assert_eq!(b, before, "a refused range leaves the batch as it was");
+        let ops: Vec<_> = b.iter().map(|r| r.unwrap()).collect();
+        assert_eq!(
+            ops,
+            vec![
+                (KeyspaceId::DEFAULT, BatchOp::DeleteRange(b"a", b"c")),
+                (KeyspaceId(3), BatchOp::DeleteRange(b"x", b"")),
+            ]
+        );
     }
 
     #[test]

@@ -824,7 +824,7 @@ pub fn inspect_wal(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<Wa
             first_seq.get_or_insert(seq);
             match op {
                 BatchOp::Put(..) => puts += 1,
-                BatchOp::Delete(_) => deletes += 1,
+                BatchOp::Delete(_) | BatchOp::DeleteRange(..) => deletes += 1,
             }
         });
         let last = match decoded {

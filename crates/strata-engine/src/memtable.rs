@@ -5,10 +5,11 @@ use crate::iter::InternalIterator;
 use crate::key::{self, SeqNo, ValueKind, TRAILER_LEN};
 use crate::skiplist::{Cursor, KeyOrder, SkipList, Walk};
 use bytes::Bytes;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
+use strata_exec::range_del::{Fragments, RangeTombstone};
 use xxhash_rust::xxh3::xxh3_64;
 
 /// Bytes each entry is charged beyond its internal key and value: what a node of RocksDB's
@@ -128,6 +129,18 @@ pub struct Memtable {
     /// as ascending inclusive ranges: what a close or an explicit flush must log before the
     /// memtable's entries are durable.
     unlogged: Mutex<Vec<(SeqNo, SeqNo)>>,
+    /// Range deletions, kept apart from the entries (they are rare).
+    range_deletions: RwLock<RangeDeletions>,
+    /// How many range deletions were inserted (read without the lock: most memtables have none).
+    range_deletion_count: AtomicU64,
+}
+
+/// A memtable's range deletions: every one inserted, and their fragments, built again by the
+/// first read after an insert (so a run of range deletions fragments once, not once each).
+#[derive(Debug, Default)]
+struct RangeDeletions {
+    inserted: Vec<RangeTombstone<Bytes>>,
+    fragments: Option<Arc<Fragments<Bytes>>>,
 }
 
 /// Where `node_key` (an internal key) sits relative to the internal key `user_key` + `trailer`,
@@ -156,7 +169,55 @@ impl Memtable {
             max_seq: AtomicU64::new(0),
             wal_number,
             unlogged: Mutex::new(Vec::new()),
+            range_deletions: RwLock::default(),
+            range_deletion_count: AtomicU64::new(0),
         }
+    }
+
+    /// Adds a deletion of every key in `[start, end)` older than `seq`; an empty range is
+    /// kept out. Charged to the buffer as an entry of key `start` and value `end`.
+    pub fn insert_range_deletion(&self, start: &[u8], end: &[u8], seq: SeqNo) {
+        if start < end {
+            let mut r = self.range_deletions.write();
+            r.inserted.push(RangeTombstone {
+                start: Bytes::copy_from_slice(start),
+                end: Bytes::copy_from_slice(end),
+                seq,
+            });
+            r.fragments = None;
+        }
+        self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
+        self.bytes
+            .fetch_add(charge(start, end), AtomicOrdering::Relaxed);
+        self.user_bytes
+            .fetch_add((start.len() + end.len()) as u64, AtomicOrdering::Relaxed);
+        // Counted last, with release: a reader that sees the count sees the deletion.
+        self.range_deletion_count
+            .fetch_add(1, AtomicOrdering::Release);
+    }
+
+    /// Range deletions inserted (empty ranges included: each took a sequence number).
+    pub fn range_deletion_count(&self) -> u64 {
+        self.range_deletion_count.load(AtomicOrdering::Acquire)
+    }
+
+    /// The range deletions, fragmented; `None` when there is none.
+    pub fn range_deletions(&self) -> Option<Arc<Fragments<Bytes>>> {
+        if self.range_deletion_count() == 0 {
+            return None;
+        }
+        if let Some(f) = &self.range_deletions.read().fragments {
+            return Some(Arc::clone(f));
+        }
+        let mut r = self.range_deletions.write();
+        let fragments = Arc::new(Fragments::new(r.inserted.iter().cloned()));
+        r.fragments = Some(Arc::clone(&fragments));
+        Some(fragments)
+    }
+
+    /// Every range deletion inserted (empty ones left out), in the order inserted.
+    pub fn inserted_range_deletions(&self) -> Vec<RangeTombstone<Bytes>> {
+        self.range_deletions.read().inserted.clone()
     }
 
     /// The WAL holding this memtable's writes.
@@ -280,7 +341,7 @@ impl Memtable {
             .iter()
             .map(|&(first, last)| last - first + 1)
             .sum();
-        covered >= self.len() as u64
+        covered >= self.len() as u64 + self.range_deletion_count()
     }
 
     /// Sets the ranges of writes left out of the WAL: those of the memtables a copy was made
@@ -318,9 +379,9 @@ impl Memtable {
         self.list.len()
     }
 
-    /// Whether nothing was inserted.
+    /// Whether nothing was inserted, neither an entry nor a range deletion.
     pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
+        self.list.is_empty() && self.range_deletion_count() == 0
     }
 
     /// Tombstones inserted.
@@ -328,17 +389,26 @@ impl Memtable {
         self.tombstones.load(AtomicOrdering::Relaxed)
     }
 
-    /// Smallest and largest user keys, if any.
+    /// Smallest and largest user keys, if any; with range deletions, the keys of their
+    /// ranges too, ends counted in (as a table holding them counts them).
     pub fn key_range(&self) -> Option<(Bytes, Bytes)> {
         let mut c = Cursor::default();
         c.seek_to_first(&self.list);
-        if !c.valid() {
-            return None;
+        let entries = c.valid().then(|| {
+            let lo = Bytes::copy_from_slice(key::user_key(c.key(&self.list)));
+            c.seek_to_last(&self.list);
+            let hi = Bytes::copy_from_slice(key::user_key(c.key(&self.list)));
+            (lo, hi)
+        });
+        let ranges = self.range_deletions();
+        let ranges = ranges
+            .as_ref()
+            .and_then(|f| f.bounds())
+            .map(|(lo, hi)| (lo.clone(), hi.clone()));
+        match (entries, ranges) {
+            (Some((lo, hi)), Some((rlo, rhi))) => Some((lo.min(rlo), hi.max(rhi))),
+            (one, other) => one.or(other),
         }
-        let lo = Bytes::copy_from_slice(key::user_key(c.key(&self.list)));
-        c.seek_to_last(&self.list);
-        let hi = Bytes::copy_from_slice(key::user_key(c.key(&self.list)));
-        Some((lo, hi))
     }
 
     /// Every entry in order, as (internal key, value), borrowed from the memtable: what a

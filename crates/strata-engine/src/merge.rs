@@ -17,6 +17,7 @@ use bytes::Bytes;
 use std::path::Path;
 use std::sync::Arc;
 use strata_exec::preserve::{keys_allow, Preserver};
+use strata_exec::range_del::{successor, Fragments, RangeTombstone};
 use strata_exec::{Cutter, OlderTables};
 use strata_meta::{BlockMeta, SeqRange, TableId, TableMeta};
 use strata_policy::PlanOutput;
@@ -60,6 +61,8 @@ pub struct MergeFilter {
     pub filtered: (u64, u64),
     /// Versions at or below it have expired (a TTL) and are dropped.
     expired_through: SeqNo,
+    /// The inputs' range deletions: what they cover in the same stripe is dropped.
+    range_deletions: Option<Arc<Fragments<Bytes>>>,
 }
 
 /// What [`MergeFilter::apply_user_filter`] made of a kept entry.
@@ -89,7 +92,33 @@ impl MergeFilter {
             user: None,
             filtered: (0, 0),
             expired_through: 0,
+            range_deletions: None,
         }
+    }
+
+    /// This filter dropping the entries the inputs' `range_deletions` cover within a snapshot
+    /// stripe.
+    ///
+    /// Unlike a compaction filter's work, dropping a range tombstone needs no guard for the
+    /// held memtables of window flushes: a buffer holding range deletions is flushed whole,
+    /// held memtables and all, so whatever a held memtable holds was written after every range
+    /// tombstone in a table, and none deletes it.
+    pub fn with_range_deletions(mut self, range_deletions: Option<Arc<Fragments<Bytes>>>) -> Self {
+        self.range_deletions = range_deletions.filter(|f| !f.is_empty());
+        self
+    }
+
+    /// The range tombstones the merge writes: of the inputs', what
+    /// [`Fragments::compacted`] keeps.
+    pub fn range_tombstones_to_write(&self) -> Fragments<Bytes> {
+        let Some(inputs) = &self.range_deletions else {
+            return Fragments::default();
+        };
+        inputs.compacted(&self.snapshots, self.expired_through, |start, end| {
+            self.older
+                .as_ref()
+                .is_some_and(|o| !o.may_hold_range(start, end))
+        })
     }
 
     /// This filter dropping every version at or below `expired_through`: what a TTL expired,
@@ -114,9 +143,10 @@ impl MergeFilter {
         self
     }
 
-    /// Whether a user's filter may change entries, so no input block may be kept as it is.
-    pub fn has_user_filter(&self) -> bool {
-        self.user.is_some()
+    /// Whether entries may change or go (a user's filter, range deletions), so no input block
+    /// may be kept as it is.
+    pub fn may_change_entries(&self) -> bool {
+        self.user.is_some() || self.range_deletions.is_some()
     }
 
     /// Asks the user's filter about the entry [`MergeFilter::keep`] just kept, if it is a put
@@ -187,6 +217,12 @@ impl MergeFilter {
             self.has_key = true;
         }
         self.last_stripe = stripe;
+        if let Some(ranges) = &self.range_deletions {
+            let stripe_top = self.snapshots.get(stripe).copied().unwrap_or(SeqNo::MAX);
+            if ranges.covers_in_stripe(user_key, seq, stripe_top) {
+                return false;
+            }
+        }
         // A tombstone no snapshot needs to see past can go once nothing older is left below;
         // the older versions in this merge fall into the same stripe and are dropped above.
         !(kind == ValueKind::Delete
@@ -218,6 +254,10 @@ pub struct OutputWriter<'a> {
     blocks_reported: usize,
     /// Takes each finished table's key hashes for the key index, when the output level has one.
     index_table: Option<&'a dyn Fn(u64, Vec<Vec<u64>>)>,
+    /// The range tombstones to write, each table taking its piece of them.
+    range_tombstones: Fragments<Bytes>,
+    /// Where the open table's piece of them starts: after the last key of the table before.
+    range_lower: Option<Bytes>,
 }
 
 impl<'a> OutputWriter<'a> {
@@ -257,10 +297,37 @@ impl<'a> OutputWriter<'a> {
             preserver,
             blocks_reported: 0,
             index_table,
+            range_tombstones: Fragments::default(),
+            range_lower: None,
         }
     }
 
-    fn finish_current(&mut self) -> Result<()> {
+    /// Writes `tombstones` into the outputs, each table the piece from the key after the last
+    /// key of the table before it up to the key after its own last key (the last table: to the
+    /// end), so that tables of one run keep disjoint key ranges.
+    pub fn with_range_tombstones(mut self, tombstones: Fragments<Bytes>) -> Self {
+        self.range_tombstones = tombstones;
+        self
+    }
+
+    /// Finishes the open table; `last` when no table follows it.
+    fn finish_current(&mut self, last: bool) -> Result<()> {
+        if !self.range_tombstones.is_empty() {
+            if last && self.builder.is_none() && self.outputs.is_empty() {
+                // Only range tombstones: they still need a table.
+                self.start_table()?;
+            }
+            if let Some((_, builder)) = &mut self.builder {
+                let upper = (!last).then(|| Bytes::from(successor(&self.last_user_key)));
+                for t in self
+                    .range_tombstones
+                    .clipped(self.range_lower.as_ref(), upper.as_ref())
+                {
+                    builder.add_range_tombstone(t);
+                }
+                self.range_lower = upper;
+            }
+        }
         if let Some((number, builder)) = self.builder.take() {
             let mut summary = builder.finish()?;
             if let Some(index_table) = self.index_table {
@@ -323,7 +390,7 @@ impl<'a> OutputWriter<'a> {
                 .as_ref()
                 .map(|(_, b)| if sizes_matter { b.estimated_size() } else { 0 });
         if self.cutter.cut_before(first_user_key, open_size) {
-            self.finish_current()?;
+            self.finish_current(false)?;
         }
         if self.builder.is_none() {
             self.start_table()?;
@@ -389,7 +456,7 @@ impl<'a> OutputWriter<'a> {
                 .as_ref()
                 .map(|(_, b)| if sizes_matter { b.estimated_size() } else { 0 });
             if self.cutter.cut_before(user_key, open) {
-                self.finish_current()?;
+                self.finish_current(false)?;
             }
             self.last_user_key.clear();
             self.last_user_key.extend_from_slice(user_key);
@@ -408,7 +475,7 @@ impl<'a> OutputWriter<'a> {
 
     /// Finishes the last table and returns every output.
     pub fn finish(mut self) -> Result<Vec<TableMeta>> {
-        self.finish_current()?;
+        self.finish_current(true)?;
         Ok(self.outputs)
     }
 
@@ -417,6 +484,22 @@ impl<'a> OutputWriter<'a> {
     pub fn started_files(&self) -> Vec<u64> {
         self.started.clone()
     }
+}
+
+/// The range deletions of `tables` (those whose metadata counts any), opened through `cache`,
+/// together with `more` (a flush's memtables'); `None` when there are none.
+pub fn input_range_deletions(
+    cache: &TableCache,
+    tables: impl IntoIterator<Item = Arc<TableMeta>>,
+    more: Vec<RangeTombstone<Bytes>>,
+) -> Result<Option<Arc<Fragments<Bytes>>>> {
+    let mut all = more;
+    for t in tables {
+        if t.range_deletions > 0 {
+            all.extend(cache.get(t.id.0)?.range_tombstones().iter().cloned());
+        }
+    }
+    Ok((!all.is_empty()).then(|| Arc::new(Fragments::new(all))))
 }
 
 /// Table metadata for a finished table.
@@ -442,6 +525,7 @@ pub fn table_meta(number: u64, s: &TableSummary, bloom_bits_per_key: f64) -> Tab
         size: s.file_size + s.referenced_bytes,
         entries: s.entries,
         tombstones: s.tombstones,
+        range_deletions: s.range_deletions,
         seqnos: SeqRange {
             smallest: s.smallest_seqno,
             largest: s.largest_seqno,
@@ -540,7 +624,7 @@ pub fn merge_into(
                 return Err(MergeError::Output(Error::Closed));
             }
         }
-        if out.preserves_blocks() && !filter.has_user_filter() {
+        if out.preserves_blocks() && !filter.may_change_entries() {
             if let Some(block) = candidate_block(&merged, out) {
                 read += take_block(&mut merged, &block, filter, &mut buffer)?;
                 if !(buffer.all_kept
@@ -774,7 +858,7 @@ mod tests {
 
         // Without a user filter nothing changes, and flushes' filters have none.
         let mut f = MergeFilter::new(vec![], OlderTables::default());
-        assert!(!f.has_user_filter());
+        assert!(!f.may_change_entries());
         assert_eq!(filtered(&mut f, b"a", 9, b"x1").as_deref(), Some("kept"));
     }
 }

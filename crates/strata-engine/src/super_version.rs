@@ -1,9 +1,12 @@
 //! What a reader holds: the memtables and the version of one moment.
 
+use crate::key::SeqNo;
 use crate::key_index::KeyIndexView;
 use crate::memtable::Memtable;
 use crate::table::Table;
+use bytes::Bytes;
 use std::sync::{Arc, OnceLock};
+use strata_exec::range_del::Fragments;
 use strata_meta::{RunIntervals, Version};
 
 /// Everything a read needs to see the tree as of one moment (RocksDB's super-version): the active
@@ -23,6 +26,38 @@ pub(crate) struct SuperVersion {
     /// The version's open tables, for point reads (built once per version); `None` when the
     /// version has more tables than the table cache keeps open.
     pub handles: Option<Arc<TableHandles>>,
+    /// The range deletions of the frozen memtables and the version's tables, gathered by the
+    /// first read that needs them (`None` inside: there are none).
+    pub range_deletions: OnceLock<Option<Arc<Fragments<Bytes>>>>,
+}
+
+/// The range deletions a read respects: the super version's (settled while it is current) and
+/// the active memtable's (which every write may add to), kept apart so a point read queries
+/// each instead of joining them.
+pub(crate) struct ReadRangeDeletions {
+    pub settled: Option<Arc<Fragments<Bytes>>>,
+    pub active: Option<Arc<Fragments<Bytes>>>,
+}
+
+impl ReadRangeDeletions {
+    /// Whether the version of `key` at `found` reads as deleted at `read_seq`.
+    #[inline]
+    pub fn deletes(&self, key: &[u8], found: SeqNo, read_seq: SeqNo) -> bool {
+        [&self.settled, &self.active]
+            .into_iter()
+            .flatten()
+            .any(|f| f.covering(key, read_seq).is_some_and(|t| t > found))
+    }
+
+    /// Both sets as one (an iterator asks once per key, so it joins them once).
+    pub fn joined(self) -> Option<Arc<Fragments<Bytes>>> {
+        match (self.settled, self.active) {
+            (Some(a), Some(b)) => Some(Arc::new(Fragments::new(
+                a.tombstones().chain(b.tombstones()),
+            ))),
+            (a, b) => a.or(b),
+        }
+    }
 }
 
 /// The open tables of one version, filled as reads meet them (RocksDB pins its table readers in

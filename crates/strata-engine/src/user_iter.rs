@@ -8,6 +8,7 @@ use crate::super_version::SuperVersion;
 use bytes::Bytes;
 use std::ops::Bound;
 use std::sync::Arc;
+use strata_exec::range_del::Fragments;
 
 /// Iterates over key/value pairs of a range, ascending or descending, as of one sequence number.
 /// It holds the memtables and table files it reads alive until dropped.
@@ -24,6 +25,8 @@ pub struct DbIterator {
     seq: SeqNo,
     /// Versions at or below it have expired (a TTL): a key whose newest is one reads absent.
     expired_through: SeqNo,
+    /// Range deletions: a key whose newest version one of them covers reads absent.
+    range_deletions: Option<Arc<Fragments<Bytes>>>,
     start: Bound<Vec<u8>>,
     end: Bound<Vec<u8>>,
     reverse: bool,
@@ -58,12 +61,13 @@ impl Drop for ScanCount {
 
 impl DbIterator {
     /// A user iterator over `merged` (memtables and runs) as of `seq`, `seqs.0`, with the
-    /// versions at or below `seqs.1` expired.
+    /// versions at or below `seqs.1` expired and those `range_deletions` cover deleted.
     pub(crate) fn new(
         merged: MergingIterator,
         super_version: Arc<SuperVersion>,
         scan_count: ScanCount,
         (seq, expired_through): (SeqNo, SeqNo),
+        range_deletions: Option<Arc<Fragments<Bytes>>>,
         range: (Bound<Vec<u8>>, Bound<Vec<u8>>),
         reverse: bool,
     ) -> Result<DbIterator> {
@@ -73,6 +77,7 @@ impl DbIterator {
             scan_count,
             seq,
             expired_through,
+            range_deletions,
             start: range.0,
             end: range.1,
             reverse,
@@ -92,6 +97,17 @@ impl DbIterator {
 
     fn past_end(&self, user_key: &[u8]) -> bool {
         strata_meta::above_end(&self.end, user_key)
+    }
+
+    /// Whether the newest visible version of `user_key`, at `found`, is alive: not expired
+    /// and not range-deleted.
+    #[inline]
+    fn alive(&self, user_key: &[u8], found: SeqNo) -> bool {
+        found > self.expired_through
+            && self
+                .range_deletions
+                .as_ref()
+                .is_none_or(|r| r.covering(user_key, self.seq).is_none_or(|t| t < found))
     }
 
     fn parse(ikey: &[u8]) -> Result<(&[u8], SeqNo, ValueKind)> {
@@ -177,7 +193,7 @@ impl DbIterator {
             self.decided.extend_from_slice(user_key);
             self.has_decided = true;
             match kind {
-                ValueKind::Put if seq > self.expired_through => {
+                ValueKind::Put if self.alive(user_key, seq) => {
                     self.on_entry = true;
                     return Ok(true);
                 }
@@ -212,26 +228,24 @@ impl DbIterator {
             self.reverse_key.clear();
             self.reverse_key.extend_from_slice(user_key);
             // Backwards, a key's versions come oldest first: the last visible one seen wins.
-            let mut newest: Option<ValueKind> = None;
+            let mut newest: Option<(ValueKind, SeqNo)> = None;
             while self.merged.valid() {
                 let (k, seq, kind) = Self::parse(self.merged.key())?;
                 if k != self.reverse_key.as_slice() {
                     break;
                 }
                 if seq <= self.seq {
-                    // An expired newest version hides the key, as a deletion does.
-                    newest = Some(if seq > self.expired_through {
-                        kind
-                    } else {
-                        ValueKind::Delete
-                    });
+                    newest = Some((kind, seq));
                     self.reverse_value.clear();
                     self.reverse_value.extend_from_slice(self.merged.value());
                 }
                 self.merged.prev()?;
             }
-            if newest == Some(ValueKind::Put) {
-                return Ok(true);
+            // An expired or range-deleted newest version hides the key, as a deletion does.
+            if let Some((ValueKind::Put, seq)) = newest {
+                if self.alive(&self.reverse_key, seq) {
+                    return Ok(true);
+                }
             }
         }
         Ok(false)

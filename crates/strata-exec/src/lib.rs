@@ -14,6 +14,7 @@
 //! - [`skew`]: the skew estimate α (Vertiorizon §5.3) from the keys each flush writes;
 //! - [`window`]: the most compact window of a buffer (Min-Max bucket ingestion);
 //! - [`preserve`]: which input data blocks a block-preserving merge keeps unchanged;
+//! - [`range_del`]: range tombstones, fragmented, and what a merge keeps of them;
 //! - [`JobKind`]: what a finished job was, and its name in job logs;
 //! - [`pick`]: the pick loop both executors run: ask, end a finished handover, admit a plan
 //!   that may start now, and stop a policy that never converges;
@@ -36,6 +37,7 @@ pub mod job_log;
 mod older;
 pub mod pick;
 pub mod preserve;
+pub mod range_del;
 pub mod skew;
 pub mod sources;
 pub mod window;

@@ -101,6 +101,19 @@ impl OlderTables {
     pub fn may_hold(&self, key: &[u8]) -> bool {
         self.covering(key).next().is_some()
     }
+
+    /// Whether an older table's key range overlaps `[start, end]` (a range tombstone's keys,
+    /// its end counted in: a table starting there is kept to the conservative side).
+    pub fn may_hold_range(&self, start: &[u8], end: &[u8]) -> bool {
+        self.runs.iter().any(|run| {
+            let tables = run.tables();
+            let first = tables.partition_point(|t| t.largest.as_ref() < start);
+            tables[first..]
+                .iter()
+                .take_while(|t| t.smallest.as_ref() <= end)
+                .any(|t| !self.inputs.contains(&t.id))
+        })
+    }
 }
 
 #[cfg(test)]
@@ -126,6 +139,24 @@ mod tests {
 
     fn ids(older: &OlderTables, key: &str) -> Vec<u64> {
         older.covering(key.as_bytes()).map(|t| t.id.0).collect()
+    }
+
+    #[test]
+    fn a_range_is_held_below_when_an_older_table_outside_the_merge_overlaps_it() {
+        let v = version();
+        // Merging L1's run 3 into L1's run 2 ([a, c]): L2's [a, z] lies below everything.
+        let older = OlderTables::below(&v, 1, OutputRun::Existing(RunId(2)), &[TableId(3)]);
+        assert!(older.may_hold_range(b"q", b"r"));
+        // Merging L2's only table: nothing lies below it.
+        let bottom = OlderTables::below(&v, 2, OutputRun::Existing(RunId(1)), &[TableId(1)]);
+        assert!(!bottom.may_hold_range(b"a", b"z"));
+        // Into run 3's place in L1 with run 2 and L2 not inputs: [d, e] meets only L2.
+        let above = OlderTables::below(&v, 1, OutputRun::Existing(RunId(3)), &[TableId(1)]);
+        assert!(above.may_hold_range(b"b", b"b"), "run 2 holds [a, c]");
+        assert!(
+            !above.may_hold_range(b"d", b"e"),
+            "L2's only table is an input"
+        );
     }
 
     #[test]

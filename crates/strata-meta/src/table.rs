@@ -88,6 +88,10 @@ pub struct TableMeta {
     pub entries: u64,
     /// Number of tombstones among the entries.
     pub tombstones: u64,
+    /// Range tombstones the table holds besides its entries (fragments: one per piece of key
+    /// range and sequence number). Its key range includes their keys, ends counted in.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub range_deletions: u64,
     /// Range of sequence numbers of the entries.
     pub seqnos: SeqRange,
     /// Bloom filter bits per key the table was built with (0 = no filter).
@@ -97,6 +101,10 @@ pub struct TableMeta {
 }
 
 impl Eq for TableMeta {}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
 
 impl TableMeta {
     /// A table with the given id, key bounds and size; the other fields are zero or empty.
@@ -108,6 +116,7 @@ impl TableMeta {
             size,
             entries: 0,
             tombstones: 0,
+            range_deletions: 0,
             seqnos: SeqRange::default(),
             bloom_bits_per_key: 0.0,
             blocks: None,

@@ -58,7 +58,7 @@ impl fmt::Display for Version {
             for run in level.runs() {
                 writeln!(f, "  run {}:", run.id())?;
                 for t in run.tables() {
-                    writeln!(
+                    write!(
                         f,
                         "    table {} [{}, {}] size={} entries={} tombstones={} seqno={}..{} bloom={}",
                         t.id,
@@ -71,6 +71,10 @@ impl fmt::Display for Version {
                         t.seqnos.largest,
                         t.bloom_bits_per_key
                     )?;
+                    if t.range_deletions > 0 {
+                        write!(f, " range_deletions={}", t.range_deletions)?;
+                    }
+                    writeln!(f)?;
                     for b in t.blocks.iter().flat_map(|b| b.iter()) {
                         writeln!(
                             f,
@@ -308,7 +312,14 @@ impl Parser {
                 let (smallest, largest, rest) = parse_bracket_range(rest, n)?;
                 let fields = parse_fields(
                     rest,
-                    &["size", "entries", "tombstones", "seqno", "bloom"],
+                    &[
+                        "size",
+                        "entries",
+                        "tombstones",
+                        "range_deletions",
+                        "seqno",
+                        "bloom",
+                    ],
                     n,
                 )?;
                 let size =
@@ -324,6 +335,9 @@ impl Parser {
                 }
                 if let Some(v) = field(&fields, "tombstones") {
                     table.tombstones = number(v, "tombstones", n)?;
+                }
+                if let Some(v) = field(&fields, "range_deletions") {
+                    table.range_deletions = number(v, "range_deletions", n)?;
                 }
                 if let Some(v) = field(&fields, "seqno") {
                     let (lo, hi) = v
@@ -447,7 +461,7 @@ L0:
     table 12 [a, c] size=1MiB
 L2:
   run 3:
-    table 4 [a, f] size=4K entries=10 tombstones=1 seqno=1..9 bloom=9.5
+    table 4 [a, f] size=4K entries=10 tombstones=1 range_deletions=2 seqno=1..9 bloom=9.5
       block [a, b] size=2K entries=5 file=4 offset=0
       block [c, f] size=2K entries=5 file=4 offset=2048
     table 7 [g, 0x67ff] size=100
@@ -469,6 +483,7 @@ L2:
         let t = v.table(TableId(4)).unwrap();
         assert_eq!(t.blocks.as_ref().map(|b| b.len()), Some(2));
         assert_eq!(t.bloom_bits_per_key, 9.5);
+        assert_eq!(t.range_deletions, 2);
     }
 
     #[test]

@@ -64,6 +64,8 @@ prop_compose! {
     ) -> Decor {
         let mut meta = TableMeta::new(0, vec![], vec![], size);
         (meta.entries, meta.tombstones) = (entries, t % (entries + 1));
+        // Range tombstones on one table in four.
+        meta.range_deletions = if t % 4 == 0 { t % 7 } else { 0 };
         meta.bloom_bits_per_key = bloom;
         (meta.seqnos.smallest, meta.seqnos.largest) = (s, s + len);
         Decor { meta, suffixes, blocks }
@@ -121,7 +123,7 @@ enum Op {
     /// a new run `1 + shift` levels further down (mod LEVELS).
     Move(Index, bool, Index, usize),
     /// Replace 1..=4 adjacent tables of a run by one table, in the same run or in a new one.
-    Merge(Index, Index, usize, bool, Decor),
+    Merge(Index, Index, usize, bool, Box<Decor>),
     Policy(String),
     /// A deliberately invalid edit.
     Bad(Bad, Index, Index),
@@ -155,7 +157,7 @@ fn op(valid_only: bool) -> impl Strategy<Value = Op> {
         2 => (idx(), any::<bool>(), idx(), 0..LEVELS - 1)
             .prop_map(|(t, e, r, s)| Op::Move(t, e, r, s)),
         2 => (idx(), idx(), 1usize..5, any::<bool>(), decor())
-            .prop_map(|(r, s, n, new, d)| Op::Merge(r, s, n, new, d)),
+            .prop_map(|(r, s, n, new, d)| Op::Merge(r, s, n, new, Box::new(d))),
         1 => json().prop_map(Op::Policy),
         if valid_only { 0 } else { 3 } => (
             select(vec![Overlap, WrongRun, ReuseId, ExistingRun]),

@@ -13,7 +13,8 @@ use strata_engine::fs::WritableFile;
 use strata_engine::key::{internal_key, ValueKind, TRAILER_LEN};
 use strata_engine::memtable::ENTRY_OVERHEAD;
 use strata_engine::table::{Compression, KeptBlock, TableBuilder, TableOptions};
-use strata_meta::{BlockMeta, SeqRange, TableId};
+use strata_exec::range_del::RangeTombstone;
+use strata_meta::{BlockMeta, Bytes, SeqRange, TableId};
 use strata_workload::{compressible_value, encode_key};
 
 /// Counts bytes instead of storing them.
@@ -128,6 +129,10 @@ impl TableEstimate for EngineEstimate {
         self.builder
             .add_kept_block(&kept, pairs)
             .expect("sizing a table in memory");
+    }
+
+    fn add_range_tombstone(&mut self, tombstone: &RangeTombstone<Bytes>) {
+        self.builder.add_range_tombstone(tombstone.clone());
     }
 
     fn size(&self) -> u64 {

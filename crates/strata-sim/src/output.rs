@@ -2,15 +2,16 @@
 //! blocks unchanged where the shared [`Preserver`] allows (the engine's `OutputWriter` does the
 //! same with real tables).
 
-use crate::keys::key_of;
+use crate::keys::{key_bytes, key_of};
 use crate::size::{SizedTable, TableEstimate, TableSizer};
 use strata_exec::preserve::Preserver;
+use strata_exec::range_del::{successor, Fragments, RangeTombstone};
 use strata_exec::Cutter;
-use strata_meta::{BlockMeta, SeqRange};
+use strata_meta::{BlockMeta, Bytes, SeqRange};
 use strata_policy::{Compression, PlanOutput};
 
-/// A finished output table: as sized, and the entries it holds.
-pub(crate) type WrittenTable = (SizedTable, Vec<u64>);
+/// A finished output table: as sized, the entries it holds, and its range tombstones.
+pub(crate) type WrittenTable = (SizedTable, Vec<u64>, Vec<RangeTombstone<Bytes>>);
 
 /// Cuts entries (in key order) into tables sized by a [`TableSizer`].
 pub(crate) struct TableWriter<'a> {
@@ -27,6 +28,10 @@ pub(crate) struct TableWriter<'a> {
     reported: usize,
     last_key: Option<u64>,
     done: Vec<WrittenTable>,
+    /// The range tombstones to write, each table taking its piece (as the engine's writer).
+    range_tombstones: Fragments<Bytes>,
+    /// Where the open table's piece starts: after the last key of the table before.
+    range_lower: Option<Bytes>,
 }
 
 impl<'a> TableWriter<'a> {
@@ -57,7 +62,17 @@ impl<'a> TableWriter<'a> {
             reported: 0,
             last_key: None,
             done: Vec::new(),
+            range_tombstones: Fragments::default(),
+            range_lower: None,
         }
+    }
+
+    /// Writes `tombstones` into the tables, each the piece from the key after the last key of
+    /// the table before it up to the key after its own last key (the last table: to the end),
+    /// as the engine's `OutputWriter` does.
+    pub(crate) fn with_range_tombstones(mut self, tombstones: Fragments<Bytes>) -> Self {
+        self.range_tombstones = tombstones;
+        self
     }
 
     /// The key of the last entry written.
@@ -71,7 +86,7 @@ impl<'a> TableWriter<'a> {
             .cutter
             .cut_before(&key, self.table.as_ref().map(|t| t.size()))
         {
-            self.finish_table();
+            self.finish_table(false);
         }
         let (sizer, bloom, codec, seqnos) = (
             self.sizer,
@@ -121,7 +136,33 @@ impl<'a> TableWriter<'a> {
         }
     }
 
-    fn finish_table(&mut self) {
+    /// Finishes the open table; `last` when no table follows it.
+    fn finish_table(&mut self, last: bool) {
+        let mut pieces = Vec::new();
+        if !self.range_tombstones.is_empty() {
+            if last && self.table.is_none() && self.done.is_empty() {
+                // Only range tombstones: they still need a table.
+                self.table = Some(self.sizer.start_table(
+                    self.bloom_bits_per_key,
+                    self.compression,
+                    self.seqnos,
+                ));
+            }
+            if let Some(t) = &mut self.table {
+                let upper = match (last, self.last_key) {
+                    (false, Some(k)) => Some(Bytes::from(successor(&key_bytes(k)))),
+                    _ => None,
+                };
+                for piece in self
+                    .range_tombstones
+                    .clipped(self.range_lower.as_ref(), upper.as_ref())
+                {
+                    t.add_range_tombstone(&piece);
+                    pieces.push(piece);
+                }
+                self.range_lower = upper;
+            }
+        }
         if let Some(t) = self.table.take() {
             let sized = t.finish();
             if let Some(p) = &mut self.preserver {
@@ -130,13 +171,14 @@ impl<'a> TableWriter<'a> {
                 }
             }
             self.reported = 0;
-            self.done.push((sized, std::mem::take(&mut self.entries)));
+            self.done
+                .push((sized, std::mem::take(&mut self.entries), pieces));
         }
     }
 
     /// The finished tables.
     pub(crate) fn finish(mut self) -> Vec<WrittenTable> {
-        self.finish_table();
+        self.finish_table(true);
         self.done
     }
 }

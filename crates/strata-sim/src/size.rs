@@ -2,7 +2,8 @@
 //! data blocks end.
 
 use crate::keys::is_tombstone;
-use strata_meta::{BlockMeta, SeqRange, TableId};
+use strata_exec::range_del::RangeTombstone;
+use strata_meta::{BlockMeta, Bytes, SeqRange, TableId};
 use strata_policy::Compression;
 
 /// How many bytes a table of given entries occupies. The default counts key and value bytes
@@ -26,6 +27,9 @@ pub trait TableEstimate {
     /// Refers to `block`, a data block of another table holding `entries`, instead of writing
     /// it (a block-preserving merge keeps it); the open block ends first.
     fn add_kept(&mut self, block: &BlockMeta, entries: &[u64]);
+    /// Adds a range tombstone the table holds, at any time before [`TableEstimate::finish`]
+    /// (the output writer adds a table's piece of them as it finishes it).
+    fn add_range_tombstone(&mut self, tombstone: &RangeTombstone<Bytes>);
     /// The size so far, as the executor's output cutter sees it (kept blocks included).
     fn size(&self) -> u64;
     /// Bytes the open data block would occupy if it ended now, as block preservation compares
@@ -170,6 +174,10 @@ impl TableEstimate for RawEstimate {
             offset: block.offset,
             file: Some(block.file),
         });
+    }
+    fn add_range_tombstone(&mut self, tombstone: &RangeTombstone<Bytes>) {
+        // Its keys and its sequence number, as the engine's range-deletion block holds them.
+        self.weighted += (tombstone.start.len() + tombstone.end.len() + 8) as f64;
     }
     fn size(&self) -> u64 {
         // Rounded by adding a half: `f64::round` is a library call, and the cutter asks at

@@ -74,6 +74,20 @@ impl Router {
         Ok(())
     }
 
+    /// Adds a deletion of every key in `[start, end)` to `batch`, in every keyspace (keys of
+    /// one range live in all of them).
+    pub(crate) fn add_range_deletion(
+        &self,
+        batch: &mut WriteBatch,
+        start: &str,
+        end: &str,
+    ) -> Result<()> {
+        for space in &self.spaces {
+            batch.delete_range_in(space, start, end)?;
+        }
+        Ok(())
+    }
+
     /// Every key from `start` (inclusive) to `end` (exclusive), over all keyspaces, in order.
     pub(crate) fn range(&self, start: &str, end: &str) -> Result<BTreeMap<String, String>> {
         let mut all = BTreeMap::new();

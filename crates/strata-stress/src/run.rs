@@ -125,8 +125,20 @@ fn worker(
         let key = key_name(thread, k);
         match rng.random_range(0..100) {
             0..=54 => {
-                // A put, a delete, or a batch of up to 8 writes of this thread's keys.
-                let writes: Vec<(String, Option<String>)> = match rng.random_range(0..10) {
+                // A put, a delete, a batch of up to 8 writes of this thread's keys, or a range
+                // deletion of up to 40 of them (logged as a delete of each key the model has
+                // in the range: the thread's keys are written by it alone).
+                let mut range = None;
+                let writes: Vec<(String, Option<String>)> = match rng.random_range(0..11) {
+                    10 => {
+                        let end = key_name(thread, k + rng.random_range(1..40));
+                        let covered = model
+                            .range(key.clone()..end.clone())
+                            .map(|(k, _)| (k.clone(), None))
+                            .collect();
+                        range = Some((key.clone(), end));
+                        covered
+                    }
                     0..=4 => vec![(
                         key.clone(),
                         Some(format!("t{thread}s{seq}v{}", rng.random::<u32>())),
@@ -159,8 +171,13 @@ fn worker(
                 let disable_wal = args.unlogged_writes && !sync && rng.random_bool(0.15);
                 log.intent(&intent, disable_wal)?;
                 let mut batch = WriteBatch::new();
-                for (k, v) in &intent.writes {
-                    router.add(&mut batch, k, v.as_deref())?;
+                match &range {
+                    Some((start, end)) => router.add_range_deletion(&mut batch, start, end)?,
+                    None => {
+                        for (k, v) in &intent.writes {
+                            router.add(&mut batch, k, v.as_deref())?;
+                        }
+                    }
                 }
                 db.write(&WriteOptions { sync, disable_wal }, batch)?;
                 log.line(&format!("A {seq}"))?;

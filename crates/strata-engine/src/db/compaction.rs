@@ -8,7 +8,9 @@ use crate::iter::InternalIterator;
 use crate::key::SeqNo;
 use crate::key_index::KeyIndexSet;
 use crate::listener::{CompletedJob, JobKind, StartedJob};
-use crate::merge::{merge_into, source_iterators, MergeError, MergeFilter, OutputWriter};
+use crate::merge::{
+    input_range_deletions, merge_into, source_iterators, MergeError, MergeFilter, OutputWriter,
+};
 use crate::stats::Statistics;
 use bytes::Bytes;
 use parking_lot::MutexGuard;
@@ -199,6 +201,11 @@ impl Engine {
             .map(|t| (t.smallest.clone(), t.size))
             .collect();
         let input_ids: Vec<TableId> = plan.input_tables().collect();
+        let range_deletions = input_range_deletions(
+            &self.shared.tables,
+            sources.iter().flatten().cloned(),
+            Vec::new(),
+        )?;
         let mut attempt = 1;
         let (tables, bytes_read, started) = loop {
             let (inputs, bytes_read) = source_iterators(
@@ -213,7 +220,8 @@ impl Engine {
                     output.level,
                     job.held_through,
                 )
-                .with_expired_through(self.expired_through());
+                .with_expired_through(self.expired_through())
+                .with_range_deletions(range_deletions.clone());
             let started = Instant::now();
             let preserver =
                 Preserver::for_plan(&job.version, plan, self.settings.block_size as u64);
@@ -280,6 +288,7 @@ impl Engine {
             }
         };
         let indexed = self.options.key_index_level == Some(output.level);
+        let range_tombstones = filter.range_tombstones_to_write();
         let mut writer = OutputWriter::new(
             self.shared.fs.as_ref(),
             &self.shared.dir,
@@ -289,7 +298,8 @@ impl Engine {
             projection,
             preserver,
             indexed.then_some(&index_table as &dyn Fn(u64, Vec<Vec<u64>>)),
-        );
+        )
+        .with_range_tombstones(range_tombstones);
         // Stop early at shutdown, or once another job failed (rule 3): the result would not be
         // installed.
         let stop = || self.stop_requested() || self.shared.failed.load(Ordering::Acquire);

@@ -24,7 +24,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 use strata_exec::skew::SkewEstimator;
 use strata_exec::window::WindowIndex;
@@ -570,6 +570,7 @@ impl Engine {
             key_index,
             intervals,
             handles,
+            range_deletions: OnceLock::new(),
         });
         drop(current);
         self.super_version.store(super_version);

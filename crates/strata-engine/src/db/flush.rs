@@ -11,7 +11,7 @@ use crate::key::{self, SeqNo};
 use crate::listener::{CompletedJob, JobKind, StartedJob};
 use crate::manifest::BufferEviction;
 use crate::memtable::Memtable;
-use crate::merge::{source_iterators, MergeFilter};
+use crate::merge::{input_range_deletions, source_iterators, MergeFilter};
 use crate::stats::Statistics;
 use bytes::Bytes;
 use parking_lot::{Mutex, MutexGuard};
@@ -249,7 +249,17 @@ impl Engine {
     /// tables the plan names.
     pub fn run_flush(&self, job: &FlushJob) -> Result<FlushOutput> {
         let plan = &job.plan;
+        // A buffer holding range deletions is written whole: a window would have to split
+        // them, and what it left buffered would need them too.
+        let buffered_ranges: Vec<_> = job
+            .memtables
+            .iter()
+            .flat_map(|m| m.inserted_range_deletions())
+            .collect();
         let width = match plan.selection {
+            BufferSelection::MostCompactWindow { .. } if !buffered_ranges.is_empty() => {
+                Some(usize::MAX)
+            }
             BufferSelection::MostCompactWindow { entries } => usize::try_from(entries).ok(),
             BufferSelection::All if job.held.memtables() > 0 => Some(usize::MAX),
             BufferSelection::All => None,
@@ -289,12 +299,26 @@ impl Engine {
             rebuffered,
         } = taken;
         let sample = Arc::new(Mutex::new(FlushKeySample::new()));
-        let range = flushed.key_range().map(|(a, b)| KeyRange::new(a, b));
+        // The buffer's keys, its range deletions' included (a window's copy holds none).
+        let mut range = flushed.key_range().map(|(a, b)| KeyRange::new(a, b));
+        for r in &buffered_ranges {
+            range = Some(match range {
+                None => KeyRange::new(r.start.clone(), r.end.clone()),
+                Some(k) => KeyRange::new(
+                    k.smallest.min(r.start.clone()),
+                    k.largest.max(r.end.clone()),
+                ),
+            });
+        }
         let merge_with = flush_merge_tables(&job.version, plan, range.as_ref())?;
+        let range_deletions = input_range_deletions(
+            &self.shared.tables,
+            merge_with.iter().cloned(),
+            buffered_ranges,
+        )?;
         // The buffer counts as one input of the cutter's projection, at its smallest key.
-        let mut projection: Vec<(Bytes, u64)> = flushed
-            .key_range()
-            .map(|(smallest, _)| (smallest, job.summary.bytes))
+        let mut projection: Vec<(Bytes, u64)> = range
+            .map(|r| (r.smallest, job.summary.bytes))
             .into_iter()
             .collect();
         projection.extend(merge_with.iter().map(|t| (t.smallest.clone(), t.size)));
@@ -318,7 +342,8 @@ impl Engine {
             plan.output.run,
             &plan.merge_with,
         );
-        let filter = MergeFilter::new(job.snapshots.clone(), older);
+        let filter =
+            MergeFilter::new(job.snapshots.clone(), older).with_range_deletions(range_deletions);
         let (tables, files) =
             self.write_outputs(inputs, filter, &plan.output, &projection, None)?;
         let key_sample = std::mem::take(&mut *sample.lock());

@@ -82,7 +82,11 @@ pub(super) fn buffer_summary(
         let (entries, bytes) = match i.cmp(&held.memtables()) {
             std::cmp::Ordering::Less if i > 0 => (0, 0),
             std::cmp::Ordering::Less => (held.live_entries, held.live_user_bytes),
-            _ => (memtable.len() as u64, memtable.user_bytes()),
+            // A range deletion counts as an entry: a buffer of them alone is still flushed.
+            _ => (
+                memtable.len() as u64 + memtable.range_deletion_count(),
+                memtable.user_bytes(),
+            ),
         };
         summary = Some(match summary {
             None => BufferSummary {
@@ -303,6 +307,16 @@ pub(super) fn take_window(
     }
     index.remove(window.ranks);
     let Some((smallest, largest)) = range else {
+        if index.is_empty() {
+            // Nothing live was left to take (a whole-buffer flush of memtables holding only
+            // range deletions, or only keys earlier windows took): the memtables go.
+            return Ok(TakenWindow {
+                flushed,
+                held: None,
+                eviction: None,
+                rebuffered: None,
+            });
+        }
         return Err(Error::corruption(
             "memtable",
             0,

@@ -246,6 +246,13 @@ impl Keyspace {
         self.write(&WriteOptions::default(), batch)
     }
 
+    /// Deletes every key in `[start, end)` from this keyspace ([`Db::delete_range`]).
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete_range_in(self, start, end)?;
+        self.write(&WriteOptions::default(), batch)
+    }
+
     /// Applies `batch` atomically (it may write to any keyspace of the database: this is
     /// [`Db::write`]).
     pub fn write(&self, options: &WriteOptions, batch: WriteBatch) -> Result<()> {

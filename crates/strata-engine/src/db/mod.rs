@@ -221,6 +221,15 @@ impl Db {
         self.write(&WriteOptions::default(), b)
     }
 
+    /// Deletes every key in `[start, end)`, as one write (RocksDB: `DeleteRange`). The range
+    /// is a tombstone, not a delete per key: it costs one entry whatever it covers, reads
+    /// skip what it covers, and merges drop it (see `docs/write-semantics.md`).
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(start, end)?;
+        self.write(&WriteOptions::default(), b)
+    }
+
     /// Applies `batch` atomically: after a crash either all of it or none of it is there.
     pub fn write(&self, options: &WriteOptions, batch: WriteBatch) -> Result<()> {
         self.engine.write(options, batch)

@@ -28,7 +28,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 use strata_exec::handover;
 use strata_exec::skew::SkewEstimator;
@@ -245,6 +245,7 @@ impl Engine {
                 None,
                 options.max_open_files,
             ),
+            range_deletions: OnceLock::new(),
         });
         let engine = Arc::new(Engine {
             shared: Arc::clone(shared),

@@ -6,7 +6,7 @@ use crate::iter::{DeferredChildren, InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
 use crate::key_index::KeyIndexView;
 use crate::stats::{Statistics, LOOKUP_SAMPLE_EVERY};
-use crate::super_version::SuperVersion;
+use crate::super_version::{ReadRangeDeletions, SuperVersion};
 use crate::table::{bloom_hash, prefetch_blocks, ReadPurpose, ReadaheadSize, Table};
 use crate::table_cache::{RunIterator, TableCache};
 use crate::user_iter::{DbIterator, ScanCount};
@@ -16,6 +16,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+use strata_exec::range_del::Fragments;
 use strata_meta::Version;
 
 /// The tables the key index names for one key: nearly always none or one.
@@ -130,9 +131,13 @@ impl Engine {
         let view = self.super_version_for_read();
         Statistics::add(&self.stats.gets, 1);
         let expired = self.expired_through();
-        // An expired newest version hides the key: every older one has expired too.
+        let ranges = self.read_range_deletions(&view)?;
+        // An expired newest version hides the key: every older one has expired too. So does
+        // a range deletion newer than it.
         let resolve = |found: SeqNo, kind: ValueKind, value: Bytes| match kind {
-            ValueKind::Put if found > expired => Some(value),
+            ValueKind::Put if found > expired && !ranges.deletes(user_key, found, seq) => {
+                Some(value)
+            }
             _ => None,
         };
         for memtable in std::iter::once(&view.memtable).chain(&view.frozen) {
@@ -182,6 +187,32 @@ impl Engine {
             }
         }
         Ok(None)
+    }
+
+    /// The range deletions a read of `view` respects ([`ReadRangeDeletions`]); the first
+    /// read of a super version gathers those of its frozen memtables and tables.
+    pub(super) fn read_range_deletions(&self, view: &SuperVersion) -> Result<ReadRangeDeletions> {
+        let settled = match view.range_deletions.get() {
+            Some(settled) => settled.clone(),
+            None => {
+                let mut all = Vec::new();
+                for memtable in &view.frozen {
+                    all.extend(memtable.inserted_range_deletions());
+                }
+                for (level, _, t) in view.version.tables() {
+                    if t.range_deletions > 0 {
+                        let table = self.table_in_level(t.id.0, level, &view.version)?;
+                        all.extend(table.range_tombstones().iter().cloned());
+                    }
+                }
+                let built = (!all.is_empty()).then(|| Arc::new(Fragments::new(all)));
+                view.range_deletions.get_or_init(|| built).clone()
+            }
+        };
+        Ok(ReadRangeDeletions {
+            settled,
+            active: view.memtable.range_deletions(),
+        })
     }
 
     /// Table `number` of `view`'s version, met by a point read in `level`: the version's open
@@ -316,7 +347,8 @@ impl Engine {
         };
         let merged = MergingIterator::with_deferred(children, deferred);
         let seqs = (seq, self.expired_through());
-        DbIterator::new(merged, view, scan_count, seqs, range, reverse)
+        let ranges = self.read_range_deletions(&view)?.joined();
+        DbIterator::new(merged, view, scan_count, seqs, ranges, range, reverse)
     }
 }
 

@@ -432,6 +432,15 @@ impl Engine {
                 };
                 let key = match op {
                     BatchOp::Put(k, _) | BatchOp::Delete(k) => k,
+                    // A range deletion a table holds too is buffered again: deleting twice
+                    // at one sequence number deletes the same.
+                    BatchOp::DeleteRange(start, end) => {
+                        if wal >= floors[i] {
+                            entries += 1;
+                            memtables[i].insert_range_deletion(start, end, seq);
+                        }
+                        return;
+                    }
                 };
                 // Entries a window flush already wrote to a table are not buffered again
                 // (later windows would skip them too, but they would take memory and a pass
@@ -443,6 +452,7 @@ impl Engine {
                 match op {
                     BatchOp::Put(k, v) => memtables[i].insert(k, seq, ValueKind::Put, v),
                     BatchOp::Delete(k) => memtables[i].insert(k, seq, ValueKind::Delete, &[]),
+                    BatchOp::DeleteRange(..) => {}
                 }
             },
         )?;

@@ -7,14 +7,17 @@ use bytes::Bytes;
 
 use super::block::{split_internal_key, BlockBuilder};
 use super::bloom::{BloomBuilder, MAX_BITS_PER_KEY};
+use super::coding::put_varint;
 use super::compress::{block_trailer, BlockCompressor, BLOCK_TRAILER_LEN, TYPE_NONE};
 use super::format::{
     BlockHandle, Footer, IndexWriter, TableProperties, FOOTER_LEN, FORMAT_VERSION,
+    FORMAT_WITHOUT_RANGE_DELETIONS,
 };
 use super::{Compression, TableOptions};
 use crate::error::{Error, Result};
 use crate::fs::{WritableFile, ALIGNMENT};
 use crate::key::{compare_internal_keys, parse_internal_key, SeqNo, ValueKind};
+use strata_exec::range_del::{last_key_before, RangeTombstone};
 
 /// Largest accepted `block_size`.
 const MAX_BLOCK_SIZE: usize = 256 << 20;
@@ -76,9 +79,11 @@ pub struct TableSummary {
     pub entries: u64,
     /// Tombstones.
     pub tombstones: u64,
-    /// Smallest user key (empty for an empty table).
+    /// Range deletions ([`TableBuilder::add_range_tombstone`]).
+    pub range_deletions: u64,
+    /// Smallest user key, or range deletion start (empty for an empty table).
     pub smallest: Bytes,
-    /// Largest user key (empty for an empty table).
+    /// Largest user key, or range deletion end (empty for an empty table).
     pub largest: Bytes,
     /// Smallest sequence number (0 for an empty table).
     pub smallest_seqno: SeqNo,
@@ -136,6 +141,8 @@ pub struct TableBuilder {
     blocks: Vec<BlockRange>,
     /// Bytes of kept blocks referred to in other files.
     referenced_bytes: u64,
+    /// Range deletions, written in their own block at the end.
+    range_tombstones: Vec<RangeTombstone<Bytes>>,
 }
 
 impl fmt::Debug for TableBuilder {
@@ -185,7 +192,15 @@ impl TableBuilder {
             data_blocks: 0,
             blocks: Vec::new(),
             referenced_bytes: 0,
+            range_tombstones: Vec::new(),
         }
+    }
+
+    /// Adds a range deletion, at any time before [`TableBuilder::finish`]: the table's key
+    /// range widens to its start and to the last key before its end
+    /// ([`last_key_before`]), and its sequence numbers to its own.
+    pub fn add_range_tombstone(&mut self, tombstone: RangeTombstone<Bytes>) {
+        self.range_tombstones.push(tombstone);
     }
 
     /// Adds an entry.
@@ -467,19 +482,54 @@ impl TableBuilder {
         let index_block = std::mem::take(&mut self.index).finish();
         let index = self.write_meta_block(&index_block, true)?;
 
-        let largest = Bytes::copy_from_slice(split_internal_key(&self.last_key).0);
-        let format_version = FORMAT_VERSION;
-        let (smallest_seqno, largest_seqno) = if self.entries == 0 {
-            (0, 0)
+        let mut bounds = (self.entries > 0).then(|| {
+            (
+                self.smallest.clone(),
+                Bytes::copy_from_slice(split_internal_key(&self.last_key).0),
+            )
+        });
+        let (mut smallest_seqno, mut largest_seqno) = if self.entries == 0 {
+            (SeqNo::MAX, 0)
         } else {
             (self.smallest_seqno, self.largest_seqno)
+        };
+        let range_tombstones = std::mem::take(&mut self.range_tombstones);
+        let mut range_deletion_block = None;
+        if !range_tombstones.is_empty() {
+            let mut raw = Vec::new();
+            for t in &range_tombstones {
+                let last = Bytes::copy_from_slice(last_key_before(&t.end));
+                bounds = Some(match bounds {
+                    None => (t.start.clone(), last),
+                    Some((lo, hi)) => (lo.min(t.start.clone()), hi.max(last)),
+                });
+                smallest_seqno = smallest_seqno.min(t.seq);
+                largest_seqno = largest_seqno.max(t.seq);
+                put_varint(&mut raw, t.start.len() as u64);
+                raw.extend_from_slice(&t.start);
+                put_varint(&mut raw, t.end.len() as u64);
+                raw.extend_from_slice(&t.end);
+                // Fixed width, as the properties' sequence numbers: a table's size depends
+                // on its keys alone, so the simulator sizes it without knowing the numbers.
+                raw.extend_from_slice(&t.seq.to_le_bytes());
+            }
+            range_deletion_block = Some(self.write_meta_block(&raw, true)?);
+        }
+        let (smallest, largest) = bounds.unwrap_or_default();
+        if smallest_seqno > largest_seqno {
+            (smallest_seqno, largest_seqno) = (0, 0);
+        }
+        let format_version = if range_deletion_block.is_some() {
+            FORMAT_VERSION
+        } else {
+            FORMAT_WITHOUT_RANGE_DELETIONS
         };
         let properties = TableProperties {
             entries: self.entries,
             tombstones: self.tombstones,
             smallest_seqno,
             largest_seqno,
-            smallest: self.smallest.clone(),
+            smallest: smallest.clone(),
             largest: largest.clone(),
             raw_key_bytes: self.raw_key_bytes,
             raw_value_bytes: self.raw_value_bytes,
@@ -487,6 +537,8 @@ impl TableBuilder {
             bloom_bits_per_key: self.bloom_bits_per_key,
             compression: self.compression,
             format_version,
+            range_deletions: range_tombstones.len() as u64,
+            range_deletion_block,
         };
         let mut props_block = BlockBuilder::new(1);
         properties.encode(&mut props_block);
@@ -510,7 +562,8 @@ impl TableBuilder {
             referenced_bytes: self.referenced_bytes,
             entries: self.entries,
             tombstones: self.tombstones,
-            smallest: self.smallest,
+            range_deletions: range_tombstones.len() as u64,
+            smallest,
             largest,
             smallest_seqno,
             largest_seqno,

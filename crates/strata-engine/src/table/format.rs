@@ -14,8 +14,14 @@ use crate::key::SeqNo;
 /// properties as fixed 8-byte integers (version 1: varints), so that a table's size depends only
 /// on its keys and values: the simulator can then size tables exactly like the engine. Version 3
 /// lets index entries refer to data blocks in other table files (block-preserving merges).
-/// Version 4 writes the compact index ([`IndexWriter`]); every table is written as version 4.
-pub(crate) const FORMAT_VERSION: u32 = 4;
+/// Version 4 writes the compact index ([`IndexWriter`]). Version 5 adds a range-deletion block
+/// ([`TableProperties::range_deletion_block`]); only a table holding range deletions is written
+/// as version 5, so that a build from before them, which would not see the block, refuses such
+/// a table instead of reading deleted keys from the tables below it. Others are version 4.
+pub(crate) const FORMAT_VERSION: u32 = 5;
+
+/// The version of a table without range deletions.
+pub(crate) const FORMAT_WITHOUT_RANGE_DELETIONS: u32 = 4;
 
 /// The first version whose index entries may name another file.
 pub(crate) const FORMAT_WITH_REFERENCES: u32 = 3;
@@ -402,6 +408,11 @@ pub struct TableProperties {
     pub compression: Compression,
     /// The format version the table was created with.
     pub format_version: u32,
+    /// Range deletions the table holds (fragments, one per piece and sequence number).
+    pub range_deletions: u64,
+    /// Where they are, when there are any: a block of `[start][end][seq]` records, the keys
+    /// length-prefixed by varints, the sequence number 8 bytes little-endian.
+    pub(crate) range_deletion_block: Option<BlockHandle>,
 }
 
 // Property names, in the (ascending) order they are written.
@@ -412,6 +423,8 @@ const P_ENTRIES: &[u8] = b"entries";
 const P_FORMAT_VERSION: &[u8] = b"format_version";
 const P_LARGEST_KEY: &[u8] = b"largest_key";
 const P_LARGEST_SEQNO: &[u8] = b"largest_seqno";
+const P_RANGE_DELETION_BLOCK: &[u8] = b"range_deletion_block";
+const P_RANGE_DELETIONS: &[u8] = b"range_deletions";
 const P_RAW_KEY_BYTES: &[u8] = b"raw_key_bytes";
 const P_RAW_VALUE_BYTES: &[u8] = b"raw_value_bytes";
 const P_SMALLEST_KEY: &[u8] = b"smallest_key";
@@ -447,6 +460,13 @@ impl TableProperties {
         num(out, P_FORMAT_VERSION, u64::from(self.format_version));
         out.add(P_LARGEST_KEY, &self.largest);
         out.add(P_LARGEST_SEQNO, &self.largest_seqno.to_le_bytes());
+        if let Some(h) = self.range_deletion_block {
+            let mut v = Vec::with_capacity(20);
+            put_varint(&mut v, h.offset);
+            put_varint(&mut v, h.size);
+            out.add(P_RANGE_DELETION_BLOCK, &v);
+            num(out, P_RANGE_DELETIONS, self.range_deletions);
+        }
         num(out, P_RAW_KEY_BYTES, self.raw_key_bytes);
         num(out, P_RAW_VALUE_BYTES, self.raw_value_bytes);
         out.add(P_SMALLEST_KEY, &self.smallest);
@@ -489,6 +509,15 @@ impl TableProperties {
                 }
                 P_LARGEST_KEY => p.largest = Some(data.slice(vs..ve)),
                 P_LARGEST_SEQNO => p.largest_seqno = Some(data.slice(vs..ve)),
+                P_RANGE_DELETION_BLOCK => {
+                    let mut r = Reader::new(value);
+                    let handle = (|| {
+                        let (offset, size) = (r.varint()?, r.varint()?);
+                        r.is_at_end().then_some(BlockHandle { offset, size })
+                    })();
+                    p.range_deletion_block = Some(handle.ok_or_else(bad)?);
+                }
+                P_RANGE_DELETIONS => p.range_deletions = Some(int()?),
                 P_RAW_KEY_BYTES => p.raw_key_bytes = Some(int()?),
                 P_RAW_VALUE_BYTES => p.raw_value_bytes = Some(int()?),
                 P_SMALLEST_KEY => p.smallest = Some(data.slice(vs..ve)),
@@ -518,6 +547,8 @@ struct PartialProperties {
     /// Raw: its encoding depends on the format version.
     smallest_seqno: Option<Bytes>,
     tombstones: Option<u64>,
+    range_deletions: Option<u64>,
+    range_deletion_block: Option<BlockHandle>,
 }
 
 impl PartialProperties {
@@ -551,6 +582,24 @@ impl PartialProperties {
             bloom_bits_per_key: need(self.bloom, P_BLOOM)?,
             compression: need(self.compression, P_COMPRESSION)?,
             format_version,
+            // Both or neither.
+            range_deletions: match (self.range_deletion_block, self.range_deletions) {
+                (Some(_), Some(n)) => n,
+                (None, None) => 0,
+                (Some(_), None) => {
+                    return Err(format!(
+                        "missing property {}",
+                        P_RANGE_DELETIONS.escape_ascii()
+                    ))
+                }
+                (None, Some(_)) => {
+                    return Err(format!(
+                        "missing property {}",
+                        P_RANGE_DELETION_BLOCK.escape_ascii()
+                    ))
+                }
+            },
+            range_deletion_block: self.range_deletion_block,
         })
     }
 }
@@ -594,8 +643,47 @@ mod tests {
             data_blocks: 1,
             bloom_bits_per_key: 10.0,
             compression: Compression::None,
-            format_version: FORMAT_VERSION,
+            format_version: FORMAT_WITHOUT_RANGE_DELETIONS,
+            range_deletions: 0,
+            range_deletion_block: None,
         }
+    }
+
+    #[test]
+    fn range_deletion_properties_round_trip_and_come_in_pairs() {
+        let p = TableProperties {
+            range_deletions: 4,
+            range_deletion_block: Some(BlockHandle {
+                offset: 100,
+                size: 60,
+            }),
+            format_version: FORMAT_VERSION,
+            ..properties((1, 9))
+        };
+        let block = Block::new(Bytes::from(encoded(&p))).unwrap();
+        assert_eq!(TableProperties::decode(&block).unwrap(), p);
+        // The count without the block is malformed.
+        let mut b = BlockBuilder::new(1);
+        for (name, value) in [
+            (P_BLOOM, 10.0f64.to_bits().to_le_bytes().to_vec()),
+            (P_COMPRESSION, vec![0]),
+            (P_DATA_BLOCKS, vec![1]),
+            (P_ENTRIES, vec![3]),
+            (P_FORMAT_VERSION, vec![5]),
+            (P_LARGEST_KEY, b"c".to_vec()),
+            (P_LARGEST_SEQNO, 9u64.to_le_bytes().to_vec()),
+            (P_RANGE_DELETIONS, vec![4]),
+            (P_RAW_KEY_BYTES, vec![27]),
+            (P_RAW_VALUE_BYTES, vec![10]),
+            (P_SMALLEST_KEY, b"a".to_vec()),
+            (P_SMALLEST_SEQNO, 1u64.to_le_bytes().to_vec()),
+            (P_TOMBSTONES, vec![1]),
+        ] {
+            b.add(name, &value);
+        }
+        let block = Block::new(Bytes::from(b.finish().to_vec())).unwrap();
+        let e = TableProperties::decode(&block).unwrap_err();
+        assert!(e.contains("range_deletion_block"), "{e}");
     }
 
     fn encoded(p: &TableProperties) -> Vec<u8> {

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::key::{pack_trailer, parse_internal_key, SeqNo, ValueKind, MAX_SEQNO, SEEK_KIND};
 use crate::stats::Statistics;
+use strata_exec::range_del::RangeTombstone;
 
 thread_local! {
     /// Key buffer for `Table::get`, reused so that lookups do not allocate.
@@ -84,6 +85,8 @@ pub struct Table {
     properties: TableProperties,
     /// Opens the files of blocks the index refers to elsewhere (see [`BlockFiles`]).
     block_files: Option<Weak<dyn BlockFiles>>,
+    /// The range deletions the table holds, read at open (a table holds few or none).
+    range_tombstones: Arc<[RangeTombstone<Bytes>]>,
     /// This table's charge on the block cache, if the cache charges open tables.
     _charge: Option<TableCharge>,
 }
@@ -200,6 +203,11 @@ impl Table {
             ));
         }
 
+        let range_tombstones = match properties.range_deletion_block {
+            Some(h) => read_range_tombstones(&src, h, properties.range_deletions)?,
+            None => Arc::from(Vec::new()),
+        };
+
         let mut table = Table {
             src,
             file_number,
@@ -210,6 +218,7 @@ impl Table {
             filter,
             properties,
             block_files: None,
+            range_tombstones,
             _charge: None,
         };
         if let Some(cache) = &table.cache {
@@ -532,8 +541,19 @@ impl Table {
             + filter
             + self.properties.smallest.len()
             + self.properties.largest.len()
+            + self
+                .range_tombstones
+                .iter()
+                .map(|t| t.start.len() + t.end.len() + 24)
+                .sum::<usize>()
             + std::mem::size_of::<Table>()
             + self.src.name.len()
+    }
+
+    /// The range deletions the table holds (fragments: pieces that do not overlap, one
+    /// record per piece and sequence number).
+    pub fn range_tombstones(&self) -> &Arc<[RangeTombstone<Bytes>]> {
+        &self.range_tombstones
     }
 
     /// The format version the table was written with.
@@ -606,4 +626,51 @@ impl Holder<'_> {
             Holder::Other(t) => t,
         }
     }
+}
+
+/// Reads and decodes the range-deletion block at `handle`, which the properties say holds
+/// `count` records.
+fn read_range_tombstones(
+    src: &TableFile,
+    handle: BlockHandle,
+    count: u64,
+) -> Result<Arc<[RangeTombstone<Bytes>]>> {
+    let raw = Bytes::from(src.read_block(handle, "range deletions", ReadPurpose::Metadata)?);
+    let bad = |what: &str| {
+        Error::corruption(
+            &src.name,
+            handle.offset,
+            format!("range-deletion block: {what}"),
+        )
+    };
+    let mut out = Vec::new();
+    let mut pos = 0;
+    let slice = |pos: &mut usize| -> Option<Bytes> {
+        let len = usize::try_from(super::coding::get_varint(&raw, pos)?).ok()?;
+        let end = pos.checked_add(len).filter(|&e| e <= raw.len())?;
+        let s = raw.slice(*pos..end);
+        *pos = end;
+        Some(s)
+    };
+    while pos < raw.len() {
+        let record = (|| {
+            let start = slice(&mut pos)?;
+            let end = slice(&mut pos)?;
+            let seq = super::coding::get_u64_le(&raw, pos).filter(|&s| s <= MAX_SEQNO)?;
+            pos += 8;
+            Some(RangeTombstone { start, end, seq })
+        })();
+        match record {
+            Some(t) if t.start < t.end => out.push(t),
+            Some(_) => return Err(bad("a range that ends before it starts")),
+            None => return Err(bad("a truncated or malformed record")),
+        }
+    }
+    if out.len() as u64 != count {
+        return Err(bad(&format!(
+            "{} records, the properties say {count}",
+            out.len()
+        )));
+    }
+    Ok(Arc::from(out))
 }

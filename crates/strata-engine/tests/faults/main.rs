@@ -383,6 +383,22 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
                     None => batch.delete_in(spaces.at(*k), key_name(*k)).unwrap(),
                 };
             }
+            // Every 13th step, a range deletion instead, chosen by the step so the seeds' draws
+            // stay as they were: keys [a, end) in every keyspace, which the model takes as a
+            // delete of each.
+            let (ops, batch) = if steps_left % 13 == 5 {
+                let a = (steps_left as u32 * 31) % KEYS;
+                let end = (a + 1 + steps_left as u32 % 9).min(KEYS);
+                let mut batch = WriteBatch::new();
+                for space in &spaces.0 {
+                    batch
+                        .delete_range_in(space, key_name(a), key_name(end))
+                        .unwrap();
+                }
+                ((a..end).map(|k| (k, None)).collect(), batch)
+            } else {
+                (ops, batch)
+            };
             let sync = rng.random_bool(0.15);
             let result = db.write(
                 &WriteOptions {

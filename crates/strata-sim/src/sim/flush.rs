@@ -1,6 +1,7 @@
 //! Flushing the buffer: the policy picks where it goes (waiting while the tables it would merge
 //! with are being compacted), then the buffer, or a window of it, is merged and installed.
 
+use super::ranges::InputRanges;
 use super::{SimError, Simulator, TraceEvent};
 use crate::keys::{key_at_or_after, key_bytes, key_of};
 use crate::merge::{merge_runs, sort_buffer, RunCursor};
@@ -27,13 +28,38 @@ impl Simulator {
         let raw = std::mem::take(&mut self.buffer);
         let written_entries = std::mem::take(&mut self.buffer_entries);
         let written_bytes = std::mem::take(&mut self.buffer_user_bytes);
+        // The buffer's keys as the engine's memtables report them: every entry buffered (those
+        // a range deletion covers too) and the range deletions' bounds.
+        let mut buffer_range = raw
+            .iter()
+            .map(|&e| key_of(e))
+            .min()
+            .zip(raw.iter().map(|&e| key_of(e)).max())
+            .map(|(a, b)| (key_bytes(a), key_bytes(b)));
+        // The engine samples the keys of every entry its flush reads, covered ones too.
+        let sampled = (!self.buffer_ranges.is_empty()).then(|| sort_buffer(raw.clone()));
+        let (buffer_ranges, raw) = self.take_buffer_ranges(raw);
+        for r in &buffer_ranges {
+            buffer_range = Some(match buffer_range {
+                None => (r.start.clone(), r.end.clone()),
+                Some((lo, hi)) => (lo.min(r.start.clone()), hi.max(r.end.clone())),
+            });
+        }
         let sorted = sort_buffer(raw);
         let buffer_seqnos = self.buffer_seqnos.take().unwrap_or_default();
-        let summary = BufferSummary {
-            smallest: key_bytes(sorted.first().map_or(0, |&e| key_of(e))),
-            largest: key_bytes(sorted.last().map_or(0, |&e| key_of(e))),
-            entries: written_entries,
-            bytes: written_bytes,
+        let summary = match (&buffer_range, buffer_ranges.is_empty()) {
+            (Some((smallest, largest)), false) => BufferSummary {
+                smallest: smallest.clone(),
+                largest: largest.clone(),
+                entries: written_entries,
+                bytes: written_bytes,
+            },
+            _ => BufferSummary {
+                smallest: key_bytes(sorted.first().map_or(0, |&e| key_of(e))),
+                largest: key_bytes(sorted.last().map_or(0, |&e| key_of(e))),
+                entries: written_entries,
+                bytes: written_bytes,
+            },
         };
         let plan = loop {
             let ctx = PickContext {
@@ -76,7 +102,13 @@ impl Simulator {
             .validate()
             .map_err(|e| self.policy_error(e))?;
 
-        let (entries, keep) = match plan.selection {
+        // A buffer holding range deletions is written whole, as the engine writes it.
+        let selection = if buffer_ranges.is_empty() {
+            plan.selection
+        } else {
+            BufferSelection::All
+        };
+        let (entries, keep) = match selection {
             BufferSelection::All => (sorted, Vec::new()),
             BufferSelection::MostCompactWindow { entries } => {
                 let positions: Vec<u128> = sorted
@@ -125,10 +157,11 @@ impl Simulator {
             self.buffer_seqnos = Some(buffer_seqnos);
         }
         let mut key_sample = FlushKeySample::new();
-        for &e in &entries {
+        for &e in sampled.as_ref().unwrap_or(&entries) {
             key_sample.add(&key_of(e).to_be_bytes());
         }
         let range = match (entries.first(), entries.last()) {
+            _ if !buffer_ranges.is_empty() => buffer_range.map(|(a, b)| KeyRange::new(a, b)),
             (Some(&a), Some(&b)) => Some(KeyRange::new(key_bytes(key_of(a)), key_bytes(key_of(b)))),
             _ => None,
         };
@@ -138,7 +171,11 @@ impl Simulator {
         let mut read_bytes = 0;
         let mut seqnos = buffer_seqnos;
         // The buffer counts as one input for the cutter's projection, at its smallest key.
-        let mut projection = vec![(key_of(entries.first().copied().unwrap_or(0)), written_bytes)];
+        let buffer_smallest = match &range {
+            Some(r) if !buffer_ranges.is_empty() => key_at_or_after(&r.smallest),
+            _ => key_of(entries.first().copied().unwrap_or(0)),
+        };
+        let mut projection = vec![(buffer_smallest, written_bytes)];
         for t in &merge_with {
             read_bytes += t.size;
             seqnos = seqnos.union(t.seqnos);
@@ -156,6 +193,16 @@ impl Simulator {
             plan.output.run,
             &plan.merge_with,
         );
+        let input_ranges = InputRanges::of(vec![buffer_ranges, self.ranges_of(&merge_with)]);
+        let ranges_to_write = input_ranges
+            .as_ref()
+            .map(|r| r.to_write(&older))
+            .unwrap_or_default();
+        if let Some(ranges) = &input_ranges {
+            for array in &mut merge_arrays {
+                *array = ranges.uncovered(1, array);
+            }
+        }
         let rule = self.tombstone_rule(older, std::slice::from_ref(&merge_with));
         let mut runs = vec![RunCursor::new(vec![Arc::from(entries)])];
         if !merge_arrays.is_empty() {
@@ -168,6 +215,7 @@ impl Simulator {
             &plan.output,
             seqnos,
             &projection,
+            ranges_to_write,
         );
         let written: u64 = outputs.iter().map(|(meta, _)| meta.size).sum();
         if self.cfg.trace {

@@ -2,6 +2,7 @@
 //! once), advancing the simulated clock, and installing jobs as they finish; and live policy
 //! switches, which wait for the old policy's jobs.
 
+use super::ranges::InputRanges;
 use super::{SimError, Simulator, Timing, TraceEvent};
 use crate::keys::key_at_or_after;
 use crate::merge::{merge_preserving, merge_runs, BlockCursor, RunCursor};
@@ -143,11 +144,33 @@ impl Simulator {
             }
             let inputs: Vec<TableId> = plan.input_tables().collect();
             let older = OlderTables::below(&self.version, output.level, output.run, &inputs);
+            let input_ranges =
+                InputRanges::of(sources.iter().map(|run| self.ranges_of(run)).collect());
+            let ranges_to_write = input_ranges
+                .as_ref()
+                .map(|r| r.to_write(&older))
+                .unwrap_or_default();
+            if let Some(ranges) = &input_ranges {
+                // Entries a newer run's range tombstone covers go before the merge.
+                cursors = sources
+                    .iter()
+                    .enumerate()
+                    .map(|(i, run)| {
+                        run.iter()
+                            .map(|t| Ok(ranges.uncovered(i, &self.table_array(t.id)?)))
+                            .collect::<Result<Vec<_>, SimError>>()
+                            .map(RunCursor::new)
+                    })
+                    .collect::<Result<Vec<_>, SimError>>()?;
+            }
             let rule = self.tombstone_rule(older, &sources);
             let seqnos = seqnos.unwrap_or_default();
             let (sizer, weight) = self.sizer_for(read_bytes, sample_bytes);
             let block_size = self.cfg.block_size.unwrap_or(1);
-            match Preserver::for_plan(&self.version, &plan, block_size) {
+            // A merge with range tombstones keeps no block unchanged, as in the engine.
+            let preserver = Preserver::for_plan(&self.version, &plan, block_size)
+                .filter(|_| input_ranges.is_none());
+            match preserver {
                 Some(preserver) => {
                     let runs = sources
                         .iter()
@@ -171,8 +194,14 @@ impl Simulator {
                 }
                 None => {
                     let merged = merge_runs(cursors, |k| self.tombstone_needed(&rule, k));
-                    outputs =
-                        self.write_tables(&merged, (sizer, weight), output, seqnos, &projection);
+                    outputs = self.write_tables(
+                        &merged,
+                        (sizer, weight),
+                        output,
+                        seqnos,
+                        &projection,
+                        ranges_to_write,
+                    );
                 }
             }
         }

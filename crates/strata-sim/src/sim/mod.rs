@@ -10,6 +10,7 @@
 //! - `jobs`: compaction jobs, from the policy's pick to their install, and the clock;
 //! - `tables`: cutting a merge's output into tables and installing the versions that hold them;
 //! - `tombstones`: whether a merge must keep a tombstone;
+//! - `ranges`: range deletions, in the buffer, tables and merges;
 //! - `files`: the device's file events ([`Simulator::with_file_sink`]);
 //! - `phase`: workload phases, reported apart ([`Simulator::begin_phase`]);
 //! - `scale`: scale mode's key sample ([`SimConfig::with_scale`]);
@@ -21,6 +22,7 @@ mod flush;
 mod jobs;
 mod metrics;
 mod phase;
+mod ranges;
 mod scale;
 mod tables;
 mod tombstones;
@@ -151,11 +153,19 @@ pub struct Simulator {
     sizer: Arc<dyn TableSizer>,
     version: Version,
     tables: HashMap<TableId, Arc<[u64]>>,
+    /// The range tombstones of the tables that hold any.
+    table_ranges:
+        HashMap<TableId, Arc<[strata_exec::range_del::RangeTombstone<strata_meta::Bytes>]>>,
     /// How many of `tables` hold each key, once a merge has needed it
     /// ([`SimConfig::tombstone_index_runs`]); kept up to date from then on.
     holders: OnceCell<KeyHolders>,
     /// The buffer's entries in arrival order (in scale mode, its sampled ones).
     buffer: Vec<u64>,
+    /// The buffer's range deletions, each with the number of entries buffered before it.
+    buffer_ranges: Vec<(
+        usize,
+        strata_exec::range_del::RangeTombstone<strata_meta::Bytes>,
+    )>,
     /// Bytes the buffer counts against its size (every entry, sampled or not).
     buffer_bytes: u64,
     /// Entries in the buffer and their key and value bytes (every entry, sampled or not).
@@ -250,8 +260,10 @@ impl Simulator {
             sizer,
             version: Version::new(),
             tables: HashMap::new(),
+            table_ranges: HashMap::new(),
             holders: OnceCell::new(),
             buffer: Vec::new(),
+            buffer_ranges: Vec::new(),
             buffer_bytes: 0,
             buffer_entries: 0,
             buffer_user_bytes: 0,
@@ -309,18 +321,41 @@ impl Simulator {
     }
 
     /// The keys a reader would find: for each key, the newest entry (buffer first, then runs in
-    /// recency order) decides, and a tombstone hides it. O(entries); for tests and checks. In
+    /// recency order) decides, and a tombstone, or a newer range deletion, hides it. O(entries); for tests and checks. In
     /// scale mode, the sampled keys only.
     pub fn live_keys(&self) -> std::collections::BTreeSet<u64> {
         let mut decided: HashMap<u64, bool> = HashMap::new();
-        for &e in self.buffer.iter().rev() {
-            decided.entry(key_of(e)).or_insert(!is_tombstone(e));
+        // Range deletions newer than what is being decided.
+        let mut newer: Vec<(strata_meta::Bytes, strata_meta::Bytes)> = Vec::new();
+        let covered = |newer: &[(strata_meta::Bytes, strata_meta::Bytes)], key: u64| {
+            let key = keys::key_bytes(key);
+            newer.iter().any(|(start, end)| *start <= key && key < *end)
+        };
+        let mut ranges = self.buffer_ranges.iter().rev().peekable();
+        for (i, &e) in self.buffer.iter().enumerate().rev() {
+            while let Some((_, t)) = ranges.next_if(|(at, _)| *at > i) {
+                newer.push((t.start.clone(), t.end.clone()));
+            }
+            let live = !is_tombstone(e) && !covered(&newer, key_of(e));
+            decided.entry(key_of(e)).or_insert(live);
         }
+        newer.extend(ranges.map(|(_, t)| (t.start.clone(), t.end.clone())));
         for level in self.version.levels() {
             for run in level.runs() {
                 for t in run.tables() {
                     for &e in self.tables.get(&t.id).map_or(&[][..], |a| &a[..]) {
-                        decided.entry(key_of(e)).or_insert(!is_tombstone(e));
+                        let live = !is_tombstone(e) && !covered(&newer, key_of(e));
+                        decided.entry(key_of(e)).or_insert(live);
+                    }
+                }
+                for t in run.tables() {
+                    for r in self
+                        .table_ranges
+                        .get(&t.id)
+                        .into_iter()
+                        .flat_map(|r| r.iter())
+                    {
+                        newer.push((r.start.clone(), r.end.clone()));
                     }
                 }
             }
@@ -368,9 +403,6 @@ impl Simulator {
     fn ingest(&mut self, entry: u64) -> Result<(), SimError> {
         self.seqno += 1;
         let bytes = self.entry_bytes(entry);
-        if let Some(files) = self.files.as_mut() {
-            files.log(bytes);
-        }
         let kept = match &mut self.buffer_distinct {
             None => true,
             Some(counter) => {
@@ -381,6 +413,15 @@ impl Simulator {
         };
         if kept {
             self.buffer.push(entry);
+        }
+        self.account_buffered(bytes)
+    }
+
+    /// Counts a write of `bytes` (key and value) in the buffer, the workload and the WAL, and
+    /// flushes while the buffer is full.
+    fn account_buffered(&mut self, bytes: u64) -> Result<(), SimError> {
+        if let Some(files) = self.files.as_mut() {
+            files.log(bytes);
         }
         self.buffer_entries += 1;
         self.buffer_user_bytes += bytes;

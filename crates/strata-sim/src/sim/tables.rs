@@ -6,7 +6,8 @@ use crate::keys::{is_tombstone, key_bytes, key_of};
 use crate::output::{TableWriter, WrittenTable};
 use crate::size::{SizedBlock, SizedTable, TableSizer};
 use std::sync::Arc;
-use strata_meta::{BlockMeta, SeqRange, TableId, TableMeta, Version, VersionEdit};
+use strata_exec::range_del::{last_key_before, Fragments, RangeTombstone};
+use strata_meta::{BlockMeta, Bytes, SeqRange, TableId, TableMeta, Version, VersionEdit};
 use strata_policy::PlanOutput;
 
 /// The [`TableMeta::blocks`] of table `file` holding `entries` cut into `blocks` (`None` when
@@ -38,6 +39,7 @@ fn block_metas(file: TableId, entries: &[u64], blocks: &[SizedBlock]) -> Option<
 impl Simulator {
     /// Cuts `merged` into tables as `output`'s cut rule says ([`Cutter`]), sizing them with the
     /// configured sizer, with `output`'s Bloom bits and codec. `inputs` are the merge's inputs (smallest key, bytes) for the cutter's projection.
+    /// `ranges` are the range tombstones the output keeps, each table taking its piece.
     pub(super) fn write_tables(
         &mut self,
         merged: &[u64],
@@ -45,9 +47,11 @@ impl Simulator {
         output: &PlanOutput,
         seqnos: SeqRange,
         inputs: &[(u64, u64)],
+        ranges: Fragments<Bytes>,
     ) -> Vec<(TableMeta, Arc<[u64]>)> {
         let bloom_bits_per_key = output.bloom_bits_per_key;
-        let mut writer = TableWriter::new(sizer.as_ref(), output, seqnos, inputs, None);
+        let mut writer = TableWriter::new(sizer.as_ref(), output, seqnos, inputs, None)
+            .with_range_tombstones(ranges);
         for &entry in merged {
             writer.add(entry);
         }
@@ -64,16 +68,18 @@ impl Simulator {
     ) -> Vec<(TableMeta, Arc<[u64]>)> {
         written
             .into_iter()
-            .map(|(sized, entries)| {
-                self.new_table(&entries, sized, weight, bloom_bits_per_key, seqnos)
+            .map(|(sized, entries, ranges)| {
+                self.new_table(&entries, ranges, sized, weight, bloom_bits_per_key, seqnos)
             })
             .collect()
     }
 
-    /// A finished output table holding `entries` (non-empty).
+    /// A finished output table holding `entries` and `ranges` (not both empty). Its key range
+    /// covers both, as the engine's table builder makes it.
     fn new_table(
         &mut self,
         entries: &[u64],
+        ranges: Vec<RangeTombstone<Bytes>>,
         sized: SizedTable,
         weight: f64,
         bloom_bits_per_key: f64,
@@ -81,16 +87,33 @@ impl Simulator {
     ) -> (TableMeta, Arc<[u64]>) {
         let id = TableId(self.next_table);
         self.next_table += 1;
-        let first = entries.first().map_or(0, |&e| key_of(e));
-        let last = entries.last().map_or(0, |&e| key_of(e));
+        let mut bounds = match (entries.first(), entries.last()) {
+            (Some(&first), Some(&last)) => {
+                Some((key_bytes(key_of(first)), key_bytes(key_of(last))))
+            }
+            _ => None,
+        };
+        for r in &ranges {
+            let last = Bytes::copy_from_slice(last_key_before(&r.end));
+            bounds = Some(match bounds {
+                None => (r.start.clone(), last),
+                Some((lo, hi)) => (lo.min(r.start.clone()), hi.max(last)),
+            });
+        }
+        let (smallest, largest) = bounds.unwrap_or_else(|| (key_bytes(0), key_bytes(0)));
+        let range_deletions = ranges.len() as u64;
+        if !ranges.is_empty() {
+            self.table_ranges.insert(id, Arc::from(ranges));
+        }
         let meta = TableMeta {
             id,
-            smallest: key_bytes(first),
-            largest: key_bytes(last),
+            smallest,
+            largest,
             size: sized.size,
             entries: (entries.len() as f64 * weight).round() as u64,
             tombstones: (entries.iter().filter(|&&e| is_tombstone(e)).count() as f64 * weight)
                 .round() as u64,
+            range_deletions,
             seqnos,
             bloom_bits_per_key,
             blocks: block_metas(id, entries, &sized.blocks),
@@ -126,6 +149,7 @@ impl Simulator {
         self.version = version;
         for d in &edit.deleted {
             if self.version.table_location(d.table).is_none() {
+                self.table_ranges.remove(&d.table);
                 if let Some(old) = self.tables.remove(&d.table) {
                     self.kept_keys -= old.len() as u64;
                     if let Some(h) = self.holders.get_mut() {

@@ -16,6 +16,7 @@ use super::compress::{block_crc, BLOCK_TRAILER_LEN};
 use super::file::ReadPurpose;
 use super::format::{
     decode_index, BlockHandle, Footer, IndexValue, IndexWriter, FOOTER_LEN, FORMAT_VERSION,
+    FORMAT_WITHOUT_RANGE_DELETIONS,
 };
 use super::*;
 use crate::error::Error;
@@ -299,7 +300,7 @@ fn round_trip_matches_the_model_for_every_compression_and_layout() {
         assert_eq!(props.data_blocks, summary.data_blocks);
         assert_eq!(props.compression, options.compression);
         assert_eq!(props.bloom_bits_per_key, options.bloom_bits_per_key);
-        assert_eq!(props.format_version, FORMAT_VERSION);
+        assert_eq!(props.format_version, FORMAT_WITHOUT_RANGE_DELETIONS);
         assert_eq!(
             (props.smallest_seqno, props.largest_seqno),
             (summary.smallest_seqno, summary.largest_seqno)
@@ -600,6 +601,62 @@ fn empty_table_opens_and_is_empty() {
     it.seek_for_prev(&seek_key(b"a", 1)).unwrap();
     assert!(!it.valid());
     table.verify_checksums().unwrap();
+}
+
+#[test]
+fn range_tombstones_read_back_and_widen_the_keys_and_sequence_numbers() {
+    use strata_exec::range_del::{successor, RangeTombstone};
+    let tombstone = |start: &[u8], end: &[u8], seq| RangeTombstone {
+        start: bytes::Bytes::copy_from_slice(start),
+        end: bytes::Bytes::copy_from_slice(end),
+        seq,
+    };
+    let entries = vec![
+        (internal_key(b"d", 20, ValueKind::Put), b"v".to_vec()),
+        (internal_key(b"e", 3, ValueKind::Put), b"v".to_vec()),
+    ];
+    let build_with = |tombstones: &[RangeTombstone<bytes::Bytes>]| {
+        let data = Arc::new(Mutex::new(Vec::new()));
+        let file = VecWriter {
+            data: Arc::clone(&data),
+            synced: Arc::new(AtomicBool::new(false)),
+        };
+        let mut b = TableBuilder::new(Box::new(file), NAME.to_string(), TableOptions::default());
+        for (k, v) in &entries {
+            b.add(k, v).unwrap();
+        }
+        for t in tombstones {
+            b.add_range_tombstone(t.clone());
+        }
+        let summary = b.finish().unwrap();
+        let bytes = std::mem::take(&mut *data.lock());
+        (summary, open(bytes).unwrap())
+    };
+    // A tombstone ending where a cut after "x" left it: the table ends on "x" itself.
+    let wide = [
+        tombstone(b"b", b"c", 30),
+        tombstone(b"c", &successor(b"x"), 1),
+    ];
+    let (summary, table) = build_with(&wide);
+    assert_eq!(
+        (&summary.smallest[..], &summary.largest[..]),
+        (&b"b"[..], &b"x"[..])
+    );
+    assert_eq!((summary.smallest_seqno, summary.largest_seqno), (1, 30));
+    assert_eq!(summary.range_deletions, 2);
+    assert_eq!(table.range_tombstones().to_vec(), wide.to_vec());
+    assert_eq!(table.format_version(), FORMAT_VERSION);
+    assert_eq!(table.properties().range_deletions, 2);
+    assert_eq!(table.properties().largest, summary.largest);
+    // Entries still read as before; deciding what the tombstones delete is the reader's job.
+    assert!(table.get(b"d", MAX_SEQNO).unwrap().is_some());
+    // An end that is no key's successor bounds the table by itself.
+    let (summary, _) = build_with(&[tombstone(b"e", b"g", 9)]);
+    assert_eq!(&summary.largest[..], b"g");
+    // Without tombstones: version 4, which builds from before range deletions read.
+    let (summary, table) = build_with(&[]);
+    assert_eq!((summary.range_deletions, table.format_version()), (0, 4));
+    assert!(table.range_tombstones().is_empty());
 }
 
 #[test]

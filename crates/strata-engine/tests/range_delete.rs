@@ -1,0 +1,271 @@
+//! Range deletions (`Db::delete_range`, `WriteBatch::delete_range`): every read path hides what
+//! a range covers at and after its sequence number, snapshots taken before it still read it,
+//! merges drop what it covers and drop the tombstone itself once nothing below can hold its
+//! keys, and all of it survives reopening.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+mod support;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use strata_engine::fs::{FileSystem, MemFs};
+use strata_engine::{Db, Options, ReadOptions, WriteBatch};
+
+/// What the database holds: each key's value.
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+fn open(fs: &MemFs, options: Options) -> Db {
+    Db::open(
+        "/db",
+        options.with_file_system(Arc::new(fs.clone()) as Arc<dyn FileSystem>),
+    )
+    .unwrap()
+}
+
+/// Keys and values of a forward scan of everything.
+fn scan(db: &Db, read: &ReadOptions<'_>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    db.range_with::<&[u8], _>(.., read, false)
+        .unwrap()
+        .map(|r| {
+            let (k, v) = r.unwrap();
+            (k.to_vec(), v.to_vec())
+        })
+        .collect()
+}
+
+/// Keys of a backward scan of everything, put back in ascending order.
+fn scan_rev(db: &Db, read: &ReadOptions<'_>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out: Vec<_> = db
+        .range_with::<&[u8], _>(.., read, true)
+        .unwrap()
+        .map(|r| {
+            let (k, v) = r.unwrap();
+            (k.to_vec(), v.to_vec())
+        })
+        .collect();
+    out.reverse();
+    out
+}
+
+/// Checks every read path of `db` at `read` against `model`.
+fn check_reads(
+    db: &Db,
+    read: &ReadOptions<'_>,
+    model: &BTreeMap<Vec<u8>, Vec<u8>>,
+    keys: &[Vec<u8>],
+    ctx: &str,
+) {
+    let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(scan(db, read), want, "forward scan: {ctx}");
+    assert_eq!(scan_rev(db, read), want, "backward scan: {ctx}");
+    let got = db.multi_get_with(keys, read).unwrap();
+    for (k, got) in keys.iter().zip(got) {
+        let want = model.get(k);
+        assert_eq!(
+            got.as_deref(),
+            want.map(|v| &v[..]),
+            "multi_get {k:?}: {ctx}"
+        );
+        let single = db.get_with(k, read).unwrap();
+        assert_eq!(single.as_deref(), want.map(|v| &v[..]), "get {k:?}: {ctx}");
+    }
+}
+
+#[test]
+fn a_range_deletion_hides_its_keys_from_every_read_path_but_not_from_older_snapshots() {
+    let fs = MemFs::new();
+    let db = open(&fs, Options::new().with_write_buffer_size(16 << 10));
+    let mut model = BTreeMap::new();
+    for i in 0..400 {
+        db.put(key(i), format!("v{i}")).unwrap();
+        model.insert(key(i), format!("v{i}").into_bytes());
+    }
+    let keys: Vec<Vec<u8>> = (0..410).map(key).collect();
+    let before = db.snapshot();
+    let before_model = model.clone();
+    db.delete_range(key(100), key(200)).unwrap();
+    model.retain(|k, _| !(key(100) <= *k && *k < key(200)));
+    // A write after the range is not covered by it.
+    db.put(key(150), "again").unwrap();
+    model.insert(key(150), b"again".to_vec());
+    // An empty range deletes nothing.
+    db.delete_range(key(300), key(300)).unwrap();
+    db.delete_range(key(301), key(299)).unwrap();
+    for stage in ["memtable", "flushed", "compacted", "reopened"] {
+        match stage {
+            "flushed" => db.flush().unwrap(),
+            "compacted" => db.compact_range::<&[u8], _>(..).unwrap(),
+            _ => {}
+        }
+        check_reads(&db, &ReadOptions::default(), &model, &keys, stage);
+        if stage != "reopened" {
+            check_reads(&db, &ReadOptions::at(&before), &before_model, &keys, stage);
+        }
+    }
+    drop(before);
+    db.close().unwrap();
+    let db = open(&fs, Options::new().with_write_buffer_size(16 << 10));
+    check_reads(&db, &ReadOptions::default(), &model, &keys, "reopened");
+    // Once no snapshot needs them, a full compaction leaves neither the covered entries nor
+    // the tombstone: nothing lies below the last level.
+    db.compact_range::<&[u8], _>(..).unwrap();
+    let version = db.version();
+    let entries: u64 = version.tables().map(|(_, _, t)| t.entries).sum();
+    let ranges: u64 = version.tables().map(|(_, _, t)| t.range_deletions).sum();
+    assert_eq!(entries, model.len() as u64, "{version}");
+    assert_eq!(ranges, 0, "{version}");
+    check_reads(&db, &ReadOptions::default(), &model, &keys, "bottom");
+    db.close().unwrap();
+}
+
+#[test]
+fn a_range_deletion_from_an_unflushed_wal_replays_and_a_batch_mixes_it_with_puts() {
+    let fs = MemFs::new();
+    let db = open(&fs, Options::new());
+    for i in 0..50 {
+        db.put(key(i), "old").unwrap();
+    }
+    db.flush().unwrap();
+    let mut batch = WriteBatch::new();
+    batch
+        .delete_range(key(10), key(40))
+        .unwrap()
+        .put(key(20), "new")
+        .unwrap();
+    db.write(&Default::default(), batch).unwrap();
+    // Not flushed: the WAL holds the range.
+    drop(db);
+    let db = open(&fs, Options::new());
+    assert_eq!(db.get(key(9)).unwrap().as_deref(), Some(&b"old"[..]));
+    assert_eq!(db.get(key(10)).unwrap(), None);
+    assert_eq!(
+        db.get(key(20)).unwrap().as_deref(),
+        Some(&b"new"[..]),
+        "later in the batch, later in sequence"
+    );
+    assert_eq!(db.get(key(39)).unwrap(), None);
+    assert_eq!(db.get(key(40)).unwrap().as_deref(), Some(&b"old"[..]));
+    assert_eq!(db.range::<&[u8], _>(..).unwrap().count(), 50 - 30 + 1);
+    db.close().unwrap();
+}
+
+#[test]
+fn a_buffer_holding_only_a_range_deletion_flushes_into_a_table_of_it_alone() {
+    let fs = MemFs::new();
+    let db = open(&fs, Options::new());
+    for i in 0..20 {
+        db.put(key(i), "v").unwrap();
+    }
+    db.flush().unwrap();
+    db.delete_range(key(5), key(15)).unwrap();
+    db.flush().unwrap();
+    let version = db.version();
+    let holders: Vec<_> = version
+        .tables()
+        .filter(|(_, _, t)| t.range_deletions > 0)
+        .map(|(_, _, t)| (t.entries, t.smallest.clone(), t.largest.clone()))
+        .collect();
+    assert_eq!(
+        holders,
+        vec![(0, key(5).into(), key(15).into())],
+        "{version}"
+    );
+    assert_eq!(db.range::<&[u8], _>(..).unwrap().count(), 10);
+    db.close().unwrap();
+}
+
+/// Random puts, deletes, range deletions (some wide, some empty), snapshots, flushes, manual
+/// compactions and a reopen against a model, for every policy: every read path at the latest
+/// state and at every live snapshot reads exactly what the model held.
+#[test]
+fn every_policy_reads_what_a_model_holds_under_range_deletions() {
+    use strata_policy::testing;
+    for (i, policy) in testing::policies_to_test().iter().enumerate() {
+        let seed = 9100 + i as u64;
+        let fs = MemFs::new();
+        let options = || {
+            Options::new()
+                .with_write_buffer_size(8 << 10)
+                .with_block_size(512)
+                .with_synchronous_compaction(true)
+                .with_policy_spec(support::small_tree_spec(policy))
+                .unwrap()
+        };
+        let mut db = open(&fs, options());
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut model: Model = BTreeMap::new();
+        let mut snapshots: Vec<(strata_engine::Snapshot, Model)> = Vec::new();
+        let probe: Vec<Vec<u8>> = (0..300).step_by(7).map(key).collect();
+        for step in 0..2000 {
+            let ctx = format!("{policy}, seed {seed}, step {step}");
+            let k = key(rng.random_range(0..300));
+            match rng.random_range(0..100) {
+                0..=54 => {
+                    let value = format!("{step:0>40}").into_bytes();
+                    db.put(&k, &value).unwrap();
+                    model.insert(k, value);
+                }
+                55..=61 => {
+                    db.delete(&k).unwrap();
+                    model.remove(&k);
+                }
+                62..=67 => {
+                    let start = rng.random_range(0..300);
+                    let width = if rng.random_bool(0.2) {
+                        rng.random_range(0..150)
+                    } else {
+                        rng.random_range(0..12)
+                    };
+                    let (a, b) = (key(start), key(start + width));
+                    db.delete_range(&a, &b).unwrap();
+                    model.retain(|k, _| !(a <= *k && *k < b));
+                }
+                68..=72 => {
+                    if snapshots.len() < 3 {
+                        snapshots.push((db.snapshot(), model.clone()));
+                    } else {
+                        snapshots.remove(rng.random_range(0..snapshots.len()));
+                    }
+                }
+                73..=84 => {
+                    let want = model.get(&k).map(|v| &v[..]);
+                    assert_eq!(db.get(&k).unwrap().as_deref(), want, "get: {ctx}");
+                    for (snapshot, at) in &snapshots {
+                        let got = db.get_with(&k, &ReadOptions::at(snapshot)).unwrap();
+                        assert_eq!(
+                            got.as_deref(),
+                            at.get(&k).map(|v| &v[..]),
+                            "snapshot: {ctx}"
+                        );
+                    }
+                }
+                85..=88 => {
+                    check_reads(&db, &ReadOptions::default(), &model, &probe, &ctx);
+                    for (snapshot, at) in &snapshots {
+                        check_reads(&db, &ReadOptions::at(snapshot), at, &probe, &ctx);
+                    }
+                }
+                89..=95 => db.flush().unwrap(),
+                96..=98 => db.compact_range::<&[u8], _>(..).unwrap(),
+                _ => {
+                    if step > 1000 && snapshots.is_empty() {
+                        db.close().unwrap();
+                        db = open(&fs, options());
+                    }
+                }
+            }
+        }
+        check_reads(&db, &ReadOptions::default(), &model, &probe, policy);
+        db.close().unwrap();
+        let db = open(&fs, options());
+        check_reads(&db, &ReadOptions::default(), &model, &probe, "reopened");
+        db.close().unwrap();
+    }
+}
