@@ -13,6 +13,10 @@
 //!   size is merged with the tables it overlaps (RocksDB `kMinOverlappingRatio`, the ChooseBest of
 //!   the partial-merge paper at file granularity). A table that overlaps nothing moves down
 //!   without being rewritten (trivial move).
+//! - With `deletion_trigger` set, when no level is over its target, the table below L0 and above
+//!   the last level whose tombstones and range tombstones are the largest share of what it holds
+//!   (at least the trigger) merges down, taking its deletions to what they delete (RocksDB's
+//!   `CompactOnDeletionCollector` marks such files for compaction).
 //!
 //! Simplifications against RocksDB, deliberately: no intra-L0 compaction, L0's score counts runs
 //! only, outputs are cut by size only (no grandparent-overlap cut), and the score is not adjusted
@@ -20,7 +24,10 @@
 
 use crate::context::PickContext;
 use crate::error::PolicyError;
-use crate::helpers::{check_positive, flush_to_new_run, overlapping_inputs, partial_merge};
+use crate::helpers::{
+    check_positive, flush_to_new_run, overlapping_inputs, partial_merge, window_conflict,
+    window_merge,
+};
 use crate::model::{self, ModelEstimate, ModelInput};
 use crate::options::PolicyRegistration;
 use crate::plan::{
@@ -62,6 +69,9 @@ crate::policy_options! {
         write_buffer_size, with_write_buffer_size: u64 = WRITE_BUFFER_SIZE,
         target_file_size, with_target_file_size: u64 = TARGET_FILE_SIZE,
         bloom_bits_per_key, with_bloom_bits_per_key: f64 = BLOOM_BITS_PER_KEY,
+        deletion_trigger, with_deletion_trigger: f64 = Float("0",
+            "a table below L0 and above the last level whose tombstones and range tombstones are at least this share of what it holds merges down even when no level is over its target (0: never)")
+            rocksdb "CompactOnDeletionCollector",
     } checked by Leveled::validate
 }
 
@@ -95,7 +105,55 @@ impl Leveled {
                 ),
             });
         }
+        if !(0.0..=1.0).contains(&self.deletion_trigger) {
+            return Err(PolicyError::InvalidOption {
+                option: "deletion_trigger",
+                reason: format!("{} must be between 0 and 1", self.deletion_trigger),
+            });
+        }
         check_positive("max_bytes_for_level_base", self.base_bytes())
+    }
+
+    /// With `deletion_trigger` set: the table below L0 and above the last level whose deletions
+    /// (tombstones and range tombstones) are the largest share of what it holds, at least the
+    /// trigger, merged into the next level with what it overlaps there. Its tombstones go
+    /// deeper, where they meet what they delete (RocksDB marks such files for compaction).
+    fn pick_deletions(&self, version: &Version, ctx: &PickContext<'_>) -> Option<Plan> {
+        if self.deletion_trigger <= 0.0 {
+            return None;
+        }
+        let last = self.num_levels - 1;
+        let mut best: Option<(f64, usize, usize, usize)> = None;
+        for level in 1..last.min(version.num_levels()) {
+            for (position, run) in version.level(level).runs().iter().enumerate() {
+                for (index, t) in run.tables().iter().enumerate() {
+                    let deletions = t.tombstones + t.range_deletions;
+                    let share = deletions as f64 / (t.entries + t.range_deletions).max(1) as f64;
+                    if deletions > 0
+                        && share >= self.deletion_trigger
+                        && best.is_none_or(|(b, ..)| share > b)
+                        && !window_conflict(version, level, std::slice::from_ref(t), ctx.leases)
+                    {
+                        best = Some((share, level, position, index));
+                    }
+                }
+            }
+        }
+        let (share, level, position, index) = best?;
+        let mut plan = window_merge(
+            version,
+            level,
+            position,
+            index..index + 1,
+            ctx.leases,
+            |run| self.output(level + 1, run),
+        )?;
+        let table = &version.level(level).runs()[position].tables()[index];
+        plan.reason = format!(
+            "table {} of L{level}: deletions are {share:.2} of what it holds (deletion_trigger {})",
+            table.id, self.deletion_trigger
+        );
+        Some(plan)
     }
 
     fn base_bytes(&self) -> u64 {
@@ -292,7 +350,7 @@ impl CompactionPolicy for Leveled {
                 return Ok(plan);
             }
         }
-        Ok(None)
+        Ok(self.pick_deletions(version, ctx))
     }
 
     crate::plan_manual_with_own_output!();
