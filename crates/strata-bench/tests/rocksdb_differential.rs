@@ -1,5 +1,5 @@
-//! Strata and RocksDB run the same random operations (puts, deletes, range deletions, batches,
-//! snapshots, flushes, full compactions) and must answer every read the same: point reads, and
+//! Strata and RocksDB run the same random operations (puts, deletes, range deletions, merges
+//! with a u64 counter operator, batches, snapshots, flushes, full compactions) and must answer every read the same: point reads, and
 //! scans both ways, at the latest state and at live snapshots. Needs `--features rocksdb`
 //! (RocksDB compiles from source); without it the file is empty.
 //!
@@ -13,7 +13,8 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rocksdb::IteratorMode;
-use strata_engine::{Db, Options, ReadOptions, WriteBatch};
+use std::sync::Arc;
+use strata_engine::{Db, MergeOperator, Options, ReadOptions, U64AddOperator, WriteBatch};
 
 const KEYS: u32 = 2000;
 
@@ -28,14 +29,52 @@ fn env_or(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// Counter keys: written by merges of 8-byte operands, 8-byte puts and deletes (and range
+/// deletions over them), so every value the counter operator meets is a counter.
+const COUNTERS: u32 = 200;
+
+fn counter_key(i: u32) -> Vec<u8> {
+    format!("mkey{i:06}").into_bytes()
+}
+
 /// One write of a batch, applied to both engines alike.
 enum Write {
     Put(Vec<u8>, Vec<u8>),
     Delete(Vec<u8>),
     DeleteRange(Vec<u8>, Vec<u8>),
+    Merge(Vec<u8>, Vec<u8>),
+}
+
+/// RocksDB's side of the counter: 8-byte little-endian values and operands, added.
+fn rocks_add(
+    _key: &[u8],
+    existing: Option<&[u8]>,
+    operands: &rocksdb::MergeOperands,
+) -> Option<Vec<u8>> {
+    let read = |b: &[u8]| <[u8; 8]>::try_from(b).ok().map(u64::from_le_bytes);
+    let mut sum = existing.map_or(Some(0), read)?;
+    for op in operands {
+        sum = sum.wrapping_add(read(op)?);
+    }
+    Some(sum.to_le_bytes().to_vec())
 }
 
 fn random_write(rng: &mut StdRng, step: u64) -> Write {
+    if rng.random_bool(0.3) {
+        let k = counter_key(rng.random_range(0..COUNTERS));
+        return match rng.random_range(0..100) {
+            0..=79 => Write::Merge(k, rng.random_range(0..1000u64).to_le_bytes().to_vec()),
+            80..=89 => Write::Put(k, rng.random_range(0..1000u64).to_le_bytes().to_vec()),
+            90..=95 => Write::Delete(k),
+            _ => {
+                let start = rng.random_range(0..COUNTERS);
+                Write::DeleteRange(
+                    counter_key(start),
+                    counter_key(start + rng.random_range(1..10)),
+                )
+            }
+        };
+    }
     match rng.random_range(0..100) {
         0..=74 => {
             let len = rng.random_range(0..200);
@@ -106,6 +145,7 @@ struct Compared {
     gets: u64,
     scans: u64,
     range_deletions: u64,
+    merges: u64,
 }
 
 /// `policy` on trees of a few MiB: small tables and buckets, so merges happen often.
@@ -127,6 +167,7 @@ fn run_seed(seed: u64, ops: u64, policy: &str) -> Compared {
         Options::new()
             .with_write_buffer_size(64 << 10)
             .with_block_size(1024)
+            .with_merge_operator(Arc::new(U64AddOperator) as Arc<dyn MergeOperator>)
             .with_policy_spec(policy_spec(policy))
             .unwrap(),
     )
@@ -135,6 +176,7 @@ fn run_seed(seed: u64, ops: u64, policy: &str) -> Compared {
     rocks_options.create_if_missing(true);
     rocks_options.set_write_buffer_size(64 << 10);
     rocks_options.set_target_file_size_base(64 << 10);
+    rocks_options.set_merge_operator_associative("u64_add", rocks_add);
     let rocks = rocksdb::DB::open(&rocks_options, dir.path().join("rocksdb")).unwrap();
     let mut rng = StdRng::seed_from_u64(seed);
     let mut snapshots: Vec<(strata_engine::Snapshot, rocksdb::Snapshot<'_>)> = Vec::new();
@@ -168,13 +210,22 @@ fn run_seed(seed: u64, ops: u64, policy: &str) -> Compared {
                             ours.delete_range(a, b).unwrap();
                             theirs.delete_range(a, b);
                         }
+                        Write::Merge(k, operand) => {
+                            compared.merges += 1;
+                            ours.merge(k, operand).unwrap();
+                            theirs.merge(k, operand);
+                        }
                     }
                 }
                 strata.write(&Default::default(), ours).unwrap();
                 rocks.write(theirs).unwrap();
             }
             55..=79 => {
-                let k = key(rng.random_range(0..KEYS));
+                let k = if rng.random_bool(0.3) {
+                    counter_key(rng.random_range(0..COUNTERS))
+                } else {
+                    key(rng.random_range(0..KEYS))
+                };
                 compared.gets += 1;
                 match snapshots.len() {
                     0 => {}
@@ -199,7 +250,11 @@ fn run_seed(seed: u64, ops: u64, policy: &str) -> Compared {
                 );
             }
             80..=91 => {
-                let start = key(rng.random_range(0..KEYS));
+                let start = if rng.random_bool(0.3) {
+                    counter_key(rng.random_range(0..COUNTERS))
+                } else {
+                    key(rng.random_range(0..KEYS))
+                };
                 let reverse = rng.random_bool(0.4);
                 let limit = rng.random_range(1..60);
                 compared.scans += 1;
@@ -265,17 +320,19 @@ fn strata_reads_what_rocksdb_reads_after_the_same_operations() {
         let c = run_seed(4400 + seed, ops, policy);
         eprintln!(
             "seed {} ({policy}): {} operations, {} gets and {} scans compared, {} range deletions, \
-             0 mismatches",
+             {} merges, 0 mismatches",
             4400 + seed,
             c.ops,
             c.gets,
             c.scans,
-            c.range_deletions
+            c.range_deletions,
+            c.merges
         );
         total.ops += c.ops;
         total.gets += c.gets;
         total.scans += c.scans;
         total.range_deletions += c.range_deletions;
+        total.merges += c.merges;
     }
     eprintln!("all seeds: {total:?}, 0 mismatches");
 }

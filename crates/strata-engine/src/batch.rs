@@ -3,7 +3,7 @@
 //! The encoding is also the write-ahead-log payload: a 12-byte header (first sequence number
 //! u64 LE, count u32 LE) followed by records `[kind u8][key len varint][key][value len varint]
 //! [value]` (deletes carry no value; a range deletion, kind 2, carries its start and end keys
-//! in place of the key and the value). A record of a keyspace other than the default one sets
+//! in place of the key and the value; a merge operand, kind 3, is laid out as a put). A record of a keyspace other than the default one sets
 //! the kind's high bit and has the keyspace's id as a varint after it; the default keyspace's
 //! records are exactly what they were before keyspaces, so older WALs replay unchanged.
 
@@ -23,6 +23,8 @@ const IN_KEYSPACE: u8 = 0x80;
 /// The kind byte of a range deletion (after [`ValueKind`]'s delete 0 and put 1). A build from
 /// before range deletions finds it malformed and refuses the WAL rather than skip it.
 const RANGE_DELETE: u8 = 2;
+/// The kind byte of a merge operand (laid out as a put).
+const MERGE: u8 = 3;
 
 /// An atomic group of writes. Later writes to the same key in one batch win.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,6 +36,8 @@ pub struct WriteBatch {
     writes_default: bool,
     /// The other keyspaces it writes to, in the order first written.
     other_keyspaces: SmallVec<[KeyspaceId; 2]>,
+    /// Whether it holds a merge operand (refused where no merge operator is set).
+    has_merges: bool,
 }
 
 impl Default for WriteBatch {
@@ -83,6 +87,7 @@ impl WriteBatch {
             user_bytes: 0,
             writes_default: false,
             other_keyspaces: SmallVec::new(),
+            has_merges: false,
         }
     }
 
@@ -124,6 +129,53 @@ impl WriteBatch {
         Ok(self)
     }
 
+    /// Adds a merge operand for `key` into keyspace `keyspace`.
+    pub(crate) fn merge_in_keyspace(
+        &mut self,
+        keyspace: KeyspaceId,
+        key: &[u8],
+        operand: &[u8],
+    ) -> Result<&mut Self> {
+        check_key(key)?;
+        if operand.len() > MAX_VALUE_SIZE {
+            return Err(Error::InvalidArgument(format!(
+                "merge operand of {} bytes is larger than the maximum of {MAX_VALUE_SIZE} bytes",
+                operand.len()
+            )));
+        }
+        self.rep.reserve(31 + key.len() + operand.len());
+        self.push_kind_byte(keyspace, MERGE);
+        put_varint(&mut self.rep, key.len() as u64);
+        self.rep.extend_from_slice(key);
+        put_varint(&mut self.rep, operand.len() as u64);
+        self.rep.extend_from_slice(operand);
+        self.count += 1;
+        self.user_bytes += (key.len() + operand.len()) as u64;
+        self.has_merges = true;
+        Ok(self)
+    }
+
+    /// Adds a merge operand for `key` (RocksDB: `WriteBatch::Merge`); the database must have a
+    /// merge operator ([`crate::Options::with_merge_operator`]) when the batch is written.
+    pub fn merge(&mut self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<&mut Self> {
+        self.merge_in_keyspace(KeyspaceId::DEFAULT, key.as_ref(), operand.as_ref())
+    }
+
+    /// Adds a merge operand for `key` into `keyspace` (see [`WriteBatch::merge`]).
+    pub fn merge_in(
+        &mut self,
+        keyspace: &crate::Keyspace,
+        key: impl AsRef<[u8]>,
+        operand: impl AsRef<[u8]>,
+    ) -> Result<&mut Self> {
+        self.merge_in_keyspace(keyspace.id(), key.as_ref(), operand.as_ref())
+    }
+
+    /// Whether the batch holds a merge operand.
+    pub(crate) fn has_merges(&self) -> bool {
+        self.has_merges
+    }
+
     /// Adds a delete from keyspace `keyspace`.
     pub(crate) fn delete_in_keyspace(
         &mut self,
@@ -140,7 +192,7 @@ impl WriteBatch {
     }
 
     /// Adds a deletion of every key in `[start, end)` from keyspace `keyspace`. An empty range
-    /// (`start >= end`) is accepted and deletes nothing, as in RocksDB.
+    /// (`start == end`) deletes nothing; an end before the start is an error, as in RocksDB.
     pub(crate) fn delete_range_in_keyspace(
         &mut self,
         keyspace: KeyspaceId,
@@ -149,6 +201,13 @@ impl WriteBatch {
     ) -> Result<&mut Self> {
         check_key(start)?;
         check_key(end)?;
+        if end < start {
+            return Err(Error::InvalidArgument(format!(
+                "delete_range: the end key \"{}\" comes before the start key \"{}\"",
+                end.escape_ascii(),
+                start.escape_ascii()
+            )));
+        }
         self.push_kind_byte(keyspace, RANGE_DELETE);
         put_varint(&mut self.rep, start.len() as u64);
         self.rep.extend_from_slice(start);
@@ -246,6 +305,7 @@ impl WriteBatch {
         self.user_bytes = 0;
         self.writes_default = false;
         self.other_keyspaces.clear();
+        self.has_merges = false;
     }
 
     /// User key+value bytes in the batch (the denominator of write amplification).
@@ -379,6 +439,8 @@ pub enum BatchOp<'a> {
     Delete(&'a [u8]),
     /// A deletion of every key from the first key up to, not including, the second.
     DeleteRange(&'a [u8], &'a [u8]),
+    /// A merge operand for a key.
+    Merge(&'a [u8], &'a [u8]),
 }
 
 /// Iterates over encoded batch records, each with its keyspace. Yields `Err(offset)` at the
@@ -430,11 +492,16 @@ impl<'a> Iterator for BatchIter<'a> {
                 RANGE_DELETE => self
                     .slice()
                     .and_then(|start| self.slice().map(|end| BatchOp::DeleteRange(start, end))),
+                MERGE => self
+                    .slice()
+                    .and_then(|k| self.slice().map(|v| BatchOp::Merge(k, v))),
                 kind => match ValueKind::from_u8(kind)? {
                     ValueKind::Put => self
                         .slice()
                         .and_then(|k| self.slice().map(|v| BatchOp::Put(k, v))),
                     ValueKind::Delete => self.slice().map(BatchOp::Delete),
+                    // Batches write operands as kind 3, never the internal-key kind.
+                    ValueKind::Merge => None,
                 },
             };
             op.map(|op| (keyspace, op))
@@ -483,21 +550,44 @@ mod tests {
     }
 
     #[test]
+    fn merge_operands_round_trip_and_mark_the_batch() {
+        let mut b = WriteBatch::new();
+        b.put("a", "1").unwrap();
+        assert!(!b.has_merges());
+        b.merge("a", "2").unwrap();
+        b.merge_in_keyspace(KeyspaceId(4), b"z", b"").unwrap();
+        assert!(b.has_merges());
+        let ops: Vec<_> = b.iter().map(|r| r.unwrap()).collect();
+        assert_eq!(
+            ops,
+            vec![
+                (KeyspaceId::DEFAULT, BatchOp::Put(b"a", b"1")),
+                (KeyspaceId::DEFAULT, BatchOp::Merge(b"a", b"2")),
+                (KeyspaceId(4), BatchOp::Merge(b"z", b"")),
+            ]
+        );
+        b.clear();
+        assert!(!b.has_merges());
+    }
+
+    #[test]
     fn range_deletions_round_trip_in_every_keyspace() {
         let mut b = WriteBatch::new();
         b.delete_range("a", "c").unwrap();
-        b.delete_range_in_keyspace(KeyspaceId(3), b"x", b"")
+        b.delete_range_in_keyspace(KeyspaceId(3), b"x", b"x")
             .unwrap();
-        assert_eq!((b.len(), b.user_bytes()), (2, 3));
+        assert_eq!((b.len(), b.user_bytes()), (2, 4));
         let before = b.clone();
         assert!(b.delete_range("a", vec![0u8; MAX_KEY_SIZE + 1]).is_err());
+        let e = b.delete_range("b", "a").unwrap_err();
+        assert!(e.to_string().contains("comes before the start key"), "{e}");
         assert_eq!(b, before, "a refused range leaves the batch as it was");
         let ops: Vec<_> = b.iter().map(|r| r.unwrap()).collect();
         assert_eq!(
             ops,
             vec![
                 (KeyspaceId::DEFAULT, BatchOp::DeleteRange(b"a", b"c")),
-                (KeyspaceId(3), BatchOp::DeleteRange(b"x", b"")),
+                (KeyspaceId(3), BatchOp::DeleteRange(b"x", b"x")),
             ]
         );
     }

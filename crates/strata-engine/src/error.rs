@@ -63,6 +63,17 @@ pub enum Error {
     /// A version edit broke an invariant.
     #[error("version edit: {0}")]
     Edit(#[from] strata_meta::EditError),
+    /// The merge operator could not combine a key's operands (RocksDB: `Status::Corruption`
+    /// from a failed merge); the read, flush or compaction that asked fails.
+    #[error("merge operator {operator} failed on key {key}: {reason}")]
+    MergeFailed {
+        /// The operator's name.
+        operator: String,
+        /// The key, printable.
+        key: String,
+        /// What the operator said.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -110,6 +121,15 @@ impl Error {
             Error::ReadOnly(m) => Error::ReadOnly(m.clone()),
             Error::Policy(e) => Error::Policy(e.clone()),
             Error::Edit(e) => Error::Edit(e.clone()),
+            Error::MergeFailed {
+                operator,
+                key,
+                reason,
+            } => Error::MergeFailed {
+                operator: operator.clone(),
+                key: key.clone(),
+                reason: reason.clone(),
+            },
         }
     }
 

@@ -704,6 +704,7 @@ fn dump_table(table: &Arc<Table>, limit: usize, out: &mut Vec<DumpedEntry>) -> R
             kind: match kind {
                 ValueKind::Put => "put",
                 ValueKind::Delete => "delete",
+                ValueKind::Merge => "merge",
             },
             value_len: value.len(),
             value: printable(&value[..value.len().min(DUMP_VALUE_BYTES)]),
@@ -823,7 +824,7 @@ pub fn inspect_wal(fs: &dyn FileSystem, path: &Path, records: bool) -> Result<Wa
         let decoded = replay_wal_payload(&payload, |seq, _keyspace, op| {
             first_seq.get_or_insert(seq);
             match op {
-                BatchOp::Put(..) => puts += 1,
+                BatchOp::Put(..) | BatchOp::Merge(..) => puts += 1,
                 BatchOp::Delete(_) | BatchOp::DeleteRange(..) => deletes += 1,
             }
         });

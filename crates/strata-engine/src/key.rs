@@ -21,6 +21,10 @@ pub enum ValueKind {
     Delete = 0,
     /// A value.
     Put = 1,
+    /// A merge operand ([`crate::MergeOperator`]): the key's value is the operator applied to
+    /// the older versions and this. A build from before merge operators finds the kind invalid
+    /// and reports the table or WAL corrupt rather than read a wrong value.
+    Merge = 2,
 }
 
 impl ValueKind {
@@ -29,6 +33,7 @@ impl ValueKind {
         match byte {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
+            2 => Some(ValueKind::Merge),
             _ => None,
         }
     }

@@ -43,6 +43,8 @@ pub mod log;
 pub mod manifest;
 pub mod memtable;
 mod merge;
+mod merge_fold;
+pub mod merge_operator;
 mod metrics;
 mod options;
 mod rate_limiter;
@@ -70,6 +72,7 @@ pub use listener::{
     StallCondition, StartedJob, WriteStall,
 };
 pub use log::RecoveryMode;
+pub use merge_operator::{AppendOperator, MergeOperator, U64AddOperator};
 pub use metrics::{LevelMetrics, Metrics};
 pub use options::{IndexPinning, Options, WriteOptions};
 pub use table::Compression;

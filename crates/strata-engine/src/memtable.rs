@@ -122,6 +122,8 @@ pub struct Memtable {
     bytes: AtomicU64,
     user_bytes: AtomicU64,
     tombstones: AtomicU64,
+    /// Merge operands inserted.
+    merges: AtomicU64,
     /// The largest sequence number inserted (a window flush's eviction bound).
     max_seq: AtomicU64,
     wal_number: u64,
@@ -166,6 +168,7 @@ impl Memtable {
             bytes: AtomicU64::new(0),
             user_bytes: AtomicU64::new(0),
             tombstones: AtomicU64::new(0),
+            merges: AtomicU64::new(0),
             max_seq: AtomicU64::new(0),
             wal_number,
             unlogged: Mutex::new(Vec::new()),
@@ -294,9 +297,20 @@ impl Memtable {
             (user_key.len() + value.len()) as u64,
             AtomicOrdering::Relaxed,
         );
-        if kind == ValueKind::Delete {
-            self.tombstones.fetch_add(1, AtomicOrdering::Relaxed);
+        match kind {
+            ValueKind::Delete => {
+                self.tombstones.fetch_add(1, AtomicOrdering::Relaxed);
+            }
+            ValueKind::Merge => {
+                self.merges.fetch_add(1, AtomicOrdering::Relaxed);
+            }
+            ValueKind::Put => {}
         }
+    }
+
+    /// Merge operands inserted.
+    pub fn merge_count(&self) -> u64 {
+        self.merges.load(AtomicOrdering::Relaxed)
     }
 
     /// The newest entry of `user_key` with a sequence number ≤ `snapshot`.

@@ -8,6 +8,7 @@ use crate::fs::{FileSystem, WritebackEvery};
 use crate::iter::StoredBlock;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
+use crate::merge_operator::MergeOperator;
 use crate::rate_limiter::{RateLimitedFile, RateLimiter};
 use crate::table::{
     Compression, KeptBlock, ReadPurpose, ReadaheadSize, TableBuilder, TableOptions, TableSummary,
@@ -63,6 +64,8 @@ pub struct MergeFilter {
     expired_through: SeqNo,
     /// The inputs' range deletions: what they cover in the same stripe is dropped.
     range_deletions: Option<Arc<Fragments<Bytes>>>,
+    /// Folds merge operands ([`crate::merge_fold`]).
+    pub(crate) operator: Option<Arc<dyn MergeOperator>>,
 }
 
 /// What [`MergeFilter::apply_user_filter`] made of a kept entry.
@@ -93,6 +96,7 @@ impl MergeFilter {
             filtered: (0, 0),
             expired_through: 0,
             range_deletions: None,
+            operator: None,
         }
     }
 
@@ -143,10 +147,40 @@ impl MergeFilter {
         self
     }
 
-    /// Whether entries may change or go (a user's filter, range deletions), so no input block
-    /// may be kept as it is.
+    /// Whether entries may change or go (a user's filter, range deletions, merge operands to
+    /// fold), so no input block may be kept as it is.
     pub fn may_change_entries(&self) -> bool {
-        self.user.is_some() || self.range_deletions.is_some()
+        self.user.is_some() || self.range_deletions.is_some() || self.operator.is_some()
+    }
+
+    /// This filter folding merge operands with `operator` ([`crate::merge_fold`]).
+    pub fn with_merge_operator(mut self, operator: Option<Arc<dyn MergeOperator>>) -> Self {
+        self.operator = operator;
+        self
+    }
+
+    /// The snapshot stripe of sequence number `seq`: stripe i holds
+    /// `snapshots[i-1] < seq <= snapshots[i]`; the last is above every snapshot.
+    #[inline]
+    pub(crate) fn stripe_of(&self, seq: SeqNo) -> usize {
+        self.snapshots.partition_point(|&s| s < seq)
+    }
+
+    /// Whether the version of `user_key` at `seq` (in `stripe`) is gone for every reader that
+    /// could see it: expired, or covered by a range tombstone of its stripe.
+    #[inline]
+    pub(crate) fn deleted(&self, user_key: &[u8], seq: SeqNo, stripe: usize) -> bool {
+        seq <= self.expired_through
+            || self.range_deletions.as_ref().is_some_and(|ranges| {
+                let stripe_top = self.snapshots.get(stripe).copied().unwrap_or(SeqNo::MAX);
+                ranges.covers_in_stripe(user_key, seq, stripe_top)
+            })
+    }
+
+    /// Whether a table below the output may hold `user_key` (always, when the filter knows
+    /// nothing below).
+    pub(crate) fn older_may_hold(&self, user_key: &[u8]) -> bool {
+        self.older.as_ref().is_none_or(|o| o.may_hold(user_key))
     }
 
     /// Asks the user's filter about the entry [`MergeFilter::keep`] just kept, if it is a put
@@ -204,9 +238,7 @@ impl MergeFilter {
         if seq <= self.expired_through {
             return false;
         }
-        // Entries visible to snapshot s are those with seq <= s: stripe i holds
-        // snapshots[i-1] < seq <= snapshots[i]; the last stripe is above every snapshot.
-        let stripe = self.snapshots.partition_point(|&s| s < seq);
+        let stripe = self.stripe_of(seq);
         if self.has_key && self.current_key == user_key {
             if stripe == self.last_stripe {
                 return false;
@@ -217,11 +249,8 @@ impl MergeFilter {
             self.has_key = true;
         }
         self.last_stripe = stripe;
-        if let Some(ranges) = &self.range_deletions {
-            let stripe_top = self.snapshots.get(stripe).copied().unwrap_or(SeqNo::MAX);
-            if ranges.covers_in_stripe(user_key, seq, stripe_top) {
-                return false;
-            }
+        if self.deleted(user_key, seq, stripe) {
+            return false;
         }
         // A tombstone no snapshot needs to see past can go once nothing older is left below;
         // the older versions in this merge fall into the same stripe and are dropped above.
@@ -641,6 +670,15 @@ pub fn merge_into(
         }
         read += 1;
         if filter.keep(merged.key()) {
+            if let Some(operator) = filter.operator.clone() {
+                if key::parse_internal_key(merged.key())
+                    .is_some_and(|(_, _, k)| k == ValueKind::Merge)
+                {
+                    // Leaves the cursor past the operands it folded.
+                    read += crate::merge_fold::fold(&mut merged, filter, operator.as_ref(), out)?;
+                    continue;
+                }
+            }
             match filter.apply_user_filter(merged.key(), merged.value()) {
                 Filtered::Unchanged => out.add(merged.key(), merged.value()),
                 Filtered::Tombstone(ikey) => out.add(&ikey, &[]),

@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::fs::{FileSystem, StdFs};
 use crate::listener::EventListener;
 use crate::log::RecoveryMode;
+use crate::merge_operator::MergeOperator;
 use crate::table::{Compression, ReadaheadSize};
 use std::sync::Arc;
 use strata_policy::{build_policy, CompactionPolicy, PolicySpec};
@@ -53,6 +54,7 @@ pub struct Options {
     pub(crate) fs: Arc<dyn FileSystem>,
     pub(crate) listeners: Vec<Listener>,
     pub(crate) compaction_filter: Option<Arc<dyn CompactionFilter>>,
+    pub(crate) merge_operator: Option<Arc<dyn MergeOperator>>,
     pub(crate) ttl: Option<std::time::Duration>,
     pub(crate) info_log: bool,
     pub(crate) keep_log_file_num: usize,
@@ -156,6 +158,7 @@ impl Default for Options {
             fs: Arc::new(StdFs),
             listeners: Vec::new(),
             compaction_filter: None,
+            merge_operator: None,
             ttl: None,
             info_log: false,
             keep_log_file_num: 1000,
@@ -610,6 +613,16 @@ impl Options {
     /// Default: none.
     pub fn with_compaction_filter(mut self, filter: Arc<dyn CompactionFilter>) -> Self {
         self.compaction_filter = Some(filter);
+        self
+    }
+
+    /// Combines merge operands (`Db::merge`, [`crate::WriteBatch::merge`]) with `operator`, in
+    /// reads, flushes and compactions, for every keyspace ([`crate::merge_operator`]). A
+    /// database holding operands must be opened with the operator that wrote them: reading an
+    /// operand without one is an error. RocksDB: `merge_operator`. Default: none (merges are
+    /// refused).
+    pub fn with_merge_operator(mut self, operator: Arc<dyn MergeOperator>) -> Self {
+        self.merge_operator = Some(operator);
         self
     }
 

@@ -3,12 +3,38 @@
 use crate::error::{Error, Result};
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind, MAX_SEQNO};
+use crate::merge_operator::MergeOperator;
 use crate::stats::Statistics;
 use crate::super_version::SuperVersion;
 use bytes::Bytes;
 use std::ops::Bound;
 use std::sync::Arc;
 use strata_exec::range_del::Fragments;
+
+/// The error of reading a merge operand without a merge operator.
+pub(crate) fn missing_operator() -> Error {
+    Error::InvalidArgument(
+        "the database holds merge operands: open it with Options::with_merge_operator".to_string(),
+    )
+}
+
+/// `operator`'s full merge of `key`'s `base` and `operands` (oldest first), its failure an
+/// error naming the operator and the key.
+pub(crate) fn full_merge(
+    operator: &dyn MergeOperator,
+    key: &[u8],
+    base: Option<&[u8]>,
+    operands: &[Vec<u8>],
+) -> Result<Vec<u8>> {
+    let operands: Vec<&[u8]> = operands.iter().map(Vec::as_slice).collect();
+    operator
+        .full_merge(key, base, &operands)
+        .map_err(|reason| Error::MergeFailed {
+            operator: operator.name().to_string(),
+            key: key.escape_ascii().to_string(),
+            reason,
+        })
+}
 
 /// Iterates over key/value pairs of a range, ascending or descending, as of one sequence number.
 /// It holds the memtables and table files it reads alive until dropped.
@@ -27,6 +53,11 @@ pub struct DbIterator {
     expired_through: SeqNo,
     /// Range deletions: a key whose newest version one of them covers reads absent.
     range_deletions: Option<Arc<Fragments<Bytes>>>,
+    /// Combines a key's merge operands with its base.
+    operator: Option<Arc<dyn MergeOperator>>,
+    /// Forward: the value of the current key when merge operands made it (the cursor has
+    /// moved past them), else `None` and the value is lent from the cursor.
+    merged_value: Option<Vec<u8>>,
     start: Bound<Vec<u8>>,
     end: Bound<Vec<u8>>,
     reverse: bool,
@@ -42,6 +73,16 @@ pub struct DbIterator {
     /// it, so it cannot be lent from the cursor).
     reverse_key: Vec<u8>,
     reverse_value: Vec<u8>,
+}
+
+/// What a read sees of the versions it meets: those at or below `seq`, less those at or below
+/// `expired_through` (a TTL) and those `range_deletions` cover, with merge operands combined by
+/// `operator`.
+pub(crate) struct ReadView {
+    pub seq: SeqNo,
+    pub expired_through: SeqNo,
+    pub range_deletions: Option<Arc<Fragments<Bytes>>>,
+    pub operator: Option<Arc<dyn MergeOperator>>,
 }
 
 /// Counts a scan, when it ends, in the bucket of the entries it returned.
@@ -60,14 +101,12 @@ impl Drop for ScanCount {
 }
 
 impl DbIterator {
-    /// A user iterator over `merged` (memtables and runs) as of `seq`, `seqs.0`, with the
-    /// versions at or below `seqs.1` expired and those `range_deletions` cover deleted.
+    /// A user iterator over `merged` (memtables and runs) as `view` says.
     pub(crate) fn new(
         merged: MergingIterator,
         super_version: Arc<SuperVersion>,
         scan_count: ScanCount,
-        (seq, expired_through): (SeqNo, SeqNo),
-        range_deletions: Option<Arc<Fragments<Bytes>>>,
+        view: ReadView,
         range: (Bound<Vec<u8>>, Bound<Vec<u8>>),
         reverse: bool,
     ) -> Result<DbIterator> {
@@ -75,9 +114,11 @@ impl DbIterator {
             merged,
             _super_version: super_version,
             scan_count,
-            seq,
-            expired_through,
-            range_deletions,
+            seq: view.seq,
+            expired_through: view.expired_through,
+            range_deletions: view.range_deletions,
+            operator: view.operator,
+            merged_value: None,
             start: range.0,
             end: range.1,
             reverse,
@@ -148,7 +189,8 @@ impl DbIterator {
         if self.reverse {
             &self.reverse_key
         } else {
-            key::user_key(self.merged.key())
+            // The key decided last: the cursor's, or, after merge operands, the one they made.
+            &self.decided
         }
     }
 
@@ -157,7 +199,9 @@ impl DbIterator {
         if self.reverse {
             &self.reverse_value
         } else {
-            self.merged.value()
+            self.merged_value
+                .as_deref()
+                .unwrap_or_else(|| self.merged.value())
         }
     }
 
@@ -176,6 +220,7 @@ impl DbIterator {
             self.on_entry = false;
             self.merged.next()?;
         }
+        self.merged_value = None;
         while self.merged.valid() {
             let (user_key, seq, kind) = Self::parse(self.merged.key())?;
             if (self.has_decided && self.decided == user_key)
@@ -197,10 +242,41 @@ impl DbIterator {
                     self.on_entry = true;
                     return Ok(true);
                 }
+                ValueKind::Merge if self.alive(user_key, seq) => {
+                    self.merged_value = Some(self.merge_forward()?);
+                    return Ok(true);
+                }
                 _ => self.merged.next()?,
             }
         }
         Ok(false)
+    }
+
+    /// The value of the decided key, whose newest visible version is the merge operand under
+    /// the cursor: that operand and the older ones down to a put (the base), a delete or a
+    /// version no longer alive (no base), combined. Leaves the cursor past what it read.
+    fn merge_forward(&mut self) -> Result<Vec<u8>> {
+        let operator = self.operator.clone().ok_or_else(missing_operator)?;
+        let mut operands = vec![self.merged.value().to_vec()];
+        let mut base = None;
+        self.merged.next()?;
+        while self.merged.valid() {
+            let (user_key, seq, kind) = Self::parse(self.merged.key())?;
+            if user_key != self.decided.as_slice() || !self.alive(user_key, seq) {
+                break;
+            }
+            match kind {
+                ValueKind::Merge => operands.push(self.merged.value().to_vec()),
+                ValueKind::Put => {
+                    base = Some(self.merged.value().to_vec());
+                    break;
+                }
+                ValueKind::Delete => break,
+            }
+            self.merged.next()?;
+        }
+        operands.reverse();
+        full_merge(operator.as_ref(), &self.decided, base.as_deref(), &operands)
     }
 
     fn advance_reverse(&mut self) -> Result<bool> {
@@ -227,25 +303,54 @@ impl DbIterator {
             }
             self.reverse_key.clear();
             self.reverse_key.extend_from_slice(user_key);
-            // Backwards, a key's versions come oldest first: the last visible one seen wins.
-            let mut newest: Option<(ValueKind, SeqNo)> = None;
+            // Backwards, a key's versions come oldest first: the last visible one seen wins,
+            // and merge operands pile up on the last put (the base) since a delete. A version
+            // no longer alive (expired, range-deleted) counts as a delete.
+            let mut newest: Option<ValueKind> = None;
+            let mut operands: Vec<Vec<u8>> = Vec::new();
+            let mut base: Option<Vec<u8>> = None;
             while self.merged.valid() {
                 let (k, seq, kind) = Self::parse(self.merged.key())?;
                 if k != self.reverse_key.as_slice() {
                     break;
                 }
                 if seq <= self.seq {
-                    newest = Some((kind, seq));
-                    self.reverse_value.clear();
-                    self.reverse_value.extend_from_slice(self.merged.value());
+                    let kind = if self.alive(k, seq) {
+                        kind
+                    } else {
+                        ValueKind::Delete
+                    };
+                    match kind {
+                        ValueKind::Merge => operands.push(self.merged.value().to_vec()),
+                        ValueKind::Put => {
+                            base = Some(self.merged.value().to_vec());
+                            operands.clear();
+                        }
+                        ValueKind::Delete => {
+                            base = None;
+                            operands.clear();
+                        }
+                    }
+                    newest = Some(kind);
                 }
                 self.merged.prev()?;
             }
-            // An expired or range-deleted newest version hides the key, as a deletion does.
-            if let Some((ValueKind::Put, seq)) = newest {
-                if self.alive(&self.reverse_key, seq) {
+            match newest {
+                Some(ValueKind::Put) => {
+                    self.reverse_value = base.unwrap_or_default();
                     return Ok(true);
                 }
+                Some(ValueKind::Merge) => {
+                    let operator = self.operator.clone().ok_or_else(missing_operator)?;
+                    self.reverse_value = full_merge(
+                        operator.as_ref(),
+                        &self.reverse_key,
+                        base.as_deref(),
+                        &operands,
+                    )?;
+                    return Ok(true);
+                }
+                _ => {}
             }
         }
         Ok(false)

@@ -88,6 +88,12 @@ impl Router {
         Ok(())
     }
 
+    /// Adds a merge `operand` for `key` to `batch`, in its keyspace.
+    pub(crate) fn add_merge(&self, batch: &mut WriteBatch, key: &str, operand: &str) -> Result<()> {
+        batch.merge_in(self.of(key), key, operand)?;
+        Ok(())
+    }
+
     /// Every key from `start` (inclusive) to `end` (exclusive), over all keyspaces, in order.
     pub(crate) fn range(&self, start: &str, end: &str) -> Result<BTreeMap<String, String>> {
         let mut all = BTreeMap::new();

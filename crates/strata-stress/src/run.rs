@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strata_engine::filename::{classify, FileKind};
-use strata_engine::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata_engine::{AppendOperator, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 use strata_policy::{testing, PolicySpec};
 
 #[derive(Parser, Clone)]
@@ -94,11 +94,24 @@ pub(crate) fn options(policy: &str, direct_io: bool) -> Result<Options> {
         // Lookups in level 1 (where most policies flush) go through the key index, so the
         // crash test's reads check it under every policy.
         .with_key_index(Some(1))
+        .with_merge_operator(Arc::new(AppendOperator::with_separator(",")))
         .with_policy_spec(spec)?)
 }
 
 fn key_name(thread: usize, k: u64) -> String {
     format!("t{thread:02}-k{k:06}")
+}
+
+/// Merge keys per thread: written by merges and the puts that restart them, nothing else.
+const MERGE_KEYS: u64 = 200;
+
+/// A thread's merge key: after its other keys, so their scans and range deletions miss it.
+fn merge_key_name(thread: usize, k: u64) -> String {
+    format!("t{thread:02}-m{k:06}")
+}
+
+fn is_merge_key(key: &str) -> bool {
+    key.get(3..5) == Some("-m")
 }
 
 /// One worker: random operations on its own keys, checked against its own model.
@@ -129,7 +142,29 @@ fn worker(
                 // deletion of up to 40 of them (logged as a delete of each key the model has
                 // in the range: the thread's keys are written by it alone).
                 let mut range = None;
-                let writes: Vec<(String, Option<String>)> = match rng.random_range(0..11) {
+                let mut operand = None;
+                let writes: Vec<(String, Option<String>)> = match rng.random_range(0..12) {
+                    // A merge operand appended to one of the thread's merge keys (logged as the
+                    // value it makes, which the model knows), or, once the value is long, a put
+                    // that starts it again.
+                    11 => {
+                        let mkey = merge_key_name(thread, k % MERGE_KEYS);
+                        let current = model.get(&mkey).cloned().flatten();
+                        match current {
+                            Some(v) if v.len() > 200 => {
+                                vec![(mkey, Some(format!("t{thread}s{seq}r")))]
+                            }
+                            current => {
+                                let op = format!("s{seq}");
+                                let value = match current {
+                                    Some(v) => format!("{v},{op}"),
+                                    None => op.clone(),
+                                };
+                                operand = Some((mkey.clone(), op));
+                                vec![(mkey, Some(value))]
+                            }
+                        }
+                    }
                     10 => {
                         let end = key_name(thread, k + rng.random_range(1..40));
                         let covered = model
@@ -168,12 +203,18 @@ fn worker(
                 };
                 let intent = Intent { seq, writes };
                 let sync = rng.random_bool(0.1);
-                let disable_wal = args.unlogged_writes && !sync && rng.random_bool(0.15);
+                // Merge keys are written to the WAL always: an operand on a base a kill rolled
+                // back would make a value the model cannot name.
+                let disable_wal = args.unlogged_writes
+                    && !sync
+                    && rng.random_bool(0.15)
+                    && !intent.writes.iter().any(|(k, _)| is_merge_key(k));
                 log.intent(&intent, disable_wal)?;
                 let mut batch = WriteBatch::new();
-                match &range {
-                    Some((start, end)) => router.add_range_deletion(&mut batch, start, end)?,
-                    None => {
+                match (&range, &operand) {
+                    (Some((start, end)), _) => router.add_range_deletion(&mut batch, start, end)?,
+                    (_, Some((mkey, op))) => router.add_merge(&mut batch, mkey, op)?,
+                    _ => {
                         for (k, v) in &intent.writes {
                             router.add(&mut batch, k, v.as_deref())?;
                         }

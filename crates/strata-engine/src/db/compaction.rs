@@ -221,7 +221,8 @@ impl Engine {
                     job.held_through,
                 )
                 .with_expired_through(self.expired_through())
-                .with_range_deletions(range_deletions.clone());
+                .with_range_deletions(range_deletions.clone())
+                .with_merge_operator(self.options.merge_operator.clone());
             let started = Instant::now();
             let preserver =
                 Preserver::for_plan(&job.version, plan, self.settings.block_size as u64);

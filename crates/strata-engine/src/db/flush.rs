@@ -249,17 +249,19 @@ impl Engine {
     /// tables the plan names.
     pub fn run_flush(&self, job: &FlushJob) -> Result<FlushOutput> {
         let plan = &job.plan;
-        // A buffer holding range deletions is written whole: a window would have to split
-        // them, and what it left buffered would need them too.
+        // A buffer holding range deletions or merge operands is written whole: a window would
+        // have to split the ranges, and what it left buffered would need them too; and a
+        // window's copies left in held memtables must never differ from what the tables hold,
+        // which folded operands would.
         let buffered_ranges: Vec<_> = job
             .memtables
             .iter()
             .flat_map(|m| m.inserted_range_deletions())
             .collect();
+        let whole =
+            !buffered_ranges.is_empty() || job.memtables.iter().any(|m| m.merge_count() > 0);
         let width = match plan.selection {
-            BufferSelection::MostCompactWindow { .. } if !buffered_ranges.is_empty() => {
-                Some(usize::MAX)
-            }
+            BufferSelection::MostCompactWindow { .. } if whole => Some(usize::MAX),
             BufferSelection::MostCompactWindow { entries } => usize::try_from(entries).ok(),
             BufferSelection::All if job.held.memtables() > 0 => Some(usize::MAX),
             BufferSelection::All => None,
@@ -342,8 +344,9 @@ impl Engine {
             plan.output.run,
             &plan.merge_with,
         );
-        let filter =
-            MergeFilter::new(job.snapshots.clone(), older).with_range_deletions(range_deletions);
+        let filter = MergeFilter::new(job.snapshots.clone(), older)
+            .with_range_deletions(range_deletions)
+            .with_merge_operator(self.options.merge_operator.clone());
         let (tables, files) =
             self.write_outputs(inputs, filter, &plan.output, &projection, None)?;
         let key_sample = std::mem::take(&mut *sample.lock());

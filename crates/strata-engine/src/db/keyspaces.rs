@@ -246,6 +246,13 @@ impl Keyspace {
         self.write(&WriteOptions::default(), batch)
     }
 
+    /// Adds `operand` to `key` in this keyspace ([`Db::merge`]).
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.merge_in(self, key, operand)?;
+        self.write(&WriteOptions::default(), batch)
+    }
+
     /// Deletes every key in `[start, end)` from this keyspace ([`Db::delete_range`]).
     pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
         let mut batch = WriteBatch::new();

@@ -221,6 +221,15 @@ impl Db {
         self.write(&WriteOptions::default(), b)
     }
 
+    /// Adds `operand` to `key` with the database's merge operator
+    /// ([`crate::Options::with_merge_operator`]; without one this is an error). RocksDB:
+    /// `Merge`.
+    pub fn merge(&self, key: impl AsRef<[u8]>, operand: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.merge(key, operand)?;
+        self.write(&WriteOptions::default(), b)
+    }
+
     /// Deletes every key in `[start, end)`, as one write (RocksDB: `DeleteRange`). The range
     /// is a tombstone, not a delete per key: it costs one entry whatever it covers, reads
     /// skip what it covers, and merges drop it (see `docs/write-semantics.md`).

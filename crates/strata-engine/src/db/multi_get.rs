@@ -63,14 +63,18 @@ impl Engine {
         let ranges = self.read_range_deletions(&view)?;
         // An expired newest version hides the key (TTL): every older one has expired too. So
         // does a range deletion newer than it.
-        let resolve = |key: &[u8], found: SeqNo, kind: ValueKind, value: Bytes| match kind {
-            ValueKind::Put if found > expired && !ranges.deletes(key, found, seq) => Some(value),
-            _ => None,
+        let resolve = |key: &[u8], found: SeqNo, kind: ValueKind, value: Bytes| {
+            let alive = found > expired && !ranges.deletes(key, found, seq);
+            match kind {
+                ValueKind::Put if alive => Ok(Some(value)),
+                ValueKind::Merge if alive => self.read_merged(key, options),
+                _ => Ok(None),
+            }
         };
         for p in &mut pending {
             for memtable in std::iter::once(&view.memtable).chain(&view.frozen) {
                 if let Some((found, kind, value)) = memtable.get(p.key, seq) {
-                    p.found = Some(resolve(p.key, found, kind, value));
+                    p.found = Some(resolve(p.key, found, kind, value)?);
                     break;
                 }
             }
@@ -151,7 +155,7 @@ impl Engine {
         probes: &[Probe],
         pending: &mut [Pending<'_>],
         seq: SeqNo,
-        resolve: &impl Fn(&[u8], SeqNo, ValueKind, Bytes) -> Option<Bytes>,
+        resolve: &impl Fn(&[u8], SeqNo, ValueKind, Bytes) -> Result<Option<Bytes>>,
     ) -> Result<()> {
         if probes.is_empty() {
             return Ok(());
@@ -169,7 +173,7 @@ impl Engine {
                     .table
                     .find_in_block(&block, probe.position, p.key, seq)?
             {
-                p.found = Some(resolve(p.key, found, kind, value));
+                p.found = Some(resolve(p.key, found, kind, value)?);
             }
         }
         Ok(())

@@ -9,7 +9,7 @@ use crate::stats::{Statistics, LOOKUP_SAMPLE_EVERY};
 use crate::super_version::{ReadRangeDeletions, SuperVersion};
 use crate::table::{bloom_hash, prefetch_blocks, ReadPurpose, ReadaheadSize, Table};
 use crate::table_cache::{RunIterator, TableCache};
-use crate::user_iter::{DbIterator, ScanCount};
+use crate::user_iter::{DbIterator, ReadView, ScanCount};
 use bytes::Bytes;
 use std::cell::Cell;
 use std::ops::Bound;
@@ -133,16 +133,18 @@ impl Engine {
         let expired = self.expired_through();
         let ranges = self.read_range_deletions(&view)?;
         // An expired newest version hides the key: every older one has expired too. So does
-        // a range deletion newer than it.
-        let resolve = |found: SeqNo, kind: ValueKind, value: Bytes| match kind {
-            ValueKind::Put if found > expired && !ranges.deletes(user_key, found, seq) => {
-                Some(value)
+        // a range deletion newer than it. A merge operand needs the versions below it.
+        let resolve = |found: SeqNo, kind: ValueKind, value: Bytes| {
+            let alive = found > expired && !ranges.deletes(user_key, found, seq);
+            match kind {
+                ValueKind::Put if alive => Ok(Some(value)),
+                ValueKind::Merge if alive => self.read_merged(user_key, options),
+                _ => Ok(None),
             }
-            _ => None,
         };
         for memtable in std::iter::once(&view.memtable).chain(&view.frozen) {
             if let Some((found, kind, v)) = memtable.get(user_key, seq) {
-                return Ok(resolve(found, kind, v));
+                return resolve(found, kind, v);
             }
         }
         let mut holders = Vec::new();
@@ -182,11 +184,32 @@ impl Engine {
                     }
                 };
                 if let Some((found, kind, v)) = found {
-                    return Ok(resolve(found, kind, v));
+                    return resolve(found, kind, v);
                 }
             }
         }
         Ok(None)
+    }
+
+    /// The value of `user_key`, whose newest visible version is a merge operand, as `options`
+    /// read it: through an iterator over the key alone, which combines its operands with their
+    /// base (a point lookup stops at the first version it finds).
+    pub(super) fn read_merged(
+        &self,
+        user_key: &[u8],
+        options: &ReadOptions<'_>,
+    ) -> Result<Option<Bytes>> {
+        let key = user_key.to_vec();
+        let mut it = self.iter(
+            (Bound::Included(key.clone()), Bound::Included(key)),
+            options,
+            false,
+        )?;
+        Ok(if it.advance()? {
+            Some(Bytes::copy_from_slice(it.value()))
+        } else {
+            None
+        })
     }
 
     /// The range deletions a read of `view` respects ([`ReadRangeDeletions`]); the first
@@ -346,9 +369,13 @@ impl Engine {
             returned: 0,
         };
         let merged = MergingIterator::with_deferred(children, deferred);
-        let seqs = (seq, self.expired_through());
-        let ranges = self.read_range_deletions(&view)?.joined();
-        DbIterator::new(merged, view, scan_count, seqs, ranges, range, reverse)
+        let read_view = ReadView {
+            seq,
+            expired_through: self.expired_through(),
+            range_deletions: self.read_range_deletions(&view)?.joined(),
+            operator: self.options.merge_operator.clone(),
+        };
+        DbIterator::new(merged, view, scan_count, read_view, range, reverse)
     }
 }
 

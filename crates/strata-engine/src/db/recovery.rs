@@ -431,7 +431,7 @@ impl Engine {
                     return;
                 };
                 let key = match op {
-                    BatchOp::Put(k, _) | BatchOp::Delete(k) => k,
+                    BatchOp::Put(k, _) | BatchOp::Delete(k) | BatchOp::Merge(k, _) => k,
                     // A range deletion a table holds too is buffered again: deleting twice
                     // at one sequence number deletes the same.
                     BatchOp::DeleteRange(start, end) => {
@@ -452,6 +452,7 @@ impl Engine {
                 match op {
                     BatchOp::Put(k, v) => memtables[i].insert(k, seq, ValueKind::Put, v),
                     BatchOp::Delete(k) => memtables[i].insert(k, seq, ValueKind::Delete, &[]),
+                    BatchOp::Merge(k, v) => memtables[i].insert(k, seq, ValueKind::Merge, v),
                     BatchOp::DeleteRange(..) => {}
                 }
             },

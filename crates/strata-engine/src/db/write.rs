@@ -47,6 +47,12 @@ impl Engine {
         if batch.is_empty() {
             return Ok(());
         }
+        if batch.has_merges() && self.options.merge_operator.is_none() {
+            return Err(Error::InvalidArgument(
+                "a merge needs a merge operator: open the database with                  Options::with_merge_operator"
+                    .to_string(),
+            ));
+        }
         if !batch.other_keyspaces().is_empty() {
             let open = self.shared.keyspaces.read();
             if let Some(k) = batch
@@ -227,6 +233,13 @@ impl Engine {
                     count[2] += v.len() as u64;
                     count[3] += (k.len() + v.len()) as u64;
                     (k, ValueKind::Put, v)
+                }
+                // Counted as a put: the workload's operation mix.
+                Ok(BatchOp::Merge(k, v)) => {
+                    count[0] += 1;
+                    count[2] += v.len() as u64;
+                    count[3] += (k.len() + v.len()) as u64;
+                    (k, ValueKind::Merge, v)
                 }
                 Ok(BatchOp::Delete(k)) => {
                     count[1] += 1;
@@ -644,6 +657,7 @@ impl Engine {
                     match kind {
                         ValueKind::Put => BatchOp::Put(key, value),
                         ValueKind::Delete => BatchOp::Delete(key),
+                        ValueKind::Merge => BatchOp::Merge(key, value),
                     },
                 ));
             }
@@ -667,7 +681,9 @@ impl Engine {
         while start < entries.len() {
             let mut end = start + 1;
             let op_bytes = |op: &BatchOp<'_>| match *op {
-                BatchOp::Put(a, b) | BatchOp::DeleteRange(a, b) => a.len() + b.len(),
+                BatchOp::Put(a, b) | BatchOp::DeleteRange(a, b) | BatchOp::Merge(a, b) => {
+                    a.len() + b.len()
+                }
                 BatchOp::Delete(a) => a.len(),
             };
             let mut bytes = op_bytes(&entries[start].1);
@@ -685,6 +701,9 @@ impl Engine {
                     BatchOp::Delete(key) => batch.delete_in_keyspace(self.keyspace, key)?,
                     BatchOp::DeleteRange(start, end) => {
                         batch.delete_range_in_keyspace(self.keyspace, start, end)?
+                    }
+                    BatchOp::Merge(key, operand) => {
+                        batch.merge_in_keyspace(self.keyspace, key, operand)?
                     }
                 };
             }
