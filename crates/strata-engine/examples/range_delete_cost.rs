@@ -5,7 +5,7 @@
 //!
 //! Each run loads ENTRIES keys (16 bytes) with 100-byte values in random order into a fresh
 //! database (8 MiB buffers, so the tree has several levels), waits for its compactions, then
-//! deletes the keys of one contiguous 1% of the key space, either with one `delete_range` or
+//! measures its table bytes, deletes the keys of one contiguous 1% of the key space, either with one `delete_range` or
 //! with a `delete` per key, then writes 10% of the entries again as updates outside that range
 //! (so the policy's own compactions run), waits, and at last compacts everything by hand. It
 //! prints, per run: the time of the deletes themselves, the bytes written from the deletes on
@@ -31,6 +31,7 @@ fn key(i: u64) -> String {
 
 /// One run's measures.
 struct Measured {
+    table_bytes_before: u64,
     delete_seconds: f64,
     bytes_written: u64,
     table_bytes: u64,
@@ -73,6 +74,7 @@ fn run(
         m.flush_bytes + m.compaction_bytes_written
     };
     let before = written(&db);
+    let table_bytes_before = db.metrics().table_bytes;
     // One contiguous 1% of the keys, from a third of the way in.
     let (first, count) = (entries / 3, entries / 100);
     let started = Instant::now();
@@ -108,6 +110,7 @@ fn run(
     db.close()?;
     let _ = std::fs::remove_dir_all(dir);
     Ok(Measured {
+        table_bytes_before,
         delete_seconds,
         bytes_written,
         table_bytes,
@@ -145,8 +148,8 @@ fn main() -> strata_engine::Result<()> {
         |p| p.split(',').map(String::from).collect(),
     );
     println!(
-        "{entries} entries, 1% ({}) deleted; per run: delete time, MiB written after the deletes, \
-         table MiB, table MiB after a full compaction",
+        "{entries} entries, 1% ({}) deleted; per run: table MiB before, delete time, MiB written \
+         after the deletes, table MiB, table MiB after a full compaction",
         entries / 100
     );
     for policy in &policies {
@@ -158,8 +161,9 @@ fn main() -> strata_engine::Result<()> {
                 let m = run(&dir, policy, entries, ranged, 42 + round)?;
                 times.push(m.delete_seconds);
                 lines.push(format!(
-                    "{:.4}s {:.1} {:.1} {:.1}",
-                    m.delete_seconds,
+                    "{:.1} {:.0}us {:.1} {:.1} {:.1}",
+                    m.table_bytes_before as f64 / MIB,
+                    m.delete_seconds * 1e6,
                     m.bytes_written as f64 / MIB,
                     m.table_bytes as f64 / MIB,
                     m.table_bytes_compacted as f64 / MIB
@@ -171,9 +175,9 @@ fn main() -> strata_engine::Result<()> {
         }
         if let [range_time, point_time] = medians[..] {
             println!(
-                "{policy:>14} median delete time: range {:.4}s, points {:.4}s ({:.0}x)",
-                range_time,
-                point_time,
+                "{policy:>14} median delete time: range {:.1}us, points {:.0}us ({:.0}x)",
+                range_time * 1e6,
+                point_time * 1e6,
                 point_time / range_time.max(1e-9)
             );
         }

@@ -56,6 +56,7 @@ pub struct Options {
     pub(crate) compaction_filter: Option<Arc<dyn CompactionFilter>>,
     pub(crate) merge_operator: Option<Arc<dyn MergeOperator>>,
     pub(crate) ttl: Option<std::time::Duration>,
+    pub(crate) periodic_compaction: Option<std::time::Duration>,
     pub(crate) info_log: bool,
     pub(crate) keep_log_file_num: usize,
     pub(crate) max_total_wal_size: u64,
@@ -160,6 +161,7 @@ impl Default for Options {
             compaction_filter: None,
             merge_operator: None,
             ttl: None,
+            periodic_compaction: None,
             info_log: false,
             keep_log_file_num: 1000,
             max_total_wal_size: 0,
@@ -628,14 +630,24 @@ impl Options {
 
     /// Entries written `ttl` or longer ago read as absent, at the latest view and at every
     /// snapshot alike, and compactions drop them. Ages come from when sequence numbers were
-    /// written, sampled about once a second (`ttl.rs`): an entry is never taken for older than
-    /// it is, and may live up to a second or two past its TTL; entries a reopen replays from
+    /// written, sampled about once a second (`ttl.rs`), in whole seconds: an entry may expire up
+    /// to a second before its TTL or after it; entries a reopen replays from
     /// WALs count as written at the reopen, and a table whose entries have all expired is
     /// dropped whole. Opened again without a TTL, a database shows what compactions have not
     /// dropped yet (as RocksDB's does). Whole seconds, at least one. RocksDB:
     /// `DBWithTTL`'s `ttl` (its `Options::ttl` only schedules compactions). Default: none.
     pub fn with_ttl(mut self, ttl: Option<std::time::Duration>) -> Self {
         self.ttl = ttl;
+        self
+    }
+
+    /// With a TTL ([`Options::with_ttl`]), rewrites in place, before the policy is asked, a
+    /// table holding entries that expired `period` or longer ago, dropping them: expired data
+    /// goes even where no merge the policy chooses reaches it. Whole seconds. RocksDB:
+    /// `periodic_compaction_seconds` (which rewrites files by age alone). Default: none (a
+    /// table is dropped once all of it has expired, and partly expired ones wait for merges).
+    pub fn with_periodic_compaction(mut self, period: Option<std::time::Duration>) -> Self {
+        self.periodic_compaction = period;
         self
     }
 
@@ -669,6 +681,9 @@ impl Options {
         let bad = |what: &str| Err(Error::InvalidArgument(what.to_string()));
         if self.ttl.is_some_and(|ttl| ttl.as_secs() == 0) {
             return bad("ttl must be at least one second (ages are counted in whole seconds)");
+        }
+        if self.periodic_compaction.is_some() && self.ttl.is_none() {
+            return bad("periodic_compaction rewrites expired data: it needs a ttl (with_ttl)");
         }
         if let Some(level) = self
             .key_index_level

@@ -4,11 +4,13 @@
 //! An entry's age comes from its sequence number, not from a timestamp in its value (RocksDB's
 //! `DBWithTTL` appends one to every value, which changes the value format for good). While a TTL
 //! is set, the commit path samples the clock about once a second: a sample `(s, t)` says every
-//! sequence number up to `s` was written by Unix time `t`. An entry with sequence number at most
-//! `s` is therefore at least `now - t` old, so everything up to the largest `s` whose `t` lies
-//! a TTL or more in the past has expired. Each commit moves the newest sample's `s` (the last
-//! commit's sequence number and second), and a commit in a later second starts a new one, so
-//! an entry is never taken for older than it is and expires within a second of its TTL. The samples persist in the manifest (with each flush's record and in every new
+//! sequence number up to `s` was written in or before Unix second `t`. An entry with sequence
+//! number at most `s` is counted `now - t` old, `now` the current second, so everything up to
+//! the largest `s` whose `t` lies a TTL or more in the past has expired. Each commit moves the
+//! newest sample's `s` (the last commit's sequence number and second), and a commit in a later
+//! second starts a new one. Both ends count whole seconds, so an entry may expire up to a
+//! second before its TTL (written late in one second, read early in another: measured by
+//! `tests/ttl.rs`, an entry 3.7 s old expired with a TTL of 4 s) and up to a second after it. The samples persist in the manifest (with each flush's record and in every new
 //! manifest's first record); entries a reopen replays from WALs count as written at the open.
 
 use crate::key::SeqNo;

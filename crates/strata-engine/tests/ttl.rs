@@ -157,3 +157,131 @@ fn every_policy_drops_tables_whose_entries_all_expired() {
         run.join().unwrap();
     }
 }
+
+/// `Options::with_periodic_compaction`: a table holding entries expired a period ago is
+/// rewritten without them, though no merge of the policy's would reach it (one L0 table under
+/// the L0 trigger), and the entries not yet expired stay.
+#[test]
+fn periodic_compaction_rewrites_a_partly_expired_table() {
+    let fs = MemFs::new();
+    // Ages count whole seconds, each end (`ttl.rs`): an entry counts as up to a second older or
+    // younger than it is. With a TTL of 3 s and a period of 1 s, the old entries, 5.1 s old at
+    // the check, count at least 4.1 s old; the new ones, 1.8 s old, at most 2.8 s.
+    let db = Db::open(
+        "/db",
+        options(&fs, 3)
+            .with_write_buffer_size(1 << 20)
+            .with_periodic_compaction(Some(Duration::from_secs(1))),
+    )
+    .unwrap();
+    let old: Vec<String> = (0..200).map(|i| format!("old{i:04}")).collect();
+    for k in &old {
+        db.put(k, [b'v'; 100]).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(3_300));
+    let new: Vec<String> = (0..50).map(|i| format!("new{i:04}")).collect();
+    for k in &new {
+        db.put(k, [b'w'; 100]).unwrap();
+    }
+    // One table holding both.
+    db.flush().unwrap();
+    let tables = |db: &Db| -> (usize, u64) {
+        let v = db.version();
+        (v.table_count(), v.tables().map(|(_, _, t)| t.entries).sum())
+    };
+    assert_eq!(tables(&db), (1, 250));
+    std::thread::sleep(Duration::from_millis(1_800));
+    assert!(
+        visible(&db, &new).iter().all(|&v| v),
+        "new keys expired too early"
+    );
+    // Any write wakes the workers; the rewrite runs before the policy is asked.
+    db.put("wake", "up").unwrap();
+    db.flush().unwrap();
+    db.wait_for_compactions().unwrap();
+    let (count, entries) = tables(&db);
+    assert_eq!(entries, new.len() as u64 + 1, "{}", db.version());
+    assert_eq!(count, 2);
+    assert!(visible(&db, &new).iter().all(|&v| v));
+    db.close().unwrap();
+}
+
+#[test]
+fn periodic_compaction_without_a_ttl_is_refused() {
+    let err = Db::open(
+        "/db",
+        Options::new()
+            .with_file_system(Arc::new(MemFs::new()))
+            .with_periodic_compaction(Some(Duration::from_secs(60))),
+    )
+    .err()
+    .unwrap();
+    assert!(
+        matches!(err, Error::InvalidArgument(ref m) if m.contains("periodic_compaction")),
+        "{err}"
+    );
+}
+
+/// Every policy with a periodic compaction: tables holding old entries beside new ones are
+/// rewritten without the old ones by the shared pick loop, whatever the policy would merge, and
+/// the policy goes on working on the rewritten tables. (Timing as in the test above.)
+#[test]
+fn every_policy_lets_periodic_compaction_rewrite_its_tables() {
+    let policies = strata_policy::testing::policies_to_test();
+    let runs: Vec<_> = policies
+        .into_iter()
+        .map(|policy| {
+            std::thread::spawn(move || {
+                let fs = MemFs::new();
+                let spec = support::small_tree_spec(policy);
+                let db = Db::open(
+                    "/db",
+                    options(&fs, 3)
+                        .with_write_buffer_size(64 << 10)
+                        .with_periodic_compaction(Some(Duration::from_secs(1)))
+                        .with_synchronous_compaction(true)
+                        .with_policy_spec(spec)
+                        .unwrap(),
+                )
+                .unwrap();
+                // Old and new entries in the same buffers, so the flushes write tables holding
+                // both.
+                for i in 0..300 {
+                    db.put(format!("k{i:04}"), [b'v'; 60]).unwrap();
+                }
+                let old_through = db.snapshot().sequence();
+                std::thread::sleep(Duration::from_millis(3_300));
+                for i in 0..300 {
+                    db.put(format!("n{i:04}"), [b'w'; 60]).unwrap();
+                }
+                db.flush().unwrap();
+                std::thread::sleep(Duration::from_millis(1_800));
+                // A write and a flush run the pick loop (compaction is synchronous here).
+                db.put("wake", "up").unwrap();
+                db.flush().unwrap();
+                let holding: Vec<u64> = db
+                    .version()
+                    .tables()
+                    .filter(|(_, _, t)| t.seqnos.smallest <= old_through)
+                    .map(|(_, _, t)| t.id.0)
+                    .collect();
+                assert!(
+                    holding.is_empty(),
+                    "{policy}: tables {holding:?} kept old entries"
+                );
+                assert_eq!(db.get("k0001").unwrap(), None, "{policy}");
+                assert!(db.get("n0001").unwrap().is_some(), "{policy}");
+                for i in 0..600 {
+                    db.put(format!("m{:04}", i % 300), [b'x'; 60]).unwrap();
+                }
+                db.flush().unwrap();
+                assert!(db.get("m0001").unwrap().is_some(), "{policy}");
+                assert!(db.get("n0002").unwrap().is_some(), "{policy}");
+                db.close().unwrap();
+            })
+        })
+        .collect();
+    for run in runs {
+        run.join().unwrap();
+    }
+}

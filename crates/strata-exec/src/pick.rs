@@ -52,6 +52,13 @@ pub trait PickHost {
     fn expired_through(&self) -> u64 {
         0
     }
+    /// The largest sequence number whose entries expired at least the periodic-compaction
+    /// period ago (the engine's `Options::with_periodic_compaction`): a table holding one is
+    /// rewritten in place ([`expired_table_rewrite`]). 0 (the default, and the simulator's):
+    /// none.
+    fn periodic_through(&self) -> u64 {
+        0
+    }
 }
 
 /// A plan dropping one table whose entries have all expired (its newest sequence number at or
@@ -87,6 +94,48 @@ pub fn expired_table_drop(
     })
 }
 
+/// A plan rewriting in place one table that holds an entry at or below `periodic_through`
+/// (expired at least a period ago) and that no job holds, if there is one: a TTL's data
+/// reclaimed where no merge the policy chooses reaches it (RocksDB's periodic compaction). The
+/// rewrite drops every expired entry, so the table does not qualify again; it keeps the table's
+/// level, run and Bloom bits, and writes one table.
+pub fn expired_table_rewrite(
+    version: &Version,
+    leases: &Leases,
+    periodic_through: u64,
+) -> Option<Plan> {
+    if periodic_through == 0 {
+        return None;
+    }
+    version.tables().find_map(|(level, run, table)| {
+        (table.seqnos.smallest <= periodic_through && !leases.is_table_leased(table.id)).then(
+            || Plan {
+                action: strata_policy::PlanAction::Merge,
+                inputs: vec![strata_policy::PlanInput {
+                    level,
+                    run: run.id(),
+                    tables: vec![table.id],
+                }],
+                output: Some(strata_policy::PlanOutput {
+                    level,
+                    run: strata_policy::OutputRun::Existing(run.id()),
+                    cut: strata_policy::CutRule::single_table(),
+                    bloom_bits_per_key: table.bloom_bits_per_key,
+                    compression: None,
+                    preserve_blocks: None,
+                }),
+                policy_state: None,
+                priority: strata_policy::Priority::Normal,
+                reason: format!(
+                    "table {} holds entries expired a period ago (sequence numbers up to \
+                     {periodic_through})",
+                    table.id
+                ),
+            },
+        )
+    })
+}
+
 /// The next plan a worker may start now (`urgent_only`: a worker reserved for urgent plans),
 /// or `None` when there is nothing it may start.
 pub fn next_plan<H: PickHost>(host: &mut H, urgent_only: bool) -> Result<Option<Plan>, H::Error> {
@@ -94,6 +143,20 @@ pub fn next_plan<H: PickHost>(host: &mut H, urgent_only: bool) -> Result<Option<
     if let Some(plan) = expired_table_drop(host.version(), host.leases(), host.expired_through()) {
         host.validate(&plan)?;
         return Ok(Some(plan));
+    }
+    // Then tables long partly expired, rewritten where they are, unless the rewrite would run
+    // beside a job it must not reorder with.
+    if let Some(plan) =
+        expired_table_rewrite(host.version(), host.leases(), host.periodic_through())
+    {
+        host.validate(&plan)?;
+        if host
+            .leases()
+            .reorders_beside(&plan, None, host.version())
+            .is_none()
+        {
+            return Ok(Some(plan));
+        }
     }
     loop {
         let plan = match host.next_compaction(urgent_only)? {

@@ -165,7 +165,14 @@ impl Engine {
     /// REQUIRES: the state lock is held.
     pub fn compaction_wanted(&self, state: &EngineState) -> Result<bool> {
         let expired = self.expired_through();
-        if strata_exec::pick::expired_table_drop(&state.version, &state.leases, expired).is_some() {
+        if strata_exec::pick::expired_table_drop(&state.version, &state.leases, expired).is_some()
+            || strata_exec::pick::expired_table_rewrite(
+                &state.version,
+                &state.leases,
+                self.periodic_through(),
+            )
+            .is_some()
+        {
             return Ok(true);
         }
         let stats = self.workload_stats();

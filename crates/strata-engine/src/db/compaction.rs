@@ -524,6 +524,10 @@ impl PickHost for EnginePick<'_, '_> {
     fn expired_through(&self) -> u64 {
         self.engine.expired_through()
     }
+
+    fn periodic_through(&self) -> u64 {
+        self.engine.periodic_through()
+    }
 }
 
 /// What a compaction's start event says about `plan` against `version`.

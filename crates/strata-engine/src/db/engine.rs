@@ -367,6 +367,18 @@ impl Engine {
         })
     }
 
+    /// The largest sequence number whose entries expired a periodic-compaction period or more
+    /// ago (0: none, or no period set): tables holding one are rewritten.
+    pub fn periodic_through(&self) -> SeqNo {
+        match (self.options.ttl, self.options.periodic_compaction) {
+            (Some(ttl), Some(period)) => self
+                .shared
+                .seqno_times
+                .expired_through(ttl.as_secs() + period.as_secs()),
+            _ => 0,
+        }
+    }
+
     /// Whether close, drop, or dropping the keyspace asked background work to stop.
     pub fn stop_requested(&self) -> bool {
         self.shared.shutting_down.load(Ordering::Acquire) || self.dropped.load(Ordering::Acquire)
