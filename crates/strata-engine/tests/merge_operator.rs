@@ -7,7 +7,7 @@
 mod support;
 
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use strata_engine::fs::{FileSystem, MemFs};
@@ -215,15 +215,16 @@ fn check_reads(db: &Db, read: &ReadOptions<'_>, model: &Model, keys: &[Vec<u8>],
     }
 }
 
-/// Random puts, merges, deletes, range deletions, snapshots, flushes, compactions and reopens
-/// against a model, for every policy: every read path, at the latest state and at every live
-/// snapshot, reads the model's counters.
+/// Random puts, merges, deletes and range deletions against a model, for every policy, with
+/// snapshots, flushes, compactions and reopens (`support::model`): every read path, at the
+/// latest state and at every live snapshot, reads the model's counters.
 #[test]
 fn every_policy_reads_what_a_model_holds_under_merges() {
-    use strata_policy::testing;
-    for (i, policy) in testing::policies_to_test().iter().enumerate() {
-        let seed = 9300 + i as u64;
-        let fs = MemFs::new();
+    use support::model::{model_check, Check};
+    for (i, policy) in strata_policy::testing::policies_to_test()
+        .iter()
+        .enumerate()
+    {
         let options = || {
             counter_options()
                 .with_write_buffer_size(8 << 10)
@@ -232,73 +233,41 @@ fn every_policy_reads_what_a_model_holds_under_merges() {
                 .with_policy_spec(support::small_tree_spec(policy))
                 .unwrap()
         };
-        let mut db = open(&fs, options());
-        let mut rng = StdRng::seed_from_u64(seed);
-        let mut model = Model::new();
-        let mut snapshots: Vec<(strata_engine::Snapshot, Model)> = Vec::new();
         let probe: Vec<Vec<u8>> = (0..120).step_by(3).map(key).collect();
-        for step in 0..2000 {
-            let ctx = format!("{policy}, seed {seed}, step {step}");
+        let write = |db: &Db, rng: &mut StdRng, model: &mut Model, _step: u64| {
             let k = key(rng.random_range(0..120));
             match rng.random_range(0..100) {
-                0..=14 => {
+                0..=21 => {
                     let v = rng.random_range(0..1000);
                     db.put(&k, le(v)).unwrap();
                     model.insert(k, v);
                 }
-                15..=59 => {
+                22..=89 => {
                     let d = rng.random_range(1..100);
                     db.merge(&k, le(d)).unwrap();
                     *model.entry(k).or_insert(0) += d;
                 }
-                60..=64 => {
+                90..=96 => {
                     db.delete(&k).unwrap();
                     model.remove(&k);
                 }
-                65..=66 => {
+                _ => {
                     let start = rng.random_range(0..120);
                     let (a, b) = (key(start), key(start + rng.random_range(1..10)));
                     db.delete_range(&a, &b).unwrap();
                     model.retain(|k, _| !(a <= *k && *k < b));
                 }
-                67..=71 => {
-                    if snapshots.len() < 3 {
-                        snapshots.push((db.snapshot(), model.clone()));
-                    } else {
-                        snapshots.remove(rng.random_range(0..snapshots.len()));
-                    }
-                }
-                72..=85 => {
-                    assert_eq!(
-                        counter(&db, &k, &ReadOptions::default()),
-                        model.get(&k).copied(),
-                        "get: {ctx}"
-                    );
-                    for (snapshot, at) in &snapshots {
-                        let got = counter(&db, &k, &ReadOptions::at(snapshot));
-                        assert_eq!(got, at.get(&k).copied(), "snapshot: {ctx}");
-                    }
-                }
-                86..=88 => {
-                    check_reads(&db, &ReadOptions::default(), &model, &probe, &ctx);
-                    for (snapshot, at) in &snapshots {
-                        check_reads(&db, &ReadOptions::at(snapshot), at, &probe, &ctx);
-                    }
-                }
-                89..=95 => db.flush().unwrap(),
-                96..=98 => db.compact_range::<&[u8], _>(..).unwrap(),
-                _ => {
-                    if step > 1000 && snapshots.is_empty() {
-                        db.close().unwrap();
-                        db = open(&fs, options());
-                    }
-                }
             }
-        }
-        check_reads(&db, &ReadOptions::default(), &model, &probe, policy);
-        db.close().unwrap();
-        let db = open(&fs, options());
-        check_reads(&db, &ReadOptions::default(), &model, &probe, "reopened");
-        db.close().unwrap();
+        };
+        let check =
+            |db: &Db, read: &ReadOptions<'_>, model: &Model, what: Check<'_>, ctx: &str| match what
+            {
+                Check::One(rng) => {
+                    let k = key(rng.random_range(0..120));
+                    assert_eq!(counter(db, &k, read), model.get(&k).copied(), "get: {ctx}");
+                }
+                Check::All => check_reads(db, read, model, &probe, ctx),
+            };
+        model_check(policy, 9300 + i as u64, options, Model::new(), write, check);
     }
 }

@@ -8,7 +8,7 @@
 mod support;
 
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use strata_engine::fs::{FileSystem, MemFs};
@@ -182,15 +182,16 @@ fn a_buffer_holding_only_a_range_deletion_flushes_into_a_table_of_it_alone() {
     db.close().unwrap();
 }
 
-/// Random puts, deletes, range deletions (some wide, some empty), snapshots, flushes, manual
-/// compactions and a reopen against a model, for every policy: every read path at the latest
-/// state and at every live snapshot reads exactly what the model held.
+/// Random puts, deletes and range deletions (some wide, some empty) against a model, for every
+/// policy, with snapshots, flushes, compactions and reopens (`support::model`): every read
+/// path at the latest state and at every live snapshot reads exactly what the model held.
 #[test]
 fn every_policy_reads_what_a_model_holds_under_range_deletions() {
-    use strata_policy::testing;
-    for (i, policy) in testing::policies_to_test().iter().enumerate() {
-        let seed = 9100 + i as u64;
-        let fs = MemFs::new();
+    use support::model::{model_check, Check};
+    for (i, policy) in strata_policy::testing::policies_to_test()
+        .iter()
+        .enumerate()
+    {
         let options = || {
             Options::new()
                 .with_write_buffer_size(8 << 10)
@@ -199,25 +200,20 @@ fn every_policy_reads_what_a_model_holds_under_range_deletions() {
                 .with_policy_spec(support::small_tree_spec(policy))
                 .unwrap()
         };
-        let mut db = open(&fs, options());
-        let mut rng = StdRng::seed_from_u64(seed);
-        let mut model: Model = BTreeMap::new();
-        let mut snapshots: Vec<(strata_engine::Snapshot, Model)> = Vec::new();
         let probe: Vec<Vec<u8>> = (0..300).step_by(7).map(key).collect();
-        for step in 0..2000 {
-            let ctx = format!("{policy}, seed {seed}, step {step}");
+        let write = |db: &Db, rng: &mut StdRng, model: &mut Model, step: u64| {
             let k = key(rng.random_range(0..300));
             match rng.random_range(0..100) {
-                0..=54 => {
+                0..=79 => {
                     let value = format!("{step:0>40}").into_bytes();
                     db.put(&k, &value).unwrap();
                     model.insert(k, value);
                 }
-                55..=61 => {
+                80..=89 => {
                     db.delete(&k).unwrap();
                     model.remove(&k);
                 }
-                62..=67 => {
+                _ => {
                     let start = rng.random_range(0..300);
                     let width = if rng.random_bool(0.2) {
                         rng.random_range(0..150)
@@ -228,45 +224,18 @@ fn every_policy_reads_what_a_model_holds_under_range_deletions() {
                     db.delete_range(&a, &b).unwrap();
                     model.retain(|k, _| !(a <= *k && *k < b));
                 }
-                68..=72 => {
-                    if snapshots.len() < 3 {
-                        snapshots.push((db.snapshot(), model.clone()));
-                    } else {
-                        snapshots.remove(rng.random_range(0..snapshots.len()));
-                    }
-                }
-                73..=84 => {
-                    let want = model.get(&k).map(|v| &v[..]);
-                    assert_eq!(db.get(&k).unwrap().as_deref(), want, "get: {ctx}");
-                    for (snapshot, at) in &snapshots {
-                        let got = db.get_with(&k, &ReadOptions::at(snapshot)).unwrap();
-                        assert_eq!(
-                            got.as_deref(),
-                            at.get(&k).map(|v| &v[..]),
-                            "snapshot: {ctx}"
-                        );
-                    }
-                }
-                85..=88 => {
-                    check_reads(&db, &ReadOptions::default(), &model, &probe, &ctx);
-                    for (snapshot, at) in &snapshots {
-                        check_reads(&db, &ReadOptions::at(snapshot), at, &probe, &ctx);
-                    }
-                }
-                89..=95 => db.flush().unwrap(),
-                96..=98 => db.compact_range::<&[u8], _>(..).unwrap(),
-                _ => {
-                    if step > 1000 && snapshots.is_empty() {
-                        db.close().unwrap();
-                        db = open(&fs, options());
-                    }
-                }
             }
-        }
-        check_reads(&db, &ReadOptions::default(), &model, &probe, policy);
-        db.close().unwrap();
-        let db = open(&fs, options());
-        check_reads(&db, &ReadOptions::default(), &model, &probe, "reopened");
-        db.close().unwrap();
+        };
+        let check =
+            |db: &Db, read: &ReadOptions<'_>, model: &Model, what: Check<'_>, ctx: &str| match what
+            {
+                Check::One(rng) => {
+                    let k = key(rng.random_range(0..300));
+                    let got = db.get_with(&k, read).unwrap();
+                    assert_eq!(got.as_deref(), model.get(&k).map(|v| &v[..]), "get: {ctx}");
+                }
+                Check::All => check_reads(db, read, model, &probe, ctx),
+            };
+        model_check(policy, 9100 + i as u64, options, Model::new(), write, check);
     }
 }

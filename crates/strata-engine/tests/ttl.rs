@@ -103,59 +103,50 @@ fn a_zero_ttl_is_refused() {
 /// policy goes on working with the tables gone.
 #[test]
 fn every_policy_drops_tables_whose_entries_all_expired() {
-    let policies = strata_policy::testing::policies_to_test();
-    let runs: Vec<_> = policies
-        .into_iter()
-        .map(|policy| {
-            std::thread::spawn(move || {
-                let fs = MemFs::new();
-                let spec = support::small_tree_spec(policy);
-                let db = Db::open(
-                    "/db",
-                    options(&fs, 2)
-                        .with_write_buffer_size(8 << 10)
-                        .with_synchronous_compaction(true)
-                        .with_policy_spec(spec)
-                        .unwrap(),
-                )
-                .unwrap();
-                for i in 0..600 {
-                    db.put(format!("k{:04}", i % 300), [b'v'; 60]).unwrap();
-                }
-                db.flush().unwrap();
-                let old_through = db
-                    .version()
-                    .tables()
-                    .map(|(_, _, t)| t.seqnos.largest)
-                    .max()
-                    .unwrap();
-                std::thread::sleep(Duration::from_millis(4_200));
-                for i in 0..50 {
-                    db.put(format!("n{i:04}"), [b'w'; 60]).unwrap();
-                }
-                db.flush().unwrap();
-                let left: Vec<u64> = db
-                    .version()
-                    .tables()
-                    .filter(|(_, _, t)| t.seqnos.largest <= old_through)
-                    .map(|(_, _, t)| t.id.0)
-                    .collect();
-                assert!(left.is_empty(), "{policy}: expired tables {left:?} stayed");
-                assert_eq!(db.get("k0001").unwrap(), None, "{policy}");
-                assert!(db.get("n0001").unwrap().is_some(), "{policy}");
-                // The policy still works: more writes flush and compact as before.
-                for i in 0..600 {
-                    db.put(format!("m{:04}", i % 300), [b'x'; 60]).unwrap();
-                }
-                db.flush().unwrap();
-                assert!(db.get("m0001").unwrap().is_some(), "{policy}");
-                db.close().unwrap();
-            })
-        })
-        .collect();
-    for run in runs {
-        run.join().unwrap();
-    }
+    support::every_policy_at_once(|policy| {
+        let fs = MemFs::new();
+        let spec = support::small_tree_spec(policy);
+        let db = Db::open(
+            "/db",
+            options(&fs, 2)
+                .with_write_buffer_size(8 << 10)
+                .with_synchronous_compaction(true)
+                .with_policy_spec(spec)
+                .unwrap(),
+        )
+        .unwrap();
+        for i in 0..600 {
+            db.put(format!("k{:04}", i % 300), [b'v'; 60]).unwrap();
+        }
+        db.flush().unwrap();
+        let old_through = db
+            .version()
+            .tables()
+            .map(|(_, _, t)| t.seqnos.largest)
+            .max()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(4_200));
+        for i in 0..50 {
+            db.put(format!("n{i:04}"), [b'w'; 60]).unwrap();
+        }
+        db.flush().unwrap();
+        let left: Vec<u64> = db
+            .version()
+            .tables()
+            .filter(|(_, _, t)| t.seqnos.largest <= old_through)
+            .map(|(_, _, t)| t.id.0)
+            .collect();
+        assert!(left.is_empty(), "{policy}: expired tables {left:?} stayed");
+        assert_eq!(db.get("k0001").unwrap(), None, "{policy}");
+        assert!(db.get("n0001").unwrap().is_some(), "{policy}");
+        // The policy still works: more writes flush and compact as before.
+        for i in 0..600 {
+            db.put(format!("m{:04}", i % 300), [b'x'; 60]).unwrap();
+        }
+        db.flush().unwrap();
+        assert!(db.get("m0001").unwrap().is_some(), "{policy}");
+        db.close().unwrap();
+    });
 }
 
 /// `Options::with_periodic_compaction`: a table holding entries expired a period ago is
@@ -227,61 +218,52 @@ fn periodic_compaction_without_a_ttl_is_refused() {
 /// the policy goes on working on the rewritten tables. (Timing as in the test above.)
 #[test]
 fn every_policy_lets_periodic_compaction_rewrite_its_tables() {
-    let policies = strata_policy::testing::policies_to_test();
-    let runs: Vec<_> = policies
-        .into_iter()
-        .map(|policy| {
-            std::thread::spawn(move || {
-                let fs = MemFs::new();
-                let spec = support::small_tree_spec(policy);
-                let db = Db::open(
-                    "/db",
-                    options(&fs, 3)
-                        .with_write_buffer_size(64 << 10)
-                        .with_periodic_compaction(Some(Duration::from_secs(1)))
-                        .with_synchronous_compaction(true)
-                        .with_policy_spec(spec)
-                        .unwrap(),
-                )
-                .unwrap();
-                // Old and new entries in the same buffers, so the flushes write tables holding
-                // both.
-                for i in 0..300 {
-                    db.put(format!("k{i:04}"), [b'v'; 60]).unwrap();
-                }
-                let old_through = db.snapshot().sequence();
-                std::thread::sleep(Duration::from_millis(3_300));
-                for i in 0..300 {
-                    db.put(format!("n{i:04}"), [b'w'; 60]).unwrap();
-                }
-                db.flush().unwrap();
-                std::thread::sleep(Duration::from_millis(1_800));
-                // A write and a flush run the pick loop (compaction is synchronous here).
-                db.put("wake", "up").unwrap();
-                db.flush().unwrap();
-                let holding: Vec<u64> = db
-                    .version()
-                    .tables()
-                    .filter(|(_, _, t)| t.seqnos.smallest <= old_through)
-                    .map(|(_, _, t)| t.id.0)
-                    .collect();
-                assert!(
-                    holding.is_empty(),
-                    "{policy}: tables {holding:?} kept old entries"
-                );
-                assert_eq!(db.get("k0001").unwrap(), None, "{policy}");
-                assert!(db.get("n0001").unwrap().is_some(), "{policy}");
-                for i in 0..600 {
-                    db.put(format!("m{:04}", i % 300), [b'x'; 60]).unwrap();
-                }
-                db.flush().unwrap();
-                assert!(db.get("m0001").unwrap().is_some(), "{policy}");
-                assert!(db.get("n0002").unwrap().is_some(), "{policy}");
-                db.close().unwrap();
-            })
-        })
-        .collect();
-    for run in runs {
-        run.join().unwrap();
-    }
+    support::every_policy_at_once(|policy| {
+        let fs = MemFs::new();
+        let spec = support::small_tree_spec(policy);
+        let db = Db::open(
+            "/db",
+            options(&fs, 3)
+                .with_write_buffer_size(64 << 10)
+                .with_periodic_compaction(Some(Duration::from_secs(1)))
+                .with_synchronous_compaction(true)
+                .with_policy_spec(spec)
+                .unwrap(),
+        )
+        .unwrap();
+        // Old and new entries in the same buffers, so the flushes write tables holding
+        // both.
+        for i in 0..300 {
+            db.put(format!("k{i:04}"), [b'v'; 60]).unwrap();
+        }
+        let old_through = db.snapshot().sequence();
+        std::thread::sleep(Duration::from_millis(3_300));
+        for i in 0..300 {
+            db.put(format!("n{i:04}"), [b'w'; 60]).unwrap();
+        }
+        db.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(1_800));
+        // A write and a flush run the pick loop (compaction is synchronous here).
+        db.put("wake", "up").unwrap();
+        db.flush().unwrap();
+        let holding: Vec<u64> = db
+            .version()
+            .tables()
+            .filter(|(_, _, t)| t.seqnos.smallest <= old_through)
+            .map(|(_, _, t)| t.id.0)
+            .collect();
+        assert!(
+            holding.is_empty(),
+            "{policy}: tables {holding:?} kept old entries"
+        );
+        assert_eq!(db.get("k0001").unwrap(), None, "{policy}");
+        assert!(db.get("n0001").unwrap().is_some(), "{policy}");
+        for i in 0..600 {
+            db.put(format!("m{:04}", i % 300), [b'x'; 60]).unwrap();
+        }
+        db.flush().unwrap();
+        assert!(db.get("m0001").unwrap().is_some(), "{policy}");
+        assert!(db.get("n0002").unwrap().is_some(), "{policy}");
+        db.close().unwrap();
+    });
 }

@@ -6,6 +6,8 @@
 // Each test crate that includes this module uses part of it.
 #![allow(dead_code)]
 
+pub mod model;
+
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashSet;
 use std::io;
@@ -170,4 +172,16 @@ pub fn small_tree_spec(policy: &str) -> strata_policy::PolicySpec {
     ])
     .expect("options every test policy takes");
     spec
+}
+
+/// Runs `run` for every policy under test, each on a thread of its own (for tests that mostly
+/// wait on the clock), failing if any run fails.
+pub fn every_policy_at_once(run: fn(&'static str)) {
+    let runs: Vec<_> = strata_policy::testing::policies_to_test()
+        .into_iter()
+        .map(|policy| std::thread::spawn(move || run(policy)))
+        .collect();
+    for run in runs {
+        run.join().expect("a policy's run failed");
+    }
 }
