@@ -212,6 +212,9 @@ pub struct TableEntry {
     pub entries: u64,
     /// Tombstones.
     pub tombstones: u64,
+    /// Range tombstones (fragments), if any.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub range_deletions: u64,
     /// Smallest and largest user keys ([`printable`]).
     pub smallest: String,
     /// Largest user key.
@@ -497,6 +500,7 @@ fn describe_levels(version: &Version) -> Vec<LevelInspection> {
                             bytes: t.size,
                             entries: t.entries,
                             tombstones: t.tombstones,
+                            range_deletions: t.range_deletions,
                             smallest: printable(&t.smallest),
                             largest: printable(&t.largest),
                             seqnos: (t.seqnos.smallest, t.seqnos.largest),
@@ -541,6 +545,10 @@ pub struct TableInspection {
     pub damage: Option<DamageReport>,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// [`TableProperties`] for people.
 #[derive(Clone, Debug, Serialize)]
 pub struct PropertiesView {
@@ -548,6 +556,9 @@ pub struct PropertiesView {
     pub entries: u64,
     /// Tombstones.
     pub tombstones: u64,
+    /// Range tombstones (fragments), if any.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub range_deletions: u64,
     /// Smallest user key ([`printable`]).
     pub smallest: String,
     /// Largest user key.
@@ -571,6 +582,7 @@ impl From<&TableProperties> for PropertiesView {
         PropertiesView {
             entries: p.entries,
             tombstones: p.tombstones,
+            range_deletions: p.range_deletions,
             smallest: printable(&p.smallest),
             largest: printable(&p.largest),
             seqnos: (p.smallest_seqno, p.largest_seqno),

@@ -178,6 +178,17 @@ fn a_buffer_holding_only_a_range_deletion_flushes_into_a_table_of_it_alone() {
         vec![(0, key(5).into(), key(15).into())],
         "{version}"
     );
+    // `inspect` reads the table's range-deletion block and checks its checksum.
+    let holder = version
+        .tables()
+        .find(|(_, _, t)| t.range_deletions > 0)
+        .map(|(_, _, t)| t.id.0)
+        .unwrap();
+    let path = std::path::Path::new("/db").join(strata_engine::filename::table_file_name(holder));
+    let shared = Arc::new(fs.clone()) as Arc<dyn FileSystem>;
+    let t = strata_engine::inspect::inspect_table(shared, &path, true, 0).unwrap();
+    assert!(t.verified && t.damage.is_none(), "{:?}", t.damage);
+    assert_eq!(t.properties.range_deletions, 1);
     assert_eq!(db.range::<&[u8], _>(..).unwrap().count(), 10);
     db.close().unwrap();
 }

@@ -138,6 +138,10 @@ impl Table {
         if let Some(h) = self.footer.filter {
             self.src.read_block(h, "filter", ReadPurpose::Metadata)?;
         }
+        if let Some(h) = self.properties().range_deletion_block {
+            self.src
+                .read_block(h, "range deletions", ReadPurpose::Metadata)?;
+        }
         let mut cursor = Cursor::default();
         let mut previous: Vec<u8> = Vec::new();
         let index = self.index()?;
