@@ -621,8 +621,9 @@ impl Options {
     /// Combines merge operands (`Db::merge`, [`crate::WriteBatch::merge`]) with `operator`, in
     /// reads, flushes and compactions, for every keyspace ([`crate::merge_operator`]). A
     /// database holding operands must be opened with the operator that wrote them: reading an
-    /// operand without one is an error. RocksDB: `merge_operator`. Default: none (merges are
-    /// refused).
+    /// operand without one is an error. With an operator, merges keep no input block unchanged
+    /// (block-preserving policies rewrite every block), since any block may hold operands to
+    /// fold. RocksDB: `merge_operator`. Default: none (merges are refused).
     pub fn with_merge_operator(mut self, operator: Arc<dyn MergeOperator>) -> Self {
         self.merge_operator = Some(operator);
         self

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use strata_engine::fs::MemFs;
 use strata_engine::key::TRAILER_LEN;
 use strata_engine::memtable::ENTRY_OVERHEAD;
-use strata_engine::{CompletedJob, Db, EventListener, Options};
+use strata_engine::{CompletedJob, Db, EventListener, Options, U64AddOperator};
 use strata_meta::{Bytes, Version};
 use strata_policy::{build_policy, testing, PlanAction, PolicySpec, Priority};
 use strata_sim::{SimConfig, Simulator};
@@ -101,6 +101,14 @@ struct Size {
     /// Every this many operations (0: never), a range deletion too: from the operation's key
     /// over [`RANGE_SPAN`] of the key space.
     range_deletes: u64,
+    /// Every this many operations (0: never), an update is a merge operand of a u64 counter
+    /// instead (`U64AddOperator` in the engine; `Simulator::merge`): values must be 8 bytes.
+    merges: u64,
+}
+
+/// Whether operation `i`, an update, is a merge operand instead ([`Size::merges`]).
+fn is_merge(size: Size, i: usize) -> bool {
+    size.merges > 0 && (i as u64).is_multiple_of(size.merges)
 }
 
 /// The key-space share one range deletion covers: about 20 of the 40,000 keys of [`SMALL`]
@@ -126,6 +134,7 @@ const SMALL: Size = Size {
     aligned: false,
     random_share: 1.0,
     range_deletes: 0,
+    merges: 0,
 };
 
 /// Values of 1,500 bytes: two entries per 4 KiB block, so merges find blocks to keep.
@@ -136,6 +145,7 @@ const LARGE: Size = Size {
     aligned: false,
     random_share: 1.0,
     range_deletes: 0,
+    merges: 0,
 };
 
 /// The shared workload definition both sides replay key by key: `size.entries` distinct keys
@@ -215,6 +225,12 @@ fn run_engine(name: &str, size: Size, switch: Switch<'_>) -> Outcome {
         .with_policy_spec(policy(name))
         .unwrap()
         .with_event_listener(recorder.clone());
+    // An operator only where merges run: with one, merges keep no block unchanged.
+    let options = if size.merges > 0 {
+        options.with_merge_operator(Arc::new(U64AddOperator))
+    } else {
+        options
+    };
     let db = Db::open("/db", options).unwrap();
     // The values the simulator's engine-format sizer compresses, so compressed tables match.
     let mut value = vec![b'v'; size.value as usize];
@@ -225,6 +241,10 @@ fn run_engine(name: &str, size: Size, switch: Switch<'_>) -> Outcome {
         }
         encode_key(&mut key, op.key, KEY as usize);
         match op.kind {
+            OpKind::Update | OpKind::Rmw if is_merge(size, i) => {
+                strata_sim::engine_format::value_of(op.key, &mut value, size.random_share);
+                db.merge(&key, &value).unwrap()
+            }
             OpKind::Insert | OpKind::Update | OpKind::Rmw => {
                 strata_sim::engine_format::value_of(op.key, &mut value, size.random_share);
                 db.put(&key, &value).unwrap()
@@ -274,6 +294,7 @@ fn run_sim(name: &str, size: Size, switch: Switch<'_>) -> Outcome {
         // The engine's last flush may leave a window flush's remainder buffered; so does this.
         final_flush: false,
         value_compression_ratio: size.random_share,
+        merge_operator: size.merges > 0,
         ..SimConfig::default()
     }
     .with_engine_blocks(BLOCK, size.aligned);
@@ -283,6 +304,7 @@ fn run_sim(name: &str, size: Size, switch: Switch<'_>) -> Outcome {
             sim.set_policy(build_policy(&policy(to)).unwrap()).unwrap();
         }
         match op.kind {
+            OpKind::Update | OpKind::Rmw if is_merge(size, i) => sim.merge(op.key).unwrap(),
             OpKind::Insert | OpKind::Update | OpKind::Rmw => sim.put(op.key).unwrap(),
             OpKind::Delete => sim.delete(op.key).unwrap(),
             OpKind::Read | OpKind::Scan | OpKind::LongScan => {}
@@ -485,6 +507,35 @@ fn engine_and_simulator_agree_under_range_deletions() {
         kept_somewhere,
         "no policy's final tables held a range tombstone"
     );
+}
+
+/// Merge operands of a u64 counter on both sides: every update of 8-byte values is an operand
+/// (one operation in 1,000 for Min-Max, so most of its buffers still flush windows). The engine folds
+/// each key's operands and base into one 8-byte entry, which the simulator counts as the newest
+/// entry winning: the same flushes and plans, bytes and blocks, for every policy.
+#[test]
+fn engine_and_simulator_agree_under_counter_merges() {
+    let counters = Size {
+        value: 8,
+        merges: 1,
+        ..SMALL
+    };
+    for name in testing::policies_to_test() {
+        // Min-Max's buckets shrink with its 8-byte values: a quarter of the default, so its
+        // windows stay several to a buffer.
+        let (name, size) = if name.starts_with("minmax") {
+            (
+                "minmax:bucket_size=4KiB",
+                Size {
+                    merges: 1_000,
+                    ..counters
+                },
+            )
+        } else {
+            (name, counters)
+        };
+        compare(name, size);
+    }
 }
 
 /// With two entries per block, block-preserving merges keep blocks, and both sides keep the

@@ -71,6 +71,9 @@ pub struct SimConfig {
     /// off, only if no older table's key range covers it, as the engine (and RocksDB) decide.
     /// Default: true.
     pub exact_tombstone_drop: bool,
+    /// The engine it stands for has a merge operator (`Options::with_merge_operator`): its
+    /// merges may fold operands, so they keep no input block unchanged. Default: false.
+    pub merge_operator: bool,
     /// The exact tombstone rule searches every older run for a tombstone's key. When at least
     /// this many runs lie below a merge's output, and more than lie above it and in the merge,
     /// it asks instead an index of how many tables hold each key (built on first need, about
@@ -133,6 +136,7 @@ impl Default for SimConfig {
             sizer: None,
             block_size: None,
             exact_tombstone_drop: true,
+            merge_operator: false,
             tombstone_index_runs: 16,
             scale_keys: None,
         }

@@ -102,8 +102,10 @@ impl Simulator {
             .validate()
             .map_err(|e| self.policy_error(e))?;
 
-        // A buffer holding range deletions is written whole, as the engine writes it.
-        let selection = if buffer_ranges.is_empty() {
+        // A buffer holding range deletions or merge operands is written whole, as the engine
+        // writes it.
+        let holds_operands = std::mem::take(&mut self.buffer_holds_operands);
+        let selection = if buffer_ranges.is_empty() && !holds_operands {
             plan.selection
         } else {
             BufferSelection::All

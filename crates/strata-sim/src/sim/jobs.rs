@@ -167,9 +167,10 @@ impl Simulator {
             let seqnos = seqnos.unwrap_or_default();
             let (sizer, weight) = self.sizer_for(read_bytes, sample_bytes);
             let block_size = self.cfg.block_size.unwrap_or(1);
-            // A merge with range tombstones keeps no block unchanged, as in the engine.
+            // A merge with range tombstones, or one that may fold merge operands, keeps no
+            // block unchanged, as in the engine.
             let preserver = Preserver::for_plan(&self.version, &plan, block_size)
-                .filter(|_| input_ranges.is_none());
+                .filter(|_| input_ranges.is_none() && !self.cfg.merge_operator);
             match preserver {
                 Some(preserver) => {
                     let runs = sources

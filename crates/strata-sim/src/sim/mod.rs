@@ -161,6 +161,8 @@ pub struct Simulator {
     holders: OnceCell<KeyHolders>,
     /// The buffer's entries in arrival order (in scale mode, its sampled ones).
     buffer: Vec<u64>,
+    /// Whether the buffer holds a merge operand ([`Simulator::merge`]).
+    buffer_holds_operands: bool,
     /// The buffer's range deletions, each with the number of entries buffered before it.
     buffer_ranges: Vec<(
         usize,
@@ -264,6 +266,7 @@ impl Simulator {
             holders: OnceCell::new(),
             buffer: Vec::new(),
             buffer_ranges: Vec::new(),
+            buffer_holds_operands: false,
             buffer_bytes: 0,
             buffer_entries: 0,
             buffer_user_bytes: 0,
@@ -387,6 +390,17 @@ impl Simulator {
     pub fn put(&mut self, key: u64) -> Result<(), SimError> {
         self.stats.puts += 1;
         self.ingest(keys::put(key))
+    }
+
+    /// Adds a merge operand to `key`, for an operator whose operands and results are all the
+    /// value size (a u64 counter, the engine's `U64AddOperator`). Flushes and merges fold a
+    /// key's operands and base into one entry of that size, exactly the entry "newest wins"
+    /// keeps, so an operand is counted as a put; the kind an entry has (operand or value)
+    /// changes no size and no decision. A buffer holding one is flushed whole, as the engine
+    /// flushes it. Operators whose results grow (appends) are not modelled.
+    pub fn merge(&mut self, key: u64) -> Result<(), SimError> {
+        self.buffer_holds_operands = true;
+        self.put(key)
     }
 
     /// Deletes `key`.
