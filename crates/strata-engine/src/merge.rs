@@ -670,14 +670,17 @@ pub fn merge_into(
         }
         read += 1;
         if filter.keep(merged.key()) {
-            if let Some(operator) = filter.operator.clone() {
-                if key::parse_internal_key(merged.key())
-                    .is_some_and(|(_, _, k)| k == ValueKind::Merge)
-                {
-                    // Leaves the cursor past the operands it folded.
-                    read += crate::merge_fold::fold(&mut merged, filter, operator.as_ref(), out)?;
-                    continue;
-                }
+            if key::parse_internal_key(merged.key()).is_some_and(|(_, _, k)| k == ValueKind::Merge)
+            {
+                // Without the operator the operand cannot fold, and the versions below it,
+                // which the filter drops as shadowed, would be lost: refuse instead.
+                let operator = filter
+                    .operator
+                    .clone()
+                    .ok_or_else(|| MergeError::Output(crate::user_iter::missing_operator()))?;
+                // Leaves the cursor past the operands it folded.
+                read += crate::merge_fold::fold(&mut merged, filter, operator.as_ref(), out)?;
+                continue;
             }
             match filter.apply_user_filter(merged.key(), merged.value()) {
                 Filtered::Unchanged => out.add(merged.key(), merged.value()),

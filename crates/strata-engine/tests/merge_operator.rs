@@ -113,9 +113,30 @@ fn operands_without_an_operator_are_refused_and_unreadable() {
     let db = open(&fs, counter_options());
     db.merge(key(1), le(1)).unwrap();
     db.close().unwrap();
-    let db = open(&fs, Options::new());
-    let e = db.get(key(1)).unwrap_err();
+    // The open replays the operand into a memtable, and flushing it needs the operator.
+    let opened = Db::open(
+        "/db",
+        Options::new().with_file_system(Arc::new(fs.clone()) as Arc<dyn FileSystem>),
+    );
+    let e = match opened {
+        Err(e) => e,
+        Ok(db) => db.get(key(1)).unwrap_err(),
+    };
     assert!(e.to_string().contains("with_merge_operator"), "{e}");
+    // Nor may a merge without the operator drop the base below an operand: it refuses, the
+    // database turns read-only, and the data is whole when reopened with the operator.
+    let db = open(&fs, counter_options());
+    db.put(key(7), le(10)).unwrap();
+    db.flush().unwrap();
+    db.merge(key(7), le(5)).unwrap();
+    db.flush().unwrap();
+    db.close().unwrap();
+    let db = open(&fs, Options::new());
+    let e = db.compact_range::<&[u8], _>(..).unwrap_err();
+    assert!(e.to_string().contains("with_merge_operator"), "{e}");
+    drop(db);
+    let db = open(&fs, counter_options());
+    assert_eq!(counter(&db, &key(7), &ReadOptions::default()), Some(15));
     db.close().unwrap();
     // A failing operator fails the read and names itself.
     let db = open(&fs, counter_options());
