@@ -43,7 +43,6 @@ pub mod log;
 pub mod manifest;
 pub mod memtable;
 mod merge;
-mod merge_fold;
 pub mod merge_operator;
 mod metrics;
 mod options;

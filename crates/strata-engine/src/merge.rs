@@ -1,6 +1,8 @@
 //! Merging entries into output tables: the engine's half of executing a plan (the other half,
 //! shared with the simulator, is `strata_exec`), and the per-key rules of a merge.
 
+mod fold;
+
 use crate::compaction_filter::{CompactionFilter, FilterDecision};
 use crate::error::{Error, Result};
 use crate::filename::table_file_name;
@@ -64,7 +66,7 @@ pub struct MergeFilter {
     expired_through: SeqNo,
     /// The inputs' range deletions: what they cover in the same stripe is dropped.
     range_deletions: Option<Arc<Fragments<Bytes>>>,
-    /// Folds merge operands ([`crate::merge_fold`]).
+    /// Folds merge operands ([`fold`]).
     pub(crate) operator: Option<Arc<dyn MergeOperator>>,
 }
 
@@ -153,7 +155,7 @@ impl MergeFilter {
         self.user.is_some() || self.range_deletions.is_some() || self.operator.is_some()
     }
 
-    /// This filter folding merge operands with `operator` ([`crate::merge_fold`]).
+    /// This filter folding merge operands with `operator` ([`fold`]).
     pub fn with_merge_operator(mut self, operator: Option<Arc<dyn MergeOperator>>) -> Self {
         self.operator = operator;
         self
@@ -679,7 +681,7 @@ pub fn merge_into(
                     .clone()
                     .ok_or_else(|| MergeError::Output(crate::user_iter::missing_operator()))?;
                 // Leaves the cursor past the operands it folded.
-                read += crate::merge_fold::fold(&mut merged, filter, operator.as_ref(), out)?;
+                read += fold::fold(&mut merged, filter, operator.as_ref(), out)?;
                 continue;
             }
             match filter.apply_user_filter(merged.key(), merged.value()) {

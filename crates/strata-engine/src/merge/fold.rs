@@ -12,10 +12,10 @@
 //!
 //! The result keeps the newest operand's sequence number.
 
+use super::{MergeError, MergeFilter, OutputWriter};
 use crate::error::Error;
 use crate::iter::{InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
-use crate::merge::{MergeError, MergeFilter, OutputWriter};
 use crate::merge_operator::MergeOperator;
 use crate::user_iter::full_merge;
 
