@@ -20,7 +20,8 @@ use std::time::Duration;
 use strata_engine::filename::{classify, FileKind};
 use strata_engine::fs::{FaultFs, FaultKind, FaultStats, FileClasses, FileSystem, MemFs};
 use strata_engine::{
-    Db, Error, Keyspace, KeyspaceOptions, Options, RecoveryMode, WriteBatch, WriteOptions,
+    Db, Error, Keyspace, KeyspaceOptions, Options, RecoveryMode, U64AddOperator, WriteBatch,
+    WriteOptions,
 };
 use strata_policy::{testing, PolicySpec};
 
@@ -139,6 +140,16 @@ struct Batch {
     /// (key, value or `None` for a delete); distinct keys.
     ops: Vec<(u32, Option<Vec<u8>>)>,
     outcome: Outcome,
+    /// For a batch that adds 1 to counter `k` (a merge operand), `Some(k)`; its `ops` are
+    /// empty.
+    counter: Option<u32>,
+}
+
+/// Counters the runs with a merge operator add to ([`counter_name`]).
+const COUNTERS: u32 = 5;
+
+fn counter_name(k: u32) -> String {
+    format!("counter{k}")
 }
 
 #[derive(Default)]
@@ -164,6 +175,44 @@ fn batch_of(value: &[u8]) -> Option<usize> {
 }
 
 impl Model {
+    /// Checks the counters ([`Batch::counter`]) of a recovered database: each holds at least
+    /// the increments acknowledged up to the last durable write (the WAL is a log) and at most
+    /// every increment not refused (one of unknown outcome may have happened).
+    fn verify_counters(&self, db: &Db, all_durable: bool, context: &str) {
+        let spaces = Spaces::of(db);
+        let durable = self
+            .batches
+            .iter()
+            .rposition(|b| match b.outcome {
+                Outcome::Acked { synced } => synced || all_durable,
+                Outcome::Unknown | Outcome::Rejected => false,
+            })
+            .map_or(0, |last| last + 1);
+        for k in 0..COUNTERS {
+            let got = spaces
+                .at(k)
+                .get(counter_name(k))
+                .unwrap()
+                .map_or(0, |v| u64::from_le_bytes(v[..].try_into().unwrap()));
+            let ours = |b: &&Batch| b.counter == Some(k);
+            let floor = self.batches[..durable]
+                .iter()
+                .filter(ours)
+                .filter(|b| matches!(b.outcome, Outcome::Acked { .. }))
+                .count() as u64;
+            let ceiling = self
+                .batches
+                .iter()
+                .filter(ours)
+                .filter(|b| b.outcome != Outcome::Rejected)
+                .count() as u64;
+            assert!(
+                (floor..=ceiling).contains(&got),
+                "{context}: counter {k} holds {got}, not within {floor}..={ceiling}"
+            );
+        }
+    }
+
     /// The value every acknowledged write so far gives `key` (exact while nothing failed).
     fn latest(&self, key: u32) -> Option<&Vec<u8>> {
         self.batches
@@ -319,7 +368,18 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
     let fs: Arc<dyn FileSystem> = Arc::new(fault.clone());
     // Half the seeds of every policy read and write tables with direct I/O.
     let direct_io = (seed / 1000) % 2 == 1;
-    let options = || small_options(Arc::clone(&fs), policy, false, direct_io);
+    // Half the runs add to counters (merge operands) too. Only those set a merge operator:
+    // with one, merges keep no block unchanged, and the others keep block preservation
+    // under the faults.
+    let with_counters = seed % 4 < 2;
+    let options = || {
+        let options = small_options(Arc::clone(&fs), policy, false, direct_io);
+        if with_counters {
+            options.with_merge_operator(Arc::new(U64AddOperator))
+        } else {
+            options
+        }
+    };
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
 
     fault.set_enabled(false);
@@ -386,7 +446,15 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
             // Every 13th step, a range deletion instead, chosen by the step so the seeds' draws
             // stay as they were: keys [a, end) in every keyspace, which the model takes as a
             // delete of each.
-            let (ops, batch) = if steps_left % 13 == 5 {
+            let (ops, batch, counter) = if with_counters && steps_left % 11 == 3 {
+                // A counter's increment, a merge operand, every 11th step of half the runs.
+                let k = steps_left as u32 % COUNTERS;
+                let mut batch = WriteBatch::new();
+                batch
+                    .merge_in(spaces.at(k), counter_name(k), 1u64.to_le_bytes())
+                    .unwrap();
+                (Vec::new(), batch, Some(k))
+            } else if steps_left % 13 == 5 {
                 let a = (steps_left as u32 * 31) % KEYS;
                 let end = (a + 1 + steps_left as u32 % 9).min(KEYS);
                 let mut batch = WriteBatch::new();
@@ -395,9 +463,9 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
                         .delete_range_in(space, key_name(a), key_name(end))
                         .unwrap();
                 }
-                ((a..end).map(|k| (k, None)).collect(), batch)
+                ((a..end).map(|k| (k, None)).collect(), batch, None)
             } else {
-                (ops, batch)
+                (ops, batch, None)
             };
             let sync = rng.random_bool(0.15);
             let result = db.write(
@@ -419,7 +487,11 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
                     "{context}: a write was acknowledged after the WAL failed ({first})"
                 );
             }
-            model.batches.push(Batch { ops, outcome });
+            model.batches.push(Batch {
+                ops,
+                outcome,
+                counter,
+            });
             result
         } else if roll < 96 {
             // A failed write is never readable (rule 2), so reads see exactly the
@@ -522,6 +594,7 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
     let db = Db::open(DIR, options())
         .unwrap_or_else(|e| panic!("{context}: reopening without faults failed: {e}"));
     model.verify(&db, KEYS, !power_loss, &context);
+    model.verify_counters(&db, !power_loss, &context);
     // Writes left out of the WAL: never a value nobody wrote; all there after a clean close
     // with no error before it (the close logged and synced them).
     for (k, (written, acked)) in &unlogged {
