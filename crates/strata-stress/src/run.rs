@@ -95,6 +95,9 @@ pub(crate) fn options(policy: &str, direct_io: bool) -> Result<Options> {
         // crash test's reads check it under every policy.
         .with_key_index(Some(1))
         .with_merge_operator(Arc::new(AppendOperator::with_separator(",")))
+        // A TTL no entry outlives: the ages it samples go into the manifest between the kills,
+        // and every read and merge checks them.
+        .with_ttl(Some(std::time::Duration::from_secs(24 * 3600)))
         .with_policy_spec(spec)?)
 }
 

@@ -20,8 +20,8 @@ use std::time::Duration;
 use strata_engine::filename::{classify, FileKind};
 use strata_engine::fs::{FaultFs, FaultKind, FaultStats, FileClasses, FileSystem, MemFs};
 use strata_engine::{
-    Db, Error, Keyspace, KeyspaceOptions, Options, RecoveryMode, U64AddOperator, WriteBatch,
-    WriteOptions,
+    CompactionFilter, Db, Error, FilterDecision, Keyspace, KeyspaceOptions, Options, RecoveryMode,
+    U64AddOperator, WriteBatch, WriteOptions,
 };
 use strata_policy::{testing, PolicySpec};
 
@@ -144,6 +144,23 @@ struct Batch {
     /// empty.
     counter: Option<u32>,
 }
+
+/// A compaction filter that rewrites every value to itself.
+#[derive(Debug)]
+struct SameValue;
+
+impl CompactionFilter for SameValue {
+    fn name(&self) -> &str {
+        "same-value"
+    }
+    fn filter(&self, _level: usize, _key: &[u8], value: &[u8]) -> FilterDecision {
+        FILTERED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        FilterDecision::ChangeValue(value.to_vec())
+    }
+}
+
+/// Values [`SameValue`] was asked about, over every run.
+static FILTERED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Counters the runs with a merge operator add to ([`counter_name`]).
 const COUNTERS: u32 = 5;
@@ -368,17 +385,23 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
     let fs: Arc<dyn FileSystem> = Arc::new(fault.clone());
     // Half the seeds of every policy read and write tables with direct I/O.
     let direct_io = (seed / 1000) % 2 == 1;
-    // Half the runs add to counters (merge operands) too. Only those set a merge operator:
-    // with one, merges keep no block unchanged, and the others keep block preservation
-    // under the faults.
+    // Half the runs add to counters (merge operands) too, and a quarter have every compaction
+    // ask a compaction filter that rewrites each value to itself (its path runs, the model's
+    // values stay). Either keeps merges from keeping blocks unchanged, so the last quarter
+    // keeps block preservation under the faults. Every run has a TTL no entry outlives: the
+    // ages it samples go into the manifest under the faults, and reads and merges check them.
     let with_counters = seed % 4 < 2;
+    let with_filter = seed % 4 == 2;
     let options = || {
-        let options = small_options(Arc::clone(&fs), policy, false, direct_io);
+        let mut options = small_options(Arc::clone(&fs), policy, false, direct_io)
+            .with_ttl(Some(Duration::from_secs(3600)));
         if with_counters {
-            options.with_merge_operator(Arc::new(U64AddOperator))
-        } else {
-            options
+            options = options.with_merge_operator(Arc::new(U64AddOperator));
         }
+        if with_filter {
+            options = options.with_compaction_filter(Arc::new(SameValue));
+        }
+        options
     };
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
 
@@ -661,6 +684,9 @@ fn random_faults_never_lose_synced_writes_or_invent_values() {
         }
     }
     println!("faults injected over {runs} runs (injected/operations): {totals}");
+    let filtered = FILTERED.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(filtered > 0, "the compaction filter never ran");
+    println!("values the compaction filter rewrote: {filtered}");
     for kind in FaultKind::ALL {
         assert!(
             totals.injected(kind) > 0,
