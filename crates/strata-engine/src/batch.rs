@@ -109,24 +109,7 @@ impl WriteBatch {
         key: &[u8],
         value: &[u8],
     ) -> Result<&mut Self> {
-        check_key(key)?;
-        if value.len() > MAX_VALUE_SIZE {
-            return Err(Error::InvalidArgument(format!(
-                "value of {} bytes is larger than the maximum of {MAX_VALUE_SIZE} bytes",
-                value.len()
-            )));
-        }
-        // One allocation for the whole record (kind, keyspace and two varints of at most 10
-        // bytes each, key, value) instead of a doubling per field.
-        self.rep.reserve(31 + key.len() + value.len());
-        self.push_kind(keyspace, ValueKind::Put);
-        put_varint(&mut self.rep, key.len() as u64);
-        self.rep.extend_from_slice(key);
-        put_varint(&mut self.rep, value.len() as u64);
-        self.rep.extend_from_slice(value);
-        self.count += 1;
-        self.user_bytes += (key.len() + value.len()) as u64;
-        Ok(self)
+        self.push_key_value(keyspace, ValueKind::Put as u8, key, value, "value")
     }
 
     /// Adds a merge operand for `key` into keyspace `keyspace`.
@@ -136,22 +119,38 @@ impl WriteBatch {
         key: &[u8],
         operand: &[u8],
     ) -> Result<&mut Self> {
+        self.push_key_value(keyspace, MERGE, key, operand, "merge operand")?;
+        self.has_merges = true;
+        Ok(self)
+    }
+
+    /// Adds a record of kind byte `kind` holding `key` and `value` (a put's layout, which a
+    /// merge operand shares), checking both sizes; `what` names the value in the error.
+    fn push_key_value(
+        &mut self,
+        keyspace: KeyspaceId,
+        kind: u8,
+        key: &[u8],
+        value: &[u8],
+        what: &str,
+    ) -> Result<&mut Self> {
         check_key(key)?;
-        if operand.len() > MAX_VALUE_SIZE {
+        if value.len() > MAX_VALUE_SIZE {
             return Err(Error::InvalidArgument(format!(
-                "merge operand of {} bytes is larger than the maximum of {MAX_VALUE_SIZE} bytes",
-                operand.len()
+                "{what} of {} bytes is larger than the maximum of {MAX_VALUE_SIZE} bytes",
+                value.len()
             )));
         }
-        self.rep.reserve(31 + key.len() + operand.len());
-        self.push_kind_byte(keyspace, MERGE);
+        // One allocation for the whole record (kind, keyspace and two varints of at most 10
+        // bytes each, key, value) instead of a doubling per field.
+        self.rep.reserve(31 + key.len() + value.len());
+        self.push_kind_byte(keyspace, kind);
         put_varint(&mut self.rep, key.len() as u64);
         self.rep.extend_from_slice(key);
-        put_varint(&mut self.rep, operand.len() as u64);
-        self.rep.extend_from_slice(operand);
+        put_varint(&mut self.rep, value.len() as u64);
+        self.rep.extend_from_slice(value);
         self.count += 1;
-        self.user_bytes += (key.len() + operand.len()) as u64;
-        self.has_merges = true;
+        self.user_bytes += (key.len() + value.len()) as u64;
         Ok(self)
     }
 

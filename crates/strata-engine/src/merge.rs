@@ -517,18 +517,32 @@ impl<'a> OutputWriter<'a> {
     }
 }
 
-/// The range deletions of `tables` (those whose metadata counts any), opened through `cache`,
-/// together with `more` (a flush's memtables'); `None` when there are none.
+/// The range deletions of a merge's input `tables` (those whose metadata counts any), opened
+/// through `cache`, together with `more` (a flush's memtables'); `None` when there are none.
 pub fn input_range_deletions(
     cache: &TableCache,
     tables: impl IntoIterator<Item = Arc<TableMeta>>,
     more: Vec<RangeTombstone<Bytes>>,
 ) -> Result<Option<Arc<Fragments<Bytes>>>> {
+    gather_range_deletions(
+        more,
+        tables
+            .into_iter()
+            .filter(|t| t.range_deletions > 0)
+            .map(|t| cache.get(t.id.0)),
+    )
+}
+
+/// `more` and the range tombstones of the `opened` tables, fragmented; `None` when there are
+/// none. Merges ([`input_range_deletions`]) and reads gather them so, each opening tables its
+/// own way.
+pub fn gather_range_deletions(
+    more: Vec<RangeTombstone<Bytes>>,
+    opened: impl IntoIterator<Item = Result<Arc<crate::table::Table>>>,
+) -> Result<Option<Arc<Fragments<Bytes>>>> {
     let mut all = more;
-    for t in tables {
-        if t.range_deletions > 0 {
-            all.extend(cache.get(t.id.0)?.range_tombstones().iter().cloned());
-        }
+    for table in opened {
+        all.extend(table?.range_tombstones().iter().cloned());
     }
     Ok((!all.is_empty()).then(|| Arc::new(Fragments::new(all))))
 }

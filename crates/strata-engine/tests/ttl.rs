@@ -17,6 +17,24 @@ fn options(fs: &MemFs, ttl: u64) -> Options {
         .with_ttl(Some(Duration::from_secs(ttl)))
 }
 
+/// A fresh database of `policy` on small trees (`support::small_tree_spec`) with a TTL of
+/// `ttl` seconds and synchronous compaction, and what `more` sets.
+fn open_small_tree(policy: &str, ttl: u64, more: impl FnOnce(Options) -> Options) -> Db {
+    let options = more(options(&MemFs::new(), ttl).with_synchronous_compaction(true))
+        .with_policy_spec(support::small_tree_spec(policy))
+        .unwrap();
+    Db::open("/db", options).unwrap()
+}
+
+/// The policy still works: more writes flush and compact as before.
+fn keeps_working(db: &Db, policy: &str) {
+    for i in 0..600 {
+        db.put(format!("m{:04}", i % 300), [b'x'; 60]).unwrap();
+    }
+    db.flush().unwrap();
+    assert!(db.get("m0001").unwrap().is_some(), "{policy}");
+}
+
 fn visible(db: &Db, keys: &[String]) -> Vec<bool> {
     keys.iter().map(|k| db.get(k).unwrap().is_some()).collect()
 }
@@ -104,17 +122,7 @@ fn a_zero_ttl_is_refused() {
 #[test]
 fn every_policy_drops_tables_whose_entries_all_expired() {
     support::every_policy_at_once(|policy| {
-        let fs = MemFs::new();
-        let spec = support::small_tree_spec(policy);
-        let db = Db::open(
-            "/db",
-            options(&fs, 2)
-                .with_write_buffer_size(8 << 10)
-                .with_synchronous_compaction(true)
-                .with_policy_spec(spec)
-                .unwrap(),
-        )
-        .unwrap();
+        let db = open_small_tree(policy, 2, |o| o.with_write_buffer_size(8 << 10));
         for i in 0..600 {
             db.put(format!("k{:04}", i % 300), [b'v'; 60]).unwrap();
         }
@@ -139,12 +147,7 @@ fn every_policy_drops_tables_whose_entries_all_expired() {
         assert!(left.is_empty(), "{policy}: expired tables {left:?} stayed");
         assert_eq!(db.get("k0001").unwrap(), None, "{policy}");
         assert!(db.get("n0001").unwrap().is_some(), "{policy}");
-        // The policy still works: more writes flush and compact as before.
-        for i in 0..600 {
-            db.put(format!("m{:04}", i % 300), [b'x'; 60]).unwrap();
-        }
-        db.flush().unwrap();
-        assert!(db.get("m0001").unwrap().is_some(), "{policy}");
+        keeps_working(&db, policy);
         db.close().unwrap();
     });
 }
@@ -219,18 +222,10 @@ fn periodic_compaction_without_a_ttl_is_refused() {
 #[test]
 fn every_policy_lets_periodic_compaction_rewrite_its_tables() {
     support::every_policy_at_once(|policy| {
-        let fs = MemFs::new();
-        let spec = support::small_tree_spec(policy);
-        let db = Db::open(
-            "/db",
-            options(&fs, 3)
-                .with_write_buffer_size(64 << 10)
+        let db = open_small_tree(policy, 3, |o| {
+            o.with_write_buffer_size(64 << 10)
                 .with_periodic_compaction(Some(Duration::from_secs(1)))
-                .with_synchronous_compaction(true)
-                .with_policy_spec(spec)
-                .unwrap(),
-        )
-        .unwrap();
+        });
         // Old and new entries in the same buffers, so the flushes write tables holding
         // both.
         for i in 0..300 {
@@ -258,11 +253,7 @@ fn every_policy_lets_periodic_compaction_rewrite_its_tables() {
         );
         assert_eq!(db.get("k0001").unwrap(), None, "{policy}");
         assert!(db.get("n0001").unwrap().is_some(), "{policy}");
-        for i in 0..600 {
-            db.put(format!("m{:04}", i % 300), [b'x'; 60]).unwrap();
-        }
-        db.flush().unwrap();
-        assert!(db.get("m0001").unwrap().is_some(), "{policy}");
+        keeps_working(&db, policy);
         assert!(db.get("n0002").unwrap().is_some(), "{policy}");
         db.close().unwrap();
     });

@@ -14,7 +14,7 @@
 //!   [`crate::OlderTables`].
 
 use std::borrow::Borrow;
-use strata_meta::SeqNo;
+use strata_meta::{Bytes, KeyRange, SeqNo};
 
 /// A deletion of every key in `[start, end)` older than `seq`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -186,11 +186,6 @@ impl<K: Ord + Clone> Fragments<K> {
         self.clipped(None, None)
     }
 
-    /// Tombstones (one per piece and sequence number), as [`Fragments::tombstones`] yields.
-    pub fn len(&self) -> usize {
-        self.pieces.iter().map(|p| p.seqs.len()).sum()
-    }
-
     /// The first key deleted and the first key after the last range, if any tombstone.
     pub fn bounds(&self) -> Option<(&K, &K)> {
         Some((&self.pieces.first()?.start, &self.pieces.last()?.end))
@@ -214,6 +209,31 @@ pub fn last_key_before(end: &[u8]) -> &[u8] {
         Some((0, before)) => before,
         _ => end,
     }
+}
+
+/// The key range a table holding entries from `entries.0` to `entries.1` (none: `None`) and
+/// `tombstones` says it holds: from the smallest key or start to the largest key or the
+/// [`last_key_before`] an end. The engine's table builder and the simulator bound tables so.
+pub fn table_key_range(
+    entries: Option<(Bytes, Bytes)>,
+    tombstones: &[RangeTombstone<Bytes>],
+) -> Option<(Bytes, Bytes)> {
+    tombstones.iter().fold(entries, |bounds, t| {
+        let last = Bytes::copy_from_slice(last_key_before(&t.end));
+        Some(match bounds {
+            None => (t.start.clone(), last),
+            Some((lo, hi)) => (lo.min(t.start.clone()), hi.max(last)),
+        })
+    })
+}
+
+/// `range` widened to the starts and ends of `tombstones` (ends counted in): the keys a
+/// buffer holding them covers, as flushes look for the tables to merge it with.
+pub fn widened(range: Option<KeyRange>, tombstones: &[RangeTombstone<Bytes>]) -> Option<KeyRange> {
+    tombstones.iter().fold(range, |range, t| {
+        let span = KeyRange::new(t.start.clone(), t.end.clone());
+        Some(range.map_or_else(|| span.clone(), |r| r.union(&span)))
+    })
 }
 
 /// Appends a piece, joining it to the last one when they touch and carry the same sequence
@@ -313,6 +333,29 @@ mod tests {
         assert_eq!(last_key_before(&successor(b"k")), b"k");
         assert_eq!(last_key_before(b"k"), b"k", "no key lies right before k");
         assert_eq!(last_key_before(b""), b"");
+    }
+
+    #[test]
+    fn a_tables_range_covers_its_tombstones_and_a_buffers_their_ends() {
+        let b = |s: &[u8]| Bytes::copy_from_slice(s);
+        let t = |start: &[u8], end: &[u8]| RangeTombstone {
+            start: b(start),
+            end: b(end),
+            seq: 1,
+        };
+        let ts = [t(b"b", b"c"), t(b"c", &successor(b"x"))];
+        assert_eq!(table_key_range(None, &ts), Some((b(b"b"), b(b"x"))));
+        assert_eq!(
+            table_key_range(Some((b(b"a"), b(b"m"))), &ts[..1]),
+            Some((b(b"a"), b(b"m")))
+        );
+        assert_eq!(table_key_range(None, &[]), None);
+        let range = widened(Some(KeyRange::new(b(b"d"), b(b"e"))), &ts).unwrap();
+        assert_eq!(
+            (range.smallest, range.largest),
+            (b(b"b"), Bytes::from(successor(b"x")))
+        );
+        assert!(widened(None, &[]).is_none());
     }
 
     proptest! {

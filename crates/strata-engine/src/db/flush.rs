@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::Instant;
 use strata_exec::handover;
 use strata_exec::pick::flush_may_start;
+use strata_exec::range_del::widened;
 use strata_exec::skew::FlushKeySample;
 use strata_exec::sources::{self, flush_merge_tables};
 use strata_exec::{flush_edit, OlderTables};
@@ -302,16 +303,10 @@ impl Engine {
         } = taken;
         let sample = Arc::new(Mutex::new(FlushKeySample::new()));
         // The buffer's keys, its range deletions' included (a window's copy holds none).
-        let mut range = flushed.key_range().map(|(a, b)| KeyRange::new(a, b));
-        for r in &buffered_ranges {
-            range = Some(match range {
-                None => KeyRange::new(r.start.clone(), r.end.clone()),
-                Some(k) => KeyRange::new(
-                    k.smallest.min(r.start.clone()),
-                    k.largest.max(r.end.clone()),
-                ),
-            });
-        }
+        let range = widened(
+            flushed.key_range().map(|(a, b)| KeyRange::new(a, b)),
+            &buffered_ranges,
+        );
         let merge_with = flush_merge_tables(&job.version, plan, range.as_ref())?;
         let range_deletions = input_range_deletions(
             &self.shared.tables,

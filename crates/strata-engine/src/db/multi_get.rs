@@ -59,17 +59,9 @@ impl Engine {
                 }),
             }
         }
-        let expired = self.expired_through();
-        let ranges = self.read_range_deletions(&view)?;
-        // An expired newest version hides the key (TTL): every older one has expired too. So
-        // does a range deletion newer than it.
+        let read = self.point_read(&view, seq, options)?;
         let resolve = |key: &[u8], found: SeqNo, kind: ValueKind, value: Bytes| {
-            let alive = found > expired && !ranges.deletes(key, found, seq);
-            match kind {
-                ValueKind::Put if alive => Ok(Some(value)),
-                ValueKind::Merge if alive => self.read_merged(key, options),
-                _ => Ok(None),
-            }
+            self.resolve_found(&read, key, found, kind, value)
         };
         for p in &mut pending {
             for memtable in std::iter::once(&view.memtable).chain(&view.frozen) {

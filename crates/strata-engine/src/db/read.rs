@@ -5,6 +5,7 @@ use crate::error::Result;
 use crate::iter::{DeferredChildren, InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
 use crate::key_index::KeyIndexView;
+use crate::merge::gather_range_deletions;
 use crate::stats::{Statistics, LOOKUP_SAMPLE_EVERY};
 use crate::super_version::{ReadRangeDeletions, SuperVersion};
 use crate::table::{bloom_hash, prefetch_blocks, ReadPurpose, ReadaheadSize, Table};
@@ -16,11 +17,19 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use strata_exec::range_del::Fragments;
 use strata_meta::Version;
 
 /// The tables the key index names for one key: nearly always none or one.
 type SmallTables = Vec<strata_meta::TableId>;
+
+/// What decides the versions point reads find: the read's sequence number, the TTL's expiry
+/// bound and the range deletions, and the options a merge operand is read again with.
+pub(super) struct PointRead<'a> {
+    seq: SeqNo,
+    expired_through: SeqNo,
+    ranges: ReadRangeDeletions,
+    options: &'a ReadOptions<'a>,
+}
 
 /// A consistent point-in-time view: reads through it see exactly the writes committed before it
 /// was taken.
@@ -130,18 +139,8 @@ impl Engine {
         let seq = self.read_sequence(options);
         let view = self.super_version_for_read();
         Statistics::add(&self.stats.gets, 1);
-        let expired = self.expired_through();
-        let ranges = self.read_range_deletions(&view)?;
-        // An expired newest version hides the key: every older one has expired too. So does
-        // a range deletion newer than it. A merge operand needs the versions below it.
-        let resolve = |found: SeqNo, kind: ValueKind, value: Bytes| {
-            let alive = found > expired && !ranges.deletes(user_key, found, seq);
-            match kind {
-                ValueKind::Put if alive => Ok(Some(value)),
-                ValueKind::Merge if alive => self.read_merged(user_key, options),
-                _ => Ok(None),
-            }
-        };
+        let read = self.point_read(&view, seq, options)?;
+        let resolve = |found, kind, value| self.resolve_found(&read, user_key, found, kind, value);
         for memtable in std::iter::once(&view.memtable).chain(&view.frozen) {
             if let Some((found, kind, v)) = memtable.get(user_key, seq) {
                 return resolve(found, kind, v);
@@ -191,6 +190,40 @@ impl Engine {
         Ok(None)
     }
 
+    /// What point reads of `view` at `seq` need to decide the versions they find.
+    pub(super) fn point_read<'a>(
+        &self,
+        view: &SuperVersion,
+        seq: SeqNo,
+        options: &'a ReadOptions<'a>,
+    ) -> Result<PointRead<'a>> {
+        Ok(PointRead {
+            seq,
+            expired_through: self.expired_through(),
+            ranges: self.read_range_deletions(view)?,
+            options,
+        })
+    }
+
+    /// The value `read` makes of `user_key`'s newest visible version, found at `found`: none
+    /// for a delete, or for a version expired (every older one has expired too) or deleted by
+    /// a newer range; the operands combined with their base for a merge operand.
+    pub(super) fn resolve_found(
+        &self,
+        read: &PointRead<'_>,
+        user_key: &[u8],
+        found: SeqNo,
+        kind: ValueKind,
+        value: Bytes,
+    ) -> Result<Option<Bytes>> {
+        let alive = found > read.expired_through && !read.ranges.deletes(user_key, found, read.seq);
+        match kind {
+            ValueKind::Put if alive => Ok(Some(value)),
+            ValueKind::Merge if alive => self.read_merged(user_key, read.options),
+            _ => Ok(None),
+        }
+    }
+
     /// The value of `user_key`, whose newest visible version is a merge operand, as `options`
     /// read it: through an iterator over the key alone, which combines its operands with their
     /// base (a point lookup stops at the first version it finds).
@@ -218,17 +251,16 @@ impl Engine {
         let settled = match view.range_deletions.get() {
             Some(settled) => settled.clone(),
             None => {
-                let mut all = Vec::new();
-                for memtable in &view.frozen {
-                    all.extend(memtable.inserted_range_deletions());
-                }
-                for (level, _, t) in view.version.tables() {
-                    if t.range_deletions > 0 {
-                        let table = self.table_in_level(t.id.0, level, &view.version)?;
-                        all.extend(table.range_tombstones().iter().cloned());
-                    }
-                }
-                let built = (!all.is_empty()).then(|| Arc::new(Fragments::new(all)));
+                let built = gather_range_deletions(
+                    view.frozen
+                        .iter()
+                        .flat_map(|m| m.inserted_range_deletions())
+                        .collect(),
+                    view.version
+                        .tables()
+                        .filter(|(_, _, t)| t.range_deletions > 0)
+                        .map(|(level, _, t)| self.table_in_level(t.id.0, level, &view.version)),
+                )?;
                 view.range_deletions.get_or_init(|| built).clone()
             }
         };

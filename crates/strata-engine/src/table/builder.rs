@@ -17,7 +17,7 @@ use super::{Compression, TableOptions};
 use crate::error::{Error, Result};
 use crate::fs::{WritableFile, ALIGNMENT};
 use crate::key::{compare_internal_keys, parse_internal_key, SeqNo, ValueKind};
-use strata_exec::range_del::{last_key_before, RangeTombstone};
+use strata_exec::range_del::{table_key_range, RangeTombstone};
 
 /// Largest accepted `block_size`.
 const MAX_BLOCK_SIZE: usize = 256 << 20;
@@ -197,8 +197,8 @@ impl TableBuilder {
     }
 
     /// Adds a range deletion, at any time before [`TableBuilder::finish`]: the table's key
-    /// range widens to its start and to the last key before its end
-    /// ([`last_key_before`]), and its sequence numbers to its own.
+    /// range widens to its start and to the last key before its end ([`table_key_range`]),
+    /// and its sequence numbers to its own.
     pub fn add_range_tombstone(&mut self, tombstone: RangeTombstone<Bytes>) {
         self.range_tombstones.push(tombstone);
     }
@@ -482,7 +482,7 @@ impl TableBuilder {
         let index_block = std::mem::take(&mut self.index).finish();
         let index = self.write_meta_block(&index_block, true)?;
 
-        let mut bounds = (self.entries > 0).then(|| {
+        let entry_bounds = (self.entries > 0).then(|| {
             (
                 self.smallest.clone(),
                 Bytes::copy_from_slice(split_internal_key(&self.last_key).0),
@@ -498,11 +498,6 @@ impl TableBuilder {
         if !range_tombstones.is_empty() {
             let mut raw = Vec::new();
             for t in &range_tombstones {
-                let last = Bytes::copy_from_slice(last_key_before(&t.end));
-                bounds = Some(match bounds {
-                    None => (t.start.clone(), last),
-                    Some((lo, hi)) => (lo.min(t.start.clone()), hi.max(last)),
-                });
                 smallest_seqno = smallest_seqno.min(t.seq);
                 largest_seqno = largest_seqno.max(t.seq);
                 put_varint(&mut raw, t.start.len() as u64);
@@ -515,7 +510,8 @@ impl TableBuilder {
             }
             range_deletion_block = Some(self.write_meta_block(&raw, true)?);
         }
-        let (smallest, largest) = bounds.unwrap_or_default();
+        let (smallest, largest) =
+            table_key_range(entry_bounds, &range_tombstones).unwrap_or_default();
         if smallest_seqno > largest_seqno {
             (smallest_seqno, largest_seqno) = (0, 0);
         }

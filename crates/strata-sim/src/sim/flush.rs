@@ -8,6 +8,7 @@ use crate::merge::{merge_runs, sort_buffer, RunCursor};
 use std::sync::Arc;
 use strata_exec::handover;
 use strata_exec::pick::flush_may_start;
+use strata_exec::range_del::widened;
 use strata_exec::skew::FlushKeySample;
 use strata_exec::sources::flush_merge_tables;
 use strata_exec::window::{key_position, most_compact_window};
@@ -30,36 +31,26 @@ impl Simulator {
         let written_bytes = std::mem::take(&mut self.buffer_user_bytes);
         // The buffer's keys as the engine's memtables report them: every entry buffered (those
         // a range deletion covers too) and the range deletions' bounds.
-        let mut buffer_range = raw
+        let entry_range = raw
             .iter()
             .map(|&e| key_of(e))
             .min()
             .zip(raw.iter().map(|&e| key_of(e)).max())
-            .map(|(a, b)| (key_bytes(a), key_bytes(b)));
+            .map(|(a, b)| KeyRange::new(key_bytes(a), key_bytes(b)));
         // The engine samples the keys of every entry its flush reads, covered ones too.
         let sampled = (!self.buffer_ranges.is_empty()).then(|| sort_buffer(raw.clone()));
         let (buffer_ranges, raw) = self.take_buffer_ranges(raw);
-        for r in &buffer_ranges {
-            buffer_range = Some(match buffer_range {
-                None => (r.start.clone(), r.end.clone()),
-                Some((lo, hi)) => (lo.min(r.start.clone()), hi.max(r.end.clone())),
-            });
-        }
+        let buffer_range = widened(entry_range, &buffer_ranges);
         let sorted = sort_buffer(raw);
         let buffer_seqnos = self.buffer_seqnos.take().unwrap_or_default();
-        let summary = match (&buffer_range, buffer_ranges.is_empty()) {
-            (Some((smallest, largest)), false) => BufferSummary {
-                smallest: smallest.clone(),
-                largest: largest.clone(),
-                entries: written_entries,
-                bytes: written_bytes,
-            },
-            _ => BufferSummary {
-                smallest: key_bytes(sorted.first().map_or(0, |&e| key_of(e))),
-                largest: key_bytes(sorted.last().map_or(0, |&e| key_of(e))),
-                entries: written_entries,
-                bytes: written_bytes,
-            },
+        let (smallest, largest) = buffer_range
+            .clone()
+            .map_or_else(|| (key_bytes(0), key_bytes(0)), |r| (r.smallest, r.largest));
+        let summary = BufferSummary {
+            smallest,
+            largest,
+            entries: written_entries,
+            bytes: written_bytes,
         };
         let plan = loop {
             let ctx = PickContext {
@@ -163,7 +154,7 @@ impl Simulator {
             key_sample.add(&key_of(e).to_be_bytes());
         }
         let range = match (entries.first(), entries.last()) {
-            _ if !buffer_ranges.is_empty() => buffer_range.map(|(a, b)| KeyRange::new(a, b)),
+            _ if !buffer_ranges.is_empty() => buffer_range,
             (Some(&a), Some(&b)) => Some(KeyRange::new(key_bytes(key_of(a)), key_bytes(key_of(b)))),
             _ => None,
         };

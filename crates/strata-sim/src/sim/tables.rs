@@ -6,7 +6,7 @@ use crate::keys::{is_tombstone, key_bytes, key_of};
 use crate::output::{TableWriter, WrittenTable};
 use crate::size::{SizedBlock, SizedTable, TableSizer};
 use std::sync::Arc;
-use strata_exec::range_del::{last_key_before, Fragments, RangeTombstone};
+use strata_exec::range_del::{table_key_range, Fragments, RangeTombstone};
 use strata_meta::{BlockMeta, Bytes, SeqRange, TableId, TableMeta, Version, VersionEdit};
 use strata_policy::PlanOutput;
 
@@ -87,20 +87,14 @@ impl Simulator {
     ) -> (TableMeta, Arc<[u64]>) {
         let id = TableId(self.next_table);
         self.next_table += 1;
-        let mut bounds = match (entries.first(), entries.last()) {
+        let entry_bounds = match (entries.first(), entries.last()) {
             (Some(&first), Some(&last)) => {
                 Some((key_bytes(key_of(first)), key_bytes(key_of(last))))
             }
             _ => None,
         };
-        for r in &ranges {
-            let last = Bytes::copy_from_slice(last_key_before(&r.end));
-            bounds = Some(match bounds {
-                None => (r.start.clone(), last),
-                Some((lo, hi)) => (lo.min(r.start.clone()), hi.max(last)),
-            });
-        }
-        let (smallest, largest) = bounds.unwrap_or_else(|| (key_bytes(0), key_bytes(0)));
+        let (smallest, largest) =
+            table_key_range(entry_bounds, &ranges).unwrap_or_else(|| (key_bytes(0), key_bytes(0)));
         let range_deletions = ranges.len() as u64;
         if !ranges.is_empty() {
             self.table_ranges.insert(id, Arc::from(ranges));
