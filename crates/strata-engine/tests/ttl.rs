@@ -159,11 +159,13 @@ fn every_policy_drops_tables_whose_entries_all_expired() {
 fn periodic_compaction_rewrites_a_partly_expired_table() {
     let fs = MemFs::new();
     // Ages count whole seconds, each end (`ttl.rs`): an entry counts as up to a second older or
-    // younger than it is. With a TTL of 3 s and a period of 1 s, the old entries, 5.1 s old at
-    // the check, count at least 4.1 s old; the new ones, 1.8 s old, at most 2.8 s.
+    // younger than it is. With a TTL of 10 s and a period of 1 s: at the flush, 6 s after the
+    // old entries (and up to 2 s late on a loaded machine), they count at most 9 s old, not
+    // expired; at the check, 13 s after them, at least 12 s, a period past the TTL; the new
+    // ones, 7 s old (under 9 s even 2 s late), count under 10 s, inside the TTL.
     let db = Db::open(
         "/db",
-        options(&fs, 3)
+        options(&fs, 10)
             .with_write_buffer_size(1 << 20)
             .with_periodic_compaction(Some(Duration::from_secs(1))),
     )
@@ -172,7 +174,7 @@ fn periodic_compaction_rewrites_a_partly_expired_table() {
     for k in &old {
         db.put(k, [b'v'; 100]).unwrap();
     }
-    std::thread::sleep(Duration::from_millis(3_300));
+    std::thread::sleep(Duration::from_millis(6_000));
     let new: Vec<String> = (0..50).map(|i| format!("new{i:04}")).collect();
     for k in &new {
         db.put(k, [b'w'; 100]).unwrap();
@@ -184,7 +186,7 @@ fn periodic_compaction_rewrites_a_partly_expired_table() {
         (v.table_count(), v.tables().map(|(_, _, t)| t.entries).sum())
     };
     assert_eq!(tables(&db), (1, 250));
-    std::thread::sleep(Duration::from_millis(1_800));
+    std::thread::sleep(Duration::from_millis(7_000));
     assert!(
         visible(&db, &new).iter().all(|&v| v),
         "new keys expired too early"
@@ -218,11 +220,13 @@ fn periodic_compaction_without_a_ttl_is_refused() {
 
 /// Every policy with a periodic compaction: tables holding old entries beside new ones are
 /// rewritten without the old ones by the shared pick loop, whatever the policy would merge, and
-/// the policy goes on working on the rewritten tables. (Timing as in the test above.)
+/// the policy goes on working on the rewritten tables. With a TTL of 5 s and a period of 1 s,
+/// the old entries, 7 s old at the check, count at least 6 s old; the new ones, 2.5 s old,
+/// count under 5 s unless the check runs 1.5 s late (ages count whole seconds: `ttl.rs`).
 #[test]
 fn every_policy_lets_periodic_compaction_rewrite_its_tables() {
     support::every_policy_at_once(|policy| {
-        let db = open_small_tree(policy, 3, |o| {
+        let db = open_small_tree(policy, 5, |o| {
             o.with_write_buffer_size(64 << 10)
                 .with_periodic_compaction(Some(Duration::from_secs(1)))
         });
@@ -232,12 +236,12 @@ fn every_policy_lets_periodic_compaction_rewrite_its_tables() {
             db.put(format!("k{i:04}"), [b'v'; 60]).unwrap();
         }
         let old_through = db.snapshot().sequence();
-        std::thread::sleep(Duration::from_millis(3_300));
+        std::thread::sleep(Duration::from_millis(4_500));
         for i in 0..300 {
             db.put(format!("n{i:04}"), [b'w'; 60]).unwrap();
         }
         db.flush().unwrap();
-        std::thread::sleep(Duration::from_millis(1_800));
+        std::thread::sleep(Duration::from_millis(2_500));
         // A write and a flush run the pick loop (compaction is synchronous here).
         db.put("wake", "up").unwrap();
         db.flush().unwrap();
