@@ -296,12 +296,15 @@ fn counted_blocks_follow_the_bytes_written_and_only_the_measured_phases() {
             "{}: {blocks} blocks for {written} bytes written",
             p.name
         );
-        assert!(
-            p.blocks_written_per_level.len() >= 2,
-            "{:?}",
-            p.blocks_written_per_level
-        );
     }
+    // Compactions write below level 0, in whichever phase they ran (on a loaded machine the
+    // load's may finish after it).
+    let levels = r
+        .phases
+        .iter()
+        .map(|p| p.blocks_written_per_level.len())
+        .max();
+    assert!(levels >= Some(2), "{:?}", r.phases);
     // The time the policy took deciding is a part of the run's CPU time.
     let decided = r.policy_seconds.unwrap();
     assert!(

@@ -91,7 +91,7 @@ impl KeyspaceOptions {
             map.insert(BLOCK_SIZE.to_string(), b.to_string());
         }
         if let Some(c) = self.compression {
-            map.insert(COMPRESSION.to_string(), compression_name(c));
+            map.insert(COMPRESSION.to_string(), c.to_string());
         }
         map
     }
@@ -114,7 +114,7 @@ impl KeyspaceOptions {
                 }
                 COMPRESSION => {
                     options.compression =
-                        Some(parse_compression(value).ok_or_else(|| bad(key, value))?)
+                        Some(Compression::parse(value).ok_or_else(|| bad(key, value))?)
                 }
                 _ => return Err(bad(key, value)),
             }
@@ -140,25 +140,6 @@ impl KeyspaceOptions {
         }
         applied.validate()?;
         Ok(applied)
-    }
-}
-
-fn compression_name(c: Compression) -> String {
-    match c {
-        Compression::None => "none".to_string(),
-        Compression::Lz4 => "lz4".to_string(),
-        Compression::Zstd { level } => format!("zstd:{level}"),
-    }
-}
-
-fn parse_compression(text: &str) -> Option<Compression> {
-    match text {
-        "none" => Some(Compression::None),
-        "lz4" => Some(Compression::Lz4),
-        _ => text
-            .strip_prefix("zstd:")
-            .and_then(|l| l.parse().ok())
-            .map(|level| Compression::Zstd { level }),
     }
 }
 

@@ -25,6 +25,7 @@
 //! [`fs::FaultFs`] injects I/O errors to test all of this.
 
 pub mod batch;
+pub mod clock;
 pub mod compaction_filter;
 mod db;
 pub mod error;
@@ -62,6 +63,7 @@ mod write_controller;
 mod write_queue;
 
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use compaction_filter::{CompactionFilter, FilterDecision};
 pub use db::{CheckpointSummary, Db, Keyspace, ReadOptions, Snapshot};
 pub use error::{Error, Result};

@@ -1,5 +1,6 @@
 //! Options of a database, of writes and of reads.
 
+use crate::clock::{Clock, SystemClock};
 use crate::compaction_filter::CompactionFilter;
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, StdFs};
@@ -8,7 +9,7 @@ use crate::log::RecoveryMode;
 use crate::merge_operator::MergeOperator;
 use crate::table::{Compression, ReadaheadSize};
 use std::sync::Arc;
-use strata_policy::{build_policy, CompactionPolicy, PolicySpec};
+use strata_policy::{build_policy, CompactionPolicy, PolicySpec, MAX_DICT_BYTES, MIN_DICT_BYTES};
 
 /// How a database is opened and run. Every setter names its RocksDB equivalent and the default.
 #[derive(Clone, Debug)]
@@ -56,6 +57,7 @@ pub struct Options {
     pub(crate) compaction_filter: Option<Arc<dyn CompactionFilter>>,
     pub(crate) merge_operator: Option<Arc<dyn MergeOperator>>,
     pub(crate) ttl: Option<std::time::Duration>,
+    pub(crate) clock: Arc<dyn Clock>,
     pub(crate) periodic_compaction: Option<std::time::Duration>,
     pub(crate) info_log: bool,
     pub(crate) keep_log_file_num: usize,
@@ -161,6 +163,7 @@ impl Default for Options {
             compaction_filter: None,
             merge_operator: None,
             ttl: None,
+            clock: Arc::new(SystemClock),
             periodic_compaction: None,
             info_log: false,
             keep_log_file_num: 1000,
@@ -359,7 +362,9 @@ impl Options {
         self
     }
 
-    /// Block compression. RocksDB: `compression`. Default: none.
+    /// Block compression. RocksDB: `compression` (and, with a Zstandard dictionary per table,
+    /// `compression_opts.max_dict_bytes`). A policy's `compression_per_level` and
+    /// `bottommost_compression` override it for the levels they name. Default: none.
     pub fn with_compression(mut self, compression: Compression) -> Self {
         self.compression = compression;
         self
@@ -642,6 +647,14 @@ impl Options {
         self
     }
 
+    /// The clock ages are read from ([`Options::with_ttl`]): the system's, or a
+    /// [`crate::ManualClock`] a test moves. RocksDB: the `SystemClock` of `Options::env`. Default:
+    /// [`crate::SystemClock`].
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
     /// With a TTL ([`Options::with_ttl`]), rewrites in place, before the policy is asked, a
     /// table holding entries that expired `period` or longer ago, dropping them: expired data
     /// goes even where no merge the policy chooses reaches it. Whole seconds. RocksDB:
@@ -742,9 +755,19 @@ impl Options {
         if self.compaction_readahead_size > 1 << 30 {
             return bad("compaction_readahead_size must be at most 1 GiB");
         }
-        if let Compression::Zstd { level } = self.compression {
+        if let Compression::Zstd {
+            level,
+            max_dict_bytes,
+        } = self.compression
+        {
             if !(-7..=22).contains(&level) {
                 return bad("zstd compression level must be between -7 and 22");
+            }
+            if max_dict_bytes != 0 && !(MIN_DICT_BYTES..=MAX_DICT_BYTES).contains(&max_dict_bytes) {
+                return bad(&format!(
+                    "a zstd dictionary (max_dict_bytes) must be 0 or {MIN_DICT_BYTES} to \
+                     {MAX_DICT_BYTES} bytes, not {max_dict_bytes}"
+                ));
             }
         }
         Ok(())

@@ -8,16 +8,20 @@
 //! number at most `s` is counted `now - t` old, `now` the current second, so everything up to
 //! the largest `s` whose `t` lies a TTL or more in the past has expired. Each commit moves the
 //! newest sample's `s` (the last commit's sequence number and second), and a commit in a later
-//! second starts a new one. Both ends count whole seconds, so an entry may expire up to a
-//! second before its TTL (written late in one second, read early in another: measured by
-//! `tests/ttl.rs`, an entry 3.7 s old expired with a TTL of 4 s) and up to a second after it. The samples persist in the manifest (with each flush's record and in every new
-//! manifest's first record); entries a reopen replays from WALs count as written at the open.
+//! second starts a new one. Both ends count whole seconds of the database's clock
+//! ([`crate::Options::with_clock`]), so on the system's an entry may expire up to a second
+//! before its TTL (written late in one second, read early in another: measured, an entry 3.7 s
+//! old expired with a TTL of 4 s) and up to a second after it. The samples persist in the
+//! manifest (with each flush's record and in every new manifest's first record); entries a
+//! reopen replays from WALs count as written at the open, and samples past the last sequence
+//! number recovery found are cut back to it ([`SeqnoTimes::forget_after`]).
 
+use crate::clock::Clock;
 use crate::key::SeqNo;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
 
 /// The most samples kept: past it, every other older sample goes, which only makes entries
 /// look younger (a coarser map is still a safe one). At one sample a second, an hour of
@@ -25,8 +29,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 const MAX_SAMPLES: usize = 4096;
 
 /// When sequence numbers were written: samples of (sequence number, Unix second).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct SeqnoTimes {
+    clock: Arc<dyn Clock>,
     log: Mutex<SampleLog>,
     /// The expiry bound computed for `cutoff_second` and `cutoff_ttl` (reads ask it often;
     /// within a second it changes only by samples of that second, which no TTL of a second or
@@ -45,33 +50,48 @@ struct SampleLog {
     recorded_through: SeqNo,
 }
 
-/// The Unix time in whole seconds.
-pub(crate) fn unix_seconds() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 impl SeqnoTimes {
-    /// The map the manifest recorded.
-    pub fn new(recorded: &[(SeqNo, u64)]) -> SeqnoTimes {
+    /// The map the manifest recorded, read against `clock`.
+    pub fn new(recorded: &[(SeqNo, u64)], clock: Arc<dyn Clock>) -> SeqnoTimes {
         let mut samples: Vec<(SeqNo, u64)> = recorded.to_vec();
         samples.sort_unstable();
         samples.dedup_by_key(|s| s.0);
         let recorded_through = samples.last().map_or(0, |s| s.0);
         SeqnoTimes {
+            clock,
             log: Mutex::new(SampleLog {
                 samples: samples.into(),
                 recorded_through,
             }),
-            ..SeqnoTimes::default()
+            cutoff: AtomicU64::new(0),
+            cutoff_ttl: AtomicU64::new(0),
+            cutoff_second: AtomicU64::new(0),
         }
+    }
+
+    /// Forgets what the samples claim past `last_sequence`, the last sequence number recovery
+    /// found: a sample can name a commit that a crash lost (the manifest's record may take a
+    /// sample noted after it read the last sequence number), and the numbers of lost commits
+    /// are given again to new writes, which must not count as written then. Such a sample
+    /// still says truly when the numbers up to `last_sequence` were written.
+    pub fn forget_after(&self, last_sequence: SeqNo) {
+        let mut log = self.log.lock();
+        let Some(first_past) = log.samples.iter().position(|&(s, _)| s > last_sequence) else {
+            return;
+        };
+        // Both ascend, so the first sample past it has the earliest second of those cut.
+        let second = log.samples[first_past].1;
+        log.samples.truncate(first_past);
+        if log.samples.back().is_none_or(|&(s, _)| s < last_sequence) {
+            log.samples.push_back((last_sequence, second));
+        }
+        log.recorded_through = log.recorded_through.min(last_sequence);
     }
 
     /// Notes that every sequence number up to `seq` is written now: the newest sample moves up
     /// to it within its second, and a new second starts a new sample.
     pub fn note(&self, seq: SeqNo) {
-        let now = unix_seconds();
+        let now = self.clock.unix_seconds();
         let mut log = self.log.lock();
         match log.samples.back_mut() {
             Some(last) if last.0 >= seq => {}
@@ -92,7 +112,7 @@ impl SeqnoTimes {
     /// The largest sequence number whose entries are `ttl_seconds` or more old: entries at or
     /// below it have expired (0: none has).
     pub fn expired_through(&self, ttl_seconds: u64) -> SeqNo {
-        let now = unix_seconds();
+        let now = self.clock.unix_seconds();
         if self.cutoff_second.load(Ordering::Acquire) == now
             && self.cutoff_ttl.load(Ordering::Acquire) == ttl_seconds
         {
@@ -141,10 +161,17 @@ impl SeqnoTimes {
 mod tests {
     use super::*;
 
+    use crate::clock::{ManualClock, SystemClock};
+
+    fn system_clock() -> Arc<dyn Clock> {
+        Arc::new(SystemClock)
+    }
+
     #[test]
     fn what_was_written_a_ttl_ago_has_expired_and_nothing_later() {
-        let now = unix_seconds();
-        let times = SeqnoTimes::new(&[(10, now - 100), (20, now - 50), (30, now - 5)]);
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let now = clock.unix_seconds();
+        let times = SeqnoTimes::new(&[(10, now - 100), (20, now - 50), (30, now - 5)], clock);
         assert_eq!(times.expired_through(200), 0);
         assert_eq!(times.expired_through(100), 10);
         assert_eq!(times.expired_through(60), 10);
@@ -154,7 +181,7 @@ mod tests {
 
     #[test]
     fn samples_are_recorded_once_and_thinning_keeps_the_newest() {
-        let times = SeqnoTimes::new(&[(5, 1)]);
+        let times = SeqnoTimes::new(&[(5, 1)], system_clock());
         times.note(9);
         let new = times.take_unrecorded();
         assert_eq!(new.len(), 1);
@@ -166,10 +193,30 @@ mod tests {
         assert_eq!(times.all()[1].0, 12);
 
         let many: Vec<(SeqNo, u64)> = (1..=MAX_SAMPLES as u64 + 1).map(|i| (i, i)).collect();
-        let times = SeqnoTimes::new(&many);
+        let times = SeqnoTimes::new(&many, system_clock());
         times.note(u64::MAX - 1);
         let all = times.all();
         assert!(all.len() <= MAX_SAMPLES / 2 + 2, "{}", all.len());
         assert_eq!(all.last().unwrap().0, u64::MAX - 1);
+    }
+
+    #[test]
+    fn samples_past_the_recovered_sequence_are_cut_back_to_it() {
+        let clock = Arc::new(ManualClock::new(1_000));
+        // A manifest recorded commits 10 (second 100), 20 (second 200) and 30 (second 300),
+        // and recovery found only up to 15.
+        let times = SeqnoTimes::new(&[(10, 100), (20, 200), (30, 300)], clock.clone());
+        times.forget_after(15);
+        assert_eq!(times.all(), [(10, 100), (15, 200)]);
+        // New writes take the numbers from 16 on, and count as written now.
+        times.note(18);
+        assert_eq!(times.expired_through(1_000 - 200), 15);
+        assert_eq!(times.expired_through(1), 15);
+        clock.advance(5);
+        assert_eq!(times.expired_through(4), 18);
+        // Nothing past it: unchanged.
+        let times = SeqnoTimes::new(&[(10, 100)], clock);
+        times.forget_after(40);
+        assert_eq!(times.all(), [(10, 100)]);
     }
 }

@@ -123,3 +123,112 @@ fn a_bad_codec_is_refused_naming_the_option() {
         assert!(err.contains(option), "{err}");
     }
 }
+
+/// A record that shares most of its bytes with others, not within one small block: what a
+/// dictionary per table is for.
+fn record(i: u32, round: u32) -> Vec<u8> {
+    const CITIES: [&str; 8] = [
+        "amsterdam",
+        "berlin",
+        "copenhagen",
+        "dublin",
+        "edinburgh",
+        "florence",
+        "geneva",
+        "hamburg",
+    ];
+    let city = CITIES[(i.wrapping_mul(2_654_435_761) >> 29) as usize];
+    format!(
+        "{{\"user\":{i},\"round\":{round},\"city\":\"{city}\",\"plan\":\"standard\",\
+         \"flags\":[\"email_verified\",\"newsletter\"],\"balance\":{}}}",
+        (i * 7 + round) % 1000
+    )
+    .into_bytes()
+}
+
+/// Whether the table file `number` has a dictionary, and the files its kept blocks lie in; its
+/// every block read and checked.
+fn dictionary_and_kept_files(fs: &MemFs, number: u64) -> (bool, Vec<u64>) {
+    let path = format!("/db/{number:06}.sst");
+    let inspection = inspect_table(Arc::new(fs.clone()), Path::new(&path), true, 0).unwrap();
+    assert!(inspection.verified, "{path}: {:?}", inspection.damage);
+    let kept = inspection.blocks.iter().filter_map(|b| b.file).collect();
+    (inspection.layout.compression_dictionary.is_some(), kept)
+}
+
+#[test]
+fn bottommost_tables_train_a_dictionary_and_read_back_through_kept_blocks() {
+    // `partial-rr` keeps blocks of its inputs: a table may refer to blocks compressed with
+    // another file's dictionary, which reads decode with that file's.
+    for (policy, shape) in [
+        ("leveled", "max_bytes_for_level_base=256KiB"),
+        ("partial-rr", "level0_size=64KiB"),
+    ] {
+        let fs = MemFs::new();
+        let spec = format!(
+            "{policy}:{shape},target_file_size=64KiB,compression_per_level=lz4,\
+             bottommost_compression=zstd+dict4KiB"
+        );
+        let options = Options::new()
+            .with_file_system(Arc::new(fs.clone()) as Arc<dyn FileSystem>)
+            .with_write_buffer_size(128 << 10)
+            .with_policy_named(&spec)
+            .unwrap();
+        let db = Db::open("/db", options.clone()).unwrap();
+        assert!(db
+            .policy()
+            .options()
+            .contains(&("bottommost_compression", "zstd+dict4KiB".to_string())));
+        // All keys once, compacted into the last level; then rounds over narrow ranges, which
+        // leave most of the last level's blocks as they are.
+        let mut model: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        let mut put = |db: &Db, i: u32, round: u32| {
+            let key = format!("key{i:06}");
+            db.put(&key, record(i, round)).unwrap();
+            model.insert(key, record(i, round));
+        };
+        for i in 0..8_000u32 {
+            put(&db, i * 13 % 8_000, 0);
+        }
+        db.flush().unwrap();
+        db.compact_range::<&[u8], _>(..).unwrap();
+        for round in 1..8u32 {
+            let start = round * 997 % 7_000;
+            for i in start..start + 400 {
+                put(&db, i, round);
+            }
+            db.flush().unwrap();
+        }
+        db.wait_for_compactions().unwrap();
+        let tables: Vec<(bool, Vec<u64>)> = db
+            .version()
+            .tables()
+            .map(|(_, _, table)| dictionary_and_kept_files(&fs, table.id.0))
+            .collect();
+        assert!(
+            tables.iter().any(|(has, _)| *has),
+            "{policy}: no table trained a dictionary: {tables:?}\n{}",
+            db.version()
+        );
+        if policy == "partial-rr" {
+            // Some kept block lies in a file with a dictionary (and read back above).
+            let kept_in_dictionary_files = tables
+                .iter()
+                .flat_map(|(_, kept)| kept)
+                .filter(|&&file| dictionary_and_kept_files(&fs, file).0)
+                .count();
+            assert!(kept_in_dictionary_files > 0, "{policy}: {tables:?}");
+        }
+        db.close().unwrap();
+        let db = Db::open("/db", options).unwrap();
+        for (key, value) in model.iter().step_by(7) {
+            assert_eq!(
+                db.get(key).unwrap().unwrap(),
+                value.as_slice(),
+                "{policy}: {key}"
+            );
+        }
+        let scanned = db.range::<&[u8], _>(..).unwrap().count();
+        assert_eq!(scanned, 8_000, "{policy}");
+    }
+}

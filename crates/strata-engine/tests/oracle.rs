@@ -61,10 +61,11 @@ fn options(
     ])
     .unwrap();
     if compresses(seed) {
-        // Every codec: none in level 0, lz4 above the bottom, zstd at the bottom.
+        // Every codec: none in level 0, lz4 above the bottom, zstd with a dictionary per
+        // table at the bottom (the smallest, which tables of 4 KiB train).
         spec.fill_defaults([
             ("compression_per_level", "none/lz4"),
-            ("bottommost_compression", "zstd"),
+            ("bottommost_compression", "zstd+dict256"),
         ])
         .unwrap();
     }

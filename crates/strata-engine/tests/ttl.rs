@@ -1,5 +1,7 @@
 //! Time to live (`Options::with_ttl`): entries older than the TTL read as absent through every
-//! read path, compactions drop them, newer writes live on, and ages survive a reopen.
+//! read path, compactions drop them, newer writes live on, and ages survive a reopen. Every
+//! database here reads a `ManualClock` the test moves: ages count whole seconds of it, so each
+//! bound is exact and nothing waits.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
@@ -8,19 +10,30 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 use strata_engine::fs::{FileSystem, MemFs};
-use strata_engine::{Db, Error, Options, ReadOptions};
+use strata_engine::{Clock, Db, Error, ManualClock, Options, ReadOptions};
 
-fn options(fs: &MemFs, ttl: u64) -> Options {
+/// A clock standing at some second of 2023.
+fn clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(1_700_000_000))
+}
+
+fn options(fs: &MemFs, ttl: u64, clock: &Arc<ManualClock>) -> Options {
     Options::new()
         .with_file_system(Arc::new(fs.clone()) as Arc<dyn FileSystem>)
         .with_write_buffer_size(16 << 10)
+        .with_clock(Arc::clone(clock) as Arc<dyn Clock>)
         .with_ttl(Some(Duration::from_secs(ttl)))
 }
 
 /// A fresh database of `policy` on small trees (`support::small_tree_spec`) with a TTL of
-/// `ttl` seconds and synchronous compaction, and what `more` sets.
-fn open_small_tree(policy: &str, ttl: u64, more: impl FnOnce(Options) -> Options) -> Db {
-    let options = more(options(&MemFs::new(), ttl).with_synchronous_compaction(true))
+/// `ttl` seconds of `clock` and synchronous compaction, and what `more` sets.
+fn open_small_tree(
+    policy: &str,
+    ttl: u64,
+    clock: &Arc<ManualClock>,
+    more: impl FnOnce(Options) -> Options,
+) -> Db {
+    let options = more(options(&MemFs::new(), ttl, clock).with_synchronous_compaction(true))
         .with_policy_spec(support::small_tree_spec(policy))
         .unwrap();
     Db::open("/db", options).unwrap()
@@ -42,7 +55,8 @@ fn visible(db: &Db, keys: &[String]) -> Vec<bool> {
 #[test]
 fn expired_entries_read_absent_everywhere_and_compactions_drop_them() {
     let fs = MemFs::new();
-    let db = Db::open("/db", options(&fs, 2)).unwrap();
+    let clock = clock();
+    let db = Db::open("/db", options(&fs, 2, &clock)).unwrap();
     let old: Vec<String> = (0..200).map(|i| format!("old{i:04}")).collect();
     for k in &old {
         db.put(k, [b'v'; 100]).unwrap();
@@ -50,8 +64,13 @@ fn expired_entries_read_absent_everywhere_and_compactions_drop_them() {
     db.flush().unwrap();
     let snapshot = db.snapshot();
     assert!(visible(&db, &old).iter().all(|&v| v));
-    // Past the TTL (sampled per second, so up to two more).
-    std::thread::sleep(Duration::from_millis(4_200));
+    // A second short of the TTL, nothing has expired; at it, the old entries have.
+    clock.advance(1);
+    assert!(
+        visible(&db, &old).iter().all(|&v| v),
+        "expired a second early"
+    );
+    clock.advance(1);
     let new: Vec<String> = (0..50).map(|i| format!("new{i:04}")).collect();
     for k in &new {
         db.put(k, [b'w'; 100]).unwrap();
@@ -77,15 +96,16 @@ fn expired_entries_read_absent_everywhere_and_compactions_drop_them() {
 #[test]
 fn ages_survive_a_reopen() {
     let fs = MemFs::new();
-    let db = Db::open("/db", options(&fs, 2)).unwrap();
+    let clock = clock();
+    let db = Db::open("/db", options(&fs, 2, &clock)).unwrap();
     for i in 0..100 {
         db.put(format!("k{i:03}"), [b'v'; 100]).unwrap();
     }
     db.flush().unwrap();
     db.close().unwrap();
-    std::thread::sleep(Duration::from_millis(4_200));
+    clock.advance(2);
     // The flushed entries' ages come from the manifest: expired at once after the reopen.
-    let db = Db::open("/db", options(&fs, 2)).unwrap();
+    let db = Db::open("/db", options(&fs, 2, &clock)).unwrap();
     assert_eq!(db.get("k001").unwrap(), None);
     assert_eq!(db.range::<&[u8], _>(..).unwrap().count(), 0);
     // Their tables hold nothing readable: dropped whole, for good.
@@ -122,7 +142,8 @@ fn a_zero_ttl_is_refused() {
 #[test]
 fn every_policy_drops_tables_whose_entries_all_expired() {
     support::every_policy_at_once(|policy| {
-        let db = open_small_tree(policy, 2, |o| o.with_write_buffer_size(8 << 10));
+        let clock = clock();
+        let db = open_small_tree(policy, 2, &clock, |o| o.with_write_buffer_size(8 << 10));
         for i in 0..600 {
             db.put(format!("k{:04}", i % 300), [b'v'; 60]).unwrap();
         }
@@ -133,7 +154,7 @@ fn every_policy_drops_tables_whose_entries_all_expired() {
             .map(|(_, _, t)| t.seqnos.largest)
             .max()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(4_200));
+        clock.advance(2);
         for i in 0..50 {
             db.put(format!("n{i:04}"), [b'w'; 60]).unwrap();
         }
@@ -158,14 +179,13 @@ fn every_policy_drops_tables_whose_entries_all_expired() {
 #[test]
 fn periodic_compaction_rewrites_a_partly_expired_table() {
     let fs = MemFs::new();
-    // Ages count whole seconds, each end (`ttl.rs`): an entry counts as up to a second older or
-    // younger than it is. With a TTL of 10 s and a period of 1 s: at the flush, 6 s after the
-    // old entries (and up to 2 s late on a loaded machine), they count at most 9 s old, not
-    // expired; at the check, 13 s after them, at least 12 s, a period past the TTL; the new
-    // ones, 7 s old (under 9 s even 2 s late), count under 10 s, inside the TTL.
+    let clock = clock();
+    // With a TTL of 10 s and a period of 1 s: at the flush, 6 s after the old entries, they
+    // have not expired; at the check, 11 s after them, they expired a period ago; the new
+    // ones, 5 s old then, have not.
     let db = Db::open(
         "/db",
-        options(&fs, 10)
+        options(&fs, 10, &clock)
             .with_write_buffer_size(1 << 20)
             .with_periodic_compaction(Some(Duration::from_secs(1))),
     )
@@ -174,7 +194,7 @@ fn periodic_compaction_rewrites_a_partly_expired_table() {
     for k in &old {
         db.put(k, [b'v'; 100]).unwrap();
     }
-    std::thread::sleep(Duration::from_millis(6_000));
+    clock.advance(6);
     let new: Vec<String> = (0..50).map(|i| format!("new{i:04}")).collect();
     for k in &new {
         db.put(k, [b'w'; 100]).unwrap();
@@ -186,7 +206,13 @@ fn periodic_compaction_rewrites_a_partly_expired_table() {
         (v.table_count(), v.tables().map(|(_, _, t)| t.entries).sum())
     };
     assert_eq!(tables(&db), (1, 250));
-    std::thread::sleep(Duration::from_millis(7_000));
+    // Expired, not yet a period ago: the table stays as it is.
+    clock.advance(4);
+    db.put("wake", "up").unwrap();
+    db.wait_for_compactions().unwrap();
+    assert_eq!(tables(&db), (1, 250));
+    assert!(visible(&db, &old).iter().all(|&v| !v));
+    clock.advance(1);
     assert!(
         visible(&db, &new).iter().all(|&v| v),
         "new keys expired too early"
@@ -221,12 +247,12 @@ fn periodic_compaction_without_a_ttl_is_refused() {
 /// Every policy with a periodic compaction: tables holding old entries beside new ones are
 /// rewritten without the old ones by the shared pick loop, whatever the policy would merge, and
 /// the policy goes on working on the rewritten tables. With a TTL of 5 s and a period of 1 s,
-/// the old entries, 7 s old at the check, count at least 6 s old; the new ones, 2.5 s old,
-/// count under 5 s unless the check runs 1.5 s late (ages count whole seconds: `ttl.rs`).
+/// the old entries are 6 s old at the check, a period past the TTL; the new ones 2 s.
 #[test]
 fn every_policy_lets_periodic_compaction_rewrite_its_tables() {
     support::every_policy_at_once(|policy| {
-        let db = open_small_tree(policy, 5, |o| {
+        let clock = clock();
+        let db = open_small_tree(policy, 5, &clock, |o| {
             o.with_write_buffer_size(64 << 10)
                 .with_periodic_compaction(Some(Duration::from_secs(1)))
         });
@@ -236,12 +262,12 @@ fn every_policy_lets_periodic_compaction_rewrite_its_tables() {
             db.put(format!("k{i:04}"), [b'v'; 60]).unwrap();
         }
         let old_through = db.snapshot().sequence();
-        std::thread::sleep(Duration::from_millis(4_500));
+        clock.advance(4);
         for i in 0..300 {
             db.put(format!("n{i:04}"), [b'w'; 60]).unwrap();
         }
         db.flush().unwrap();
-        std::thread::sleep(Duration::from_millis(2_500));
+        clock.advance(2);
         // A write and a flush run the pick loop (compaction is synchronous here).
         db.put("wake", "up").unwrap();
         db.flush().unwrap();

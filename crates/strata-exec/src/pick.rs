@@ -10,7 +10,7 @@
 
 use crate::handover::NextCompaction;
 use crate::sources::{flush_blocked, flush_held, may_run_on, may_start};
-use strata_meta::Version;
+use strata_meta::{Run, TableMeta, Version};
 use strata_policy::{BufferSummary, CompactionPolicy, FlushPlan, Leases, PickContext, Plan};
 
 /// Plans an executor takes between two flushes before it calls its policy non-convergent: far
@@ -64,7 +64,8 @@ pub trait PickHost {
 /// A plan dropping one table whose entries have all expired (its newest sequence number at or
 /// below `expired_through`) and that no job holds, if there is one: a TTL's data reclaimed
 /// where no merge would reach it. Nothing readable goes, and nothing older reappears (an older
-/// version of any of its keys has expired too).
+/// version of any of its keys has expired too). A table of a run some job writes into stays
+/// until the job ends ([`may_reclaim`]).
 pub fn expired_table_drop(
     version: &Version,
     leases: &Leases,
@@ -74,7 +75,7 @@ pub fn expired_table_drop(
         return None;
     }
     version.tables().find_map(|(level, run, table)| {
-        (table.seqnos.largest <= expired_through && !leases.is_table_leased(table.id)).then(|| {
+        (table.seqnos.largest <= expired_through && may_reclaim(leases, level, run, table)).then(|| {
             Plan {
                 action: strata_policy::PlanAction::Drop,
                 inputs: vec![strata_policy::PlanInput {
@@ -94,6 +95,14 @@ pub fn expired_table_drop(
     })
 }
 
+/// Whether a plan reclaiming expired data may take `table`, of `run` in `level`: no job holds
+/// it, and no job writes into its run, which dropping (or rewriting to nothing) its last table
+/// would remove under that job, whose install then fails (a failure of this form, "run 13
+/// does not exist in level 2", ended one run of the fault test with an expiring TTL).
+fn may_reclaim(leases: &Leases, level: usize, run: &Run, table: &TableMeta) -> bool {
+    !leases.is_table_leased(table.id) && !leases.is_run_being_written(level, run.id())
+}
+
 /// A plan rewriting in place one table that holds an entry at or below `periodic_through`
 /// (expired at least a period ago) and that no job holds, if there is one: a TTL's data
 /// reclaimed where no merge the policy chooses reaches it (RocksDB's periodic compaction). The
@@ -108,7 +117,7 @@ pub fn expired_table_rewrite(
         return None;
     }
     version.tables().find_map(|(level, run, table)| {
-        (table.seqnos.smallest <= periodic_through && !leases.is_table_leased(table.id)).then(
+        (table.seqnos.smallest <= periodic_through && may_reclaim(leases, level, run, table)).then(
             || Plan {
                 action: strata_policy::PlanAction::Merge,
                 inputs: vec![strata_policy::PlanInput {
@@ -358,5 +367,32 @@ mod tests {
             next.input_tables().collect::<Vec<_>>(),
             vec![strata_meta::TableId(3)]
         );
+        // A job writing into run 2 (from level 0) keeps every table of that run, expired or
+        // not, from the drop and the periodic rewrite until it ends.
+        let into_run_2 = Plan {
+            action: PlanAction::Merge,
+            inputs: vec![strata_policy::PlanInput {
+                level: 0,
+                run: strata_meta::RunId(1),
+                tables: vec![strata_meta::TableId(1)],
+            }],
+            output: Some(strata_policy::PlanOutput {
+                level: 1,
+                run: strata_policy::OutputRun::Existing(strata_meta::RunId(2)),
+                cut: strata_policy::CutRule::single_table(),
+                bloom_bits_per_key: 10.0,
+                compression: None,
+                preserve_blocks: None,
+            }),
+            policy_state: None,
+            priority: strata_policy::Priority::Normal,
+            reason: String::new(),
+        };
+        let mut leases = Leases::new();
+        leases.acquire(&into_run_2, &version).unwrap();
+        assert_eq!(expired_table_drop(&version, &leases, 12), None);
+        assert_eq!(expired_table_rewrite(&version, &leases, 12), None);
+        leases.release(&into_run_2, &version);
+        assert!(expired_table_rewrite(&version, &leases, 12).is_some());
     }
 }

@@ -124,7 +124,7 @@ mod tests {
     fn levels_past_the_list_take_its_last_codec_and_bad_lists_are_named() {
         let codecs = LevelCodecs::parse("none/none/lz4", "zstd").unwrap();
         assert_eq!(codecs.per_level.len(), 3);
-        assert_eq!(codecs.bottommost, Some(Compression::Zstd { level: 3 }));
+        assert_eq!(codecs.bottommost, Some(Compression::zstd(3)));
         assert_eq!(
             codecs.options(),
             vec![
@@ -147,7 +147,7 @@ mod tests {
             "L0:\n  run 1:\n    table 1 [a, c] size=1K\nL2:\n  run 2:\n    table 2 [a, z] size=9K\n",
         )
         .unwrap();
-        let zstd19 = Some(Compression::Zstd { level: 19 });
+        let zstd19 = Some(Compression::zstd(19));
         assert_eq!(codecs.codec_for(&version, 0), Some(Compression::None));
         assert_eq!(codecs.codec_for(&version, 1), Some(Compression::Lz4));
         assert_eq!(codecs.codec_for(&version, 2), zstd19);

@@ -5,7 +5,7 @@
 use crate::error::PolicyError;
 use crate::plan::{OutputRun, Plan, PlanInput, RecencySpan};
 use std::collections::HashSet;
-use strata_meta::{KeyRange, TableId, Version};
+use strata_meta::{KeyRange, RunId, TableId, Version};
 
 /// Tables and key ranges held by running jobs. Policies read leases to avoid conflicting picks;
 /// executors take them when a job starts and release them when it ends or fails.
@@ -60,6 +60,14 @@ impl Leases {
         self.writers
             .iter()
             .any(|w| w.level == level && w.input_range.is_some())
+    }
+
+    /// Whether a running job writes its output into run `run` of `level` (an existing run, which
+    /// must still be there when the job installs).
+    pub fn is_run_being_written(&self, level: usize, run: RunId) -> bool {
+        self.writers
+            .iter()
+            .any(|w| w.level == level && w.run == OutputRun::Existing(run))
     }
 
     /// Whether nothing is leased.

@@ -55,7 +55,9 @@ pub use builtin::partial::{MergeMode, PartialMerge, PartialMergeState};
 pub use builtin::spooky::{Layout as SpookyLayout, Round as SpookyRound, Spooky, SpookyState};
 pub use builtin::tiered::Tiered;
 pub use builtin::vertiorizon::{VerticalPart, Vertiorizon, VertiorizonState};
-pub use codec::Compression;
+pub use codec::{
+    Compression, MAX_DICT_BYTES, MIN_DICT_BYTES, ZSTD_DEFAULT_LEVEL, ZSTD_TRAIN_FACTOR,
+};
 pub use context::{
     BufferSummary, LookupTimes, ManualRange, PickContext, ScanLengths, WorkloadStats,
 };

@@ -15,6 +15,7 @@ use strata_engine::memtable::ENTRY_OVERHEAD;
 use strata_engine::table::{Compression, KeptBlock, TableBuilder, TableOptions};
 use strata_exec::range_del::RangeTombstone;
 use strata_meta::{BlockMeta, Bytes, SeqRange, TableId};
+use strata_policy::{ZSTD_DEFAULT_LEVEL, ZSTD_TRAIN_FACTOR};
 use strata_workload::{compressible_value, encode_key};
 
 /// Counts bytes instead of storing them.
@@ -225,6 +226,9 @@ pub fn value_of(key: u64, value: &mut [u8], ratio: f64) {
     });
 }
 
+/// The dictionary size [`measure_compression_ratios`] measures Zstandard's with.
+const DICTIONARY_MEASURED: u32 = 16 << 10;
+
 /// What the engine's codecs shrink a table's data to, measured by encoding the same table of
 /// `entries` puts of `key_size`-byte keys and `value_size`-byte values (of the workload's
 /// `value_compression_ratio`) with each codec: the ratios [`SimConfig::compression_ratios`]
@@ -246,17 +250,28 @@ pub fn measure_compression_ratios(
         smallest: 1,
         largest: 1,
     };
-    let size = |codec: Compression| {
+    let size = |codec: Compression, entries: u64| {
         let mut table = sizer.start_table(0.0, Some(codec), seqnos);
-        for key in 0..4096 {
+        for key in 0..entries {
             table.add(crate::keys::put(key));
         }
         table.finish().size as f64
     };
-    let plain = size(Compression::None).max(1.0);
+    let ratio = |codec: Compression, entries: u64| {
+        (size(codec, entries) / size(Compression::None, entries).max(1.0)).min(1.0)
+    };
+    // A dictionary's table holds enough blocks for its training (16 KiB of dictionary, trained
+    // on 100 times that), so its bytes count as they would in a table of the usual size.
+    let dictionary = Compression::Zstd {
+        level: ZSTD_DEFAULT_LEVEL,
+        max_dict_bytes: DICTIONARY_MEASURED,
+    };
+    let train_entries = u64::from(DICTIONARY_MEASURED * ZSTD_TRAIN_FACTOR)
+        .div_ceil((key_size + value_size).max(1) as u64);
     CompressionRatios {
-        lz4: (size(Compression::Lz4) / plain).min(1.0),
-        zstd: (size(Compression::Zstd { level: 3 }) / plain).min(1.0),
+        lz4: ratio(Compression::Lz4, 4096),
+        zstd: ratio(Compression::zstd(ZSTD_DEFAULT_LEVEL), 4096),
+        zstd_dictionary: ratio(dictionary, train_entries.max(4096)),
     }
 }
 

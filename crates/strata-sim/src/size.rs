@@ -75,6 +75,9 @@ pub struct CompressionRatios {
     pub lz4: f64,
     /// Zstandard's ratio (one for every level).
     pub zstd: f64,
+    /// Zstandard's with a dictionary per table, its bytes included (one for every level and
+    /// dictionary size).
+    pub zstd_dictionary: f64,
 }
 
 impl Default for CompressionRatios {
@@ -82,6 +85,7 @@ impl Default for CompressionRatios {
         CompressionRatios {
             lz4: 1.0,
             zstd: 1.0,
+            zstd_dictionary: 1.0,
         }
     }
 }
@@ -92,7 +96,10 @@ impl CompressionRatios {
         match codec {
             None | Some(Compression::None) => 1.0,
             Some(Compression::Lz4) => self.lz4,
-            Some(Compression::Zstd { .. }) => self.zstd,
+            Some(Compression::Zstd {
+                max_dict_bytes: 0, ..
+            }) => self.zstd,
+            Some(Compression::Zstd { .. }) => self.zstd_dictionary,
         }
     }
 }
@@ -234,6 +241,7 @@ mod tests {
             ratios: CompressionRatios {
                 lz4: 0.5,
                 zstd: 0.25,
+                zstd_dictionary: 0.2,
             },
         };
         let seqnos = SeqRange {
@@ -252,7 +260,7 @@ mod tests {
         assert_eq!(plain.size, 10_000);
         assert_eq!(size(Some(Compression::None)), plain);
         let lz4 = size(Some(Compression::Lz4));
-        let zstd = size(Some(Compression::Zstd { level: 19 }));
+        let zstd = size(Some(Compression::zstd(19)));
         assert_eq!((lz4.size, zstd.size), (5_000, 2_500));
         // The same blocks, each stored at the ratio.
         assert_eq!(lz4.blocks.len(), plain.blocks.len());

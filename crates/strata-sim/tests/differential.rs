@@ -671,6 +671,11 @@ fn compressed_levels_agree_within_two_percent() {
             "leveled",
         ),
         ("partial-full:compression_per_level=lz4", "partial-full"),
+        // A dictionary per last-level table, trained on that table's blocks on both sides.
+        (
+            "partial-rr:compression_per_level=lz4,bottommost_compression=zstd+dict1KiB",
+            "partial-rr",
+        ),
     ] {
         let engine = run_engine(name, half, None).write_amp;
         let sim = run_sim(name, half, None).write_amp;

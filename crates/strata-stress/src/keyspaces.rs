@@ -12,8 +12,9 @@ use strata_engine::{Db, Keyspace, KeyspaceOptions, WriteBatch};
 const KEYSPACE_POLICIES: [&str; 3] = [
     "minmax",
     "partial-mixed",
-    // Every codec under the kills: lz4 above the bottom, zstd at the bottom.
-    "tiered:compression_per_level=lz4,bottommost_compression=zstd",
+    // Every codec under the kills: lz4 above the bottom, zstd with a dictionary per table at
+    // the bottom.
+    "tiered:compression_per_level=lz4,bottommost_compression=zstd+dict1KiB",
 ];
 
 /// Where each key lives.

@@ -129,7 +129,7 @@ impl Engine {
             recovery_stop: Mutex::new(None),
             events: Events::new(listeners),
             workers: Default::default(),
-            seqno_times: crate::ttl::SeqnoTimes::new(&seqno_times),
+            seqno_times: crate::ttl::SeqnoTimes::new(&seqno_times, Arc::clone(&options.clock)),
         });
         let mut trees = Vec::with_capacity(keyspaces.len());
         // The default keyspace (number 0) comes first.

@@ -474,6 +474,8 @@ impl Engine {
             .load(Ordering::Acquire)
             .max(replayed.max_seq.unwrap_or(0));
         shared.last_sequence.store(max_seq, Ordering::Release);
+        // Sequence numbers past it go to new writes: no sample may date them.
+        shared.seqno_times.forget_after(max_seq);
         shared.events.recovery(&Recovery {
             wals: wal_count,
             wal_bytes,

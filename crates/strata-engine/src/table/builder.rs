@@ -9,9 +9,10 @@ use super::block::{split_internal_key, BlockBuilder};
 use super::bloom::{BloomBuilder, MAX_BITS_PER_KEY};
 use super::coding::put_varint;
 use super::compress::{block_trailer, BlockCompressor, BLOCK_TRAILER_LEN, TYPE_NONE};
+use super::dictionary::PendingBlocks;
 use super::format::{
     BlockHandle, Footer, IndexWriter, TableProperties, FOOTER_LEN, FORMAT_VERSION,
-    FORMAT_WITHOUT_RANGE_DELETIONS,
+    FORMAT_WITHOUT_DICTIONARY, FORMAT_WITHOUT_RANGE_DELETIONS,
 };
 use super::{Compression, TableOptions};
 use crate::error::{Error, Result};
@@ -143,6 +144,11 @@ pub struct TableBuilder {
     referenced_bytes: u64,
     /// Range deletions, written in their own block at the end.
     range_tombstones: Vec<RangeTombstone<Bytes>>,
+    /// Data blocks held back until the table's dictionary is trained (only while a codec with
+    /// a dictionary has not trained it yet).
+    pending: Option<PendingBlocks>,
+    /// The dictionary the data blocks were compressed with, written as a meta block at the end.
+    dictionary: Option<Vec<u8>>,
 }
 
 impl fmt::Debug for TableBuilder {
@@ -193,6 +199,11 @@ impl TableBuilder {
             blocks: Vec::new(),
             referenced_bytes: 0,
             range_tombstones: Vec::new(),
+            pending: match options.compression.max_dict_bytes() {
+                0 => None,
+                bytes => Some(PendingBlocks::new(bytes)),
+            },
+            dictionary: None,
         }
     }
 
@@ -250,6 +261,7 @@ impl TableBuilder {
         if !self.data_block.is_empty() {
             self.flush_data_block()?;
         }
+        self.write_pending_blocks()?;
         let mut count = 0u64;
         for (key, value) in entries {
             self.note_entry(key, value, count == 0)?;
@@ -383,13 +395,18 @@ impl TableBuilder {
     /// Bytes written plus bytes buffered for the file: the open data block, the index built
     /// so far and the filter the keys added so far need, plus the kept blocks referred to in
     /// other files (the table holds their data). This is what output cutting compares with the
-    /// target file size (the properties block and footer add a few hundred bytes).
+    /// target file size (the properties block and footer add a few hundred bytes). Blocks held
+    /// back for a dictionary count uncompressed, with their trailers.
     pub fn estimated_size(&self) -> u64 {
         let data = if self.data_block.is_empty() {
             0
         } else {
             self.data_block.size_estimate() + self.pad_before_block() as usize
         };
+        let data = data
+            + self.pending.as_ref().map_or(0, |pending| {
+                pending.bytes() + pending.len() * BLOCK_TRAILER_LEN
+            });
         let filter = match &self.bloom {
             Some(bloom) if self.bloom_bits_per_key > 0.0 => bloom.encoded_len(),
             _ => 0,
@@ -397,24 +414,68 @@ impl TableBuilder {
         self.offset + self.referenced_bytes + (data + self.index.size() + filter) as u64
     }
 
-    /// Writes the open data block and its index entry.
+    /// Writes the open data block and its index entry, or holds it back while the table's
+    /// dictionary waits for blocks to train on.
     fn flush_data_block(&mut self) -> Result<()> {
+        let entries = self.data_block.entries();
+        if let Some(pending) = &mut self.pending {
+            pending.push(
+                self.data_block.finish(),
+                entries,
+                &self.block_first_user_key,
+                &self.last_key,
+            );
+            self.data_block.reset();
+            if pending.is_full() {
+                self.write_pending_blocks()?;
+            }
+            return Ok(());
+        }
         self.pad_to_page()?;
         let raw = self.data_block.finish();
-        let (block_type, stored) = self
-            .compressor
-            .encode(raw)
-            .map_err(|e| Error::io(format!("compressing a block of {}", self.file_name), e))?;
-        let handle = write_block(
+        let handle = write_data_block(
+            &mut self.compressor,
             &mut *self.file,
             &self.file_name,
             &mut self.offset,
-            block_type,
-            stored,
+            raw,
         )?;
-        let entries = self.data_block.entries();
         self.index_data_block(None, handle, entries);
         self.data_block.reset();
+        Ok(())
+    }
+
+    /// Trains the table's dictionary on the blocks held back (if any are), then writes them
+    /// compressed with it, and every later block goes straight out.
+    fn write_pending_blocks(&mut self) -> Result<()> {
+        let Some(pending) = self.pending.take() else {
+            return Ok(());
+        };
+        if let Some(dictionary) = pending.train() {
+            self.compressor.set_dictionary(&dictionary).map_err(|e| {
+                Error::io(format!("preparing the dictionary of {}", self.file_name), e)
+            })?;
+            self.dictionary = Some(dictionary);
+        }
+        // Index entries are made from the builder's block keys; the last block held back ends
+        // with the last key added, so the keys end where they were.
+        let (data, blocks) = pending.into_blocks();
+        let mut start = 0;
+        for block in blocks {
+            let raw = &data[start..start + block.len];
+            start += block.len;
+            self.pad_to_page()?;
+            let handle = write_data_block(
+                &mut self.compressor,
+                &mut *self.file,
+                &self.file_name,
+                &mut self.offset,
+                raw,
+            )?;
+            self.block_first_user_key = block.first_user_key;
+            self.last_key = block.last_key;
+            self.index_data_block(None, handle, block.entries);
+        }
         Ok(())
     }
 
@@ -464,6 +525,7 @@ impl TableBuilder {
         if !self.data_block.is_empty() {
             self.flush_data_block()?;
         }
+        self.write_pending_blocks()?;
         let bloom = self.bloom.take();
         let filter = match &bloom {
             Some(bloom) if self.bloom_bits_per_key > 0.0 => {
@@ -510,13 +572,22 @@ impl TableBuilder {
             }
             range_deletion_block = Some(self.write_meta_block(&raw, true)?);
         }
+        // Dictionaries are trained to be incompressible.
+        let compression_dictionary = match self.dictionary.take() {
+            Some(dictionary) => Some(self.write_meta_block(&dictionary, false)?),
+            None => None,
+        };
         let (smallest, largest) =
             table_key_range(entry_bounds, &range_tombstones).unwrap_or_default();
         if smallest_seqno > largest_seqno {
             (smallest_seqno, largest_seqno) = (0, 0);
         }
-        let format_version = if range_deletion_block.is_some() {
+        // The oldest version that can read the table: older builds refuse it instead of
+        // misreading it.
+        let format_version = if compression_dictionary.is_some() {
             FORMAT_VERSION
+        } else if range_deletion_block.is_some() {
+            FORMAT_WITHOUT_DICTIONARY
         } else {
             FORMAT_WITHOUT_RANGE_DELETIONS
         };
@@ -535,6 +606,7 @@ impl TableBuilder {
             format_version,
             range_deletions: range_tombstones.len() as u64,
             range_deletion_block,
+            compression_dictionary,
         };
         let mut props_block = BlockBuilder::new(1);
         properties.encode(&mut props_block);
@@ -570,6 +642,20 @@ impl TableBuilder {
             key_hashes,
         })
     }
+}
+
+/// Compresses the data block `raw` and writes it at `*offset` ([`write_block`]).
+fn write_data_block(
+    compressor: &mut BlockCompressor,
+    file: &mut dyn WritableFile,
+    file_name: &str,
+    offset: &mut u64,
+    raw: &[u8],
+) -> Result<BlockHandle> {
+    let (block_type, stored) = compressor
+        .encode_data(raw)
+        .map_err(|e| Error::io(format!("compressing a block of {file_name}"), e))?;
+    write_block(file, file_name, offset, block_type, stored)
 }
 
 /// Appends `stored` and its trailer at `*offset`, advancing it; the block's handle.

@@ -5,6 +5,7 @@
 //! contents     : the block itself                          (type 0, uncompressed)
 //!              | uncompressed_len: u32 LE | lz4 block      (type 1)
 //!              | uncompressed_len: u32 LE | zstd frame     (type 2)
+//!              | uncompressed_len: u32 LE | zstd frame     (type 3: with the table's dictionary)
 //! ```
 //!
 //! A compressed block may not claim more than [`MAX_EXPANSION`] times its stored size, so a
@@ -14,6 +15,8 @@
 
 use std::cell::RefCell;
 use std::io;
+
+use zstd::zstd_safe::{CCtx, CDict, DCtx, DDict};
 
 use super::Compression;
 
@@ -29,6 +32,8 @@ pub(crate) const TYPE_NONE: u8 = 0;
 pub(crate) const TYPE_LZ4: u8 = 1;
 /// Type byte of a Zstd block.
 pub(crate) const TYPE_ZSTD: u8 = 2;
+/// Type byte of a Zstd block compressed with its table's dictionary.
+pub(crate) const TYPE_ZSTD_DICT: u8 = 3;
 
 /// The CRC32C stored in a block trailer: over the contents and the type byte, so a flipped
 /// type is caught too.
@@ -43,10 +48,13 @@ pub(crate) fn block_trailer(contents: &[u8], block_type: u8) -> [u8; BLOCK_TRAIL
     [block_type, crc[0], crc[1], crc[2], crc[3]]
 }
 
-/// Compresses blocks for one table, reusing its output buffer and Zstd context.
+/// Compresses blocks for one table, reusing its output buffer and Zstd contexts.
 pub(crate) struct BlockCompressor {
     compression: Compression,
     zstd: Option<zstd::bulk::Compressor<'static>>,
+    /// The table's dictionary, prepared at its level, with a context for it: data blocks are
+    /// compressed with it once [`BlockCompressor::set_dictionary`] gave one.
+    dictionary: Option<(CCtx<'static>, CDict<'static>)>,
     out: Vec<u8>,
 }
 
@@ -56,13 +64,42 @@ impl BlockCompressor {
         BlockCompressor {
             compression,
             zstd: None,
+            dictionary: None,
             out: Vec::new(),
         }
     }
 
-    /// The stored form of `raw` and its type byte: compressed when that saves at least 1/8
-    /// of the block (smaller gains do not pay for decompressing on every read), else `raw`.
+    /// Compresses data blocks from now on with `dictionary` (Zstd only; other codecs ignore
+    /// it).
+    pub(crate) fn set_dictionary(&mut self, dictionary: &[u8]) -> io::Result<()> {
+        let Compression::Zstd { level, .. } = self.compression else {
+            return Ok(());
+        };
+        let failed = || io::Error::other("zstd could not prepare the table's dictionary");
+        let cdict = CDict::try_create(dictionary, level).ok_or_else(failed)?;
+        let cctx = CCtx::try_create().ok_or_else(failed)?;
+        self.dictionary = Some((cctx, cdict));
+        Ok(())
+    }
+
+    /// The stored form of a meta block and its type byte ([`BlockCompressor::encode_data`]
+    /// without the dictionary: meta blocks are read before it, or by tools without it).
     pub(crate) fn encode<'a>(&'a mut self, raw: &'a [u8]) -> io::Result<(u8, &'a [u8])> {
+        self.encode_with(raw, false)
+    }
+
+    /// The stored form of the data block `raw` and its type byte: compressed (with the table's
+    /// dictionary, if it has one) when that saves at least 1/8 of the block (smaller gains do
+    /// not pay for decompressing on every read), else `raw`.
+    pub(crate) fn encode_data<'a>(&'a mut self, raw: &'a [u8]) -> io::Result<(u8, &'a [u8])> {
+        self.encode_with(raw, true)
+    }
+
+    fn encode_with<'a>(
+        &'a mut self,
+        raw: &'a [u8],
+        with_dictionary: bool,
+    ) -> io::Result<(u8, &'a [u8])> {
         let Ok(raw_len) = u32::try_from(raw.len()) else {
             return Ok((TYPE_NONE, raw));
         };
@@ -72,13 +109,19 @@ impl BlockCompressor {
                 self.lz4(raw, raw_len)?;
                 TYPE_LZ4
             }
-            Compression::Zstd { level } => {
-                self.zstd(raw, raw_len, level)?;
+            Compression::Zstd { level, .. } => {
+                let block_type = if with_dictionary && self.dictionary.is_some() {
+                    self.zstd_with_dictionary(raw, raw_len)?;
+                    TYPE_ZSTD_DICT
+                } else {
+                    self.zstd(raw, raw_len, level)?;
+                    TYPE_ZSTD
+                };
                 if raw.len() > self.out.len().saturating_mul(MAX_EXPANSION) {
                     self.lz4(raw, raw_len)?;
                     TYPE_LZ4
                 } else {
-                    TYPE_ZSTD
+                    block_type
                 }
             }
         };
@@ -115,24 +158,54 @@ impl BlockCompressor {
         self.out.truncate(4 + n);
         Ok(())
     }
+
+    fn zstd_with_dictionary(&mut self, raw: &[u8], raw_len: u32) -> io::Result<()> {
+        let Some((cctx, cdict)) = &mut self.dictionary else {
+            return Err(io::Error::other("no dictionary to compress with"));
+        };
+        self.out.clear();
+        self.out.extend_from_slice(&raw_len.to_le_bytes());
+        self.out
+            .resize(4 + zstd::zstd_safe::compress_bound(raw.len()), 0);
+        let n = cctx
+            .compress_using_cdict(&mut self.out[4..], raw, cdict)
+            .map_err(zstd_error)?;
+        self.out.truncate(4 + n);
+        Ok(())
+    }
+}
+
+fn zstd_error(code: zstd::zstd_safe::ErrorCode) -> io::Error {
+    io::Error::other(zstd::zstd_safe::get_error_name(code))
 }
 
 thread_local! {
     /// One Zstd decompression context per thread: creating one allocates ~100 KiB, too much to
     /// pay on every block read.
-    static ZSTD_DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> =
-        const { RefCell::new(None) };
+    static ZSTD_DECOMPRESSOR: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
 }
 
 /// Decodes stored `contents` of `block_type` (whose trailer was already verified) into the
-/// block; the reason on failure. Uncompressed contents are returned as they are.
-pub(crate) fn decode_contents(contents: Vec<u8>, block_type: u8) -> Result<Vec<u8>, String> {
+/// block, with the table's `dictionary` if it has one; the reason on failure. Uncompressed
+/// contents are returned as they are.
+pub(crate) fn decode_contents(
+    contents: Vec<u8>,
+    block_type: u8,
+    dictionary: Option<&DDict<'static>>,
+) -> Result<Vec<u8>, String> {
     if block_type == TYPE_NONE {
         return Ok(contents);
     }
-    if block_type != TYPE_LZ4 && block_type != TYPE_ZSTD {
+    if !matches!(block_type, TYPE_LZ4 | TYPE_ZSTD | TYPE_ZSTD_DICT) {
         return Err(format!("unknown compression type {block_type}"));
     }
+    let dictionary = match (block_type, dictionary) {
+        (TYPE_ZSTD_DICT, None) => {
+            return Err("block compressed with a dictionary the table does not hold".into())
+        }
+        (TYPE_ZSTD_DICT, dictionary) => dictionary,
+        _ => None,
+    };
     let Some((len_bytes, payload)) = contents.split_first_chunk::<4>() else {
         return Err("compressed block shorter than its length prefix".into());
     };
@@ -147,7 +220,7 @@ pub(crate) fn decode_contents(contents: Vec<u8>, block_type: u8) -> Result<Vec<u
     let written = if block_type == TYPE_LZ4 {
         lz4_flex::block::decompress_into(payload, &mut raw).map_err(|e| format!("lz4: {e}"))?
     } else {
-        zstd_decompress(payload, &mut raw).map_err(|e| format!("zstd: {e}"))?
+        zstd_decompress(payload, &mut raw, dictionary).map_err(|e| format!("zstd: {e}"))?
     };
     if written != raw_len {
         return Err(format!(
@@ -157,26 +230,37 @@ pub(crate) fn decode_contents(contents: Vec<u8>, block_type: u8) -> Result<Vec<u
     Ok(raw)
 }
 
-fn zstd_decompress(payload: &[u8], out: &mut [u8]) -> io::Result<usize> {
+/// Decompresses a Zstd frame into `out` on this thread's context (a one-off context if that is
+/// unavailable: the thread is exiting, or a nested use, which cannot happen, borrowed it).
+fn zstd_decompress(
+    payload: &[u8],
+    out: &mut [u8],
+    dictionary: Option<&DDict<'static>>,
+) -> io::Result<usize> {
+    let run = |ctx: &mut DCtx<'static>, out: &mut [u8]| {
+        match dictionary {
+            Some(ddict) => ctx.decompress_using_ddict(out, payload, ddict),
+            None => ctx.decompress(out, payload),
+        }
+        .map_err(zstd_error)
+    };
+    let new_context = || DCtx::try_create().ok_or_else(|| io::Error::other("out of memory"));
     let mut out = Some(out);
     let pooled = ZSTD_DECOMPRESSOR.try_with(|slot| {
-        // A nested use on this thread cannot happen, but fall back to a fresh context rather
-        // than panic if it ever does.
         let mut slot = slot.try_borrow_mut().ok()?;
         let buf = out.take()?;
         let ctx = match &mut *slot {
             Some(ctx) => ctx,
-            None => match zstd::bulk::Decompressor::new() {
+            None => match new_context() {
                 Ok(ctx) => slot.insert(ctx),
                 Err(e) => return Some(Err(e)),
             },
         };
-        Some(ctx.decompress_to_buffer(payload, buf))
+        Some(run(ctx, buf))
     });
     match (pooled, out) {
         (Ok(Some(result)), _) => result,
-        // The thread-local is unavailable (thread exiting, or borrowed): a one-off context.
-        (_, Some(buf)) => zstd::bulk::Decompressor::new()?.decompress_to_buffer(payload, buf),
+        (_, Some(buf)) => run(&mut new_context()?, buf),
         (_, None) => Err(io::Error::other("zstd decompression context unavailable")),
     }
 }
@@ -191,7 +275,7 @@ mod tests {
             Ok((t, s)) => (t, s.to_vec()),
             Err(e) => panic!("{e}"),
         };
-        match decode_contents(stored, block_type) {
+        match decode_contents(stored, block_type, None) {
             Ok(back) => assert_eq!(back, raw),
             Err(e) => panic!("{e}"),
         }
@@ -203,7 +287,7 @@ mod tests {
         let text: Vec<u8> = (0..4096).map(|i| b"abcdefgh"[i % 8]).collect();
         assert_eq!(round_trip(Compression::None, &text), TYPE_NONE);
         assert_eq!(round_trip(Compression::Lz4, &text), TYPE_LZ4);
-        assert_eq!(round_trip(Compression::Zstd { level: 3 }, &text), TYPE_ZSTD);
+        assert_eq!(round_trip(Compression::zstd(3), &text), TYPE_ZSTD);
         // Pseudo-random bytes do not compress by 1/8.
         let mut x = 0x1234_5678_9abc_def0u64;
         let noise: Vec<u8> = (0..4096)
@@ -215,22 +299,23 @@ mod tests {
             })
             .collect();
         assert_eq!(round_trip(Compression::Lz4, &noise), TYPE_NONE);
-        assert_eq!(
-            round_trip(Compression::Zstd { level: 3 }, &noise),
-            TYPE_NONE
-        );
+        assert_eq!(round_trip(Compression::zstd(3), &noise), TYPE_NONE);
         // A megabyte of zeros beats the expansion bound with Zstd, so it falls back to LZ4.
         let zeros = vec![0u8; 1 << 20];
-        assert_eq!(round_trip(Compression::Zstd { level: 3 }, &zeros), TYPE_LZ4);
+        assert_eq!(round_trip(Compression::zstd(3), &zeros), TYPE_LZ4);
+    }
+
+    fn decode_contents_plain(contents: Vec<u8>, block_type: u8) -> Result<Vec<u8>, String> {
+        decode_contents(contents, block_type, None)
     }
 
     #[test]
     fn damaged_compressed_contents_are_errors() {
-        assert!(decode_contents(vec![1, 2, 3], TYPE_LZ4).is_err());
-        assert!(decode_contents(vec![0, 0, 0, 0, 0], 9).is_err());
+        assert!(decode_contents_plain(vec![1, 2, 3], TYPE_LZ4).is_err());
+        assert!(decode_contents_plain(vec![0, 0, 0, 0, 0], 9).is_err());
         // A claimed length far beyond the expansion bound is refused before allocating.
-        assert!(decode_contents(vec![0xff, 0xff, 0xff, 0x7f, 0], TYPE_ZSTD).is_err());
-        assert!(decode_contents(vec![16, 0, 0, 0, 0xf0, 1, 2], TYPE_LZ4).is_err());
-        assert!(decode_contents(vec![16, 0, 0, 0, 1, 2, 3, 4], TYPE_ZSTD).is_err());
+        assert!(decode_contents_plain(vec![0xff, 0xff, 0xff, 0x7f, 0], TYPE_ZSTD).is_err());
+        assert!(decode_contents_plain(vec![16, 0, 0, 0, 0xf0, 1, 2], TYPE_LZ4).is_err());
+        assert!(decode_contents_plain(vec![16, 0, 0, 0, 1, 2, 3, 4], TYPE_ZSTD).is_err());
     }
 }

@@ -11,6 +11,7 @@ use super::format::BlockHandle;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::stats::Statistics;
+use zstd::zstd_safe::DDict;
 
 /// Blocks from this size on are read into mappings of their own
 /// ([`TableFile::read_block_bytes`]): malloc's default threshold for mapping an allocation.
@@ -22,6 +23,9 @@ pub(super) struct TableFile {
     pub(super) name: String,
     pub(super) size: u64,
     pub(super) stats: Arc<Statistics>,
+    /// The Zstandard dictionary the file's data blocks were compressed with, if any (loaded
+    /// once at open, after the properties that name it).
+    pub(super) dictionary: Option<DDict<'static>>,
 }
 
 /// Who reads a block, which decides the counter it is charged to and whether it may enter the
@@ -163,7 +167,7 @@ impl TableFile {
         stored: Vec<u8>,
         block_type: u8,
     ) -> Result<Vec<u8>> {
-        decode_contents(stored, block_type).map_err(|reason| {
+        decode_contents(stored, block_type, self.dictionary.as_ref()).map_err(|reason| {
             Error::corruption(&self.name, handle.offset, format!("{what} block: {reason}"))
         })
     }

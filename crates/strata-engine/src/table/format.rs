@@ -18,9 +18,14 @@ use crate::key::SeqNo;
 /// ([`TableProperties::range_deletion_block`]); only a table holding range deletions is written
 /// as version 5, so that a build from before them, which would not see the block, refuses such
 /// a table instead of reading deleted keys from the tables below it. Others are version 4.
-pub(crate) const FORMAT_VERSION: u32 = 5;
+/// Version 6 adds a Zstandard dictionary its data blocks are compressed with
+/// ([`TableProperties::compression_dictionary`]); only a table with one is written as version 6.
+pub(crate) const FORMAT_VERSION: u32 = 6;
 
-/// The version of a table without range deletions.
+/// The version of a table with range deletions and without a dictionary.
+pub(crate) const FORMAT_WITHOUT_DICTIONARY: u32 = 5;
+
+/// The version of a table with neither range deletions nor a dictionary.
 pub(crate) const FORMAT_WITHOUT_RANGE_DELETIONS: u32 = 4;
 
 /// The first version whose index entries may name another file.
@@ -413,11 +418,15 @@ pub struct TableProperties {
     /// Where they are, when there are any: a block of `[start][end][seq]` records, the keys
     /// length-prefixed by varints, the sequence number 8 bytes little-endian.
     pub(crate) range_deletion_block: Option<BlockHandle>,
+    /// Where the Zstandard dictionary its data blocks are compressed with is, when it has one
+    /// (an uncompressed block).
+    pub(crate) compression_dictionary: Option<BlockHandle>,
 }
 
 // Property names, in the (ascending) order they are written.
 const P_BLOOM: &[u8] = b"bloom_bits_per_key";
 const P_COMPRESSION: &[u8] = b"compression";
+const P_COMPRESSION_DICTIONARY: &[u8] = b"compression_dictionary";
 const P_DATA_BLOCKS: &[u8] = b"data_blocks";
 const P_ENTRIES: &[u8] = b"entries";
 const P_FORMAT_VERSION: &[u8] = b"format_version";
@@ -436,7 +445,8 @@ impl TableProperties {
     /// entry, so that later versions can add names that older readers skip. Integers are
     /// varints, except the sequence numbers, which are 8-byte little-endian (format version 2);
     /// keys are raw bytes, the bits per key an f64 (LE bits), the compression a type byte
-    /// followed, for Zstd, by the zigzag-varint level.
+    /// followed, for Zstd, by the zigzag-varint level and, with a dictionary, a varint of its
+    /// most bytes; block handles are varints of offset and size.
     pub(crate) fn encode(&self, out: &mut BlockBuilder) {
         let mut v = Vec::with_capacity(16);
         let mut num = |out: &mut BlockBuilder, name: &[u8], n: u64| {
@@ -449,22 +459,34 @@ impl TableProperties {
         match self.compression {
             Compression::None => c.push(0),
             Compression::Lz4 => c.push(1),
-            Compression::Zstd { level } => {
+            Compression::Zstd {
+                level,
+                max_dict_bytes,
+            } => {
                 c.push(2);
                 put_varint(&mut c, zigzag(level));
+                if max_dict_bytes > 0 {
+                    put_varint(&mut c, u64::from(max_dict_bytes));
+                }
             }
         }
         out.add(P_COMPRESSION, &c);
+        let handle = |h: BlockHandle| {
+            let mut v = Vec::with_capacity(20);
+            put_varint(&mut v, h.offset);
+            put_varint(&mut v, h.size);
+            v
+        };
+        if let Some(h) = self.compression_dictionary {
+            out.add(P_COMPRESSION_DICTIONARY, &handle(h));
+        }
         num(out, P_DATA_BLOCKS, self.data_blocks);
         num(out, P_ENTRIES, self.entries);
         num(out, P_FORMAT_VERSION, u64::from(self.format_version));
         out.add(P_LARGEST_KEY, &self.largest);
         out.add(P_LARGEST_SEQNO, &self.largest_seqno.to_le_bytes());
         if let Some(h) = self.range_deletion_block {
-            let mut v = Vec::with_capacity(20);
-            put_varint(&mut v, h.offset);
-            put_varint(&mut v, h.size);
-            out.add(P_RANGE_DELETION_BLOCK, &v);
+            out.add(P_RANGE_DELETION_BLOCK, &handle(h));
             num(out, P_RANGE_DELETIONS, self.range_deletions);
         }
         num(out, P_RAW_KEY_BYTES, self.raw_key_bytes);
@@ -492,6 +514,15 @@ impl TableProperties {
                 let mut r = Reader::new(value);
                 r.varint().filter(|_| r.is_at_end()).ok_or_else(bad)
             };
+            let handle = || {
+                let mut r = Reader::new(value);
+                let (offset, size) = (r.varint(), r.varint());
+                offset
+                    .zip(size)
+                    .filter(|_| r.is_at_end())
+                    .map(|(offset, size)| BlockHandle { offset, size })
+                    .ok_or_else(bad)
+            };
             match name {
                 P_BLOOM => {
                     let bits = <[u8; 8]>::try_from(value).map_err(|_| bad())?;
@@ -502,6 +533,7 @@ impl TableProperties {
                     p.bloom = Some(f);
                 }
                 P_COMPRESSION => p.compression = Some(decode_compression(value).ok_or_else(bad)?),
+                P_COMPRESSION_DICTIONARY => p.compression_dictionary = Some(handle()?),
                 P_DATA_BLOCKS => p.data_blocks = Some(int()?),
                 P_ENTRIES => p.entries = Some(int()?),
                 P_FORMAT_VERSION => {
@@ -509,14 +541,7 @@ impl TableProperties {
                 }
                 P_LARGEST_KEY => p.largest = Some(data.slice(vs..ve)),
                 P_LARGEST_SEQNO => p.largest_seqno = Some(data.slice(vs..ve)),
-                P_RANGE_DELETION_BLOCK => {
-                    let mut r = Reader::new(value);
-                    let handle = (|| {
-                        let (offset, size) = (r.varint()?, r.varint()?);
-                        r.is_at_end().then_some(BlockHandle { offset, size })
-                    })();
-                    p.range_deletion_block = Some(handle.ok_or_else(bad)?);
-                }
+                P_RANGE_DELETION_BLOCK => p.range_deletion_block = Some(handle()?),
                 P_RANGE_DELETIONS => p.range_deletions = Some(int()?),
                 P_RAW_KEY_BYTES => p.raw_key_bytes = Some(int()?),
                 P_RAW_VALUE_BYTES => p.raw_value_bytes = Some(int()?),
@@ -549,6 +574,7 @@ struct PartialProperties {
     tombstones: Option<u64>,
     range_deletions: Option<u64>,
     range_deletion_block: Option<BlockHandle>,
+    compression_dictionary: Option<BlockHandle>,
 }
 
 impl PartialProperties {
@@ -600,6 +626,7 @@ impl PartialProperties {
                 }
             },
             range_deletion_block: self.range_deletion_block,
+            compression_dictionary: self.compression_dictionary,
         })
     }
 }
@@ -620,6 +647,11 @@ fn decode_compression(value: &[u8]) -> Option<Compression> {
         1 => Compression::Lz4,
         2 => Compression::Zstd {
             level: unzigzag(r.varint()?)?,
+            max_dict_bytes: if r.is_at_end() {
+                0
+            } else {
+                u32::try_from(r.varint()?).ok()?
+            },
         },
         _ => return None,
     };
@@ -646,7 +678,26 @@ mod tests {
             format_version: FORMAT_WITHOUT_RANGE_DELETIONS,
             range_deletions: 0,
             range_deletion_block: None,
+            compression_dictionary: None,
         }
+    }
+
+    #[test]
+    fn dictionary_properties_round_trip() {
+        let p = TableProperties {
+            compression: Compression::Zstd {
+                level: -3,
+                max_dict_bytes: 16 << 10,
+            },
+            compression_dictionary: Some(BlockHandle {
+                offset: 4096,
+                size: 16000,
+            }),
+            format_version: FORMAT_VERSION,
+            ..properties((1, 9))
+        };
+        let block = Block::new(Bytes::from(encoded(&p))).unwrap();
+        assert_eq!(TableProperties::decode(&block).unwrap(), p);
     }
 
     #[test]
@@ -657,7 +708,7 @@ mod tests {
                 offset: 100,
                 size: 60,
             }),
-            format_version: FORMAT_VERSION,
+            format_version: FORMAT_WITHOUT_DICTIONARY,
             ..properties((1, 9))
         };
         let block = Block::new(Bytes::from(encoded(&p))).unwrap();

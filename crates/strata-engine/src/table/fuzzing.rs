@@ -44,7 +44,7 @@ pub fn fuzz_decode_block(
     targets: &[&[u8]],
 ) -> Result<FuzzBlockWalk, String> {
     let why = |e: DecodeError| format!("{} at byte {}", e.reason, e.offset);
-    let data = Bytes::from(decode_contents(stored.to_vec(), block_type)?);
+    let data = Bytes::from(decode_contents(stored.to_vec(), block_type, None)?);
     if let Ok(filter) = BloomFilter::decode(data.clone()) {
         for target in targets {
             filter.may_contain(target);

@@ -57,6 +57,9 @@ pub struct TableLayout {
     pub filter_bits_set: Option<u64>,
     /// Bits of the filter.
     pub filter_bits: Option<u64>,
+    /// The Zstandard dictionary the data blocks are compressed with, if the table has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compression_dictionary: Option<BlockPlace>,
 }
 
 impl Table {
@@ -124,6 +127,7 @@ impl Table {
             filter_probes: filter.as_deref().map(BloomFilter::probes),
             filter_bits_set: filter.as_deref().map(BloomFilter::bits_set),
             filter_bits: filter.as_deref().map(|f| f.size() as u64 * 8),
+            compression_dictionary: self.properties().compression_dictionary.map(place),
         })
     }
 
@@ -141,6 +145,10 @@ impl Table {
         if let Some(h) = self.properties().range_deletion_block {
             self.src
                 .read_block(h, "range deletions", ReadPurpose::Metadata)?;
+        }
+        if let Some(h) = self.properties().compression_dictionary {
+            self.src
+                .read_block(h, "compression dictionary", ReadPurpose::Metadata)?;
         }
         let mut cursor = Cursor::default();
         let mut previous: Vec<u8> = Vec::new();

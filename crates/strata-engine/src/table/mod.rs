@@ -61,6 +61,7 @@ mod builder;
 mod cache;
 mod coding;
 mod compress;
+mod dictionary;
 mod file;
 mod format;
 mod fuzzing;

@@ -21,6 +21,7 @@ use crate::fs::RandomAccessFile;
 use crate::key::{pack_trailer, parse_internal_key, SeqNo, ValueKind, MAX_SEQNO, SEEK_KIND};
 use crate::stats::Statistics;
 use strata_exec::range_del::RangeTombstone;
+use zstd::zstd_safe::DDict;
 
 thread_local! {
     /// Key buffer for `Table::get`, reused so that lookups do not allocate.
@@ -122,11 +123,12 @@ impl Table {
         stats: Arc<Statistics>,
     ) -> Result<Table> {
         let size = file.len();
-        let src = TableFile {
+        let mut src = TableFile {
             file,
             name: file_name,
             size,
             stats,
+            dictionary: None,
         };
         let Some(footer_offset) = size.checked_sub(FOOTER_LEN as u64) else {
             return Err(Error::corruption(
@@ -171,6 +173,17 @@ impl Table {
                 format!("properties block: {reason}"),
             )
         })?;
+        if let Some(h) = properties.compression_dictionary {
+            let raw = src.read_block(h, "compression dictionary", ReadPurpose::Metadata)?;
+            let dictionary = DDict::try_create(&raw).ok_or_else(|| {
+                Error::corruption(
+                    &src.name,
+                    h.offset,
+                    "zstd refused the compression dictionary",
+                )
+            })?;
+            src.dictionary = Some(dictionary);
+        }
         let index = Index::load(
             &src,
             footer.index,

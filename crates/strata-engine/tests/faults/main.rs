@@ -15,13 +15,14 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use strata_engine::filename::{classify, FileKind};
 use strata_engine::fs::{FaultFs, FaultKind, FaultStats, FileClasses, FileSystem, MemFs};
 use strata_engine::{
-    CompactionFilter, Db, Error, FilterDecision, Keyspace, KeyspaceOptions, Options, RecoveryMode,
-    U64AddOperator, WriteBatch, WriteOptions,
+    Clock, CompactionFilter, Db, Error, FilterDecision, Keyspace, KeyspaceOptions, ManualClock,
+    Options, RecoveryMode, U64AddOperator, WriteBatch, WriteOptions,
 };
 use strata_policy::{testing, PolicySpec};
 
@@ -41,6 +42,17 @@ fn small_options(
 ) -> Options {
     let buffer = 4096;
     let mut spec: PolicySpec = policy.parse().unwrap();
+    if synchronous {
+        // Every codec under the faults: none in level 0, lz4 above the bottom, zstd with a
+        // dictionary per table below (the smallest; zstd trains none on a table of under
+        // about 5 KB, so these runs' tables are larger).
+        spec.fill_defaults([
+            ("target_file_size", "8KiB"),
+            ("compression_per_level", "none/lz4"),
+            ("bottommost_compression", "zstd+dict256"),
+        ])
+        .unwrap();
+    }
     spec.fill_defaults([
         ("size_ratio", "3"),
         ("target_file_size", "2048"),
@@ -51,14 +63,6 @@ fn small_options(
         ("bucket_size", "1KiB"),
     ])
     .unwrap();
-    if synchronous {
-        // Every codec under the faults: none in level 0, lz4 above the bottom, zstd below.
-        spec.fill_defaults([
-            ("compression_per_level", "none/lz4"),
-            ("bottommost_compression", "zstd"),
-        ])
-        .unwrap();
-    }
     Options::new()
         .with_file_system(fs)
         .with_use_direct_reads(direct_io)
@@ -140,27 +144,48 @@ struct Batch {
     /// (key, value or `None` for a delete); distinct keys.
     ops: Vec<(u32, Option<Vec<u8>>)>,
     outcome: Outcome,
+    /// The clock's second when it was written.
+    second: u64,
     /// For a batch that adds 1 to counter `k` (a merge operand), `Some(k)`; its `ops` are
     /// empty.
     counter: Option<u32>,
 }
 
-/// A compaction filter that rewrites every value to itself.
+/// A compaction filter that removes the values [`removable`] picks and rewrites every other
+/// value to itself.
 #[derive(Debug)]
-struct SameValue;
+struct RemoveSome;
 
-impl CompactionFilter for SameValue {
+impl CompactionFilter for RemoveSome {
     fn name(&self) -> &str {
-        "same-value"
+        "remove-some"
     }
     fn filter(&self, _level: usize, _key: &[u8], value: &[u8]) -> FilterDecision {
-        FILTERED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        FilterDecision::ChangeValue(value.to_vec())
+        FILTERED.fetch_add(1, Ordering::Relaxed);
+        if removable(value) {
+            FilterDecision::Remove
+        } else {
+            FilterDecision::ChangeValue(value.to_vec())
+        }
     }
 }
 
-/// Values [`SameValue`] was asked about, over every run.
-static FILTERED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// Whether [`RemoveSome`] removes `value`: one value in 26, by its last letter.
+fn removable(value: &[u8]) -> bool {
+    value.last() == Some(&b'q')
+}
+
+/// Values [`RemoveSome`] was asked about, over every run.
+static FILTERED: AtomicU64 = AtomicU64::new(0);
+/// Reads that found a key gone while the run went on: its newest value had expired, or the
+/// filter removed it.
+static EXPIRED_READS: AtomicU64 = AtomicU64::new(0);
+static REMOVED_READS: AtomicU64 = AtomicU64::new(0);
+
+/// The TTL of the runs whose entries expire ([`Model::ttl`]), in seconds of their clock, which
+/// moves a second every [`STEPS_PER_SECOND`] steps.
+const SHORT_TTL: u64 = 30;
+const STEPS_PER_SECOND: usize = 8;
 
 /// Counters the runs with a merge operator add to ([`counter_name`]).
 const COUNTERS: u32 = 5;
@@ -172,6 +197,10 @@ fn counter_name(k: u32) -> String {
 #[derive(Default)]
 struct Model {
     batches: Vec<Batch>,
+    /// The TTL, in runs whose entries expire, with the clock the database reads.
+    ttl: Option<(u64, Arc<ManualClock>)>,
+    /// Whether the compaction filter removes [`removable`] values.
+    filter_removes: bool,
 }
 
 fn key_name(k: u32) -> String {
@@ -192,6 +221,20 @@ fn batch_of(value: &[u8]) -> Option<usize> {
 }
 
 impl Model {
+    /// Whether the entries of batch `b` have expired by the clock now. Ages count whole
+    /// seconds of the one clock every write and read here asks, so this is exact.
+    fn expired(&self, b: usize) -> bool {
+        self.ttl
+            .as_ref()
+            .is_some_and(|(ttl, clock)| self.batches[b].second + ttl <= clock.unix_seconds())
+    }
+
+    /// Whether `value`, written by batch `b`, may be gone without a delete: expired, or one the
+    /// filter removes (which it does only in the merges it meets it in).
+    fn may_vanish(&self, b: usize, value: &[u8]) -> bool {
+        self.expired(b) || (self.filter_removes && removable(value))
+    }
+
     /// Checks the counters ([`Batch::counter`]) of a recovered database: each holds at least
     /// the increments acknowledged up to the last durable write (the WAL is a log) and at most
     /// every increment not refused (one of unknown outcome may have happened).
@@ -230,14 +273,39 @@ impl Model {
         }
     }
 
-    /// The value every acknowledged write so far gives `key` (exact while nothing failed).
-    fn latest(&self, key: u32) -> Option<&Vec<u8>> {
+    /// The value every acknowledged write so far gives `key` (exact while nothing failed), and
+    /// the batch that wrote it.
+    fn latest(&self, key: u32) -> Option<(usize, &Vec<u8>)> {
         self.batches
             .iter()
+            .enumerate()
             .rev()
-            .filter(|b| matches!(b.outcome, Outcome::Acked { .. }))
-            .find_map(|b| b.ops.iter().find(|(k, _)| *k == key))
-            .and_then(|(_, v)| v.as_ref())
+            .filter(|(_, b)| matches!(b.outcome, Outcome::Acked { .. }))
+            .find_map(|(i, b)| b.ops.iter().find(|(k, _)| *k == key).map(|op| (i, op)))
+            .and_then(|(i, (_, v))| v.as_ref().map(|v| (i, v)))
+    }
+
+    /// Checks a read of `key` while the run goes on: what the acknowledged writes give it, or
+    /// nothing where that expired (exactly then) or the filter may have removed it.
+    fn check_read(&self, key: u32, got: Option<&[u8]>, context: &str) {
+        let want = self.latest(key);
+        match (got, want) {
+            (None, Some((b, _))) if self.expired(b) => {
+                EXPIRED_READS.fetch_add(1, Ordering::Relaxed);
+            }
+            (None, Some((b, v))) if self.may_vanish(b, v) => {
+                REMOVED_READS.fetch_add(1, Ordering::Relaxed);
+            }
+            (got, want) => {
+                assert!(
+                    want.is_none_or(|(b, _)| !self.expired(b)),
+                    "{context}: key {key} reads {:?} though batch {} expired",
+                    got.map(String::from_utf8_lossy),
+                    want.map_or(0, |(b, _)| b)
+                );
+                assert_eq!(got, want.map(|(_, v)| v.as_slice()), "{context}: key {key}");
+            }
+        }
     }
 
     /// Checks a recovered database: every write acknowledged with `sync = true` (and, since the
@@ -298,10 +366,14 @@ impl Model {
                      (last synced {last_synced:?}, last visible {last_visible:?})"
                 ),
                 None => {
-                    // Absent: some write at or after the floor must have deleted it.
-                    let deleted = self.batches[floor..].iter().any(|b| {
+                    // Absent: some write at or after the floor must have deleted it, or written
+                    // a value that expired or the filter removes.
+                    let deleted = self.batches[floor..].iter().enumerate().any(|(i, b)| {
                         b.outcome != Outcome::Rejected
-                            && b.ops.iter().any(|(key, v)| *key == k && v.is_none())
+                            && b.ops.iter().any(|(key, v)| {
+                                *key == k
+                                    && v.as_ref().is_none_or(|v| self.may_vanish(floor + i, v))
+                            })
                     });
                     assert!(
                         deleted,
@@ -319,6 +391,10 @@ impl Model {
 const KEYS: u32 = 300;
 /// Keys written without the WAL (`WriteOptions::disable_wal`), apart from the model's.
 const UNLOGGED_KEYS: u32 = 50;
+
+/// Of a key written without the WAL: every value written, and the last one acknowledged with
+/// its second.
+type Unlogged = (BTreeSet<String>, Option<(String, u64)>);
 
 fn unlogged_key(k: u32) -> String {
     format!("unlogged{k:03}")
@@ -386,20 +462,29 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
     // Half the seeds of every policy read and write tables with direct I/O.
     let direct_io = (seed / 1000) % 2 == 1;
     // Half the runs add to counters (merge operands) too, and a quarter have every compaction
-    // ask a compaction filter that rewrites each value to itself (its path runs, the model's
-    // values stay). Either keeps merges from keeping blocks unchanged, so the last quarter
-    // keeps block preservation under the faults. Every run has a TTL no entry outlives: the
-    // ages it samples go into the manifest under the faults, and reads and merges check them.
+    // ask a compaction filter that removes one value in 26 and rewrites the others to
+    // themselves. Either keeps merges from keeping blocks unchanged, so the last quarter keeps
+    // block preservation under the faults. Every run has a TTL, on a clock the test moves a
+    // second every few steps: in the half without counters (whose sums would shrink as
+    // operands expired) a short one, which expires the first writes long before the end (with
+    // periodic compaction reclaiming them), in the others one no entry outlives. The ages it
+    // samples go into the manifest under the faults, and reads and merges check them.
     let with_counters = seed % 4 < 2;
     let with_filter = seed % 4 == 2;
+    let clock = Arc::new(ManualClock::new(1_700_000_000));
+    let ttl = if with_counters { 3600 } else { SHORT_TTL };
     let options = || {
         let mut options = small_options(Arc::clone(&fs), policy, false, direct_io)
-            .with_ttl(Some(Duration::from_secs(3600)));
+            .with_clock(Arc::clone(&clock) as Arc<dyn Clock>)
+            .with_ttl(Some(Duration::from_secs(ttl)));
+        if ttl == SHORT_TTL {
+            options = options.with_periodic_compaction(Some(Duration::from_secs(5)));
+        }
         if with_counters {
             options = options.with_merge_operator(Arc::new(U64AddOperator));
         }
         if with_filter {
-            options = options.with_compaction_filter(Arc::new(SameValue));
+            options = options.with_compaction_filter(Arc::new(RemoveSome));
         }
         options
     };
@@ -417,10 +502,14 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
     arm(&fault, &mut rng, focus);
     fault.set_enabled(true);
 
-    let mut model = Model::default();
+    let mut model = Model {
+        ttl: (ttl == SHORT_TTL).then(|| (SHORT_TTL, Arc::clone(&clock))),
+        filter_removes: with_filter,
+        ..Model::default()
+    };
     // Writes left out of the WAL go to keys of their own (the model's prefix rule does not
-    // hold for them): per key, every value written and the last one acknowledged.
-    let mut unlogged: BTreeMap<u32, (BTreeSet<String>, Option<String>)> = BTreeMap::new();
+    // hold for them).
+    let mut unlogged: BTreeMap<u32, Unlogged> = BTreeMap::new();
     let mut first_error: Option<Error> = None;
     // After the first error, injection stops and the run goes on for a while: the database
     // must then behave (read-only, or working if the error was one it survives), and what it
@@ -428,6 +517,9 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
     let mut steps_left = STEPS;
     while steps_left > 0 {
         steps_left -= 1;
+        if steps_left.is_multiple_of(STEPS_PER_SECOND) {
+            clock.advance(1);
+        }
         let roll = rng.random_range(0..100);
         // Chosen by the step, not the generator, so the seeds' draws stay as they were.
         let result = if roll < 70 && steps_left.is_multiple_of(4) {
@@ -439,7 +531,7 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
             written.insert(value.clone());
             let result = db.write(&WriteOptions::without_wal(), batch);
             *acked = match &result {
-                Ok(()) => Some(value),
+                Ok(()) => Some((value, clock.unix_seconds())),
                 Err(_) => None,
             };
             result
@@ -513,6 +605,7 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
             model.batches.push(Batch {
                 ops,
                 outcome,
+                second: clock.unix_seconds(),
                 counter,
             });
             result
@@ -521,10 +614,10 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
             // acknowledged writes, before and after the first error.
             let k = rng.random_range(0..KEYS);
             spaces.at(k).get(key_name(k)).map(|got| {
-                assert_eq!(
+                model.check_read(
+                    k,
                     got.as_deref(),
-                    model.latest(k).map(|v| v.as_slice()),
-                    "{context}: key {k} (first error: {first_error:?})"
+                    &format!("{context} (first error: {first_error:?})"),
                 );
             })
         } else if roll < 98 {
@@ -632,17 +725,22 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
                 unlogged_key(*k)
             );
         }
-        if closed_cleanly && acked.is_some() {
-            assert_eq!(
-                &got,
-                acked,
+        let expired = |second: u64| ttl == SHORT_TTL && second + ttl <= clock.unix_seconds();
+        match acked {
+            Some((value, second)) if closed_cleanly && !expired(*second) => assert_eq!(
+                got.as_ref(),
+                Some(value),
                 "{context}: {} lost at a clean close",
                 unlogged_key(*k)
-            );
+            ),
+            _ => {}
         }
     }
     // The database accepts writes again, in every keyspace; each keyspace's flush is a
-    // version change, at which its files no reader holds any more go.
+    // version change, at which its files no reader holds any more go. The clock first moves
+    // past the TTL: what the reopen replayed expires, and the new writes must not (their
+    // sequence numbers may be those of writes the crash lost, which no sample may date).
+    clock.advance(SHORT_TTL + 1);
     for keyspace in &Spaces::of(&db).0 {
         for k in 0..20 {
             keyspace
@@ -672,6 +770,17 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
 
 #[test]
 fn random_faults_never_lose_synced_writes_or_invent_values() {
+    // `STRATA_FAULT_ONE=<policy>@<seed>/<focus>` reruns one run, as a failure names it.
+    if let Ok(one) = std::env::var("STRATA_FAULT_ONE") {
+        let (policy, rest) = one.rsplit_once('@').expect("policy@seed/focus");
+        let (seed, focus) = rest.split_once('/').expect("policy@seed/focus");
+        let focus = FaultKind::ALL
+            .into_iter()
+            .find(|k| k.to_string() == focus)
+            .expect("a fault kind");
+        run_one(policy, seed.parse().expect("a seed"), focus);
+        return;
+    }
     let mut totals = FaultStats::default();
     let mut runs = 0usize;
     let seeds = seeds();
@@ -687,6 +796,13 @@ fn random_faults_never_lose_synced_writes_or_invent_values() {
     let filtered = FILTERED.load(std::sync::atomic::Ordering::Relaxed);
     assert!(filtered > 0, "the compaction filter never ran");
     println!("values the compaction filter rewrote: {filtered}");
+    let (expired, removed) = (
+        EXPIRED_READS.load(Ordering::Relaxed),
+        REMOVED_READS.load(Ordering::Relaxed),
+    );
+    println!("reads that found a value expired: {expired}, removed by the filter: {removed}");
+    assert!(expired > 0, "no read found a value expired");
+    assert!(removed > 0, "no read found a value the filter removed");
     for kind in FaultKind::ALL {
         assert!(
             totals.injected(kind) > 0,

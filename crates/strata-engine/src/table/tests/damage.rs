@@ -59,6 +59,20 @@ fn exercise(table: &Arc<Table>, probes: &[Vec<u8>]) -> crate::Result<()> {
     first_err.map_or(Ok(()), Err)
 }
 
+/// Zstandard with the smallest dictionary, which [`sample_table`]'s 400 entries train.
+const DICTIONARY: Compression = Compression::Zstd {
+    level: 3,
+    max_dict_bytes: strata_policy::MIN_DICT_BYTES,
+};
+
+/// The table's dictionary block, if it has one.
+fn dictionary_block(bytes: &[u8]) -> Option<BlockHandle> {
+    open(bytes.to_vec())
+        .unwrap()
+        .properties()
+        .compression_dictionary
+}
+
 fn sample_table(compression: Compression) -> (Vec<Entry>, Vec<u8>) {
     let entries: Vec<Entry> = (0..400u32)
         .map(|i| {
@@ -89,10 +103,13 @@ fn a_flipped_byte_in_any_block_or_the_footer_is_reported_as_corruption() {
     for compression in [
         Compression::None,
         Compression::Lz4,
-        Compression::Zstd { level: 3 },
+        Compression::zstd(3),
+        DICTIONARY,
     ] {
         let (entries, bytes) = sample_table(compression);
         let (footer, data) = layout(&bytes);
+        let dictionary = dictionary_block(&bytes);
+        assert_eq!(dictionary.is_some(), compression == DICTIONARY);
         let probes: Vec<Vec<u8>> = entries
             .iter()
             .map(|(k, _)| k[..k.len() - 8].to_vec())
@@ -118,7 +135,12 @@ fn a_flipped_byte_in_any_block_or_the_footer_is_reported_as_corruption() {
             }
         }
         // Meta blocks are read at open.
-        let meta = [Some(footer.index), footer.filter, Some(footer.properties)];
+        let meta = [
+            Some(footer.index),
+            footer.filter,
+            Some(footer.properties),
+            dictionary,
+        ];
         for h in meta.into_iter().flatten() {
             for pos in [
                 h.offset,
@@ -358,9 +380,14 @@ fn blocks_in_other_files_are_refused_until_they_can_be_resolved() {
 fn all_blocks(bytes: &[u8]) -> Vec<BlockHandle> {
     let (footer, mut blocks) = layout(bytes);
     blocks.extend(
-        [Some(footer.index), footer.filter, Some(footer.properties)]
-            .into_iter()
-            .flatten(),
+        [
+            Some(footer.index),
+            footer.filter,
+            Some(footer.properties),
+            dictionary_block(bytes),
+        ]
+        .into_iter()
+        .flatten(),
     );
     blocks
 }
@@ -422,9 +449,9 @@ proptest! {
     #[test]
     fn damage_behind_valid_checksums_never_panics(
         positions in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
-        compressed in any::<bool>(),
+        codec in 0..3usize,
     ) {
-        let compression = if compressed { Compression::Lz4 } else { Compression::None };
+        let compression = [Compression::None, Compression::Lz4, DICTIONARY][codec];
         let (entries, bytes) = sample_table(compression);
         let blocks = all_blocks(&bytes);
         let mut bad = bytes.clone();

@@ -16,7 +16,7 @@ use super::compress::{block_crc, BLOCK_TRAILER_LEN};
 use super::file::ReadPurpose;
 use super::format::{
     decode_index, BlockHandle, Footer, IndexValue, IndexWriter, FOOTER_LEN, FORMAT_VERSION,
-    FORMAT_WITHOUT_RANGE_DELETIONS,
+    FORMAT_WITHOUT_DICTIONARY, FORMAT_WITHOUT_RANGE_DELETIONS,
 };
 use super::*;
 use crate::error::Error;
@@ -29,6 +29,7 @@ use crate::key::{
 use crate::stats::Statistics;
 
 mod damage;
+mod dictionary;
 
 // ---- in-test file implementations ----
 
@@ -203,7 +204,11 @@ fn all_options() -> Vec<TableOptions> {
     for compression in [
         Compression::None,
         Compression::Lz4,
-        Compression::Zstd { level: 3 },
+        Compression::zstd(3),
+        Compression::Zstd {
+            level: 3,
+            max_dict_bytes: strata_policy::MIN_DICT_BYTES,
+        },
     ] {
         out.push(TableOptions {
             compression,
@@ -300,7 +305,13 @@ fn round_trip_matches_the_model_for_every_compression_and_layout() {
         assert_eq!(props.data_blocks, summary.data_blocks);
         assert_eq!(props.compression, options.compression);
         assert_eq!(props.bloom_bits_per_key, options.bloom_bits_per_key);
-        assert_eq!(props.format_version, FORMAT_WITHOUT_RANGE_DELETIONS);
+        // Version 6 only for a table that trained a dictionary.
+        let expected_version = if props.compression_dictionary.is_some() {
+            FORMAT_VERSION
+        } else {
+            FORMAT_WITHOUT_RANGE_DELETIONS
+        };
+        assert_eq!(props.format_version, expected_version);
         assert_eq!(
             (props.smallest_seqno, props.largest_seqno),
             (summary.smallest_seqno, summary.largest_seqno)
@@ -459,11 +470,7 @@ fn one_entry_per_block_and_values_larger_than_a_block() {
             )
         })
         .collect();
-    for compression in [
-        Compression::None,
-        Compression::Lz4,
-        Compression::Zstd { level: 1 },
-    ] {
+    for compression in [Compression::None, Compression::Lz4, Compression::zstd(1)] {
         // block_size 1: every entry closes its block.
         let (bytes, summary) = build(
             &entries,
@@ -645,7 +652,7 @@ fn range_tombstones_read_back_and_widen_the_keys_and_sequence_numbers() {
     assert_eq!((summary.smallest_seqno, summary.largest_seqno), (1, 30));
     assert_eq!(summary.range_deletions, 2);
     assert_eq!(table.range_tombstones().to_vec(), wide.to_vec());
-    assert_eq!(table.format_version(), FORMAT_VERSION);
+    assert_eq!(table.format_version(), FORMAT_WITHOUT_DICTIONARY);
     assert_eq!(table.properties().range_deletions, 2);
     assert_eq!(table.properties().largest, summary.largest);
     // Entries still read as before; deciding what the tombstones delete is the reader's job.
