@@ -6,7 +6,7 @@ use std::fmt;
 use strata_meta::Version;
 
 /// One level's shape.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct LevelMetrics {
     /// Level number.
     pub level: usize,
@@ -20,7 +20,7 @@ pub struct LevelMetrics {
 
 /// Counters since open and the current shape. Amplifications follow the measuring conventions of
 /// `docs/architecture.md`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Metrics {
     /// User key+value bytes written.
     pub user_bytes: u64,

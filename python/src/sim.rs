@@ -1,0 +1,107 @@
+//! `strata.simulate`, `strata.workloads` and `strata.policies`: the simulator on a named
+//! workload, and the registry of policies with their options.
+
+use pyo3::prelude::*;
+use strata_policy::{build_policy, registry, PolicySpec};
+use strata_sim::{SimConfig, Simulator};
+use strata_workload::{PresetParams, WorkloadSpec, PRESETS};
+
+use crate::{error, to_python};
+
+/// The buffer a simulation flushes at when neither the call nor the policy names one: the
+/// `strata sim` command's.
+const DEFAULT_WRITE_BUFFER_SIZE: u64 = 4 << 20;
+
+/// Simulates `policy` (a specification, as `strata.policies()` lists them) on the workload
+/// preset `workload` (`strata.workloads()`), returning the simulator's report (`strata sim
+/// --json`'s fields: write, space and read amplification, flushes, compactions, phases, ...)
+/// as a dict. The simulation is a pure function of its arguments: the same ones give the same
+/// report.
+#[pyfunction]
+#[pyo3(signature = (policy, workload="fillunique", *, entries=100_000, ops=None, key_size=16, value_size=100, write_buffer_size=None, seed=42))]
+#[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per setting.
+fn simulate(
+    py: Python<'_>,
+    policy: &str,
+    workload: &str,
+    entries: u64,
+    ops: Option<u64>,
+    key_size: usize,
+    value_size: usize,
+    write_buffer_size: Option<u64>,
+    seed: u64,
+) -> PyResult<Py<PyAny>> {
+    let params = PresetParams {
+        entries,
+        ops: ops.unwrap_or(entries),
+        key_size,
+        value_size,
+        ..PresetParams::default()
+    };
+    let spec = WorkloadSpec::preset(workload, &params).map_err(error)?;
+    let mut policy_spec: PolicySpec = policy.parse().map_err(error)?;
+    let buffer = write_buffer_size.unwrap_or(DEFAULT_WRITE_BUFFER_SIZE);
+    // The facts a policy's model must agree with, as `strata sim` gives them.
+    let data_bytes = entries
+        .saturating_mul((key_size + value_size) as u64)
+        .max(1);
+    policy_spec
+        .fill_defaults([
+            ("write_buffer_size", buffer.to_string()),
+            ("expected_data_size", data_bytes.to_string()),
+        ])
+        .map_err(error)?;
+    let built = build_policy(&policy_spec).map_err(error)?;
+    let config = SimConfig {
+        key_size: key_size as u64,
+        value_size: value_size as u64,
+        buffer_size: buffer,
+        value_compression_ratio: spec.compression_ratio,
+        ..SimConfig::default()
+    };
+    let report = py
+        .detach(move || Simulator::new(built, config)?.run_workload(&spec, seed))
+        .map_err(error)?;
+    to_python(py, &serde_json::to_value(&report).map_err(error)?)
+}
+
+/// The workload presets `simulate` takes: `(name, what it does)`.
+#[pyfunction]
+fn workloads() -> Vec<(&'static str, &'static str)> {
+    PRESETS.to_vec()
+}
+
+/// Every registered policy as a dict: `name`, `summary`, and `options`, each a dict of `name`,
+/// `type`, `default` (text; empty where derived from other options), `rocksdb` (the RocksDB
+/// option it corresponds to, or `None`) and `doc`.
+#[pyfunction]
+fn policies(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    let listed: Vec<serde_json::Value> = registry::registered()
+        .iter()
+        .map(|r| {
+            let options: Vec<serde_json::Value> = r
+                .options
+                .iter()
+                .map(|o| {
+                    serde_json::json!({
+                        "name": o.name,
+                        "type": o.kind.name(),
+                        "default": o.default,
+                        "rocksdb": o.rocksdb,
+                        "doc": o.doc,
+                    })
+                })
+                .collect();
+            serde_json::json!({"name": r.name, "summary": r.summary, "options": options})
+        })
+        .collect();
+    to_python(py, &serde_json::Value::Array(listed))
+}
+
+/// Adds the functions to the module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(workloads, m)?)?;
+    m.add_function(wrap_pyfunction!(policies, m)?)?;
+    Ok(())
+}
