@@ -1,5 +1,6 @@
 //! `strata._strata`, the extension module of the `strata` Python package: the engine
-//! ([`db`]), the simulator and the policy registry ([`sim`]). The package's `__init__.py`
+//! ([`db`]), the simulator and the policy registry ([`sim`]), and policies written in Python
+//! ([`policy`]). The package's `__init__.py`
 //! re-exports it; `strata/_strata.pyi` types it.
 
 use pyo3::create_exception;
@@ -8,6 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyString};
 
 mod db;
+mod policy;
 mod sim;
 
 create_exception!(
@@ -56,6 +58,7 @@ fn _strata(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("Error", m.py().get_type::<Error>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     db::register(m)?;
+    policy::register(m)?;
     sim::register(m)?;
     Ok(())
 }
