@@ -25,10 +25,22 @@ from ._strata import (
     __version__,
     policies,
     register_policy,
-    simulate,
     workloads,
 )
+from . import _strata
 from .policy import FlushPlan, Plan, PlanInput, PlanOutput, Policy, whole_runs
+from .report import Report
+from .sweep import Rows, sweep
+
+
+def simulate(policy, workload="fillunique", **settings):
+    """Simulates ``policy`` (a specification, as ``strata.policies()`` lists them) on the
+    workload preset ``workload`` (``strata.workloads()``) and returns the simulator's
+    :class:`Report`. Settings: ``entries``, ``ops``, ``key_size``, ``value_size``,
+    ``write_buffer_size``, ``seed``. The same arguments give the same report (but for
+    ``policy_seconds``, the time the policy took deciding)."""
+    return Report(_strata.simulate(policy, workload, **settings))
+
 
 __all__ = [
     "Context",
@@ -40,6 +52,8 @@ __all__ = [
     "PlanInput",
     "PlanOutput",
     "Policy",
+    "Report",
+    "Rows",
     "Run",
     "Snapshot",
     "Table",
@@ -49,6 +63,7 @@ __all__ = [
     "policies",
     "register_policy",
     "simulate",
+    "sweep",
     "whole_runs",
     "workloads",
 ]

@@ -109,7 +109,64 @@ def simulate(
     write_buffer_size: Optional[int] = None,
     seed: int = 42,
 ) -> Dict[str, Any]:
-    """Simulates ``policy`` on the workload preset ``workload``; the simulator's report."""
+    """Simulates ``policy`` on the workload preset ``workload``; the simulator's report
+    (``strata.simulate`` wraps it in a ``strata.Report``)."""
+
+class Table:
+    """A table of a version: id, key range, size and counts."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def smallest(self) -> bytes: ...
+    @property
+    def largest(self) -> bytes: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def entries(self) -> int: ...
+    @property
+    def tombstones(self) -> int: ...
+    @property
+    def seqnos(self) -> Tuple[int, int]: ...
+
+class Run:
+    """A sorted run of a version: tables of disjoint key ranges in key order."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def tables(self) -> List[Table]: ...
+    @property
+    def bytes(self) -> int: ...
+
+class Version:
+    """The version a policy decides on, read-only."""
+
+    @property
+    def num_levels(self) -> int: ...
+    def runs(self, level: int) -> List[Run]:
+        """Level ``level``'s runs, newest first."""
+    def level_bytes(self, level: int) -> int: ...
+    @property
+    def bytes(self) -> int: ...
+    @property
+    def policy_state(self) -> str:
+        """The policy's state as its last plan installed it (JSON text; empty if none)."""
+
+class Context:
+    """What a policy knows beside the version."""
+
+    def is_leased(self, table: int) -> bool:
+        """Whether a running job holds ``table``."""
+    @property
+    def buffer(self) -> Optional[Tuple[int, int]]:
+        """The buffer being flushed, ``(entries, bytes)``, when a flush is being planned."""
+    @property
+    def now_nanos(self) -> int: ...
+
+def register_policy(cls: Any) -> None:
+    """Registers ``cls``, a subclass of ``strata.Policy``, by its ``name``."""
 
 def workloads() -> List[Tuple[str, str]]:
     """The workload presets: ``(name, what it does)``."""
