@@ -1,0 +1,65 @@
+//! The Rust side of the Python package's per-operation cost (`python/benchmarks/bench.py`):
+//! `cargo run --release -p strata-engine --example put_get_cost -- DIR [N] [ROUNDS]` (defaults:
+//! 200,000 operations, 3 rounds).
+//!
+//! Each round opens a fresh database in DIR (the defaults, `leveled`), puts N keys of 16 bytes
+//! with 100-byte values in random order, then gets each of them in another random order, one
+//! thread, and prints the nanoseconds per put and per get.
+
+use std::path::Path;
+use std::time::Instant;
+use strata_engine::{Db, Options};
+
+/// A SplitMix64 step: a fixed pseudo-random sequence without a dependency.
+fn next(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn main() -> strata_engine::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let usage = "usage: put_get_cost DIR [N] [ROUNDS]";
+    let dir = Path::new(
+        args.get(1)
+            .ok_or_else(|| strata_engine::Error::InvalidArgument(usage.to_string()))?,
+    )
+    .join("put-get-cost");
+    let number = |i: usize, default: u64| {
+        args.get(i).map_or(Ok(default), |s| {
+            s.parse()
+                .map_err(|_| strata_engine::Error::InvalidArgument(format!("{s:?}: {usage}")))
+        })
+    };
+    let n = number(2, 200_000)?;
+    let rounds = number(3, 3)?;
+    let value = [b'v'; 100];
+    for round in 1..=rounds {
+        let _ = std::fs::remove_dir_all(&dir);
+        let db = Db::open(&dir, Options::new())?;
+        let mut state = round;
+        let keys: Vec<String> = (0..n)
+            .map(|_| format!("{:016x}", next(&mut state)))
+            .collect();
+        let started = Instant::now();
+        for k in &keys {
+            db.put(k, value)?;
+        }
+        let put_ns = started.elapsed().as_nanos() as f64 / n as f64;
+        let started = Instant::now();
+        for k in keys.iter().rev() {
+            if db.get(k)?.is_none() {
+                return Err(strata_engine::Error::InvalidArgument(format!(
+                    "{k} missing"
+                )));
+            }
+        }
+        let get_ns = started.elapsed().as_nanos() as f64 / n as f64;
+        println!("round {round}: put {put_ns:.0} ns, get {get_ns:.0} ns");
+        db.close()?;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
