@@ -109,17 +109,19 @@ impl Db {
         value: &Bound<'_, PyAny>,
         sync: bool,
     ) -> PyResult<()> {
-        let batch = WriteBatch::default();
-        batch.put(key, value)?;
-        self.write(py, &batch, sync)
+        let mut batch = strata_engine::WriteBatch::new();
+        batch
+            .put(bytes_of(key)?, bytes_of(value)?)
+            .map_err(engine_error)?;
+        self.apply(py, batch, sync)
     }
 
     /// Deletes `key`.
     #[pyo3(signature = (key, *, sync=false))]
     fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>, sync: bool) -> PyResult<()> {
-        let batch = WriteBatch::default();
-        batch.delete(key)?;
-        self.write(py, &batch, sync)
+        let mut batch = strata_engine::WriteBatch::new();
+        batch.delete(bytes_of(key)?).map_err(engine_error)?;
+        self.apply(py, batch, sync)
     }
 
     /// Deletes every key from `start` (included) to `end` (excluded).
@@ -131,22 +133,18 @@ impl Db {
         end: &Bound<'_, PyAny>,
         sync: bool,
     ) -> PyResult<()> {
-        let batch = WriteBatch::default();
-        batch.delete_range(start, end)?;
-        self.write(py, &batch, sync)
+        let mut batch = strata_engine::WriteBatch::new();
+        batch
+            .delete_range(bytes_of(start)?, bytes_of(end)?)
+            .map_err(engine_error)?;
+        self.apply(py, batch, sync)
     }
 
     /// Applies `batch` atomically: all its writes or none. The batch stays as it was.
     #[pyo3(signature = (batch, *, sync=false))]
     fn write(&self, py: Python<'_>, batch: &WriteBatch, sync: bool) -> PyResult<()> {
-        let db = self.db()?;
         let batch = batch.inner.lock().clone();
-        let options = WriteOptions {
-            sync,
-            ..WriteOptions::default()
-        };
-        py.detach(move || db.write(&options, batch))
-            .map_err(engine_error)
+        self.apply(py, batch, sync)
     }
 
     /// The value of `key` (at `snapshot`, or in the latest state), `None` if absent.
@@ -296,6 +294,17 @@ impl Db {
 }
 
 impl Db {
+    /// Writes `batch`, the GIL released meanwhile.
+    fn apply(&self, py: Python<'_>, batch: strata_engine::WriteBatch, sync: bool) -> PyResult<()> {
+        let db = self.db()?;
+        let options = WriteOptions {
+            sync,
+            ..WriteOptions::default()
+        };
+        py.detach(move || db.write(&options, batch))
+            .map_err(engine_error)
+    }
+
     fn iter(
         &self,
         py: Python<'_>,
