@@ -1,5 +1,5 @@
-//! `strata.simulate`, `strata.workloads` and `strata.policies`: the simulator on a named
-//! workload, and the registry of policies with their options.
+//! `strata.simulate`, `strata.bench`, `strata.workloads` and `strata.policies`: the simulator
+//! and the engine on a named workload, and the registry of policies with their options.
 
 use pyo3::prelude::*;
 use strata_policy::{build_policy, registry, PolicySpec};
@@ -98,9 +98,66 @@ fn policies(py: Python<'_>) -> PyResult<Py<PyAny>> {
     to_python(py, &serde_json::Value::Array(listed))
 }
 
+/// Runs the engine on the workload preset `workload` once per policy in `policies` (each in a
+/// fresh database under `dir`, the system's temporary directory by default, removed at the
+/// end), as `strata bench` does, and returns its comparison (`strata bench --json`'s runs:
+/// throughput, latency percentiles, write, space and read amplification, per phase) as a dict.
+/// The engines keep their defaults but for `write_buffer_size`.
+#[pyfunction(name = "bench")]
+#[pyo3(signature = (policies, workload="mixed", *, entries=100_000, ops=None, key_size=16, value_size=100, write_buffer_size=None, dir=None, seed=42))]
+#[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per setting.
+fn run_bench(
+    py: Python<'_>,
+    policies: Vec<String>,
+    workload: &str,
+    entries: u64,
+    ops: Option<u64>,
+    key_size: usize,
+    value_size: usize,
+    write_buffer_size: Option<u64>,
+    dir: Option<std::path::PathBuf>,
+    seed: u64,
+) -> PyResult<Py<PyAny>> {
+    let params = PresetParams {
+        entries,
+        ops: ops.unwrap_or(entries),
+        key_size,
+        value_size,
+        ..PresetParams::default()
+    };
+    let mut settings = strata_bench::engines::EngineSettings {
+        expected_data_size: entries.saturating_mul((key_size + value_size) as u64),
+        ..strata_bench::engines::EngineSettings::default()
+    };
+    if let Some(bytes) = write_buffer_size {
+        settings.write_buffer_size = bytes;
+    }
+    let config = strata_bench::BenchConfig {
+        workload: WorkloadSpec::preset(workload, &params).map_err(error)?,
+        policies,
+        peers: Vec::new(),
+        baseline: None,
+        settings,
+        dir,
+        seed,
+        progress: false,
+        job_log: None,
+        file_trace: None,
+        isolate: None,
+        bandwidth_probe_bytes: 0,
+        storage: strata_bench::StorageOptions::default(),
+        settle_phases: false,
+    };
+    let comparison = py
+        .detach(move || strata_bench::run_comparison(&config))
+        .map_err(error)?;
+    to_python(py, &serde_json::to_value(&comparison).map_err(error)?)
+}
+
 /// Adds the functions to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;
     m.add_function(wrap_pyfunction!(policies, m)?)?;
     Ok(())

@@ -23,6 +23,7 @@ from ._strata import (
     Version,
     WriteBatch,
     __version__,
+    bench,
     policies,
     register_policy,
     workloads,
@@ -44,6 +45,7 @@ def simulate(policy, workload="fillunique", **settings):
 
 __all__ = [
     "Context",
+    "bench",
     "Db",
     "Error",
     "FlushPlan",

@@ -168,6 +168,21 @@ class Context:
 def register_policy(cls: Any) -> None:
     """Registers ``cls``, a subclass of ``strata.Policy``, by its ``name``."""
 
+def bench(
+    policies: List[str],
+    workload: str = "mixed",
+    *,
+    entries: int = 100_000,
+    ops: Optional[int] = None,
+    key_size: int = 16,
+    value_size: int = 100,
+    write_buffer_size: Optional[int] = None,
+    dir: Optional[str] = None,
+    seed: int = 42,
+) -> Dict[str, Any]:
+    """Runs the engine on ``workload`` once per policy, as ``strata bench`` does; its
+    comparison (``runs``: throughput, latencies, amplifications, phases)."""
+
 def workloads() -> List[Tuple[str, str]]:
     """The workload presets: ``(name, what it does)``."""
 

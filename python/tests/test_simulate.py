@@ -45,3 +45,15 @@ def test_policies_and_workloads_are_listed_with_their_options():
     assert size_ratio and size_ratio[0]["type"] == "float"
     names = [name for name, _ in strata.workloads()]
     assert "fillunique" in names and "mixed" in names
+
+
+def test_bench_runs_the_engine_per_policy(tmp_path):
+    comparison = strata.bench(["leveled", "tiered"], "mixed", entries=20_000, ops=20_000,
+                              write_buffer_size=256 << 10, dir=str(tmp_path))
+    runs = comparison["runs"]
+    assert [r["policy"] for r in runs] == ["leveled", "tiered"]
+    for r in runs:
+        assert r["ops_per_sec"] > 0 and r["write_amp"] >= 1.0
+    assert comparison["baseline"] == "leveled"
+    with pytest.raises(strata.Error, match="no-such-policy"):
+        strata.bench(["no-such-policy"], entries=1_000, dir=str(tmp_path))
