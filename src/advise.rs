@@ -154,9 +154,9 @@ struct Candidate {
     excluded: Option<String>,
 }
 
-/// What `strata advise` prints as JSON.
+/// What `strata advise` prints as JSON: the candidates ranked, and the pick.
 #[derive(Debug, Serialize)]
-struct Advice {
+pub struct Advice {
     workload: String,
     objective: Objective,
     mix: [f64; 4],
@@ -178,6 +178,21 @@ pub fn run(args: AdviseArgs) -> Result<()> {
     if args.workload.list_if_asked() {
         return Ok(());
     }
+    let advice = advise(&args)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&advice)?);
+    } else {
+        print!("{}", text(&advice, args.top));
+    }
+    if advice.pick.is_none() {
+        bail!("no configuration meets the constraints");
+    }
+    Ok(())
+}
+
+/// The advice `args` ask for: every candidate modelled, simulated and ranked (and the best
+/// verified on the engine with `--verify`), and the pick, if one meets the constraints.
+pub fn advise(args: &AdviseArgs) -> Result<Advice> {
     for (flag, value) in [
         ("--max-space-amp", args.max_space_amp),
         ("--max-write-amp", args.max_write_amp),
@@ -299,38 +314,29 @@ pub fn run(args: AdviseArgs) -> Result<()> {
         let report = Simulator::run(policy, config, &spec, args.workload.seed)
             .with_context(|| format!("simulating {s}"))?;
         let data = DataShape { keys, entry_bytes };
-        let mut c = candidate(s.to_string(), *bloom, model, &report, &args, mix, data);
+        let mut c = candidate(s.to_string(), *bloom, model, &report, args, mix, data);
         c.label = label.clone();
-        c.excluded = exclusion(&c, &args, keys);
+        c.excluded = exclusion(&c, args, keys);
         candidates.push(c);
         progress.inc(1);
     }
     progress.finish_and_clear();
     rank(&mut candidates);
     if args.verify > 0 {
-        verify(&mut candidates, &spec, &args, mix)?;
+        verify(&mut candidates, &spec, args, mix)?;
         rank(&mut candidates);
     }
     let pick = candidates
         .iter()
         .find(|c| c.excluded.is_none())
-        .map(|c| pick_of(c, &candidates, &args));
-    let advice = Advice {
+        .map(|c| pick_of(c, &candidates, args));
+    Ok(Advice {
         workload: spec.name.clone(),
         objective: args.objective,
         mix,
         candidates,
         pick,
-    };
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&advice)?);
-    } else {
-        print!("{}", text(&advice, args.top));
-    }
-    if advice.pick.is_none() {
-        bail!("no configuration meets the constraints");
-    }
-    Ok(())
+    })
 }
 
 fn has_option(policy: &str, option: &str) -> bool {

@@ -89,6 +89,23 @@ fn is_main() -> bool {
     IS_MAIN.load(Ordering::Relaxed)
 }
 
+/// `strata advise` with `flags` (its command-line flags, after the command's name), returning
+/// what it prints with `--json` (the candidates ranked, and the pick; `null` when none meets
+/// the constraints) instead of printing it: the advice for a program, such as the Python
+/// package's `strata.advise`.
+pub fn advise(
+    flags: impl IntoIterator<Item = impl Into<OsString> + Clone>,
+) -> Result<serde_json::Value> {
+    let argv = ["strata", "advise", "--json"]
+        .into_iter()
+        .map(OsString::from)
+        .chain(flags.into_iter().map(Into::into));
+    match Cli::try_parse_from(argv)?.command {
+        Command::Advise(args) => Ok(serde_json::to_value(advise::advise(&args)?)?),
+        _ => anyhow::bail!("the advise command's flags parsed as another command"),
+    }
+}
+
 /// Runs the command `args` names (`args[0]` is the program name, as in `std::env::args_os`).
 /// Bad arguments print clap's message and exit the process, as a command-line tool does. Called
 /// as a library (not through [`main`]), `strata bench` runs every configuration in this process.

@@ -154,8 +154,20 @@ fn run_bench(
     to_python(py, &serde_json::to_value(&comparison).map_err(error)?)
 }
 
+/// `strata advise` with `flags`, its command-line flags (`["--workload", "ycsb-a",
+/// "--objective", "write-amp"]`; `strata.advise` makes them from keyword arguments): the candidate
+/// configurations ranked, and the pick (`None` when none meets the constraints), as a dict.
+#[pyfunction]
+fn advise_flags(py: Python<'_>, flags: Vec<String>) -> PyResult<Py<PyAny>> {
+    let advice = py
+        .detach(move || strata_cli::advise(flags))
+        .map_err(|e| error(format!("{e:#}")))?;
+    to_python(py, &advice)
+}
+
 /// Adds the functions to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(advise_flags, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(run_bench, m)?)?;
     m.add_function(wrap_pyfunction!(workloads, m)?)?;

@@ -34,6 +34,26 @@ from .report import Report
 from .sweep import Rows, sweep
 
 
+def advise(**flags):
+    """Which policy, with which options, for a workload and an objective: ``strata advise``,
+    its flags as keyword arguments (``workload="ycsb-a", entries=200_000, objective="write-amp",
+    max_space_amp=1.5``; an underscore stands for a dash, ``True`` for a bare flag, a list for
+    a comma-separated value). Returns its JSON as a dict: ``candidates`` ranked and ``pick``
+    (``None`` when no configuration meets the constraints)."""
+    argv = []
+    for name, value in flags.items():
+        flag = "--" + name.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        elif value is False or value is None:
+            continue
+        elif isinstance(value, (list, tuple)):
+            argv += [flag, ",".join(str(v) for v in value)]
+        else:
+            argv += [flag, str(value)]
+    return _strata.advise_flags(argv)
+
+
 def simulate(policy, workload="fillunique", **settings):
     """Simulates ``policy`` (a specification, as ``strata.policies()`` lists them) on the
     workload preset ``workload`` (``strata.workloads()``) and returns the simulator's
@@ -44,6 +64,7 @@ def simulate(policy, workload="fillunique", **settings):
 
 
 __all__ = [
+    "advise",
     "Context",
     "bench",
     "Db",

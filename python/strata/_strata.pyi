@@ -183,6 +183,9 @@ def bench(
     """Runs the engine on ``workload`` once per policy, as ``strata bench`` does; its
     comparison (``runs``: throughput, latencies, amplifications, phases)."""
 
+def advise_flags(flags: List[str]) -> Dict[str, Any]:
+    """``strata advise`` with ``flags`` (``strata.advise`` builds them from keywords)."""
+
 def workloads() -> List[Tuple[str, str]]:
     """The workload presets: ``(name, what it does)``."""
 

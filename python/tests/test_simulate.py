@@ -57,3 +57,14 @@ def test_bench_runs_the_engine_per_policy(tmp_path):
     assert comparison["baseline"] == "leveled"
     with pytest.raises(strata.Error, match="no-such-policy"):
         strata.bench(["no-such-policy"], entries=1_000, dir=str(tmp_path))
+
+
+def test_advise_ranks_candidates_and_picks_one():
+    advice = strata.advise(workload="ycsb-a", entries=20_000, ops=20_000, objective="write-amp",
+                           policies="leveled,tiered", size_ratios=[4, 8],
+                           write_buffer_size=64 << 10)
+    assert advice["pick"] is not None
+    assert len(advice["candidates"]) == 4
+    assert advice["pick"]["spec"].split(":")[0] in ("leveled", "tiered")
+    with pytest.raises(strata.Error, match="no-such-flag"):
+        strata.advise(no_such_flag=1)
