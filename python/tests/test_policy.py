@@ -104,3 +104,30 @@ def test_the_engine_runs_a_python_policy(tmp_path):
         assert "L2" in db.version() or "L3" in db.version()
         assert db.get(b"k000007") is not None
         assert len(list(db.range())) == 20_000
+
+
+class Counting(strata.Policy):
+    """Counts its flushes in its policy state, and records what it read back each time."""
+
+    name = "py-counting"
+    seen = []
+
+    def plan_flush(self, version, ctx):
+        import json
+
+        state = json.loads(version.policy_state) if version.policy_state else {"flushes": 0}
+        Counting.seen.append(state["flushes"])
+        return strata.FlushPlan(strata.PlanOutput(level=1),
+                                policy_state=json.dumps({"flushes": state["flushes"] + 1}))
+
+
+strata.register_policy(Counting)
+
+
+def test_a_python_policys_state_travels_in_its_plans_and_comes_back_in_the_version():
+    Counting.seen.clear()
+    report = strata.simulate("py-counting", entries=20_000, write_buffer_size=64 << 10)
+    assert report["flushes"] > 5
+    # Each flush read the count the previous one installed (the simulator also asks once
+    # before the first flush, a plan it does not install).
+    assert Counting.seen[-report["flushes"]:] == list(range(report["flushes"]))
