@@ -128,6 +128,6 @@ def test_a_python_policys_state_travels_in_its_plans_and_comes_back_in_the_versi
     Counting.seen.clear()
     report = strata.simulate("py-counting", entries=20_000, write_buffer_size=64 << 10)
     assert report["flushes"] > 5
-    # Each flush read the count the previous one installed (the simulator also asks once
-    # before the first flush, a plan it does not install).
+    # Each flush read the count the previous one installed. (The simulator asks once more
+    # than it flushes, first, and installs nothing of that answer: the reads start 0, 0, 1.)
     assert Counting.seen[-report["flushes"]:] == list(range(report["flushes"]))
