@@ -3,8 +3,9 @@
 1. ``Db.put`` and ``Db.get`` per operation (the Rust side: the engine example
    ``put_get_cost``, the same operations).
 2. A policy in Python against the same policy in Rust in the simulator: ``py-tiered`` of
-   ``python/tests/test_policy.py`` against the built-in ``tiered``.
-3. A sweep of 64 configurations on 1 and on 2 Dask workers.
+   ``python/tests/test_policy.py`` against the built-in ``tiered``, 10^6 entries then 10^6
+   operations of ``mixed``.
+3. A sweep of 64 configurations (10^6 entries each) serially, and on 1 and 2 Dask workers.
 
 Three rounds of each; every run is printed.
 """
@@ -36,13 +37,18 @@ def put_get(directory, n, round_):
         for k in reversed(keys):
             assert db.get(k) is not None
         get_ns = (time.perf_counter() - started) * 1e9 / n
+        hot = keys[-1]
+        started = time.perf_counter()
+        for _ in range(n):
+            db.get(hot)
+        hot_ns = (time.perf_counter() - started) * 1e9 / n
     shutil.rmtree(path, ignore_errors=True)
-    return put_ns, get_ns
+    return put_ns, get_ns, hot_ns
 
 
 def policy_time(policy):
     started = time.perf_counter()
-    report = strata.simulate(policy, "mixed", entries=200_000, ops=200_000,
+    report = strata.simulate(policy, "mixed", entries=1_000_000, ops=1_000_000,
                              write_buffer_size=256 << 10)
     return time.perf_counter() - started, report["compactions"]
 
@@ -55,9 +61,9 @@ def sweep_time(workers):
     }
     started = time.perf_counter()
     if workers == 0:
-        rows = strata.sweep(grid, entries=100_000, serial=True)
+        rows = strata.sweep(grid, entries=1_000_000, serial=True)
     else:
-        rows = strata.sweep(grid, entries=100_000, workers=workers)
+        rows = strata.sweep(grid, entries=1_000_000, workers=workers)
     assert len(rows) == 64
     return time.perf_counter() - started
 
@@ -65,15 +71,19 @@ def sweep_time(workers):
 def main():
     directory = sys.argv[1] if len(sys.argv) > 1 else "/tmp"
     for r in range(1, 4):
-        put_ns, get_ns = put_get(directory, 200_000, r)
-        print("put/get round %d: put %.0f ns, get %.0f ns" % (r, put_ns, get_ns), flush=True)
+        put_ns, get_ns, hot_ns = put_get(directory, 200_000, r)
+        print("put/get round %d: put %.0f ns, get %.0f ns, hot get %.0f ns"
+              % (r, put_ns, get_ns, hot_ns), flush=True)
     for r in range(1, 4):
-        options = "size_ratio=3,target_file_size=1048576,bloom_bits_per_key=10"
-        rust, compactions = policy_time("tiered:" + options)
-        python, same = policy_time("py-tiered:" + options)
-        assert compactions == same
-        print("policy round %d: tiered %.3f s, py-tiered %.3f s (%d compactions)"
-              % (r, rust, python, compactions), flush=True)
+        # Tables of 1 MiB, then of 64 KiB: the views a Python policy is handed grow with the
+        # tables of the tree.
+        for target in (1 << 20, 64 << 10):
+            options = "size_ratio=3,target_file_size=%d,bloom_bits_per_key=10" % target
+            rust, compactions = policy_time("tiered:" + options)
+            python, same = policy_time("py-tiered:" + options)
+            assert compactions == same
+            print("policy round %d, %d-byte tables: tiered %.3f s, py-tiered %.3f s "
+                  "(%d compactions)" % (r, target, rust, python, compactions), flush=True)
     for r in range(1, 4):
         for workers in (0, 1, 2):
             print("sweep round %d: %s %.2f s" % (
