@@ -406,6 +406,31 @@ impl Table {
     fn seqnos(&self) -> (u64, u64) {
         (self.inner.seqnos.smallest, self.inner.seqnos.largest)
     }
+
+    /// Its data blocks, where the executor records them (block-preserving merges and
+    /// ChooseBest windows read them): each a dict of `smallest`, `largest` (keys), `size`,
+    /// `entries`, `file` (the table file holding it: another table's for a kept block) and
+    /// `offset`; `None` where blocks are not recorded.
+    #[getter]
+    fn blocks<'py>(&self, py: Python<'py>) -> PyResult<Option<Vec<Bound<'py, PyDict>>>> {
+        let Some(blocks) = &self.inner.blocks else {
+            return Ok(None);
+        };
+        blocks
+            .iter()
+            .map(|b| {
+                let d = PyDict::new(py);
+                d.set_item("smallest", PyBytes::new(py, &b.smallest))?;
+                d.set_item("largest", PyBytes::new(py, &b.largest))?;
+                d.set_item("size", b.size)?;
+                d.set_item("entries", b.entries)?;
+                d.set_item("file", b.file.0)?;
+                d.set_item("offset", b.offset)?;
+                Ok(d)
+            })
+            .collect::<PyResult<Vec<_>>>()
+            .map(Some)
+    }
 }
 
 /// What a policy knows beside the version (`strata.Context`): which tables running jobs hold,

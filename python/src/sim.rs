@@ -18,7 +18,7 @@ const DEFAULT_WRITE_BUFFER_SIZE: u64 = 4 << 20;
 /// as a dict. The simulation is a pure function of its arguments: the same ones give the same
 /// report.
 #[pyfunction]
-#[pyo3(signature = (policy, workload="fillunique", *, entries=100_000, ops=None, key_size=16, value_size=100, write_buffer_size=None, seed=42))]
+#[pyo3(signature = (policy, workload="fillunique", *, entries=100_000, ops=None, key_size=16, value_size=100, write_buffer_size=None, block_size=None, seed=42))]
 #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one per setting.
 fn simulate(
     py: Python<'_>,
@@ -29,6 +29,7 @@ fn simulate(
     key_size: usize,
     value_size: usize,
     write_buffer_size: Option<u64>,
+    block_size: Option<u64>,
     seed: u64,
 ) -> PyResult<Py<PyAny>> {
     let params = PresetParams {
@@ -56,6 +57,8 @@ fn simulate(
         key_size: key_size as u64,
         value_size: value_size as u64,
         buffer_size: buffer,
+        // Tables cut into data blocks of this size, which policies then see.
+        block_size,
         value_compression_ratio: spec.compression_ratio,
         ..SimConfig::default()
     };

@@ -58,7 +58,8 @@ def simulate(policy, workload="fillunique", **settings):
     """Simulates ``policy`` (a specification, as ``strata.policies()`` lists them) on the
     workload preset ``workload`` (``strata.workloads()``) and returns the simulator's
     :class:`Report`. Settings: ``entries``, ``ops``, ``key_size``, ``value_size``,
-    ``write_buffer_size``, ``seed``. The same arguments give the same report (but for
+    ``write_buffer_size``, ``block_size`` (tables cut into data blocks of that size, which
+    policies see in ``Table.blocks``), ``seed``. The same arguments give the same report (but for
     ``policy_seconds``, the time the policy took deciding)."""
     return Report(_strata.simulate(policy, workload, **settings))
 

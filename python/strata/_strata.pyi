@@ -107,6 +107,7 @@ def simulate(
     key_size: int = 16,
     value_size: int = 100,
     write_buffer_size: Optional[int] = None,
+    block_size: Optional[int] = None,
     seed: int = 42,
 ) -> Dict[str, Any]:
     """Simulates ``policy`` on the workload preset ``workload``; the simulator's report
@@ -129,6 +130,9 @@ class Table:
     def tombstones(self) -> int: ...
     @property
     def seqnos(self) -> Tuple[int, int]: ...
+    @property
+    def blocks(self) -> Optional[List[Dict[str, Any]]]:
+        """Its data blocks (smallest, largest, size, entries, file, offset), where recorded."""
 
 class Run:
     """A sorted run of a version: tables of disjoint key ranges in key order."""

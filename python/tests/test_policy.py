@@ -131,3 +131,40 @@ def test_a_python_policys_state_travels_in_its_plans_and_comes_back_in_the_versi
     # Each flush read the count the previous one installed. (The simulator asks once more
     # than it flushes, first, and installs nothing of that answer: the reads start 0, 0, 1.)
     assert Counting.seen[-report["flushes"]:] == list(range(report["flushes"]))
+
+
+class Looking(strata.Policy):
+    """Tiered, which also records the tables and blocks it was shown."""
+
+    name = "py-looking"
+    shown = []
+
+    def plan_flush(self, version, ctx):
+        return strata.FlushPlan(strata.PlanOutput(level=1, target_file_size=64 << 10))
+
+    def pick(self, version, ctx):
+        for run in version.runs(1):
+            for table in run.tables:
+                Looking.shown.append(table)
+        return PyTiered(size_ratio=3, target_file_size=64 << 10,
+                        bloom_bits_per_key=10.0).pick(version, ctx)
+
+
+strata.register_policy(Looking)
+
+
+def test_a_python_policy_sees_tables_and_their_blocks():
+    Looking.shown.clear()
+    strata.simulate("py-looking", entries=20_000, write_buffer_size=64 << 10)
+    assert Looking.shown
+    table = Looking.shown[-1]
+    assert table.smallest <= table.largest and table.size > 0 and table.entries > 0
+    assert table.blocks is None  # no block size: tables are not cut into blocks
+    Looking.shown.clear()
+    strata.simulate("py-looking", entries=20_000, write_buffer_size=64 << 10, block_size=4096)
+    table = Looking.shown[-1]
+    blocks = table.blocks
+    assert len(blocks) > 1
+    assert sum(b["entries"] for b in blocks) == table.entries
+    assert blocks[0]["smallest"] == table.smallest and blocks[-1]["largest"] == table.largest
+    assert all(b["file"] == table.id for b in blocks)
