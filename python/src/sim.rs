@@ -12,6 +12,25 @@ use crate::{error, to_python};
 /// `strata sim` command's.
 const DEFAULT_WRITE_BUFFER_SIZE: u64 = 4 << 20;
 
+/// The workload preset `workload` with `entries` loaded and `ops` operations run (`None`: as
+/// many as `entries`) of keys and values of the sizes given.
+fn preset(
+    workload: &str,
+    entries: u64,
+    ops: Option<u64>,
+    key_size: usize,
+    value_size: usize,
+) -> PyResult<WorkloadSpec> {
+    let params = PresetParams {
+        entries,
+        ops: ops.unwrap_or(entries),
+        key_size,
+        value_size,
+        ..PresetParams::default()
+    };
+    WorkloadSpec::preset(workload, &params).map_err(error)
+}
+
 /// Simulates `policy` (a specification, as `strata.policies()` lists them) on the workload
 /// preset `workload` (`strata.workloads()`), returning the simulator's report (`strata sim
 /// --json`'s fields: write, space and read amplification, flushes, compactions, phases, ...)
@@ -32,14 +51,7 @@ fn simulate(
     block_size: Option<u64>,
     seed: u64,
 ) -> PyResult<Py<PyAny>> {
-    let params = PresetParams {
-        entries,
-        ops: ops.unwrap_or(entries),
-        key_size,
-        value_size,
-        ..PresetParams::default()
-    };
-    let spec = WorkloadSpec::preset(workload, &params).map_err(error)?;
+    let spec = preset(workload, entries, ops, key_size, value_size)?;
     let mut policy_spec: PolicySpec = policy.parse().map_err(error)?;
     let buffer = write_buffer_size.unwrap_or(DEFAULT_WRITE_BUFFER_SIZE);
     // The facts a policy's model must agree with, as `strata sim` gives them.
@@ -121,13 +133,6 @@ fn run_bench(
     dir: Option<std::path::PathBuf>,
     seed: u64,
 ) -> PyResult<Py<PyAny>> {
-    let params = PresetParams {
-        entries,
-        ops: ops.unwrap_or(entries),
-        key_size,
-        value_size,
-        ..PresetParams::default()
-    };
     let mut settings = strata_bench::engines::EngineSettings {
         expected_data_size: entries.saturating_mul((key_size + value_size) as u64),
         ..strata_bench::engines::EngineSettings::default()
@@ -136,7 +141,7 @@ fn run_bench(
         settings.write_buffer_size = bytes;
     }
     let config = strata_bench::BenchConfig {
-        workload: WorkloadSpec::preset(workload, &params).map_err(error)?,
+        workload: preset(workload, entries, ops, key_size, value_size)?,
         policies,
         peers: Vec::new(),
         baseline: None,
