@@ -1,5 +1,13 @@
 //! `strata.Db`, `strata.WriteBatch`, `strata.Snapshot` and the iterators of `Db.range`: the
-//! engine's API, the GIL released while the engine does I/O.
+//! engine's API.
+//!
+//! Every call into the engine, and every drop of what holds engine state, releases the GIL
+//! first: a background job asks a policy written in Python while it holds the engine's state
+//! lock, taking the GIL to do so, so a caller that held the GIL while waiting for that lock
+//! (reading the version, say) would wait forever. (A test of the engine running a Python
+//! policy hung once in CI where it reads the version and the policy, which then held the GIL;
+//! 20 runs here under load did not hang, before or after this rule, so that cause is a
+//! reading of the code, not a measurement.)
 
 use std::ops::Bound as KeyBound;
 use std::sync::Arc;
@@ -17,6 +25,14 @@ pub(crate) struct Db {
     /// `None` once closed.
     inner: RwLock<Option<Arc<strata_engine::Db>>>,
     path: String,
+}
+
+impl Drop for Db {
+    /// A database left open closes when Python lets go of it, waiting for its jobs, so without
+    /// the GIL.
+    fn drop(&mut self) {
+        drop_detached(self.inner.get_mut().take());
+    }
 }
 
 impl Db {
@@ -49,11 +65,16 @@ fn key_bounds(
 }
 
 /// The read options of a read at `snapshot`, or at the latest state.
-fn read_options(snapshot: Option<&Snapshot>) -> ReadOptions<'_> {
+fn read_options(snapshot: Option<&Snapshot>) -> PyResult<ReadOptions<'_>> {
     match snapshot {
-        Some(s) => ReadOptions::at(&s.inner),
-        None => ReadOptions::default(),
+        Some(s) => Ok(ReadOptions::at(s.engine_snapshot()?)),
+        None => Ok(ReadOptions::default()),
     }
+}
+
+/// Drops `value` with the GIL released (see the module's docs).
+fn drop_detached<T: Send>(value: T) {
+    Python::attach(|py| py.detach(move || drop(value)));
 }
 
 #[pymethods]
@@ -157,7 +178,7 @@ impl Db {
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let db = self.db()?;
         let key = bytes_of(key)?;
-        let options = read_options(snapshot);
+        let options = read_options(snapshot)?;
         let found = py
             .detach(|| db.get_with(&key, &options))
             .map_err(engine_error)?;
@@ -174,7 +195,7 @@ impl Db {
     ) -> PyResult<Vec<Option<Bound<'py, PyBytes>>>> {
         let db = self.db()?;
         let keys: Vec<Vec<u8>> = keys.iter().map(bytes_of).collect::<PyResult<_>>()?;
-        let options = read_options(snapshot);
+        let options = read_options(snapshot)?;
         let found = py
             .detach(|| db.multi_get_with(&keys, &options))
             .map_err(engine_error)?;
@@ -211,9 +232,11 @@ impl Db {
 
     /// A consistent view of the database as it is now: reads given it see nothing written
     /// later.
-    fn snapshot(&self) -> PyResult<Snapshot> {
+    fn snapshot(&self, py: Python<'_>) -> PyResult<Snapshot> {
+        let db = self.db()?;
+        let snapshot = py.detach(move || db.snapshot());
         Ok(Snapshot {
-            inner: self.db()?.snapshot(),
+            inner: Some(snapshot),
         })
     }
 
@@ -246,18 +269,21 @@ impl Db {
 
     /// Counters since open and the tree's shape (`Db::metrics`), as a dict.
     fn metrics(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let metrics = self.db()?.metrics();
+        let db = self.db()?;
+        let metrics = py.detach(move || db.metrics());
         to_python(py, &serde_json::to_value(metrics).map_err(error)?)
     }
 
     /// The specification of the policy the database runs, its options filled in.
-    fn policy(&self) -> PyResult<String> {
-        Ok(strata_policy::PolicySpec::of(self.db()?.policy().as_ref()).to_string())
+    fn policy(&self, py: Python<'_>) -> PyResult<String> {
+        let db = self.db()?;
+        Ok(py.detach(move || strata_policy::PolicySpec::of(db.policy().as_ref()).to_string()))
     }
 
     /// The current version in the text format (`strata inspect`'s).
-    fn version(&self) -> PyResult<String> {
-        Ok(self.db()?.version().to_string())
+    fn version(&self, py: Python<'_>) -> PyResult<String> {
+        let db = self.db()?;
+        Ok(py.detach(move || db.version().to_string()))
     }
 
     /// Closes the database: waits for running jobs, syncs the WAL, releases the lock. Reads
@@ -315,12 +341,12 @@ impl Db {
     ) -> PyResult<RangeIter> {
         let db = self.db()?;
         let bounds = key_bounds(start, end)?;
-        let options = read_options(snapshot);
+        let options = read_options(snapshot)?;
         let iter = py
             .detach(|| db.range_with(bounds, &options, reverse))
             .map_err(engine_error)?;
         Ok(RangeIter {
-            inner: Mutex::new(iter),
+            inner: Mutex::new(Some(iter)),
         })
     }
 }
@@ -328,7 +354,14 @@ impl Db {
 /// An iterator over `(key, value)` pairs of bytes (`Db.range`, `Db.range_rev`).
 #[pyclass(module = "strata", name = "Iter", frozen)]
 pub(crate) struct RangeIter {
-    inner: Mutex<DbIterator>,
+    /// `None` only while it is dropped.
+    inner: Mutex<Option<DbIterator>>,
+}
+
+impl Drop for RangeIter {
+    fn drop(&mut self) {
+        drop_detached(self.inner.get_mut().take());
+    }
 }
 
 #[pymethods]
@@ -341,7 +374,7 @@ impl RangeIter {
         &self,
         py: Python<'py>,
     ) -> PyResult<Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
-        let next = py.detach(|| self.inner.lock().next());
+        let next = py.detach(|| self.inner.lock().as_mut().and_then(Iterator::next));
         match next {
             None => Ok(None),
             Some(Ok((k, v))) => Ok(Some((PyBytes::new(py, &k), PyBytes::new(py, &v)))),
@@ -403,15 +436,30 @@ impl WriteBatch {
 /// A consistent view of a database (`Db.snapshot`), for `get`, `multi_get` and `range`.
 #[pyclass(module = "strata", frozen)]
 pub(crate) struct Snapshot {
-    inner: strata_engine::Snapshot,
+    /// `None` only while it is dropped.
+    inner: Option<strata_engine::Snapshot>,
+}
+
+impl Snapshot {
+    fn engine_snapshot(&self) -> PyResult<&strata_engine::Snapshot> {
+        self.inner
+            .as_ref()
+            .ok_or_else(|| error("the snapshot is released"))
+    }
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        drop_detached(self.inner.take());
+    }
 }
 
 #[pymethods]
 impl Snapshot {
     /// The sequence number it reads at.
     #[getter]
-    fn sequence(&self) -> u64 {
-        self.inner.sequence()
+    fn sequence(&self) -> PyResult<u64> {
+        Ok(self.engine_snapshot()?.sequence())
     }
 }
 
