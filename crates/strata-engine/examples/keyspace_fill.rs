@@ -11,14 +11,9 @@ use std::sync::Arc;
 use std::time::Instant;
 use strata_engine::{Db, Keyspace, KeyspaceOptions, Options};
 
-/// A SplitMix64 step: keys that do not repeat in a run, without a dependency.
-fn next(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
+mod common;
+
+use common::next;
 
 /// Puts `entries` random entries into `keyspace`; returns entries per second.
 fn fill(keyspace: &Keyspace, entries: u64, seed: u64) -> strata_engine::Result<f64> {
