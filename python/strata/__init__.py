@@ -23,14 +23,13 @@ from ._strata import (
     Version,
     WriteBatch,
     __version__,
-    bench,
     policies,
     register_policy,
     workloads,
 )
 from . import _strata
 from .policy import FlushPlan, Plan, PlanInput, PlanOutput, Policy, whole_runs
-from .report import Report
+from .report import Comparison, Report
 from .sweep import Rows, sweep
 
 
@@ -54,6 +53,14 @@ def advise(**flags):
     return _strata.advise_flags(argv)
 
 
+def bench(policies, workload="mixed", **settings):
+    """Runs the engine on the workload preset ``workload`` once per policy in ``policies``, as
+    ``strata bench`` does (each in a fresh database under ``dir``, removed at the end), and
+    returns its :class:`Comparison`. Settings: ``entries``, ``ops``, ``key_size``,
+    ``value_size``, ``write_buffer_size``, ``dir``, ``seed``."""
+    return Comparison(_strata.bench(policies, workload, **settings))
+
+
 def simulate(policy, workload="fillunique", **settings):
     """Simulates ``policy`` (a specification, as ``strata.policies()`` lists them) on the
     workload preset ``workload`` (``strata.workloads()``) and returns the simulator's
@@ -66,6 +73,7 @@ def simulate(policy, workload="fillunique", **settings):
 
 __all__ = [
     "advise",
+    "Comparison",
     "Context",
     "bench",
     "Db",

@@ -1,4 +1,5 @@
-"""The simulator's report (``strata.simulate``'s result)."""
+"""The simulator's report (``strata.simulate``'s result) and the engine's comparison
+(``strata.bench``'s)."""
 
 from typing import Any
 
@@ -20,3 +21,20 @@ class Report(dict):
         import pandas
 
         return pandas.DataFrame(self["phases"])
+
+
+class Comparison(dict):
+    """``strata bench``'s comparison: a dict of its JSON (``workload``, ``baseline``, ``runs``,
+    each run with throughput, latencies, amplifications and ``phases``), with a pandas view of
+    its runs."""
+
+    def to_pandas(self) -> Any:
+        """One row per run, its numbers and names (lists and dicts, such as the phases, left
+        out), as a pandas DataFrame (pandas must be installed)."""
+        import pandas
+
+        rows = [
+            {k: v for k, v in run.items() if not isinstance(v, (list, dict))}
+            for run in self["runs"]
+        ]
+        return pandas.DataFrame(rows)

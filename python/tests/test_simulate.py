@@ -55,6 +55,11 @@ def test_bench_runs_the_engine_per_policy(tmp_path):
     for r in runs:
         assert r["ops_per_sec"] > 0 and r["write_amp"] >= 1.0
     assert comparison["baseline"] == "leveled"
+    pandas = pytest.importorskip("pandas")
+    frame = comparison.to_pandas()
+    assert isinstance(frame, pandas.DataFrame)
+    assert list(frame["policy"]) == ["leveled", "tiered"]
+    assert (frame["ops_per_sec"] > 0).all()
     with pytest.raises(strata.Error, match="no-such-policy"):
         strata.bench(["no-such-policy"], entries=1_000, dir=str(tmp_path))
 
