@@ -4,7 +4,7 @@
 //! version and the context reach Python as the read-only views below; plans come back as the
 //! plan classes of `strata/policy.py`, read by attribute.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use pyo3::prelude::*;
@@ -12,8 +12,8 @@ use pyo3::types::{PyBytes, PyDict};
 use strata_meta::{PolicyState, RunId, TableId};
 use strata_policy::registry;
 use strata_policy::{
-    BufferSelection, CompactionPolicy, CutRule, FlushPlan, OptionKind, OptionSpec, OutputRun,
-    PickContext, Plan, PlanAction, PlanInput, PlanOutput, PolicyConfig, PolicyError,
+    BufferSelection, CompactionPolicy, CutRule, FlushPlan, Leases, OptionKind, OptionSpec,
+    OutputRun, PickContext, Plan, PlanAction, PlanInput, PlanOutput, PolicyConfig, PolicyError,
     PolicyRegistration, Priority,
 };
 
@@ -180,7 +180,7 @@ impl PythonPolicy {
         ctx: &PickContext<'_>,
     ) -> Result<Bound<'py, PyAny>, PolicyError> {
         let version_view = Version::of(version);
-        let context = Context::of(version, ctx);
+        let context = Context::of(ctx);
         self.object
             .bind(py)
             .call_method1(method, (version_view, context))
@@ -437,19 +437,17 @@ impl Table {
 /// the buffer being flushed, the clock.
 #[pyclass(module = "strata", frozen)]
 pub(crate) struct Context {
-    leased: BTreeSet<u64>,
+    leases: Leases,
     buffer: Option<(u64, u64)>,
     now_nanos: u64,
 }
 
 impl Context {
-    fn of(version: &strata_meta::Version, ctx: &PickContext<'_>) -> Context {
+    fn of(ctx: &PickContext<'_>) -> Context {
         Context {
-            leased: version
-                .tables()
-                .filter(|(_, _, t)| ctx.leases.is_table_leased(t.id))
-                .map(|(_, _, t)| t.id.0)
-                .collect(),
+            // The running jobs' leases, not a scan of the version's tables for them: a few
+            // entries, copied once per call.
+            leases: ctx.leases.clone(),
             buffer: ctx.buffer.map(|b| (b.entries, b.bytes)),
             now_nanos: ctx.now_nanos,
         }
@@ -460,7 +458,7 @@ impl Context {
 impl Context {
     /// Whether a running job holds table `table` (a plan may not take it).
     fn is_leased(&self, table: u64) -> bool {
-        self.leased.contains(&table)
+        self.leases.is_table_leased(TableId(table))
     }
 
     /// The buffer being flushed, as `(entries, bytes)`, when a flush is being planned.

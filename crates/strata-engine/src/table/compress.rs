@@ -135,14 +135,11 @@ impl BlockCompressor {
     }
 
     fn lz4(&mut self, raw: &[u8], raw_len: u32) -> io::Result<()> {
-        self.out.clear();
-        self.out.extend_from_slice(&raw_len.to_le_bytes());
-        self.out
-            .resize(4 + lz4_flex::block::get_maximum_output_size(raw.len()), 0);
-        let n = lz4_flex::block::compress_into(raw, &mut self.out[4..])
-            .map_err(|e| io::Error::other(format!("lz4 compression failed: {e}")))?;
-        self.out.truncate(4 + n);
-        Ok(())
+        let bound = lz4_flex::block::get_maximum_output_size(raw.len());
+        framed(&mut self.out, raw_len, bound, |out| {
+            lz4_flex::block::compress_into(raw, out)
+                .map_err(|e| io::Error::other(format!("lz4 compression failed: {e}")))
+        })
     }
 
     fn zstd(&mut self, raw: &[u8], raw_len: u32, level: i32) -> io::Result<()> {
@@ -150,29 +147,38 @@ impl BlockCompressor {
             Some(ctx) => ctx,
             None => self.zstd.insert(zstd::bulk::Compressor::new(level)?),
         };
-        self.out.clear();
-        self.out.extend_from_slice(&raw_len.to_le_bytes());
-        self.out
-            .resize(4 + zstd::zstd_safe::compress_bound(raw.len()), 0);
-        let n = ctx.compress_to_buffer(raw, &mut self.out[4..])?;
-        self.out.truncate(4 + n);
-        Ok(())
+        let bound = zstd::zstd_safe::compress_bound(raw.len());
+        framed(&mut self.out, raw_len, bound, |out| {
+            ctx.compress_to_buffer(raw, out)
+        })
     }
 
     fn zstd_with_dictionary(&mut self, raw: &[u8], raw_len: u32) -> io::Result<()> {
         let Some((cctx, cdict)) = &mut self.dictionary else {
             return Err(io::Error::other("no dictionary to compress with"));
         };
-        self.out.clear();
-        self.out.extend_from_slice(&raw_len.to_le_bytes());
-        self.out
-            .resize(4 + zstd::zstd_safe::compress_bound(raw.len()), 0);
-        let n = cctx
-            .compress_using_cdict(&mut self.out[4..], raw, cdict)
-            .map_err(zstd_error)?;
-        self.out.truncate(4 + n);
-        Ok(())
+        let bound = zstd::zstd_safe::compress_bound(raw.len());
+        framed(&mut self.out, raw_len, bound, |out| {
+            cctx.compress_using_cdict(out, raw, cdict)
+                .map_err(zstd_error)
+        })
     }
+}
+
+/// Fills `out` with a compressed block's contents: the uncompressed length `raw_len`, then what
+/// `compress` writes into room for `bound` bytes (it returns how many it wrote).
+fn framed(
+    out: &mut Vec<u8>,
+    raw_len: u32,
+    bound: usize,
+    compress: impl FnOnce(&mut [u8]) -> io::Result<usize>,
+) -> io::Result<()> {
+    out.clear();
+    out.extend_from_slice(&raw_len.to_le_bytes());
+    out.resize(4 + bound, 0);
+    let n = compress(&mut out[4..])?;
+    out.truncate(4 + n);
+    Ok(())
 }
 
 fn zstd_error(code: zstd::zstd_safe::ErrorCode) -> io::Error {
