@@ -11,7 +11,11 @@ use strata_engine::inspect::{
     inspect_db, inspect_table, inspect_wal, DamageReport, DbInspection, InspectDb, TableInspection,
     WalInspection,
 };
+use strata_policy::autopilot::Action;
 use strata_sim::human_bytes as format_size;
+
+/// Decisions to keep the policy `strata inspect` prints (the last ones); switches are all printed.
+const SHOWN_KEEPS: usize = 5;
 
 /// Options of `strata inspect`.
 #[derive(Args, Debug)]
@@ -326,6 +330,45 @@ fn db_text(d: &DbInspection, tables: bool) -> String {
             e.log_number
                 .map(|n| format!(", log number {n}"))
                 .unwrap_or_default()
+        );
+        if let Some(p) = &e.policy {
+            let _ = writeln!(s, "            switch to {p}");
+        }
+        if let Some(a) = &e.autopilot {
+            let _ = writeln!(s, "            autopilot: {}", a.summary());
+            for c in &a.candidates {
+                let _ = writeln!(
+                    s,
+                    "              {:<40} {:>9.0} ns/op, handover {}",
+                    c.spec,
+                    c.ns_per_op,
+                    format_size(c.handover_bytes)
+                );
+            }
+        }
+    }
+    // Every switch, and the last few decisions to keep: a database re-advised for days
+    // records thousands (`--json` and `--history` give them all).
+    let keeps = d
+        .autopilot
+        .iter()
+        .filter(|a| a.action == Action::Keep)
+        .count();
+    let mut keeps_left = keeps;
+    for a in &d.autopilot {
+        if a.action == Action::Keep {
+            keeps_left -= 1;
+            if keeps_left >= SHOWN_KEEPS {
+                continue;
+            }
+        }
+        let _ = writeln!(s, "autopilot   at {:.0} s: {}", a.at_seconds, a.summary());
+    }
+    if keeps > SHOWN_KEEPS {
+        let _ = writeln!(
+            s,
+            "autopilot   ({} earlier decisions to keep the policy not shown)",
+            keeps - SHOWN_KEEPS
         );
     }
     for damage in &d.damage {

@@ -149,6 +149,9 @@ pub struct DbInspection {
     pub live: Option<LiveData>,
     /// The manifest's records, oldest first (only when asked for).
     pub history: Vec<EditSummary>,
+    /// The autopilot's decisions the manifest records, oldest first (a new manifest starts
+    /// without those of the one it replaced).
+    pub autopilot: Vec<strata_policy::autopilot::Decision>,
     /// Every keyspace, the default one first (the fields above describe the default one's
     /// tree; damage and leftovers are the whole directory's).
     pub keyspaces: Vec<KeyspaceInspection>,
@@ -271,6 +274,10 @@ pub struct EditSummary {
     pub last_seqno: Option<u64>,
     /// The log number it records.
     pub log_number: Option<u64>,
+    /// The policy it hands the tree to, if it is a switch.
+    pub policy: Option<String>,
+    /// The autopilot's decision it records, if any.
+    pub autopilot: Option<strata_policy::autopilot::Decision>,
 }
 
 /// What [`inspect_db`] reads beyond the manifest.
@@ -415,6 +422,7 @@ pub fn inspect_db(fs: Arc<dyn FileSystem>, dir: &Path, what: InspectDb) -> Resul
             bytes,
             space_amplification: table_bytes as f64 / bytes.max(1) as f64,
         }),
+        autopilot: edits.iter().filter_map(|e| e.autopilot.clone()).collect(),
         history: if what.history { edits } else { Vec::new() },
         keyspaces: recovered
             .keyspaces
@@ -477,6 +485,8 @@ fn manifest_history(data: Vec<u8>, name: &str) -> Result<(u64, Vec<EditSummary>)
             flushes: edit.flushes,
             last_seqno: record.last_seqno,
             log_number: record.log_number,
+            policy: edit.policy.clone(),
+            autopilot: record.autopilot,
         });
     }
     Ok((edits.len() as u64, edits))

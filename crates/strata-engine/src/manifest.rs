@@ -75,6 +75,11 @@ pub struct ManifestRecord {
     /// those of earlier records). Absent in manifests written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifetime: Option<LifetimeStats>,
+    /// A decision of the autopilot ([`crate::Options::with_autopilot`]), with its inputs,
+    /// candidates and predictions: a record of what it did and why, which recovery does not
+    /// need (a switch it made is the next record's policy change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autopilot: Option<strata_policy::autopilot::Decision>,
     /// Samples of when sequence numbers were written, for a TTL (`crate::ttl`): `(s, t)`
     /// says every sequence number up to `s` was written by Unix second `t`. New ones with each
     /// flush's record, all of them in a new manifest's first record.

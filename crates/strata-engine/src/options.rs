@@ -9,6 +9,7 @@ use crate::log::RecoveryMode;
 use crate::merge_operator::MergeOperator;
 use crate::table::{Compression, ReadaheadSize};
 use std::sync::Arc;
+use strata_policy::autopilot::AutopilotOptions;
 use strata_policy::{build_policy, CompactionPolicy, PolicySpec, MAX_DICT_BYTES, MIN_DICT_BYTES};
 
 /// How a database is opened and run. Every setter names its RocksDB equivalent and the default.
@@ -62,6 +63,7 @@ pub struct Options {
     pub(crate) info_log: bool,
     pub(crate) keep_log_file_num: usize,
     pub(crate) max_total_wal_size: u64,
+    pub(crate) autopilot: Option<AutopilotOptions>,
 }
 
 /// Which tables hold their index and filter while the block cache keeps the others'
@@ -168,6 +170,7 @@ impl Default for Options {
             info_log: false,
             keep_log_file_num: 1000,
             max_total_wal_size: 0,
+            autopilot: None,
         }
     }
 }
@@ -652,6 +655,19 @@ impl Options {
     /// [`crate::SystemClock`].
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Lets the database choose its own compaction policy: a thread of its own closes a window
+    /// of the default keyspace's workload every so often (by bytes written and by time), asks
+    /// the options' advisor what each candidate configuration would cost on it, and hands the
+    /// tree to the best through [`crate::Db::set_policy`] when the rule of
+    /// [`strata_policy::autopilot::Pilot`] says the gain is worth the handover. Every decision,
+    /// kept or switched, is recorded in the manifest (`strata inspect --history` prints them)
+    /// and kept in memory ([`crate::Db::autopilot_decisions`]). No RocksDB equivalent. Default:
+    /// off.
+    pub fn with_autopilot(mut self, autopilot: AutopilotOptions) -> Self {
+        self.autopilot = Some(autopilot);
         self
     }
 

@@ -3,6 +3,7 @@
 use crossbeam_utils::CachePadded;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use strata_policy::autopilot::WorkloadWindow;
 use strata_policy::ScanLengths;
 
 /// One point lookup in this many is timed for [`Statistics::lookups_timed_idle`] and its
@@ -279,6 +280,32 @@ impl LifetimeStats {
     /// Operations of every kind.
     pub fn operations(&self) -> u64 {
         self.puts + self.deletes + self.point_reads + self.scans
+    }
+
+    /// The workload between `earlier` (an earlier reading of the same counters) and these:
+    /// what the autopilot judges ([`crate::Options::with_autopilot`]).
+    pub fn window_since(&self, earlier: &LifetimeStats) -> WorkloadWindow {
+        let mut scans = ScanLengths::default();
+        for (bucket, &count) in self
+            .scan_lengths
+            .iter()
+            .enumerate()
+            .take(ScanLengths::BUCKETS)
+        {
+            let before = earlier.scan_lengths.get(bucket).copied().unwrap_or(0);
+            scans.add_to_bucket(bucket, count.saturating_sub(before));
+        }
+        WorkloadWindow {
+            puts: self.puts.saturating_sub(earlier.puts),
+            deletes: self.deletes.saturating_sub(earlier.deletes),
+            point_reads: self.point_reads.saturating_sub(earlier.point_reads),
+            scans: self.scans.saturating_sub(earlier.scans),
+            scan_length: scans.mean(),
+            key_bytes: self.key_bytes.saturating_sub(earlier.key_bytes),
+            value_bytes: self.value_bytes.saturating_sub(earlier.value_bytes),
+            skew: self.skew,
+            seconds: (self.open_seconds - earlier.open_seconds).max(0.0),
+        }
     }
 
     /// The range scans by length, as policies count them.

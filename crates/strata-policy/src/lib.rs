@@ -20,6 +20,7 @@
 //! calls [`registry::register`].
 
 pub mod adjust;
+pub mod autopilot;
 pub mod bloom;
 mod builtin;
 mod codec;

@@ -272,6 +272,8 @@ pub(crate) struct Engine {
     pub window_index: Mutex<WindowIndex>,
     /// What the database did before this open ([`Engine::lifetime_stats`] adds this open's).
     pub lifetime_before: LifetimeStats,
+    /// The autopilot's decisions since the open ([`crate::Options::with_autopilot`]).
+    pub decisions: Mutex<Vec<strata_policy::autopilot::Decision>>,
 }
 
 /// What every keyspace of an open database shares: the directory, the WAL and the commit path,

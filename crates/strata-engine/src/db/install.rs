@@ -189,14 +189,22 @@ impl Engine {
     /// Records [`Engine::lifetime_stats`] in the manifest (at close: reads since the last flush
     /// would be lost otherwise). Nothing on a read-only or failed database.
     pub fn record_lifetime(&self) -> Result<()> {
+        self.append_record(ManifestRecord {
+            lifetime: Some(self.lifetime_stats()),
+            ..ManifestRecord::default()
+        })
+    }
+
+    /// Appends `record`, about this keyspace and changing no version, to the manifest. Nothing
+    /// on a read-only or failed database; a failed append is a background error (rule 4).
+    pub fn append_record(&self, record: ManifestRecord) -> Result<()> {
         let mut state = self.state.lock();
         if self.background_error().is_some() {
             return Ok(());
         }
         let record = ManifestRecord {
             keyspace: (self.keyspace != KeyspaceId::DEFAULT).then_some(self.keyspace),
-            lifetime: Some(self.lifetime_stats()),
-            ..ManifestRecord::default()
+            ..record
         };
         let appended = match self.shared.manifest.lock().file.as_mut() {
             Some(manifest) => manifest.append(&record),

@@ -74,6 +74,7 @@
 //!     like a table's and deletes only files the recovered version does not need, so a crash at
 //!     any moment leaves neither a dangling reference nor, after the next open, a leaked file.
 
+mod autopilot;
 mod background;
 mod checkpoint;
 mod compaction;
@@ -190,9 +191,15 @@ impl Db {
 
     /// Starts the background workers every keyspace shares, unless the database compacts
     /// synchronously: one flush thread, `max_background_jobs - 1` (at least one) compaction
-    /// threads and `reserved_jobs` threads for urgent plans.
+    /// threads and `reserved_jobs` threads for urgent plans; and the autopilot's thread, if
+    /// asked for, in either mode.
     fn start_workers(&self) {
         let options = &self.engine.options;
+        if let Some(autopilot) = options.autopilot.clone() {
+            let tree = Arc::clone(&self.engine);
+            let thread = std::thread::spawn(move || autopilot::run(tree, autopilot));
+            self.threads.lock().push(thread);
+        }
         if options.synchronous_compaction {
             return;
         }
@@ -205,6 +212,13 @@ impl Db {
             let leader = Arc::clone(&self.engine);
             threads.push(std::thread::spawn(move || pool::run_worker(leader, worker)));
         }
+    }
+
+    /// The autopilot's decisions since the open, oldest first (empty without
+    /// [`crate::Options::with_autopilot`]); the manifest keeps every one since the database was
+    /// created.
+    pub fn autopilot_decisions(&self) -> Vec<strata_policy::autopilot::Decision> {
+        self.engine.decisions.lock().clone()
     }
 
     /// Writes `value` under `key`.

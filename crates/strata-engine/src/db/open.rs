@@ -295,6 +295,7 @@ impl Engine {
             skew: Mutex::new(SkewEstimator::new()),
             window_index: Mutex::new(WindowIndex::new()),
             lifetime_before: recovered.lifetime,
+            decisions: Mutex::new(Vec::new()),
             options,
         });
         Ok(NewTree {

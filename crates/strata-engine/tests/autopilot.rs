@@ -1,0 +1,172 @@
+//! The autopilot (`Options::with_autopilot`): it switches when its advisor's predictions and the
+//! pilot's rule say so, records every decision in the manifest, keeps every key through the
+//! handover, and keeps the policy when the advisor fails.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use strata_engine::fs::{FileSystem, MemFs};
+use strata_engine::inspect::{inspect_db, InspectDb};
+use strata_engine::{Db, Options};
+use strata_policy::autopilot::{Action, AdviceRequest, Advisor, AutopilotOptions, Prediction};
+
+const DIR: &str = "/db";
+const BUFFER: u64 = 16 << 10;
+
+/// Predicts `target` twice as fast as whatever runs, until it runs; counts its calls.
+struct Scripted {
+    target: &'static str,
+    calls: AtomicUsize,
+    fail: bool,
+}
+
+impl Advisor for Scripted {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    fn predict(&self, request: &AdviceRequest<'_>) -> Result<Vec<Prediction>, String> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        if self.fail {
+            return Err("no calibration for this machine".to_string());
+        }
+        assert!(request.window.operations() > 0);
+        let running_target = request.current.starts_with(self.target);
+        let prediction = |spec: &str, ns_per_op: f64| Prediction {
+            spec: spec.to_string(),
+            ns_per_op,
+            handover_bytes: 0,
+            handover_ns: 0.0,
+        };
+        let mut out = vec![prediction(
+            request.current,
+            if running_target { 500.0 } else { 1000.0 },
+        )];
+        if !running_target {
+            out.push(prediction(self.target, 500.0));
+        }
+        Ok(out)
+    }
+}
+
+fn options(fs: Arc<dyn FileSystem>, advisor: Arc<Scripted>) -> Options {
+    let autopilot = AutopilotOptions::new(advisor)
+        .with_every_bytes(64 << 10)
+        .with_every_seconds(3600.0)
+        .with_min_window_ops(100)
+        .with_min_seconds_between_switches(0.0);
+    Options::new()
+        .with_file_system(fs)
+        .with_write_buffer_size(BUFFER)
+        .with_block_size(512)
+        .with_policy_named("leveled:target_file_size=8KiB")
+        .unwrap()
+        .with_autopilot(autopilot)
+}
+
+fn key(i: u64) -> String {
+    format!("key{:08}", (i * 7919) % 100_000)
+}
+
+/// Writes `n` keys from `from`, a little at a time, until `done` holds or the keys run out.
+fn write_until(db: &Db, from: u64, n: u64, done: impl Fn(&Db) -> bool) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut i = from;
+    while i < from + n {
+        db.put(key(i), format!("value{i:0>100}")).unwrap();
+        i += 1;
+        if i % 500 == 0 {
+            if done(db) {
+                break;
+            }
+            // Lets the pilot's thread look at the counters between bursts.
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the autopilot did not decide in time"
+        );
+    }
+    i
+}
+
+#[test]
+fn switches_once_confirmed_and_records_every_decision() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let advisor = Arc::new(Scripted {
+        target: "tiered",
+        calls: AtomicUsize::new(0),
+        fail: false,
+    });
+    let db = Db::open(DIR, options(Arc::clone(&fs), Arc::clone(&advisor))).unwrap();
+    let switched = |db: &Db| {
+        db.autopilot_decisions()
+            .iter()
+            .any(|d| matches!(d.action, Action::Switch { .. }))
+    };
+    let written = write_until(&db, 0, 60_000, switched);
+    let decisions = db.autopilot_decisions();
+    assert!(switched(&db), "{decisions:#?}");
+    // The default rule waits for two windows that agree.
+    let first_switch = decisions
+        .iter()
+        .position(|d| matches!(d.action, Action::Switch { .. }))
+        .unwrap();
+    assert!(first_switch >= 1, "{decisions:#?}");
+    assert!(
+        decisions[0].reason.contains("in a row"),
+        "{}",
+        decisions[0].reason
+    );
+    // Once tiered runs, the advisor predicts it best, and nothing switches again.
+    let more = write_until(&db, written, 5_000, |_| false);
+    db.flush().unwrap();
+    let after = db.autopilot_decisions();
+    assert_eq!(
+        after
+            .iter()
+            .filter(|d| matches!(d.action, Action::Switch { .. }))
+            .count(),
+        1,
+        "{after:#?}"
+    );
+    assert!(db.version().policy().unwrap().starts_with("tiered"));
+    for i in (0..more).step_by(97) {
+        assert!(db.get(key(i)).unwrap().is_some(), "key {i} lost");
+    }
+    let recorded = after.len();
+    db.close().unwrap();
+
+    // The manifest holds every decision; the database reopens with the policy switched to.
+    let inspection = inspect_db(Arc::clone(&fs), DIR.as_ref(), InspectDb::default()).unwrap();
+    assert_eq!(inspection.autopilot.len(), recorded);
+    assert!(inspection.policy.as_deref().unwrap().starts_with("tiered"));
+    let db = Db::open(DIR, Options::new().with_file_system(fs)).unwrap();
+    assert!(db.version().policy().unwrap().starts_with("tiered"));
+    for i in (0..more).step_by(89) {
+        assert!(
+            db.get(key(i)).unwrap().is_some(),
+            "key {i} lost after reopen"
+        );
+    }
+}
+
+#[test]
+fn a_failing_advisor_keeps_the_policy() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let advisor = Arc::new(Scripted {
+        target: "tiered",
+        calls: AtomicUsize::new(0),
+        fail: true,
+    });
+    let db = Db::open(DIR, options(fs, Arc::clone(&advisor))).unwrap();
+    write_until(&db, 0, 60_000, |db| db.autopilot_decisions().len() >= 3);
+    let decisions = db.autopilot_decisions();
+    assert!(decisions.len() >= 3);
+    assert!(decisions
+        .iter()
+        .all(|d| d.action == Action::Keep && d.reason.contains("no calibration")));
+    assert!(db.version().policy().unwrap().starts_with("leveled"));
+}

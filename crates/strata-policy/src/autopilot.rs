@@ -1,0 +1,430 @@
+//! The autopilot's rule: when a database hands its tree to another policy by itself.
+//!
+//! An [`Advisor`] predicts, for the workload of the last window, what an operation costs under
+//! each candidate configuration and what handing the tree over to it would cost. A [`Pilot`]
+//! turns a series of such predictions into decisions: it switches only when the predicted gain
+//! over the horizon beats the handover's predicted cost by a margin, only after the same
+//! candidate has won several windows in a row, never twice within a minimum interval, and never
+//! beyond a budget of handover bytes per hour. The rule is a pure function of its inputs and its
+//! own small history, so the engine and the simulator decide alike; every decision, kept or
+//! switched, is a [`Decision`] the engine records in its manifest.
+
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
+use strata_meta::Version;
+
+/// The workload of one window: what the database was asked to do between two decisions.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WorkloadWindow {
+    /// Puts written.
+    pub puts: u64,
+    /// Deletes written.
+    pub deletes: u64,
+    /// Point lookups.
+    pub point_reads: u64,
+    /// Range scans started.
+    pub scans: u64,
+    /// Mean entries a scan returned (0 without scans).
+    pub scan_length: f64,
+    /// User key bytes of puts and deletes.
+    pub key_bytes: u64,
+    /// User value bytes of puts.
+    pub value_bytes: u64,
+    /// The skew estimate (the fraction of a flush made of hot keys), if one was made.
+    pub skew: Option<f64>,
+    /// Seconds the window lasted.
+    pub seconds: f64,
+}
+
+impl WorkloadWindow {
+    /// Every operation of the window.
+    pub fn operations(&self) -> u64 {
+        self.puts + self.deletes + self.point_reads + self.scans
+    }
+
+    /// Mean key bytes of a write, at least 1.
+    pub fn key_size(&self) -> u64 {
+        (self.key_bytes / (self.puts + self.deletes).max(1)).max(1)
+    }
+
+    /// Mean value bytes of a put.
+    pub fn value_size(&self) -> u64 {
+        self.value_bytes / self.puts.max(1)
+    }
+}
+
+/// What an [`Advisor`] is asked: the workload of the last window and the tree it runs on.
+#[derive(Clone, Copy, Debug)]
+pub struct AdviceRequest<'a> {
+    /// The workload since the last decision.
+    pub window: &'a WorkloadWindow,
+    /// The policy running now, as a specification (`name:option=value,...`).
+    pub current: &'a str,
+    /// The tree now: what a handover would start from.
+    pub version: &'a Version,
+    /// Bytes of live data, estimated (table bytes over space amplification, or the tables'
+    /// bytes where nothing better is known).
+    pub live_bytes: u64,
+    /// The write buffer size.
+    pub write_buffer_size: u64,
+}
+
+/// One candidate as an [`Advisor`] predicts it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    /// The configuration, a policy specification.
+    pub spec: String,
+    /// Predicted nanoseconds per operation of the window's workload.
+    pub ns_per_op: f64,
+    /// Bytes a handover from the current tree to it would rewrite (0 for the current one).
+    pub handover_bytes: u64,
+    /// Predicted nanoseconds that handover takes.
+    pub handover_ns: f64,
+}
+
+/// Predicts what each candidate configuration would cost on a window's workload. The engine
+/// calls it from a background thread of its own, at most once per window; it may take seconds.
+pub trait Advisor: Send + Sync {
+    /// A name for the log and the manifest (`"simulator"`, `"fixed"`...).
+    fn name(&self) -> &str;
+
+    /// Every candidate's prediction, the current configuration's among them (with the same
+    /// specification as `request.current`), in any order. An error is recorded as a decision
+    /// to keep the current policy.
+    fn predict(&self, request: &AdviceRequest<'_>) -> Result<Vec<Prediction>, String>;
+}
+
+/// When and how boldly the autopilot re-advises and switches. Every default is stated on its
+/// builder.
+#[derive(Clone)]
+pub struct AutopilotOptions {
+    advisor: Arc<dyn Advisor>,
+    every_bytes: u64,
+    every_seconds: f64,
+    min_window_ops: u64,
+    min_gain: f64,
+    margin: f64,
+    horizon_windows: f64,
+    confirmations: usize,
+    min_seconds_between_switches: f64,
+    handover_bytes_per_hour: u64,
+}
+
+impl fmt::Debug for AutopilotOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AutopilotOptions")
+            .field("advisor", &self.advisor.name())
+            .field("every_bytes", &self.every_bytes)
+            .field("every_seconds", &self.every_seconds)
+            .field("min_window_ops", &self.min_window_ops)
+            .field("min_gain", &self.min_gain)
+            .field("margin", &self.margin)
+            .field("horizon_windows", &self.horizon_windows)
+            .field("confirmations", &self.confirmations)
+            .field(
+                "min_seconds_between_switches",
+                &self.min_seconds_between_switches,
+            )
+            .field("handover_bytes_per_hour", &self.handover_bytes_per_hour)
+            .finish()
+    }
+}
+
+impl AutopilotOptions {
+    /// The autopilot with `advisor` and the default schedule and rule.
+    pub fn new(advisor: Arc<dyn Advisor>) -> Self {
+        Self {
+            advisor,
+            every_bytes: 64 << 20,
+            every_seconds: 30.0,
+            min_window_ops: 10_000,
+            min_gain: 0.1,
+            margin: 2.0,
+            horizon_windows: 4.0,
+            confirmations: 2,
+            min_seconds_between_switches: 60.0,
+            handover_bytes_per_hour: 4 << 30,
+        }
+    }
+
+    /// The advisor.
+    pub fn advisor(&self) -> &Arc<dyn Advisor> {
+        &self.advisor
+    }
+
+    /// A window closes once this many user bytes were written in it... Default: 64 MiB.
+    pub fn with_every_bytes(mut self, bytes: u64) -> Self {
+        self.every_bytes = bytes.max(1);
+        self
+    }
+
+    /// ...or once it lasted this many seconds, whichever comes first. Default: 30.
+    pub fn with_every_seconds(mut self, seconds: f64) -> Self {
+        self.every_seconds = seconds.max(0.001);
+        self
+    }
+
+    /// A window of fewer operations is too small to judge a workload by: it is extended
+    /// instead of closed. Default: 10,000.
+    pub fn with_min_window_ops(mut self, ops: u64) -> Self {
+        self.min_window_ops = ops;
+        self
+    }
+
+    /// The least predicted saving per operation, as a share of the current cost, worth a
+    /// switch: predictions closer than this are noise. Default: 0.1.
+    pub fn with_min_gain(mut self, share: f64) -> Self {
+        self.min_gain = share.max(0.0);
+        self
+    }
+
+    /// The predicted gain over the horizon must exceed the handover's predicted time this many
+    /// times. Default: 2.
+    pub fn with_margin(mut self, margin: f64) -> Self {
+        self.margin = margin.max(0.0);
+        self
+    }
+
+    /// The horizon a gain is counted over, in windows like the last: how long the autopilot
+    /// expects the workload to stay as it is. Default: 4.
+    pub fn with_horizon_windows(mut self, windows: f64) -> Self {
+        self.horizon_windows = windows.max(0.0);
+        self
+    }
+
+    /// How many decisions in a row must prefer the same candidate before it is switched to
+    /// (hysteresis: a window that looks different once does not move the tree). Default: 2.
+    pub fn with_confirmations(mut self, decisions: usize) -> Self {
+        self.confirmations = decisions.max(1);
+        self
+    }
+
+    /// No switch within this many seconds of the last one. Default: 60.
+    pub fn with_min_seconds_between_switches(mut self, seconds: f64) -> Self {
+        self.min_seconds_between_switches = seconds.max(0.0);
+        self
+    }
+
+    /// Handover bytes allowed in any hour (predicted, counting the switch being decided).
+    /// Default: 4 GiB.
+    pub fn with_handover_bytes_per_hour(mut self, bytes: u64) -> Self {
+        self.handover_bytes_per_hour = bytes;
+        self
+    }
+
+    /// Whether a window with `user_bytes` written, `ops` operations, open for `seconds`, is
+    /// complete.
+    pub fn window_is_due(&self, user_bytes: u64, ops: u64, seconds: f64) -> bool {
+        ops >= self.min_window_ops
+            && (user_bytes >= self.every_bytes || seconds >= self.every_seconds)
+    }
+}
+
+/// What a decision did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    /// The current policy stays.
+    Keep,
+    /// The tree is handed to this specification.
+    Switch {
+        /// The new policy's specification.
+        to: String,
+    },
+}
+
+/// One decision of the autopilot, with everything it was based on: the engine records each in
+/// its manifest, and `strata inspect --history` prints them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Seconds since the database opened (the pilot's clock).
+    pub at_seconds: f64,
+    /// The workload of the window judged.
+    pub window: WorkloadWindow,
+    /// The policy that ran in it.
+    pub current: String,
+    /// The best candidates, best first, and the current one (at most [`Decision::KEPT`]).
+    pub candidates: Vec<Prediction>,
+    /// What was done.
+    pub action: Action,
+    /// Why, in a sentence.
+    pub reason: String,
+}
+
+impl Decision {
+    /// Candidates a decision keeps: the best few and the current one.
+    pub const KEPT: usize = 4;
+
+    /// One line: the action and its reason.
+    pub fn summary(&self) -> String {
+        match &self.action {
+            Action::Keep => format!("keep {}: {}", self.current, self.reason),
+            Action::Switch { to } => format!("switch {} -> {to}: {}", self.current, self.reason),
+        }
+    }
+}
+
+/// The autopilot's memory between decisions: the candidate that has been winning, and the
+/// switches of the last hour.
+#[derive(Clone, Debug)]
+pub struct Pilot {
+    options: AutopilotOptions,
+    /// The candidate the last decisions preferred, and how many in a row did.
+    streak: Option<(String, usize)>,
+    /// Switches of the last hour: when, and their predicted handover bytes.
+    switches: VecDeque<(f64, u64)>,
+}
+
+impl Pilot {
+    /// A pilot that has decided nothing yet.
+    pub fn new(options: AutopilotOptions) -> Self {
+        Self {
+            options,
+            streak: None,
+            switches: VecDeque::new(),
+        }
+    }
+
+    /// Its options.
+    pub fn options(&self) -> &AutopilotOptions {
+        &self.options
+    }
+
+    /// Asks the advisor about `request` at `now` (seconds) and decides.
+    pub fn advise_and_decide(&mut self, now: f64, request: &AdviceRequest<'_>) -> Decision {
+        let predictions = self.options.advisor.predict(request);
+        self.decide(now, request.window, request.current, predictions)
+    }
+
+    /// The decision on a window given the advisor's `predictions` (or its error).
+    pub fn decide(
+        &mut self,
+        now: f64,
+        window: &WorkloadWindow,
+        current: &str,
+        predictions: Result<Vec<Prediction>, String>,
+    ) -> Decision {
+        let mut decision = Decision {
+            at_seconds: now,
+            window: window.clone(),
+            current: current.to_string(),
+            candidates: Vec::new(),
+            action: Action::Keep,
+            reason: String::new(),
+        };
+        let mut predictions = match predictions {
+            Ok(p) => p,
+            Err(e) => {
+                self.streak = None;
+                decision.reason = format!("the advisor failed: {e}");
+                return decision;
+            }
+        };
+        predictions.retain(|p| p.ns_per_op.is_finite() && p.ns_per_op > 0.0);
+        predictions.sort_by(|a, b| a.ns_per_op.total_cmp(&b.ns_per_op));
+        let Some(here) = predictions.iter().find(|p| p.spec == current).cloned() else {
+            self.streak = None;
+            decision.candidates = predictions.into_iter().take(Decision::KEPT).collect();
+            decision.reason = "the advisor did not predict the current policy".to_string();
+            return decision;
+        };
+        let best = predictions[0].clone();
+        decision.candidates = predictions
+            .iter()
+            .take(Decision::KEPT - 1)
+            .cloned()
+            .collect();
+        if !decision.candidates.iter().any(|p| p.spec == current) {
+            decision.candidates.push(here.clone());
+        }
+        if best.spec == current {
+            self.streak = None;
+            decision.reason = format!("it is predicted best ({:.0} ns/op)", here.ns_per_op);
+            return decision;
+        }
+        let saving = here.ns_per_op - best.ns_per_op;
+        let share = saving / here.ns_per_op;
+        let horizon_ops = window.operations() as f64 * self.options.horizon_windows;
+        let gain_ns = saving * horizon_ops;
+        let streak = match &self.streak {
+            Some((spec, n)) if *spec == best.spec => n + 1,
+            _ => 1,
+        };
+        self.streak = Some((best.spec.clone(), streak));
+        while self
+            .switches
+            .front()
+            .is_some_and(|&(t, _)| t <= now - 3600.0)
+        {
+            self.switches.pop_front();
+        }
+        let spent: u64 = self.switches.iter().map(|&(_, b)| b).sum();
+        let last_switch = self.switches.back().map(|&(t, _)| t);
+        let o = &self.options;
+        let refusal = if share < o.min_gain {
+            Some(format!(
+                "{} is predicted {:.1}% faster, under the {:.0}% worth a switch",
+                best.spec,
+                100.0 * share,
+                100.0 * o.min_gain
+            ))
+        } else if gain_ns < o.margin * best.handover_ns {
+            Some(format!(
+                "{} would save {:.2} s over the horizon, under {}× its handover's {:.2} s",
+                best.spec,
+                gain_ns / 1e9,
+                o.margin,
+                best.handover_ns / 1e9
+            ))
+        } else if streak < o.confirmations {
+            Some(format!(
+                "{} is predicted {:.1}% faster; waiting for {} decisions in a row ({streak} so far)",
+                best.spec,
+                100.0 * share,
+                o.confirmations
+            ))
+        } else if let Some(t) = last_switch.filter(|&t| now - t < o.min_seconds_between_switches) {
+            Some(format!(
+                "{} is predicted {:.1}% faster, but the last switch was {:.0} s ago",
+                best.spec,
+                100.0 * share,
+                now - t
+            ))
+        } else if spent + best.handover_bytes > o.handover_bytes_per_hour {
+            Some(format!(
+                "{} is predicted {:.1}% faster, but its handover of {} bytes would exceed the \
+                 hour's budget ({spent} spent of {})",
+                best.spec,
+                100.0 * share,
+                best.handover_bytes,
+                o.handover_bytes_per_hour
+            ))
+        } else {
+            None
+        };
+        match refusal {
+            Some(reason) => decision.reason = reason,
+            None => {
+                self.streak = None;
+                self.switches.push_back((now, best.handover_bytes));
+                decision.reason = format!(
+                    "predicted {:.0} -> {:.0} ns/op ({:.1}% faster); {:.2} s saved over the \
+                     horizon against a {:.2} s handover",
+                    here.ns_per_op,
+                    best.ns_per_op,
+                    100.0 * share,
+                    gain_ns / 1e9,
+                    best.handover_ns / 1e9
+                );
+                decision.action = Action::Switch { to: best.spec };
+            }
+        }
+        decision
+    }
+}
+
+#[cfg(test)]
+mod tests;
