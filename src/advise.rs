@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use strata_advise::{estimate, workload_like, Calibration, OperationMix, Regime, CALIBRATION_FILE};
 use strata_bench::cgroup::Limit;
 use strata_bench::engines::EngineSettings;
 use strata_bench::{run_comparison, BenchConfig, RunLimits, StorageOptions};
@@ -19,7 +20,7 @@ use strata_engine::{Db, Options};
 use strata_policy::model::{ModelEstimate, ModelInput};
 use strata_policy::{build_policy, registry, PolicySpec};
 use strata_sim::{human_bytes, SimConfig, SimReport, Simulator};
-use strata_workload::{KeyDist, Mix, PresetParams, WorkloadSpec};
+use strata_workload::WorkloadSpec;
 
 /// What to optimize.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
@@ -100,17 +101,11 @@ pub struct AdviseArgs {
     /// of the same policy (other filters on a workload without reads) is passed over.
     #[arg(long, default_value_t = 0)]
     verify: usize,
-    /// Throughput model: nanoseconds of compaction per byte written to tables (this machine:
-    /// about 5, BENCHMARKS.md).
-    #[arg(long, default_value_t = 5.0)]
-    write_ns_per_byte: f64,
-    /// Throughput model: microseconds per data block read from storage.
-    #[arg(long, default_value_t = 4.0)]
-    block_read_us: f64,
-    /// Throughput model: microseconds a point lookup spends on each sorted run it passes
-    /// (filter check, index search) besides reading blocks.
-    #[arg(long, default_value_t = 0.15)]
-    run_probe_us: f64,
+    /// The calibration that prices the throughput model (`strata calibrate` writes it). Default:
+    /// CALIBRATION.json in --db's directory if there is one, else round figures
+    /// (`strata_advise::Calibration::assumed`), which the output says were used.
+    #[arg(long, value_name = "FILE")]
+    calibration: Option<PathBuf>,
     /// Rows of the ranking to print.
     #[arg(long, default_value_t = 10)]
     top: usize,
@@ -159,7 +154,9 @@ struct Candidate {
 pub struct Advice {
     workload: String,
     objective: Objective,
-    mix: [f64; 4],
+    mix: OperationMix,
+    /// Whether the calibration was measured (`strata calibrate`) or assumed.
+    calibrated: bool,
     candidates: Vec<Candidate>,
     pick: Option<Pick>,
 }
@@ -201,9 +198,6 @@ pub fn advise(args: &AdviseArgs) -> Result<Advice> {
             crate::checks::above(flag, v, 0.0)?;
         }
     }
-    crate::checks::above("--write-ns-per-byte", args.write_ns_per_byte, 0.0)?;
-    crate::checks::above("--block-read-us", args.block_read_us, 0.0)?;
-    crate::checks::not_negative("--run-probe-us", args.run_probe_us)?;
     if let Some(us) = args.device_read_us {
         crate::checks::above("--device-read-us", us, 0.0)?;
         if args.max_memory.is_none() {
@@ -234,6 +228,7 @@ pub fn advise(args: &AdviseArgs) -> Result<Advice> {
             .spec("ycsb-a", args.workload.entries.unwrap_or(1_000_000), None)?,
     };
     let mix = mix_of(&spec);
+    let calibration = calibration_of(args)?;
     let entry_bytes = (spec.key_size + spec.value_size) as u64;
     let keys = spec
         .phases
@@ -314,7 +309,8 @@ pub fn advise(args: &AdviseArgs) -> Result<Advice> {
         let report = Simulator::run(policy, config, &spec, args.workload.seed)
             .with_context(|| format!("simulating {s}"))?;
         let data = DataShape { keys, entry_bytes };
-        let mut c = candidate(s.to_string(), *bloom, model, &report, args, mix, data);
+        let priced = (&mix, &calibration);
+        let mut c = candidate(s.to_string(), *bloom, model, &report, args, priced, data);
         c.label = label.clone();
         c.excluded = exclusion(&c, args, keys);
         candidates.push(c);
@@ -323,7 +319,7 @@ pub fn advise(args: &AdviseArgs) -> Result<Advice> {
     progress.finish_and_clear();
     rank(&mut candidates);
     if args.verify > 0 {
-        verify(&mut candidates, &spec, args, mix)?;
+        verify(&mut candidates, &spec, args, &mix)?;
         rank(&mut candidates);
     }
     let pick = candidates
@@ -334,6 +330,7 @@ pub fn advise(args: &AdviseArgs) -> Result<Advice> {
         workload: spec.name.clone(),
         objective: args.objective,
         mix,
+        calibrated: calibration.is_measured(),
         candidates,
         pick,
     })
@@ -348,7 +345,7 @@ fn has_option(policy: &str, option: &str) -> bool {
 /// number is the mean scan length. That phase is the one `strata bench` reports operations per
 /// second for, and so what `--verify` compares: a load of many entries before a read-mostly
 /// phase must not make the workload look write-bound.
-fn mix_of(spec: &WorkloadSpec) -> [f64; 4] {
+fn mix_of(spec: &WorkloadSpec) -> OperationMix {
     let reported = spec
         .phases
         .iter()
@@ -356,7 +353,7 @@ fn mix_of(spec: &WorkloadSpec) -> [f64; 4] {
         .find(|p| p.measured)
         .or(spec.phases.last());
     let Some(p) = reported else {
-        return [0.0; 4];
+        return OperationMix::default();
     };
     // Weighted by the phase's operations, so that a phase bounded only by time (0 operations)
     // counts as no operations at all.
@@ -368,12 +365,12 @@ fn mix_of(spec: &WorkloadSpec) -> [f64; 4] {
     let scanned = ops * (m.scan * p.scan_length as f64 + m.long_scan * p.long_scan_length as f64);
     let total = ops * (m.insert + m.update + m.delete + m.rmw + m.read + m.scan + m.long_scan);
     let total = f64::max(total, 1.0);
-    [
-        writes / total,
-        reads / total,
-        scans / total,
-        scanned / f64::max(scans, 1.0),
-    ]
+    OperationMix {
+        writes: writes / total,
+        reads: reads / total,
+        scans: scans / total,
+        scan_length: scanned / f64::max(scans, 1.0),
+    }
 }
 
 /// The data a workload leaves: its keys and their bytes each.
@@ -389,34 +386,37 @@ fn memory_needed(args: &AdviseArgs, bloom: f64, keys: u64) -> u64 {
     2 * args.write_buffer_size + (bloom * keys as f64 / 8.0) as u64
 }
 
-/// What one block read costs by the throughput model, in nanoseconds, and out of cache the
-/// share of reads served from memory: `--block-read-us` in the page cache; out of cache, the
-/// device's `--device-read-us` for the share of the data (at peak space amplification
-/// `space_amp`) that the memory left beside buffers and filters (with `--direct-io`, the block
-/// cache within it) cannot hold.
-fn block_cost(
-    args: &AdviseArgs,
-    bloom: f64,
-    data: DataShape,
-    space_amp: f64,
-) -> (f64, Option<f64>) {
-    let cached = args.block_read_us * 1e3;
-    match (args.max_memory, args.device_read_us) {
-        (Some(memory), Some(device_us)) => {
-            let mut left = memory.saturating_sub(memory_needed(args, bloom, data.keys)) as f64;
-            if args.direct_io {
-                // Direct I/O keeps tables out of the page cache: only the block cache holds them.
-                left = left.min(args.block_cache as f64);
-            }
-            let stored = data.keys as f64 * data.entry_bytes as f64 * space_amp.max(1.0);
-            let share = (left / stored.max(1.0)).min(1.0);
-            (
-                share * cached + (1.0 - share) * device_us * 1e3,
-                Some(share),
-            )
-        }
-        _ => (cached, None),
+/// Out of cache, the share of block reads the model serves from memory: the memory left beside
+/// buffers and filters (with `--direct-io`, the block cache within it) over the data at peak
+/// space amplification `space_amp`. `None` in the cache.
+fn memory_share(args: &AdviseArgs, bloom: f64, data: DataShape, space_amp: f64) -> Option<f64> {
+    let (memory, _) = args.max_memory.zip(args.device_read_us)?;
+    let mut left = memory.saturating_sub(memory_needed(args, bloom, data.keys)) as f64;
+    if args.direct_io {
+        // Direct I/O keeps tables out of the page cache: only the block cache holds them.
+        left = left.min(args.block_cache as f64);
     }
+    let stored = data.keys as f64 * data.entry_bytes as f64 * space_amp.max(1.0);
+    Some((left / stored.max(1.0)).min(1.0))
+}
+
+/// The calibration `args` name, or the database's, or the assumed one; with `--device-read-us`
+/// overriding the device's read time.
+fn calibration_of(args: &AdviseArgs) -> Result<Calibration> {
+    let mut calibration = match (&args.calibration, &args.db) {
+        (Some(path), _) => Calibration::load(path).context("--calibration")?,
+        (None, Some(dir)) if dir.join(CALIBRATION_FILE).exists() => {
+            Calibration::load(&dir.join(CALIBRATION_FILE)).context("--db's calibration")?
+        }
+        _ => Calibration::assumed(),
+    };
+    if let Some(us) = args.device_read_us {
+        calibration
+            .device
+            .get_or_insert_with(Calibration::assumed_device)
+            .read_latency_us = us;
+    }
+    Ok(calibration)
 }
 
 fn candidate(
@@ -425,19 +425,14 @@ fn candidate(
     model: Option<ModelEstimate>,
     r: &SimReport,
     args: &AdviseArgs,
-    mix: [f64; 4],
+    (mix, calibration): (&OperationMix, &Calibration),
     data: DataShape,
 ) -> Candidate {
-    // Nanoseconds per operation: a write costs its bytes rewritten by compactions; a lookup
-    // its modelled block reads and a probe of every run; a scan a block per run it touches
-    // plus its entries' bytes.
-    let entry_bytes = data.entry_bytes;
-    let (block_ns, memory_share) = block_cost(args, bloom, data, r.peak_space_amp);
-    let nanos = mix[0] * r.write_amp * entry_bytes as f64 * args.write_ns_per_byte
-        + mix[1]
-            * (r.avg_lookup_cost * block_ns + r.final_sorted_runs as f64 * args.run_probe_us * 1e3)
-        + mix[2] * (r.range_scan_runs as f64 * block_ns + mix[3] * entry_bytes as f64 * 0.5);
-    let estimated_ops_per_sec = 1e9 / nanos.max(1.0);
+    let memory_share = memory_share(args, bloom, data, r.peak_space_amp);
+    let regime = memory_share.map_or(Regime::Cached, |memory_share| Regime::OutOfCache {
+        memory_share,
+    });
+    let estimated = estimate(r, mix, data.entry_bytes, calibration, regime, 1.0);
     let mut c = Candidate {
         label: spec.clone(),
         spec,
@@ -447,7 +442,7 @@ fn candidate(
         space_amp: r.peak_space_amp,
         lookup_cost: r.avg_lookup_cost,
         scan_runs: r.range_scan_runs,
-        estimated_ops_per_sec,
+        estimated_ops_per_sec: estimated.ops_per_sec(),
         memory_share,
         measured_ops_per_sec: None,
         measured_write_amp: None,
@@ -458,14 +453,14 @@ fn candidate(
     c
 }
 
-fn score(c: &Candidate, objective: Objective, mix: [f64; 4]) -> f64 {
+fn score(c: &Candidate, objective: Objective, mix: &OperationMix) -> f64 {
     match objective {
         Objective::Throughput => -c.measured_ops_per_sec.unwrap_or(c.estimated_ops_per_sec),
         Objective::WriteAmp => c.measured_write_amp.unwrap_or(c.write_amp),
         Objective::SpaceAmp => c.space_amp,
         // I/Os per lookup and runs per scan, weighed by the workload's shares of each.
         Objective::ReadCost => {
-            let (reads, scans) = (mix[1], mix[2]);
+            let (reads, scans) = (mix.reads, mix.scans);
             if reads + scans > 0.0 {
                 (c.lookup_cost * reads + c.scan_runs as f64 * scans) / (reads + scans)
             } else {
@@ -517,7 +512,7 @@ fn verify(
     candidates: &mut [Candidate],
     spec: &WorkloadSpec,
     args: &AdviseArgs,
-    mix: [f64; 4],
+    mix: &OperationMix,
 ) -> Result<()> {
     // The best N that the estimate tells apart: a variant of a chosen policy with the same
     // score (filters on a workload without reads) would measure the same configuration again.
@@ -654,9 +649,9 @@ fn text(a: &Advice, top: usize) -> String {
         s,
         "workload {}: {:.0}% writes, {:.0}% point reads, {:.0}% scans; objective {:?}\n",
         a.workload,
-        100.0 * a.mix[0],
-        100.0 * a.mix[1],
-        100.0 * a.mix[2],
+        100.0 * a.mix.writes,
+        100.0 * a.mix.reads,
+        100.0 * a.mix.scans,
         a.objective
     );
     if let Some(shares) = a
@@ -749,34 +744,22 @@ fn workload_of_database(
         );
     }
     let writes = (l.puts + l.deletes).max(1);
-    let key_size = (l.key_bytes / writes).max(1) as usize;
-    let value_size = (l.value_bytes / l.puts.max(1)) as usize;
+    let key_size = (l.key_bytes / writes).max(1);
+    let value_size = l.value_bytes / l.puts.max(1);
     let entries = workload.entries.unwrap_or(1_000_000).min(l.puts.max(1));
     let ops = workload.ops.unwrap_or(entries);
-    let total = l.operations() as f64;
-    let scans = l.scan_length_histogram();
-    let params = PresetParams {
-        entries,
-        ops,
-        key_size,
-        value_size,
-        ..PresetParams::default()
-    };
-    let mut spec = WorkloadSpec::preset("updaterandom", &params)
-        .map_err(|e| anyhow::anyhow!("building the workload: {e}"))?;
+    let whole_life = l.window_since(&LifetimeStats::default());
+    // As many keys as it wrote, up to `entries`. The shape's scaled buffer goes unused:
+    // advise simulates with its own --write-buffer-size.
+    let shape = workload_like(
+        &whole_life,
+        (key_size, value_size),
+        entries * (key_size + value_size),
+        1,
+        (entries, ops),
+    )
+    .map_err(anyhow::Error::msg)?;
+    let mut spec = shape.spec;
     spec.name = format!("recorded by {}", dir.display());
-    if let Some(run) = spec.phases.last_mut() {
-        run.mix = Mix {
-            update: l.puts as f64 / total,
-            delete: l.deletes as f64 / total,
-            read: l.point_reads as f64 / total,
-            scan: l.scans as f64 / total,
-            ..Mix::default()
-        };
-        run.scan_length = scans.mean().round().max(1.0) as usize;
-        if l.skew.is_some_and(|a| a > 0.3) {
-            run.keys = KeyDist::Zipfian { theta: 0.99 };
-        }
-    }
     Ok(spec)
 }

@@ -6,6 +6,7 @@
 
 mod advise;
 mod bench;
+mod calibrate;
 mod checkpoint;
 mod checks;
 mod inspect;
@@ -39,6 +40,9 @@ enum Command {
     /// Which compaction policy, with which options, for a workload and an objective: cost
     /// models, then the simulator, then (--verify) the engine.
     Advise(advise::AdviseArgs),
+    /// Measure this machine's and its device's costs per unit of engine work, for `strata
+    /// advise` and the autopilot.
+    Calibrate(calibrate::CalibrateArgs),
     /// Describe a database directory, a table file or a WAL file, and check them for damage.
     Inspect(inspect::InspectArgs),
     /// Hand a closed database's tree to another compaction policy, without a full rewrite.
@@ -116,6 +120,7 @@ pub fn run(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Resul
         Command::Sim(args) => sim::run(args),
         Command::Inspect(args) => inspect::run(args),
         Command::Advise(args) => advise::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
         Command::SwitchPolicy(args) => switch::run(args),
         Command::Checkpoint(args) => checkpoint::run(args),
         Command::BenchRun(args) => bench::run_one(args),

@@ -39,6 +39,23 @@ pub fn entry_level(policy: &dyn CompactionPolicy) -> usize {
         .map_or(0, |plan| plan.output.level)
 }
 
+/// Bytes a handover into `entry` (the new policy's [`entry_level`]) rewrites at most: every
+/// level above it goes down and is merged with what the entry level holds, and every level at
+/// or below it with several runs is merged into one. Runs that turn out to be key-disjoint are
+/// moved instead, so the handover may write less; what the autopilot weighs a switch by.
+pub fn rewrite_bound(version: &Version, entry: usize) -> u64 {
+    let levels = version.levels();
+    let above: u64 = levels.iter().take(entry).map(|l| l.size()).sum();
+    levels
+        .iter()
+        .enumerate()
+        .skip(entry)
+        .filter(|&(level, l)| l.runs().len() > 1 || (level == entry && above > 0))
+        .map(|(_, l)| l.size())
+        .sum::<u64>()
+        + above
+}
+
 /// The flush a handover makes of `plan` (the new policy's): the same cut, Bloom filter and
 /// buffer selection, into a new run at the top of level 0, merging with nothing.
 pub fn handover_flush(mut plan: FlushPlan) -> FlushPlan {
@@ -287,6 +304,34 @@ L2:
         assert_eq!(plans[0].action, PlanAction::Move);
         // A tree that has the shape needs nothing.
         assert_eq!(handover_step(&after, 1, &Leases::new()), HandoverStep::Done);
+    }
+
+    #[test]
+    fn the_rewrite_bound_counts_what_breaks_the_shape() {
+        let v = Version::parse(
+            "L0:
+  run 9:
+    table 9 [c, f] size=10
+L1:
+  run 7:
+    table 7 [a, b] size=20
+L2:
+  run 5:
+    table 5 [a, z] size=40
+  run 4:
+    table 4 [b, c] size=80
+L3:
+  run 3:
+    table 3 [a, z] size=160
+",
+        )
+        .unwrap();
+        // Into L0: L2's two runs merge.
+        assert_eq!(rewrite_bound(&v, 0), 120);
+        // Into L1: L0 goes down and merges with L1, and L2's runs merge.
+        assert_eq!(rewrite_bound(&v, 1), 10 + 20 + 120);
+        // Into L3: everything above it goes down into it.
+        assert_eq!(rewrite_bound(&v, 3), 10 + 20 + 120 + 160);
     }
 
     #[test]

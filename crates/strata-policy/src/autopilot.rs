@@ -70,6 +70,10 @@ pub struct AdviceRequest<'a> {
     pub live_bytes: u64,
     /// The write buffer size.
     pub write_buffer_size: u64,
+    /// Mean key bytes of the database's writes (the window may have none).
+    pub key_size: u64,
+    /// Mean value bytes of its puts.
+    pub value_size: u64,
 }
 
 /// One candidate as an [`Advisor`] predicts it.

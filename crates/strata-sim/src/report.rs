@@ -9,6 +9,8 @@ use std::fmt::Write as _;
 pub(crate) struct Metrics {
     pub flush_bytes: u64,
     pub flush_read_bytes: u64,
+    pub window_held_bytes: u64,
+    pub tables_written: u64,
     pub compaction_bytes: u64,
     pub compaction_read_bytes: u64,
     pub compactions: u64,
@@ -75,6 +77,13 @@ pub struct PhaseReport {
     pub bytes_written: u64,
     /// `bytes_written / user_bytes`.
     pub write_amp: f64,
+    /// Bytes flushes and compactions read from tables during the phase (the inputs they merge).
+    pub bytes_read: u64,
+    /// User bytes window flushes left held in the buffer during the phase (see
+    /// [`SimReport::window_held_bytes`]).
+    pub window_held_bytes: u64,
+    /// Tables flushes and compactions wrote during the phase.
+    pub tables_written: u64,
     /// Bytes written into each level during the phase (index = level).
     pub bytes_written_per_level: Vec<u64>,
     /// Data blocks written into each level during the phase (index = level; empty unless
@@ -130,6 +139,13 @@ pub struct SimReport {
     pub compaction_bytes_written: u64,
     /// Bytes read by compactions and by flushes that merge into a run.
     pub compaction_bytes_read: u64,
+    /// User bytes that flushes writing only a window of the buffer left held in it, summed
+    /// over those flushes: what later windows pass over again (the engine merges over the held
+    /// memtables for each window, `docs/minmax.md`), work a policy causes that writes no table.
+    pub window_held_bytes: u64,
+    /// Tables flushes and compactions wrote (each costs a file's creation, index, filter and
+    /// sync whatever its size).
+    pub tables_written: u64,
     /// (flush + compaction bytes written) / user bytes.
     pub write_amp: f64,
     /// Peak of (tables + in-flight compaction outputs) / live bytes.

@@ -32,7 +32,7 @@ pub(crate) fn run(tree: Arc<Engine>, options: AutopilotOptions) {
         if !due || tree.shared.failed.load(Ordering::Acquire) {
             continue;
         }
-        since = now;
+        since = now.clone();
         let (version, current) = {
             let state = tree.state.lock();
             (Arc::clone(&state.version), tree.recorded_policy(&state))
@@ -47,6 +47,8 @@ pub(crate) fn run(tree: Arc<Engine>, options: AutopilotOptions) {
             version: &version,
             live_bytes: version.size(),
             write_buffer_size: tree.options.write_buffer_size,
+            key_size: (now.key_bytes / (now.puts + now.deletes).max(1)).max(1),
+            value_size: now.value_bytes / now.puts.max(1),
         };
         let decision = pilot.advise_and_decide(started.elapsed().as_secs_f64(), &request);
         if let Err(e) = tree.carry_out(decision) {

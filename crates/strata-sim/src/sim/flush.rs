@@ -146,6 +146,7 @@ impl Simulator {
             self.buffer_entries = keep.len() as u64 * weight;
             self.buffer_bytes =
                 self.buffer_user_bytes + self.buffer_entries * self.cfg.buffer_entry_overhead;
+            self.metrics.window_held_bytes += self.buffer_user_bytes;
             self.buffer = keep;
             self.buffer_seqnos = Some(buffer_seqnos);
         }

@@ -573,6 +573,8 @@ impl Simulator {
             flush_bytes: m.flush_bytes,
             compaction_bytes_written: m.compaction_bytes,
             compaction_bytes_read: m.compaction_read_bytes + m.flush_read_bytes,
+            window_held_bytes: m.window_held_bytes,
+            tables_written: m.tables_written,
             write_amp: ratio(written as f64, user_bytes as f64),
             peak_space_amp: m.peak_space_amp,
             peak_durable_space_amp: m.peak_durable_space_amp,

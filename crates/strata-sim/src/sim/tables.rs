@@ -87,6 +87,7 @@ impl Simulator {
     ) -> (TableMeta, Arc<[u64]>) {
         let id = TableId(self.next_table);
         self.next_table += 1;
+        self.metrics.tables_written += 1;
         let entry_bounds = match (entries.first(), entries.last()) {
             (Some(&first), Some(&last)) => {
                 Some((key_bytes(key_of(first)), key_bytes(key_of(last))))

@@ -1,0 +1,163 @@
+//! The advisor the autopilot asks by default: every candidate policy simulated on a workload
+//! like the last window's, over a tree the size of the live one scaled down, and its time per
+//! operation estimated with this machine's calibration.
+
+use crate::calibration::Calibration;
+use crate::estimate::{estimate, Regime};
+use crate::workload::{workload_like, WorkloadShape};
+use std::sync::Arc;
+use strata_exec::handover;
+use strata_policy::autopilot::{AdviceRequest, Advisor, Prediction};
+use strata_policy::{build_policy, registry, CompactionPolicy, PolicySpec};
+use strata_sim::{SimConfig, Simulator};
+
+/// Predicts every candidate by simulating it ([`Advisor`] for
+/// [`strata_engine::Options::with_autopilot`]).
+#[derive(Clone, Debug)]
+pub struct SimulatingAdvisor {
+    calibration: Calibration,
+    candidates: Vec<PolicySpec>,
+    regime: Regime,
+    max_entries: u64,
+    max_ops: u64,
+    seed: u64,
+}
+
+impl SimulatingAdvisor {
+    /// Every built-in policy with its own defaults as candidates, priced with `calibration`,
+    /// in the cached regime.
+    pub fn new(calibration: Calibration) -> Self {
+        Self {
+            calibration,
+            candidates: registry::builtin_names()
+                .into_iter()
+                .map(PolicySpec::new)
+                .collect(),
+            regime: Regime::Cached,
+            max_entries: 100_000,
+            max_ops: 100_000,
+            seed: 42,
+        }
+    }
+
+    /// Only these candidates (their options as given; the write buffer size and the data size
+    /// are filled in where a policy declares them and they are unset). Default: every built-in.
+    pub fn with_candidates(mut self, candidates: Vec<PolicySpec>) -> Self {
+        self.candidates = candidates;
+        self
+    }
+
+    /// The regime reads are priced in. Default: cached.
+    pub fn with_regime(mut self, regime: Regime) -> Self {
+        self.regime = regime;
+        self
+    }
+
+    /// The most entries and operations a simulation runs: a larger tree is simulated scaled
+    /// down, write buffer included, so its shape (levels, runs) stays. Default: 100,000 each.
+    pub fn with_simulation_size(mut self, entries: u64, ops: u64) -> Self {
+        self.max_entries = entries.max(1000);
+        self.max_ops = ops.max(1000);
+        self
+    }
+
+    /// Its calibration.
+    pub fn calibration(&self) -> &Calibration {
+        &self.calibration
+    }
+
+    /// The estimated nanoseconds per operation of `spec` on `shape`'s workload.
+    fn simulate(&self, spec: &PolicySpec, shape: &WorkloadShape) -> Result<f64, String> {
+        let policy: Arc<dyn CompactionPolicy> =
+            build_policy(spec).map_err(|e| format!("{spec}: {e}"))?;
+        let config = SimConfig {
+            key_size: shape.key_size,
+            value_size: shape.value_size,
+            buffer_size: shape.buffer_size,
+            ..SimConfig::default()
+        };
+        let report = Simulator::run(policy, config, &shape.spec, self.seed)
+            .map_err(|e| format!("simulating {spec}: {e}"))?;
+        Ok(estimate(
+            &report,
+            &shape.mix,
+            shape.key_size + shape.value_size,
+            &self.calibration,
+            self.regime,
+            shape.scale,
+        )
+        .ns_per_op)
+    }
+}
+
+/// A specification with the facts of the tree filled in where the policy declares them.
+fn filled(spec: &PolicySpec, shape: &WorkloadShape) -> Result<PolicySpec, String> {
+    let mut spec = spec.clone();
+    spec.fill_defaults([
+        ("write_buffer_size", shape.buffer_size.to_string()),
+        ("expected_data_size", shape.data_bytes().to_string()),
+    ])
+    .map_err(|e| format!("{spec}: {e}"))?;
+    Ok(spec)
+}
+
+impl Advisor for SimulatingAdvisor {
+    fn name(&self) -> &str {
+        "simulator"
+    }
+
+    fn predict(&self, request: &AdviceRequest<'_>) -> Result<Vec<Prediction>, String> {
+        let shape = workload_like(
+            request.window,
+            (request.key_size, request.value_size),
+            request.live_bytes,
+            request.write_buffer_size,
+            (self.max_entries, self.max_ops),
+        )?;
+        let current: PolicySpec = request
+            .current
+            .parse()
+            .map_err(|e| format!("the current policy {}: {e}", request.current))?;
+        // The current policy is simulated as it runs, scaled like the others: its write buffer
+        // and data size are the simulation's.
+        let mut current_scaled = current.clone();
+        current_scaled
+            .options
+            .retain(|(k, _)| k != "write_buffer_size" && k != "expected_data_size");
+        let mut predictions = vec![Prediction {
+            spec: request.current.to_string(),
+            ns_per_op: self.simulate(&filled(&current_scaled, &shape)?, &shape)?,
+            handover_bytes: 0,
+            handover_ns: 0.0,
+        }];
+        let entry_bytes = (shape.key_size + shape.value_size) as f64;
+        for candidate in self.candidates.iter().filter(|c| c.name != current.name) {
+            let spec = filled(candidate, &shape)?;
+            // The handover is priced on the real tree, with the real policy's entry level.
+            let mut real = candidate.clone();
+            real.fill_defaults([
+                ("write_buffer_size", request.write_buffer_size.to_string()),
+                ("expected_data_size", request.live_bytes.to_string()),
+            ])
+            .map_err(|e| format!("{candidate}: {e}"))?;
+            let policy = build_policy(&real).map_err(|e| format!("{real}: {e}"))?;
+            let bytes =
+                handover::rewrite_bound(request.version, handover::entry_level(policy.as_ref()));
+            // Merged on a core of its own, and out of cache read and written on the device.
+            let device = match (self.regime, &self.calibration.device) {
+                (Regime::OutOfCache { .. }, Some(d)) => {
+                    entry_bytes * 1e9 * (1.0 / d.write_bytes_per_sec + 1.0 / d.read_bytes_per_sec)
+                }
+                _ => 0.0,
+            };
+            let per_entry = self.calibration.cpu.merge_ns_per_entry + device;
+            predictions.push(Prediction {
+                spec: real.to_string(),
+                ns_per_op: self.simulate(&spec, &shape)?,
+                handover_bytes: bytes,
+                handover_ns: bytes as f64 / entry_bytes * per_entry,
+            });
+        }
+        Ok(predictions)
+    }
+}

@@ -1,0 +1,130 @@
+//! Time per operation from a simulation's counts and a calibration: the throughput model of
+//! `strata advise` and of the autopilot's advisor.
+//!
+//! The simulator counts what a configuration makes the engine do (entries flushed and merged,
+//! tables written, entries held by window flushes, runs a lookup or a scan passes, I/Os per
+//! lookup); the calibration says what each costs on this machine. The writer's own work (the
+//! put, lookups, scans) is *foreground*; flushes and merges are *background*, run by other
+//! threads on the other cores: they cost the writer its share of the machine
+//! (background ÷ cores), and throttle it outright when they need more than the other cores
+//! give (background ÷ (cores − 1) above the foreground).
+
+use crate::calibration::Calibration;
+use serde::Serialize;
+use strata_sim::SimReport;
+
+/// The operations of a workload, as shares of one operation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct OperationMix {
+    /// Puts and deletes (a read-modify-write counts here and in `reads`).
+    pub writes: f64,
+    /// Point lookups.
+    pub reads: f64,
+    /// Range scans.
+    pub scans: f64,
+    /// Entries a scan returns, on average.
+    pub scan_length: f64,
+}
+
+/// Where reads are served from.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub enum Regime {
+    /// Everything in memory: a block read is part of the lookup's CPU cost.
+    Cached,
+    /// This share of block reads is served from memory, the rest from the device (whose
+    /// costs the calibration must have).
+    OutOfCache {
+        /// Share of block reads served from memory, 0 to 1.
+        memory_share: f64,
+    },
+}
+
+/// A configuration's estimated time per operation, and its parts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Estimate {
+    /// Nanoseconds per operation.
+    pub ns_per_op: f64,
+    /// The writer's own nanoseconds per operation.
+    pub foreground_ns: f64,
+    /// Flush and merge nanoseconds per operation, on whichever core runs them.
+    pub background_ns: f64,
+}
+
+impl Estimate {
+    /// Operations per second.
+    pub fn ops_per_sec(&self) -> f64 {
+        1e9 / self.ns_per_op.max(1e-9)
+    }
+}
+
+/// Bytes of a data block (the engine's default block size), for the blocks a scan reads.
+const BLOCK_BYTES: f64 = 4096.0;
+
+/// The estimate for the configuration `report` simulated, on a workload of `mix` whose entries
+/// are `entry_bytes` each. The write costs come from the workload's last phase (the one
+/// measured, as `strata bench` reports it), or from the whole run without phases; the read
+/// costs from the tree over the whole run. `scale` is the simulated data over the real data:
+/// a tree simulated scaled down, buffer included, writes `1 / scale` times as many tables per
+/// byte as the real one, so its tables count `scale` each (1 when not scaled).
+pub fn estimate(
+    report: &SimReport,
+    mix: &OperationMix,
+    entry_bytes: u64,
+    calibration: &Calibration,
+    regime: Regime,
+    scale: f64,
+) -> Estimate {
+    let c = &calibration.cpu;
+    let entry_bytes = entry_bytes.max(1) as f64;
+    // Per user byte: bytes flushes and compactions read and wrote, tables written per byte,
+    // bytes window flushes held back.
+    let last = report.phases.iter().rev().find(|p| p.user_bytes > 0);
+    let (user, written, read, tables, held) = match last {
+        Some(p) => (
+            p.user_bytes,
+            p.bytes_written,
+            p.bytes_read,
+            p.tables_written,
+            p.window_held_bytes,
+        ),
+        None => (
+            report.user_bytes,
+            report.flush_bytes + report.compaction_bytes_written,
+            report.compaction_bytes_read,
+            report.tables_written,
+            report.window_held_bytes,
+        ),
+    };
+    let per_user = |x: u64| x as f64 / user.max(1) as f64;
+    // Each entry written is flushed once; what merges read they also rewrite.
+    let mut background_per_write = c.flush_ns_per_entry
+        + per_user(read) * c.merge_ns_per_entry
+        + per_user(tables) * scale * entry_bytes * c.table_ns
+        + per_user(held) * c.scan_ns_per_entry;
+    let runs = report.avg_range_scan_runs.max(1.0);
+    let mut lookup = c.lookup_ns + (runs - 1.0) * c.run_probe_ns;
+    let scan_blocks = runs + mix.scan_length * entry_bytes / BLOCK_BYTES;
+    let mut scan = runs * c.seek_ns_per_run + mix.scan_length * c.scan_ns_per_entry;
+    if let (Regime::OutOfCache { memory_share }, Some(d)) = (regime, &calibration.device) {
+        let miss = (1.0 - memory_share).clamp(0.0, 1.0);
+        let device_read_ns = d.read_latency_us * 1e3;
+        lookup += report.avg_lookup_cost.max(1.0) * miss * device_read_ns;
+        scan += scan_blocks * miss * device_read_ns;
+        background_per_write += per_user(written) * entry_bytes / d.write_bytes_per_sec * 1e9
+            + per_user(read) * entry_bytes / d.read_bytes_per_sec * 1e9;
+    }
+    let foreground_ns = mix.writes * c.write_ns + mix.reads * lookup + mix.scans * scan;
+    let background_ns = mix.writes * background_per_write;
+    let cores = calibration.cores.max(1) as f64;
+    let shared = foreground_ns + background_ns / cores;
+    let throttled = if cores > 1.0 {
+        background_ns / (cores - 1.0)
+    } else {
+        foreground_ns + background_ns
+    };
+    Estimate {
+        ns_per_op: shared.max(throttled).max(1e-3),
+        foreground_ns,
+        background_ns,
+    }
+}

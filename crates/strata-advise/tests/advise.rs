@@ -1,0 +1,196 @@
+//! The advisor's parts: a calibration's file round trip and checks, the estimate's response to
+//! each count it prices, and the simulating advisor's predictions.
+
+#![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
+
+use strata_advise::{
+    estimate, workload_like, Calibration, OperationMix, Regime, SimulatingAdvisor,
+};
+use strata_meta::Version;
+use strata_policy::autopilot::{AdviceRequest, Advisor, WorkloadWindow};
+use strata_policy::{build_policy, PolicySpec};
+use strata_sim::{SimConfig, Simulator};
+
+#[test]
+fn a_calibration_round_trips_and_bad_files_are_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Calibration::assumed();
+    c.measured_at = 1_700_000_000;
+    c.save(dir.path()).unwrap();
+    let back = Calibration::load(dir.path()).unwrap();
+    assert_eq!(back, c);
+    assert!(back.is_measured());
+
+    let file = dir.path().join("bad.json");
+    let mut bad = c.clone();
+    bad.cpu.merge_ns_per_entry = 0.0;
+    std::fs::write(&file, serde_json::to_string(&bad).unwrap()).unwrap();
+    let e = Calibration::load(&file).unwrap_err().to_string();
+    assert!(e.contains("cpu.merge_ns_per_entry is 0"), "{e}");
+    std::fs::write(&file, "{").unwrap();
+    let e = Calibration::load(&file).unwrap_err().to_string();
+    assert!(
+        e.contains("bad.json") && e.contains("not a calibration"),
+        "{e}"
+    );
+    let e = Calibration::load(&dir.path().join("missing.json"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("missing.json"), "{e}");
+}
+
+fn report(policy: &str, workload: &str) -> strata_sim::SimReport {
+    let spec: PolicySpec = policy.parse().unwrap();
+    let params = strata_workload::PresetParams {
+        entries: 20_000,
+        ops: 20_000,
+        ..Default::default()
+    };
+    let workload = strata_workload::WorkloadSpec::preset(workload, &params).unwrap();
+    let config = SimConfig {
+        buffer_size: 64 << 10,
+        ..SimConfig::default()
+    };
+    Simulator::run(build_policy(&spec).unwrap(), config, &workload, 7).unwrap()
+}
+
+const WRITES: OperationMix = OperationMix {
+    writes: 1.0,
+    reads: 0.0,
+    scans: 0.0,
+    scan_length: 0.0,
+};
+
+#[test]
+fn merging_more_costs_more_and_more_cores_hide_it() {
+    let c = Calibration::assumed();
+    let leveled = report("leveled-full", "updaterandom");
+    let tiered = report("tiered", "updaterandom");
+    let cost = |r: &strata_sim::SimReport, c: &Calibration| {
+        estimate(r, &WRITES, 116, c, Regime::Cached, 1.0)
+    };
+    let (l, t) = (cost(&leveled, &c), cost(&tiered, &c));
+    assert!(leveled.compaction_bytes_read > tiered.compaction_bytes_read);
+    assert!(l.background_ns > t.background_ns, "{l:?} {t:?}");
+    assert!(l.ns_per_op > t.ns_per_op);
+    // The writer's own work is the same put.
+    assert_eq!(l.foreground_ns, t.foreground_ns);
+    let mut many = c.clone();
+    many.cores = 16;
+    assert!(cost(&leveled, &many).ns_per_op < l.ns_per_op);
+    // A merge twice as dear costs more.
+    let mut dear = c.clone();
+    dear.cpu.merge_ns_per_entry *= 2.0;
+    assert!(cost(&leveled, &dear).ns_per_op > l.ns_per_op);
+}
+
+#[test]
+fn reads_pay_for_runs_and_for_the_device_out_of_cache() {
+    let c = Calibration::assumed();
+    let reads = OperationMix {
+        writes: 0.1,
+        reads: 0.9,
+        scans: 0.0,
+        scan_length: 0.0,
+    };
+    let leveled = report("leveled", "ycsb-b");
+    let tiered = report("tiered", "ycsb-b");
+    assert!(tiered.avg_range_scan_runs > leveled.avg_range_scan_runs);
+    let cached = |r| estimate(r, &reads, 116, &c, Regime::Cached, 1.0);
+    assert!(cached(&tiered).foreground_ns > cached(&leveled).foreground_ns);
+    let out = |share| {
+        estimate(
+            &leveled,
+            &reads,
+            116,
+            &c,
+            Regime::OutOfCache {
+                memory_share: share,
+            },
+            1.0,
+        )
+    };
+    assert!(out(0.0).ns_per_op > out(0.5).ns_per_op);
+    assert!(out(0.5).ns_per_op > cached(&leveled).ns_per_op);
+    // Reads served from memory cost what they cost cached; writes still reach the device.
+    assert!((out(1.0).foreground_ns - cached(&leveled).foreground_ns).abs() < 1e-6);
+    assert!(out(1.0).background_ns > cached(&leveled).background_ns);
+}
+
+#[test]
+fn scans_pay_per_entry_and_per_run() {
+    let c = Calibration::assumed();
+    let r = report("tiered", "ycsb-e");
+    let scans = |scan_length| OperationMix {
+        writes: 0.05,
+        reads: 0.0,
+        scans: 0.95,
+        scan_length,
+    };
+    let short = estimate(&r, &scans(10.0), 116, &c, Regime::Cached, 1.0);
+    let long = estimate(&r, &scans(100.0), 116, &c, Regime::Cached, 1.0);
+    let diff = long.foreground_ns - short.foreground_ns;
+    assert!((diff - 0.95 * 90.0 * c.cpu.scan_ns_per_entry).abs() < 1e-6);
+}
+
+#[test]
+fn a_window_scales_down_with_its_buffer() {
+    let window = WorkloadWindow {
+        puts: 50_000,
+        point_reads: 50_000,
+        key_bytes: 16 * 50_000,
+        value_bytes: 100 * 50_000,
+        skew: Some(0.9),
+        seconds: 1.0,
+        ..WorkloadWindow::default()
+    };
+    let shape = workload_like(&window, (16, 100), 116 << 20, 8 << 20, (10_000, 5_000)).unwrap();
+    assert_eq!(shape.entries, 10_000);
+    assert!((shape.scale - 10_000.0 / (1 << 20) as f64).abs() < 1e-9);
+    assert_eq!(shape.buffer_size, 80_000); // 8 MiB × scale
+    let tiny = workload_like(&window, (16, 100), 116 << 30, 8 << 20, (10_000, 5_000)).unwrap();
+    assert_eq!(tiny.buffer_size, 64 << 10); // under the floor
+    assert!((shape.mix.writes - 0.5).abs() < 1e-9);
+    let run = shape.spec.phases.last().unwrap();
+    assert_eq!(run.ops, 5_000);
+    assert!(matches!(run.keys, strata_workload::KeyDist::Zipfian { .. }));
+}
+
+#[test]
+fn the_advisor_predicts_the_current_policy_and_every_candidate() {
+    let advisor = SimulatingAdvisor::new(Calibration::assumed())
+        .with_candidates(vec![PolicySpec::new("tiered"), PolicySpec::new("leveled")])
+        .with_simulation_size(5_000, 5_000);
+    let window = WorkloadWindow {
+        puts: 10_000,
+        key_bytes: 16 * 10_000,
+        value_bytes: 100 * 10_000,
+        seconds: 1.0,
+        ..WorkloadWindow::default()
+    };
+    let version = Version::new();
+    let current = "leveled:size_ratio=10";
+    let request = AdviceRequest {
+        window: &window,
+        current,
+        version: &version,
+        live_bytes: 2 << 20,
+        write_buffer_size: 256 << 10,
+        key_size: 16,
+        value_size: 100,
+    };
+    let predictions = advisor.predict(&request).unwrap();
+    // The current one under its own specification, and tiered; leveled is the current policy.
+    let specs: Vec<&str> = predictions.iter().map(|p| p.spec.as_str()).collect();
+    assert_eq!(specs.len(), 2, "{specs:?}");
+    assert_eq!(specs[0], current);
+    assert!(specs[1].starts_with("tiered"), "{specs:?}");
+    assert!(predictions.iter().all(|p| p.ns_per_op > 0.0));
+    // An empty tree hands over for nothing.
+    assert!(predictions.iter().all(|p| p.handover_bytes == 0));
+    // The winner of a write-only window merges less.
+    assert!(
+        predictions[1].ns_per_op < predictions[0].ns_per_op,
+        "{predictions:?}"
+    );
+}
