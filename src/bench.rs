@@ -10,7 +10,7 @@ use clap::Args;
 use std::path::PathBuf;
 use strata_bench::cgroup::Limit;
 use strata_bench::device_probe::{check_direct_io, ProbeSettings};
-use strata_bench::engines::{available_peers, EngineSettings, Strata};
+use strata_bench::engines::{available_peers, EngineSettings, Strata, AUTOPILOT};
 use strata_bench::physical::{check_drop_caches, DROP_CACHES_PATH};
 use strata_bench::runner::WINDOW_OPS;
 use strata_bench::workload::WorkloadSpec;
@@ -35,14 +35,20 @@ pub struct BenchArgs {
     #[arg(long)]
     from_json: Option<PathBuf>,
     /// Strata policies to run: comma-separated names, each optionally with options
-    /// (`leveled:level0_trigger=8,tiered`), "all" for every built-in policy, or "none".
-    /// Default: the workload file's `policies`, else all.
+    /// (`leveled:level0_trigger=8,tiered`), "all" for every built-in policy, or "none";
+    /// "autopilot" runs Strata choosing and switching its own policy
+    /// (`Options::with_autopilot`, starting from `leveled`). Default: the workload file's
+    /// `policies`, else all.
     #[arg(long, visible_alias = "policy")]
     policies: Option<String>,
     /// An option for every selected policy that declares it, as name=value (repeatable), e.g.
     /// `--policy-option num_levels=5`; `strata sim --list-policies` shows each policy's options.
     #[arg(long = "policy-option", value_name = "NAME=VALUE")]
     policy_options: Vec<String>,
+    /// The calibration (`strata calibrate`) an "autopilot" run's advisor prices with.
+    /// Default: round figures (`strata_advise::Calibration::assumed`).
+    #[arg(long, value_name = "FILE")]
+    calibration: Option<PathBuf>,
     /// Peers to run beside the policies, comma-separated: rocksdb, fjall, or "all" (needs a
     /// build with `--features peers`). Default: every peer the build has.
     #[arg(long)]
@@ -561,13 +567,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let workload = args.workload.spec("mixed", 2_000_000, Some(2_000_000))?;
     // Runs are named after the policies as chosen; the engine settings fill the rest of each
     // policy's options when it opens.
+    let (list, autopilot) = without_autopilot(args.policies.as_deref());
     let chosen = choose_policies(
-        args.policies.as_deref(),
+        list.as_deref(),
         &workload,
         &args.policy_options,
         &args.policy_flags,
     )?;
-    let policies: Vec<String> = chosen.labels.iter().map(ToString::to_string).collect();
+    let mut policies: Vec<String> = chosen.labels.iter().map(ToString::to_string).collect();
     let peers = peers(args.peers.as_deref())?;
     // The peers take every policy flag, so none goes unused while they run.
     if peers.is_empty() {
@@ -606,6 +613,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         keyspace_policies: args.keyspace_policies.clone(),
         block_align: args.block_align,
         file_trace: None,
+        calibration: args.calibration.clone(),
         engine_defaults: args.engine_defaults,
         direct_io: args.direct_io,
     };
@@ -623,6 +631,11 @@ pub fn run(args: BenchArgs) -> Result<()> {
         let spec = Strata::policy_spec(policy, &settings)?;
         let policy = build_policy(&spec).map_err(|e| chosen.blame(i, &facts, e))?;
         built.push(PolicySpec::of(policy.as_ref()));
+    }
+    if autopilot {
+        // Its calibration is read now, so a bad file fails before any run.
+        strata_bench::engines::autopilot_options(&settings)?;
+        policies.push(AUTOPILOT.to_string());
     }
     // The peers' shape, checked now and printed below.
     let peer_shape = (!peers.is_empty() && !settings.engine_defaults)
@@ -731,4 +744,27 @@ pub fn run(args: BenchArgs) -> Result<()> {
         println!("report: {}", index.display());
     }
     Ok(())
+}
+
+/// `list` without its "autopilot" entries, and whether it had one: the autopilot is a run of
+/// its own, not a policy the registry builds. `None` stays `None` (the default list).
+fn without_autopilot(list: Option<&str>) -> (Option<String>, bool) {
+    let Some(list) = list else {
+        return (None, false);
+    };
+    let mut autopilot = false;
+    let rest: Vec<&str> = list
+        .split(',')
+        .filter(|item| {
+            let is = item.trim() == AUTOPILOT;
+            autopilot |= is;
+            !is
+        })
+        .collect();
+    let rest = if autopilot && rest.is_empty() {
+        "none".to_string()
+    } else {
+        rest.join(",")
+    };
+    (Some(rest), autopilot)
 }

@@ -17,7 +17,7 @@ use strata_sim::{SimConfig, Simulator};
 pub struct SimulatingAdvisor {
     calibration: Calibration,
     candidates: Vec<PolicySpec>,
-    regime: Regime,
+    cache_bytes: Option<u64>,
     max_entries: u64,
     max_ops: u64,
     seed: u64,
@@ -33,7 +33,7 @@ impl SimulatingAdvisor {
                 .into_iter()
                 .map(PolicySpec::new)
                 .collect(),
-            regime: Regime::Cached,
+            cache_bytes: None,
             max_entries: 100_000,
             max_ops: 100_000,
             seed: 42,
@@ -47,9 +47,12 @@ impl SimulatingAdvisor {
         self
     }
 
-    /// The regime reads are priced in. Default: cached.
-    pub fn with_regime(mut self, regime: Regime) -> Self {
-        self.regime = regime;
+    /// Out of cache: the memory that caches table data (the block cache under direct I/O).
+    /// Each candidate's reads are then served from memory in the share this holds of its
+    /// tables (the live data at its simulated peak space amplification), and from the device
+    /// otherwise (the calibration's device costs). `None`: everything cached. Default: `None`.
+    pub fn with_cache_bytes(mut self, bytes: Option<u64>) -> Self {
+        self.cache_bytes = bytes;
         self
     }
 
@@ -78,12 +81,22 @@ impl SimulatingAdvisor {
         };
         let report = Simulator::run(policy, config, &shape.spec, self.seed)
             .map_err(|e| format!("simulating {spec}: {e}"))?;
+        let regime = match self.cache_bytes {
+            None => Regime::Cached,
+            Some(cache) => {
+                let stored =
+                    shape.data_bytes() as f64 / shape.scale * report.peak_space_amp.max(1.0);
+                Regime::OutOfCache {
+                    memory_share: (cache as f64 / stored.max(1.0)).min(1.0),
+                }
+            }
+        };
         Ok(estimate(
             &report,
             &shape.mix,
             shape.key_size + shape.value_size,
             &self.calibration,
-            self.regime,
+            regime,
             shape.scale,
         )
         .ns_per_op)
@@ -144,8 +157,8 @@ impl Advisor for SimulatingAdvisor {
             let bytes =
                 handover::rewrite_bound(request.version, handover::entry_level(policy.as_ref()));
             // Merged on a core of its own, and out of cache read and written on the device.
-            let device = match (self.regime, &self.calibration.device) {
-                (Regime::OutOfCache { .. }, Some(d)) => {
+            let device = match (self.cache_bytes, &self.calibration.device) {
+                (Some(_), Some(d)) => {
                     entry_bytes * 1e9 * (1.0 / d.write_bytes_per_sec + 1.0 / d.read_bytes_per_sec)
                 }
                 _ => 0.0,

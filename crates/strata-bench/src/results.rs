@@ -250,6 +250,9 @@ pub struct RunResult {
     pub disk_samples: Vec<(f64, u64)>,
     /// The LSM shape at the end (Strata only).
     pub shape: Vec<LevelShape>,
+    /// The autopilot's decisions, oldest first (runs labelled `autopilot` only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub autopilot: Vec<strata_policy::autopilot::Decision>,
     /// The options that shaped the tree, by name (`KvEngine::options`): a Strata policy's as it
     /// was built, with the defaults it applied and the values it derived; a peer's matched
     /// shape. Empty for a run on the engine's own defaults.

@@ -214,7 +214,12 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("partial-merge-tpcc", "Partial merges: TPC-C NEW_ORDER-like inserts, deletes of the oldest orders"),
     ("nearly-sorted", "time-series ingest: ascending keys with bounded disorder (bucket ingestion)"),
     ("minmax-queries", "Min-Max: nearly sorted ingest, then the paper's five range queries Q1-Q5 (selectivity 0.003 to 0.05 of the entries), 20 each"),
+    ("phase-change", "nearly sorted ingest, then zipfian point reads, then scans, then uniform updates: a workload whose best policy changes (--ops each phase, a tenth for scans)"),
 ];
+
+/// The share of `--ops` the scan phase of `phase-change` runs: a scan of up to 100 entries
+/// costs tens of point operations, and the phases should take times of one order.
+pub const PHASE_CHANGE_SCAN_SHARE: f64 = 0.1;
 
 /// The Min-Max paper's range queries Q1–Q5: the share of the keys each reads (Sec. 4).
 pub const MINMAX_QUERY_SELECTIVITY: [f64; 5] = [0.003, 0.006, 0.015, 0.026, 0.05];
@@ -429,6 +434,37 @@ impl WorkloadSpec {
                 (
                     "nearly sorted ingest, then range queries Q1-Q5 reading 0.3% to 5% of the keys",
                     phases,
+                )
+            }
+            "phase-change" => {
+                let nearly_sorted = || InsertOrder::NearlySorted { window: p.disorder };
+                let mut ingest = load("ingest");
+                ingest.inserts = nearly_sorted();
+                let phase = |name: &str, mix: Mix, keys: KeyDist, ops: u64| {
+                    let mut phase = run(mix, keys);
+                    phase.name = name.to_string();
+                    phase.ops = ops;
+                    // The ingest's key numbering, so reads and updates find stored keys.
+                    phase.inserts = nearly_sorted();
+                    phase
+                };
+                let mut scans = phase(
+                    "scans",
+                    m(0.0, 0.05, 0.0, 0.95, 0.0, 0.0),
+                    zipf.clone(),
+                    ((p.ops as f64 * PHASE_CHANGE_SCAN_SHARE) as u64).max(1),
+                );
+                scans.scan_length = 100;
+                scans.random_scan_length = true;
+                (
+                    "nearly sorted ingest, then 95% zipfian point reads, then 95% scans of 1-100 \
+                     entries, then uniform updates (5% updates beside the reads and the scans)",
+                    vec![
+                        ingest,
+                        phase("reads", m(0.0, 0.05, 0.95, 0.0, 0.0, 0.0), zipf.clone(), p.ops),
+                        scans,
+                        phase("updates", m(0.0, 1.0, 0.0, 0.0, 0.0, 0.0), KeyDist::Uniform, p.ops),
+                    ],
                 )
             }
             other => {

@@ -523,3 +523,40 @@ fn load_phases_and_entries_describe_what_a_workload_stores() {
     assert_eq!(timed.load_phases(), 0);
     assert_eq!(timed.entries(), None);
 }
+
+#[test]
+fn the_phase_change_preset_reads_scans_and_updates_what_it_ingested() {
+    // A disorder window much smaller than the ingest, as in any real use: keys still pending
+    // in the window at its end were never written, and reads of them miss.
+    let mut p = params();
+    p.disorder = 10;
+    let w = WorkloadSpec::preset("phase-change", &p).unwrap();
+    let names: Vec<&str> = w.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["ingest", "reads", "scans", "updates"]);
+    assert!(w.phases.iter().all(|p| p.measured));
+    assert_eq!(w.phases[2].ops, 200, "a tenth of --ops for scans");
+    let space = KeySpace::new();
+    let mut ingest = Generator::new(&w.phases[0], space.clone(), 1);
+    let mut ingested = HashSet::new();
+    while let Some(op) = ingest.next_op(w.phases[0].ops) {
+        assert_eq!(op.kind, OpKind::Insert);
+        ingested.insert(op.key);
+    }
+    // The share of the phase's operations of `kind`, and of its keys that were ingested.
+    let shares = |phase: usize, kind: OpKind| {
+        let mut g = Generator::new(&w.phases[phase], space.clone(), 3);
+        let (mut total, mut of_kind, mut stored) = (0, 0, 0);
+        while let Some(op) = g.next_op(w.phases[phase].ops) {
+            total += 1;
+            of_kind += usize::from(op.kind == kind);
+            stored += usize::from(ingested.contains(&op.key));
+        }
+        (of_kind as f64 / total as f64, stored as f64 / total as f64)
+    };
+    let (reads, stored) = shares(1, OpKind::Read);
+    assert!(reads > 0.9 && stored > 0.95, "{reads} {stored}");
+    let (scans, stored) = shares(2, OpKind::Scan);
+    assert!(scans > 0.9 && stored > 0.95, "{scans} {stored}");
+    let (updates, stored) = shares(3, OpKind::Update);
+    assert!(updates == 1.0 && stored > 0.95, "{updates} {stored}");
+}

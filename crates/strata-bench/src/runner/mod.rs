@@ -397,6 +397,7 @@ fn finish(
         final_disk_bytes: final_disk,
         disk_samples,
         shape: stats.shape,
+        autopilot: stats.autopilot,
         policy_state: stats.policy_state,
         key_index: stats.key_index,
         phases,
