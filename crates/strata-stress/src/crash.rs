@@ -45,6 +45,12 @@ pub(crate) struct CrashArgs {
     /// so kills land in handovers.
     #[arg(long)]
     switching: bool,
+    /// The autopilot switching: every cycle works on one database, created with the first
+    /// policy and reopened with the one it records, while the children's autopilot (an advisor
+    /// that always prefers the next policy of the list) switches every few hundred
+    /// milliseconds, so kills land in handovers and between decisions and their switches.
+    #[arg(long, conflicts_with = "switching")]
+    autopilot: bool,
     /// Every this many cycles (0: never), damage a WAL after the kill: cut the end off an older
     /// WAL or flip a byte before the newest WAL's last record. A default open must refuse it as
     /// corruption naming the file, a point-in-time open (of a copy) must hold a prefix of every
@@ -87,8 +93,11 @@ struct CrashSummary {
     /// ... of which a kill rolled back.
     unlogged_keys_rolled_back: u64,
     per_policy_cycles: BTreeMap<String, u64>,
-    /// Cycles that found the database in a handover the kill had cut short (`--switching`).
+    /// Cycles that found the database in a handover the kill had cut short (`--switching`,
+    /// `--autopilot`).
     recovered_in_handover: u64,
+    /// Switches the children's autopilot made (`--autopilot`).
+    autopilot_switches: u64,
     /// WAL damage cases made (`--wal-damage-every`).
     wal_damage_cases: u64,
     /// ... of which an older WAL lost its end.
@@ -168,6 +177,16 @@ pub(crate) fn crash(args: CrashArgs) -> Result<()> {
             ];
             last = Some(to.clone());
         }
+        if args.autopilot {
+            // One database; its policy is whatever the autopilot last switched to.
+            policy = &policies[0];
+            dir = args.dir.join("autopilot");
+            switch = vec![
+                // Slow background writes: handovers outlast the time before the kill.
+                "--rate-limit".to_string(),
+                (1u64 << 20).to_string(),
+            ];
+        }
         if args.keep_previous {
             keep_previous(&dir)?;
         }
@@ -191,6 +210,10 @@ pub(crate) fn crash(args: CrashArgs) -> Result<()> {
         if stdout.lines().any(|l| l == "IN_HANDOVER true") {
             s.recovered_in_handover += 1;
         }
+        s.autopilot_switches += stdout
+            .lines()
+            .filter(|l| l.starts_with("AUTOPILOT_SWITCH "))
+            .count() as u64;
         match verified_line.and_then(|l| serde_json::from_str::<serde_json::Value>(l).ok()) {
             Some(v) => {
                 let n = |f: &str| v.get(f).and_then(serde_json::Value::as_u64).unwrap_or(0);
@@ -236,6 +259,8 @@ pub(crate) fn crash(args: CrashArgs) -> Result<()> {
     // after it.
     let finals: Vec<(&String, PathBuf)> = if args.switching {
         vec![(&policies[0], args.dir.join("switching"))]
+    } else if args.autopilot {
+        vec![(&policies[0], args.dir.join("autopilot"))]
     } else {
         policies.iter().map(|p| (p, args.dir.join(p))).collect()
     };
@@ -297,6 +322,7 @@ fn child_run(exe: &Path, policy: &str, args: &CrashArgs, dir: &Path) -> Command 
         .args(["--keys", &args.keys.to_string()])
         .args(["--keyspaces", &args.keyspaces.to_string()])
         .args(args.direct_io.then_some("--direct-io"))
+        .args(args.autopilot.then_some("--autopilot"))
         .args((!args.all_logged && args.wal_damage_every == 0).then_some("--unlogged-writes"))
         .arg("--dir")
         .arg(dir);

@@ -13,7 +13,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strata_engine::filename::{classify, FileKind};
-use strata_engine::{AppendOperator, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata_engine::{
+    AppendOperator, Db, EventListener, Options, PolicySwitch, ReadOptions, WriteBatch, WriteOptions,
+};
+use strata_policy::autopilot::{AdviceRequest, Advisor, AutopilotOptions, Prediction};
 use strata_policy::{testing, PolicySpec};
 
 #[derive(Parser, Clone)]
@@ -61,6 +64,12 @@ pub(crate) struct RunArgs {
     /// Keyspaces the keys are spread over (the default one and `ks1`..; see `keyspaces.rs`).
     #[arg(long, default_value_t = 1)]
     pub(crate) keyspaces: usize,
+    /// Run the autopilot (`Options::with_autopilot`) with an advisor that always predicts the
+    /// next policy of the test list twice as fast, so it switches every few hundred
+    /// milliseconds; the database is reopened with the policy it records (the autopilot's
+    /// last switch), `--policy` only creating it. Each switch prints `AUTOPILOT_SWITCH`.
+    #[arg(long)]
+    autopilot: bool,
 }
 
 /// The write buffer of every child: small, so a short run flushes and compacts many times.
@@ -83,8 +92,12 @@ pub(crate) fn policy_spec(policy: &str) -> Result<PolicySpec> {
 /// Small buffers and tables, so a short run flushes and compacts many times; table files read
 /// and written with direct I/O if `direct_io`, their data blocks then aligned to pages.
 pub(crate) fn options(policy: &str, direct_io: bool) -> Result<Options> {
-    let spec = policy_spec(policy)?;
-    Ok(Options::new()
+    Ok(recorded_policy_options(direct_io).with_policy_spec(policy_spec(policy)?)?)
+}
+
+/// [`options`] without a policy: the database's recorded one applies.
+fn recorded_policy_options(direct_io: bool) -> Options {
+    Options::new()
         .with_use_direct_reads(direct_io)
         .with_use_direct_io_for_flush_and_compaction(direct_io)
         .with_block_align(direct_io)
@@ -98,7 +111,72 @@ pub(crate) fn options(policy: &str, direct_io: bool) -> Result<Options> {
         // A TTL no entry outlives: the ages it samples go into the manifest between the kills,
         // and every read and merge checks them.
         .with_ttl(Some(std::time::Duration::from_secs(24 * 3600)))
-        .with_policy_spec(spec)?)
+}
+
+/// What the child opens with: [`options`] of `--policy`, except that with `--autopilot` an
+/// existing database keeps the policy it records (the autopilot's last switch).
+fn child_options(args: &RunArgs) -> Result<Options> {
+    if args.autopilot && args.dir.join("CURRENT").exists() {
+        Ok(recorded_policy_options(args.direct_io))
+    } else {
+        options(&args.policy, args.direct_io)
+    }
+}
+
+/// The crash test's advisor: the policy after the current one in the test list is always
+/// predicted twice as fast, for a handover of nothing, so the pilot switches at every window
+/// its rule allows.
+struct Rotating {
+    policies: Vec<&'static str>,
+}
+
+impl Advisor for Rotating {
+    fn name(&self) -> &str {
+        "rotating"
+    }
+
+    fn predict(&self, request: &AdviceRequest<'_>) -> std::result::Result<Vec<Prediction>, String> {
+        let name = request.current.split(':').next().unwrap_or_default();
+        let at = self.policies.iter().position(|p| *p == name).unwrap_or(0);
+        let next = self.policies[(at + 1) % self.policies.len()];
+        let mut spec = policy_spec(next).map_err(|e| e.to_string())?;
+        spec.fill_defaults([("write_buffer_size", BUFFER)])
+            .map_err(|e| e.to_string())?;
+        let prediction = |spec: String, ns_per_op| Prediction {
+            spec,
+            ns_per_op,
+            handover_bytes: 0,
+            handover_ns: 0.0,
+        };
+        Ok(vec![
+            prediction(request.current.to_string(), 1000.0),
+            prediction(spec.to_string(), 500.0),
+        ])
+    }
+}
+
+/// Prints `AUTOPILOT_SWITCH` for each switch the autopilot makes, for the driver to count.
+struct SwitchPrinter;
+
+impl EventListener for SwitchPrinter {
+    fn on_policy_switch(&self, switch: &PolicySwitch) {
+        if !switch.at_open {
+            println!("AUTOPILOT_SWITCH {}", switch.to);
+        }
+    }
+}
+
+/// The autopilot of `--autopilot`: small windows, a switch as soon as one window agrees.
+fn autopilot() -> AutopilotOptions {
+    let advisor = Rotating {
+        policies: testing::policies_to_test(),
+    };
+    AutopilotOptions::new(Arc::new(advisor))
+        .with_every_bytes(128 << 10)
+        .with_every_seconds(0.2)
+        .with_min_window_ops(100)
+        .with_confirmations(1)
+        .with_min_seconds_between_switches(0.2)
 }
 
 fn key_name(thread: usize, k: u64) -> String {
@@ -284,7 +362,7 @@ fn worker(
 /// own and those kept for the blocks its tables refer to. A kill must leave neither a dangling
 /// reference (open fails on a missing file) nor, after open's cleanup, a leaked file.
 fn check_table_files(args: &RunArgs) -> Result<()> {
-    let options = options(&args.policy, args.direct_io)?.with_synchronous_compaction(true);
+    let options = child_options(args)?.with_synchronous_compaction(true);
     let db = Db::open(&args.dir, options).context("opening to check the table files")?;
     let needed = Router::open(&db, args.keyspaces, policy_spec)?.table_files();
     let mut on_disk = std::collections::BTreeSet::new();
@@ -316,15 +394,15 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         reader.close()?;
         check_table_files(&args)?;
     }
-    let db = Arc::new(
-        Db::open(
-            &args.dir,
-            options(&args.policy, args.direct_io)?
-                .with_rate_limiter(args.rate_limit)
-                .with_enable_pipelined_write(args.pipelined_write),
-        )
-        .context("reopening after the crash")?,
-    );
+    let mut options = child_options(&args)?
+        .with_rate_limiter(args.rate_limit)
+        .with_enable_pipelined_write(args.pipelined_write);
+    if args.autopilot {
+        options = options
+            .with_autopilot(autopilot())
+            .with_event_listener(Arc::new(SwitchPrinter));
+    }
+    let db = Arc::new(Db::open(&args.dir, options).context("reopening after the crash")?);
     let router = Arc::new(Router::open(&db, args.keyspaces, policy_spec)?);
     let verified = verify(&router, &logs, args.threads).context("verifying after the crash")?;
     println!("VERIFIED {}", serde_json::to_string(&verified)?);
