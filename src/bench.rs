@@ -567,7 +567,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     let workload = args.workload.spec("mixed", 2_000_000, Some(2_000_000))?;
     // Runs are named after the policies as chosen; the engine settings fill the rest of each
     // policy's options when it opens.
-    let (list, autopilot) = without_autopilot(args.policies.as_deref());
+    let (list, autopilot) = crate::policies::without_autopilot(args.policies.as_deref());
     let chosen = choose_policies(
         list.as_deref(),
         &workload,
@@ -744,27 +744,4 @@ pub fn run(args: BenchArgs) -> Result<()> {
         println!("report: {}", index.display());
     }
     Ok(())
-}
-
-/// `list` without its "autopilot" entries, and whether it had one: the autopilot is a run of
-/// its own, not a policy the registry builds. `None` stays `None` (the default list).
-fn without_autopilot(list: Option<&str>) -> (Option<String>, bool) {
-    let Some(list) = list else {
-        return (None, false);
-    };
-    let mut autopilot = false;
-    let rest: Vec<&str> = list
-        .split(',')
-        .filter(|item| {
-            let is = item.trim() == AUTOPILOT;
-            autopilot |= is;
-            !is
-        })
-        .collect();
-    let rest = if autopilot && rest.is_empty() {
-        "none".to_string()
-    } else {
-        rest.join(",")
-    };
-    (Some(rest), autopilot)
 }

@@ -336,6 +336,29 @@ pub fn choose_policies(
     })
 }
 
+/// `list` without its "autopilot" entries, and whether it had one: the autopilot is a run of
+/// its own, not a policy the registry builds. `None` stays `None` (the default list).
+pub fn without_autopilot(list: Option<&str>) -> (Option<String>, bool) {
+    let Some(list) = list else {
+        return (None, false);
+    };
+    let mut autopilot = false;
+    let rest: Vec<&str> = list
+        .split(',')
+        .filter(|item| {
+            let is = item.trim() == strata_bench::engines::AUTOPILOT;
+            autopilot |= is;
+            !is
+        })
+        .collect();
+    let rest = if autopilot && rest.is_empty() {
+        "none".to_string()
+    } else {
+        rest.join(",")
+    };
+    (Some(rest), autopilot)
+}
+
 fn builtins() -> Vec<PolicySpec> {
     registry::builtin_names()
         .into_iter()

@@ -1,16 +1,20 @@
 //! `strata sim`: the simulator's command line.
 
 use crate::checks;
-use crate::policies::{choose_policies, PolicyFlags};
+use crate::policies::{choose_policies, without_autopilot, PolicyFlags};
 use crate::workload_args::{
     count_arg, ingest_bytes, size_arg, usize_arg, warn, warn_if_smaller_than_a_buffer, WorkloadArgs,
 };
 use anyhow::{Context, Result};
 use clap::Args;
 use std::io::Write as _;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+use strata_advise::{run_autopilot, Calibration};
+use strata_bench::engines::{AUTOPILOT, AUTOPILOT_START};
 use strata_exec::job_log::{job_log_file_name, write_job_log, JobRecord};
+use strata_policy::autopilot::Action;
 use strata_policy::{registry, PolicySpec};
 use strata_sim::ftl::{replay_events, Ftl, FtlConfig, FtlRecorder, FtlReport, VictimPolicy};
 use strata_sim::{
@@ -24,10 +28,15 @@ use strata_workload::OpStream;
 #[derive(Args, Debug)]
 pub struct SimArgs {
     /// Policies to compare: comma-separated names, each optionally with options
-    /// (`leveled:level0_trigger=1,tiered`), or "all" for every built-in policy. Default: the
-    /// workload file's `policies`, else all.
+    /// (`leveled:level0_trigger=1,tiered`), or "all" for every built-in policy; "autopilot"
+    /// simulates the autopilot, starting from `leveled` (the engine's twin,
+    /// `Simulator::with_autopilot`). Default: the workload file's `policies`, else all.
     #[arg(long = "policies", visible_alias = "policy", value_name = "POLICIES")]
     policy: Option<String>,
+    /// The calibration (`strata calibrate`) the "autopilot" run's advisor prices with.
+    /// Default: round figures (`strata_advise::Calibration::assumed`).
+    #[arg(long, value_name = "FILE")]
+    calibration: Option<PathBuf>,
     /// An option for every selected policy that declares it, as name=value (repeatable), e.g.
     /// `--policy-option levels=3`. `strata sim --list-policies` shows each policy's options.
     #[arg(long = "policy-option", value_name = "NAME=VALUE")]
@@ -369,15 +378,34 @@ pub fn run(args: SimArgs) -> Result<()> {
         .policy_flags
         .write_buffer_size
         .unwrap_or(DEFAULT_WRITE_BUFFER_SIZE);
-    let chosen = choose_policies(
-        args.policy.as_deref(),
+    let (list, autopilot) = without_autopilot(args.policy.as_deref());
+    let mut chosen = choose_policies(
+        list.as_deref(),
         &workload,
         &args.policy_options,
         &args.policy_flags,
     )?;
-    if chosen.labels.is_empty() {
+    if chosen.labels.is_empty() && !autopilot {
         anyhow::bail!("--policies names no policy; nothing to simulate");
     }
+    // The autopilot starts from its start policy, which takes the flags like any other.
+    let autopilot = match autopilot {
+        true => {
+            let start = choose_policies(
+                Some(AUTOPILOT_START),
+                &workload,
+                &args.policy_options,
+                &args.policy_flags,
+            )?;
+            chosen.labels.extend(start.labels);
+            let calibration = match &args.calibration {
+                Some(path) => Calibration::load(path).context("--calibration")?,
+                None => Calibration::assumed(),
+            };
+            Some(run_autopilot(calibration, buffer_size, None))
+        }
+        false => None,
+    };
     chosen.warn_unused_flags();
     // Each policy built once, with the facts of this run its model must agree with.
     let facts = [
@@ -426,7 +454,12 @@ pub fn run(args: SimArgs) -> Result<()> {
     };
     // Job logs are named after the policies as chosen, before the flags and facts fill them,
     // as `strata bench` names its runs.
-    let labels: Vec<String> = chosen.labels.iter().map(ToString::to_string).collect();
+    let mut labels: Vec<String> = chosen.labels.iter().map(ToString::to_string).collect();
+    if autopilot.is_some() {
+        if let Some(last) = labels.last_mut() {
+            *last = AUTOPILOT.to_string();
+        }
+    }
     if !args.json {
         println!(
             "workload {} ({} ops in {} phases), {}-byte keys, {}-byte values ({} ingested), buffer {}, {}",
@@ -446,24 +479,29 @@ pub fn run(args: SimArgs) -> Result<()> {
         }
     }
     let mut reports = Vec::new();
-    for ((spec, policy), label) in chosen.labels.iter().zip(policies).zip(&labels) {
-        let name = &spec.name;
+    let count = labels.len();
+    for (i, (policy, label)) in policies.into_iter().zip(&labels).enumerate() {
+        let name = label;
         let used = PolicySpec::of(policy.as_ref());
         let start = Instant::now();
+        let mut sim =
+            Simulator::new(policy, config.clone()).with_context(|| format!("simulating {name}"))?;
+        if let Some(options) = autopilot.as_ref().filter(|_| i + 1 == count) {
+            sim = sim.with_autopilot(options.clone());
+        }
         let mut report = match args.ftl_config()? {
-            None => Simulator::run(policy, config.clone(), &workload, args.workload.seed)
+            None => sim
+                .run_workload(&workload, args.workload.seed)
                 .with_context(|| format!("simulating {name}"))?,
             Some(device) => {
                 let recorder = Arc::new(Mutex::new(FtlRecorder::new(Ftl::new(device)?)));
                 let sink = Arc::clone(&recorder);
-                let sim = Simulator::new(policy, config.clone())
-                    .with_context(|| format!("simulating {name}"))?
-                    .with_file_sink(move |event| {
-                        if let Ok(mut r) = sink.lock() {
-                            // A refused event stops the device; `finish` reports why.
-                            let _ = r.apply(event);
-                        }
-                    });
+                let sim = sim.with_file_sink(move |event| {
+                    if let Ok(mut r) = sink.lock() {
+                        // A refused event stops the device; `finish` reports why.
+                        let _ = r.apply(event);
+                    }
+                });
                 let mut report = sim
                     .run_workload(&workload, args.workload.seed)
                     .with_context(|| format!("simulating {name}"))?;
@@ -481,6 +519,10 @@ pub fn run(args: SimArgs) -> Result<()> {
             }
         };
         report.wall_seconds = start.elapsed().as_secs_f64();
+        if !report.autopilot.is_empty() || label == AUTOPILOT {
+            // Named by the run, not by the policy it ended with.
+            report.policy = AUTOPILOT.to_string();
+        }
         if let Some(dir) = &args.job_log {
             let jobs: Vec<JobRecord> = std::mem::take(&mut report.trace)
                 .iter()
@@ -495,6 +537,11 @@ pub fn run(args: SimArgs) -> Result<()> {
                 report.write_amp, report.peak_space_amp, report.wall_seconds
             );
             println!("  ran as {used}");
+            for d in &report.autopilot {
+                if d.action != Action::Keep {
+                    println!("  autopilot: {}", d.summary());
+                }
+            }
             print!("{}", report.shape());
             if let Some(ssd) = &report.ssd {
                 println!(

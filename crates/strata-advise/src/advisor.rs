@@ -174,3 +174,31 @@ impl Advisor for SimulatingAdvisor {
         Ok(predictions)
     }
 }
+
+/// A window of a benchmark or simulated run closes after this many write buffers of user
+/// bytes: a phase of a few hundred megabytes gets several decisions, where the default
+/// (64 MiB) would give one or none...
+pub const RUN_WINDOW_BUFFERS: u64 = 4;
+
+/// ...or after this many seconds...
+pub const RUN_WINDOW_SECONDS: f64 = 5.0;
+
+/// ...or after this many operations (phases of reads alone write nothing).
+pub const RUN_WINDOW_OPS: u64 = 100_000;
+
+/// The autopilot of a `strata bench` or `strata sim` run with `write_buffer_size` buffers:
+/// the simulating advisor priced with `calibration` (out of cache against `cache_bytes`, see
+/// [`SimulatingAdvisor::with_cache_bytes`]), windows sized for runs of minutes, and switches at
+/// most one window apart.
+pub fn run_autopilot(
+    calibration: Calibration,
+    write_buffer_size: u64,
+    cache_bytes: Option<u64>,
+) -> strata_policy::autopilot::AutopilotOptions {
+    let advisor = SimulatingAdvisor::new(calibration).with_cache_bytes(cache_bytes);
+    strata_policy::autopilot::AutopilotOptions::new(Arc::new(advisor))
+        .with_every_bytes(RUN_WINDOW_BUFFERS * write_buffer_size)
+        .with_every_seconds(RUN_WINDOW_SECONDS)
+        .with_every_ops(RUN_WINDOW_OPS)
+        .with_min_seconds_between_switches(RUN_WINDOW_SECONDS)
+}

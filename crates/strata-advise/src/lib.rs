@@ -19,7 +19,9 @@ pub mod estimate;
 pub mod measure;
 mod workload;
 
-pub use advisor::SimulatingAdvisor;
+pub use advisor::{
+    run_autopilot, SimulatingAdvisor, RUN_WINDOW_BUFFERS, RUN_WINDOW_OPS, RUN_WINDOW_SECONDS,
+};
 pub use calibration::{Calibration, CalibrationError, CpuCosts, DeviceCosts, CALIBRATION_FILE};
 pub use estimate::{estimate, Estimate, OperationMix, Regime};
 pub use workload::{workload_like, WorkloadShape, ZIPFIAN_ABOVE};

@@ -108,6 +108,7 @@ pub struct AutopilotOptions {
     advisor: Arc<dyn Advisor>,
     every_bytes: u64,
     every_seconds: f64,
+    every_ops: u64,
     min_window_ops: u64,
     min_gain: f64,
     margin: f64,
@@ -123,6 +124,7 @@ impl fmt::Debug for AutopilotOptions {
             .field("advisor", &self.advisor.name())
             .field("every_bytes", &self.every_bytes)
             .field("every_seconds", &self.every_seconds)
+            .field("every_ops", &self.every_ops)
             .field("min_window_ops", &self.min_window_ops)
             .field("min_gain", &self.min_gain)
             .field("margin", &self.margin)
@@ -144,6 +146,7 @@ impl AutopilotOptions {
             advisor,
             every_bytes: 64 << 20,
             every_seconds: 30.0,
+            every_ops: 0,
             min_window_ops: 10_000,
             min_gain: 0.1,
             margin: 2.0,
@@ -168,6 +171,13 @@ impl AutopilotOptions {
     /// ...or once it lasted this many seconds, whichever comes first. Default: 30.
     pub fn with_every_seconds(mut self, seconds: f64) -> Self {
         self.every_seconds = seconds.max(0.001);
+        self
+    }
+
+    /// ...or once it holds this many operations (0: never), which closes windows of reads
+    /// alone in a simulation without a clock. Default: 0.
+    pub fn with_every_ops(mut self, ops: u64) -> Self {
+        self.every_ops = ops;
         self
     }
 
@@ -223,7 +233,9 @@ impl AutopilotOptions {
     /// complete.
     pub fn window_is_due(&self, user_bytes: u64, ops: u64, seconds: f64) -> bool {
         ops >= self.min_window_ops
-            && (user_bytes >= self.every_bytes || seconds >= self.every_seconds)
+            && (user_bytes >= self.every_bytes
+                || seconds >= self.every_seconds
+                || (self.every_ops > 0 && ops >= self.every_ops))
     }
 }
 

@@ -220,6 +220,10 @@ pub struct SimReport {
     /// Seconds spent in the policy's decisions (picks, flush plans, holds), a part of
     /// `wall_seconds`.
     pub policy_seconds: f64,
+    /// The autopilot's decisions, oldest first ([`crate::Simulator::with_autopilot`]; empty
+    /// without it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub autopilot: Vec<strata_policy::autopilot::Decision>,
     /// Every flush and plan in the order they were installed, when [`crate::SimConfig::trace`]
     /// is on (empty otherwise).
     #[serde(skip)]

@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use strata_policy::{build_policy, registry, CompactionPolicy, PolicySpec};
 use strata_sim::{SimConfig, Simulator};
+use strata_workload::{PresetParams, WorkloadSpec};
 
 const BUFFER: u64 = 64 << 10;
 const KEYS: u64 = 20_000;
@@ -129,4 +130,62 @@ fn a_chain_of_switches_in_timed_mode_keeps_every_key() {
     ops(&mut sim, &mut rng, &mut model, 8_000);
     sim.flush().unwrap();
     assert_eq!(sim.live_keys(), model);
+}
+
+/// The autopilot's twin: the pilot's rule deciding on the simulated workload's windows and
+/// switching through `set_policy`, with every decision in the report.
+#[test]
+fn the_autopilot_switches_when_its_advisor_says_so() {
+    use strata_policy::autopilot::{Action, AdviceRequest, Advisor, AutopilotOptions, Prediction};
+    /// Prefers tiered, twice as fast as anything else.
+    struct PreferTiered;
+    impl Advisor for PreferTiered {
+        fn name(&self) -> &str {
+            "prefer-tiered"
+        }
+        fn predict(&self, r: &AdviceRequest<'_>) -> Result<Vec<Prediction>, String> {
+            let here = if r.current.starts_with("tiered") {
+                500.0
+            } else {
+                1000.0
+            };
+            let p = |spec: &str, ns_per_op| Prediction {
+                spec: spec.to_string(),
+                ns_per_op,
+                handover_bytes: 0,
+                handover_ns: 0.0,
+            };
+            Ok(vec![p(r.current, here), p("tiered", 500.0)])
+        }
+    }
+    let options = AutopilotOptions::new(std::sync::Arc::new(PreferTiered))
+        .with_every_bytes(u64::MAX)
+        .with_every_ops(5_000)
+        .with_min_window_ops(1_000);
+    let params = PresetParams {
+        entries: 20_000,
+        ops: 20_000,
+        ..PresetParams::default()
+    };
+    let workload = WorkloadSpec::preset("phase-change", &params).unwrap();
+    let config = SimConfig {
+        buffer_size: 64 << 10,
+        check_invariants: true,
+        ..SimConfig::default()
+    };
+    let sim = Simulator::new(build_policy(&PolicySpec::new("leveled")).unwrap(), config)
+        .unwrap()
+        .with_autopilot(options);
+    let report = sim.run_workload(&workload, 3).unwrap();
+    let switches: Vec<_> = report
+        .autopilot
+        .iter()
+        .filter(|d| matches!(d.action, Action::Switch { .. }))
+        .collect();
+    // Two windows in a row agree, then one switch; once tiered runs it is predicted best.
+    assert_eq!(switches.len(), 1, "{:#?}", report.autopilot);
+    assert_eq!(report.autopilot[0].action, Action::Keep);
+    assert!(report.autopilot.len() >= 10, "{}", report.autopilot.len());
+    assert!(report.policy_options.keys().any(|k| k == "size_ratio"));
+    assert_eq!(report.policy, "tiered");
 }

@@ -16,6 +16,7 @@
 //! - `scale`: scale mode's key sample ([`SimConfig::with_scale`]);
 //! - `metrics`: what is measured as the tree changes (space, lookup cost, the timeline).
 
+mod autopilot;
 mod config;
 mod files;
 mod flush;
@@ -208,6 +209,8 @@ pub struct Simulator {
     draining: bool,
     /// Where the policy's flushes go ([`handover::entry_level`]), for handovers.
     entry_level: usize,
+    /// The autopilot, if it runs ([`Simulator::with_autopilot`]).
+    autopilot: Option<autopilot::SimAutopilot>,
 }
 
 impl Simulator {
@@ -294,6 +297,7 @@ impl Simulator {
             timeline: Vec::new(),
             last_sample_bytes: 0,
             draining: false,
+            autopilot: None,
             entry_level,
         })
     }
@@ -504,6 +508,7 @@ impl Simulator {
                 OpKind::Read => sim.read(op.key),
                 OpKind::Scan | OpKind::LongScan => sim.scan(op.scan_length as u64),
             }
+            sim.autopilot_count(op.kind, op.scan_length as u64)?;
         }
         sim.live_entries = stream.live_keys();
         let mut report = sim.finish()?;
@@ -552,7 +557,13 @@ impl Simulator {
             })
             .collect();
         let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { 0.0 };
+        let autopilot = self
+            .autopilot
+            .take()
+            .map(|a| a.decisions)
+            .unwrap_or_default();
         Ok(SimReport {
+            autopilot,
             ssd: None,
             sample_one_in: self.sample_one_in,
             policy: self.policy.name().to_string(),

@@ -1,0 +1,130 @@
+//! The autopilot in the simulator, the engine's twin: the same rule
+//! (`strata_policy::autopilot::Pilot`) decides on windows of the simulated workload and
+//! switches through [`Simulator::set_policy`], so a policy-changing workload can be studied at
+//! any scale before it runs on the engine ([`crate::SimReport::autopilot`] keeps every
+//! decision).
+
+use super::{SimError, Simulator};
+use strata_policy::autopilot::{
+    Action, AdviceRequest, AutopilotOptions, Decision, Pilot, WorkloadWindow,
+};
+use strata_policy::{build_policy, PolicySpec};
+use strata_workload::OpKind;
+
+/// The autopilot's state in a simulation: the pilot, the window being counted, the decisions.
+pub(super) struct SimAutopilot {
+    pilot: Pilot,
+    window: WorkloadWindow,
+    /// Entries the window's scans asked for.
+    scanned: u64,
+    /// The simulated clock when the window opened.
+    opened_at: f64,
+    pub(super) decisions: Vec<Decision>,
+}
+
+impl Simulator {
+    /// Runs the autopilot over the simulated workload ([`Simulator::run_workload`]): the
+    /// engine's rule with `options`' advisor. Without a clock (synchronous mode) windows close
+    /// by bytes written and by operations ([`AutopilotOptions::with_every_ops`]).
+    pub fn with_autopilot(mut self, options: AutopilotOptions) -> Self {
+        self.autopilot = Some(SimAutopilot {
+            pilot: Pilot::new(options),
+            window: WorkloadWindow::default(),
+            scanned: 0,
+            opened_at: self.now,
+            decisions: Vec::new(),
+        });
+        self
+    }
+
+    /// Counts an operation in the autopilot's window, and decides when the window is due.
+    pub(super) fn autopilot_count(
+        &mut self,
+        kind: OpKind,
+        scan_length: u64,
+    ) -> Result<(), SimError> {
+        let (key, value) = (self.cfg.key_size, self.cfg.value_size);
+        let now = self.now;
+        let Some(a) = self.autopilot.as_mut() else {
+            return Ok(());
+        };
+        let w = &mut a.window;
+        match kind {
+            OpKind::Insert | OpKind::Update => {
+                w.puts += 1;
+                w.key_bytes += key;
+                w.value_bytes += value;
+            }
+            OpKind::Rmw => {
+                w.puts += 1;
+                w.point_reads += 1;
+                w.key_bytes += key;
+                w.value_bytes += value;
+            }
+            OpKind::Delete => {
+                w.deletes += 1;
+                w.key_bytes += key;
+            }
+            OpKind::Read => w.point_reads += 1,
+            OpKind::Scan | OpKind::LongScan => {
+                w.scans += 1;
+                a.scanned += scan_length;
+            }
+        }
+        w.seconds = now - a.opened_at;
+        let due =
+            a.pilot
+                .options()
+                .window_is_due(w.key_bytes + w.value_bytes, w.operations(), w.seconds);
+        if due {
+            self.autopilot_decide()?;
+        }
+        Ok(())
+    }
+
+    fn autopilot_decide(&mut self) -> Result<(), SimError> {
+        let Some(mut a) = self.autopilot.take() else {
+            return Ok(());
+        };
+        let mut window = std::mem::take(&mut a.window);
+        window.scan_length = a.scanned as f64 / window.scans.max(1) as f64;
+        window.skew = self.stats.skew;
+        a.scanned = 0;
+        a.opened_at = self.now;
+        let current = self.version.policy().map_or_else(
+            || PolicySpec::of(self.policy.as_ref()).to_string(),
+            str::to_string,
+        );
+        let entry = self.cfg.key_size + self.cfg.value_size;
+        let decision = if self.version.in_handover() {
+            None
+        } else {
+            let request = AdviceRequest {
+                window: &window,
+                current: &current,
+                version: &self.version,
+                live_bytes: self.live_entries * entry,
+                write_buffer_size: self.cfg.buffer_size,
+                key_size: self.cfg.key_size,
+                value_size: self.cfg.value_size,
+            };
+            Some(a.pilot.advise_and_decide(self.now, &request))
+        };
+        let switch_to = decision.as_ref().and_then(|d| match &d.action {
+            Action::Switch { to } => Some(to.clone()),
+            Action::Keep => None,
+        });
+        a.decisions.extend(decision);
+        self.autopilot = Some(a);
+        if let Some(to) = switch_to {
+            let policy = to
+                .parse::<PolicySpec>()
+                .and_then(|spec| build_policy(&spec))
+                .map_err(|e| {
+                    SimError::Config(format!("the autopilot's advisor named {to:?}: {e}"))
+                })?;
+            self.set_policy(policy)?;
+        }
+        Ok(())
+    }
+}
