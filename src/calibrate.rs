@@ -109,7 +109,8 @@ fn text(c: &Calibration) -> String {
          lookup, found in one run    {:>10.0} ns\n\
          each other run probed       {:>10.0} ns\n\
          scan, seek per run          {:>10.0} ns\n\
-         scan, per entry             {:>10.0} ns\n",
+         scan, per entry             {:>10.0} ns\n\
+         scan, per entry, each run   {:>10.1} ns\n",
         c.cores,
         p.write_ns,
         p.flush_ns_per_entry,
@@ -118,7 +119,8 @@ fn text(c: &Calibration) -> String {
         p.lookup_ns,
         p.run_probe_ns,
         p.seek_ns_per_run,
-        p.scan_ns_per_entry
+        p.scan_ns_per_entry,
+        p.scan_ns_per_entry_per_run
     );
     if let Some(d) = &c.device {
         s.push_str(&format!(

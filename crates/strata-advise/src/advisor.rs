@@ -3,7 +3,7 @@
 //! operation estimated with this machine's calibration.
 
 use crate::calibration::Calibration;
-use crate::estimate::{estimate, Regime};
+use crate::estimate::{estimate, timing, Regime};
 use crate::workload::{workload_like, WorkloadShape};
 use std::sync::Arc;
 use strata_exec::handover;
@@ -77,6 +77,11 @@ impl SimulatingAdvisor {
             key_size: shape.key_size,
             value_size: shape.value_size,
             buffer_size: shape.buffer_size,
+            timing: timing(
+                &shape.mix,
+                shape.key_size + shape.value_size,
+                &self.calibration,
+            ),
             ..SimConfig::default()
         };
         let report = Simulator::run(policy, config, &shape.spec, self.seed)

@@ -61,8 +61,11 @@ pub struct CpuCosts {
     pub run_probe_ns: f64,
     /// Positioning a range scan in one run.
     pub seek_ns_per_run: f64,
-    /// Each entry a range scan returns.
+    /// Each entry a range scan returns, reading one run.
     pub scan_ns_per_entry: f64,
+    /// What each further run a scan merges adds to each entry it returns (the merging
+    /// iterator's comparisons).
+    pub scan_ns_per_entry_per_run: f64,
 }
 
 /// What the storage device costs, out of the page cache (direct reads and writes).
@@ -110,6 +113,7 @@ impl Calibration {
                 run_probe_ns: 100.0,
                 seek_ns_per_run: 500.0,
                 scan_ns_per_entry: 30.0,
+                scan_ns_per_entry_per_run: 10.0,
             },
             device: Some(Self::assumed_device()),
         }
@@ -197,6 +201,7 @@ impl Calibration {
             ("cpu.run_probe_ns", c.run_probe_ns),
             ("cpu.seek_ns_per_run", c.seek_ns_per_run),
             ("cpu.scan_ns_per_entry", c.scan_ns_per_entry),
+            ("cpu.scan_ns_per_entry_per_run", c.scan_ns_per_entry_per_run),
         ];
         if let Some(d) = &self.device {
             costs.extend([

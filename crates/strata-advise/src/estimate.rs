@@ -11,7 +11,7 @@
 
 use crate::calibration::Calibration;
 use serde::Serialize;
-use strata_sim::SimReport;
+use strata_sim::{SimReport, Timing};
 
 /// The operations of a workload, as shares of one operation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -60,6 +60,28 @@ impl Estimate {
 /// Bytes of a data block (the engine's default block size), for the blocks a scan reads.
 const BLOCK_BYTES: f64 = 4096.0;
 
+/// Compactions the engine runs at once by default (`max_background_jobs` 2: one flush thread,
+/// one compaction thread), which the timed simulation gives every configuration.
+pub const COMPACTION_JOBS: usize = 1;
+
+/// How to simulate a workload of `mix` in time, so that writers stall where the engine's would
+/// ([`strata_sim::SimReport::stall_seconds`]): writes arrive as fast as the writer's own work
+/// allows (the put, and lookups and scans in the share of `mix`, in one run: before any policy
+/// is chosen), and a compaction writes an entry in the calibrated merge time.
+pub fn timing(mix: &OperationMix, entry_bytes: u64, calibration: &Calibration) -> Timing {
+    let c = &calibration.cpu;
+    let writer_ns = mix.writes * c.write_ns
+        + mix.reads * c.lookup_ns
+        + mix.scans * (c.seek_ns_per_run + mix.scan_length * c.scan_ns_per_entry);
+    let entry = entry_bytes.max(1) as f64;
+    Timing::Timed {
+        ingest_bytes_per_sec: (mix.writes * entry / writer_ns.max(1e-3) * 1e9).max(1.0),
+        job_bytes_per_sec: entry / c.merge_ns_per_entry * 1e9,
+        max_jobs: COMPACTION_JOBS,
+        reserved_jobs: 1,
+    }
+}
+
 /// The estimate for the configuration `report` simulated, on a workload of `mix` whose entries
 /// are `entry_bytes` each. The write costs come from the workload's last phase (the one
 /// measured, as `strata bench` reports it), or from the whole run without phases; the read
@@ -100,11 +122,13 @@ pub fn estimate(
     let mut background_per_write = c.flush_ns_per_entry
         + per_user(read) * c.merge_ns_per_entry
         + per_user(tables) * scale * entry_bytes * c.table_ns
-        + per_user(held) * c.scan_ns_per_entry;
-    let runs = report.avg_range_scan_runs.max(1.0);
+        + per_user(held) * c.merge_ns_per_entry;
+    // The runs whose key ranges hold a key: those a lookup consults and a scan merges.
+    let runs = report.avg_runs_probed.max(1.0);
     let mut lookup = c.lookup_ns + (runs - 1.0) * c.run_probe_ns;
     let scan_blocks = runs + mix.scan_length * entry_bytes / BLOCK_BYTES;
-    let mut scan = runs * c.seek_ns_per_run + mix.scan_length * c.scan_ns_per_entry;
+    let mut scan = runs * c.seek_ns_per_run
+        + mix.scan_length * (c.scan_ns_per_entry + (runs - 1.0) * c.scan_ns_per_entry_per_run);
     if let (Regime::OutOfCache { memory_share }, Some(d)) = (regime, &calibration.device) {
         let miss = (1.0 - memory_share).clamp(0.0, 1.0);
         let device_read_ns = d.read_latency_us * 1e3;
@@ -122,8 +146,15 @@ pub fn estimate(
     } else {
         foreground_ns + background_ns
     };
+    // A simulation in time ([`timing`]) says what share of the time writers waited for
+    // compactions; the work above was done in the rest.
+    let stalled = if report.simulated_seconds > 0.0 {
+        (report.stall_seconds / report.simulated_seconds).clamp(0.0, 0.9)
+    } else {
+        0.0
+    };
     Estimate {
-        ns_per_op: shared.max(throttled).max(1e-3),
+        ns_per_op: (shared.max(throttled) / (1.0 - stalled)).max(1e-3),
         foreground_ns,
         background_ns,
     }

@@ -24,6 +24,8 @@ pub struct MeasureSettings {
     pub runs: u64,
     /// Tiny tables written to price a table's fixed cost.
     pub tables: u64,
+    /// Entries of a memtable when puts are timed (about a 4 MiB buffer's).
+    pub buffer_entries: u64,
 }
 
 impl Default for MeasureSettings {
@@ -33,6 +35,7 @@ impl Default for MeasureSettings {
             value_bytes: 100,
             runs: 8,
             tables: 20,
+            buffer_entries: 32 << 10,
         }
     }
 }
@@ -102,15 +105,21 @@ fn round(dir: &Path, s: &MeasureSettings) -> Result<CpuCosts, CalibrationError> 
     let db = Db::open(dir, options.clone()).map_err(failed("opening the scratch database"))?;
     let n = s.entries;
 
-    let (written, write_total) = timed(|| (0..n).try_for_each(|i| db.put(key(i), &value)));
-    written.map_err(failed("puts"))?;
-    let (flushed, flush_total) = timed(|| db.flush());
-    flushed.map_err(failed("a flush"))?;
-    // A second run over the same keys, then one merge of both: 2n input entries.
-    (0..n)
-        .try_for_each(|i| db.put(key(i), &value))
-        .map_err(failed("puts"))?;
-    db.flush().map_err(failed("a flush"))?;
+    // Puts into memtables of `buffer_entries` (a put's cost grows with its memtable: cache
+    // misses), each flushed as it fills, then one merge of every run flushed.
+    let (mut write_total, mut flush_total, mut flushes) = (0.0, 0.0, 0u64);
+    let mut start = 0;
+    while start < n {
+        let end = (start + s.buffer_entries).min(n);
+        let (written, ns) = timed(|| (start..end).try_for_each(|i| db.put(key(i), &value)));
+        written.map_err(failed("puts"))?;
+        write_total += ns;
+        let (flushed, ns) = timed(|| db.flush());
+        flushed.map_err(failed("a flush"))?;
+        flush_total += ns;
+        flushes += 1;
+        start = end;
+    }
     let (merged, merge_total) = timed(|| db.compact_range::<&[u8], _>(..));
     merged.map_err(failed("a merge"))?;
 
@@ -154,6 +163,7 @@ fn round(dir: &Path, s: &MeasureSettings) -> Result<CpuCosts, CalibrationError> 
     });
     found.map_err(failed("lookups"))?;
     let short_many_runs = scan_ns(&db, scans, covered, 1)?;
+    let long_many_runs = scan_ns(&db, scans, covered, 101)?;
     db.close().map_err(failed("closing the scratch database"))?;
 
     // Tiny tables: each flush writes a table of 10 entries.
@@ -172,21 +182,29 @@ fn round(dir: &Path, s: &MeasureSettings) -> Result<CpuCosts, CalibrationError> 
     let _ = std::fs::remove_dir_all(dir);
 
     let lookup_ns = one_run_total / lookups as f64;
+    let table_ns = (table_total / s.tables as f64).max(1.0);
     // A lookup in the many-run tree passes, on average, half the other runs before its own
     // (the runs are probed newest first and its key is in any one of them alike).
     let passed = (s.runs as f64 - 1.0) / 2.0;
-    let flush_ns_per_entry = flush_total / n as f64;
+    // The flushes' tables' fixed costs are the tiny tables' (whose ten entries cost nothing
+    // beside them).
+    let flush_ns_per_entry = ((flush_total - flushes as f64 * table_ns) / n as f64).max(1.0);
     Ok(CpuCosts {
         write_ns: write_total / n as f64,
         flush_ns_per_entry,
-        merge_ns_per_entry: merge_total / (2 * n) as f64,
-        table_ns: (table_total / s.tables as f64 - 10.0 * flush_ns_per_entry).max(1.0),
+        merge_ns_per_entry: merge_total / n as f64,
+        table_ns,
         lookup_ns,
         run_probe_ns: ((many_runs_total / lookups as f64 - lookup_ns) / passed).max(1.0),
         seek_ns_per_run: ((short_many_runs - short_one_run) / (s.runs as f64 - 1.0))
             .max(short_one_run / 2.0)
             .max(1.0),
         scan_ns_per_entry: ((long_one_run - short_one_run) / 100.0).max(1.0),
+        scan_ns_per_entry_per_run: (((long_many_runs - short_many_runs)
+            - (long_one_run - short_one_run))
+            / 100.0
+            / (s.runs as f64 - 1.0))
+            .max(0.1),
     })
 }
 
@@ -209,6 +227,7 @@ pub fn measure_cpu(dir: &Path, settings: &MeasureSettings) -> Result<CpuCosts, C
         run_probe_ns: pick(|c| c.run_probe_ns),
         seek_ns_per_run: pick(|c| c.seek_ns_per_run),
         scan_ns_per_entry: pick(|c| c.scan_ns_per_entry),
+        scan_ns_per_entry_per_run: pick(|c| c.scan_ns_per_entry_per_run),
     })
 }
 

@@ -30,6 +30,7 @@ pub(crate) struct Metrics {
     pub blocks_preserved_per_level: Vec<u64>,
     pub weighted_lookup_cost: f64,
     pub weighted_range_runs: f64,
+    pub weighted_runs_probed: f64,
     pub weight: f64,
 }
 
@@ -206,6 +207,9 @@ pub struct SimReport {
     /// Bloom filter bits per key over every table at the end (entries-weighted): the filter
     /// memory the lookup cost was bought with.
     pub filter_bits_per_key: f64,
+    /// Runs whose key range holds a random key (of the tree's key range), averaged over the
+    /// run like `avg_lookup_cost`: the runs a point lookup consults, filters and all.
+    pub avg_runs_probed: f64,
     /// Sorted runs a range scan touches at the end (every run).
     pub range_scan_runs: u64,
     /// The same, averaged over the run.

@@ -2,6 +2,7 @@
 //! modelled lookup cost and the timeline of samples.
 
 use super::Simulator;
+use crate::keys::key_from_bytes;
 use crate::report::TimelineSample;
 use strata_policy::math::bloom_fpr;
 
@@ -53,14 +54,43 @@ impl Simulator {
         cost
     }
 
+    /// Runs whose key range holds a key drawn uniformly from the tree's key range, on average:
+    /// the runs a point lookup (or a scan's seek) has to consult. Every run of a leveled tree
+    /// spans the key space; Min-Max's buckets of nearly sorted data each span a sliver of it.
+    pub(super) fn runs_probed(&self) -> f64 {
+        let spans: Vec<(u64, u64)> = self
+            .version
+            .levels()
+            .iter()
+            .flat_map(|level| level.runs())
+            .filter_map(|run| {
+                let first = run.tables().first()?;
+                let last = run.tables().last()?;
+                Some((
+                    key_from_bytes(&first.smallest),
+                    key_from_bytes(&last.largest),
+                ))
+            })
+            .collect();
+        let low = spans.iter().map(|s| s.0).min().unwrap_or(0);
+        let high = spans.iter().map(|s| s.1).max().unwrap_or(0);
+        let width = high.saturating_sub(low) as f64 + 1.0;
+        spans
+            .iter()
+            .map(|&(a, b)| (b.saturating_sub(a) as f64 + 1.0) / width)
+            .sum()
+    }
+
     pub(super) fn sample_timeline(&mut self) {
         let cost = self.lookup_cost();
+        let probed = self.runs_probed();
         let runs = self.version.run_count() as f64;
         let weight = (self.stats.bytes_ingested - self.last_sample_bytes) as f64;
         self.last_sample_bytes = self.stats.bytes_ingested;
         let m = &mut self.metrics;
         m.weighted_lookup_cost += cost * weight;
         m.weighted_range_runs += runs * weight;
+        m.weighted_runs_probed += probed * weight;
         m.weight += weight;
         let live = self.live_entries * (self.cfg.key_size + self.cfg.value_size);
         self.timeline.push(TimelineSample {

@@ -621,6 +621,7 @@ impl Simulator {
             },
             range_scan_runs: self.version.run_count() as u64,
             avg_range_scan_runs: ratio(m.weighted_range_runs, m.weight),
+            avg_runs_probed: ratio(m.weighted_runs_probed, m.weight),
             levels,
             timeline: std::mem::take(&mut self.timeline),
             wall_seconds: 0.0,
