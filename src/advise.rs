@@ -11,9 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use strata_advise::{
-    estimate, timing, workload_like, Calibration, OperationMix, Regime, CALIBRATION_FILE,
-};
+use strata_advise::{estimate, workload_like, Calibration, OperationMix, Regime, CALIBRATION_FILE};
 use strata_bench::cgroup::Limit;
 use strata_bench::engines::EngineSettings;
 use strata_bench::{run_comparison, BenchConfig, RunLimits, StorageOptions};
@@ -304,7 +302,6 @@ pub fn advise(args: &AdviseArgs) -> Result<Advice> {
             key_size: spec.key_size as u64,
             value_size: spec.value_size as u64,
             buffer_size: args.write_buffer_size,
-            timing: timing(&mix, entry_bytes, &calibration),
             scale_keys: args.scale.then_some(strata_sim::DEFAULT_SCALE_KEYS),
             ..SimConfig::default()
         };

@@ -10,7 +10,7 @@ use clap::Args;
 use std::path::PathBuf;
 use strata_bench::cgroup::Limit;
 use strata_bench::device_probe::{check_direct_io, ProbeSettings};
-use strata_bench::engines::{available_peers, EngineSettings, Strata, AUTOPILOT};
+use strata_bench::engines::{available_peers, EngineSettings, Strata, AUTOPILOT, AUTOPILOT_START};
 use strata_bench::physical::{check_drop_caches, DROP_CACHES_PATH};
 use strata_bench::runner::WINDOW_OPS;
 use strata_bench::workload::WorkloadSpec;
@@ -576,9 +576,13 @@ pub fn run(args: BenchArgs) -> Result<()> {
     )?;
     let mut policies: Vec<String> = chosen.labels.iter().map(ToString::to_string).collect();
     let peers = peers(args.peers.as_deref())?;
-    // The peers take every policy flag, so none goes unused while they run.
-    if peers.is_empty() {
+    // The peers take every policy flag, so none goes unused while they run; so does the
+    // autopilot's start policy.
+    if peers.is_empty() && !autopilot {
         chosen.warn_unused_flags();
+    }
+    if autopilot {
+        policies.push(AUTOPILOT.to_string());
     }
     let labels: Vec<String> = policies.iter().chain(&peers).cloned().collect();
     if labels.is_empty() {
@@ -627,15 +631,16 @@ pub fn run(args: BenchArgs) -> Result<()> {
         ),
     ];
     let mut built = Vec::with_capacity(policies.len());
-    for (i, policy) in policies.iter().enumerate() {
-        let spec = Strata::policy_spec(policy, &settings)?;
+    for (i, policy) in chosen.labels.iter().enumerate() {
+        let spec = Strata::policy_spec(&policy.to_string(), &settings)?;
         let policy = build_policy(&spec).map_err(|e| chosen.blame(i, &facts, e))?;
         built.push(PolicySpec::of(policy.as_ref()));
     }
     if autopilot {
         // Its calibration is read now, so a bad file fails before any run.
         strata_bench::engines::autopilot_options(&settings)?;
-        policies.push(AUTOPILOT.to_string());
+        let start = build_policy(&Strata::policy_spec(AUTOPILOT_START, &settings)?)?;
+        built.push(PolicySpec::of(start.as_ref()));
     }
     // The peers' shape, checked now and printed below.
     let peer_shape = (!peers.is_empty() && !settings.engine_defaults)

@@ -289,7 +289,7 @@ fn advise_ranks_by_the_objective_keeps_to_constraints_and_reads_a_database() {
         .as_str()
         .unwrap()
         .starts_with("recorded by"));
-    assert_eq!(advice["mix"][0], 1.0, "{advice}");
+    assert_eq!(advice["mix"]["writes"], 1.0, "{advice}");
     refused(&dir, &["advise", "--size-ratios", "1"], &["--size-ratios"]);
     refused(&dir, &["advise", "--db", "nowhere"], &["--db nowhere"]);
 }
@@ -327,7 +327,7 @@ fn advise_out_of_cache_charges_the_device_for_what_memory_cannot_hold() {
     let mut args = base.to_vec();
     args.extend(["--objective", "read-cost"]);
     let advice: serde_json::Value = serde_json::from_str(&succeeded(&dir, &args).stdout).unwrap();
-    assert!(advice["mix"][1].as_f64().unwrap() > 0.9, "{advice}");
+    assert!(advice["mix"]["reads"].as_f64().unwrap() > 0.9, "{advice}");
     let cached = advise(&["--max-memory", "1MiB"]);
     assert!(cached.iter().all(|c| c["memory_share"].is_null()));
     // About 3.5 MB of data and 1 MiB of memory, most of it taken by two 256 KiB buffers.
@@ -570,7 +570,7 @@ fn inspect_lists_keyspaces_and_switch_policy_hands_one_over() {
             ],
         );
         let advice: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-        advice["mix"][0].as_f64().unwrap()
+        advice["mix"]["writes"].as_f64().unwrap()
     };
     assert_eq!(mix("default"), 1.0);
     let events = mix("events");

@@ -3,7 +3,7 @@
 //! operation estimated with this machine's calibration.
 
 use crate::calibration::Calibration;
-use crate::estimate::{estimate, timing, Regime};
+use crate::estimate::{estimate, Regime};
 use crate::workload::{workload_like, WorkloadShape};
 use std::sync::Arc;
 use strata_exec::handover;
@@ -34,8 +34,8 @@ impl SimulatingAdvisor {
                 .map(PolicySpec::new)
                 .collect(),
             cache_bytes: None,
-            max_entries: 100_000,
-            max_ops: 100_000,
+            max_entries: 20_000,
+            max_ops: 20_000,
             seed: 42,
         }
     }
@@ -57,7 +57,8 @@ impl SimulatingAdvisor {
     }
 
     /// The most entries and operations a simulation runs: a larger tree is simulated scaled
-    /// down, write buffer included, so its shape (levels, runs) stays. Default: 100,000 each.
+    /// down, write buffer included, so its shape (levels, runs) stays. Default: 20,000 each
+    /// (every built-in policy in about 0.1 s of a core).
     pub fn with_simulation_size(mut self, entries: u64, ops: u64) -> Self {
         self.max_entries = entries.max(1000);
         self.max_ops = ops.max(1000);
@@ -77,11 +78,6 @@ impl SimulatingAdvisor {
             key_size: shape.key_size,
             value_size: shape.value_size,
             buffer_size: shape.buffer_size,
-            timing: timing(
-                &shape.mix,
-                shape.key_size + shape.value_size,
-                &self.calibration,
-            ),
             ..SimConfig::default()
         };
         let report = Simulator::run(policy, config, &shape.spec, self.seed)

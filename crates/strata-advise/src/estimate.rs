@@ -11,7 +11,7 @@
 
 use crate::calibration::Calibration;
 use serde::Serialize;
-use strata_sim::{SimReport, Timing};
+use strata_sim::SimReport;
 
 /// The operations of a workload, as shares of one operation.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -59,28 +59,6 @@ impl Estimate {
 
 /// Bytes of a data block (the engine's default block size), for the blocks a scan reads.
 const BLOCK_BYTES: f64 = 4096.0;
-
-/// Compactions the engine runs at once by default (`max_background_jobs` 2: one flush thread,
-/// one compaction thread), which the timed simulation gives every configuration.
-pub const COMPACTION_JOBS: usize = 1;
-
-/// How to simulate a workload of `mix` in time, so that writers stall where the engine's would
-/// ([`strata_sim::SimReport::stall_seconds`]): writes arrive as fast as the writer's own work
-/// allows (the put, and lookups and scans in the share of `mix`, in one run: before any policy
-/// is chosen), and a compaction writes an entry in the calibrated merge time.
-pub fn timing(mix: &OperationMix, entry_bytes: u64, calibration: &Calibration) -> Timing {
-    let c = &calibration.cpu;
-    let writer_ns = mix.writes * c.write_ns
-        + mix.reads * c.lookup_ns
-        + mix.scans * (c.seek_ns_per_run + mix.scan_length * c.scan_ns_per_entry);
-    let entry = entry_bytes.max(1) as f64;
-    Timing::Timed {
-        ingest_bytes_per_sec: (mix.writes * entry / writer_ns.max(1e-3) * 1e9).max(1.0),
-        job_bytes_per_sec: entry / c.merge_ns_per_entry * 1e9,
-        max_jobs: COMPACTION_JOBS,
-        reserved_jobs: 1,
-    }
-}
 
 /// The estimate for the configuration `report` simulated, on a workload of `mix` whose entries
 /// are `entry_bytes` each. The write costs come from the workload's last phase (the one
@@ -146,8 +124,10 @@ pub fn estimate(
     } else {
         foreground_ns + background_ns
     };
-    // A simulation in time ([`timing`]) says what share of the time writers waited for
-    // compactions; the work above was done in the rest.
+    // A simulation in time (`strata_sim::Timing::Timed`) says what share of the time writers
+    // waited for compactions; the work above was done in the rest. (Advise and the advisor
+    // simulate synchronously: paced by the calibration, the stalls of a scaled-down tree
+    // swung estimates by 5x, `docs/autopilot.md`.)
     let stalled = if report.simulated_seconds > 0.0 {
         (report.stall_seconds / report.simulated_seconds).clamp(0.0, 0.9)
     } else {

@@ -77,7 +77,7 @@ fn write_until(db: &Db, from: u64, n: u64, done: impl Fn(&Db) -> bool) -> u64 {
     while i < from + n {
         db.put(key(i), format!("value{i:0>100}")).unwrap();
         i += 1;
-        if i % 500 == 0 {
+        if i.is_multiple_of(500) {
             if done(db) {
                 break;
             }

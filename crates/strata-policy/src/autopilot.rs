@@ -116,6 +116,7 @@ pub struct AutopilotOptions {
     confirmations: usize,
     min_seconds_between_switches: f64,
     handover_bytes_per_hour: u64,
+    max_advice_share: f64,
 }
 
 impl fmt::Debug for AutopilotOptions {
@@ -135,6 +136,7 @@ impl fmt::Debug for AutopilotOptions {
                 &self.min_seconds_between_switches,
             )
             .field("handover_bytes_per_hour", &self.handover_bytes_per_hour)
+            .field("max_advice_share", &self.max_advice_share)
             .finish()
     }
 }
@@ -154,6 +156,7 @@ impl AutopilotOptions {
             confirmations: 2,
             min_seconds_between_switches: 60.0,
             handover_bytes_per_hour: 4 << 30,
+            max_advice_share: 0.05,
         }
     }
 
@@ -229,6 +232,14 @@ impl AutopilotOptions {
         self
     }
 
+    /// The most of the time the advisor may take: a window lasts at least the last advice's
+    /// time over this share, so advising never takes more than this share of a core, whatever
+    /// the window settings. Default: 0.05.
+    pub fn with_max_advice_share(mut self, share: f64) -> Self {
+        self.max_advice_share = share.clamp(1e-6, 1.0);
+        self
+    }
+
     /// Whether a window with `user_bytes` written, `ops` operations, open for `seconds`, is
     /// complete.
     pub fn window_is_due(&self, user_bytes: u64, ops: u64, seconds: f64) -> bool {
@@ -264,6 +275,9 @@ pub struct Decision {
     pub current: String,
     /// The best candidates, best first, and the current one (at most [`Decision::KEPT`]).
     pub candidates: Vec<Prediction>,
+    /// Seconds the advisor took to predict (its CPU time, on the autopilot's thread).
+    #[serde(default)]
+    pub advice_seconds: f64,
     /// What was done.
     pub action: Action,
     /// Why, in a sentence.
@@ -283,11 +297,13 @@ impl Decision {
     }
 }
 
-/// The autopilot's memory between decisions: the candidate that has been winning, and the
-/// switches of the last hour.
+/// The autopilot's memory between decisions: the candidate that has been winning, the
+/// switches of the last hour, and what the last advice cost.
 #[derive(Clone, Debug)]
 pub struct Pilot {
     options: AutopilotOptions,
+    /// Seconds the last advice took.
+    last_advice_seconds: f64,
     /// The candidate the last decisions preferred, and how many in a row did.
     streak: Option<(String, usize)>,
     /// Switches of the last hour: when, and their predicted handover bytes.
@@ -299,6 +315,7 @@ impl Pilot {
     pub fn new(options: AutopilotOptions) -> Self {
         Self {
             options,
+            last_advice_seconds: 0.0,
             streak: None,
             switches: VecDeque::new(),
         }
@@ -309,10 +326,23 @@ impl Pilot {
         &self.options
     }
 
+    /// Whether a window is complete ([`AutopilotOptions::window_is_due`]) and has lasted long
+    /// enough for the last advice's time to stay within
+    /// [`AutopilotOptions::with_max_advice_share`] of it.
+    pub fn window_is_due(&self, user_bytes: u64, ops: u64, seconds: f64) -> bool {
+        self.options.window_is_due(user_bytes, ops, seconds)
+            && seconds * self.options.max_advice_share >= self.last_advice_seconds
+    }
+
     /// Asks the advisor about `request` at `now` (seconds) and decides.
     pub fn advise_and_decide(&mut self, now: f64, request: &AdviceRequest<'_>) -> Decision {
+        let started = std::time::Instant::now();
         let predictions = self.options.advisor.predict(request);
-        self.decide(now, request.window, request.current, predictions)
+        let advice_seconds = started.elapsed().as_secs_f64();
+        self.last_advice_seconds = advice_seconds;
+        let mut decision = self.decide(now, request.window, request.current, predictions);
+        decision.advice_seconds = advice_seconds;
+        decision
     }
 
     /// The decision on a window given the advisor's `predictions` (or its error).
@@ -328,6 +358,7 @@ impl Pilot {
             window: window.clone(),
             current: current.to_string(),
             candidates: Vec::new(),
+            advice_seconds: 0.0,
             action: Action::Keep,
             reason: String::new(),
         };

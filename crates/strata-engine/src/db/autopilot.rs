@@ -24,7 +24,7 @@ pub(crate) fn run(tree: Arc<Engine>, options: AutopilotOptions) {
         std::thread::sleep(TICK);
         let now = tree.lifetime_stats();
         let window = now.window_since(&since);
-        let due = pilot.options().window_is_due(
+        let due = pilot.window_is_due(
             window.key_bytes + window.value_bytes,
             window.operations(),
             window.seconds,

@@ -195,3 +195,39 @@ fn decisions_round_trip_through_json() {
         d.summary()
     );
 }
+
+#[test]
+fn a_costly_advice_lengthens_the_next_window() {
+    /// Takes 20 ms to say nothing.
+    struct Slow;
+    impl Advisor for Slow {
+        fn name(&self) -> &str {
+            "slow"
+        }
+        fn predict(&self, _: &AdviceRequest<'_>) -> Result<Vec<Prediction>, String> {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            Err("slow".to_string())
+        }
+    }
+    let options = AutopilotOptions::new(Arc::new(Slow))
+        .with_every_seconds(0.1)
+        .with_min_window_ops(1)
+        .with_max_advice_share(0.1);
+    let mut p = Pilot::new(options);
+    assert!(p.window_is_due(0, 10, 0.1));
+    let version = strata_meta::Version::new();
+    let request = AdviceRequest {
+        window: &window(10),
+        current: "leveled",
+        version: &version,
+        live_bytes: 0,
+        write_buffer_size: 1 << 20,
+        key_size: 16,
+        value_size: 100,
+    };
+    let d = p.advise_and_decide(0.0, &request);
+    assert!(d.advice_seconds >= 0.02);
+    // At most a tenth of the time: the next window lasts at least ten times the advice.
+    assert!(!p.window_is_due(0, 10, 0.1));
+    assert!(p.window_is_due(0, 10, 10.0 * d.advice_seconds));
+}
