@@ -285,16 +285,7 @@ impl LifetimeStats {
     /// The workload between `earlier` (an earlier reading of the same counters) and these:
     /// what the autopilot judges ([`crate::Options::with_autopilot`]).
     pub fn window_since(&self, earlier: &LifetimeStats) -> WorkloadWindow {
-        let mut scans = ScanLengths::default();
-        for (bucket, &count) in self
-            .scan_lengths
-            .iter()
-            .enumerate()
-            .take(ScanLengths::BUCKETS)
-        {
-            let before = earlier.scan_lengths.get(bucket).copied().unwrap_or(0);
-            scans.add_to_bucket(bucket, count.saturating_sub(before));
-        }
+        let scans = self.scans_since(&earlier.scan_lengths);
         WorkloadWindow {
             puts: self.puts.saturating_sub(earlier.puts),
             deletes: self.deletes.saturating_sub(earlier.deletes),
@@ -310,6 +301,11 @@ impl LifetimeStats {
 
     /// The range scans by length, as policies count them.
     pub fn scan_length_histogram(&self) -> ScanLengths {
+        self.scans_since(&[])
+    }
+
+    /// The range scans by length since the bucket counts `earlier` (an earlier reading).
+    fn scans_since(&self, earlier: &[u64]) -> ScanLengths {
         let mut scans = ScanLengths::default();
         for (bucket, &count) in self
             .scan_lengths
@@ -317,7 +313,8 @@ impl LifetimeStats {
             .enumerate()
             .take(ScanLengths::BUCKETS)
         {
-            scans.add_to_bucket(bucket, count);
+            let before = earlier.get(bucket).copied().unwrap_or(0);
+            scans.add_to_bucket(bucket, count.saturating_sub(before));
         }
         scans
     }
