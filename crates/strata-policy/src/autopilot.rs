@@ -10,7 +10,7 @@
 //! switched, is a [`Decision`] the engine records in its manifest.
 
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 use strata_meta::Version;
@@ -212,8 +212,9 @@ impl AutopilotOptions {
         self
     }
 
-    /// How many decisions in a row must prefer the same candidate before it is switched to
-    /// (hysteresis: a window that looks different once does not move the tree). Default: 2.
+    /// How many decisions in a row must predict a candidate worth a switch (at least
+    /// `min_gain` faster) before it is switched to (hysteresis: a window that looks different
+    /// once does not move the tree). Default: 2.
     pub fn with_confirmations(mut self, decisions: usize) -> Self {
         self.confirmations = decisions.max(1);
         self
@@ -304,8 +305,8 @@ pub struct Pilot {
     options: AutopilotOptions,
     /// Seconds the last advice took.
     last_advice_seconds: f64,
-    /// The candidate the last decisions preferred, and how many in a row did.
-    streak: Option<(String, usize)>,
+    /// Candidates predicted worth a switch, and in how many decisions in a row.
+    streaks: HashMap<String, usize>,
     /// Switches of the last hour: when, and their predicted handover bytes.
     switches: VecDeque<(f64, u64)>,
 }
@@ -316,7 +317,7 @@ impl Pilot {
         Self {
             options,
             last_advice_seconds: 0.0,
-            streak: None,
+            streaks: HashMap::new(),
             switches: VecDeque::new(),
         }
     }
@@ -365,7 +366,7 @@ impl Pilot {
         let mut predictions = match predictions {
             Ok(p) => p,
             Err(e) => {
-                self.streak = None;
+                self.streaks.clear();
                 decision.reason = format!("the advisor failed: {e}");
                 return decision;
             }
@@ -373,7 +374,7 @@ impl Pilot {
         predictions.retain(|p| p.ns_per_op.is_finite() && p.ns_per_op > 0.0);
         predictions.sort_by(|a, b| a.ns_per_op.total_cmp(&b.ns_per_op));
         let Some(here) = predictions.iter().find(|p| p.spec == current).cloned() else {
-            self.streak = None;
+            self.streaks.clear();
             decision.candidates = predictions.into_iter().take(Decision::KEPT).collect();
             decision.reason = "the advisor did not predict the current policy".to_string();
             return decision;
@@ -387,20 +388,51 @@ impl Pilot {
         if !decision.candidates.iter().any(|p| p.spec == current) {
             decision.candidates.push(here.clone());
         }
+        // Every candidate predicted at least `min_gain` faster, fastest first, counts one more
+        // window in a row; every other candidate's count starts over.
+        let o = &self.options;
+        let share = |p: &Prediction| (here.ns_per_op - p.ns_per_op) / here.ns_per_op;
+        let faster: Vec<&Prediction> = predictions
+            .iter()
+            .filter(|p| p.spec != current && share(p) >= o.min_gain)
+            .collect();
+        self.streaks
+            .retain(|spec, _| faster.iter().any(|p| p.spec == *spec));
+        for p in &faster {
+            *self.streaks.entry(p.spec.clone()).or_default() += 1;
+        }
         if best.spec == current {
-            self.streak = None;
             decision.reason = format!("it is predicted best ({:.0} ns/op)", here.ns_per_op);
             return decision;
         }
-        let saving = here.ns_per_op - best.ns_per_op;
-        let share = saving / here.ns_per_op;
-        let horizon_ops = window.operations() as f64 * self.options.horizon_windows;
-        let gain_ns = saving * horizon_ops;
-        let streak = match &self.streak {
-            Some((spec, n)) if *spec == best.spec => n + 1,
-            _ => 1,
+        let Some(leader) = faster.first() else {
+            decision.reason = format!(
+                "{} is predicted {:.1}% faster, under the {:.0}% worth a switch",
+                best.spec,
+                100.0 * share(&best),
+                100.0 * o.min_gain
+            );
+            return decision;
         };
-        self.streak = Some((best.spec.clone(), streak));
+        // The fastest candidate that has been worth a switch for `confirmations` windows in a
+        // row: near-equal candidates trading the first place do not reset the count.
+        let confirmed = faster
+            .iter()
+            .find(|p| self.streaks.get(&p.spec).copied().unwrap_or(0) >= o.confirmations);
+        let Some(&pick) = confirmed else {
+            decision.reason = format!(
+                "{} is predicted {:.1}% faster; waiting for {} decisions in a row ({} so far)",
+                leader.spec,
+                100.0 * share(leader),
+                o.confirmations,
+                self.streaks.get(&leader.spec).copied().unwrap_or(0)
+            );
+            return decision;
+        };
+        let pick = pick.clone();
+        let saving = here.ns_per_op - pick.ns_per_op;
+        let horizon_ops = window.operations() as f64 * o.horizon_windows;
+        let gain_ns = saving * horizon_ops;
         while self
             .switches
             .front()
@@ -410,43 +442,28 @@ impl Pilot {
         }
         let spent: u64 = self.switches.iter().map(|&(_, b)| b).sum();
         let last_switch = self.switches.back().map(|&(t, _)| t);
-        let o = &self.options;
-        let refusal = if share < o.min_gain {
-            Some(format!(
-                "{} is predicted {:.1}% faster, under the {:.0}% worth a switch",
-                best.spec,
-                100.0 * share,
-                100.0 * o.min_gain
-            ))
-        } else if gain_ns < o.margin * best.handover_ns {
+        let refusal = if gain_ns < o.margin * pick.handover_ns {
             Some(format!(
                 "{} would save {:.2} s over the horizon, under {}× its handover's {:.2} s",
-                best.spec,
+                pick.spec,
                 gain_ns / 1e9,
                 o.margin,
-                best.handover_ns / 1e9
-            ))
-        } else if streak < o.confirmations {
-            Some(format!(
-                "{} is predicted {:.1}% faster; waiting for {} decisions in a row ({streak} so far)",
-                best.spec,
-                100.0 * share,
-                o.confirmations
+                pick.handover_ns / 1e9
             ))
         } else if let Some(t) = last_switch.filter(|&t| now - t < o.min_seconds_between_switches) {
             Some(format!(
                 "{} is predicted {:.1}% faster, but the last switch was {:.0} s ago",
-                best.spec,
-                100.0 * share,
+                pick.spec,
+                100.0 * share(&pick),
                 now - t
             ))
-        } else if spent + best.handover_bytes > o.handover_bytes_per_hour {
+        } else if spent + pick.handover_bytes > o.handover_bytes_per_hour {
             Some(format!(
                 "{} is predicted {:.1}% faster, but its handover of {} bytes would exceed the \
                  hour's budget ({spent} spent of {})",
-                best.spec,
-                100.0 * share,
-                best.handover_bytes,
+                pick.spec,
+                100.0 * share(&pick),
+                pick.handover_bytes,
                 o.handover_bytes_per_hour
             ))
         } else {
@@ -455,18 +472,19 @@ impl Pilot {
         match refusal {
             Some(reason) => decision.reason = reason,
             None => {
-                self.streak = None;
-                self.switches.push_back((now, best.handover_bytes));
+                self.streaks.clear();
+                self.switches.push_back((now, pick.handover_bytes));
                 decision.reason = format!(
-                    "predicted {:.0} -> {:.0} ns/op ({:.1}% faster); {:.2} s saved over the \
-                     horizon against a {:.2} s handover",
+                    "predicted {:.0} -> {:.0} ns/op ({:.1}% faster, {} windows in a row); {:.2} s \
+                     saved over the horizon against a {:.2} s handover",
                     here.ns_per_op,
-                    best.ns_per_op,
-                    100.0 * share,
+                    pick.ns_per_op,
+                    100.0 * share(&pick),
+                    o.confirmations,
                     gain_ns / 1e9,
-                    best.handover_ns / 1e9
+                    pick.handover_ns / 1e9
                 );
-                decision.action = Action::Switch { to: best.spec };
+                decision.action = Action::Switch { to: pick.spec };
             }
         }
         decision

@@ -15,6 +15,9 @@ use strata_policy::{build_policy, PolicySpec};
 /// closing database waits at most this long for the thread.
 const TICK: Duration = Duration::from_millis(20);
 
+/// Decisions kept in memory ([`crate::Db::autopilot_decisions`]): days of the default schedule.
+const KEPT_DECISIONS: usize = 10_000;
+
 /// Runs the autopilot of the database whose default keyspace is `tree` until it closes.
 pub(crate) fn run(tree: Arc<Engine>, options: AutopilotOptions) {
     let mut pilot = Pilot::new(options);
@@ -69,7 +72,13 @@ impl Engine {
         );
         self.record_decision(&decision)?;
         let action = decision.action.clone();
-        self.decisions.lock().push(decision);
+        let mut decisions = self.decisions.lock();
+        if decisions.len() == KEPT_DECISIONS {
+            // The manifest keeps them all; memory keeps the latest.
+            decisions.remove(0);
+        }
+        decisions.push(decision);
+        drop(decisions);
         if let Action::Switch { to } = action {
             let policy = to
                 .parse::<PolicySpec>()

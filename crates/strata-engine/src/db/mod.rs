@@ -214,9 +214,9 @@ impl Db {
         }
     }
 
-    /// The autopilot's decisions since the open, oldest first (empty without
-    /// [`crate::Options::with_autopilot`]); the manifest keeps every one since the database was
-    /// created.
+    /// The autopilot's decisions since the open, oldest first, the latest 10,000 of them (empty
+    /// without [`crate::Options::with_autopilot`]); the manifest keeps every one since it was
+    /// started (`strata inspect --history`).
     pub fn autopilot_decisions(&self) -> Vec<strata_policy::autopilot::Decision> {
         self.engine.decisions.lock().clone()
     }

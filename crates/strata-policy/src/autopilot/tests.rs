@@ -105,7 +105,9 @@ fn a_handover_dearer_than_the_gain_never_switches() {
     for i in 0..5 {
         let d = step(&mut p, 30.0 * i as f64, "tiered", 700.0, 1 << 30);
         assert_eq!(d.action, Action::Keep);
-        assert!(d.reason.contains("handover"), "{}", d.reason);
+        // Weighed once confirmed.
+        let expected = if i == 0 { "in a row" } else { "handover" };
+        assert!(d.reason.contains(expected), "{}", d.reason);
     }
 }
 
@@ -230,4 +232,29 @@ fn a_costly_advice_lengthens_the_next_window() {
     // At most a tenth of the time: the next window lasts at least ten times the advice.
     assert!(!p.window_is_due(0, 10, 0.1));
     assert!(p.window_is_due(0, 10, 10.0 * d.advice_seconds));
+}
+
+#[test]
+fn near_equal_candidates_trading_first_place_still_switch() {
+    let mut p = pilot();
+    // Both 35-40% faster than the current policy in both windows; the first place changes.
+    let mut decide = |now: f64, tiered: f64, spooky: f64| {
+        p.decide(
+            now,
+            &window(1_000_000),
+            "leveled",
+            Ok(vec![
+                prediction("leveled", 1000.0, 0),
+                prediction("tiered", tiered, 0),
+                prediction("spooky", spooky, 0),
+            ]),
+        )
+    };
+    assert_eq!(decide(0.0, 600.0, 650.0).action, Action::Keep);
+    assert_eq!(
+        decide(30.0, 650.0, 600.0).action,
+        Action::Switch {
+            to: "spooky".to_string()
+        }
+    );
 }
