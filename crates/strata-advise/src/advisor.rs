@@ -7,8 +7,9 @@ use crate::estimate::{estimate, Regime};
 use crate::workload::{workload_like, WorkloadShape};
 use std::sync::Arc;
 use strata_exec::handover;
+use strata_meta::parse_size;
 use strata_policy::autopilot::{AdviceRequest, Advisor, Prediction};
-use strata_policy::{build_policy, registry, CompactionPolicy, PolicySpec};
+use strata_policy::{build_policy, registry, CompactionPolicy, OptionKind, PolicySpec};
 use strata_sim::{SimConfig, Simulator};
 
 /// Predicts every candidate by simulating it ([`Advisor`] for
@@ -104,15 +105,44 @@ impl SimulatingAdvisor {
     }
 }
 
-/// A specification with the facts of the tree filled in where the policy declares them.
+/// The smallest size option a scaled-down simulation gives a policy.
+const MIN_SCALED_SIZE: u64 = 4 << 10;
+
+/// `spec` for the scaled-down simulation of `shape`: every size option the policy declares
+/// (tables, buckets, level bounds; set or defaulted) scaled like the data, so the simulated tree
+/// keeps the real one's proportions, and the write buffer and data size the simulation's.
 fn filled(spec: &PolicySpec, shape: &WorkloadShape) -> Result<PolicySpec, String> {
-    let mut spec = spec.clone();
-    spec.fill_defaults([
-        ("write_buffer_size", shape.buffer_size.to_string()),
-        ("expected_data_size", shape.data_bytes().to_string()),
-    ])
-    .map_err(|e| format!("{spec}: {e}"))?;
-    Ok(spec)
+    let registration = registry::lookup(&spec.name).map_err(|e| format!("{spec}: {e}"))?;
+    let mut scaled = spec.clone();
+    scaled
+        .options
+        .retain(|(k, _)| k != "write_buffer_size" && k != "expected_data_size");
+    for option in registration.options {
+        let facts = ["write_buffer_size", "expected_data_size"];
+        if option.kind != OptionKind::Size || facts.contains(&option.name) {
+            continue;
+        }
+        let given = spec
+            .options
+            .iter()
+            .rev()
+            .find(|(k, _)| k == option.name)
+            .map(|(_, v)| v.as_str());
+        // An empty default is derived from other options, which are scaled themselves.
+        let Some(text) = given.or((!option.default.is_empty()).then_some(option.default)) else {
+            continue;
+        };
+        let bytes = parse_size(text).map_err(|e| format!("{spec}: {}: {e}", option.name))?;
+        let bytes = ((bytes as f64 * shape.scale) as u64).max(MIN_SCALED_SIZE);
+        scaled = scaled.with(option.name, bytes);
+    }
+    scaled
+        .fill_defaults([
+            ("write_buffer_size", shape.buffer_size.to_string()),
+            ("expected_data_size", shape.data_bytes().to_string()),
+        ])
+        .map_err(|e| format!("{spec}: {e}"))?;
+    Ok(scaled)
 }
 
 impl Advisor for SimulatingAdvisor {
@@ -132,15 +162,10 @@ impl Advisor for SimulatingAdvisor {
             .current
             .parse()
             .map_err(|e| format!("the current policy {}: {e}", request.current))?;
-        // The current policy is simulated as it runs, scaled like the others: its write buffer
-        // and data size are the simulation's.
-        let mut current_scaled = current.clone();
-        current_scaled
-            .options
-            .retain(|(k, _)| k != "write_buffer_size" && k != "expected_data_size");
+        // The current policy is simulated as it runs, scaled like the others.
         let mut predictions = vec![Prediction {
             spec: request.current.to_string(),
-            ns_per_op: self.simulate(&filled(&current_scaled, &shape)?, &shape)?,
+            ns_per_op: self.simulate(&filled(&current, &shape)?, &shape)?,
             handover_bytes: 0,
             handover_ns: 0.0,
         }];

@@ -24,4 +24,4 @@ pub use advisor::{
 };
 pub use calibration::{Calibration, CalibrationError, CpuCosts, DeviceCosts, CALIBRATION_FILE};
 pub use estimate::{estimate, Estimate, OperationMix, Regime};
-pub use workload::{workload_like, WorkloadShape, ZIPFIAN_ABOVE};
+pub use workload::{workload_like, WorkloadShape, ASCENDING_BELOW, ZIPFIAN_ABOVE};

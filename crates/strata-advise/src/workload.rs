@@ -4,11 +4,15 @@
 
 use crate::estimate::OperationMix;
 use strata_policy::autopilot::WorkloadWindow;
-use strata_workload::{KeyDist, Mix, PresetParams, WorkloadSpec};
+use strata_workload::{InsertOrder, KeyDist, Mix, PresetParams, WorkloadSpec};
 
 /// The skew estimate above which a workload is simulated as zipfian (the fraction of a flush
 /// made of keys the flush before also held).
 pub const ZIPFIAN_ABOVE: f64 = 0.3;
+
+/// The key-range overlap of consecutive flushes below which a workload's writes are simulated
+/// as nearly sorted inserts, new keys after the old ones.
+pub const ASCENDING_BELOW: f64 = 0.5;
 
 /// A workload to simulate, with the tree it runs on.
 #[derive(Clone, Debug)]
@@ -76,6 +80,20 @@ pub fn workload_like(
         run.scan_length = scan_length as usize;
         if window.skew.is_some_and(|a| a > ZIPFIAN_ABOVE) {
             run.keys = KeyDist::Zipfian { theta: 0.99 };
+        }
+        if let Some(overlap) = window.range_overlap.filter(|&o| o < ASCENDING_BELOW) {
+            // Flushes follow one another along the key space: new keys, in nearly ascending
+            // order, displaced by about the share of a buffer's keys the overlap says.
+            let buffer_entries = buffer_size / (key_size + value_size).max(1);
+            let order = InsertOrder::NearlySorted {
+                window: ((overlap * buffer_entries as f64) as u64).max(1),
+            };
+            run.mix.insert = run.mix.update;
+            run.mix.update = 0.0;
+            // The tree loaded the same way: the run's keys follow the loaded ones.
+            for phase in &mut spec.phases {
+                phase.inserts = order.clone();
+            }
         }
     }
     Ok(WorkloadShape {

@@ -226,14 +226,23 @@ pub struct LifetimeStats {
     pub compactions: u64,
     /// The last skew estimate (the fraction of a flush made of hot keys), if one was made.
     pub skew: Option<f64>,
+    /// The last estimate of how much of a flush's key range the previous flush's covered
+    /// (`strata_exec::skew::SkewEstimator::range_overlap`: near 0 for ascending keys), if one
+    /// was made.
+    pub range_overlap: Option<f64>,
     /// Seconds the database has been open for writing.
     pub open_seconds: f64,
 }
 
 impl LifetimeStats {
-    /// These counts plus what `stats` counted since the open, with the open's skew estimate
-    /// (if it made one) and its `seconds`.
-    pub fn plus(&self, stats: &Statistics, skew: Option<f64>, seconds: f64) -> LifetimeStats {
+    /// These counts plus what `stats` counted since the open, with the open's skew and key-range
+    /// overlap estimates `(skew, range_overlap)` (where it made them) and its `seconds`.
+    pub fn plus(
+        &self,
+        stats: &Statistics,
+        (skew, range_overlap): (Option<f64>, Option<f64>),
+        seconds: f64,
+    ) -> LifetimeStats {
         let get = Statistics::get;
         let value_bytes = get(&stats.value_bytes);
         let mut scan_lengths = self.scan_lengths.clone();
@@ -261,6 +270,7 @@ impl LifetimeStats {
             flushes: self.flushes + get(&stats.flushes),
             compactions: self.compactions + get(&stats.compactions),
             skew: skew.or(self.skew),
+            range_overlap: range_overlap.or(self.range_overlap),
             open_seconds: self.open_seconds + seconds,
         }
     }
@@ -295,6 +305,7 @@ impl LifetimeStats {
             key_bytes: self.key_bytes.saturating_sub(earlier.key_bytes),
             value_bytes: self.value_bytes.saturating_sub(earlier.value_bytes),
             skew: self.skew,
+            range_overlap: self.range_overlap,
             seconds: (self.open_seconds - earlier.open_seconds).max(0.0),
         }
     }

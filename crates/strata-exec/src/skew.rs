@@ -12,7 +12,15 @@
 //! larger than a buffer) count as hot, which is what they are for merging.
 //!
 //! The engine and the simulator feed it the same user-key bytes, so they estimate the same α.
+//!
+//! Beside α it measures how much of a buffer's key range the previous buffer's covered
+//! ([`SkewEstimator::range_overlap`]; the ranges of what was written into each, not of what a
+//! window flush wrote), smoothed the same way: near 1 when every buffer spans the key space
+//! (random keys), near 0 when buffers follow one another along it (sorted or nearly sorted
+//! ingest, where a tree can move tables instead of merging them). The advisor simulates such
+//! workloads with ascending keys.
 
+use crate::window::key_position;
 use xxhash_rust::xxh3::xxh3_64;
 
 /// One key in this many is sampled (chosen by hash).
@@ -59,6 +67,9 @@ pub struct SkewEstimator {
     /// Sampled key hashes of the previous flush, sorted and distinct.
     previous: Vec<u64>,
     alpha: Option<f64>,
+    /// The previous flush's key range.
+    previous_range: Option<(u128, u128)>,
+    range_overlap: Option<f64>,
 }
 
 impl SkewEstimator {
@@ -89,6 +100,39 @@ impl SkewEstimator {
     /// The smoothed α, once two flushes with enough sampled keys have been seen.
     pub fn alpha(&self) -> Option<f64> {
         self.alpha
+    }
+
+    /// Records the key range `[low, high]` of the writes one buffer took (a memtable as it is
+    /// frozen: what was written, whatever part of it a flush then writes) and updates the
+    /// overlap estimate.
+    pub fn observe_range(&mut self, low: &[u8], high: &[u8]) {
+        let range = (key_position(low), key_position(high).max(key_position(low)));
+        if let Some(previous) = self.previous_range {
+            let covered = overlap(range, previous);
+            self.range_overlap = Some(match self.range_overlap {
+                None => covered,
+                Some(o) => o * (1.0 - NEWEST_WEIGHT) + covered * NEWEST_WEIGHT,
+            });
+        }
+        self.previous_range = Some(range);
+    }
+
+    /// The smoothed share of a buffer's key range the previous buffer's covered, once two have
+    /// been seen ([`SkewEstimator::observe_range`]).
+    pub fn range_overlap(&self) -> Option<f64> {
+        self.range_overlap
+    }
+}
+
+/// The share of `range` (positions, inclusive) that `other` covers.
+fn overlap(range: (u128, u128), other: (u128, u128)) -> f64 {
+    let width = (range.1 - range.0) as f64 + 1.0;
+    let low = range.0.max(other.0);
+    let high = range.1.min(other.1);
+    if low > high {
+        0.0
+    } else {
+        ((high - low) as f64 + 1.0) / width
     }
 }
 
@@ -128,6 +172,24 @@ mod tests {
         assert_eq!(est.alpha(), None, "one flush says nothing");
         observe(&mut est, &flush(10_000..20_000));
         assert_eq!(est.alpha(), Some(0.0));
+    }
+
+    #[test]
+    fn ascending_buffers_do_not_overlap_and_random_ones_do() {
+        let range = |est: &mut SkewEstimator, low: u64, high: u64| {
+            est.observe_range(&low.to_be_bytes(), &high.to_be_bytes());
+        };
+        let mut ascending = SkewEstimator::new();
+        for f in 0..10u64 {
+            range(&mut ascending, f * 1_000, (f + 1) * 1_000 + 20);
+        }
+        assert!(ascending.range_overlap().unwrap() < 0.05);
+        let mut random = SkewEstimator::new();
+        for f in 0..10u64 {
+            // Every buffer spans nearly the whole key space.
+            range(&mut random, f, u64::MAX - f);
+        }
+        assert!(random.range_overlap().unwrap() > 0.95);
     }
 
     #[test]

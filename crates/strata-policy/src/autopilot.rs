@@ -35,6 +35,9 @@ pub struct WorkloadWindow {
     pub value_bytes: u64,
     /// The skew estimate (the fraction of a flush made of hot keys), if one was made.
     pub skew: Option<f64>,
+    /// How much of a flush's key range the previous flush's covered, if estimated: near 0 for
+    /// ascending (nearly sorted) keys, near 1 for keys all over the key space.
+    pub range_overlap: Option<f64>,
     /// Seconds the window lasted.
     pub seconds: f64,
 }

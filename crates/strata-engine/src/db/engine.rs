@@ -408,9 +408,13 @@ impl Engine {
 
     /// What the database did since its creation: the recorded counts plus this open's.
     pub fn lifetime_stats(&self) -> LifetimeStats {
+        let estimates = {
+            let skew = self.skew.lock();
+            (skew.alpha(), skew.range_overlap())
+        };
         self.lifetime_before.plus(
             &self.stats,
-            self.skew.lock().alpha(),
+            estimates,
             self.shared.opened_at.elapsed().as_secs_f64(),
         )
     }

@@ -585,6 +585,11 @@ impl Engine {
         let fresh = Memtable::with_filter(number, self.options.memtable_filter_bytes());
         let old = std::mem::replace(&mut state.memtable, Arc::new(fresh));
         if !old.is_empty() {
+            if let Some((low, high)) = old.key_range() {
+                // Whether buffers follow one another along the key space (the autopilot's
+                // advisor reads it), from what was written, not from what a flush writes.
+                self.skew.lock().observe_range(&low, &high);
+            }
             state.frozen.push_back(old);
         }
         self.install_super_version(state);

@@ -89,6 +89,7 @@ impl Simulator {
         let mut window = std::mem::take(&mut a.window);
         window.scan_length = a.scanned as f64 / window.scans.max(1) as f64;
         window.skew = self.stats.skew;
+        window.range_overlap = self.skew.range_overlap();
         a.scanned = 0;
         a.opened_at = self.now;
         let current = self.version.policy().map_or_else(

@@ -240,6 +240,9 @@ impl Simulator {
         self.metrics.flush_read_bytes += read_bytes;
         self.stats.flushes += 1;
         self.skew.observe(key_sample);
+        if let Some((low, high)) = self.fresh_range.take() {
+            self.skew.observe_range(&key_bytes(low), &key_bytes(high));
+        }
         self.stats.skew = self.skew.alpha();
         if let Some(previous) = self.last_flush_time {
             self.stats.flush_interval_nanos = Some(((self.now - previous) * 1e9) as u64);

@@ -211,6 +211,9 @@ pub struct Simulator {
     entry_level: usize,
     /// The autopilot, if it runs ([`Simulator::with_autopilot`]).
     autopilot: Option<autopilot::SimAutopilot>,
+    /// The smallest and largest keys written since the last flush (the skew estimator's
+    /// buffer ranges, as the engine's memtables give them).
+    fresh_range: Option<(u64, u64)>,
 }
 
 impl Simulator {
@@ -298,6 +301,7 @@ impl Simulator {
             last_sample_bytes: 0,
             draining: false,
             autopilot: None,
+            fresh_range: None,
             entry_level,
         })
     }
@@ -419,6 +423,11 @@ impl Simulator {
     }
 
     fn ingest(&mut self, entry: u64) -> Result<(), SimError> {
+        let key = key_of(entry);
+        self.fresh_range = Some(match self.fresh_range {
+            None => (key, key),
+            Some((low, high)) => (low.min(key), high.max(key)),
+        });
         self.seqno += 1;
         let bytes = self.entry_bytes(entry);
         let kept = match &mut self.buffer_distinct {
