@@ -581,3 +581,64 @@ fn inspect_lists_keyspaces_and_switch_policy_hands_one_over() {
         &["nosuch"],
     );
 }
+
+/// `strata inspect` prints the autopilot's decisions from the manifest: every switch, and each
+/// decision with its candidates under `--history`.
+#[test]
+fn inspect_prints_the_autopilots_decisions() {
+    use std::sync::Arc;
+    use strata_policy::autopilot::{AdviceRequest, Advisor, AutopilotOptions, Prediction};
+    /// Predicts tiered twice as fast as anything else.
+    struct PreferTiered;
+    impl Advisor for PreferTiered {
+        fn name(&self) -> &str {
+            "prefer-tiered"
+        }
+        fn predict(&self, r: &AdviceRequest<'_>) -> Result<Vec<Prediction>, String> {
+            let here = if r.current.starts_with("tiered") {
+                500.0
+            } else {
+                1000.0
+            };
+            let p = |spec: &str, ns_per_op| Prediction {
+                spec: spec.to_string(),
+                ns_per_op,
+                handover_bytes: 4096,
+                handover_ns: 0.0,
+            };
+            Ok(vec![p(r.current, here), p("tiered", 500.0)])
+        }
+    }
+    let dir = scratch("inspect-autopilot");
+    let db_dir = dir.join("db");
+    let autopilot = AutopilotOptions::new(Arc::new(PreferTiered))
+        .with_every_bytes(64 << 10)
+        .with_min_window_ops(100)
+        .with_min_seconds_between_switches(0.0);
+    let options = strata_engine::Options::new()
+        .with_write_buffer_size(16 << 10)
+        .with_autopilot(autopilot);
+    let db = strata_engine::Db::open(&db_dir, options).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut i = 0u32;
+    while !db
+        .autopilot_decisions()
+        .iter()
+        .any(|d| !matches!(d.action, strata_policy::autopilot::Action::Keep))
+    {
+        for _ in 0..500 {
+            db.put(format!("key{i:08}"), [7u8; 100]).unwrap();
+            i += 1;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+        assert!(Instant::now() < deadline, "no switch");
+    }
+    db.close().unwrap();
+    let text = succeeded(&dir, &["inspect", db_dir.to_str().unwrap()]).stdout;
+    assert!(text.contains("switch leveled"), "{text}");
+    assert!(text.contains("-> tiered"), "{text}");
+    let history = succeeded(&dir, &["inspect", db_dir.to_str().unwrap(), "--history"]).stdout;
+    assert!(history.contains("autopilot: keep"), "{history}");
+    assert!(history.contains("switch to tiered"), "{history}");
+    assert!(history.contains("ns/op, handover 4.0KiB"), "{history}");
+}
