@@ -587,31 +587,14 @@ fn inspect_lists_keyspaces_and_switch_policy_hands_one_over() {
 #[test]
 fn inspect_prints_the_autopilots_decisions() {
     use std::sync::Arc;
-    use strata_policy::autopilot::{AdviceRequest, Advisor, AutopilotOptions, Prediction};
-    /// Predicts tiered twice as fast as anything else.
-    struct PreferTiered;
-    impl Advisor for PreferTiered {
-        fn name(&self) -> &str {
-            "prefer-tiered"
-        }
-        fn predict(&self, r: &AdviceRequest<'_>) -> Result<Vec<Prediction>, String> {
-            let here = if r.current.starts_with("tiered") {
-                500.0
-            } else {
-                1000.0
-            };
-            let p = |spec: &str, ns_per_op| Prediction {
-                spec: spec.to_string(),
-                ns_per_op,
-                handover_bytes: 4096,
-                handover_ns: 0.0,
-            };
-            Ok(vec![p(r.current, here), p("tiered", 500.0)])
-        }
-    }
+    use strata_policy::autopilot::{AutopilotOptions, PreferPolicy};
     let dir = scratch("inspect-autopilot");
     let db_dir = dir.join("db");
-    let autopilot = AutopilotOptions::new(Arc::new(PreferTiered))
+    let advisor = PreferPolicy {
+        target: "tiered".to_string(),
+        handover_bytes: 4096,
+    };
+    let autopilot = AutopilotOptions::new(Arc::new(advisor))
         .with_every_bytes(64 << 10)
         .with_min_window_ops(100)
         .with_min_seconds_between_switches(0.0);

@@ -494,5 +494,43 @@ impl Pilot {
     }
 }
 
+/// An advisor that always predicts one policy twice as fast as whatever runs (and the policy
+/// itself best once it runs), with a handover of a fixed size: for tests of what carries out the
+/// pilot's decisions (engine, simulator, tools), where the prediction must not depend on a model.
+#[derive(Clone, Debug)]
+pub struct PreferPolicy {
+    /// The policy predicted best, as a specification (its name is what the current policy is
+    /// compared with).
+    pub target: String,
+    /// Bytes every handover to it is predicted to rewrite.
+    pub handover_bytes: u64,
+}
+
+impl Advisor for PreferPolicy {
+    fn name(&self) -> &str {
+        "prefer-policy"
+    }
+
+    fn predict(&self, request: &AdviceRequest<'_>) -> Result<Vec<Prediction>, String> {
+        let name = |spec: &str| spec.split(':').next().unwrap_or_default().to_string();
+        let running = name(request.current) == name(&self.target);
+        let prediction = |spec: &str, ns_per_op, handover_bytes| Prediction {
+            spec: spec.to_string(),
+            ns_per_op,
+            handover_bytes,
+            handover_ns: 0.0,
+        };
+        let mut out = vec![prediction(
+            request.current,
+            if running { 500.0 } else { 1000.0 },
+            0,
+        )];
+        if !running {
+            out.push(prediction(&self.target, 500.0, self.handover_bytes));
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -136,32 +136,14 @@ fn a_chain_of_switches_in_timed_mode_keeps_every_key() {
 /// switching through `set_policy`, with every decision in the report.
 #[test]
 fn the_autopilot_switches_when_its_advisor_says_so() {
-    use strata_policy::autopilot::{Action, AdviceRequest, Advisor, AutopilotOptions, Prediction};
-    /// Prefers tiered, twice as fast as anything else.
-    struct PreferTiered;
-    impl Advisor for PreferTiered {
-        fn name(&self) -> &str {
-            "prefer-tiered"
-        }
-        fn predict(&self, r: &AdviceRequest<'_>) -> Result<Vec<Prediction>, String> {
-            let here = if r.current.starts_with("tiered") {
-                500.0
-            } else {
-                1000.0
-            };
-            let p = |spec: &str, ns_per_op| Prediction {
-                spec: spec.to_string(),
-                ns_per_op,
-                handover_bytes: 0,
-                handover_ns: 0.0,
-            };
-            Ok(vec![p(r.current, here), p("tiered", 500.0)])
-        }
-    }
-    let options = AutopilotOptions::new(std::sync::Arc::new(PreferTiered))
-        .with_every_bytes(u64::MAX)
-        .with_every_ops(5_000)
-        .with_min_window_ops(1_000);
+    use strata_policy::autopilot::{Action, AutopilotOptions, PreferPolicy};
+    let options = AutopilotOptions::new(std::sync::Arc::new(PreferPolicy {
+        target: "tiered".to_string(),
+        handover_bytes: 0,
+    }))
+    .with_every_bytes(u64::MAX)
+    .with_every_ops(5_000)
+    .with_min_window_ops(1_000);
     let params = PresetParams {
         entries: 20_000,
         ops: 20_000,
