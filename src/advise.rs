@@ -341,8 +341,8 @@ fn has_option(policy: &str, option: &str) -> bool {
 }
 
 /// The share of puts and deletes, point reads, and scans (short and long) among the operations
-/// of the workload's last measured phase (its last phase where none is measured); the fourth
-/// number is the mean scan length. That phase is the one `strata bench` reports operations per
+/// of the workload's last measured phase (its last phase where none is measured), and the mean
+/// scan length. That phase is the one `strata bench` reports operations per
 /// second for, and so what `--verify` compares: a load of many entries before a read-mostly
 /// phase must not make the workload look write-bound.
 fn mix_of(spec: &WorkloadSpec) -> OperationMix {
@@ -406,7 +406,7 @@ fn calibration_of(args: &AdviseArgs) -> Result<Calibration> {
     let mut calibration = match (&args.calibration, &args.db) {
         (Some(path), _) => Calibration::load(path).context("--calibration")?,
         (None, Some(dir)) if dir.join(CALIBRATION_FILE).exists() => {
-            Calibration::load(&dir.join(CALIBRATION_FILE)).context("--db's calibration")?
+            Calibration::load(dir).context("--db's calibration")?
         }
         _ => Calibration::assumed(),
     };
@@ -743,12 +743,10 @@ fn workload_of_database(
             dir.display()
         );
     }
-    let writes = (l.puts + l.deletes).max(1);
-    let key_size = (l.key_bytes / writes).max(1);
-    let value_size = l.value_bytes / l.puts.max(1);
+    let whole_life = l.window_since(&LifetimeStats::default());
+    let (key_size, value_size) = (whole_life.key_size(), whole_life.value_size());
     let entries = workload.entries.unwrap_or(1_000_000).min(l.puts.max(1));
     let ops = workload.ops.unwrap_or(entries);
-    let whole_life = l.window_since(&LifetimeStats::default());
     // As many keys as it wrote, up to `entries`. The shape's scaled buffer goes unused:
     // advise simulates with its own --write-buffer-size.
     let shape = workload_like(

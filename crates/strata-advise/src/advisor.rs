@@ -108,18 +108,18 @@ impl SimulatingAdvisor {
 /// The smallest size option a scaled-down simulation gives a policy.
 const MIN_SCALED_SIZE: u64 = 4 << 10;
 
+/// The options a simulation's facts fill: its write buffer and its data size.
+const FACTS: [&str; 2] = ["write_buffer_size", "expected_data_size"];
+
 /// `spec` for the scaled-down simulation of `shape`: every size option the policy declares
 /// (tables, buckets, level bounds; set or defaulted) scaled like the data, so the simulated tree
 /// keeps the real one's proportions, and the write buffer and data size the simulation's.
 fn filled(spec: &PolicySpec, shape: &WorkloadShape) -> Result<PolicySpec, String> {
     let registration = registry::lookup(&spec.name).map_err(|e| format!("{spec}: {e}"))?;
     let mut scaled = spec.clone();
-    scaled
-        .options
-        .retain(|(k, _)| k != "write_buffer_size" && k != "expected_data_size");
+    scaled.options.retain(|(k, _)| !FACTS.contains(&k.as_str()));
     for option in registration.options {
-        let facts = ["write_buffer_size", "expected_data_size"];
-        if option.kind != OptionKind::Size || facts.contains(&option.name) {
+        if option.kind != OptionKind::Size || FACTS.contains(&option.name) {
             continue;
         }
         let given = spec
@@ -169,7 +169,16 @@ impl Advisor for SimulatingAdvisor {
             handover_bytes: 0,
             handover_ns: 0.0,
         }];
+        // A handover's entries are merged on a core of its own, and out of cache read and
+        // written on the device.
         let entry_bytes = (shape.key_size + shape.value_size) as f64;
+        let device = match (self.cache_bytes, &self.calibration.device) {
+            (Some(_), Some(d)) => {
+                entry_bytes * 1e9 * (1.0 / d.write_bytes_per_sec + 1.0 / d.read_bytes_per_sec)
+            }
+            _ => 0.0,
+        };
+        let handover_ns_per_entry = self.calibration.cpu.merge_ns_per_entry + device;
         for candidate in self.candidates.iter().filter(|c| c.name != current.name) {
             let spec = filled(candidate, &shape)?;
             // The handover is priced on the real tree, with the real policy's entry level.
@@ -182,19 +191,11 @@ impl Advisor for SimulatingAdvisor {
             let policy = build_policy(&real).map_err(|e| format!("{real}: {e}"))?;
             let bytes =
                 handover::rewrite_bound(request.version, handover::entry_level(policy.as_ref()));
-            // Merged on a core of its own, and out of cache read and written on the device.
-            let device = match (self.cache_bytes, &self.calibration.device) {
-                (Some(_), Some(d)) => {
-                    entry_bytes * 1e9 * (1.0 / d.write_bytes_per_sec + 1.0 / d.read_bytes_per_sec)
-                }
-                _ => 0.0,
-            };
-            let per_entry = self.calibration.cpu.merge_ns_per_entry + device;
             predictions.push(Prediction {
                 spec: real.to_string(),
                 ns_per_op: self.simulate(&spec, &shape)?,
                 handover_bytes: bytes,
-                handover_ns: bytes as f64 / entry_bytes * per_entry,
+                handover_ns: bytes as f64 / entry_bytes * handover_ns_per_entry,
             });
         }
         Ok(predictions)

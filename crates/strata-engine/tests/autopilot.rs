@@ -4,21 +4,21 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use strata_engine::fs::{FileSystem, MemFs};
 use strata_engine::inspect::{inspect_db, InspectDb};
 use strata_engine::{Db, Options};
-use strata_policy::autopilot::{Action, AdviceRequest, Advisor, AutopilotOptions, Prediction};
+use strata_policy::autopilot::{
+    Action, AdviceRequest, Advisor, AutopilotOptions, Prediction, PreferPolicy,
+};
 
 const DIR: &str = "/db";
 const BUFFER: u64 = 16 << 10;
 
-/// Predicts `target` twice as fast as whatever runs, until it runs; counts its calls.
+/// `tiered` twice as fast as whatever runs until it runs (`PreferPolicy`), every request
+/// checked to carry a window of operations; or, with `fail`, an advisor that always fails.
 struct Scripted {
-    target: &'static str,
-    calls: AtomicUsize,
     fail: bool,
 }
 
@@ -28,26 +28,15 @@ impl Advisor for Scripted {
     }
 
     fn predict(&self, request: &AdviceRequest<'_>) -> Result<Vec<Prediction>, String> {
-        self.calls.fetch_add(1, Ordering::Relaxed);
         if self.fail {
             return Err("no calibration for this machine".to_string());
         }
         assert!(request.window.operations() > 0);
-        let running_target = request.current.starts_with(self.target);
-        let prediction = |spec: &str, ns_per_op: f64| Prediction {
-            spec: spec.to_string(),
-            ns_per_op,
+        let prefer = PreferPolicy {
+            target: "tiered".to_string(),
             handover_bytes: 0,
-            handover_ns: 0.0,
         };
-        let mut out = vec![prediction(
-            request.current,
-            if running_target { 500.0 } else { 1000.0 },
-        )];
-        if !running_target {
-            out.push(prediction(self.target, 500.0));
-        }
-        Ok(out)
+        prefer.predict(request)
     }
 }
 
@@ -95,11 +84,7 @@ fn write_until(db: &Db, from: u64, n: u64, done: impl Fn(&Db) -> bool) -> u64 {
 #[test]
 fn switches_once_confirmed_and_records_every_decision() {
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let advisor = Arc::new(Scripted {
-        target: "tiered",
-        calls: AtomicUsize::new(0),
-        fail: false,
-    });
+    let advisor = Arc::new(Scripted { fail: false });
     let db = Db::open(DIR, options(Arc::clone(&fs), Arc::clone(&advisor))).unwrap();
     let switched = |db: &Db| {
         db.autopilot_decisions()
@@ -156,11 +141,7 @@ fn switches_once_confirmed_and_records_every_decision() {
 #[test]
 fn a_failing_advisor_keeps_the_policy() {
     let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
-    let advisor = Arc::new(Scripted {
-        target: "tiered",
-        calls: AtomicUsize::new(0),
-        fail: true,
-    });
+    let advisor = Arc::new(Scripted { fail: true });
     let db = Db::open(DIR, options(fs, Arc::clone(&advisor))).unwrap();
     write_until(&db, 0, 60_000, |db| db.autopilot_decisions().len() >= 3);
     let decisions = db.autopilot_decisions();

@@ -9,6 +9,8 @@
 //! own small history, so the engine and the simulator decide alike; every decision, kept or
 //! switched, is a [`Decision`] the engine records in its manifest.
 
+use crate::policy::CompactionPolicy;
+use crate::registry::{build_policy, PolicySpec};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -292,6 +294,19 @@ impl Decision {
     /// Candidates a decision keeps: the best few and the current one.
     pub const KEPT: usize = 4;
 
+    /// The policy a switch names, built from its specification (`None` when the decision keeps
+    /// the policy): what the engine and the simulator hand their trees to.
+    pub fn switch_policy(&self) -> Option<Result<Arc<dyn CompactionPolicy>, String>> {
+        let Action::Switch { to } = &self.action else {
+            return None;
+        };
+        Some(
+            to.parse::<PolicySpec>()
+                .and_then(|spec| build_policy(&spec))
+                .map_err(|e| format!("the autopilot's advisor named {to:?}: {e}")),
+        )
+    }
+
     /// One line: the action and its reason.
     pub fn summary(&self) -> String {
         match &self.action {
@@ -301,8 +316,9 @@ impl Decision {
     }
 }
 
-/// The autopilot's memory between decisions: the candidate that has been winning, the
-/// switches of the last hour, and what the last advice cost.
+/// The autopilot's memory between decisions: the candidates that have been worth a switch and
+/// for how many decisions in a row, the switches of the last hour, and what the last advice
+/// cost.
 #[derive(Clone, Debug)]
 pub struct Pilot {
     options: AutopilotOptions,

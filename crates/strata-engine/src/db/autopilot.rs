@@ -3,13 +3,13 @@
 //! every decision in the manifest, and carries out switches through [`Engine::set_policy`].
 
 use super::engine::Engine;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::manifest::ManifestRecord;
+use crate::stats::LifetimeStats;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use strata_policy::autopilot::{Action, AdviceRequest, AutopilotOptions, Decision, Pilot};
-use strata_policy::{build_policy, PolicySpec};
+use strata_policy::autopilot::{AdviceRequest, AutopilotOptions, Decision, Pilot};
 
 /// How often the thread looks at the counters: windows close within this of being due, and a
 /// closing database waits at most this long for the thread.
@@ -44,14 +44,16 @@ pub(crate) fn run(tree: Arc<Engine>, options: AutopilotOptions) {
             // The tree is in no policy's shape until the handover ends: judge the next window.
             continue;
         }
+        // Entry sizes over the database's life: a window of reads alone has none.
+        let life = now.window_since(&LifetimeStats::default());
         let request = AdviceRequest {
             window: &window,
             current: &current,
             version: &version,
             live_bytes: version.size(),
             write_buffer_size: tree.options.write_buffer_size,
-            key_size: (now.key_bytes / (now.puts + now.deletes).max(1)).max(1),
-            value_size: now.value_bytes / now.puts.max(1),
+            key_size: life.key_size(),
+            value_size: life.value_size(),
         };
         let decision = pilot.advise_and_decide(started.elapsed().as_secs_f64(), &request);
         if let Err(e) = tree.carry_out(decision) {
@@ -71,24 +73,17 @@ impl Engine {
             "autopilot"
         );
         self.record_decision(&decision)?;
-        let action = decision.action.clone();
-        let mut decisions = self.decisions.lock();
-        if decisions.len() == KEPT_DECISIONS {
-            // The manifest keeps them all; memory keeps the latest.
-            decisions.remove(0);
+        let switch = decision.switch_policy();
+        {
+            let mut decisions = self.decisions.lock();
+            if decisions.len() == KEPT_DECISIONS {
+                // The manifest keeps them all; memory keeps the latest.
+                decisions.pop_front();
+            }
+            decisions.push_back(decision);
         }
-        decisions.push(decision);
-        drop(decisions);
-        if let Action::Switch { to } = action {
-            let policy = to
-                .parse::<PolicySpec>()
-                .and_then(|spec| build_policy(&spec))
-                .map_err(|e| {
-                    crate::error::Error::InvalidArgument(format!(
-                        "the autopilot's advisor named {to:?}: {e}"
-                    ))
-                })?;
-            self.set_policy(policy)?;
+        if let Some(policy) = switch {
+            self.set_policy(policy.map_err(Error::InvalidArgument)?)?;
         }
         Ok(())
     }

@@ -273,7 +273,7 @@ pub(crate) struct Engine {
     /// What the database did before this open ([`Engine::lifetime_stats`] adds this open's).
     pub lifetime_before: LifetimeStats,
     /// The autopilot's decisions since the open ([`crate::Options::with_autopilot`]).
-    pub decisions: Mutex<Vec<strata_policy::autopilot::Decision>>,
+    pub decisions: Mutex<std::collections::VecDeque<strata_policy::autopilot::Decision>>,
 }
 
 /// What every keyspace of an open database shares: the directory, the WAL and the commit path,

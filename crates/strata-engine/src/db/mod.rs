@@ -218,7 +218,7 @@ impl Db {
     /// without [`crate::Options::with_autopilot`]); the manifest keeps every one since it was
     /// started (`strata inspect --history`).
     pub fn autopilot_decisions(&self) -> Vec<strata_policy::autopilot::Decision> {
-        self.engine.decisions.lock().clone()
+        self.engine.decisions.lock().iter().cloned().collect()
     }
 
     /// Writes `value` under `key`.

@@ -295,7 +295,7 @@ impl Engine {
             skew: Mutex::new(SkewEstimator::new()),
             window_index: Mutex::new(WindowIndex::new()),
             lifetime_before: recovered.lifetime,
-            decisions: Mutex::new(Vec::new()),
+            decisions: Mutex::new(VecDeque::new()),
             options,
         });
         Ok(NewTree {

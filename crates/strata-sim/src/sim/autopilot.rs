@@ -5,10 +5,8 @@
 //! decision).
 
 use super::{SimError, Simulator};
-use strata_policy::autopilot::{
-    Action, AdviceRequest, AutopilotOptions, Decision, Pilot, WorkloadWindow,
-};
-use strata_policy::{build_policy, PolicySpec};
+use strata_policy::autopilot::{AdviceRequest, AutopilotOptions, Decision, Pilot, WorkloadWindow};
+use strata_policy::PolicySpec;
 use strata_workload::OpKind;
 
 /// The autopilot's state in a simulation: the pilot, the window being counted, the decisions.
@@ -111,20 +109,11 @@ impl Simulator {
             };
             Some(a.pilot.advise_and_decide(self.now, &request))
         };
-        let switch_to = decision.as_ref().and_then(|d| match &d.action {
-            Action::Switch { to } => Some(to.clone()),
-            Action::Keep => None,
-        });
+        let switch = decision.as_ref().and_then(Decision::switch_policy);
         a.decisions.extend(decision);
         self.autopilot = Some(a);
-        if let Some(to) = switch_to {
-            let policy = to
-                .parse::<PolicySpec>()
-                .and_then(|spec| build_policy(&spec))
-                .map_err(|e| {
-                    SimError::Config(format!("the autopilot's advisor named {to:?}: {e}"))
-                })?;
-            self.set_policy(policy)?;
+        if let Some(policy) = switch {
+            self.set_policy(policy.map_err(SimError::Config)?)?;
         }
         Ok(())
     }
