@@ -664,8 +664,10 @@ impl Options {
     /// tree to the best through [`crate::Db::set_policy`] when the rule of
     /// [`strata_policy::autopilot::Pilot`] says the gain is worth the handover. Every decision,
     /// kept or switched, is recorded in the manifest (`strata inspect --history` prints them)
-    /// and kept in memory ([`crate::Db::autopilot_decisions`]). No RocksDB equivalent. Default:
-    /// off.
+    /// and kept in memory ([`crate::Db::autopilot_decisions`]). With
+    /// [`Options::with_synchronous_compaction`] there is no thread: the write that completes a
+    /// window (by bytes or operations; time is not counted) decides, as the simulator does.
+    /// No RocksDB equivalent. Default: off.
     pub fn with_autopilot(mut self, autopilot: AutopilotOptions) -> Self {
         self.autopilot = Some(autopilot);
         self

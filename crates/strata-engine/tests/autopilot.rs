@@ -151,3 +151,36 @@ fn a_failing_advisor_keeps_the_policy() {
         .all(|d| d.action == Action::Keep && d.reason.contains("no calibration")));
     assert!(db.version().policy().unwrap().starts_with("leveled"));
 }
+
+/// Compacting synchronously, the autopilot has no thread and no clock: the write that
+/// completes a window decides, at once, and reads never do.
+#[test]
+fn synchronous_databases_decide_in_the_write_that_completes_a_window() {
+    let fs: Arc<dyn FileSystem> = Arc::new(MemFs::new());
+    let autopilot = AutopilotOptions::new(Arc::new(Scripted { fail: false }))
+        .with_every_bytes(u64::MAX)
+        .with_every_ops(1_000)
+        .with_min_window_ops(1)
+        .with_confirmations(1)
+        .with_min_seconds_between_switches(0.0);
+    let options = options(fs, Arc::new(Scripted { fail: false }))
+        .with_autopilot(autopilot)
+        .with_synchronous_compaction(true);
+    let db = Db::open(DIR, options).unwrap();
+    for i in 0..999 {
+        db.put(key(i), "v").unwrap();
+    }
+    // Reads count in the window (999 puts and 10 reads make it due) and never close it.
+    for i in 0..10 {
+        db.get(key(i)).unwrap();
+    }
+    assert!(db.autopilot_decisions().is_empty());
+    db.put(key(999), "v").unwrap();
+    let decisions = db.autopilot_decisions();
+    assert_eq!(decisions.len(), 1, "{decisions:#?}");
+    assert_eq!(decisions[0].window.puts, 1_000);
+    assert_eq!(decisions[0].window.point_reads, 10);
+    assert!(matches!(decisions[0].action, Action::Switch { .. }));
+    // The switch was made before the write returned.
+    assert!(db.version().policy().unwrap().starts_with("tiered"));
+}

@@ -548,5 +548,41 @@ impl Advisor for PreferPolicy {
     }
 }
 
+/// An advisor that always predicts the specification after the running one's (by name) in
+/// `specs` twice as fast, for a handover of nothing, so the pilot switches at every window its
+/// rule allows and walks the list: for tests that carry trees through many switches (the crash
+/// test, the engine-against-simulator comparison).
+#[derive(Clone, Debug)]
+pub struct RotatePolicies {
+    /// The specifications in the order they are handed the tree; a running policy not among
+    /// them hands it to the first.
+    pub specs: Vec<String>,
+}
+
+impl Advisor for RotatePolicies {
+    fn name(&self) -> &str {
+        "rotate-policies"
+    }
+
+    fn predict(&self, request: &AdviceRequest<'_>) -> Result<Vec<Prediction>, String> {
+        let name = |spec: &str| spec.split(':').next().unwrap_or_default().to_string();
+        let running = name(request.current);
+        let next = match self.specs.iter().position(|s| name(s) == running) {
+            Some(at) => &self.specs[(at + 1) % self.specs.len()],
+            None => self.specs.first().ok_or("no policies to rotate through")?,
+        };
+        let prediction = |spec: &str, ns_per_op| Prediction {
+            spec: spec.to_string(),
+            ns_per_op,
+            handover_bytes: 0,
+            handover_ns: 0.0,
+        };
+        Ok(vec![
+            prediction(request.current, 1000.0),
+            prediction(next, 500.0),
+        ])
+    }
+}
+
 #[cfg(test)]
 mod tests;

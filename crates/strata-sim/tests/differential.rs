@@ -16,6 +16,7 @@ use strata_engine::key::TRAILER_LEN;
 use strata_engine::memtable::ENTRY_OVERHEAD;
 use strata_engine::{CompletedJob, Db, EventListener, Options, U64AddOperator};
 use strata_meta::{Bytes, Version};
+use strata_policy::autopilot::{Action, AutopilotOptions, Decision, RotatePolicies};
 use strata_policy::{build_policy, testing, PlanAction, PolicySpec, Priority};
 use strata_sim::{SimConfig, Simulator};
 use strata_workload::{encode_key, Mix, OpKind, OpStream, PresetParams, WorkloadSpec};
@@ -208,12 +209,51 @@ struct Outcome {
     handover_jobs: usize,
     /// Range tombstones in the final version's tables.
     range_deletions: u64,
+    /// The autopilot's decisions: the policy that ran, the window's puts, deletes and user
+    /// bytes, and the action.
+    decisions: Vec<(String, u64, u64, u64, Action)>,
 }
 
-/// A policy switch: to this policy, once this many operations have run.
-type Switch<'a> = Option<(&'a str, u64)>;
+/// What the engine's and the simulator's autopilots must agree on of a decision (its clock
+/// and the estimates of skew and key order are their own).
+fn decided(d: &Decision) -> (String, u64, u64, u64, Action) {
+    let w = &d.window;
+    (
+        d.current.clone(),
+        w.puts,
+        w.deletes,
+        w.key_bytes + w.value_bytes,
+        d.action.clone(),
+    )
+}
 
-fn run_engine(name: &str, size: Size, switch: Switch<'_>) -> Outcome {
+/// Who switches policy in a run: nobody, the test (to this policy once this many operations
+/// have run), or the autopilot.
+#[derive(Clone, Copy)]
+enum Switcher<'a> {
+    Never,
+    At(&'a str, u64),
+    Autopilot(&'a AutopilotOptions),
+}
+
+impl<'a> Switcher<'a> {
+    /// The policy the test switches to before operation `i`, if any.
+    fn at(self, i: usize) -> Option<&'a str> {
+        match self {
+            Switcher::At(to, at) if at == i as u64 => Some(to),
+            _ => None,
+        }
+    }
+
+    fn autopilot(self) -> Option<AutopilotOptions> {
+        match self {
+            Switcher::Autopilot(options) => Some(options.clone()),
+            _ => None,
+        }
+    }
+}
+
+fn run_engine(name: &str, size: Size, switcher: Switcher<'_>) -> Outcome {
     let recorder = Arc::new(Recorder::default());
     let options = Options::new()
         .with_file_system(Arc::new(MemFs::default()))
@@ -225,6 +265,10 @@ fn run_engine(name: &str, size: Size, switch: Switch<'_>) -> Outcome {
         .with_policy_spec(policy(name))
         .unwrap()
         .with_event_listener(recorder.clone());
+    let options = match switcher.autopilot() {
+        Some(autopilot) => options.with_autopilot(autopilot),
+        None => options,
+    };
     // An operator only where merges run: with one, merges keep no block unchanged.
     let options = if size.merges > 0 {
         options.with_merge_operator(Arc::new(U64AddOperator))
@@ -236,7 +280,7 @@ fn run_engine(name: &str, size: Size, switch: Switch<'_>) -> Outcome {
     let mut value = vec![b'v'; size.value as usize];
     let mut key = Vec::new();
     for (i, op) in workload(size).enumerate() {
-        if let Some((to, _)) = switch.filter(|&(_, at)| at == i as u64) {
+        if let Some(to) = switcher.at(i) {
             db.set_policy(build_policy(&policy(to)).unwrap()).unwrap();
         }
         encode_key(&mut key, op.key, KEY as usize);
@@ -268,6 +312,7 @@ fn run_engine(name: &str, size: Size, switch: Switch<'_>) -> Outcome {
         .tables()
         .map(|(_, _, t)| t.range_deletions)
         .sum();
+    let decisions = db.autopilot_decisions().iter().map(decided).collect();
     db.close().unwrap();
     let steps = recorder.0.lock().unwrap().clone();
     let reclaims = *recorder.1.lock().unwrap();
@@ -282,10 +327,11 @@ fn run_engine(name: &str, size: Size, switch: Switch<'_>) -> Outcome {
         reclaims,
         handover_jobs,
         range_deletions,
+        decisions,
     }
 }
 
-fn run_sim(name: &str, size: Size, switch: Switch<'_>) -> Outcome {
+fn run_sim(name: &str, size: Size, switcher: Switcher<'_>) -> Outcome {
     let config = SimConfig {
         key_size: KEY,
         value_size: size.value,
@@ -299,8 +345,11 @@ fn run_sim(name: &str, size: Size, switch: Switch<'_>) -> Outcome {
     }
     .with_engine_blocks(BLOCK, size.aligned);
     let mut sim = Simulator::new(build_policy(&policy(name)).unwrap(), config).unwrap();
+    if let Some(autopilot) = switcher.autopilot() {
+        sim = sim.with_autopilot(autopilot);
+    }
     for (i, op) in workload(size).enumerate() {
-        if let Some((to, _)) = switch.filter(|&(_, at)| at == i as u64) {
+        if let Some(to) = switcher.at(i) {
             sim.set_policy(build_policy(&policy(to)).unwrap()).unwrap();
         }
         match op.kind {
@@ -348,22 +397,24 @@ fn run_sim(name: &str, size: Size, switch: Switch<'_>) -> Outcome {
         reclaims: 0,
         handover_jobs: 0,
         range_deletions,
+        decisions: report.autopilot.iter().map(decided).collect(),
     }
 }
 
 /// Runs `name` on both sides at `size` and checks that they agree step by step, table by table
 /// and block by block; returns the engine's outcome.
 fn compare(name: &str, size: Size) -> Outcome {
-    compare_switching(name, size, None)
+    compare_with(name, size, Switcher::Never)
 }
 
-/// [`compare`], switching policy as `switch` says on both sides.
-fn compare_switching(name: &str, size: Size, switch: Switch<'_>) -> Outcome {
-    let engine = run_engine(name, size, switch);
-    let sim = run_sim(name, size, switch);
-    let name = &match switch {
-        Some((to, at)) => format!("{name} -> {to} at operation {at}"),
-        None => name.to_string(),
+/// [`compare`], with `switcher` switching policy on both sides.
+fn compare_with(name: &str, size: Size, switcher: Switcher<'_>) -> Outcome {
+    let engine = run_engine(name, size, switcher);
+    let sim = run_sim(name, size, switcher);
+    let name = &match switcher {
+        Switcher::At(to, at) => format!("{name} -> {to} at operation {at}"),
+        Switcher::Autopilot(_) => format!("{name} with the autopilot"),
+        Switcher::Never => name.to_string(),
     };
     {
         let merges = engine
@@ -441,6 +492,10 @@ fn compare_switching(name: &str, size: Size, switch: Switch<'_>) -> Outcome {
         assert_eq!(
             engine.range_deletions, sim.range_deletions,
             "{name}: range tombstones in the final tables"
+        );
+        assert_eq!(
+            engine.decisions, sim.decisions,
+            "{name}: the autopilots' decisions"
         );
         // Size cuts happened: some job wrote more than one table (a policy that never merges
         // writes one bucket a flush).
@@ -582,7 +637,7 @@ fn engine_and_simulator_agree_with_aligned_blocks() {
         );
         // The plain layout's engine side is compared in the tests above; its simulation is
         // enough here.
-        let plain = run_sim(name, size, None);
+        let plain = run_sim(name, size, Switcher::Never);
         // Padding is written: the aligned run writes more for the same data.
         assert!(
             aligned.write_amp > plain.write_amp,
@@ -608,7 +663,7 @@ fn minmax_re_merges_alike_on_both_sides() {
 
 #[test]
 fn the_test_policy_flushes_windows_and_cuts_at_boundaries() {
-    let engine = run_engine(testing::NAME, SMALL, None);
+    let engine = run_engine(testing::NAME, SMALL, Switcher::Never);
     let flushes: Vec<&Step> = engine.steps.iter().filter(|s| s.1 == "flush").collect();
     // Every flush writes half the buffer, so there are about twice as many flushes as buffers
     // ingested (80,000 writes of 8 + 100 bytes plus the trailer and the memtable node overhead).
@@ -640,7 +695,7 @@ fn engine_and_simulator_hand_trees_over_alike() {
     let mut handover_jobs = Vec::new();
     for (i, from) in names.iter().enumerate() {
         let to = names[(i + names.len() / 2) % names.len()];
-        let engine = compare_switching(from, SMALL, Some((to, at)));
+        let engine = compare_with(from, SMALL, Switcher::At(to, at));
         handover_jobs.push(engine.handover_jobs);
     }
     // Trees that already had the shape (one run per level, nothing above the new entry
@@ -651,6 +706,38 @@ fn engine_and_simulator_hand_trees_over_alike() {
         "handover jobs per switch: {handover_jobs:?}"
     );
     eprintln!("handover jobs per switch: {handover_jobs:?}");
+}
+
+/// The autopilot on both sides, its advisor handing the tree to the next policy of the test
+/// list at every window of 4,000 writes: the same decisions on the same windows, and the same
+/// flushes, plans and handovers, through a switch to almost every policy.
+#[test]
+fn engine_and_simulator_autopilots_decide_alike() {
+    let names = testing::policies_to_test();
+    let specs = names.iter().map(|n| policy(n).to_string()).collect();
+    let autopilot = AutopilotOptions::new(std::sync::Arc::new(RotatePolicies { specs }))
+        .with_every_bytes(u64::MAX)
+        .with_every_ops(4_000)
+        .with_min_window_ops(1)
+        .with_confirmations(1)
+        .with_min_seconds_between_switches(0.0);
+    // A range deletion every 200 operations, counted as a delete in both windows.
+    let size = Size {
+        range_deletes: 200,
+        ..SMALL
+    };
+    let engine = compare_with(names[0], size, Switcher::Autopilot(&autopilot));
+    let switches = engine
+        .decisions
+        .iter()
+        .filter(|d| matches!(d.4, Action::Switch { .. }))
+        .count();
+    // 80,400 writes in windows of 4,000: a switch at each.
+    assert!(
+        switches >= 19,
+        "{switches} switches: {:#?}",
+        engine.decisions
+    );
 }
 
 /// Compressed levels (`compression_per_level`, `bottommost_compression`) on both sides, with
@@ -677,10 +764,10 @@ fn compressed_levels_agree_within_two_percent() {
             "partial-rr",
         ),
     ] {
-        let engine = run_engine(name, half, None).write_amp;
-        let sim = run_sim(name, half, None).write_amp;
-        let engine_plain = run_engine(plain, half, None).write_amp;
-        let sim_plain = run_sim(plain, half, None).write_amp;
+        let engine = run_engine(name, half, Switcher::Never).write_amp;
+        let sim = run_sim(name, half, Switcher::Never).write_amp;
+        let engine_plain = run_engine(plain, half, Switcher::Never).write_amp;
+        let sim_plain = run_sim(plain, half, Switcher::Never).write_amp;
         eprintln!(
             "{name}: WA engine {engine:.4}, simulator {sim:.4}; uncompressed {engine_plain:.4} and {sim_plain:.4}"
         );

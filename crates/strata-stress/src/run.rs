@@ -16,7 +16,7 @@ use strata_engine::filename::{classify, FileKind};
 use strata_engine::{
     AppendOperator, Db, EventListener, Options, PolicySwitch, ReadOptions, WriteBatch, WriteOptions,
 };
-use strata_policy::autopilot::{AdviceRequest, Advisor, AutopilotOptions, Prediction};
+use strata_policy::autopilot::{AutopilotOptions, RotatePolicies};
 use strata_policy::{testing, PolicySpec};
 
 #[derive(Parser, Clone)]
@@ -123,38 +123,6 @@ fn child_options(args: &RunArgs) -> Result<Options> {
     }
 }
 
-/// The crash test's advisor: the policy after the current one in the test list is always
-/// predicted twice as fast, for a handover of nothing, so the pilot switches at every window
-/// its rule allows.
-struct Rotating {
-    policies: Vec<&'static str>,
-}
-
-impl Advisor for Rotating {
-    fn name(&self) -> &str {
-        "rotating"
-    }
-
-    fn predict(&self, request: &AdviceRequest<'_>) -> std::result::Result<Vec<Prediction>, String> {
-        let name = request.current.split(':').next().unwrap_or_default();
-        let at = self.policies.iter().position(|p| *p == name).unwrap_or(0);
-        let next = self.policies[(at + 1) % self.policies.len()];
-        let mut spec = policy_spec(next).map_err(|e| e.to_string())?;
-        spec.fill_defaults([("write_buffer_size", BUFFER)])
-            .map_err(|e| e.to_string())?;
-        let prediction = |spec: String, ns_per_op| Prediction {
-            spec,
-            ns_per_op,
-            handover_bytes: 0,
-            handover_ns: 0.0,
-        };
-        Ok(vec![
-            prediction(request.current.to_string(), 1000.0),
-            prediction(spec.to_string(), 500.0),
-        ])
-    }
-}
-
 /// Prints `AUTOPILOT_SWITCH` for each switch the autopilot makes, for the driver to count.
 struct SwitchPrinter;
 
@@ -166,17 +134,23 @@ impl EventListener for SwitchPrinter {
     }
 }
 
-/// The autopilot of `--autopilot`: small windows, a switch as soon as one window agrees.
-fn autopilot() -> AutopilotOptions {
-    let advisor = Rotating {
-        policies: testing::policies_to_test(),
-    };
-    AutopilotOptions::new(Arc::new(advisor))
+/// The autopilot of `--autopilot`: small windows, a switch as soon as one window agrees, to
+/// the next policy of the test list each time.
+fn autopilot() -> Result<AutopilotOptions> {
+    let specs = testing::policies_to_test()
+        .into_iter()
+        .map(|name| {
+            let mut spec = policy_spec(name)?;
+            spec.fill_defaults([("write_buffer_size", BUFFER)])?;
+            Ok(spec.to_string())
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(AutopilotOptions::new(Arc::new(RotatePolicies { specs }))
         .with_every_bytes(128 << 10)
         .with_every_seconds(0.2)
         .with_min_window_ops(100)
         .with_confirmations(1)
-        .with_min_seconds_between_switches(0.2)
+        .with_min_seconds_between_switches(0.2))
 }
 
 fn key_name(thread: usize, k: u64) -> String {
@@ -399,7 +373,7 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
         .with_enable_pipelined_write(args.pipelined_write);
     if args.autopilot {
         options = options
-            .with_autopilot(autopilot())
+            .with_autopilot(autopilot()?)
             .with_event_listener(Arc::new(SwitchPrinter));
     }
     let db = Arc::new(Db::open(&args.dir, options).context("reopening after the crash")?);

@@ -274,6 +274,9 @@ pub(crate) struct Engine {
     pub lifetime_before: LifetimeStats,
     /// The autopilot's decisions since the open ([`crate::Options::with_autopilot`]).
     pub decisions: Mutex<std::collections::VecDeque<strata_policy::autopilot::Decision>>,
+    /// The autopilot, where it decides in the writes of a database that compacts
+    /// synchronously (`db/autopilot.rs`); `None` otherwise.
+    pub inline_autopilot: Mutex<Option<super::autopilot::Autopilot>>,
 }
 
 /// What every keyspace of an open database shares: the directory, the WAL and the commit path,

@@ -192,16 +192,20 @@ impl Db {
     /// Starts the background workers every keyspace shares, unless the database compacts
     /// synchronously: one flush thread, `max_background_jobs - 1` (at least one) compaction
     /// threads and `reserved_jobs` threads for urgent plans; and the autopilot's thread, if
-    /// asked for, in either mode.
+    /// asked for (a database that compacts synchronously runs it in its writes instead).
     fn start_workers(&self) {
         let options = &self.engine.options;
+        if options.synchronous_compaction {
+            if let Some(options) = options.autopilot.clone() {
+                let autopilot = autopilot::Autopilot::new(&self.engine, options, false);
+                *self.engine.inline_autopilot.lock() = Some(autopilot);
+            }
+            return;
+        }
         if let Some(autopilot) = options.autopilot.clone() {
             let tree = Arc::clone(&self.engine);
             let thread = std::thread::spawn(move || autopilot::run(tree, autopilot));
             self.threads.lock().push(thread);
-        }
-        if options.synchronous_compaction {
-            return;
         }
         let compactors = options.max_background_jobs.saturating_sub(1).max(1);
         let workers = std::iter::once(Worker::Flush)

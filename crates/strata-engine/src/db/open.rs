@@ -296,6 +296,7 @@ impl Engine {
             window_index: Mutex::new(WindowIndex::new()),
             lifetime_before: recovered.lifetime,
             decisions: Mutex::new(VecDeque::new()),
+            inline_autopilot: Mutex::new(None),
             options,
         });
         Ok(NewTree {

@@ -91,6 +91,9 @@ impl Engine {
             result
         };
         self.shared.write_queue.finish(&me, &group, &result);
+        if result.is_ok() && self.options.synchronous_compaction {
+            self.autopilot_after_write();
+        }
         result
     }
 

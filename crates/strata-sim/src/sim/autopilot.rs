@@ -7,7 +7,23 @@
 use super::{SimError, Simulator};
 use strata_policy::autopilot::{AdviceRequest, AutopilotOptions, Decision, Pilot, WorkloadWindow};
 use strata_policy::PolicySpec;
-use strata_workload::OpKind;
+
+/// What an operation adds to the autopilot's window.
+pub(super) enum Counted {
+    /// A put (a merge operand counts as one) or a delete (a range deletion counts as one).
+    Write {
+        /// Whether it is a delete.
+        delete: bool,
+        /// Its key bytes (a range deletion's two bounds).
+        key_bytes: u64,
+        /// Its value bytes.
+        value_bytes: u64,
+    },
+    /// A point read.
+    Read,
+    /// A scan of this many entries.
+    Scan(u64),
+}
 
 /// The autopilot's state in a simulation: the pilot, the window being counted, the decisions.
 pub(super) struct SimAutopilot {
@@ -21,9 +37,10 @@ pub(super) struct SimAutopilot {
 }
 
 impl Simulator {
-    /// Runs the autopilot over the simulated workload ([`Simulator::run_workload`]): the
-    /// engine's rule with `options`' advisor. Without a clock (synchronous mode) windows close
-    /// by bytes written and by operations ([`AutopilotOptions::with_every_ops`]).
+    /// Runs the autopilot over what the simulator is asked to do: the engine's rule with
+    /// `options`' advisor, deciding in the write that completes a window. Without a clock
+    /// (synchronous mode) windows close by bytes written and by operations
+    /// ([`AutopilotOptions::with_every_ops`]), as in an engine that compacts synchronously.
     pub fn with_autopilot(mut self, options: AutopilotOptions) -> Self {
         self.autopilot = Some(SimAutopilot {
             pilot: Pilot::new(options),
@@ -35,40 +52,45 @@ impl Simulator {
         self
     }
 
-    /// Counts an operation in the autopilot's window, and decides when the window is due.
-    pub(super) fn autopilot_count(
-        &mut self,
-        kind: OpKind,
-        scan_length: u64,
-    ) -> Result<(), SimError> {
-        let (key, value) = (self.cfg.key_size, self.cfg.value_size);
+    /// Counts an operation in the autopilot's window: `puts` and `deletes` written with
+    /// `key_bytes` and `value_bytes`, point `reads`, and a scan of `scanned` entries if
+    /// `scans`. Only writes close a window ([`Simulator::autopilot_after_write`]), as in an
+    /// engine that compacts synchronously.
+    pub(super) fn autopilot_count(&mut self, count: Counted) {
+        let Some(a) = self.autopilot.as_mut() else {
+            return;
+        };
+        let w = &mut a.window;
+        match count {
+            Counted::Write {
+                delete,
+                key_bytes,
+                value_bytes,
+            } => {
+                if delete {
+                    w.deletes += 1;
+                } else {
+                    w.puts += 1;
+                }
+                w.key_bytes += key_bytes;
+                w.value_bytes += value_bytes;
+            }
+            Counted::Read => w.point_reads += 1,
+            Counted::Scan(entries) => {
+                w.scans += 1;
+                a.scanned += entries;
+            }
+        }
+    }
+
+    /// After a write: decides if the window is due, by bytes and operations (and by simulated
+    /// time, in a timed simulation).
+    pub(super) fn autopilot_after_write(&mut self) -> Result<(), SimError> {
         let now = self.now;
         let Some(a) = self.autopilot.as_mut() else {
             return Ok(());
         };
         let w = &mut a.window;
-        match kind {
-            OpKind::Insert | OpKind::Update => {
-                w.puts += 1;
-                w.key_bytes += key;
-                w.value_bytes += value;
-            }
-            OpKind::Rmw => {
-                w.puts += 1;
-                w.point_reads += 1;
-                w.key_bytes += key;
-                w.value_bytes += value;
-            }
-            OpKind::Delete => {
-                w.deletes += 1;
-                w.key_bytes += key;
-            }
-            OpKind::Read => w.point_reads += 1,
-            OpKind::Scan | OpKind::LongScan => {
-                w.scans += 1;
-                a.scanned += scan_length;
-            }
-        }
         w.seconds = now - a.opened_at;
         let due =
             a.pilot

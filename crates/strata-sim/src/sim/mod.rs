@@ -35,6 +35,7 @@ use crate::holders::KeyHolders;
 use crate::keys::{self, is_tombstone, key_of};
 use crate::report::{LevelReport, Metrics, PhaseReport, SimReport, TimelineSample};
 use crate::size::TableSizer;
+use autopilot::Counted;
 use files::FileRecorder;
 use jobs::Job;
 use phase::PhaseMark;
@@ -397,6 +398,11 @@ impl Simulator {
     /// Inserts or updates `key`.
     pub fn put(&mut self, key: u64) -> Result<(), SimError> {
         self.stats.puts += 1;
+        self.autopilot_count(Counted::Write {
+            delete: false,
+            key_bytes: self.cfg.key_size,
+            value_bytes: self.cfg.value_size,
+        });
         self.ingest(keys::put(key))
     }
 
@@ -414,12 +420,18 @@ impl Simulator {
     /// Deletes `key`.
     pub fn delete(&mut self, key: u64) -> Result<(), SimError> {
         self.stats.deletes += 1;
+        self.autopilot_count(Counted::Write {
+            delete: true,
+            key_bytes: self.cfg.key_size,
+            value_bytes: 0,
+        });
         self.ingest(keys::tombstone(key))
     }
 
     /// Records a point read (statistics only).
     pub fn read(&mut self, _key: u64) {
         self.stats.point_reads += 1;
+        self.autopilot_count(Counted::Read);
     }
 
     fn ingest(&mut self, entry: u64) -> Result<(), SimError> {
@@ -466,6 +478,9 @@ impl Simulator {
         {
             self.advance_to(self.now + bytes as f64 / ingest_bytes_per_sec)?;
         }
+        // The autopilot decides before the buffer it filled is flushed: the engine freezes a
+        // full memtable in the next write, after its autopilot decided on this one.
+        self.autopilot_after_write()?;
         // A flush that writes only a window may leave the buffer full: flush until it is not, as
         // the engine freezes its memtable again while it is over the size.
         while self.buffer_bytes >= self.cfg.buffer_size && self.buffer_entries > 0 {
@@ -477,6 +492,7 @@ impl Simulator {
     /// Records a range scan that read `entries` entries (statistics only).
     pub fn scan(&mut self, entries: u64) {
         self.stats.scans.record(entries);
+        self.autopilot_count(Counted::Scan(entries));
     }
 
     /// Runs a whole workload, seeded with `seed`, through a fresh simulator and reports. The
@@ -512,12 +528,17 @@ impl Simulator {
                     inserts += 1;
                     sim.put(op.key)?;
                 }
-                OpKind::Update | OpKind::Rmw => sim.put(op.key)?,
+                OpKind::Update => sim.put(op.key)?,
+                OpKind::Rmw => {
+                    // The read the engine's benchmark makes first, for the autopilot's window
+                    // (the simulator's read statistics count reads alone).
+                    sim.autopilot_count(Counted::Read);
+                    sim.put(op.key)?
+                }
                 OpKind::Delete => sim.delete(op.key)?,
                 OpKind::Read => sim.read(op.key),
                 OpKind::Scan | OpKind::LongScan => sim.scan(op.scan_length as u64),
             }
-            sim.autopilot_count(op.kind, op.scan_length as u64)?;
         }
         sim.live_entries = stream.live_keys();
         let mut report = sim.finish()?;

@@ -84,6 +84,13 @@ impl Simulator {
             ));
         }
         self.stats.deletes += 1;
+        let bytes = 2 * self.cfg.key_size;
+        // Counted as one delete, as the engine counts it.
+        self.autopilot_count(super::autopilot::Counted::Write {
+            delete: true,
+            key_bytes: bytes,
+            value_bytes: 0,
+        });
         self.seqno += 1;
         if start < end {
             self.buffer_ranges.push((
@@ -95,7 +102,6 @@ impl Simulator {
                 },
             ));
         }
-        let bytes = 2 * self.cfg.key_size;
         self.account_buffered(bytes)
     }
 
