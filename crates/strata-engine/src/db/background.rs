@@ -122,9 +122,11 @@ impl Engine {
     ///
     /// REQUIRES: the state lock is held.
     pub fn compact_inline(&self, state: &mut MutexGuard<'_, EngineState>) -> Result<bool> {
-        let before = Arc::clone(&state.version);
+        // Weak: a strong reference would keep the version alive, and the tables the job's install
+        // makes obsolete with it, past this run (until the next version change).
+        let before = Arc::downgrade(&state.version);
         let Some(job) = self.pick_compaction(state, false)? else {
-            return Ok(!Arc::ptr_eq(&before, &state.version));
+            return Ok(!std::ptr::eq(before.as_ptr(), Arc::as_ptr(&state.version)));
         };
         let result = MutexGuard::unlocked(state, || self.run_compaction(&job));
         self.finish_compaction(state, job, result)?;

@@ -4,7 +4,8 @@
 //! - A randomized test runs many seeds of random writes (some synced, some left out of the WAL)
 //!   under random and scheduled faults for every built-in policy with background compaction
 //!   (half the seeds with direct I/O for table files; a third with the keys spread over two
-//!   keyspaces and a third over three, so batches span them), crashes at the first error, loses
+//!   keyspaces and a third over three, so batches span them; a third compacting synchronously
+//!   with the autopilot switching policy at every window), crashes at the first error, loses
 //!   power, reopens (first under faults, then without), and checks the recovered state against a
 //!   model of what was acknowledged.
 //! - Targeted tests check each failure rule of the engine (see the docs of `db.rs`) on its own.
@@ -24,6 +25,7 @@ use strata_engine::{
     Clock, CompactionFilter, Db, Error, FilterDecision, Keyspace, KeyspaceOptions, ManualClock,
     Options, RecoveryMode, U64AddOperator, WriteBatch, WriteOptions,
 };
+use strata_policy::autopilot::{AutopilotOptions, RotatePolicies};
 use strata_policy::{testing, PolicySpec};
 
 mod targeted;
@@ -40,7 +42,27 @@ fn small_options(
     synchronous: bool,
     direct_io: bool,
 ) -> Options {
-    let buffer = 4096;
+    Options::new()
+        .with_file_system(fs)
+        .with_use_direct_reads(direct_io)
+        .with_use_direct_io_for_flush_and_compaction(direct_io)
+        .with_block_align(direct_io)
+        .with_write_buffer_size(BUFFER)
+        .with_block_size(256)
+        .with_block_cache_capacity(4096)
+        .with_max_open_files(16)
+        .with_max_manifest_file_size(4096)
+        .with_max_background_jobs(3)
+        .with_synchronous_compaction(synchronous)
+        .with_policy_spec(small_spec(policy, synchronous))
+        .unwrap()
+}
+
+/// The write buffer of [`small_options`].
+const BUFFER: u64 = 4096;
+
+/// `policy` with the small tables of [`small_options`] (and its codecs, if `synchronous`).
+fn small_spec(policy: &str, synchronous: bool) -> PolicySpec {
     let mut spec: PolicySpec = policy.parse().unwrap();
     if synchronous {
         // Every codec under the faults: none in level 0, lz4 above the bottom, zstd with a
@@ -63,20 +85,22 @@ fn small_options(
         ("bucket_size", "1KiB"),
     ])
     .unwrap();
-    Options::new()
-        .with_file_system(fs)
-        .with_use_direct_reads(direct_io)
-        .with_use_direct_io_for_flush_and_compaction(direct_io)
-        .with_block_align(direct_io)
-        .with_write_buffer_size(buffer)
-        .with_block_size(256)
-        .with_block_cache_capacity(4096)
-        .with_max_open_files(16)
-        .with_max_manifest_file_size(4096)
-        .with_max_background_jobs(3)
-        .with_synchronous_compaction(synchronous)
-        .with_policy_spec(spec)
-        .unwrap()
+    spec.fill_defaults([("write_buffer_size", BUFFER)]).unwrap();
+    spec
+}
+
+/// An autopilot that hands the tree to the next policy of the test list at every window of
+/// 2 KiB written: its decisions go into the manifest, and its handovers run, under the faults.
+fn rotating_autopilot(synchronous: bool) -> AutopilotOptions {
+    let specs = testing::policies_to_test()
+        .into_iter()
+        .map(|p| small_spec(p, synchronous).to_string())
+        .collect();
+    AutopilotOptions::new(Arc::new(RotatePolicies { specs }))
+        .with_every_bytes(2048)
+        .with_min_window_ops(10)
+        .with_confirmations(1)
+        .with_min_seconds_between_switches(0.0)
 }
 
 /// Table files in the directory.
@@ -180,6 +204,8 @@ static FILTERED: AtomicU64 = AtomicU64::new(0);
 /// Reads that found a key gone while the run went on: its newest value had expired, or the
 /// filter removed it.
 static EXPIRED_READS: AtomicU64 = AtomicU64::new(0);
+/// Switches the autopilot made under the faults, over every run.
+static AUTOPILOT_SWITCHES: AtomicU64 = AtomicU64::new(0);
 static REMOVED_READS: AtomicU64 = AtomicU64::new(0);
 
 /// The TTL of the runs whose entries expire ([`Model::ttl`]), in seconds of their clock, which
@@ -471,10 +497,13 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
     // samples go into the manifest under the faults, and reads and merges check them.
     let with_counters = seed % 4 < 2;
     let with_filter = seed % 4 == 2;
+    // A third of every policy's seeds compact synchronously with the autopilot switching at
+    // every window, in the writes (decisions and handovers under the faults, deterministic).
+    let with_autopilot = (seed / 1000) % 3 == 2;
     let clock = Arc::new(ManualClock::new(1_700_000_000));
     let ttl = if with_counters { 3600 } else { SHORT_TTL };
     let options = || {
-        let mut options = small_options(Arc::clone(&fs), policy, false, direct_io)
+        let mut options = small_options(Arc::clone(&fs), policy, with_autopilot, direct_io)
             .with_clock(Arc::clone(&clock) as Arc<dyn Clock>)
             .with_ttl(Some(Duration::from_secs(ttl)));
         if ttl == SHORT_TTL {
@@ -485,6 +514,9 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
         }
         if with_filter {
             options = options.with_compaction_filter(Arc::new(RemoveSome));
+        }
+        if with_autopilot {
+            options = options.with_autopilot(rotating_autopilot(true));
         }
         options
     };
@@ -651,6 +683,12 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
     // is lost), the database closes normally and then power is lost, or only the process dies
     // (no power loss: everything handed to the file system survives, so every acknowledged
     // write must too, and a manifest record whose sync failed may be complete).
+    let switches = db
+        .autopilot_decisions()
+        .iter()
+        .filter(|d| d.switch_policy().is_some())
+        .count();
+    AUTOPILOT_SWITCHES.fetch_add(switches as u64, Ordering::Relaxed);
     let crash = rng.random_range(0..3);
     let power_loss = crash != 2;
     if crash == 1 {
@@ -803,6 +841,9 @@ fn random_faults_never_lose_synced_writes_or_invent_values() {
     println!("reads that found a value expired: {expired}, removed by the filter: {removed}");
     assert!(expired > 0, "no read found a value expired");
     assert!(removed > 0, "no read found a value the filter removed");
+    let switches = AUTOPILOT_SWITCHES.load(Ordering::Relaxed);
+    println!("switches the autopilot made under the faults: {switches}");
+    assert!(switches > 0, "the autopilot never switched");
     for kind in FaultKind::ALL {
         assert!(
             totals.injected(kind) > 0,
