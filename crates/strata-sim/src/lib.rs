@@ -32,6 +32,8 @@ pub use keys::{is_tombstone, key_at_or_after, key_bytes, key_from_bytes, key_of}
 pub use report::{
     comparison_table, human_bytes, LevelReport, PhaseReport, SimReport, TimelineSample,
 };
-pub use sim::{bloom_fpr, SimConfig, SimError, Simulator, Timing, TraceEvent, DEFAULT_SCALE_KEYS};
+pub use sim::{
+    bloom_fpr, KeyFilter, SimConfig, SimError, Simulator, Timing, TraceEvent, DEFAULT_SCALE_KEYS,
+};
 pub use size::{CompressionRatios, RawSizer, SizedBlock, SizedTable, TableEstimate, TableSizer};
 pub use strata_exec::JobKind;

@@ -1,7 +1,16 @@
 //! The simulator's settings: its time model, sizes, and scale mode.
 
 use crate::size::{CompressionRatios, RawSizer, TableSizer};
+use std::fmt;
 use std::sync::Arc;
+
+/// A compaction filter as the simulator can apply it: by key alone, since it holds no values.
+/// It stands for an engine filter (`Options::with_compaction_filter`) that removes the same
+/// keys' values and keeps every other value as it is.
+pub trait KeyFilter: fmt::Debug + Send + Sync {
+    /// Whether the filter removes the value of `key`.
+    fn removes(&self, key: u64) -> bool;
+}
 
 /// How simulated time relates to work.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -74,6 +83,12 @@ pub struct SimConfig {
     /// The engine it stands for has a merge operator (`Options::with_merge_operator`): its
     /// merges may fold operands, so they keep no input block unchanged. Default: false.
     pub merge_operator: bool,
+    /// The engine it stands for has a compaction filter, removing the values of the keys this
+    /// one names. As in the engine, merges (not flushes) ask it about the newest value of each
+    /// key while no window of the buffer is held back (the engine asks only about versions
+    /// newer than every held memtable's), a removal leaves a tombstone where an older table
+    /// may hold the key, and such merges keep no input block unchanged. Default: `None`.
+    pub compaction_filter: Option<Arc<dyn KeyFilter>>,
     /// The exact tombstone rule searches every older run for a tombstone's key. When at least
     /// this many runs lie below a merge's output, and more than lie above it and in the merge,
     /// it asks instead an index of how many tables hold each key (built on first need, about
@@ -137,6 +152,7 @@ impl Default for SimConfig {
             block_size: None,
             exact_tombstone_drop: true,
             merge_operator: false,
+            compaction_filter: None,
             tombstone_index_runs: 16,
             scale_keys: None,
         }

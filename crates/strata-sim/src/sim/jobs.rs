@@ -167,10 +167,13 @@ impl Simulator {
             let seqnos = seqnos.unwrap_or_default();
             let (sizer, weight) = self.sizer_for(read_bytes, sample_bytes);
             let block_size = self.cfg.block_size.unwrap_or(1);
-            // A merge with range tombstones, or one that may fold merge operands, keeps no
-            // block unchanged, as in the engine.
-            let preserver = Preserver::for_plan(&self.version, &plan, block_size)
-                .filter(|_| input_ranges.is_none() && !self.cfg.merge_operator);
+            // A merge with range tombstones, or one that may fold merge operands or filter
+            // values, keeps no block unchanged, as in the engine.
+            let preserver = Preserver::for_plan(&self.version, &plan, block_size).filter(|_| {
+                input_ranges.is_none()
+                    && !self.cfg.merge_operator
+                    && self.cfg.compaction_filter.is_none()
+            });
             match preserver {
                 Some(preserver) => {
                     let runs = sources
@@ -194,7 +197,12 @@ impl Simulator {
                         self.new_tables(writer.finish(), weight, output.bloom_bits_per_key, seqnos);
                 }
                 None => {
-                    let merged = merge_runs(cursors, |k| self.tombstone_needed(&rule, k));
+                    let mut merged = merge_runs(cursors, |k| self.tombstone_needed(&rule, k));
+                    if let Some(filter) = &self.cfg.compaction_filter {
+                        if !self.buffer_windowed {
+                            merged = self.filter_values(merged, filter.as_ref(), &rule);
+                        }
+                    }
                     outputs = self.write_tables(
                         &merged,
                         (sizer, weight),

@@ -28,7 +28,7 @@ mod scale;
 mod tables;
 mod tombstones;
 
-pub use config::{SimConfig, Timing, DEFAULT_SCALE_KEYS};
+pub use config::{KeyFilter, SimConfig, Timing, DEFAULT_SCALE_KEYS};
 
 use crate::distinct::DistinctCounter;
 use crate::holders::KeyHolders;

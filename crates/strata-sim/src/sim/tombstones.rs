@@ -1,9 +1,10 @@
 //! Whether a merge must keep a tombstone: only while a table older than its output may hold the
 //! key, decided by key ranges, by the key sets, or by counting the tables that hold each key.
 
+use super::config::KeyFilter;
 use super::Simulator;
 use crate::holders::KeyHolders;
-use crate::keys::{key_bytes, key_of};
+use crate::keys::{is_tombstone, key_bytes, key_of, tombstone};
 use std::sync::Arc;
 use strata_exec::OlderTables;
 use strata_meta::{table_covering, TableMeta};
@@ -60,6 +61,28 @@ impl Simulator {
             .filter(|t| self.holds(t, key))
             .count();
         holders as usize > not_older
+    }
+
+    /// A merge's output `merged` after the compaction `filter` (`SimConfig::compaction_filter`):
+    /// a put it removes becomes a tombstone where an older table may hold its key
+    /// ([`Simulator::tombstone_needed`]), and goes where none may.
+    pub(super) fn filter_values(
+        &self,
+        merged: Vec<u64>,
+        filter: &dyn KeyFilter,
+        rule: &TombstoneRule,
+    ) -> Vec<u64> {
+        merged
+            .into_iter()
+            .filter_map(|e| {
+                let key = key_of(e);
+                if is_tombstone(e) || !filter.removes(key) {
+                    Some(e)
+                } else {
+                    self.tombstone_needed(rule, key).then(|| tombstone(key))
+                }
+            })
+            .collect()
     }
 
     /// Whether `table`'s key set holds `key`.
