@@ -75,6 +75,11 @@ pub(crate) struct CrashArgs {
     /// run stops at the first failure).
     #[arg(long)]
     keep_previous: bool,
+    /// Children run with this TTL, in seconds of a clock ten times the system's, and periodic
+    /// compaction (`strata-stress run --ttl`): entries expire within a cycle and across the
+    /// kills, and every check accepts a value as gone only where it may have expired.
+    #[arg(long, conflicts_with = "wal_damage_every")]
+    ttl: Option<u64>,
 }
 
 /// What the crash driver measured.
@@ -92,6 +97,8 @@ struct CrashSummary {
     unlogged_keys_settled: u64,
     /// ... of which a kill rolled back.
     unlogged_keys_rolled_back: u64,
+    /// Keys whose value verification found gone by expiry (`--ttl`).
+    keys_expired: u64,
     per_policy_cycles: BTreeMap<String, u64>,
     /// Cycles that found the database in a handover the kill had cut short (`--switching`,
     /// `--autopilot`).
@@ -223,6 +230,7 @@ pub(crate) fn crash(args: CrashArgs) -> Result<()> {
                 s.in_flight_absent += n("in_flight_absent");
                 s.unlogged_keys_settled += n("unlogged_keys_settled");
                 s.unlogged_keys_rolled_back += n("unlogged_keys_rolled_back");
+                s.keys_expired += n("keys_expired");
             }
             None if !stderr.trim().is_empty() || out.status.code().is_some_and(|c| c != 0) => {
                 s.fail(format!("cycle {cycle} ({policy}): {}", stderr.trim()));
@@ -323,6 +331,7 @@ fn child_run(exe: &Path, policy: &str, args: &CrashArgs, dir: &Path) -> Command 
         .args(["--keyspaces", &args.keyspaces.to_string()])
         .args(args.direct_io.then_some("--direct-io"))
         .args(args.autopilot.then_some("--autopilot"))
+        .args(args.ttl.map(|ttl| format!("--ttl={ttl}")))
         .args((!args.all_logged && args.wal_damage_every == 0).then_some("--unlogged-writes"))
         .arg("--dir")
         .arg(dir);

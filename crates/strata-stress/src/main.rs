@@ -18,6 +18,7 @@
 //!   those kept for blocks its tables refer to (no dangling reference, no leaked file).
 
 mod crash;
+mod expiry;
 mod keyspaces;
 mod run;
 mod side_log;

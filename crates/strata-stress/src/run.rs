@@ -1,6 +1,7 @@
 //! `strata-stress run`, the child: verify the database against the side logs, then run the random
 //! workload of several worker threads until killed or done.
 
+use crate::expiry::{Expiry, FastClock};
 use crate::keyspaces::Router;
 use crate::side_log::{replay, side_log_dir, Intent, SideLog};
 use crate::verify::verify;
@@ -70,6 +71,19 @@ pub(crate) struct RunArgs {
     /// last switch), `--policy` only creating it. Each switch prints `AUTOPILOT_SWITCH`.
     #[arg(long)]
     autopilot: bool,
+    /// Entries expire this many seconds after their write, on a clock ten times the system's
+    /// (`crate::expiry`), with periodic compaction at the same period; reads and verification
+    /// accept a value as gone only where it may have expired. Merges and writes left out of
+    /// the WAL are off (the logs could not name what they leave behind an expiry).
+    #[arg(long)]
+    pub(crate) ttl: Option<u64>,
+}
+
+impl RunArgs {
+    /// What expires in this run.
+    pub(crate) fn expiry(&self) -> Expiry {
+        Expiry::new(self.ttl)
+    }
 }
 
 /// The write buffer of every child: small, so a short run flushes and compacts many times.
@@ -114,13 +128,24 @@ fn recorded_policy_options(direct_io: bool) -> Options {
 }
 
 /// What the child opens with: [`options`] of `--policy`, except that with `--autopilot` an
-/// existing database keeps the policy it records (the autopilot's last switch).
+/// existing database keeps the policy it records (the autopilot's last switch); with `--ttl`,
+/// that TTL on the fast clock, and periodic compaction at the same period.
 fn child_options(args: &RunArgs) -> Result<Options> {
-    if args.autopilot && args.dir.join("CURRENT").exists() {
-        Ok(recorded_policy_options(args.direct_io))
+    let options = if args.autopilot && args.dir.join("CURRENT").exists() {
+        recorded_policy_options(args.direct_io)
     } else {
-        options(&args.policy, args.direct_io)
-    }
+        options(&args.policy, args.direct_io)?
+    };
+    Ok(match args.ttl {
+        Some(ttl) => {
+            let ttl = Some(std::time::Duration::from_secs(ttl));
+            options
+                .with_clock(Arc::new(FastClock))
+                .with_ttl(ttl)
+                .with_periodic_compaction(ttl)
+        }
+        None => options,
+    })
 }
 
 /// Prints `AUTOPILOT_SWITCH` for each switch the autopilot makes, for the driver to count.
@@ -169,6 +194,11 @@ fn is_merge_key(key: &str) -> bool {
     key.get(3..5) == Some("-m")
 }
 
+/// Whether the value the model has for `key` may have expired by now ([`Expiry`]).
+fn may_be_gone(written: &BTreeMap<String, u64>, key: &str, expiry: Expiry) -> bool {
+    written.get(key).is_some_and(|&w| expiry.may_be_gone_now(w))
+}
+
 /// One worker: random operations on its own keys, checked against its own model.
 fn worker(
     db: Arc<Db>,
@@ -184,6 +214,8 @@ fn worker(
         bail!("thread {thread}: unresolved intent after verification");
     }
     let mut model = r.model;
+    let mut written = r.written;
+    let expiry = args.expiry();
     let mut seq = r.next_seq;
     let mut log = SideLog::open(&path)?;
     let mut rng = Pcg64Mcg::seed_from_u64(args.seed ^ (thread as u64).wrapping_mul(0x9E37_79B9));
@@ -201,8 +233,9 @@ fn worker(
                 let writes: Vec<(String, Option<String>)> = match rng.random_range(0..12) {
                     // A merge operand appended to one of the thread's merge keys (logged as the
                     // value it makes, which the model knows), or, once the value is long, a put
-                    // that starts it again.
-                    11 => {
+                    // that starts it again. Not with a TTL: an expired base would leave a value
+                    // of operands alone, which the model cannot name.
+                    11 if !expiry.is_on() => {
                         let mkey = merge_key_name(thread, k % MERGE_KEYS);
                         let current = model.get(&mkey).cloned().flatten();
                         match current {
@@ -229,7 +262,7 @@ fn worker(
                         range = Some((key.clone(), end));
                         covered
                     }
-                    0..=4 => vec![(
+                    0..=4 | 11 => vec![(
                         key.clone(),
                         Some(format!("t{thread}s{seq}v{}", rng.random::<u32>())),
                     )],
@@ -256,11 +289,16 @@ fn worker(
                         w.into_iter().collect()
                     }
                 };
-                let intent = Intent { seq, writes };
+                let intent = Intent {
+                    seq,
+                    writes,
+                    second: expiry.now(),
+                };
                 let sync = rng.random_bool(0.1);
                 // Merge keys are written to the WAL always: an operand on a base a kill rolled
                 // back would make a value the model cannot name.
                 let disable_wal = args.unlogged_writes
+                    && !expiry.is_on()
                     && !sync
                     && rng.random_bool(0.15)
                     && !intent.writes.iter().any(|(k, _)| is_merge_key(k));
@@ -278,6 +316,7 @@ fn worker(
                 db.write(&WriteOptions { sync, disable_wal }, batch)?;
                 log.line(&format!("A {seq}"))?;
                 for (k, v) in intent.writes {
+                    written.insert(k.clone(), intent.second);
                     model.insert(k, v);
                 }
                 seq += 1;
@@ -285,7 +324,8 @@ fn worker(
             55..=84 => {
                 let got = router.get(&key)?;
                 let want = model.get(&key).cloned().flatten();
-                if got != want {
+                let expired = got.is_none() && may_be_gone(&written, &key, expiry);
+                if got != want && !expired {
                     bail!("thread {thread}: get {key} = {got:?}, expected {want:?}");
                 }
             }
@@ -294,13 +334,29 @@ fn worker(
                 let end = format!("t{thread:02}-l");
                 let got: Vec<(String, String)> =
                     router.range(&key, &end)?.into_iter().take(20).collect();
-                let want: Vec<(String, String)> = model
-                    .range(key.clone()..end.clone())
-                    .filter_map(|(k, v)| v.clone().map(|v| (k.clone(), v)))
-                    .take(20)
-                    .collect();
-                if got != want {
-                    bail!("thread {thread}: scan from {key} disagrees with the model");
+                // Every value found is the model's; every value of the model up to the last
+                // found (or the end) is found, unless it may have expired.
+                let reached = match got.last() {
+                    Some((last, _)) if got.len() == 20 => format!("{last}\0"),
+                    _ => end.clone(),
+                };
+                let now = expiry.now();
+                let found: BTreeMap<&String, &String> = got.iter().map(|(k, v)| (k, v)).collect();
+                let stray = got
+                    .iter()
+                    .find(|(k, v)| model.get(k).cloned().flatten().as_ref() != Some(v));
+                let missing = model
+                    .range(key.clone()..reached)
+                    .filter(|(_, v)| v.is_some())
+                    .find(|(k, _)| {
+                        !found.contains_key(k)
+                            && !written.get(*k).is_some_and(|&w| expiry.may_be_gone(w, now))
+                    });
+                if stray.is_some() || missing.is_some() {
+                    bail!(
+                        "thread {thread}: scan from {key} disagrees with the model: found \
+                         {stray:?}, missed {missing:?}"
+                    );
                 }
             }
             _ => {
@@ -314,14 +370,18 @@ fn worker(
                 let intent = Intent {
                     seq,
                     writes: vec![(key.clone(), Some(v))],
+                    second: expiry.now(),
                 };
                 log.intent(&intent, false)?;
                 db.write(&WriteOptions::default(), b)?;
                 log.line(&format!("A {seq}"))?;
+                // The snapshot's value may expire meanwhile; nothing else changes it.
+                let expired = may_be_gone(&written, &key, expiry);
                 model.insert(key.clone(), intent.writes[0].1.clone());
+                written.insert(key.clone(), intent.second);
                 seq += 1;
                 let after = space.get_with(&key, &ReadOptions::at(&snap))?;
-                if before != after {
+                if before != after && !(after.is_none() && expired) {
                     bail!("thread {thread}: a snapshot read of {key} changed");
                 }
             }
@@ -378,7 +438,8 @@ pub(crate) fn run(args: RunArgs) -> Result<()> {
     }
     let db = Arc::new(Db::open(&args.dir, options).context("reopening after the crash")?);
     let router = Arc::new(Router::open(&db, args.keyspaces, policy_spec)?);
-    let verified = verify(&router, &logs, args.threads).context("verifying after the crash")?;
+    let verified =
+        verify(&router, &logs, args.threads, args.expiry()).context("verifying after the crash")?;
     println!("VERIFIED {}", serde_json::to_string(&verified)?);
     let deadline = Instant::now() + Duration::from_secs_f64(args.seconds);
     let switcher = match &args.switch_to {

@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 pub(crate) struct Intent {
     pub(crate) seq: u64,
     pub(crate) writes: Vec<(String, Option<String>)>,
+    /// With a TTL (`crate::expiry`), the clock's second before the write was issued, logged
+    /// as `@second` before the writes; 0 otherwise.
+    pub(crate) second: u64,
 }
 
 /// A thread's side log: intents, acknowledgements and resolutions, one line each.
@@ -65,7 +68,12 @@ impl SideLog {
             .map(|(k, v)| format!("{k}={}", v.as_deref().unwrap_or("~")))
             .collect();
         let tag = if unlogged { "N" } else { "I" };
-        self.line(&format!("{tag} {} {}", i.seq, parts.join(";")))
+        let second = if i.second > 0 {
+            format!("@{} ", i.second)
+        } else {
+            String::new()
+        };
+        self.line(&format!("{tag} {} {second}{}", i.seq, parts.join(";")))
     }
 
     /// Logs what a verification found `key` to hold, which settles what writes left out of the
@@ -80,6 +88,9 @@ impl SideLog {
 pub(crate) struct Replayed {
     /// Value of each key after every acknowledged write.
     pub(crate) model: BTreeMap<String, Option<String>>,
+    /// With a TTL, the second each key's last acknowledged write was logged with
+    /// ([`Intent::second`]).
+    pub(crate) written: BTreeMap<String, u64>,
     /// The last intent, if it was never acknowledged nor resolved.
     pub(crate) in_flight: Option<Intent>,
     /// Whether the in-flight intent was left out of the WAL.
@@ -98,12 +109,23 @@ pub(crate) struct Replayed {
 fn parse_intent(rest: &str) -> Option<Intent> {
     let (seq, body) = rest.split_once(' ')?;
     let seq = seq.parse().ok()?;
+    let (second, body) = match body.strip_prefix('@') {
+        Some(timed) => {
+            let (second, body) = timed.split_once(' ').unwrap_or((timed, ""));
+            (second.parse().ok()?, body)
+        }
+        None => (0, body),
+    };
     let mut writes = Vec::new();
     for part in body.split(';').filter(|p| !p.is_empty()) {
         let (k, v) = part.split_once('=')?;
         writes.push((k.to_string(), (v != "~").then(|| v.to_string())));
     }
-    Some(Intent { seq, writes })
+    Some(Intent {
+        seq,
+        writes,
+        second,
+    })
 }
 
 /// Replays a side log. A last line without a newline was cut by the kill and is ignored: its
@@ -136,6 +158,7 @@ pub(crate) fn replay(path: &Path) -> Result<Replayed> {
                     .with_context(|| format!("bad line {line:?}"))?;
                 if let Some((i, unlogged)) = pending.remove(&seq) {
                     for (k, v) in &i.writes {
+                        r.written.insert(k.clone(), i.second);
                         let before = r.model.insert(k.clone(), v.clone()).flatten();
                         if unlogged {
                             r.uncertain.entry(k.clone()).or_default().push(before);
@@ -212,5 +235,38 @@ mod tests {
             std::fs::read_to_string(&path).unwrap(),
             "I 15254 k=~\nX 15254\n"
         );
+    }
+
+    #[test]
+    fn an_intent_carries_its_second_through_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("thread-00.log");
+        let mut log = SideLog::open(&path).unwrap();
+        let writes = vec![("k".to_string(), Some("v".to_string()))];
+        log.intent(
+            &Intent {
+                seq: 3,
+                writes,
+                second: 17_000_000_001,
+            },
+            false,
+        )
+        .unwrap();
+        log.line("A 3").unwrap();
+        log.intent(
+            &Intent {
+                seq: 4,
+                writes: Vec::new(),
+                second: 17_000_000_002,
+            },
+            false,
+        )
+        .unwrap();
+        let replayed = replay(&path).unwrap();
+        assert_eq!(replayed.written["k"], 17_000_000_001);
+        assert_eq!(replayed.model["k"].as_deref(), Some("v"));
+        let in_flight = replayed.in_flight.unwrap();
+        assert_eq!((in_flight.seq, in_flight.second), (4, 17_000_000_002));
+        assert!(in_flight.writes.is_empty());
     }
 }

@@ -1,6 +1,7 @@
 //! Checking a database against the side logs: everything acknowledged after a crash, or a
 //! prefix of every thread's history after a point-in-time recovery.
 
+use crate::expiry::Expiry;
 use crate::keyspaces::Router;
 use crate::side_log::{replay, Intent, Replayed, SideLog};
 use anyhow::{bail, Result};
@@ -19,13 +20,18 @@ pub(crate) struct Verified {
     unlogged_keys_settled: u64,
     /// ... of which a kill rolled back (the newest acknowledged write was lost).
     unlogged_keys_rolled_back: u64,
+    /// Keys whose expected value read absent, as it may have expired (`--ttl`).
+    keys_expired: u64,
 }
 
 /// Checks the database against every thread's side log and resolves in-flight intents, and
-/// settles (with `F` lines) what keys written without the WAL hold.
-pub(crate) fn verify(db: &Router, logs: &Path, threads: usize) -> Result<Verified> {
+/// settles (with `F` lines) what keys written without the WAL hold. With a TTL (`expiry`), a
+/// key may read absent where its value may have expired, and nowhere else.
+pub(crate) fn verify(db: &Router, logs: &Path, threads: usize, expiry: Expiry) -> Result<Verified> {
     let mut v = Verified::default();
     let mut all_expected: BTreeMap<String, Option<String>> = BTreeMap::new();
+    // With a TTL, when each expected value was written (a lower bound).
+    let mut all_written: BTreeMap<String, u64> = BTreeMap::new();
     let read = |k: &str| db.get(k);
     for t in 0..threads {
         let path = logs.join(format!("thread-{t:02}.log"));
@@ -33,10 +39,13 @@ pub(crate) fn verify(db: &Router, logs: &Path, threads: usize) -> Result<Verifie
         v.acked_writes += r.acked;
         let mut log = SideLog::open(&path)?;
         // What each key may hold: the model's value, or one a lost write left out of the WAL
-        // rolls back to.
+        // rolls back to, or nothing where its value may have expired (asked after the read).
         let allowed = |k: &str| -> Vec<Option<String>> {
             let mut values = vec![r.model.get(k).cloned().flatten()];
             values.extend(r.uncertain.get(k).into_iter().flatten().cloned());
+            if r.written.get(k).is_some_and(|&w| expiry.may_be_gone_now(w)) {
+                values.push(None);
+            }
             values
         };
         // Keys whose value is settled by reading it: uncertain ones and the in-flight intent's.
@@ -51,8 +60,12 @@ pub(crate) fn verify(db: &Router, logs: &Path, threads: usize) -> Result<Verifie
             let mut shows_new = 0;
             let mut distinguishable = 0;
             for (k, new) in &i.writes {
-                let before = allowed(k);
                 let actual = read(k)?;
+                let before = allowed(k);
+                // The batch's values expire together; one gone is no evidence either way.
+                if actual.is_none() && expiry.may_be_gone_now(i.second) {
+                    continue;
+                }
                 if before.contains(new) {
                     if !before.contains(&actual) {
                         bail!("key {k}: value {actual:?} is none of {before:?}");
@@ -86,9 +99,20 @@ pub(crate) fn verify(db: &Router, logs: &Path, threads: usize) -> Result<Verifie
         for (k, val) in &r.model {
             all_expected.insert(k.clone(), val.clone());
         }
+        all_written.extend(r.written.iter().map(|(k, w)| (k.clone(), *w)));
         for (k, values) in settle {
             let actual = read(&k)?;
-            if !values.contains(&actual) {
+            // Gone where the model's value or the in-flight one may have expired (the clock
+            // read after the read).
+            let gone = actual.is_none()
+                && (r
+                    .written
+                    .get(&k)
+                    .is_some_and(|&w| expiry.may_be_gone_now(w))
+                    || r.in_flight.as_ref().is_some_and(|i| {
+                        i.writes.iter().any(|(w, _)| *w == k) && expiry.may_be_gone_now(i.second)
+                    }));
+            if !values.contains(&actual) && !gone {
                 bail!("key {k}: value {actual:?} is none of {values:?} (an acknowledged write was lost or a stale value resurfaced)");
             }
             if r.uncertain.contains_key(&k) {
@@ -101,30 +125,43 @@ pub(crate) fn verify(db: &Router, logs: &Path, threads: usize) -> Result<Verifie
             all_expected.insert(k, actual);
         }
     }
-    // Every key: exactly the expected value.
+    let may_be_gone = |k: &str| {
+        all_written
+            .get(k)
+            .is_some_and(|&w| expiry.may_be_gone_now(w))
+    };
+    // Every key: exactly the expected value, or none where it may have expired.
     for (k, want) in &all_expected {
         let got = db.get(k)?;
-        if &got != want {
+        let expired = got.is_none() && want.is_some() && may_be_gone(k);
+        v.keys_expired += u64::from(expired);
+        if &got != want && !expired {
             bail!("key {k}: found {got:?}, expected {want:?} (an acknowledged write was lost or a stale value resurfaced)");
         }
         v.keys_checked += 1;
     }
-    // And nothing else: a full scan holds exactly the live expected keys.
-    let live: Vec<(&String, &String)> = all_expected
-        .iter()
-        .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
-        .collect();
-    let mut scanned = 0usize;
+    // And nothing else: a full scan holds exactly the live expected keys (less some that
+    // may have expired).
+    let mut scanned = std::collections::BTreeSet::new();
     for (k, val) in db.scan_all()? {
         match all_expected.get(&k) {
-            Some(Some(want)) if *want == val => scanned += 1,
+            Some(Some(want)) if *want == val => {
+                scanned.insert(k);
+            }
             other => bail!(
                 "scan found {k} = {val:?}, which the logs do not explain (expected {other:?})"
             ),
         }
     }
-    if scanned != live.len() {
-        bail!("scan found {scanned} keys, the logs expect {}", live.len());
+    let missed = all_expected
+        .iter()
+        .filter(|(k, v)| v.is_some() && !scanned.contains(*k))
+        .find(|(k, _)| !may_be_gone(k));
+    if let Some((k, want)) = missed {
+        bail!(
+            "scan found {} keys and missed {k}, the logs expect {want:?}",
+            scanned.len()
+        );
     }
     Ok(v)
 }
