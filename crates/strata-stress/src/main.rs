@@ -16,6 +16,7 @@
 //! - no key holds a value that was never written, and no key outside the logs exists;
 //! - the table files on disk are exactly those the recovered version needs, its tables' own and
 //!   those kept for blocks its tables refer to (no dangling reference, no leaked file).
+//! - with `--ttl`, a key reads absent only where its value may have expired (`expiry.rs`).
 
 mod crash;
 mod expiry;
