@@ -1,6 +1,7 @@
 //! Metamorphic test: the compaction policy decides where data lives, never what a read returns.
 //! The same random operation sequence, run under every built-in policy (and under background and
-//! synchronous compaction), must produce identical results for every read.
+//! synchronous compaction, and with the autopilot switching policy at every window), must
+//! produce identical results for every read.
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
@@ -9,6 +10,7 @@ use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use strata_engine::fs::MemFs;
 use strata_engine::{Db, Options, ReadOptions, WriteBatch};
+use strata_policy::autopilot::{AutopilotOptions, RotatePolicies};
 use strata_policy::{testing, PolicySpec};
 
 #[derive(Clone, Debug)]
@@ -58,7 +60,11 @@ fn steps(seed: u64, n: usize) -> Vec<Step> {
         .collect()
 }
 
-fn options(fs: &MemFs, policy: &str, synchronous: bool) -> Options {
+/// The write buffer of every run.
+const BUFFER: u64 = 4 << 10;
+
+/// `policy` with the runs' small tables.
+fn spec(policy: &str) -> PolicySpec {
     let mut spec: PolicySpec = policy.parse().unwrap();
     spec.fill_defaults([
         ("size_ratio", "3"),
@@ -69,21 +75,54 @@ fn options(fs: &MemFs, policy: &str, synchronous: bool) -> Options {
         ("bucket_size", "1KiB"),
     ])
     .unwrap();
-    Options::new()
+    spec.fill_defaults([("write_buffer_size", BUFFER)]).unwrap();
+    spec
+}
+
+/// With `autopilot`, the autopilot hands the tree to the next policy of the test list at every
+/// window of 2 KiB written.
+fn options(fs: &MemFs, policy: &str, synchronous: bool, autopilot: bool) -> Options {
+    let options = Options::new()
         .with_file_system(Arc::new(fs.clone()))
-        .with_write_buffer_size(4 << 10)
+        .with_write_buffer_size(BUFFER)
         .with_block_size(512)
         .with_synchronous_compaction(synchronous)
-        .with_policy_spec(spec)
-        .unwrap()
+        .with_policy_spec(spec(policy))
+        .unwrap();
+    if !autopilot {
+        return options;
+    }
+    let specs = testing::policies_to_test()
+        .into_iter()
+        .map(|p| spec(p).to_string())
+        .collect();
+    options.with_autopilot(
+        AutopilotOptions::new(Arc::new(RotatePolicies { specs }))
+            .with_every_bytes(2048)
+            .with_min_window_ops(10)
+            .with_confirmations(1)
+            .with_min_seconds_between_switches(0.0),
+    )
 }
 
 /// Runs `steps` and returns the transcript of every read's result.
 fn transcript(policy: &str, synchronous: bool, steps: &[Step]) -> Vec<String> {
+    transcript_with(policy, synchronous, false, steps).0
+}
+
+/// [`transcript`], with the autopilot switching at every window if `autopilot`; and the
+/// switches it made.
+fn transcript_with(
+    policy: &str,
+    synchronous: bool,
+    autopilot: bool,
+    steps: &[Step],
+) -> (Vec<String>, usize) {
     let fs = MemFs::default();
-    let mut db = Db::open("/db", options(&fs, policy, synchronous)).unwrap();
+    let mut db = Db::open("/db", options(&fs, policy, synchronous, autopilot)).unwrap();
     let mut snapshot = None;
     let mut out = Vec::new();
+    let mut switches = 0;
     for step in steps {
         match step {
             Step::Put(k, v) => db.put(k, v).unwrap(),
@@ -120,8 +159,9 @@ fn transcript(policy: &str, synchronous: bool, steps: &[Step]) -> Vec<String> {
             Step::Reopen => {
                 // A snapshot does not survive a reopen; later snapshot reads wait for a new one.
                 snapshot = None;
+                switches += switches_in(&db);
                 drop(db);
-                db = Db::open("/db", options(&fs, policy, synchronous)).unwrap();
+                db = Db::open("/db", options(&fs, policy, synchronous, autopilot)).unwrap();
             }
         }
     }
@@ -131,8 +171,17 @@ fn transcript(policy: &str, synchronous: bool, steps: &[Step]) -> Vec<String> {
         .map(|r| r.unwrap())
         .collect();
     out.push(format!("{all:?}"));
+    switches += switches_in(&db);
     db.close().unwrap();
-    out
+    (out, switches)
+}
+
+/// The switches the autopilot made since `db` opened.
+fn switches_in(db: &Db) -> usize {
+    db.autopilot_decisions()
+        .iter()
+        .filter(|d| d.switch_policy().is_some())
+        .count()
 }
 
 #[test]
@@ -157,5 +206,19 @@ fn every_policy_returns_identical_results() {
                 }
             }
         }
+    }
+}
+
+/// The autopilot handing the tree to another policy at every window (compacting synchronously,
+/// where it decides in the writes) changes no read.
+#[test]
+fn the_autopilot_switching_returns_identical_results() {
+    let steps = steps(13, 2500);
+    let reference = transcript("leveled", true, &steps);
+    for policy in ["leveled", "minmax", "partial-rr"] {
+        let (t, switches) = transcript_with(policy, true, true, &steps);
+        assert_eq!(t, reference, "{policy} with the autopilot");
+        eprintln!("{policy} with the autopilot: {switches} switches");
+        assert!(switches >= 10, "{policy}: {switches} switches");
     }
 }
