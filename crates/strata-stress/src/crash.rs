@@ -80,6 +80,11 @@ pub(crate) struct CrashArgs {
     /// kills, and every check accepts a value as gone only where it may have expired.
     #[arg(long, conflicts_with = "wal_damage_every")]
     ttl: Option<u64>,
+    /// Children run a compaction filter that removes the values ending in `x`, which one put
+    /// in 8 writes (`strata-stress run --filter`): a key holding one may read absent, never an
+    /// older value.
+    #[arg(long)]
+    filter: bool,
 }
 
 /// What the crash driver measured.
@@ -99,6 +104,8 @@ struct CrashSummary {
     unlogged_keys_rolled_back: u64,
     /// Keys whose value verification found gone by expiry (`--ttl`).
     keys_expired: u64,
+    /// ... or removed by the compaction filter (`--filter`).
+    keys_filtered: u64,
     per_policy_cycles: BTreeMap<String, u64>,
     /// Cycles that found the database in a handover the kill had cut short (`--switching`,
     /// `--autopilot`).
@@ -231,6 +238,7 @@ pub(crate) fn crash(args: CrashArgs) -> Result<()> {
                 s.unlogged_keys_settled += n("unlogged_keys_settled");
                 s.unlogged_keys_rolled_back += n("unlogged_keys_rolled_back");
                 s.keys_expired += n("keys_expired");
+                s.keys_filtered += n("keys_filtered");
             }
             None if !stderr.trim().is_empty() || out.status.code().is_some_and(|c| c != 0) => {
                 s.fail(format!("cycle {cycle} ({policy}): {}", stderr.trim()));
@@ -332,6 +340,7 @@ fn child_run(exe: &Path, policy: &str, args: &CrashArgs, dir: &Path) -> Command 
         .args(args.direct_io.then_some("--direct-io"))
         .args(args.autopilot.then_some("--autopilot"))
         .args(args.ttl.map(|ttl| format!("--ttl={ttl}")))
+        .args(args.filter.then_some("--filter"))
         .args((!args.all_logged && args.wal_damage_every == 0).then_some("--unlogged-writes"))
         .arg("--dir")
         .arg(dir);

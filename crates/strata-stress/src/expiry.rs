@@ -1,6 +1,8 @@
-//! Expiry under the kills (`--ttl`): the children's database runs with a TTL on a fast clock, so
-//! entries expire within a cycle and across kills, and every check accepts a value as gone only
-//! where it may have expired.
+//! Values that may vanish without a delete, under the kills: expiry (`--ttl`), where the
+//! children's database runs with a TTL on a fast clock, so entries expire within a cycle and
+//! across kills; and removal (`--filter`), where a compaction filter removes the values that
+//! carry [`REMOVABLE`]. Every check accepts a value as gone only where it may have expired or
+//! the filter removes it.
 //!
 //! The clock is the system's, one of its seconds every [`SECOND_MILLIS`] milliseconds: every
 //! child, a new process, reads on from where the last one stopped, with no state passed
@@ -13,7 +15,35 @@
 //! written at the open, so a value may outlive its TTL after a kill.
 
 use std::time::{SystemTime, UNIX_EPOCH};
-use strata_engine::Clock;
+use strata_engine::{Clock, CompactionFilter, FilterDecision};
+
+/// The last byte of a value [`RemoveMarked`] removes.
+pub(crate) const REMOVABLE: char = 'x';
+
+/// Whether the filter of `--filter` removes `value` (in the merges it meets it in, so it may or
+/// may not be there).
+pub(crate) fn removable(value: Option<&str>) -> bool {
+    value.is_some_and(|v| v.ends_with(REMOVABLE))
+}
+
+/// The compaction filter of `--filter`: removes the values ending in [`REMOVABLE`], keeps the
+/// others.
+#[derive(Debug)]
+pub(crate) struct RemoveMarked;
+
+impl CompactionFilter for RemoveMarked {
+    fn name(&self) -> &str {
+        "remove-marked"
+    }
+
+    fn filter(&self, _level: usize, _key: &[u8], value: &[u8]) -> FilterDecision {
+        if value.last() == Some(&(REMOVABLE as u8)) {
+            FilterDecision::Remove
+        } else {
+            FilterDecision::Keep
+        }
+    }
+}
 
 /// Milliseconds of the system's clock per second of [`FastClock`].
 pub(crate) const SECOND_MILLIS: u64 = 100;

@@ -1,7 +1,7 @@
 //! `strata-stress run`, the child: verify the database against the side logs, then run the random
 //! workload of several worker threads until killed or done.
 
-use crate::expiry::{Expiry, FastClock};
+use crate::expiry::{removable, Expiry, FastClock, RemoveMarked, REMOVABLE};
 use crate::keyspaces::Router;
 use crate::side_log::{replay, side_log_dir, Intent, SideLog};
 use crate::verify::verify;
@@ -77,6 +77,10 @@ pub(crate) struct RunArgs {
     /// the WAL are off (the logs could not name what they leave behind an expiry).
     #[arg(long)]
     pub(crate) ttl: Option<u64>,
+    /// A compaction filter removes the values ending in `x` (one put in 8 writes one): a key
+    /// holding one may read absent, never an older value.
+    #[arg(long)]
+    filter: bool,
 }
 
 impl RunArgs {
@@ -135,6 +139,11 @@ fn child_options(args: &RunArgs) -> Result<Options> {
         recorded_policy_options(args.direct_io)
     } else {
         options(&args.policy, args.direct_io)?
+    };
+    let options = if args.filter {
+        options.with_compaction_filter(Arc::new(RemoveMarked))
+    } else {
+        options
     };
     Ok(match args.ttl {
         Some(ttl) => {
@@ -262,10 +271,15 @@ fn worker(
                         range = Some((key.clone(), end));
                         covered
                     }
-                    0..=4 | 11 => vec![(
-                        key.clone(),
-                        Some(format!("t{thread}s{seq}v{}", rng.random::<u32>())),
-                    )],
+                    0..=4 | 11 => {
+                        let mark = if args.filter && rng.random_bool(0.125) {
+                            String::from(REMOVABLE)
+                        } else {
+                            String::new()
+                        };
+                        let value = format!("t{thread}s{seq}v{}{mark}", rng.random::<u32>());
+                        vec![(key.clone(), Some(value))]
+                    }
                     // A value larger than a block: blocks of one entry, which block-preserving
                     // merges keep, so kills meet tables that refer to other files.
                     5 => vec![(
@@ -324,7 +338,8 @@ fn worker(
             55..=84 => {
                 let got = router.get(&key)?;
                 let want = model.get(&key).cloned().flatten();
-                let expired = got.is_none() && may_be_gone(&written, &key, expiry);
+                let expired = got.is_none()
+                    && (may_be_gone(&written, &key, expiry) || removable(want.as_deref()));
                 if got != want && !expired {
                     bail!("thread {thread}: get {key} = {got:?}, expected {want:?}");
                 }
@@ -348,8 +363,9 @@ fn worker(
                 let missing = model
                     .range(key.clone()..reached)
                     .filter(|(_, v)| v.is_some())
-                    .find(|(k, _)| {
+                    .find(|(k, v)| {
                         !found.contains_key(k)
+                            && !removable(v.as_deref())
                             && !written.get(*k).is_some_and(|&w| expiry.may_be_gone(w, now))
                     });
                 if stray.is_some() || missing.is_some() {
