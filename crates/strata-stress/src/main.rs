@@ -16,7 +16,8 @@
 //! - no key holds a value that was never written, and no key outside the logs exists;
 //! - the table files on disk are exactly those the recovered version needs, its tables' own and
 //!   those kept for blocks its tables refer to (no dangling reference, no leaked file).
-//! - with `--ttl`, a key reads absent only where its value may have expired (`expiry.rs`).
+//! - with `--ttl` or `--filter`, a key reads absent only where its value may have expired or the
+//!   compaction filter removes it (`expiry.rs`), never an older value in its place.
 
 mod crash;
 mod expiry;
