@@ -10,7 +10,6 @@ use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use strata_engine::fs::MemFs;
 use strata_engine::{Db, Options, ReadOptions, WriteBatch};
-use strata_policy::autopilot::{AutopilotOptions, RotatePolicies};
 use strata_policy::{testing, PolicySpec};
 
 #[derive(Clone, Debug)]
@@ -92,17 +91,7 @@ fn options(fs: &MemFs, policy: &str, synchronous: bool, autopilot: bool) -> Opti
     if !autopilot {
         return options;
     }
-    let specs = testing::policies_to_test()
-        .into_iter()
-        .map(|p| spec(p).to_string())
-        .collect();
-    options.with_autopilot(
-        AutopilotOptions::new(Arc::new(RotatePolicies { specs }))
-            .with_every_bytes(2048)
-            .with_min_window_ops(10)
-            .with_confirmations(1)
-            .with_min_seconds_between_switches(0.0),
-    )
+    options.with_autopilot(testing::rotating_autopilot(2048, |p| spec(p).to_string()))
 }
 
 /// Runs `steps` and returns the transcript of every read's result.

@@ -19,7 +19,6 @@ use std::ops::Bound;
 use std::sync::Arc;
 use strata_engine::fs::{FileSystem, MemFs, StdFs};
 use strata_engine::{Db, IndexPinning, Options, ReadOptions, WriteBatch, WriteOptions};
-use strata_policy::autopilot::{AutopilotOptions, RotatePolicies};
 use strata_policy::{testing, PolicySpec};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -109,20 +108,6 @@ fn spec(policy: &str, seed: u64) -> PolicySpec {
     }
     spec.fill_defaults([("write_buffer_size", BUFFER)]).unwrap();
     spec
-}
-
-/// The autopilot of [`Run::autopilot`] runs: every window of 4 KiB written hands the tree to
-/// the next policy of the test list.
-fn rotating_autopilot(seed: u64) -> AutopilotOptions {
-    let specs = testing::policies_to_test()
-        .into_iter()
-        .map(|p| spec(p, seed).to_string())
-        .collect();
-    AutopilotOptions::new(Arc::new(RotatePolicies { specs }))
-        .with_every_bytes(4096)
-        .with_min_window_ops(10)
-        .with_confirmations(1)
-        .with_min_seconds_between_switches(0.0)
 }
 
 /// Whether a run's policy compresses its levels (and its values compress).
@@ -247,7 +232,8 @@ struct Run<'a> {
     seed: u64,
     steps: usize,
     storage: Storage,
-    /// The autopilot switches policy at every window ([`rotating_autopilot`]); each reopen
+    /// The autopilot switches policy at every window of 4 KiB
+    /// ([`testing::rotating_autopilot`]); each reopen
     /// switches back to `policy` at the open.
     autopilot: bool,
 }
@@ -256,7 +242,10 @@ impl Run<'_> {
     fn options(&self, fs: &Arc<dyn FileSystem>) -> Options {
         let options = options(fs, self.policy, self.synchronous, self.storage, self.seed);
         if self.autopilot {
-            options.with_autopilot(rotating_autopilot(self.seed))
+            let seed = self.seed;
+            options.with_autopilot(testing::rotating_autopilot(4096, |p| {
+                spec(p, seed).to_string()
+            }))
         } else {
             options
         }

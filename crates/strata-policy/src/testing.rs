@@ -92,6 +92,22 @@ pub fn policies_to_test() -> Vec<&'static str> {
     specs
 }
 
+/// The autopilot of the tests that loop over policies: at every window of `every_bytes` written
+/// (and at least 10 operations) it hands the tree to the next policy of [`policies_to_test`],
+/// each as `spec` makes it (the test's small tables), as soon as the pilot's rule allows: one
+/// confirmation, no interval between switches.
+pub fn rotating_autopilot(
+    every_bytes: u64,
+    spec: impl Fn(&str) -> String,
+) -> crate::autopilot::AutopilotOptions {
+    let specs = policies_to_test().into_iter().map(spec).collect();
+    crate::autopilot::AutopilotOptions::new(Arc::new(crate::autopilot::RotatePolicies { specs }))
+        .with_every_bytes(every_bytes)
+        .with_min_window_ops(10)
+        .with_confirmations(1)
+        .with_min_seconds_between_switches(0.0)
+}
+
 /// See the module documentation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExerciseExecutor {

@@ -18,7 +18,7 @@ use strata_engine::{
     CompactionFilter, CompletedJob, Db, EventListener, FilterDecision, Options, U64AddOperator,
 };
 use strata_meta::{Bytes, Version};
-use strata_policy::autopilot::{Action, AutopilotOptions, Decision, RotatePolicies};
+use strata_policy::autopilot::{Action, AutopilotOptions, Decision};
 use strata_policy::{build_policy, testing, PlanAction, PolicySpec, Priority};
 use strata_sim::{KeyFilter, SimConfig, Simulator};
 use strata_workload::{encode_key, Mix, OpKind, OpStream, PresetParams, WorkloadSpec};
@@ -801,13 +801,9 @@ fn engine_and_simulator_hand_trees_over_alike() {
 #[test]
 fn engine_and_simulator_autopilots_decide_alike() {
     let names = testing::policies_to_test();
-    let specs = names.iter().map(|n| policy(n).to_string()).collect();
-    let autopilot = AutopilotOptions::new(std::sync::Arc::new(RotatePolicies { specs }))
-        .with_every_bytes(u64::MAX)
+    let autopilot = testing::rotating_autopilot(u64::MAX, |n| policy(n).to_string())
         .with_every_ops(4_000)
-        .with_min_window_ops(1)
-        .with_confirmations(1)
-        .with_min_seconds_between_switches(0.0);
+        .with_min_window_ops(1);
     // A range deletion every 200 operations, counted as a delete in both windows.
     let size = Size {
         range_deletes: 200,

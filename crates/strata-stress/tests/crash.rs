@@ -29,23 +29,10 @@ fn killed_runs_with_direct_io_lose_no_acknowledged_write() {
 fn crash_test(per_policy: usize, direct_io: bool) {
     let policies = strata_policy::testing::policies_to_test().len();
     let cycles = per_policy * policies;
-    let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_strata-stress"))
-        .args(["crash", "--cycles", &cycles.to_string()])
-        .args(["--max-seconds", "0.6", "--threads", "8"])
-        .args(direct_io.then_some("--direct-io"))
-        .arg("--dir")
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "crash test failed:\n{stdout}\n{stderr}"
-    );
-    let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(summary["failures"], 0);
+    let mut args = vec!["--cycles".to_string(), cycles.to_string()];
+    args.extend(["--max-seconds", "0.6", "--threads", "8"].map(String::from));
+    args.extend(direct_io.then(|| "--direct-io".to_string()));
+    let summary = crash(&args);
     assert_eq!(summary["cycles"], cycles);
     assert!(
         summary["kills"].as_u64().unwrap() >= cycles as u64 - 2,
@@ -92,19 +79,34 @@ fn killed_runs_with_a_compaction_filter_bring_nothing_back() {
     );
 }
 
-/// 8 cycles of four policies with `flags`, checked to pass; the summary.
+/// 8 cycles of four policies with `flags`, checked to pass and to verify writes; the summary.
 fn vanishing_run(flags: &[&str]) -> serde_json::Value {
+    let args: Vec<String> = [
+        "--cycles",
+        "8",
+        "--policies",
+        "leveled,tiered,minmax,partial-rr",
+    ]
+    .into_iter()
+    .chain(["--max-seconds", "1.5"])
+    .chain(flags.iter().copied())
+    .map(String::from)
+    .collect();
+    let summary = crash(&args);
+    assert!(
+        summary["acked_writes_verified"].as_u64().unwrap() > 100,
+        "{summary}"
+    );
+    summary
+}
+
+/// `strata-stress crash` with `args` in a temporary directory, checked to exit well with no
+/// failure; its summary.
+fn crash(args: &[String]) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_strata-stress"))
-        .args([
-            "crash",
-            "--cycles",
-            "8",
-            "--policies",
-            "leveled,tiered,minmax,partial-rr",
-        ])
-        .args(["--max-seconds", "1.5"])
-        .args(flags)
+        .arg("crash")
+        .args(args)
         .arg("--dir")
         .arg(dir.path())
         .output()
@@ -113,13 +115,9 @@ fn vanishing_run(flags: &[&str]) -> serde_json::Value {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),
-        "crash test {flags:?} failed:\n{stdout}\n{stderr}"
+        "crash test {args:?} failed:\n{stdout}\n{stderr}"
     );
     let summary: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(summary["failures"], 0);
-    assert!(
-        summary["acked_writes_verified"].as_u64().unwrap() > 100,
-        "{summary}"
-    );
     summary
 }

@@ -25,7 +25,6 @@ use strata_engine::{
     Clock, CompactionFilter, Db, Error, FilterDecision, Keyspace, KeyspaceOptions, ManualClock,
     Options, RecoveryMode, U64AddOperator, WriteBatch, WriteOptions,
 };
-use strata_policy::autopilot::{AutopilotOptions, RotatePolicies};
 use strata_policy::{testing, PolicySpec};
 
 mod targeted;
@@ -87,20 +86,6 @@ fn small_spec(policy: &str, synchronous: bool) -> PolicySpec {
     .unwrap();
     spec.fill_defaults([("write_buffer_size", BUFFER)]).unwrap();
     spec
-}
-
-/// An autopilot that hands the tree to the next policy of the test list at every window of
-/// 2 KiB written: its decisions go into the manifest, and its handovers run, under the faults.
-fn rotating_autopilot(synchronous: bool) -> AutopilotOptions {
-    let specs = testing::policies_to_test()
-        .into_iter()
-        .map(|p| small_spec(p, synchronous).to_string())
-        .collect();
-    AutopilotOptions::new(Arc::new(RotatePolicies { specs }))
-        .with_every_bytes(2048)
-        .with_min_window_ops(10)
-        .with_confirmations(1)
-        .with_min_seconds_between_switches(0.0)
 }
 
 /// Table files in the directory.
@@ -516,7 +501,9 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
             options = options.with_compaction_filter(Arc::new(RemoveSome));
         }
         if with_autopilot {
-            options = options.with_autopilot(rotating_autopilot(true));
+            // Decisions and handovers under the faults at every window of 2 KiB.
+            let autopilot = testing::rotating_autopilot(2048, |p| small_spec(p, true).to_string());
+            options = options.with_autopilot(autopilot);
         }
         options
     };
