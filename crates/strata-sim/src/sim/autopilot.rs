@@ -52,10 +52,8 @@ impl Simulator {
         self
     }
 
-    /// Counts an operation in the autopilot's window: `puts` and `deletes` written with
-    /// `key_bytes` and `value_bytes`, point `reads`, and a scan of `scanned` entries if
-    /// `scans`. Only writes close a window ([`Simulator::autopilot_after_write`]), as in an
-    /// engine that compacts synchronously.
+    /// Counts an operation in the autopilot's window. Only writes close a window
+    /// ([`Simulator::autopilot_after_write`]), as in an engine that compacts synchronously.
     pub(super) fn autopilot_count(&mut self, count: Counted) {
         let Some(a) = self.autopilot.as_mut() else {
             return;
