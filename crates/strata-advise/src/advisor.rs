@@ -5,15 +5,23 @@
 use crate::calibration::Calibration;
 use crate::estimate::{estimate, Regime};
 use crate::workload::{workload_like, WorkloadShape};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use strata_exec::handover;
 use strata_meta::parse_size;
-use strata_policy::autopilot::{AdviceRequest, Advisor, Prediction};
+use strata_policy::autopilot::{AdviceRequest, Advisor, Prediction, WorkloadWindow};
 use strata_policy::{build_policy, registry, CompactionPolicy, OptionKind, PolicySpec};
 use strata_sim::{SimConfig, Simulator};
 
 /// Predicts every candidate by simulating it ([`Advisor`] for
 /// [`strata_engine::Options::with_autopilot`]).
+///
+/// It simulates a window's workload in a quantized form ([`quantized`]: the tree's size in
+/// steps of a quarter of a doubling, the operation mix in twentieths) and remembers each
+/// candidate's estimate for that form, so that the windows of a steady workload cost a lookup
+/// after the first. Why: a window must last 20 times the last advice (the autopilot's 5% budget),
+/// and 22 simulations over a tree of a million entries took 0.27–0.39 s of a core, which made
+/// windows of 5–8 s, longer than the phases of a benchmark (`docs/autopilot.md`).
 #[derive(Clone, Debug)]
 pub struct SimulatingAdvisor {
     calibration: Calibration,
@@ -22,7 +30,19 @@ pub struct SimulatingAdvisor {
     max_entries: u64,
     max_ops: u64,
     seed: u64,
+    /// Estimates by candidate and quantized workload, shared by clones.
+    estimates: Arc<Mutex<EstimateCache>>,
 }
+
+/// Remembered estimates ([`SimulatingAdvisor`]), and how many simulations ran.
+#[derive(Debug, Default)]
+struct EstimateCache {
+    ns_per_op: HashMap<String, f64>,
+    simulations: u64,
+}
+
+/// Estimates remembered at most: past it the cache starts again.
+const CACHED_ESTIMATES: usize = 4096;
 
 impl SimulatingAdvisor {
     /// Every built-in policy with its own defaults as candidates, priced with `calibration`,
@@ -38,7 +58,13 @@ impl SimulatingAdvisor {
             max_entries: 20_000,
             max_ops: 20_000,
             seed: 42,
+            estimates: Arc::default(),
         }
+    }
+
+    /// Simulations run so far (each candidate of each advice not answered from memory).
+    pub fn simulations(&self) -> u64 {
+        self.estimates.lock().map_or(0, |c| c.simulations)
     }
 
     /// Only these candidates (their options as given; the write buffer size and the data size
@@ -71,8 +97,32 @@ impl SimulatingAdvisor {
         &self.calibration
     }
 
-    /// The estimated nanoseconds per operation of `spec` on `shape`'s workload.
+    /// The estimated nanoseconds per operation of `spec` on `shape`'s workload, from memory if
+    /// it was simulated before.
     fn simulate(&self, spec: &PolicySpec, shape: &WorkloadShape) -> Result<f64, String> {
+        let key = format!("{spec}|{shape:?}");
+        if let Some(&ns) = self
+            .estimates
+            .lock()
+            .ok()
+            .and_then(|c| c.ns_per_op.get(&key).copied())
+            .as_ref()
+        {
+            return Ok(ns);
+        }
+        let ns = self.simulate_now(spec, shape)?;
+        if let Ok(mut cache) = self.estimates.lock() {
+            if cache.ns_per_op.len() >= CACHED_ESTIMATES {
+                cache.ns_per_op.clear();
+            }
+            cache.ns_per_op.insert(key, ns);
+            cache.simulations += 1;
+        }
+        Ok(ns)
+    }
+
+    /// [`SimulatingAdvisor::simulate`], simulating.
+    fn simulate_now(&self, spec: &PolicySpec, shape: &WorkloadShape) -> Result<f64, String> {
         let policy: Arc<dyn CompactionPolicy> =
             build_policy(spec).map_err(|e| format!("{spec}: {e}"))?;
         let config = SimConfig {
@@ -103,6 +153,43 @@ impl SimulatingAdvisor {
         )
         .ns_per_op)
     }
+}
+
+/// `window` and `live_bytes` in the steps the advisor simulates (see [`SimulatingAdvisor`]):
+/// the live bytes rounded to a power of 2^(1/4), the operations to a power of 2^(1/4) with the
+/// mix in twentieths of them, the scan length to a power of 2^(1/2), the key-range overlap to
+/// fiftieths; the skew only matters on either side of [`crate::ZIPFIAN_ABOVE`].
+fn quantized(window: &WorkloadWindow, live_bytes: u64) -> (WorkloadWindow, u64) {
+    let steps = |x: f64, per_doubling: f64| {
+        if x <= 0.0 {
+            0.0
+        } else {
+            (x.log2() * per_doubling).round() / per_doubling
+        }
+        .exp2()
+    };
+    let total = steps(window.operations().max(1) as f64, 4.0);
+    let share = |n: u64| {
+        let twentieths = (n as f64 / window.operations().max(1) as f64 * 20.0).round();
+        (twentieths / 20.0 * total).round() as u64
+    };
+    let quantized = WorkloadWindow {
+        puts: share(window.puts),
+        deletes: share(window.deletes),
+        point_reads: share(window.point_reads),
+        scans: share(window.scans),
+        scan_length: if window.scan_length > 0.0 {
+            steps(window.scan_length, 2.0)
+        } else {
+            0.0
+        },
+        skew: window
+            .skew
+            .map(|a| if a > crate::ZIPFIAN_ABOVE { 1.0 } else { 0.0 }),
+        range_overlap: window.range_overlap.map(|o| (o * 50.0).round() / 50.0),
+        ..window.clone()
+    };
+    (quantized, steps(live_bytes.max(1) as f64, 4.0) as u64)
 }
 
 /// The smallest size option a scaled-down simulation gives a policy.
@@ -151,10 +238,11 @@ impl Advisor for SimulatingAdvisor {
     }
 
     fn predict(&self, request: &AdviceRequest<'_>) -> Result<Vec<Prediction>, String> {
+        let (window, live_bytes) = quantized(request.window, request.live_bytes);
         let shape = workload_like(
-            request.window,
+            &window,
             (request.key_size, request.value_size),
-            request.live_bytes,
+            live_bytes,
             request.write_buffer_size,
             (self.max_entries, self.max_ops),
         )?;

@@ -197,6 +197,49 @@ fn the_advisor_predicts_the_current_policy_and_every_candidate() {
     );
 }
 
+/// A steady workload's windows cost one simulation per candidate: the advisor simulates a
+/// window in quantized steps and answers the same steps from memory, while a tree of another
+/// size or a window of another mix is simulated again.
+#[test]
+fn the_windows_of_a_steady_workload_are_answered_from_memory() {
+    let advisor = SimulatingAdvisor::new(Calibration::assumed())
+        .with_candidates(vec![PolicySpec::new("tiered"), PolicySpec::new("leveled")])
+        .with_simulation_size(5_000, 5_000);
+    let window = |puts: u64, point_reads: u64| WorkloadWindow {
+        puts,
+        point_reads,
+        key_bytes: 16 * puts,
+        value_bytes: 100 * puts,
+        seconds: 1.0,
+        ..WorkloadWindow::default()
+    };
+    let version = Version::new();
+    let predict = |window: &WorkloadWindow, live_bytes: u64| {
+        let request = AdviceRequest {
+            window,
+            current: "leveled",
+            version: &version,
+            live_bytes,
+            write_buffer_size: 256 << 10,
+            key_size: 16,
+            value_size: 100,
+        };
+        advisor.predict(&request).unwrap()
+    };
+    let first = predict(&window(10_000, 0), 2 << 20);
+    assert_eq!(advisor.simulations(), 2);
+    // 3% more operations and 5% more data: the same steps, nothing simulated.
+    let again = predict(&window(10_300, 0), (2 << 20) * 105 / 100);
+    assert_eq!(advisor.simulations(), 2);
+    assert_eq!(first, again);
+    // Twice the data, or half the operations reads: simulated again.
+    predict(&window(10_000, 0), 4 << 20);
+    assert_eq!(advisor.simulations(), 4);
+    let mixed = predict(&window(5_000, 5_000), 4 << 20);
+    assert_eq!(advisor.simulations(), 6);
+    assert_ne!(first[1].ns_per_op, mixed[1].ns_per_op);
+}
+
 #[test]
 fn flushes_that_follow_one_another_make_a_nearly_sorted_workload() {
     let window = WorkloadWindow {
