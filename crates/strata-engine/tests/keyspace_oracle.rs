@@ -6,6 +6,8 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
+mod support;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -32,17 +34,7 @@ const POLICIES: [[&str; 3]; 6] = [
 const NAMES: [&str; 2] = ["events", "users"];
 
 fn spec(policy: &str) -> PolicySpec {
-    let mut spec: PolicySpec = policy.parse().unwrap();
-    spec.fill_defaults([
-        ("size_ratio", "3"),
-        ("target_file_size", "4KiB"),
-        ("expected_data_size", "1MiB"),
-        ("levels", "3"),
-        ("num_levels", "5"),
-        ("bucket_size", "2KiB"),
-    ])
-    .unwrap();
-    spec
+    support::small::small_tree(policy)
 }
 
 fn options(fs: &Arc<dyn FileSystem>, policy: &str, synchronous: bool) -> Options {

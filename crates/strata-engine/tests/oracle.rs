@@ -12,6 +12,8 @@
 
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
+mod support;
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::BTreeMap;
@@ -84,19 +86,9 @@ const BUFFER: u64 = 8 << 10;
 
 /// `policy` with the runs' small tables (and, where `seed` says so, compressed levels).
 fn spec(policy: &str, seed: u64) -> PolicySpec {
-    let mut spec: PolicySpec = policy.parse().unwrap();
-    spec.fill_defaults([
-        ("size_ratio", "3"),
-        ("target_file_size", "4KiB"),
-        ("expected_data_size", "1MiB"),
-        ("levels", "3"),
-        ("num_levels", "5"),
-        // Files kept for preserved blocks stay longer, so reads and reopens meet them.
-        ("max_dead_fraction", "1"),
-        // Min-Max flushes a quarter of the buffer at a time, so reads meet buffered remainders.
-        ("bucket_size", "2KiB"),
-    ])
-    .unwrap();
+    let mut spec = support::small::small_tree(policy);
+    // Files kept for preserved blocks stay longer, so reads and reopens meet them.
+    spec.fill_defaults([("max_dead_fraction", "1")]).unwrap();
     if compresses(seed) {
         // Every codec: none in level 0, lz4 above the bottom, zstd with a dictionary per
         // table at the bottom (the smallest, which tables of 4 KiB train).

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod model;
+pub mod small;
 
 use parking_lot::{Condvar, Mutex};
 use std::collections::HashSet;
