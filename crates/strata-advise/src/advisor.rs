@@ -101,13 +101,12 @@ impl SimulatingAdvisor {
     /// it was simulated before.
     fn simulate(&self, spec: &PolicySpec, shape: &WorkloadShape) -> Result<f64, String> {
         let key = format!("{spec}|{shape:?}");
-        if let Some(&ns) = self
+        let remembered = self
             .estimates
             .lock()
             .ok()
-            .and_then(|c| c.ns_per_op.get(&key).copied())
-            .as_ref()
-        {
+            .and_then(|c| c.ns_per_op.get(&key).copied());
+        if let Some(ns) = remembered {
             return Ok(ns);
         }
         let ns = self.simulate_now(spec, shape)?;

@@ -14,6 +14,7 @@
 //! `w + ttl <= now`. The converse is not checked: a reopen counts what it replays from a WAL as
 //! written at the open, so a value may outlive its TTL after a kill.
 
+use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 use strata_engine::{Clock, CompactionFilter, FilterDecision};
 
@@ -93,6 +94,12 @@ impl Expiry {
     /// [`Expiry::may_be_gone`] against the clock now.
     pub(crate) fn may_be_gone_now(self, written: u64) -> bool {
         self.may_be_gone(written, self.now())
+    }
+
+    /// Whether the value of `key` may have expired by now, `written` holding the second each
+    /// key's last write was logged with (a key it lacks was never written with a TTL).
+    pub(crate) fn key_may_be_gone(self, written: &BTreeMap<String, u64>, key: &str) -> bool {
+        written.get(key).is_some_and(|&w| self.may_be_gone_now(w))
     }
 }
 

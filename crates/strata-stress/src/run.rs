@@ -203,11 +203,6 @@ fn is_merge_key(key: &str) -> bool {
     key.get(3..5) == Some("-m")
 }
 
-/// Whether the value the model has for `key` may have expired by now ([`Expiry`]).
-fn may_be_gone(written: &BTreeMap<String, u64>, key: &str, expiry: Expiry) -> bool {
-    written.get(key).is_some_and(|&w| expiry.may_be_gone_now(w))
-}
-
 /// One worker: random operations on its own keys, checked against its own model.
 fn worker(
     db: Arc<Db>,
@@ -339,7 +334,7 @@ fn worker(
                 let got = router.get(&key)?;
                 let want = model.get(&key).cloned().flatten();
                 let expired = got.is_none()
-                    && (may_be_gone(&written, &key, expiry) || removable(want.as_deref()));
+                    && (expiry.key_may_be_gone(&written, &key) || removable(want.as_deref()));
                 if got != want && !expired {
                     bail!("thread {thread}: get {key} = {got:?}, expected {want:?}");
                 }
@@ -392,7 +387,7 @@ fn worker(
                 db.write(&WriteOptions::default(), b)?;
                 log.line(&format!("A {seq}"))?;
                 // The snapshot's value may expire meanwhile; nothing else changes it.
-                let expired = may_be_gone(&written, &key, expiry);
+                let expired = expiry.key_may_be_gone(&written, &key);
                 model.insert(key.clone(), intent.writes[0].1.clone());
                 written.insert(key.clone(), intent.second);
                 seq += 1;

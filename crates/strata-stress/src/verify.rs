@@ -44,12 +44,11 @@ pub(crate) fn verify(db: &Router, logs: &Path, threads: usize, expiry: Expiry) -
         // What each key may hold: the model's value, or one a lost write left out of the WAL
         // rolls back to, or nothing where its value may have expired (asked after the read).
         let allowed = |k: &str| -> Vec<Option<String>> {
-            let mut values = vec![r.model.get(k).cloned().flatten()];
-            values.extend(r.uncertain.get(k).into_iter().flatten().cloned());
             let model = r.model.get(k).cloned().flatten();
-            if r.written.get(k).is_some_and(|&w| expiry.may_be_gone_now(w))
-                || removable(model.as_deref())
-            {
+            let gone = expiry.key_may_be_gone(&r.written, k) || removable(model.as_deref());
+            let mut values = vec![model];
+            values.extend(r.uncertain.get(k).into_iter().flatten().cloned());
+            if gone {
                 values.push(None);
             }
             values
@@ -113,10 +112,7 @@ pub(crate) fn verify(db: &Router, logs: &Path, threads: usize, expiry: Expiry) -
             // Gone where the model's value or the in-flight one may have expired (the clock
             // read after the read), or one the filter removes is among those allowed.
             let gone = actual.is_none()
-                && (r
-                    .written
-                    .get(&k)
-                    .is_some_and(|&w| expiry.may_be_gone_now(w))
+                && (expiry.key_may_be_gone(&r.written, &k)
                     || values.iter().any(|v| removable(v.as_deref()))
                     || r.in_flight.as_ref().is_some_and(|i| {
                         i.writes.iter().any(|(w, _)| *w == k) && expiry.may_be_gone_now(i.second)
@@ -134,11 +130,7 @@ pub(crate) fn verify(db: &Router, logs: &Path, threads: usize, expiry: Expiry) -
             all_expected.insert(k, actual);
         }
     }
-    let may_be_gone = |k: &str| {
-        all_written
-            .get(k)
-            .is_some_and(|&w| expiry.may_be_gone_now(w))
-    };
+    let may_be_gone = |k: &str| expiry.key_may_be_gone(&all_written, k);
     // Every key: exactly the expected value, or none where it may have expired.
     for (k, want) in &all_expected {
         let got = db.get(k)?;

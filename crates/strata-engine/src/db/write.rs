@@ -91,7 +91,8 @@ impl Engine {
             result
         };
         self.shared.write_queue.finish(&me, &group, &result);
-        if result.is_ok() && self.options.synchronous_compaction {
+        if result.is_ok() && self.options.synchronous_compaction && self.options.autopilot.is_some()
+        {
             self.autopilot_after_write();
         }
         result
