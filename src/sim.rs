@@ -81,6 +81,15 @@ pub struct SimArgs {
     /// the engine's Options::with_reserved_jobs.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = usize_arg)]
     reserved_jobs: usize,
+    /// Expire entries this many seconds of simulated time after they were written, as the
+    /// engine's Options::with_ttl: merges drop them and tables holding nothing else go whole.
+    /// Needs --timed, whose ingest moves the clock. Default: none.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = count_arg)]
+    ttl: Option<u64>,
+    /// With --ttl: rewrite a table once an entry of it expired this many seconds ago, as the
+    /// engine's Options::with_periodic_compaction. Default: none.
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = count_arg)]
+    periodic_compaction: Option<u64>,
     /// Print JSON (one object for one policy, an array for several) instead of a table.
     #[arg(long)]
     json: bool,
@@ -161,6 +170,17 @@ impl SimArgs {
         }
         if let Some(dir) = &self.job_log {
             checks::writable_dir("--job-log", dir)?;
+        }
+        if let Some(ttl) = self.ttl {
+            checks::at_least("--ttl", ttl, 1)?;
+            if !self.timed {
+                anyhow::bail!(
+                    "--ttl needs --timed: a synchronous simulation has no clock to age entries by"
+                );
+            }
+        }
+        if self.periodic_compaction.is_some() && self.ttl.is_none() {
+            anyhow::bail!("--periodic-compaction reclaims what --ttl expired: it needs --ttl");
         }
         if self.block_align && !self.engine_format {
             anyhow::bail!("--block-align needs --engine-format, which sizes the engine's blocks");
@@ -434,6 +454,8 @@ pub fn run(args: SimArgs) -> Result<()> {
         trace: args.job_log.is_some(),
         block_size: args.block_size,
         value_compression_ratio: workload.compression_ratio,
+        ttl_seconds: args.ttl,
+        periodic_compaction_seconds: args.periodic_compaction,
         ..SimConfig::default()
     };
     // Tables a plan compresses (`compression_per_level`) shrink by what the engine's codecs

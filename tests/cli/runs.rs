@@ -401,3 +401,49 @@ fn bench_spreads_strata_keys_over_keyspaces_with_a_policy_each() {
     }
     assert_eq!(total, 3000, "every key of fillseq, each in one keyspace");
 }
+
+#[test]
+fn sim_expires_entries_on_the_timed_clock() {
+    let dir = scratch("sim-ttl");
+    // 100,000 updates of 116 bytes at 1 MB/s: 23 simulated seconds, the TTL 5.
+    let run = |ttl: &[&str]| {
+        let mut args = vec![
+            "sim",
+            "--policies",
+            "leveled",
+            "--workload",
+            "updaterandom",
+            "--entries",
+            "100000",
+            "--buffer-size",
+            "256KiB",
+            "--timed",
+            "--ingest-rate",
+            "1MB",
+            "--json",
+        ];
+        args.extend_from_slice(ttl);
+        let run = succeeded(&dir, &args);
+        let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        let bytes: u64 = report["levels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["bytes"].as_u64().unwrap())
+            .sum();
+        bytes
+    };
+    let kept = run(&[]);
+    let expired = run(&["--ttl", "5", "--periodic-compaction", "2"]);
+    assert!(
+        expired * 2 < kept,
+        "{expired} bytes with a TTL, {kept} without"
+    );
+    refused(&dir, &["sim", "--ttl", "5"], &["--ttl", "--timed"]);
+    refused(&dir, &["sim", "--timed", "--ttl", "0"], &["--ttl"]);
+    refused(
+        &dir,
+        &["sim", "--timed", "--periodic-compaction", "5"],
+        &["--periodic-compaction", "--ttl"],
+    );
+}

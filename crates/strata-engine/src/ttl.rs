@@ -1,5 +1,6 @@
 //! Time to live ([`crate::Options::with_ttl`]): entries older than the TTL read as absent and
-//! compactions drop them.
+//! compactions drop them. The sample map itself is `strata_exec::seqno_time`, shared with the
+//! simulator.
 //!
 //! An entry's age comes from its sequence number, not from a timestamp in its value (RocksDB's
 //! `DBWithTTL` appends one to every value, which changes the value format for good). While a TTL
@@ -19,16 +20,12 @@
 use crate::clock::Clock;
 use crate::key::SeqNo;
 use parking_lot::Mutex;
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use strata_exec::seqno_time::SeqnoTimeLog;
 
-/// The most samples kept: past it, every other older sample goes, which only makes entries
-/// look younger (a coarser map is still a safe one). At one sample a second, an hour of
-/// samples before the first thinning.
-const MAX_SAMPLES: usize = 4096;
-
-/// When sequence numbers were written: samples of (sequence number, Unix second).
+/// When sequence numbers were written: the shared sample map ([`SeqnoTimeLog`], the
+/// simulator's too) read against the database's clock.
 #[derive(Debug)]
 pub(crate) struct SeqnoTimes {
     clock: Arc<dyn Clock>,
@@ -43,9 +40,7 @@ pub(crate) struct SeqnoTimes {
 
 #[derive(Debug, Default)]
 struct SampleLog {
-    /// Ascending in both; the last one is the last commit's, moved by every commit in its
-    /// second.
-    samples: VecDeque<(SeqNo, u64)>,
+    samples: SeqnoTimeLog,
     /// The largest sequence number of a sample the manifest holds.
     recorded_through: SeqNo,
 }
@@ -53,14 +48,12 @@ struct SampleLog {
 impl SeqnoTimes {
     /// The map the manifest recorded, read against `clock`.
     pub fn new(recorded: &[(SeqNo, u64)], clock: Arc<dyn Clock>) -> SeqnoTimes {
-        let mut samples: Vec<(SeqNo, u64)> = recorded.to_vec();
-        samples.sort_unstable();
-        samples.dedup_by_key(|s| s.0);
-        let recorded_through = samples.last().map_or(0, |s| s.0);
+        let samples = SeqnoTimeLog::new(recorded);
+        let recorded_through = samples.samples().last().map_or(0, |s| s.0);
         SeqnoTimes {
             clock,
             log: Mutex::new(SampleLog {
-                samples: samples.into(),
+                samples,
                 recorded_through,
             }),
             cutoff: AtomicU64::new(0),
@@ -72,41 +65,17 @@ impl SeqnoTimes {
     /// Forgets what the samples claim past `last_sequence`, the last sequence number recovery
     /// found: a sample can name a commit that a crash lost (the manifest's record may take a
     /// sample noted after it read the last sequence number), and the numbers of lost commits
-    /// are given again to new writes, which must not count as written then. Such a sample
-    /// still says truly when the numbers up to `last_sequence` were written.
+    /// are given again to new writes, which must not count as written then.
     pub fn forget_after(&self, last_sequence: SeqNo) {
         let mut log = self.log.lock();
-        let Some(first_past) = log.samples.iter().position(|&(s, _)| s > last_sequence) else {
-            return;
-        };
-        // Both ascend, so the first sample past it has the earliest second of those cut.
-        let second = log.samples[first_past].1;
-        log.samples.truncate(first_past);
-        if log.samples.back().is_none_or(|&(s, _)| s < last_sequence) {
-            log.samples.push_back((last_sequence, second));
-        }
+        log.samples.forget_after(last_sequence);
         log.recorded_through = log.recorded_through.min(last_sequence);
     }
 
-    /// Notes that every sequence number up to `seq` is written now: the newest sample moves up
-    /// to it within its second, and a new second starts a new sample.
+    /// Notes that every sequence number up to `seq` is written now.
     pub fn note(&self, seq: SeqNo) {
         let now = self.clock.unix_seconds();
-        let mut log = self.log.lock();
-        match log.samples.back_mut() {
-            Some(last) if last.0 >= seq => {}
-            Some(last) if last.1 >= now => last.0 = seq,
-            _ => {
-                log.samples.push_back((seq, now));
-                if log.samples.len() > MAX_SAMPLES {
-                    let newest = log.samples.pop_back();
-                    let thinned: VecDeque<(SeqNo, u64)> =
-                        log.samples.iter().copied().step_by(2).collect();
-                    log.samples = thinned;
-                    log.samples.extend(newest);
-                }
-            }
-        }
+        self.log.lock().samples.note(seq, now);
     }
 
     /// The largest sequence number whose entries are `ttl_seconds` or more old: entries at or
@@ -118,16 +87,7 @@ impl SeqnoTimes {
         {
             return self.cutoff.load(Ordering::Acquire);
         }
-        let horizon = now.saturating_sub(ttl_seconds);
-        let log = self.log.lock();
-        let cutoff = log
-            .samples
-            .iter()
-            .take_while(|&&(_, t)| t <= horizon)
-            .map(|&(s, _)| s)
-            .max()
-            .unwrap_or(0);
-        drop(log);
+        let cutoff = self.log.lock().samples.expired_through(now, ttl_seconds);
         self.cutoff.store(cutoff, Ordering::Release);
         self.cutoff_ttl.store(ttl_seconds, Ordering::Release);
         self.cutoff_second.store(now, Ordering::Release);
@@ -141,8 +101,7 @@ impl SeqnoTimes {
         let through = log.recorded_through;
         let new: Vec<(SeqNo, u64)> = log
             .samples
-            .iter()
-            .copied()
+            .samples()
             .filter(|&(s, _)| s > through)
             .collect();
         if let Some(&(s, _)) = new.last() {
@@ -153,7 +112,7 @@ impl SeqnoTimes {
 
     /// Every sample, for a new manifest's first record.
     pub fn all(&self) -> Vec<(SeqNo, u64)> {
-        self.log.lock().samples.iter().copied().collect()
+        self.log.lock().samples.samples().collect()
     }
 }
 
@@ -162,6 +121,7 @@ mod tests {
     use super::*;
 
     use crate::clock::{ManualClock, SystemClock};
+    use strata_exec::seqno_time::MAX_SAMPLES;
 
     fn system_clock() -> Arc<dyn Clock> {
         Arc::new(SystemClock)

@@ -15,6 +15,7 @@
 //! - [`window`]: the most compact window of a buffer (Min-Max bucket ingestion);
 //! - [`preserve`]: which input data blocks a block-preserving merge keeps unchanged;
 //! - [`range_del`]: range tombstones, fragmented, and what a merge keeps of them;
+//! - [`seqno_time`]: when sequence numbers were written, for a time to live;
 //! - [`JobKind`]: what a finished job was, and its name in job logs;
 //! - [`pick`]: the pick loop both executors run: ask, end a finished handover, admit a plan
 //!   that may start now, and stop a policy that never converges;
@@ -38,6 +39,7 @@ mod older;
 pub mod pick;
 pub mod preserve;
 pub mod range_del;
+pub mod seqno_time;
 pub mod skew;
 pub mod sources;
 pub mod window;

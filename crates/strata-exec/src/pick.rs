@@ -47,15 +47,14 @@ pub trait PickHost {
     /// last of them `last`.
     fn non_convergence(&self, plans: usize, last: &Plan) -> Self::Error;
     /// The largest sequence number whose entries have expired (the engine's TTL): a table
-    /// whose newest entry is at or below it holds nothing readable. 0 (the default, and the
-    /// simulator's, which keeps no clock): none has.
+    /// whose newest entry is at or below it holds nothing readable. 0 (the default, for an
+    /// executor without a TTL): none has.
     fn expired_through(&self) -> u64 {
         0
     }
     /// The largest sequence number whose entries expired at least the periodic-compaction
     /// period ago (the engine's `Options::with_periodic_compaction`): a table holding one is
-    /// rewritten in place ([`expired_table_rewrite`]). 0 (the default, and the simulator's):
-    /// none.
+    /// rewritten in place ([`expired_table_rewrite`]). 0 (the default): none.
     fn periodic_through(&self) -> u64 {
         0
     }

@@ -127,7 +127,7 @@ impl BlockCursor {
 /// keep the block.
 pub(crate) fn merge_preserving(
     mut runs: Vec<BlockCursor>,
-    mut keep_tombstone: impl FnMut(u64) -> bool,
+    mut keep: impl FnMut(u64) -> bool,
     out: &mut TableWriter<'_>,
 ) {
     loop {
@@ -153,9 +153,7 @@ pub(crate) fn merge_preserving(
             let last = entries.last().map_or(key, |&e| key_of(e));
             let last_written = out.last_key();
             if keys_allow(&key, &last, last_written.as_ref(), next_other.as_ref())
-                && entries
-                    .iter()
-                    .all(|&e| !is_tombstone(e) || keep_tombstone(key_of(e)))
+                && entries.iter().all(|&e| keep(e))
                 && out.try_keep(block, entries)
             {
                 for _ in 0..entries.len() {
@@ -165,7 +163,7 @@ pub(crate) fn merge_preserving(
             }
         }
         let entry = runs[i].peek().unwrap_or_default();
-        if !is_tombstone(entry) || keep_tombstone(key) {
+        if keep(entry) {
             out.add(entry);
         }
         for r in &mut runs[i..] {
@@ -177,16 +175,13 @@ pub(crate) fn merge_preserving(
 }
 
 /// Merges runs given newest first. For a key present in several runs only the newest entry
-/// survives; a surviving tombstone is kept only if `keep_tombstone(key)` says older data may
-/// exist below the output.
-pub fn merge_runs(
-    mut runs: Vec<RunCursor>,
-    mut keep_tombstone: impl FnMut(u64) -> bool,
-) -> Vec<u64> {
+/// survives, and is written if `keep(entry)` says so (a tombstone, say, only while older data
+/// may exist below the output: [`keep_tombstones_where`]).
+pub fn merge_runs(mut runs: Vec<RunCursor>, mut keep: impl FnMut(u64) -> bool) -> Vec<u64> {
     let capacity = runs.iter().map(RunCursor::len).sum();
     let mut out = Vec::with_capacity(capacity);
     let mut emit = |entry: u64, out: &mut Vec<u64>| {
-        if !is_tombstone(entry) || keep_tombstone(key_of(entry)) {
+        if keep(entry) {
             out.push(entry);
         }
     };
@@ -255,6 +250,12 @@ pub fn merge_runs(
     out
 }
 
+/// The merge rule that writes every put and a tombstone only where `needed(key)`: what
+/// [`merge_runs`] and [`merge_preserving`] are given when nothing else drops entries.
+pub fn keep_tombstones_where(mut needed: impl FnMut(u64) -> bool) -> impl FnMut(u64) -> bool {
+    move |entry| !is_tombstone(entry) || needed(key_of(entry))
+}
+
 /// Sorts a buffer's entries (in arrival order, possibly with repeated keys) by key, keeping only
 /// the last arrival of each key.
 pub fn sort_buffer(mut entries: Vec<u64>) -> Vec<u64> {
@@ -292,7 +293,7 @@ mod tests {
                 run(&[&older[..2], &older[2..]]),
                 run(&[oldest]),
             ],
-            |_| false,
+            keep_tombstones_where(|_| false),
         );
         assert_eq!(merged, vec![put(1), put(2), put(4), put(9)]);
     }
@@ -300,7 +301,7 @@ mod tests {
     #[test]
     fn tombstones_drop_only_when_allowed() {
         let only: &[u64] = &[tombstone(1), tombstone(2), put(3)];
-        let merged = merge_runs(vec![run(&[only])], |k| k == 2);
+        let merged = merge_runs(vec![run(&[only])], keep_tombstones_where(|k| k == 2));
         assert_eq!(merged, vec![tombstone(2), put(3)]);
     }
 

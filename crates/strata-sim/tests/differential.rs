@@ -11,11 +11,13 @@
 #![allow(clippy::unwrap_used)] // Tests fail loudly on unexpected errors.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use strata_engine::fs::MemFs;
 use strata_engine::key::TRAILER_LEN;
 use strata_engine::memtable::ENTRY_OVERHEAD;
 use strata_engine::{
-    CompactionFilter, CompletedJob, Db, EventListener, FilterDecision, Options, U64AddOperator,
+    CompactionFilter, CompletedJob, Db, EventListener, FilterDecision, ManualClock, Options,
+    U64AddOperator,
 };
 use strata_meta::{Bytes, Version};
 use strata_policy::autopilot::{Action, AutopilotOptions, Decision};
@@ -42,10 +44,10 @@ type Step = (
     Priority,
 );
 
-/// The engine's jobs as steps, how many of them reclaimed a retained file, and how many
-/// were a handover's.
+/// The engine's jobs as steps, how many of them reclaimed a retained file, how many were a
+/// handover's, and how many rewrote a table holding entries expired a period ago.
 #[derive(Default)]
-struct Recorder(Mutex<Vec<Step>>, Mutex<usize>, Mutex<usize>);
+struct Recorder(Mutex<Vec<Step>>, Mutex<usize>, Mutex<usize>, Mutex<usize>);
 
 impl EventListener for Recorder {
     fn on_job_completed(&self, job: &CompletedJob) {
@@ -54,6 +56,9 @@ impl EventListener for Recorder {
         }
         if job.reason.starts_with("handover") {
             *self.2.lock().unwrap() += 1;
+        }
+        if job.reason.contains("expired a period ago") {
+            *self.3.lock().unwrap() += 1;
         }
         self.0.lock().unwrap().push((
             job.flushes_before,
@@ -109,6 +114,21 @@ struct Size {
     merges: u64,
     /// A compaction filter removes the values of one key in [`REMOVED_ONE_IN`] ([`RemoveKeys`]).
     filtered: bool,
+    /// A TTL of [`TTL_SECONDS`] with periodic compaction after [`PERIOD_SECONDS`], the clock
+    /// moving a second every [`OPS_PER_SECOND`] operations ([`Clock`]).
+    ttl: bool,
+}
+
+/// With [`Size::ttl`]: entries expire this many seconds after they were written...
+const TTL_SECONDS: u64 = 20;
+/// ...and tables holding one expired this long ago are rewritten.
+const PERIOD_SECONDS: u64 = 10;
+/// The clock moves a second every this many operations.
+const OPS_PER_SECOND: usize = 1_000;
+
+/// Whether the clock moves a second before operation `i` ([`Size::ttl`]).
+fn second_passes(size: Size, i: usize) -> bool {
+    size.ttl && i > 0 && i.is_multiple_of(OPS_PER_SECOND)
 }
 
 /// [`RemoveKeys`] removes the values of the keys divisible by this.
@@ -170,6 +190,7 @@ const SMALL: Size = Size {
     range_deletes: 0,
     merges: 0,
     filtered: false,
+    ttl: false,
 };
 
 /// Values of 1,500 bytes: two entries per 4 KiB block, so merges find blocks to keep.
@@ -182,6 +203,7 @@ const LARGE: Size = Size {
     range_deletes: 0,
     merges: 0,
     filtered: false,
+    ttl: false,
 };
 
 /// The shared workload definition both sides replay key by key: `size.entries` distinct keys
@@ -244,6 +266,10 @@ struct Outcome {
     handover_jobs: usize,
     /// Range tombstones in the final version's tables.
     range_deletions: u64,
+    /// The final version's bytes on disk.
+    disk_bytes: u64,
+    /// Periodic rewrites of partly expired tables (the engine's count).
+    expiry_rewrites: usize,
     /// The autopilot's decisions: the policy that ran, the window's puts, deletes and user
     /// bytes, and the action.
     decisions: Vec<(String, u64, u64, u64, Action)>,
@@ -315,6 +341,15 @@ fn run_engine(name: &str, size: Size, switcher: Switcher<'_>) -> Outcome {
     } else {
         options
     };
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let options = if size.ttl {
+        options
+            .with_clock(clock.clone())
+            .with_ttl(Some(Duration::from_secs(TTL_SECONDS)))
+            .with_periodic_compaction(Some(Duration::from_secs(PERIOD_SECONDS)))
+    } else {
+        options
+    };
     let db = Db::open("/db", options).unwrap();
     // The values the simulator's engine-format sizer compresses, so compressed tables match.
     let mut value = vec![b'v'; size.value as usize];
@@ -322,6 +357,15 @@ fn run_engine(name: &str, size: Size, switcher: Switcher<'_>) -> Outcome {
     for (i, op) in workload(size).enumerate() {
         if let Some(to) = switcher.at(i) {
             db.set_policy(build_policy(&policy(to)).unwrap()).unwrap();
+        }
+        if second_passes(size, i) {
+            // The engine freezes a full memtable in the next write, the simulator flushes a
+            // full buffer in the write that filled it: flushed on both sides before the clock
+            // moves, no full buffer waits across a second. What the second expired is
+            // reclaimed before the next write.
+            db.flush().unwrap();
+            clock.advance(1);
+            db.wait_for_compactions().unwrap();
         }
         encode_key(&mut key, op.key, KEY as usize);
         match op.kind {
@@ -347,6 +391,7 @@ fn run_engine(name: &str, size: Size, switcher: Switcher<'_>) -> Outcome {
     let metrics = db.metrics();
     let write_amp = metrics.write_amp;
     let blocks = blocks_of(&db.version());
+    let disk_bytes = db.version().disk_bytes();
     let range_deletions = db
         .version()
         .tables()
@@ -357,6 +402,7 @@ fn run_engine(name: &str, size: Size, switcher: Switcher<'_>) -> Outcome {
     let steps = recorder.0.lock().unwrap().clone();
     let reclaims = *recorder.1.lock().unwrap();
     let handover_jobs = *recorder.2.lock().unwrap();
+    let expiry_rewrites = *recorder.3.lock().unwrap();
     Outcome {
         steps,
         write_amp,
@@ -367,6 +413,8 @@ fn run_engine(name: &str, size: Size, switcher: Switcher<'_>) -> Outcome {
         reclaims,
         handover_jobs,
         range_deletions,
+        disk_bytes,
+        expiry_rewrites,
         decisions,
     }
 }
@@ -384,6 +432,8 @@ fn run_sim(name: &str, size: Size, switcher: Switcher<'_>) -> Outcome {
         compaction_filter: size
             .filtered
             .then(|| Arc::new(RemoveKeys) as Arc<dyn KeyFilter>),
+        ttl_seconds: size.ttl.then_some(TTL_SECONDS),
+        periodic_compaction_seconds: size.ttl.then_some(PERIOD_SECONDS),
         ..SimConfig::default()
     }
     .with_engine_blocks(BLOCK, size.aligned);
@@ -394,6 +444,10 @@ fn run_sim(name: &str, size: Size, switcher: Switcher<'_>) -> Outcome {
     for (i, op) in workload(size).enumerate() {
         if let Some(to) = switcher.at(i) {
             sim.set_policy(build_policy(&policy(to)).unwrap()).unwrap();
+        }
+        if second_passes(size, i) {
+            sim.flush().unwrap();
+            sim.pass_time(1.0).unwrap();
         }
         match op.kind {
             OpKind::Update | OpKind::Rmw if is_merge(size, i) => sim.merge(op.key).unwrap(),
@@ -423,6 +477,7 @@ fn run_sim(name: &str, size: Size, switcher: Switcher<'_>) -> Outcome {
         })
         .collect();
     let blocks = blocks_of(sim.version());
+    let disk_bytes = sim.version().disk_bytes();
     let retained_files = sim.version().retained_files().count();
     let range_deletions = sim
         .version()
@@ -440,6 +495,8 @@ fn run_sim(name: &str, size: Size, switcher: Switcher<'_>) -> Outcome {
         reclaims: 0,
         handover_jobs: 0,
         range_deletions,
+        disk_bytes,
+        expiry_rewrites: 0,
         decisions: report.autopilot.iter().map(decided).collect(),
     }
 }
@@ -678,6 +735,36 @@ fn engine_and_simulator_agree_under_a_compaction_filter() {
             "{name}: WA engine {engine:.4}, simulator {sim:.4}"
         );
     }
+}
+
+/// A TTL of 20 seconds on both sides, the clock moving a second every 1,000 operations (the
+/// buffer flushed first), with periodic compaction 10 seconds after expiry: the same entries
+/// expire in the same merges,
+/// the same wholly expired tables are dropped and the same partly expired ones rewritten, so
+/// the same flushes, plans, bytes and blocks follow, for every policy.
+#[test]
+fn engine_and_simulator_expire_alike() {
+    let expiring = Size { ttl: true, ..SMALL };
+    let (mut dropped, mut rewrites) = (0, 0);
+    for name in testing::policies_to_test() {
+        let engine = compare(name, expiring);
+        dropped += engine
+            .steps
+            .iter()
+            .filter(|s| s.1 == PlanAction::Drop.as_str())
+            .count();
+        rewrites += engine.expiry_rewrites;
+        // Expired entries left the tree: it ends smaller than without the TTL.
+        let plain = run_sim(name, SMALL, Switcher::Never).disk_bytes;
+        assert!(
+            engine.disk_bytes < plain,
+            "{name}: {} bytes with the TTL, {plain} without",
+            engine.disk_bytes
+        );
+    }
+    assert!(dropped > 0, "no table expired whole");
+    assert!(rewrites > 0, "no partly expired table was rewritten");
+    eprintln!("{dropped} expired tables dropped, {rewrites} partly expired ones rewritten");
 }
 
 /// With two entries per block, block-preserving merges keep blocks, and both sides keep the

@@ -95,6 +95,19 @@ pub struct SimConfig {
     /// 20 bytes per key the tree holds) and subtracts the merge's and the newer tables. The
     /// answers are the same; `usize::MAX` never builds the index. Default: 16.
     pub tombstone_index_runs: usize,
+    /// The engine it stands for has a time to live of this many seconds
+    /// (`Options::with_ttl`): each entry keeps its sequence number, the simulated clock
+    /// ([`Simulator::pass_time`], and in timed mode the ingest itself) dates writes as the
+    /// engine's clock does (`strata_exec::seqno_time`), compactions (not flushes) drop the
+    /// versions it expired, and tables whose entries all expired are dropped
+    /// (`strata_exec::pick`). Default: `None`.
+    ///
+    /// [`Simulator::pass_time`]: super::Simulator::pass_time
+    pub ttl_seconds: Option<u64>,
+    /// With a TTL, tables holding an entry that expired this many seconds ago are rewritten in
+    /// place (`Options::with_periodic_compaction`, RocksDB's `periodic_compaction_seconds`).
+    /// Default: `None`.
+    pub periodic_compaction_seconds: Option<u64>,
     /// Scale mode: the most keys the simulator keeps (tables and buffer). Past it, it keeps
     /// one key in 2, then 4, ... (chosen by a hash of the key) and each kept entry stands for
     /// that many entries in sizes and counts. `None` keeps every key: the exact simulator. See
@@ -154,6 +167,8 @@ impl Default for SimConfig {
             merge_operator: false,
             compaction_filter: None,
             tombstone_index_runs: 16,
+            ttl_seconds: None,
+            periodic_compaction_seconds: None,
             scale_keys: None,
         }
     }

@@ -4,7 +4,7 @@
 use super::ranges::InputRanges;
 use super::{SimError, Simulator, TraceEvent};
 use crate::keys::{key_at_or_after, key_bytes, key_of};
-use crate::merge::{merge_runs, sort_buffer, RunCursor};
+use crate::merge::{keep_tombstones_where, merge_runs, sort_buffer, RunCursor};
 use std::sync::Arc;
 use strata_exec::handover;
 use strata_exec::pick::flush_may_start;
@@ -27,6 +27,8 @@ impl Simulator {
             files.end_wal();
         }
         let raw = std::mem::take(&mut self.buffer);
+        let raw_seqnos = std::mem::take(&mut self.buffer_entry_seqnos);
+        let mut ages = self.buffer_ages(&raw, &raw_seqnos);
         let written_entries = std::mem::take(&mut self.buffer_entries);
         let written_bytes = std::mem::take(&mut self.buffer_user_bytes);
         // The buffer's keys as the engine's memtables report them: every entry buffered (those
@@ -147,6 +149,7 @@ impl Simulator {
             self.buffer_bytes =
                 self.buffer_user_bytes + self.buffer_entries * self.cfg.buffer_entry_overhead;
             self.metrics.window_held_bytes += self.buffer_user_bytes;
+            self.keep_buffer_seqnos(&keep, ages.as_ref());
             self.buffer = keep;
             self.buffer_seqnos = Some(buffer_seqnos);
         }
@@ -161,6 +164,7 @@ impl Simulator {
         };
         let merge_with = flush_merge_tables(&self.version, &plan, range.as_ref())
             .map_err(|e| self.policy_error(e))?;
+        self.note_older_tables(ages.as_mut(), merge_with.iter())?;
         let mut merge_arrays = Vec::with_capacity(merge_with.len());
         let mut read_bytes = 0;
         let mut seqnos = buffer_seqnos;
@@ -188,9 +192,10 @@ impl Simulator {
             &plan.merge_with,
         );
         let input_ranges = InputRanges::of(vec![buffer_ranges, self.ranges_of(&merge_with)]);
+        // A flush drops nothing by age, as the engine's does.
         let ranges_to_write = input_ranges
             .as_ref()
-            .map(|r| r.to_write(&older))
+            .map(|r| r.to_write(&older, 0))
             .unwrap_or_default();
         if let Some(ranges) = &input_ranges {
             for array in &mut merge_arrays {
@@ -202,12 +207,16 @@ impl Simulator {
         if !merge_arrays.is_empty() {
             runs.push(RunCursor::new(merge_arrays));
         }
-        let merged = merge_runs(runs, |k| self.tombstone_needed(&rule, k));
+        let merged = merge_runs(
+            runs,
+            keep_tombstones_where(|k| self.tombstone_needed(&rule, k)),
+        );
         let outputs = self.write_tables(
             &merged,
             self.sizer_for(input_bytes, input_sample_bytes),
             &plan.output,
             seqnos,
+            ages.as_ref(),
             &projection,
             ranges_to_write,
         );

@@ -4,7 +4,7 @@
 
 use super::ranges::InputRanges;
 use super::{SimError, Simulator, Timing, TraceEvent};
-use crate::keys::key_at_or_after;
+use crate::keys::{is_tombstone, key_at_or_after, key_of};
 use crate::merge::{merge_preserving, merge_runs, BlockCursor, RunCursor};
 use crate::output::TableWriter;
 use std::sync::Arc;
@@ -146,9 +146,11 @@ impl Simulator {
             let older = OlderTables::below(&self.version, output.level, output.run, &inputs);
             let input_ranges =
                 InputRanges::of(sources.iter().map(|run| self.ranges_of(run)).collect());
+            let expired_through = self.expired_now();
+            let ages = self.table_ages(&sources, expired_through)?;
             let ranges_to_write = input_ranges
                 .as_ref()
-                .map(|r| r.to_write(&older))
+                .map(|r| r.to_write(&older, expired_through))
                 .unwrap_or_default();
             if let Some(ranges) = &input_ranges {
                 // Entries a newer run's range tombstone covers go before the merge.
@@ -164,6 +166,12 @@ impl Simulator {
                     .collect::<Result<Vec<_>, SimError>>()?;
             }
             let rule = self.tombstone_rule(older, &sources);
+            // Of each key the newest version in the inputs: gone if the TTL expired it, and a
+            // tombstone kept only where an older table may hold its key.
+            let keep = |entry: u64| {
+                ages.as_ref().is_none_or(|a| !a.expired(key_of(entry)))
+                    && (!is_tombstone(entry) || self.tombstone_needed(&rule, key_of(entry)))
+            };
             let seqnos = seqnos.unwrap_or_default();
             let (sizer, weight) = self.sizer_for(read_bytes, sample_bytes);
             let block_size = self.cfg.block_size.unwrap_or(1);
@@ -192,12 +200,17 @@ impl Simulator {
                         &projection,
                         Some(preserver),
                     );
-                    merge_preserving(runs, |k| self.tombstone_needed(&rule, k), &mut writer);
-                    outputs =
-                        self.new_tables(writer.finish(), weight, output.bloom_bits_per_key, seqnos);
+                    merge_preserving(runs, keep, &mut writer);
+                    outputs = self.new_tables(
+                        writer.finish(),
+                        weight,
+                        output.bloom_bits_per_key,
+                        seqnos,
+                        ages.as_ref(),
+                    );
                 }
                 None => {
-                    let mut merged = merge_runs(cursors, |k| self.tombstone_needed(&rule, k));
+                    let mut merged = merge_runs(cursors, keep);
                     if let Some(filter) = &self.cfg.compaction_filter {
                         if !self.buffer_windowed {
                             merged = self.filter_values(merged, filter.as_ref(), &rule);
@@ -208,6 +221,7 @@ impl Simulator {
                         (sizer, weight),
                         output,
                         seqnos,
+                        ages.as_ref(),
                         &projection,
                         ranges_to_write,
                     );
@@ -408,5 +422,13 @@ impl PickHost for Simulator {
             plans,
             last: last.to_string(),
         }
+    }
+
+    fn expired_through(&self) -> u64 {
+        self.expired_now()
+    }
+
+    fn periodic_through(&self) -> u64 {
+        self.periodic_now()
     }
 }

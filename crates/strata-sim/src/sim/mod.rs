@@ -27,6 +27,7 @@ mod ranges;
 mod scale;
 mod tables;
 mod tombstones;
+mod ttl;
 
 pub use config::{KeyFilter, SimConfig, Timing, DEFAULT_SCALE_KEYS};
 
@@ -44,6 +45,7 @@ use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 use strata_exec::handover;
+use strata_exec::seqno_time::SeqnoTimeLog;
 use strata_exec::skew::SkewEstimator;
 use strata_exec::JobKind;
 use strata_meta::{EditError, SeqRange, TableId, Version};
@@ -187,6 +189,14 @@ pub struct Simulator {
     kept_keys: u64,
     buffer_seqnos: Option<SeqRange>,
     seqno: u64,
+    /// With a TTL: when sequence numbers were written, by the simulated clock.
+    seqno_times: SeqnoTimeLog,
+    /// Seconds passed without writes in synchronous mode ([`Simulator::pass_time`]).
+    clock_offset: f64,
+    /// With a TTL: the sequence number of each entry of `buffer`.
+    buffer_entry_seqnos: Vec<u64>,
+    /// With a TTL: the sequence numbers of each table's entries, parallel to `tables`.
+    table_seqnos: HashMap<TableId, Arc<[u64]>>,
     next_table: u64,
     leases: Leases,
     running: Vec<Job>,
@@ -240,6 +250,16 @@ impl Simulator {
                 ));
             }
         }
+        if cfg.ttl_seconds == Some(0) {
+            return Err(SimError::Config(
+                "a TTL must be at least a second".to_string(),
+            ));
+        }
+        if cfg.periodic_compaction_seconds.is_some() && cfg.ttl_seconds.is_none() {
+            return Err(SimError::Config(
+                "periodic compaction reclaims what a TTL expired: it needs a TTL".to_string(),
+            ));
+        }
         if cfg.scale_keys == Some(0) {
             return Err(SimError::Config(
                 "scale mode must keep at least one key".to_string(),
@@ -284,6 +304,10 @@ impl Simulator {
             kept_keys: 0,
             buffer_seqnos: None,
             seqno: 0,
+            seqno_times: SeqnoTimeLog::default(),
+            clock_offset: 0.0,
+            buffer_entry_seqnos: Vec::new(),
+            table_seqnos: HashMap::new(),
             next_table: 1,
             leases: Leases::new(),
             running: Vec::new(),
@@ -333,9 +357,14 @@ impl Simulator {
     }
 
     /// The keys a reader would find: for each key, the newest entry (buffer first, then runs in
-    /// recency order) decides, and a tombstone, or a newer range deletion, hides it. O(entries); for tests and checks. In
-    /// scale mode, the sampled keys only.
+    /// recency order) decides, and a tombstone, a newer range deletion, or a TTL that expired
+    /// it hides it. O(entries); for tests and checks. In scale mode, the sampled keys only.
     pub fn live_keys(&self) -> std::collections::BTreeSet<u64> {
+        let expired_through = self.expired_now();
+        let expired = |seqnos: Option<&[u64]>, i: usize| {
+            seqnos.is_some_and(|s| s.get(i).is_some_and(|&seq| seq <= expired_through))
+        };
+        let buffer_seqnos = self.cfg.ttl_seconds.map(|_| &self.buffer_entry_seqnos[..]);
         let mut decided: HashMap<u64, bool> = HashMap::new();
         // Range deletions newer than what is being decided.
         let mut newer: Vec<(strata_meta::Bytes, strata_meta::Bytes)> = Vec::new();
@@ -348,15 +377,24 @@ impl Simulator {
             while let Some((_, t)) = ranges.next_if(|(at, _)| *at > i) {
                 newer.push((t.start.clone(), t.end.clone()));
             }
-            let live = !is_tombstone(e) && !covered(&newer, key_of(e));
+            let live =
+                !is_tombstone(e) && !covered(&newer, key_of(e)) && !expired(buffer_seqnos, i);
             decided.entry(key_of(e)).or_insert(live);
         }
         newer.extend(ranges.map(|(_, t)| (t.start.clone(), t.end.clone())));
         for level in self.version.levels() {
             for run in level.runs() {
                 for t in run.tables() {
-                    for &e in self.tables.get(&t.id).map_or(&[][..], |a| &a[..]) {
-                        let live = !is_tombstone(e) && !covered(&newer, key_of(e));
+                    let seqnos = self.table_seqnos.get(&t.id).map(|s| &s[..]);
+                    for (j, &e) in self
+                        .tables
+                        .get(&t.id)
+                        .map_or(&[][..], |a| &a[..])
+                        .iter()
+                        .enumerate()
+                    {
+                        let live =
+                            !is_tombstone(e) && !covered(&newer, key_of(e)) && !expired(seqnos, j);
                         decided.entry(key_of(e)).or_insert(live);
                     }
                 }
@@ -441,6 +479,7 @@ impl Simulator {
             Some((low, high)) => (low.min(key), high.max(key)),
         });
         self.seqno += 1;
+        self.date_write();
         let bytes = self.entry_bytes(entry);
         let kept = match &mut self.buffer_distinct {
             None => true,
@@ -452,6 +491,9 @@ impl Simulator {
         };
         if kept {
             self.buffer.push(entry);
+            if self.cfg.ttl_seconds.is_some() {
+                self.buffer_entry_seqnos.push(self.seqno);
+            }
         }
         self.account_buffered(bytes)
     }

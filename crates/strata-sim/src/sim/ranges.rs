@@ -67,10 +67,12 @@ impl InputRanges {
     }
 
     /// What the output keeps of the tombstones: the newest of each piece (the simulator keeps
-    /// no snapshots), less those no table below the output may hold a key of.
-    pub(super) fn to_write(&self, older: &OlderTables) -> Fragments<Bytes> {
-        Fragments::new(self.all.iter().cloned())
-            .compacted(&[], 0, |start, end| !older.may_hold_range(start, end))
+    /// no snapshots), less those no table below the output may hold a key of and those a TTL
+    /// expired (at or below `expired_through`).
+    pub(super) fn to_write(&self, older: &OlderTables, expired_through: u64) -> Fragments<Bytes> {
+        Fragments::new(self.all.iter().cloned()).compacted(&[], expired_through, |start, end| {
+            !older.may_hold_range(start, end)
+        })
     }
 }
 
@@ -92,6 +94,7 @@ impl Simulator {
             value_bytes: 0,
         });
         self.seqno += 1;
+        self.date_write();
         if start < end {
             self.buffer_ranges.push((
                 self.buffer.len(),

@@ -28,6 +28,7 @@ impl Simulator {
         self.sample_one_in *= 2;
         self.sample_threshold = u64::MAX / self.sample_one_in;
         let threshold = self.sample_threshold;
+        self.thin_seqnos(|e| kept_at(key_of(e), threshold));
         let kept = |e: &u64| kept_at(key_of(*e), threshold);
         let thin =
             |array: &Arc<[u64]>| -> Arc<[u64]> { array.iter().copied().filter(kept).collect() };

@@ -1,6 +1,7 @@
 //! Output tables: cutting a merge's entries into tables with ids, and installing the versions
 //! that hold them (storing and forgetting tables' key sets).
 
+use super::ttl::InputAges;
 use super::Simulator;
 use crate::keys::{is_tombstone, key_bytes, key_of};
 use crate::output::{TableWriter, WrittenTable};
@@ -40,12 +41,17 @@ impl Simulator {
     /// Cuts `merged` into tables as `output`'s cut rule says ([`Cutter`]), sizing them with the
     /// configured sizer, with `output`'s Bloom bits and codec. `inputs` are the merge's inputs (smallest key, bytes) for the cutter's projection.
     /// `ranges` are the range tombstones the output keeps, each table taking its piece.
+    /// `seqnos` are the inputs' sequence numbers: with a TTL, `ages` date each entry and each
+    /// table spans its own entries' numbers, as in the engine; without, every table spans
+    /// `seqnos`.
+    #[allow(clippy::too_many_arguments)] // One call per kind of job; a struct would be read once.
     pub(super) fn write_tables(
         &mut self,
         merged: &[u64],
         (sizer, weight): (Arc<dyn TableSizer>, f64),
         output: &PlanOutput,
         seqnos: SeqRange,
+        ages: Option<&InputAges>,
         inputs: &[(u64, u64)],
         ranges: Fragments<Bytes>,
     ) -> Vec<(TableMeta, Arc<[u64]>)> {
@@ -55,29 +61,44 @@ impl Simulator {
         for &entry in merged {
             writer.add(entry);
         }
-        self.new_tables(writer.finish(), weight, bloom_bits_per_key, seqnos)
+        self.new_tables(writer.finish(), weight, bloom_bits_per_key, seqnos, ages)
     }
 
-    /// Output tables with ids, from what a writer finished.
+    /// Output tables with ids, from what a writer finished (dated as
+    /// [`Simulator::write_tables`] says).
     pub(super) fn new_tables(
         &mut self,
         written: Vec<WrittenTable>,
         weight: f64,
         bloom_bits_per_key: f64,
         seqnos: SeqRange,
+        ages: Option<&InputAges>,
     ) -> Vec<(TableMeta, Arc<[u64]>)> {
         written
             .into_iter()
             .map(|(sized, entries, ranges)| {
-                self.new_table(&entries, ranges, sized, weight, bloom_bits_per_key, seqnos)
+                let id = TableId(self.next_table);
+                self.next_table += 1;
+                let seqnos = self.date_table(id, &entries, &ranges, ages, seqnos);
+                self.new_table(
+                    id,
+                    &entries,
+                    ranges,
+                    sized,
+                    weight,
+                    bloom_bits_per_key,
+                    seqnos,
+                )
             })
             .collect()
     }
 
-    /// A finished output table holding `entries` and `ranges` (not both empty). Its key range
-    /// covers both, as the engine's table builder makes it.
+    /// Finished output table `id` holding `entries` and `ranges` (not both empty). Its key
+    /// range covers both, as the engine's table builder makes it.
+    #[allow(clippy::too_many_arguments)] // The parts of one table, from one caller.
     fn new_table(
         &mut self,
+        id: TableId,
         entries: &[u64],
         ranges: Vec<RangeTombstone<Bytes>>,
         sized: SizedTable,
@@ -85,8 +106,6 @@ impl Simulator {
         bloom_bits_per_key: f64,
         seqnos: SeqRange,
     ) -> (TableMeta, Arc<[u64]>) {
-        let id = TableId(self.next_table);
-        self.next_table += 1;
         self.metrics.tables_written += 1;
         let entry_bounds = match (entries.first(), entries.last()) {
             (Some(&first), Some(&last)) => {
@@ -145,6 +164,7 @@ impl Simulator {
         for d in &edit.deleted {
             if self.version.table_location(d.table).is_none() {
                 self.table_ranges.remove(&d.table);
+                self.table_seqnos.remove(&d.table);
                 if let Some(old) = self.tables.remove(&d.table) {
                     self.kept_keys -= old.len() as u64;
                     if let Some(h) = self.holders.get_mut() {
