@@ -83,7 +83,8 @@ pub struct SimArgs {
     reserved_jobs: usize,
     /// Expire entries this many seconds of simulated time after they were written, as the
     /// engine's Options::with_ttl: merges drop them and tables holding nothing else go whole.
-    /// Needs --timed, whose ingest moves the clock. Default: none.
+    /// Needs --timed, whose ingest moves the clock. Space amplification still divides by the
+    /// workload's live keys, expired ones included, so it reads low. Default: none.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = count_arg)]
     ttl: Option<u64>,
     /// With --ttl: rewrite a table once an entry of it expired this many seconds ago, as the
