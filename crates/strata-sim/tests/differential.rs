@@ -952,3 +952,35 @@ fn compressed_levels_agree_within_two_percent() {
         );
     }
 }
+
+/// Every policy with all levels in lz4 and zstd where nothing lies below: write amplification
+/// within 2% on both sides (the reason it is not exact: `compressed_levels_agree_within_two_percent`),
+/// and the codecs cut it alike.
+#[test]
+fn every_policy_compresses_alike() {
+    let half = Size {
+        random_share: 0.5,
+        ..SMALL
+    };
+    for name in testing::policies_to_test() {
+        let separator = if name.contains(':') { ',' } else { ':' };
+        let compressed =
+            format!("{name}{separator}compression_per_level=lz4,bottommost_compression=zstd");
+        let engine = run_engine(&compressed, half, Switcher::Never).write_amp;
+        let sim = run_sim(&compressed, half, Switcher::Never).write_amp;
+        let engine_plain = run_engine(name, half, Switcher::Never).write_amp;
+        let sim_plain = run_sim(name, half, Switcher::Never).write_amp;
+        let (cut_engine, cut_sim) = (engine / engine_plain, sim / sim_plain);
+        eprintln!(
+            "{compressed}: WA engine {engine:.4}, simulator {sim:.4}; cut to {cut_engine:.3} and {cut_sim:.3}"
+        );
+        assert!(
+            (engine / sim - 1.0).abs() < 0.02,
+            "{compressed}: WA engine {engine:.4}, simulator {sim:.4}"
+        );
+        assert!(
+            cut_engine < 0.9 && (cut_engine / cut_sim - 1.0).abs() < 0.03,
+            "{compressed}: compression cut WA to {cut_engine:.3} in the engine, {cut_sim:.3} in the simulator"
+        );
+    }
+}
