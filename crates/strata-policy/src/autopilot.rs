@@ -239,8 +239,12 @@ impl AutopilotOptions {
     }
 
     /// The most of the time the advisor may take: a window lasts at least the last advice's
-    /// time over this share, so advising never takes more than this share of a core, whatever
-    /// the window settings. Default: 0.05.
+    /// time over this share, so advising takes no more than this share of a core, whatever the
+    /// window settings. One window is exempt: the one after a decision that found a candidate
+    /// worth a switch but not yet confirmed ([`AutopilotOptions::with_confirmations`]) closes on
+    /// the schedule alone, so a switch the workload calls for waits one window, not one window
+    /// twenty advices long; it is never two in a row, so advising takes at most about twice the
+    /// share. Default: 0.05.
     pub fn with_max_advice_share(mut self, share: f64) -> Self {
         self.max_advice_share = share.clamp(1e-6, 1.0);
         self
@@ -324,6 +328,9 @@ pub struct Pilot {
     options: AutopilotOptions,
     /// Seconds the last advice took.
     last_advice_seconds: f64,
+    /// The next window confirms a candidate the last decision found worth a switch: it closes
+    /// on the schedule alone ([`AutopilotOptions::with_max_advice_share`]).
+    confirming: bool,
     /// Candidates predicted worth a switch, and in how many decisions in a row.
     streaks: HashMap<String, usize>,
     /// Switches of the last hour: when, and their predicted handover bytes.
@@ -336,6 +343,7 @@ impl Pilot {
         Self {
             options,
             last_advice_seconds: 0.0,
+            confirming: false,
             streaks: HashMap::new(),
             switches: VecDeque::new(),
         }
@@ -348,10 +356,12 @@ impl Pilot {
 
     /// Whether a window is complete ([`AutopilotOptions::window_is_due`]) and has lasted long
     /// enough for the last advice's time to stay within
-    /// [`AutopilotOptions::with_max_advice_share`] of it.
+    /// [`AutopilotOptions::with_max_advice_share`] of it (unless it is a window that confirms a
+    /// switch).
     pub fn window_is_due(&self, user_bytes: u64, ops: u64, seconds: f64) -> bool {
         self.options.window_is_due(user_bytes, ops, seconds)
-            && seconds * self.options.max_advice_share >= self.last_advice_seconds
+            && (self.confirming
+                || seconds * self.options.max_advice_share >= self.last_advice_seconds)
     }
 
     /// Asks the advisor about `request` at `now` (seconds) and decides.
@@ -373,6 +383,8 @@ impl Pilot {
         current: &str,
         predictions: Result<Vec<Prediction>, String>,
     ) -> Decision {
+        // Never two short windows in a row.
+        let confirmed_last = std::mem::take(&mut self.confirming);
         let mut decision = Decision {
             at_seconds: now,
             window: window.clone(),
@@ -446,6 +458,7 @@ impl Pilot {
                 o.confirmations,
                 self.streaks.get(&leader.spec).copied().unwrap_or(0)
             );
+            self.confirming = !confirmed_last;
             return decision;
         };
         let pick = pick.clone();

@@ -258,3 +258,43 @@ fn near_equal_candidates_trading_first_place_still_switch() {
         }
     );
 }
+
+#[test]
+fn the_window_after_an_unconfirmed_candidate_closes_on_the_schedule_alone() {
+    let options = AutopilotOptions::new(Arc::new(Unused))
+        .with_every_seconds(1.0)
+        .with_min_window_ops(1)
+        .with_confirmations(3);
+    let mut p = Pilot::new(options);
+    // An advice of 2 s: a window lasts 40 s at the 5% share.
+    p.last_advice_seconds = 2.0;
+    assert!(!p.window_is_due(0, 10, 1.0));
+    let first = step(&mut p, 0.0, "tiered", 700.0, 0);
+    assert!(first.reason.contains("in a row"), "{}", first.reason);
+    // Waiting for confirmation: the next window closes after the schedule's second.
+    assert!(p.window_is_due(0, 10, 1.0));
+    // Still unconfirmed after it, but never two short windows in a row.
+    let second = step(&mut p, 1.0, "tiered", 700.0, 0);
+    assert!(second.reason.contains("(2 so far)"), "{}", second.reason);
+    assert!(!p.window_is_due(0, 10, 1.0));
+    assert!(p.window_is_due(0, 10, 40.0));
+    // The third decision switches; the window after a switch is long again.
+    let third = step(&mut p, 41.0, "tiered", 700.0, 0);
+    assert!(
+        matches!(third.action, Action::Switch { .. }),
+        "{}",
+        third.reason
+    );
+    assert!(!p.window_is_due(0, 10, 1.0));
+    // A decision that finds nothing worth a switch ends a confirmation window too.
+    let mut p = Pilot::new(
+        AutopilotOptions::new(Arc::new(Unused))
+            .with_every_seconds(1.0)
+            .with_min_window_ops(1),
+    );
+    p.last_advice_seconds = 2.0;
+    step(&mut p, 0.0, "tiered", 700.0, 0);
+    assert!(p.window_is_due(0, 10, 1.0));
+    step(&mut p, 1.0, "tiered", 990.0, 0);
+    assert!(!p.window_is_due(0, 10, 1.0));
+}
