@@ -4,8 +4,8 @@
 
 use super::ranges::InputRanges;
 use super::{SimError, Simulator, Timing, TraceEvent};
-use crate::keys::{is_tombstone, key_at_or_after, key_of};
-use crate::merge::{merge_preserving, merge_runs, BlockCursor, RunCursor};
+use crate::keys::{key_at_or_after, key_of};
+use crate::merge::{keep_tombstones_where, merge_preserving, merge_runs, BlockCursor, RunCursor};
 use crate::output::TableWriter;
 use std::sync::Arc;
 use strata_exec::handover::{self, NextCompaction};
@@ -168,9 +168,10 @@ impl Simulator {
             let rule = self.tombstone_rule(older, &sources);
             // Of each key the newest version in the inputs: gone if the TTL expired it, and a
             // tombstone kept only where an older table may hold its key.
-            let keep = |entry: u64| {
-                ages.as_ref().is_none_or(|a| !a.expired(key_of(entry)))
-                    && (!is_tombstone(entry) || self.tombstone_needed(&rule, key_of(entry)))
+            let mut tombstones = keep_tombstones_where(|k| self.tombstone_needed(&rule, k));
+            let expiring = ages.as_ref();
+            let keep = move |entry: u64| {
+                expiring.is_none_or(|a| !a.expired(key_of(entry))) && tombstones(entry)
             };
             let seqnos = seqnos.unwrap_or_default();
             let (sizer, weight) = self.sizer_for(read_bytes, sample_bytes);

@@ -364,7 +364,7 @@ impl Simulator {
         let expired = |seqnos: Option<&[u64]>, i: usize| {
             seqnos.is_some_and(|s| s.get(i).is_some_and(|&seq| seq <= expired_through))
         };
-        let buffer_seqnos = self.cfg.ttl_seconds.map(|_| &self.buffer_entry_seqnos[..]);
+        let buffer_seqnos = self.keeps_seqnos().then_some(&self.buffer_entry_seqnos[..]);
         let mut decided: HashMap<u64, bool> = HashMap::new();
         // Range deletions newer than what is being decided.
         let mut newer: Vec<(strata_meta::Bytes, strata_meta::Bytes)> = Vec::new();
@@ -478,8 +478,7 @@ impl Simulator {
             None => (key, key),
             Some((low, high)) => (low.min(key), high.max(key)),
         });
-        self.seqno += 1;
-        self.date_write();
+        let seqno = self.next_seqno();
         let bytes = self.entry_bytes(entry);
         let kept = match &mut self.buffer_distinct {
             None => true,
@@ -491,8 +490,8 @@ impl Simulator {
         };
         if kept {
             self.buffer.push(entry);
-            if self.cfg.ttl_seconds.is_some() {
-                self.buffer_entry_seqnos.push(self.seqno);
+            if self.keeps_seqnos() {
+                self.buffer_entry_seqnos.push(seqno);
             }
         }
         self.account_buffered(bytes)

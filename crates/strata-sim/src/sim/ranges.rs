@@ -93,15 +93,14 @@ impl Simulator {
             key_bytes: bytes,
             value_bytes: 0,
         });
-        self.seqno += 1;
-        self.date_write();
+        let seq = self.next_seqno();
         if start < end {
             self.buffer_ranges.push((
                 self.buffer.len(),
                 RangeTombstone {
                     start: key_bytes(start),
                     end: key_bytes(end),
-                    seq: self.seqno,
+                    seq,
                 },
             ));
         }

@@ -60,12 +60,20 @@ impl Simulator {
         (self.now + self.clock_offset).floor() as u64
     }
 
-    /// Dates the write just given sequence number `self.seqno`, when a TTL is set.
-    pub(super) fn date_write(&mut self) {
-        if self.cfg.ttl_seconds.is_some() {
+    /// Whether entries keep their sequence numbers and writes are dated: with a TTL.
+    pub(super) fn keeps_seqnos(&self) -> bool {
+        self.cfg.ttl_seconds.is_some()
+    }
+
+    /// Gives the next write its sequence number, dated on the simulated clock when a TTL is
+    /// set.
+    pub(super) fn next_seqno(&mut self) -> u64 {
+        self.seqno += 1;
+        if self.keeps_seqnos() {
             let second = self.clock_second();
             self.seqno_times.note(self.seqno, second);
         }
+        self.seqno
     }
 
     /// The largest sequence number the TTL has expired (0: none, or no TTL).
@@ -92,7 +100,7 @@ impl Simulator {
         runs: &[Vec<Arc<TableMeta>>],
         expired_through: u64,
     ) -> Result<Option<InputAges>, SimError> {
-        if self.cfg.ttl_seconds.is_none() {
+        if !self.keeps_seqnos() {
             return Ok(None);
         }
         let mut ages = InputAges {
@@ -107,7 +115,9 @@ impl Simulator {
     /// numbers `seqnos` (`None` without a TTL). Flushes drop nothing by age, as the engine's
     /// do; the ages only date the tables they write.
     pub(super) fn buffer_ages(&self, raw: &[u64], seqnos: &[u64]) -> Option<InputAges> {
-        self.cfg.ttl_seconds?;
+        if !self.keeps_seqnos() {
+            return None;
+        }
         let mut ages = InputAges {
             seqnos: HashMap::new(),
             expired_through: 0,
@@ -161,15 +171,12 @@ impl Simulator {
         };
         let seqnos: Arc<[u64]> = entries.iter().map(|&e| ages.seqno(key_of(e))).collect();
         let all = seqnos.iter().copied().chain(ranges.iter().map(|r| r.seq));
-        let span = all.fold(None, |span: Option<SeqRange>, seq| {
-            let one = SeqRange {
-                smallest: seq,
-                largest: seq,
-            };
-            Some(span.map_or(one, |s| s.union(one)))
-        });
+        let span = match all.clone().min().zip(all.max()) {
+            Some((smallest, largest)) => SeqRange { smallest, largest },
+            None => SeqRange::default(),
+        };
         self.table_seqnos.insert(id, seqnos);
-        span.unwrap_or_default()
+        span
     }
 
     /// Sequence numbers of the buffer's `kept` entries, those a window flush leaves buffered.
@@ -182,7 +189,7 @@ impl Simulator {
     /// Scale mode: drops, beside every array `halve_sample` thins, the sequence numbers of
     /// the entries `kept` does not keep. Runs before the arrays are thinned.
     pub(super) fn thin_seqnos(&mut self, kept: impl Fn(u64) -> bool) {
-        if self.cfg.ttl_seconds.is_none() {
+        if !self.keeps_seqnos() {
             return;
         }
         let thin = |entries: &[u64], seqnos: &[u64]| -> Arc<[u64]> {
@@ -203,7 +210,6 @@ impl Simulator {
                 *seqnos = thin(entries, seqnos);
             }
         }
-        let buffer: Vec<u64> = thin(&self.buffer, &self.buffer_entry_seqnos).to_vec();
-        self.buffer_entry_seqnos = buffer;
+        self.buffer_entry_seqnos = thin(&self.buffer, &self.buffer_entry_seqnos).to_vec();
     }
 }
