@@ -1,9 +1,9 @@
 //! Fill rate of one keyspace against two keyspaces written at once (one thread each):
 //! `cargo run --release -p strata-engine --example keyspace_fill -- DIR [ENTRIES] [ROUNDS]
-//! [CASE]`, where CASE (to profile one case alone) is `one`, `two` or `shared`; without it
-//! every round runs all three.
+//! [CASE] [--pipelined]`, where CASE (to profile one case alone) is `one`, `two` or `shared`;
+//! without it every round runs all three.
 //! Random 16-byte keys and 100-byte values, default options (leveled, 64 MiB buffers, WAL on,
-//! no sync). Prints each round's rates and each keyspace's rate over the single keyspace's,
+//! no sync), with `Options::with_enable_pipelined_write` on in every case under `--pipelined`. Prints each round's rates and each keyspace's rate over the single keyspace's,
 //! beside two threads writing into one keyspace (the same two writers without keyspaces).
 
 use std::path::Path;
@@ -28,7 +28,10 @@ fn fill(keyspace: &Keyspace, entries: u64, seed: u64) -> strata_engine::Result<f
 }
 
 fn main() -> strata_engine::Result<()> {
-    let args: Vec<String> = std::env::args().collect();
+    let mut args: Vec<String> = std::env::args().collect();
+    let pipelined = args.iter().any(|a| a == "--pipelined");
+    args.retain(|a| a != "--pipelined");
+    let options = Options::new().with_enable_pipelined_write(pipelined);
     let dir = Path::new(args.get(1).map_or("keyspace-fill", String::as_str)).to_path_buf();
     let entries: u64 = args
         .get(2)
@@ -38,9 +41,9 @@ fn main() -> strata_engine::Result<()> {
     if let Some(case) = args.get(4) {
         for round in 1..=rounds {
             let rates = match case.as_str() {
-                "one" => vec![one_keyspace(&dir, entries, round)?],
-                "two" => two_keyspaces(&dir, entries, round)?.to_vec(),
-                "shared" => two_writers(&dir, entries, round)?.to_vec(),
+                "one" => vec![one_keyspace(&dir, &options, entries, round)?],
+                "two" => two_keyspaces(&dir, &options, entries, round)?.to_vec(),
+                "shared" => two_writers(&dir, &options, entries, round)?.to_vec(),
                 other => {
                     return Err(strata_engine::Error::InvalidArgument(format!(
                         "unknown case {other:?}: one, two or shared"
@@ -53,9 +56,9 @@ fn main() -> strata_engine::Result<()> {
         return Ok(());
     }
     for round in 1..=rounds {
-        let one = one_keyspace(&dir, entries, round)?;
-        let [first, second] = two_keyspaces(&dir, entries, round)?;
-        let [shared_first, shared_second] = two_writers(&dir, entries, round)?;
+        let one = one_keyspace(&dir, &options, entries, round)?;
+        let [first, second] = two_keyspaces(&dir, &options, entries, round)?;
+        let [shared_first, shared_second] = two_writers(&dir, &options, entries, round)?;
         println!(
             "round {round}: one keyspace {one:.0} puts/s; two keyspaces at once {first:.0} and \
              {second:.0} ({:.2} and {:.2} of one); two threads into one keyspace {shared_first:.0} \
@@ -71,9 +74,14 @@ fn main() -> strata_engine::Result<()> {
 }
 
 /// One writer into the default keyspace.
-fn one_keyspace(dir: &Path, entries: u64, round: u64) -> strata_engine::Result<f64> {
+fn one_keyspace(
+    dir: &Path,
+    options: &Options,
+    entries: u64,
+    round: u64,
+) -> strata_engine::Result<f64> {
     let _ = std::fs::remove_dir_all(dir);
-    let db = Db::open(dir, Options::new())?;
+    let db = Db::open(dir, options.clone())?;
     let one = fill(&db.keyspace("default")?, entries, round)?;
     report("one", &db);
     db.close()?;
@@ -81,9 +89,14 @@ fn one_keyspace(dir: &Path, entries: u64, round: u64) -> strata_engine::Result<f
 }
 
 /// Two keyspaces written at once, by a thread each.
-fn two_keyspaces(dir: &Path, entries: u64, round: u64) -> strata_engine::Result<[f64; 2]> {
+fn two_keyspaces(
+    dir: &Path,
+    options: &Options,
+    entries: u64,
+    round: u64,
+) -> strata_engine::Result<[f64; 2]> {
     let _ = std::fs::remove_dir_all(dir);
-    let db = Arc::new(Db::open(dir, Options::new())?);
+    let db = Arc::new(Db::open(dir, options.clone())?);
     let a = db.create_keyspace("a", KeyspaceOptions::new())?;
     let b = db.create_keyspace("b", KeyspaceOptions::new())?;
     let other = std::thread::spawn(move || fill(&b, entries, round + 1000));
@@ -96,9 +109,14 @@ fn two_keyspaces(dir: &Path, entries: u64, round: u64) -> strata_engine::Result<
 }
 
 /// Two threads into one keyspace: what two writers cost without keyspaces.
-fn two_writers(dir: &Path, entries: u64, round: u64) -> strata_engine::Result<[f64; 2]> {
+fn two_writers(
+    dir: &Path,
+    options: &Options,
+    entries: u64,
+    round: u64,
+) -> strata_engine::Result<[f64; 2]> {
     let _ = std::fs::remove_dir_all(dir);
-    let db = Arc::new(Db::open(dir, Options::new())?);
+    let db = Arc::new(Db::open(dir, options.clone())?);
     let default = db.keyspace("default")?;
     let again = default.clone();
     let other = std::thread::spawn(move || fill(&again, entries, round + 2000));
