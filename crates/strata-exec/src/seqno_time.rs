@@ -15,6 +15,13 @@ use std::collections::VecDeque;
 /// samples before the first thinning.
 pub const MAX_SAMPLES: usize = 4096;
 
+/// The age at which periodic compaction rewrites a table holding an entry: a period past the
+/// entry's expiry (`None` unless a TTL and a period are both set). Both executors derive their
+/// rewrite horizon from it.
+pub fn periodic_age(ttl_seconds: Option<u64>, period_seconds: Option<u64>) -> Option<u64> {
+    Some(ttl_seconds?.saturating_add(period_seconds?))
+}
+
 /// Samples of (sequence number, second), ascending in both.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SeqnoTimeLog {
@@ -91,6 +98,14 @@ impl SeqnoTimeLog {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn periodic_rewrites_wait_a_period_past_expiry_and_need_both_settings() {
+        assert_eq!(periodic_age(Some(20), Some(10)), Some(30));
+        assert_eq!(periodic_age(Some(20), None), None);
+        assert_eq!(periodic_age(None, Some(10)), None);
+        assert_eq!(periodic_age(Some(u64::MAX), Some(1)), Some(u64::MAX));
+    }
 
     #[test]
     fn what_was_written_a_ttl_ago_has_expired_and_nothing_later() {

@@ -26,6 +26,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
+use strata_exec::seqno_time::periodic_age;
 use strata_exec::skew::SkewEstimator;
 use strata_exec::window::WindowIndex;
 use strata_meta::{TableId, Version};
@@ -375,13 +376,12 @@ impl Engine {
     /// The largest sequence number whose entries expired a periodic-compaction period or more
     /// ago (0: none, or no period set): tables holding one are rewritten.
     pub fn periodic_through(&self) -> SeqNo {
-        match (self.options.ttl, self.options.periodic_compaction) {
-            (Some(ttl), Some(period)) => self
-                .shared
-                .seqno_times
-                .expired_through(ttl.as_secs() + period.as_secs()),
-            _ => 0,
-        }
+        let seconds = |d: Option<std::time::Duration>| d.map(|d| d.as_secs());
+        periodic_age(
+            seconds(self.options.ttl),
+            seconds(self.options.periodic_compaction),
+        )
+        .map_or(0, |age| self.shared.seqno_times.expired_through(age))
     }
 
     /// Whether close, drop, or dropping the keyspace asked background work to stop.

@@ -16,6 +16,7 @@ use crate::keys::key_of;
 use std::collections::HashMap;
 use std::sync::Arc;
 use strata_exec::range_del::RangeTombstone;
+use strata_exec::seqno_time::periodic_age;
 use strata_meta::{Bytes, SeqRange, TableId, TableMeta};
 
 /// The sequence number of each key's newest version among a merge's inputs, and the bound at
@@ -85,12 +86,9 @@ impl Simulator {
 
     /// The largest sequence number expired a periodic-compaction period ago (0: none).
     pub(super) fn periodic_now(&self) -> u64 {
-        match (self.cfg.ttl_seconds, self.cfg.periodic_compaction_seconds) {
-            (Some(ttl), Some(period)) => self
-                .seqno_times
-                .expired_through(self.clock_second(), ttl.saturating_add(period)),
-            _ => 0,
-        }
+        periodic_age(self.cfg.ttl_seconds, self.cfg.periodic_compaction_seconds).map_or(0, |age| {
+            self.seqno_times.expired_through(self.clock_second(), age)
+        })
     }
 
     /// The ages of a compaction's inputs, `runs` newest first, against `expired_through`
