@@ -36,6 +36,9 @@ pub struct TableReads {
     pub cache_index_and_filter: bool,
     /// See `cache_index_and_filter`.
     pub pinning: IndexPinning,
+    /// How long a direct read of a query's block polls for the device
+    /// ([`crate::Options::with_direct_read_polling`]).
+    pub direct_read_poll: std::time::Duration,
 }
 
 impl std::fmt::Debug for TableCache {
@@ -109,6 +112,9 @@ impl TableCache {
             Arc::clone(&self.stats),
         )?
         .with_block_files(files);
+        if self.reads.direct {
+            table = table.with_read_poll(self.reads.direct_read_poll);
+        }
         if !pin {
             table = table.cache_index_and_filter();
         }

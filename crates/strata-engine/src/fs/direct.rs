@@ -225,6 +225,35 @@ impl RandomAccessFile for DirectRandomAccessFile {
             .map_err(context)
     }
 
+    fn read_exact_at_polling(
+        &self,
+        buf: &mut [u8],
+        offset: u64,
+        poll: std::time::Duration,
+    ) -> io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let in_file = offset
+            .checked_add(buf.len() as u64)
+            .is_some_and(|end| end <= self.len);
+        if in_file && !poll.is_zero() {
+            if let Some(done) =
+                super::uring::read_spinning(self.file.as_raw_fd(), offset, buf, poll)
+            {
+                return done.map_err(|e| {
+                    io::Error::new(
+                        e.kind(),
+                        format!(
+                            "reading {} bytes at offset {offset} of {} (direct I/O, polled): {e}",
+                            buf.len(),
+                            self.path.display()
+                        ),
+                    )
+                });
+            }
+        }
+        self.read_exact_at(buf, offset)
+    }
+
     fn len(&self) -> u64 {
         self.len
     }

@@ -112,6 +112,20 @@ pub trait RandomAccessFile: Send + Sync {
     fn descriptor(&self) -> Option<(std::os::fd::RawFd, bool)> {
         None
     }
+    /// Like [`read_exact_at`](Self::read_exact_at), but a file that waits for a device may
+    /// check for the read's completion in a loop for up to `poll` before it sleeps: a small read
+    /// then skips the sleep and the wakeup, at the price of the processor time it polls. Only
+    /// [`StdFs`]'s direct files poll (through io_uring, on at most one thread fewer than the
+    /// cores at once); the default reads as `read_exact_at` does.
+    fn read_exact_at_polling(
+        &self,
+        buf: &mut [u8],
+        offset: u64,
+        poll: std::time::Duration,
+    ) -> io::Result<()> {
+        let _ = poll;
+        self.read_exact_at(buf, offset)
+    }
     /// The `len` bytes at `offset` if the operating system holds them in memory and hands them
     /// over without waiting for the device; `None` if it does not. A batch of reads so sends to
     /// the device only the reads that wait ([`FileSystem::read_batch`]), and knows whether any

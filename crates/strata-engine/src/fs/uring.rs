@@ -16,7 +16,9 @@
 use std::cell::RefCell;
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use io_uring::{opcode, types, IoUring};
 
@@ -41,6 +43,130 @@ thread_local! {
     /// batch. One arena carved for every read of a round: a mapping per read cost a `mmap`, its
     /// page faults and a `munmap` with its TLB shootdown for each block.
     static RING: RefCell<Option<(IoUring, AlignedBuf)>> = const { RefCell::new(None) };
+}
+
+/// The largest read that spins: a few data blocks. Longer reads (compaction inputs, a scan's
+/// grown readahead) take long enough that a sleep costs little beside them.
+const MAX_SPIN_READ: usize = 64 << 10;
+
+/// Single reads spinning at this moment, across threads.
+static SPINNING: AtomicUsize = AtomicUsize::new(0);
+
+/// The most single reads that may spin at once: one fewer than the cores, so that a spinning
+/// reader never keeps the last core from a thread with work (a flush, or a reader whose block
+/// arrived).
+fn max_spinning() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| {
+        std::thread::available_parallelism().map_or(0, |cores| cores.get().saturating_sub(1))
+    })
+}
+
+/// Holds one of the [`max_spinning`] places while it lives.
+struct SpinPlace;
+
+impl SpinPlace {
+    fn take() -> Option<SpinPlace> {
+        let before = SPINNING.fetch_add(1, Ordering::AcqRel);
+        if before >= max_spinning() {
+            SPINNING.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(SpinPlace)
+    }
+}
+
+impl Drop for SpinPlace {
+    fn drop(&mut self) {
+        SPINNING.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Reads `out.len()` bytes at `offset` of the direct file `fd` through this thread's ring, and
+/// checks for the completion in a loop for up to `spin_for` instead of sleeping in the
+/// kernel: at queue depth 1 the sleep and the wakeup around each device read are a large share
+/// of a lookup that misses every cache (`BENCHMARKS.md`, "Out of cache"). `None` (nothing read)
+/// where io_uring is unavailable or [`max_spinning`] reads spin already: the caller then reads
+/// the plain way and sleeps. The span read is aligned for direct I/O; it lands in the ring's
+/// arena and the wanted bytes are copied out, so the caller's buffer is never the kernel's.
+pub(super) fn read_spinning(
+    fd: RawFd,
+    offset: u64,
+    out: &mut [u8],
+    spin_for: Duration,
+) -> Option<io::Result<()>> {
+    if UNAVAILABLE.load(Ordering::Relaxed) || out.is_empty() || out.len() > MAX_SPIN_READ {
+        return None;
+    }
+    let _place = SpinPlace::take()?;
+    let a = ALIGNMENT as u64;
+    let start = offset / a * a;
+    let end = (offset + out.len() as u64).div_ceil(a) * a;
+    let span = (end - start) as usize;
+    let skip = (offset - start) as usize;
+    RING.with(|cell| {
+        // A batch's short read finishes with a plain read of its file while the batch holds the
+        // ring: that read must not take it again.
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            return None;
+        };
+        if slot.is_none() {
+            match IoUring::new(RING_ENTRIES).and_then(|r| Ok((r, AlignedBuf::new(FIRST_ARENA)?))) {
+                Ok(made) => *slot = Some(made),
+                Err(_) => {
+                    UNAVAILABLE.store(true, Ordering::Relaxed);
+                    return None;
+                }
+            }
+        }
+        let (ring, arena) = slot.as_mut()?;
+        if arena.len() < span {
+            *arena = AlignedBuf::new(span.next_power_of_two()).ok()?;
+        }
+        let entry = opcode::Read::new(
+            types::Fd(fd),
+            arena.as_mut_slice().as_mut_ptr(),
+            span as u32,
+        )
+        .offset(start)
+        .build();
+        // SAFETY: the arena outlives the read: this function takes its completion before it
+        // returns, or leaks the ring and the arena where it cannot.
+        if unsafe { ring.submission().push(&entry) }.is_err() || ring.submit().is_err() {
+            // Nothing is in flight if the push failed; a failed submit leaves it unknown.
+            std::mem::forget(slot.take());
+            return None;
+        }
+        let started = Instant::now();
+        let result = loop {
+            if let Some(cqe) = ring.completion().next() {
+                break cqe.result();
+            }
+            if started.elapsed() >= spin_for {
+                match ring.submit_and_wait(1) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        std::mem::forget(slot.take());
+                        return Some(Err(e));
+                    }
+                }
+                continue;
+            }
+            for _ in 0..32 {
+                std::hint::spin_loop();
+            }
+        };
+        match result {
+            n if n < 0 => Some(Err(io::Error::from_raw_os_error(-n))),
+            n if n as usize >= skip + out.len() => {
+                out.copy_from_slice(&arena.as_slice()[skip..skip + out.len()]);
+                Some(Ok(()))
+            }
+            // A short read (a signal, the file's end): the caller reads the plain way.
+            _ => None,
+        }
+    })
 }
 
 /// Where one read of a batch lands in the arena: the whole span aligned, for direct files (and
@@ -222,6 +348,45 @@ mod tests {
     use super::*;
     use crate::fs::{FileSystem, StdFs};
     use std::sync::Arc;
+
+    #[test]
+    fn a_spinning_read_returns_the_bytes_at_any_offset_and_refuses_long_reads() {
+        const SPIN: Duration = Duration::from_micros(150);
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let path = tmp.path().join("f");
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i * 31 % 251) as u8).collect();
+        std::fs::write(&path, &data).expect("write");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&path);
+        let Ok(file) = file else {
+            eprintln!("skipped: this file system refuses O_DIRECT");
+            return;
+        };
+        let mut spun = 0;
+        for i in 0..200u64 {
+            let offset = i * 977 % 190_000;
+            let mut out = vec![0u8; 1 + (i as usize * 53) % 9_000];
+            let Some(result) = read_spinning(file.as_raw_fd(), offset, &mut out, SPIN) else {
+                continue;
+            };
+            result.expect("read");
+            assert_eq!(
+                out,
+                &data[offset as usize..offset as usize + out.len()],
+                "read {i}"
+            );
+            spun += 1;
+        }
+        if max_spinning() > 0 && !UNAVAILABLE.load(Ordering::Relaxed) {
+            assert!(spun > 0, "no read spun with {} places", max_spinning());
+        }
+        let mut long = vec![0u8; MAX_SPIN_READ + 1];
+        assert!(read_spinning(file.as_raw_fd(), 0, &mut long, SPIN).is_none());
+    }
 
     #[test]
     fn a_batch_reads_buffered_and_direct_files_at_any_offset() {

@@ -26,6 +26,9 @@ pub(super) struct TableFile {
     /// The Zstandard dictionary the file's data blocks were compressed with, if any (loaded
     /// once at open, after the properties that name it).
     pub(super) dictionary: Option<DDict<'static>>,
+    /// How long a query's block read may poll for the device
+    /// ([`crate::Options::with_direct_read_polling`]; zero: never).
+    pub(super) read_poll: std::time::Duration,
 }
 
 /// Who reads a block, which decides the counter it is charged to and whether it may enter the
@@ -77,7 +80,19 @@ impl TableFile {
         purpose: ReadPurpose,
         buf: &mut [u8],
     ) -> Result<u8> {
-        self.read_at(buf, handle.offset, what)?;
+        if purpose == ReadPurpose::Query && !self.read_poll.is_zero() {
+            let offset = handle.offset;
+            self.file
+                .read_exact_at_polling(buf, offset, self.read_poll)
+                .map_err(|e| {
+                    Error::io(
+                        format!("reading {what} block of {} at offset {offset}", self.name),
+                        e,
+                    )
+                })?;
+        } else {
+            self.read_at(buf, handle.offset, what)?;
+        }
         self.check_block(handle, what, purpose, buf)
     }
 

@@ -129,6 +129,7 @@ impl Table {
             size,
             stats,
             dictionary: None,
+            read_poll: std::time::Duration::ZERO,
         };
         let Some(footer_offset) = size.checked_sub(FOOTER_LEN as u64) else {
             return Err(Error::corruption(
@@ -346,6 +347,13 @@ impl Table {
                 "the table keeps its index in a block cache it does not have",
             )
         })
+    }
+
+    /// This table, its lookups' and scans' block reads polling for the device for up to `poll`
+    /// ([`crate::fs::RandomAccessFile::read_exact_at_polling`]).
+    pub fn with_read_poll(mut self, poll: std::time::Duration) -> Table {
+        self.src.read_poll = poll;
+        self
     }
 
     /// This table, reading the blocks its index places in other files through `files`.
