@@ -155,6 +155,17 @@ pub(super) struct DirectRandomAccessFile {
 }
 
 impl DirectRandomAccessFile {
+    /// `e`, naming the read (`len` bytes at `offset`, `how`) and the file.
+    fn read_error(&self, e: io::Error, len: usize, offset: u64, how: &str) -> io::Error {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "reading {len} bytes at offset {offset} of {} ({how}): {e}",
+                self.path.display()
+            ),
+        )
+    }
+
     /// Reads `buf.len()` bytes at the aligned `offset` into the aligned `buf`, of which the
     /// file holds at least `need` bytes (the rest may lie past its end).
     fn read_aligned(&self, buf: &mut [u8], offset: u64, need: usize) -> io::Result<()> {
@@ -179,15 +190,7 @@ impl DirectRandomAccessFile {
 impl RandomAccessFile for DirectRandomAccessFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         let len = buf.len();
-        let context = |e: io::Error| {
-            io::Error::new(
-                e.kind(),
-                format!(
-                    "reading {len} bytes at offset {offset} of {} (direct I/O): {e}",
-                    self.path.display()
-                ),
-            )
-        };
+        let context = |e: io::Error| self.read_error(e, len, offset, "direct I/O");
         let end = offset.checked_add(buf.len() as u64);
         if end.is_none_or(|end| end > self.len) {
             return Err(context(io::Error::new(
@@ -239,16 +242,8 @@ impl RandomAccessFile for DirectRandomAccessFile {
             if let Some(done) =
                 super::uring::read_spinning(self.file.as_raw_fd(), offset, buf, poll)
             {
-                return done.map_err(|e| {
-                    io::Error::new(
-                        e.kind(),
-                        format!(
-                            "reading {} bytes at offset {offset} of {} (direct I/O, polled): {e}",
-                            buf.len(),
-                            self.path.display()
-                        ),
-                    )
-                });
+                let len = buf.len();
+                return done.map_err(|e| self.read_error(e, len, offset, "direct I/O, polled"));
             }
         }
         self.read_exact_at(buf, offset)
