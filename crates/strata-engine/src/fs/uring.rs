@@ -45,6 +45,31 @@ thread_local! {
     static RING: RefCell<Option<(IoUring, AlignedBuf)>> = const { RefCell::new(None) };
 }
 
+/// This thread's ring and arena in `slot`, made on first use; `None` (and io_uring marked
+/// unavailable for every thread) where the kernel refuses a ring.
+fn make_ring(slot: &mut Option<(IoUring, AlignedBuf)>) -> Option<&mut (IoUring, AlignedBuf)> {
+    if slot.is_none() {
+        match IoUring::new(RING_ENTRIES).and_then(|ring| Ok((ring, AlignedBuf::new(FIRST_ARENA)?)))
+        {
+            Ok(made) => *slot = Some(made),
+            Err(_) => {
+                UNAVAILABLE.store(true, Ordering::Relaxed);
+                return None;
+            }
+        }
+    }
+    slot.as_mut()
+}
+
+/// The direct-I/O span holding `len` bytes at `offset`: its aligned start, its length, and
+/// where the wanted bytes start in it.
+fn aligned_span(offset: u64, len: usize) -> (u64, usize, usize) {
+    let a = ALIGNMENT as u64;
+    let start = offset / a * a;
+    let end = (offset + len as u64).div_ceil(a) * a;
+    (start, (end - start) as usize, (offset - start) as usize)
+}
+
 /// The largest read that spins: a few data blocks. Longer reads (compaction inputs, a scan's
 /// grown readahead) take long enough that a sleep costs little beside them.
 const MAX_SPIN_READ: usize = 64 << 10;
@@ -99,27 +124,14 @@ pub(super) fn read_spinning(
         return None;
     }
     let _place = SpinPlace::take()?;
-    let a = ALIGNMENT as u64;
-    let start = offset / a * a;
-    let end = (offset + out.len() as u64).div_ceil(a) * a;
-    let span = (end - start) as usize;
-    let skip = (offset - start) as usize;
+    let (start, span, skip) = aligned_span(offset, out.len());
     RING.with(|cell| {
         // A batch's short read finishes with a plain read of its file while the batch holds the
         // ring: that read must not take it again.
         let Ok(mut slot) = cell.try_borrow_mut() else {
             return None;
         };
-        if slot.is_none() {
-            match IoUring::new(RING_ENTRIES).and_then(|r| Ok((r, AlignedBuf::new(FIRST_ARENA)?))) {
-                Ok(made) => *slot = Some(made),
-                Err(_) => {
-                    UNAVAILABLE.store(true, Ordering::Relaxed);
-                    return None;
-                }
-            }
-        }
-        let (ring, arena) = slot.as_mut()?;
+        let (ring, arena) = make_ring(&mut slot)?;
         if arena.len() < span {
             *arena = AlignedBuf::new(span.next_power_of_two()).ok()?;
         }
@@ -191,17 +203,7 @@ pub(super) fn read_batch(reads: &[BatchRead]) -> Option<Vec<io::Result<Vec<u8>>>
     }
     RING.with(|cell| {
         let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            let made = IoUring::new(RING_ENTRIES)
-                .and_then(|ring| Ok((ring, AlignedBuf::new(FIRST_ARENA)?)));
-            match made {
-                Ok(made) => *slot = Some(made),
-                Err(_) => {
-                    UNAVAILABLE.store(true, Ordering::Relaxed);
-                    return None;
-                }
-            }
-        }
+        make_ring(&mut slot)?;
         let mut results = Vec::with_capacity(reads.len());
         for chunk in reads.chunks(RING_ENTRIES as usize) {
             let (ring, arena) = slot.as_mut()?;
@@ -247,16 +249,13 @@ fn landing(read: &BatchRead, at: &mut usize) -> io::Result<Landing> {
             ),
         ));
     }
-    let a = ALIGNMENT as u64;
-    let start = read.offset / a * a;
-    let end = (read.offset + read.len as u64).div_ceil(a) * a;
-    let span = (end - start) as usize;
+    let (start, span, skip) = aligned_span(read.offset, read.len);
     let landing = Landing {
         fd,
         offset: start,
         at: *at,
         span,
-        skip: (read.offset - start) as usize,
+        skip,
         len: read.len,
     };
     *at += span;

@@ -80,25 +80,34 @@ impl TableFile {
         purpose: ReadPurpose,
         buf: &mut [u8],
     ) -> Result<u8> {
-        if purpose == ReadPurpose::Query && !self.read_poll.is_zero() {
-            let offset = handle.offset;
-            self.file
-                .read_exact_at_polling(buf, offset, self.read_poll)
-                .map_err(|e| {
-                    Error::io(
-                        format!("reading {what} block of {} at offset {offset}", self.name),
-                        e,
-                    )
-                })?;
-        } else {
-            self.read_at(buf, handle.offset, what)?;
-        }
+        let poll = match purpose {
+            ReadPurpose::Query => self.read_poll,
+            ReadPurpose::Compaction | ReadPurpose::Metadata => std::time::Duration::ZERO,
+        };
+        self.read_polled(buf, handle.offset, what, poll)?;
         self.check_block(handle, what, purpose, buf)
     }
 
     /// Fills `buf` from the file at `offset`; `what` names the block (or blocks) in errors.
     pub(super) fn read_at(&self, buf: &mut [u8], offset: u64, what: &str) -> Result<()> {
-        self.file.read_exact_at(buf, offset).map_err(|e| {
+        self.read_polled(buf, offset, what, std::time::Duration::ZERO)
+    }
+
+    /// [`read_at`](Self::read_at), polling for the device for up to `poll` where the file can
+    /// ([`RandomAccessFile::read_exact_at_polling`]; zero reads as `read_exact_at` does).
+    fn read_polled(
+        &self,
+        buf: &mut [u8],
+        offset: u64,
+        what: &str,
+        poll: std::time::Duration,
+    ) -> Result<()> {
+        let read = if poll.is_zero() {
+            self.file.read_exact_at(buf, offset)
+        } else {
+            self.file.read_exact_at_polling(buf, offset, poll)
+        };
+        read.map_err(|e| {
             Error::io(
                 format!("reading {what} block of {} at offset {offset}", self.name),
                 e,
