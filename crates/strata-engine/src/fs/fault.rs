@@ -759,15 +759,34 @@ struct FaultRandomAccessFile {
     path: std::path::PathBuf,
 }
 
-impl RandomAccessFile for FaultRandomAccessFile {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+impl FaultRandomAccessFile {
+    /// Fails a read of `len` bytes at `offset` where a fault is due.
+    fn check_read(&self, len: usize, offset: u64) -> io::Result<()> {
         self.shared.check(
             FaultKind::ReadAt,
             self.class,
-            &format!("reading {} bytes at offset {offset} of", buf.len()),
+            &format!("reading {len} bytes at offset {offset} of"),
             &self.path,
-        )?;
+        )
+    }
+}
+
+impl RandomAccessFile for FaultRandomAccessFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.check_read(buf.len(), offset)?;
         self.inner.read_exact_at(buf, offset)
+    }
+
+    /// The same faults as a plain read, then the inner file's polled read, so that the fault
+    /// tests with direct I/O read the way the engine does outside them.
+    fn read_exact_at_polling(
+        &self,
+        buf: &mut [u8],
+        offset: u64,
+        poll: std::time::Duration,
+    ) -> io::Result<()> {
+        self.check_read(buf.len(), offset)?;
+        self.inner.read_exact_at_polling(buf, offset, poll)
     }
 
     fn len(&self) -> u64 {
