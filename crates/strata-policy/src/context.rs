@@ -4,7 +4,9 @@ use crate::leases::Leases;
 use std::ops::Bound;
 use strata_meta::{Bytes, KeyRange};
 
-/// Counts and estimates of the workload so far, maintained by the engine or simulator.
+/// Counts and estimates of the workload so far, maintained by the engine or simulator. The engine
+/// counts from zero at each open: a policy that keeps a count in its state (in the version)
+/// must expect the counts it sees later to have restarted below it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct WorkloadStats {
     /// Put operations (inserts and updates).

@@ -210,15 +210,9 @@ impl EcoTune {
         };
         let stats = ctx.stats;
         let (long, all) = self.query_counts(stats);
-        let long_scan_ratio = self.long_scan_ratio.unwrap_or_else(|| {
-            let (long0, all0) = previous.queries_at_start;
-            let (long, all) = (long.saturating_sub(long0), all.saturating_sub(all0));
-            if all == 0 {
-                0.3
-            } else {
-                long as f64 / all as f64
-            }
-        });
+        let long_scan_ratio = self
+            .long_scan_ratio
+            .unwrap_or_else(|| measured_long_scan_ratio(previous.queries_at_start, (long, all)));
         let rewrite_ratio = self.rewrite_ratio.unwrap_or_else(|| {
             let tmcs = previous.tmc_seqnos.len() as u64;
             let elapsed = ctx.now_nanos.saturating_sub(previous.started_nanos);
@@ -411,6 +405,29 @@ impl EcoTune {
 }
 
 /// The oldest sequence number in `run`.
+/// The share of long scans among the queries of the round that ends: the counts `now` less
+/// those at the round's start, both `(long scans, all queries)`; 0.3 before any query.
+///
+/// Executors count from zero at each open while the baseline lives in the version, so a round
+/// that spans a reopen may hold a baseline from the earlier open. Such a baseline shows when a
+/// count went backwards or long scans grew by more than all queries did (each long scan is also
+/// a query); the round's counts are then those since the open.
+fn measured_long_scan_ratio(at_start: (u64, u64), now: (u64, u64)) -> f64 {
+    let ((long0, all0), (long, all)) = (at_start, now);
+    let from_this_open = long < long0 || all < all0 || long - long0 > all - all0;
+    let (long, all) = if from_this_open {
+        (long, all)
+    } else {
+        (long - long0, all - all0)
+    };
+    if all == 0 {
+        0.3
+    } else {
+        // `long <= all` holds for one executor's counts; the clamp keeps a torn count in range.
+        (long as f64 / all as f64).min(1.0)
+    }
+}
+
 fn oldest_seqno(run: &Run) -> u64 {
     run.tables()
         .iter()
@@ -554,6 +571,26 @@ impl CompactionPolicy for EcoTune {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_long_scan_ratio_counts_the_round_and_survives_a_reopen() {
+        // One open: the round's own queries.
+        assert_eq!(measured_long_scan_ratio((10, 100), (30, 180)), 0.25);
+        assert_eq!(
+            measured_long_scan_ratio((10, 100), (10, 100)),
+            0.3,
+            "no query yet"
+        );
+        // Reopened: the counts restarted below the baseline.
+        assert_eq!(measured_long_scan_ratio((10, 100), (1, 4)), 0.25);
+        // Reopened with more queries than the baseline, yet long scans grew faster than all
+        // queries: only a restart explains it (this made the ratio 2 before).
+        assert_eq!(measured_long_scan_ratio((0, 50), (2, 51)), 2.0 / 51.0);
+        for now in [(0, 0), (5, 5), (7, 3), (u64::MAX, 1)] {
+            let r = measured_long_scan_ratio((3, 9), now);
+            assert!((0.0..=1.0).contains(&r), "{now:?} gave {r}");
+        }
+    }
 
     #[test]
     fn a_merge_makes_the_layout_agree_with_the_target_on_one_more_run() {
