@@ -137,11 +137,12 @@ pub struct BenchArgs {
     /// rocksdb crate cannot set, so RocksDB runs without it; fjall has no such choice.
     #[arg(long)]
     block_align: bool,
-    /// With --direct-io, how many microseconds Strata's read of a query's block checks for the
-    /// device's answer before it sleeps (Options::with_direct_read_polling; default 150, 0
-    /// sleeps at once as RocksDB does; RocksDB and fjall have no such choice).
-    #[arg(long, value_name = "MICROS")]
-    direct_read_poll_us: Option<u64>,
+    /// How many microseconds Strata's read of a query's block that waits for the device checks
+    /// for the answer before it sleeps, direct or buffered (Options::with_read_polling; default
+    /// 150, 0 sleeps at once as RocksDB does; RocksDB and fjall have no such choice). Also
+    /// accepted as --direct-read-poll-us, its name while only direct reads polled.
+    #[arg(long, value_name = "MICROS", alias = "direct-read-poll-us")]
+    read_poll_us: Option<u64>,
     /// Open every engine with its own defaults and ignore the engine and policy flags (buffer,
     /// file and cache sizes, size ratio, level base, Bloom bits, jobs): what a user who changes
     /// nothing gets. RocksDB gets its default block-based table with a 10-bit Bloom filter and
@@ -621,7 +622,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         keyspaces: args.keyspaces as usize,
         keyspace_policies: args.keyspace_policies.clone(),
         block_align: args.block_align,
-        direct_read_poll_us: args.direct_read_poll_us,
+        read_poll_us: args.read_poll_us,
         file_trace: None,
         calibration: args.calibration.clone(),
         engine_defaults: args.engine_defaults,

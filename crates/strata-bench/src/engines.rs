@@ -180,11 +180,12 @@ pub struct EngineSettings {
     /// has no such choice).
     #[serde(default)]
     pub block_align: bool,
-    /// Strata's direct reads of a query's block poll for the device this many microseconds
-    /// before they sleep (`Options::with_direct_read_polling`); `None`: Strata's default.
-    /// RocksDB and fjall have no such choice.
-    #[serde(default)]
-    pub direct_read_poll_us: Option<u64>,
+    /// Strata's reads of a query's block that wait for the device poll for it this many
+    /// microseconds before they sleep (`Options::with_read_polling`); `None`: Strata's default.
+    /// RocksDB and fjall have no such choice. Results written while only direct reads polled
+    /// name it `direct_read_poll_us`.
+    #[serde(default, alias = "direct_read_poll_us")]
+    pub read_poll_us: Option<u64>,
     /// Every write of the run leaves the WAL out (Strata's `WriteOptions::disable_wal`,
     /// RocksDB's `WriteOptions::disableWAL`); the engines make the data durable at the
     /// flush that ends a phase. fjall has no such choice and writes its journal.
@@ -232,7 +233,7 @@ impl Default for EngineSettings {
             cache_index_and_filter_blocks: false,
             pipelined_write: false,
             block_align: false,
-            direct_read_poll_us: None,
+            read_poll_us: None,
             disable_wal: false,
             keyspaces: 1,
             keyspace_policies: Vec::new(),
@@ -316,8 +317,8 @@ impl Strata {
                 .with_use_direct_reads(true)
                 .with_use_direct_io_for_flush_and_compaction(true);
         }
-        if let Some(micros) = s.direct_read_poll_us {
-            options = options.with_direct_read_polling(std::time::Duration::from_micros(micros));
+        if let Some(micros) = s.read_poll_us {
+            options = options.with_read_polling(std::time::Duration::from_micros(micros));
         }
         options = options
             .with_enable_pipelined_write(s.pipelined_write)

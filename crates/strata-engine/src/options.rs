@@ -12,9 +12,9 @@ use std::sync::Arc;
 use strata_policy::autopilot::AutopilotOptions;
 use strata_policy::{build_policy, CompactionPolicy, PolicySpec, MAX_DICT_BYTES, MIN_DICT_BYTES};
 
-/// [`Options::with_direct_read_polling`]'s default: past a device's usual read at queue
+/// [`Options::with_read_polling`]'s default: past a device's usual read at queue
 /// depth 1 (about 40 µs on this project's disk), short of a slow one.
-pub const DEFAULT_DIRECT_READ_POLL: std::time::Duration = std::time::Duration::from_micros(150);
+pub const DEFAULT_READ_POLL: std::time::Duration = std::time::Duration::from_micros(150);
 
 /// How a database is opened and run. Every setter names its RocksDB equivalent and the default.
 #[derive(Clone, Debug)]
@@ -46,7 +46,7 @@ pub struct Options {
     pub(crate) index_and_filter_high_priority: bool,
     pub(crate) high_pri_pool_ratio: f64,
     pub(crate) use_direct_reads: bool,
-    pub(crate) direct_read_poll: std::time::Duration,
+    pub(crate) read_poll: std::time::Duration,
     pub(crate) use_direct_io_for_flush_and_compaction: bool,
     pub(crate) compaction_readahead_size: u64,
     pub(crate) allow_concurrent_memtable_write: bool,
@@ -154,7 +154,7 @@ impl Default for Options {
             index_and_filter_high_priority: true,
             high_pri_pool_ratio: 0.5,
             use_direct_reads: false,
-            direct_read_poll: DEFAULT_DIRECT_READ_POLL,
+            read_poll: DEFAULT_READ_POLL,
             use_direct_io_for_flush_and_compaction: false,
             compaction_readahead_size: 2 << 20,
             allow_concurrent_memtable_write: true,
@@ -408,18 +408,22 @@ impl Options {
         self
     }
 
-    /// With direct reads ([`Options::with_use_direct_reads`]), how long a lookup's or a scan's
-    /// read of a block checks for the device's answer in a loop before it sleeps. At queue
-    /// depth 1 the sleep and the wakeup around a device read cost more than the wait itself on
-    /// some machines: on this project's 2-core machine a random 4 KiB direct read took 33–36 µs
-    /// polled against 44–52 µs sleeping, and out-of-cache `readrandom` ran 1.14–1.33× faster
-    /// (`BENCHMARKS.md`, "Polled direct reads"). The price is the processor time spent polling
-    /// (about twice the CPU per lookup there), so at most one thread fewer than the machine's
-    /// cores polls at once, reads of more than 64 KiB (compaction inputs, long readahead) never
-    /// do, and compactions never do. Zero sleeps at once, as RocksDB does (it has no such
-    /// option). Default: 150 µs.
-    pub fn with_direct_read_polling(mut self, poll: std::time::Duration) -> Self {
-        self.direct_read_poll = poll;
+    /// How long a lookup's or a scan's read of a block that waits for the device checks for the
+    /// answer in a loop before it sleeps, with direct reads ([`Options::with_use_direct_reads`])
+    /// and with buffered ones that miss the page cache (what the page cache holds is copied at
+    /// once, as a plain read would). At queue depth 1 the sleep and the wakeup around a device
+    /// read cost more than the wait itself on some machines: on this project's 2-core machine a
+    /// random 4 KiB direct read took 33–36 µs polled against 44–52 µs sleeping, and
+    /// out-of-cache `readrandom` on one thread ran 1.14–1.33× faster with direct reads and
+    /// 1.35–1.39× with buffered ones (`BENCHMARKS.md`, "Polled direct reads" and "Polled
+    /// buffered reads"). The price is the processor time spent polling (about twice the CPU per
+    /// lookup there), so a read polls only while no more reads wait for the device than one
+    /// fewer than the machine's cores (more readers than that keep the cores busy without it);
+    /// reads of more than 64 KiB (compaction inputs, long readahead) never poll, and
+    /// compactions never do. Zero sleeps at once, as RocksDB does (it has no such option).
+    /// Default: 150 µs.
+    pub fn with_read_polling(mut self, poll: std::time::Duration) -> Self {
+        self.read_poll = poll;
         self
     }
 

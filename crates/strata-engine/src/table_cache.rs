@@ -36,9 +36,9 @@ pub struct TableReads {
     pub cache_index_and_filter: bool,
     /// See `cache_index_and_filter`.
     pub pinning: IndexPinning,
-    /// How long a direct read of a query's block polls for the device
-    /// ([`crate::Options::with_direct_read_polling`]).
-    pub direct_read_poll: std::time::Duration,
+    /// How long a read of a query's block polls for the device
+    /// ([`crate::Options::with_read_polling`]).
+    pub read_poll: std::time::Duration,
 }
 
 impl std::fmt::Debug for TableCache {
@@ -112,9 +112,7 @@ impl TableCache {
             Arc::clone(&self.stats),
         )?
         .with_block_files(files);
-        if self.reads.direct {
-            table = table.with_read_poll(self.reads.direct_read_poll);
-        }
+        table = table.with_read_poll(self.reads.read_poll);
         if !pin {
             table = table.cache_index_and_filter();
         }

@@ -95,7 +95,7 @@ impl Engine {
                 direct: options.use_direct_reads,
                 cache_index_and_filter: options.cache_index_and_filter_blocks,
                 pinning: options.index_pinning,
-                direct_read_poll: options.direct_read_poll,
+                read_poll: options.read_poll,
             },
         );
         let shared = Arc::new(Shared {

@@ -238,7 +238,8 @@ impl RandomAccessFile for DirectRandomAccessFile {
         let in_file = offset
             .checked_add(buf.len() as u64)
             .is_some_and(|end| end <= self.len);
-        if in_file && !poll.is_zero() {
+        let wait = super::uring::DeviceWait::enter();
+        if in_file && !poll.is_zero() && wait.may_poll() {
             if let Some(done) =
                 super::uring::read_spinning(self.file.as_raw_fd(), offset, buf, poll)
             {

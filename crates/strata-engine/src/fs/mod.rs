@@ -115,8 +115,9 @@ pub trait RandomAccessFile: Send + Sync {
     /// Like [`read_exact_at`](Self::read_exact_at), but a file that waits for a device may
     /// check for the read's completion in a loop for up to `poll` before it sleeps: a small read
     /// then skips the sleep and the wakeup, at the price of the processor time it polls. Only
-    /// [`StdFs`]'s direct files poll (through io_uring, on at most one thread fewer than the
-    /// cores at once); the default reads as `read_exact_at` does.
+    /// [`StdFs`]'s files poll (through io_uring, buffered ones only where the page cache lacks
+    /// the bytes, and only while fewer reads wait for the device than the machine has cores);
+    /// the default reads as `read_exact_at` does.
     fn read_exact_at_polling(
         &self,
         buf: &mut [u8],

@@ -562,18 +562,63 @@ struct StdRandomAccessFile {
     path: PathBuf,
 }
 
+impl StdRandomAccessFile {
+    /// `e`, naming the read that failed.
+    fn read_error(&self, e: io::Error, len: usize, offset: u64) -> io::Error {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "reading {len} bytes at offset {offset} of {}: {e}",
+                self.path.display()
+            ),
+        )
+    }
+}
+
 impl RandomAccessFile for StdRandomAccessFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.file.read_exact_at(buf, offset).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!(
-                    "reading {} bytes at offset {offset} of {}: {e}",
-                    buf.len(),
-                    self.path.display()
-                ),
-            )
-        })
+        self.file
+            .read_exact_at(buf, offset)
+            .map_err(|e| self.read_error(e, buf.len(), offset))
+    }
+
+    /// What the page cache holds is copied at once (`preadv2` with `RWF_NOWAIT`, as a plain
+    /// read would); a read that would wait for the device goes through the thread's io_uring
+    /// ring and is polled for ([`super::uring::read_spinning`]), as direct reads are.
+    #[cfg(target_os = "linux")]
+    fn read_exact_at_polling(
+        &self,
+        buf: &mut [u8],
+        offset: u64,
+        poll: std::time::Duration,
+    ) -> io::Result<()> {
+        use rustix::io::{preadv2, ReadWriteFlags};
+        use std::os::fd::AsRawFd;
+        let in_file = offset
+            .checked_add(buf.len() as u64)
+            .is_some_and(|end| end <= self.len);
+        if in_file && !poll.is_zero() {
+            let len = buf.len();
+            let cached = preadv2(
+                &self.file,
+                &mut [io::IoSliceMut::new(buf)],
+                offset,
+                ReadWriteFlags::NOWAIT,
+            );
+            if matches!(cached, Ok(n) if n == len) {
+                return Ok(());
+            }
+            let wait = super::uring::DeviceWait::enter();
+            if !wait.may_poll() {
+                return self.read_exact_at(buf, offset);
+            }
+            if let Some(done) =
+                super::uring::read_spinning(self.file.as_raw_fd(), offset, buf, poll)
+            {
+                return done.map_err(|e| self.read_error(e, len, offset));
+            }
+        }
+        self.read_exact_at(buf, offset)
     }
 
     fn len(&self) -> u64 {

@@ -27,7 +27,7 @@ pub(super) struct TableFile {
     /// once at open, after the properties that name it).
     pub(super) dictionary: Option<DDict<'static>>,
     /// How long a query's block read may poll for the device
-    /// ([`crate::Options::with_direct_read_polling`]; zero: never).
+    /// ([`crate::Options::with_read_polling`]; zero: never).
     pub(super) read_poll: std::time::Duration,
 }
 
