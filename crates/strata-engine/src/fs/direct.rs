@@ -235,19 +235,16 @@ impl RandomAccessFile for DirectRandomAccessFile {
         poll: std::time::Duration,
     ) -> io::Result<()> {
         use std::os::fd::AsRawFd;
-        let in_file = offset
-            .checked_add(buf.len() as u64)
-            .is_some_and(|end| end <= self.len);
-        let wait = super::uring::DeviceWait::enter();
-        if in_file && !poll.is_zero() && wait.may_poll() {
-            if let Some(done) =
-                super::uring::read_spinning(self.file.as_raw_fd(), offset, buf, poll)
-            {
-                let len = buf.len();
-                return done.map_err(|e| self.read_error(e, len, offset, "direct I/O, polled"));
-            }
-        }
-        self.read_exact_at(buf, offset)
+        let len = buf.len();
+        super::uring::read_waiting(
+            self.file.as_raw_fd(),
+            self.len,
+            offset,
+            buf,
+            poll,
+            |buf| self.read_exact_at(buf, offset),
+            |e| self.read_error(e, len, offset, "direct I/O, polled"),
+        )
     }
 
     fn len(&self) -> u64 {

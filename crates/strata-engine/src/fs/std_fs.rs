@@ -563,6 +563,24 @@ struct StdRandomAccessFile {
 }
 
 impl StdRandomAccessFile {
+    /// Fills `buf` from `offset` if the page cache holds all of it: `preadv2` with `RWF_NOWAIT`
+    /// (Linux 4.14 on), where the kernel copies what the page cache holds and refuses
+    /// (`EAGAIN`) or shortens a read that would wait for the device. A short read, a refusal,
+    /// an error, or a kernel or file system without the flag is `false` (`buf` then holds
+    /// nothing to use).
+    #[cfg(target_os = "linux")]
+    fn copy_if_cached(&self, buf: &mut [u8], offset: u64) -> bool {
+        use rustix::io::{preadv2, ReadWriteFlags};
+        let len = buf.len();
+        let read = preadv2(
+            &self.file,
+            &mut [io::IoSliceMut::new(buf)],
+            offset,
+            ReadWriteFlags::NOWAIT,
+        );
+        matches!(read, Ok(n) if n == len)
+    }
+
     /// `e`, naming the read that failed.
     fn read_error(&self, e: io::Error, len: usize, offset: u64) -> io::Error {
         io::Error::new(
@@ -582,9 +600,9 @@ impl RandomAccessFile for StdRandomAccessFile {
             .map_err(|e| self.read_error(e, buf.len(), offset))
     }
 
-    /// What the page cache holds is copied at once (`preadv2` with `RWF_NOWAIT`, as a plain
-    /// read would); a read that would wait for the device goes through the thread's io_uring
-    /// ring and is polled for ([`super::uring::read_spinning`]), as direct reads are.
+    /// What the page cache holds is copied at once ([`StdRandomAccessFile::copy_if_cached`],
+    /// as a plain read would); a read that would wait for the device goes through the thread's
+    /// io_uring ring and is polled for ([`super::uring::read_waiting`]), as direct reads are.
     #[cfg(target_os = "linux")]
     fn read_exact_at_polling(
         &self,
@@ -592,33 +610,23 @@ impl RandomAccessFile for StdRandomAccessFile {
         offset: u64,
         poll: std::time::Duration,
     ) -> io::Result<()> {
-        use rustix::io::{preadv2, ReadWriteFlags};
         use std::os::fd::AsRawFd;
-        let in_file = offset
-            .checked_add(buf.len() as u64)
-            .is_some_and(|end| end <= self.len);
-        if in_file && !poll.is_zero() {
-            let len = buf.len();
-            let cached = preadv2(
-                &self.file,
-                &mut [io::IoSliceMut::new(buf)],
-                offset,
-                ReadWriteFlags::NOWAIT,
-            );
-            if matches!(cached, Ok(n) if n == len) {
-                return Ok(());
-            }
-            let wait = super::uring::DeviceWait::enter();
-            if !wait.may_poll() {
-                return self.read_exact_at(buf, offset);
-            }
-            if let Some(done) =
-                super::uring::read_spinning(self.file.as_raw_fd(), offset, buf, poll)
-            {
-                return done.map_err(|e| self.read_error(e, len, offset));
-            }
+        if poll.is_zero() {
+            return self.read_exact_at(buf, offset);
         }
-        self.read_exact_at(buf, offset)
+        if self.copy_if_cached(buf, offset) {
+            return Ok(());
+        }
+        let len = buf.len();
+        super::uring::read_waiting(
+            self.file.as_raw_fd(),
+            self.len,
+            offset,
+            buf,
+            poll,
+            |buf| self.read_exact_at(buf, offset),
+            |e| self.read_error(e, len, offset),
+        )
     }
 
     fn len(&self) -> u64 {
@@ -630,20 +638,11 @@ impl RandomAccessFile for StdRandomAccessFile {
         Some((self.file.as_raw_fd(), false))
     }
 
-    /// `preadv2` with `RWF_NOWAIT` (Linux 4.14 on): the kernel copies what the page cache holds
-    /// and refuses (`EAGAIN`) or shortens a read that would wait for the device. A short read,
-    /// a refusal, an error, or a kernel or file system without the flag is `None`.
+    /// [`StdRandomAccessFile::copy_if_cached`] into a buffer of its own.
     #[cfg(target_os = "linux")]
     fn read_if_cached(&self, offset: u64, len: usize) -> Option<Vec<u8>> {
-        use rustix::io::{preadv2, ReadWriteFlags};
         let mut buf = vec![0u8; len];
-        let read = preadv2(
-            &self.file,
-            &mut [io::IoSliceMut::new(&mut buf)],
-            offset,
-            ReadWriteFlags::NOWAIT,
-        );
-        matches!(read, Ok(n) if n == len).then_some(buf)
+        self.copy_if_cached(&mut buf, offset).then_some(buf)
     }
 }
 

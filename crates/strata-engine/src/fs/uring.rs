@@ -91,13 +91,13 @@ fn max_spinning() -> usize {
 }
 
 /// One read waiting for the device, counted in [`WAITING`] while it lives.
-pub(super) struct DeviceWait {
+struct DeviceWait {
     may_poll: bool,
 }
 
 impl DeviceWait {
     /// Counts a read that is about to wait for the device.
-    pub(super) fn enter() -> DeviceWait {
+    fn enter() -> DeviceWait {
         let waiting = WAITING.fetch_add(1, Ordering::AcqRel) + 1;
         DeviceWait {
             may_poll: waiting <= max_spinning(),
@@ -106,7 +106,7 @@ impl DeviceWait {
 
     /// Whether this read may poll ([`read_spinning`]): no more reads wait, itself included,
     /// than [`max_spinning`] allows.
-    pub(super) fn may_poll(&self) -> bool {
+    fn may_poll(&self) -> bool {
         self.may_poll
     }
 }
@@ -115,6 +115,32 @@ impl Drop for DeviceWait {
     fn drop(&mut self) {
         WAITING.fetch_sub(1, Ordering::AcqRel);
     }
+}
+
+/// Reads `buf.len()` bytes at `offset` of `fd` (a file of `file_len` bytes) for a read that
+/// waits for the device: polled for up to `poll` ([`read_spinning`]) where its [`DeviceWait`]
+/// allows it, else (or where io_uring is unavailable, or the read runs past the file's end)
+/// by `plain`, asleep. The wait is counted either way. `polled_error` names a failed polled
+/// read as `plain` names its own.
+pub(super) fn read_waiting(
+    fd: RawFd,
+    file_len: u64,
+    offset: u64,
+    buf: &mut [u8],
+    poll: Duration,
+    plain: impl FnOnce(&mut [u8]) -> io::Result<()>,
+    polled_error: impl FnOnce(io::Error) -> io::Error,
+) -> io::Result<()> {
+    let wait = DeviceWait::enter();
+    let in_file = offset
+        .checked_add(buf.len() as u64)
+        .is_some_and(|end| end <= file_len);
+    if in_file && !poll.is_zero() && wait.may_poll() {
+        if let Some(done) = read_spinning(fd, offset, buf, poll) {
+            return done.map_err(polled_error);
+        }
+    }
+    plain(buf)
 }
 
 /// Reads `out.len()` bytes at `offset` of the direct file `fd` through this thread's ring, and
