@@ -108,6 +108,7 @@ pub(crate) fn read_all(reads: Vec<Read>) -> Vec<io::Result<Vec<u8>>> {
 mod tests {
     use super::*;
     use crate::fs::{FileSystem, StdFs};
+    use std::time::Duration;
 
     #[test]
     fn every_read_comes_back_in_order_and_errors_stay_with_their_read() {
@@ -121,12 +122,14 @@ mod tests {
                 file: Arc::clone(&file),
                 offset: i * 2_411,
                 len: 1_000 + i as usize,
+                poll: Duration::ZERO,
             })
             .collect();
         reads.push(Read {
             file: Arc::clone(&file),
             offset: 99_990,
             len: 100,
+            poll: Duration::ZERO,
         });
         let results = read_all(reads);
         assert_eq!(results.len(), 41);
@@ -217,6 +220,7 @@ mod tests {
                     file: Arc::clone(&file),
                     offset,
                     len: 4096,
+                    poll: Duration::ZERO,
                 })
                 .collect();
             for r in read_all(reads) {

@@ -420,7 +420,9 @@ impl Options {
     /// lookup there), so a read polls only while no more reads wait for the device than one
     /// fewer than the machine's cores (more readers than that keep the cores busy without it);
     /// reads of more than 64 KiB (compaction inputs, long readahead) never poll, and
-    /// compactions never do. Zero sleeps at once, as RocksDB does (it has no such option).
+    /// compactions never do. A batch of reads (`Db::multi_get`, a scan's first blocks) polls
+    /// for its answers as one read does. Zero sleeps at once, as RocksDB does (it has no such
+    /// option).
     /// Default: 150 µs.
     pub fn with_read_polling(mut self, poll: std::time::Duration) -> Self {
         self.read_poll = poll;

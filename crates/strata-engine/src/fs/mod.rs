@@ -146,6 +146,10 @@ pub struct BatchRead {
     pub offset: u64,
     /// How many bytes it reads.
     pub len: usize,
+    /// How long the batch may check for its reads' answers in a loop before it sleeps
+    /// ([`RandomAccessFile::read_exact_at_polling`]); a batch polls for the longest of its
+    /// reads'. Zero: sleep at once.
+    pub poll: std::time::Duration,
 }
 
 /// A held lock on a file; released when dropped.

@@ -236,13 +236,19 @@ pub(super) fn read_batch(reads: &[BatchRead]) -> Option<Vec<io::Result<Vec<u8>>>
     if UNAVAILABLE.load(Ordering::Relaxed) {
         return None;
     }
+    // The batch waits as one read does.
+    let wait = DeviceWait::enter();
+    let poll = match reads.iter().map(|r| r.poll).max() {
+        Some(poll) if wait.may_poll() => poll,
+        _ => Duration::ZERO,
+    };
     RING.with(|cell| {
         let mut slot = cell.borrow_mut();
         make_ring(&mut slot)?;
         let mut results = Vec::with_capacity(reads.len());
         for chunk in reads.chunks(RING_ENTRIES as usize) {
             let (ring, arena) = slot.as_mut()?;
-            match read_round(ring, arena, chunk) {
+            match read_round(ring, arena, chunk, poll) {
                 Ok(round) => results.extend(round),
                 Err(e) => {
                     // The kernel may still write into the arena: give up the ring and the
@@ -298,11 +304,13 @@ fn landing(read: &BatchRead, at: &mut usize) -> io::Result<Landing> {
 }
 
 /// One round of at most [`RING_ENTRIES`] reads: each read's result, or an error when the wait
-/// for them failed (reads may then still be in flight into the arena).
+/// for them failed (reads may then still be in flight into the arena). Their answers are
+/// checked for in a loop for up to `poll` before the round sleeps for the rest.
 fn read_round(
     ring: &mut IoUring,
     arena: &mut AlignedBuf,
     reads: &[BatchRead],
+    poll: Duration,
 ) -> io::Result<Vec<io::Result<Vec<u8>>>> {
     let mut end = 0usize;
     let mut landings: Vec<io::Result<Landing>> =
@@ -341,17 +349,33 @@ fn read_round(
     }
     let mut done: Vec<Option<i32>> = vec![None; reads.len()];
     let mut completed = 0usize;
-    while completed < submitted {
-        match ring.submit_and_wait(submitted - completed) {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
+    let mut collect = |ring: &mut IoUring| {
         for cqe in ring.completion() {
             if let Some(slot) = done.get_mut(cqe.user_data() as usize) {
                 *slot = Some(cqe.result());
                 completed += 1;
             }
+        }
+        completed
+    };
+    if !poll.is_zero() && submitted > 0 {
+        ring.submit()?;
+        let started = Instant::now();
+        while collect(ring) < submitted && started.elapsed() < poll {
+            for _ in 0..32 {
+                std::hint::spin_loop();
+            }
+        }
+    }
+    loop {
+        let completed = collect(ring);
+        if completed >= submitted {
+            break;
+        }
+        match ring.submit_and_wait(submitted - completed) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
         }
     }
     let bytes = arena.as_slice();
@@ -470,42 +494,46 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_reads_buffered_and_direct_files_at_any_offset() {
+    fn a_batch_reads_buffered_and_direct_files_at_any_offset_polled_or_not() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let path = tmp.path().join("f");
         let data: Vec<u8> = (0..300_000u32).map(|i| (i * 13 % 251) as u8).collect();
         std::fs::write(&path, &data).expect("write");
         let buffered = StdFs.open(&path).expect("open");
         let direct = StdFs.open_direct(&path).expect("open direct");
-        let mut reads = Vec::new();
-        for i in 0..100u64 {
-            let file = if i % 2 == 0 { &buffered } else { &direct };
+        for poll in [Duration::ZERO, Duration::from_micros(150)] {
+            let mut reads = Vec::new();
+            for i in 0..100u64 {
+                let file = if i % 2 == 0 { &buffered } else { &direct };
+                reads.push(BatchRead {
+                    file: Arc::clone(file),
+                    offset: i * 2_917 % 290_000,
+                    len: 1 + (i as usize * 97) % 9_000,
+                    poll,
+                });
+            }
             reads.push(BatchRead {
-                file: Arc::clone(file),
-                offset: i * 2_917 % 290_000,
-                len: 1 + (i as usize * 97) % 9_000,
+                file: Arc::clone(&direct),
+                offset: 299_000,
+                len: 2_000,
+                poll,
             });
+            let wanted: Vec<(usize, usize)> =
+                reads.iter().map(|r| (r.offset as usize, r.len)).collect();
+            let Some(results) = read_batch(&reads) else {
+                eprintln!("skipped: io_uring is not available here");
+                return;
+            };
+            assert_eq!(results.len(), 101);
+            for (i, ((offset, len), r)) in wanted.iter().zip(&results).enumerate().take(100) {
+                assert_eq!(
+                    r.as_ref().expect("read"),
+                    &data[*offset..offset + len],
+                    "read {i}, polling for {poll:?}"
+                );
+            }
+            let e = results[100].as_ref().expect_err("past the end");
+            assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof, "{e}");
         }
-        reads.push(BatchRead {
-            file: Arc::clone(&direct),
-            offset: 299_000,
-            len: 2_000,
-        });
-        let wanted: Vec<(usize, usize)> =
-            reads.iter().map(|r| (r.offset as usize, r.len)).collect();
-        let Some(results) = read_batch(&reads) else {
-            eprintln!("skipped: io_uring is not available here");
-            return;
-        };
-        assert_eq!(results.len(), 101);
-        for (i, ((offset, len), r)) in wanted.iter().zip(&results).enumerate().take(100) {
-            assert_eq!(
-                r.as_ref().expect("read"),
-                &data[*offset..offset + len],
-                "read {i}"
-            );
-        }
-        let e = results[100].as_ref().expect_err("past the end");
-        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof, "{e}");
     }
 }

@@ -87,6 +87,7 @@ fn read_blocks(
             file: Arc::clone(&table.src.file),
             offset: handle.offset,
             len,
+            poll: table.src.read_poll,
         });
         read_for.push(i);
     }
