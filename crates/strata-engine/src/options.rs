@@ -415,7 +415,7 @@ impl Options {
     /// read cost more than the wait itself on some machines: on this project's 2-core machine a
     /// random 4 KiB direct read took 33–36 µs polled against 44–52 µs sleeping, and
     /// out-of-cache `readrandom` on one thread ran 1.14–1.33× faster with direct reads and
-    /// 1.35–1.39× with buffered ones (`BENCHMARKS.md`, "Polled direct reads" and "Polled
+    /// 1.27–1.29× with buffered ones (`BENCHMARKS.md`, "Polled direct reads" and "Polled
     /// buffered reads"). The price is the processor time spent polling (about twice the CPU per
     /// lookup there), so a read polls only while no more reads wait for the device than one
     /// fewer than the machine's cores (more readers than that keep the cores busy without it);
