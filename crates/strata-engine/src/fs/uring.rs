@@ -74,8 +74,8 @@ fn aligned_span(offset: u64, len: usize) -> (u64, usize, usize) {
 /// grown readahead) take long enough that a sleep costs little beside them.
 const MAX_SPIN_READ: usize = 64 << 10;
 
-/// Single reads waiting for the device at this moment through [`DeviceWait`], across threads:
-/// those polling and those asleep.
+/// Reads waiting for the device at this moment through [`DeviceWait`], across threads, a batch
+/// counted as one: those polling and those asleep.
 static WAITING: AtomicUsize = AtomicUsize::new(0);
 
 /// The most single reads that may wait for the device while one of them polls: one fewer than
@@ -143,13 +143,15 @@ pub(super) fn read_waiting(
     plain(buf)
 }
 
-/// Reads `out.len()` bytes at `offset` of the direct file `fd` through this thread's ring, and
-/// checks for the completion in a loop for up to `spin_for` instead of sleeping in the
-/// kernel: at queue depth 1 the sleep and the wakeup around each device read are a large share
-/// of a lookup that misses every cache (`BENCHMARKS.md`, "Out of cache"). `None` (nothing read)
-/// where io_uring is unavailable: the caller then reads the plain way and sleeps. Callers poll
-/// only where their [`DeviceWait`] allows it. The span read is aligned for direct I/O; it lands in the ring's
-/// arena and the wanted bytes are copied out, so the caller's buffer is never the kernel's.
+/// Reads `out.len()` bytes at `offset` of the file `fd` (direct or buffered) through this
+/// thread's ring, and checks for the completion in a loop for up to `spin_for` instead of
+/// sleeping in the kernel: at queue depth 1 the sleep and the wakeup around each device read
+/// are a large share of a lookup that misses every cache (`BENCHMARKS.md`, "Out of cache").
+/// `None` (nothing read) where io_uring is unavailable: the caller then reads the plain way and
+/// sleeps. Callers poll only where their [`DeviceWait`] allows it ([`read_waiting`]). The span
+/// read is aligned for direct I/O (a buffered file reads the same whole pages the page cache
+/// would); it lands in the ring's arena and the wanted bytes are copied out, so the caller's
+/// buffer is never the kernel's.
 pub(super) fn read_spinning(
     fd: RawFd,
     offset: u64,
