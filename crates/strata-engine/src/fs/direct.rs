@@ -15,7 +15,7 @@ use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use super::std_fs::{BufferedFile, Sink};
+use super::std_fs::{read_error, BufferedFile, Sink};
 use super::RandomAccessFile;
 
 /// The alignment of offsets, lengths and buffers of direct transfers.
@@ -155,17 +155,6 @@ pub(super) struct DirectRandomAccessFile {
 }
 
 impl DirectRandomAccessFile {
-    /// `e`, naming the read (`len` bytes at `offset`, `how`) and the file.
-    fn read_error(&self, e: io::Error, len: usize, offset: u64, how: &str) -> io::Error {
-        io::Error::new(
-            e.kind(),
-            format!(
-                "reading {len} bytes at offset {offset} of {} ({how}): {e}",
-                self.path.display()
-            ),
-        )
-    }
-
     /// Reads `buf.len()` bytes at the aligned `offset` into the aligned `buf`, of which the
     /// file holds at least `need` bytes (the rest may lie past its end).
     fn read_aligned(&self, buf: &mut [u8], offset: u64, need: usize) -> io::Result<()> {
@@ -190,7 +179,7 @@ impl DirectRandomAccessFile {
 impl RandomAccessFile for DirectRandomAccessFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         let len = buf.len();
-        let context = |e: io::Error| self.read_error(e, len, offset, "direct I/O");
+        let context = |e: io::Error| read_error(&self.path, len, offset, Some("direct I/O"), e);
         let end = offset.checked_add(buf.len() as u64);
         if end.is_none_or(|end| end > self.len) {
             return Err(context(io::Error::new(
@@ -234,17 +223,10 @@ impl RandomAccessFile for DirectRandomAccessFile {
         offset: u64,
         poll: std::time::Duration,
     ) -> io::Result<()> {
-        use std::os::fd::AsRawFd;
         let len = buf.len();
-        super::uring::read_waiting(
-            self.file.as_raw_fd(),
-            self.len,
-            offset,
-            buf,
-            poll,
-            |buf| self.read_exact_at(buf, offset),
-            |e| self.read_error(e, len, offset, "direct I/O, polled"),
-        )
+        super::uring::read_waiting(self, offset, buf, poll, |e| {
+            read_error(&self.path, len, offset, Some("direct I/O, polled"), e)
+        })
     }
 
     fn len(&self) -> u64 {

@@ -33,6 +33,25 @@ fn context<'a>(what: &'a str, path: &'a Path) -> impl FnOnce(io::Error) -> io::E
     move |e| io::Error::new(e.kind(), format!("{what} {}: {e}", path.display()))
 }
 
+/// `e`, naming the failed read (`len` bytes at `offset` of `path`) and, in brackets, how it read
+/// where that was not the plain way (`direct I/O`, ...); its kind is kept.
+pub(super) fn read_error(
+    path: &Path,
+    len: usize,
+    offset: u64,
+    how: Option<&str>,
+    e: io::Error,
+) -> io::Error {
+    let how = how.map(|how| format!(" ({how})")).unwrap_or_default();
+    io::Error::new(
+        e.kind(),
+        format!(
+            "reading {len} bytes at offset {offset} of {}{how}: {e}",
+            path.display()
+        ),
+    )
+}
+
 impl FileSystem for StdFs {
     fn create_dir_all(&self, path: &Path) -> io::Result<()> {
         fs::create_dir_all(path).map_err(context("creating directory", path))
@@ -580,24 +599,13 @@ impl StdRandomAccessFile {
         );
         matches!(read, Ok(n) if n == len)
     }
-
-    /// `e`, naming the read that failed.
-    fn read_error(&self, e: io::Error, len: usize, offset: u64) -> io::Error {
-        io::Error::new(
-            e.kind(),
-            format!(
-                "reading {len} bytes at offset {offset} of {}: {e}",
-                self.path.display()
-            ),
-        )
-    }
 }
 
 impl RandomAccessFile for StdRandomAccessFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         self.file
             .read_exact_at(buf, offset)
-            .map_err(|e| self.read_error(e, buf.len(), offset))
+            .map_err(|e| read_error(&self.path, buf.len(), offset, None, e))
     }
 
     /// What the page cache holds is copied at once ([`StdRandomAccessFile::copy_if_cached`],
@@ -610,7 +618,6 @@ impl RandomAccessFile for StdRandomAccessFile {
         offset: u64,
         poll: std::time::Duration,
     ) -> io::Result<()> {
-        use std::os::fd::AsRawFd;
         if poll.is_zero() {
             return self.read_exact_at(buf, offset);
         }
@@ -618,15 +625,9 @@ impl RandomAccessFile for StdRandomAccessFile {
             return Ok(());
         }
         let len = buf.len();
-        super::uring::read_waiting(
-            self.file.as_raw_fd(),
-            self.len,
-            offset,
-            buf,
-            poll,
-            |buf| self.read_exact_at(buf, offset),
-            |e| self.read_error(e, len, offset),
-        )
+        super::uring::read_waiting(self, offset, buf, poll, |e| {
+            read_error(&self.path, len, offset, None, e)
+        })
     }
 
     fn len(&self) -> u64 {

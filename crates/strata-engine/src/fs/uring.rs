@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use io_uring::{opcode, types, IoUring};
 
 use super::direct::{AlignedBuf, ALIGNMENT};
-use super::BatchRead;
+use super::{BatchRead, RandomAccessFile};
 
 /// Reads a ring takes at once: a batch larger than this goes in several rounds.
 const RING_ENTRIES: u32 = 64;
@@ -117,30 +117,30 @@ impl Drop for DeviceWait {
     }
 }
 
-/// Reads `buf.len()` bytes at `offset` of `fd` (a file of `file_len` bytes) for a read that
-/// waits for the device: polled for up to `poll` ([`read_spinning`]) where its [`DeviceWait`]
-/// allows it, else (or where io_uring is unavailable, or the read runs past the file's end)
-/// by `plain`, asleep. The wait is counted either way. `polled_error` names a failed polled
-/// read as `plain` names its own.
+/// Reads `buf.len()` bytes at `offset` of `file` for a read that waits for the device: polled
+/// for up to `poll` ([`read_spinning`]) where its [`DeviceWait`] allows it, else (or where
+/// io_uring is unavailable, the file has no descriptor, or the read runs past the file's end)
+/// by the file's plain read, asleep. The wait is counted either way. `polled_error` names a
+/// failed polled read as the plain read names its own.
 pub(super) fn read_waiting(
-    fd: RawFd,
-    file_len: u64,
+    file: &dyn RandomAccessFile,
     offset: u64,
     buf: &mut [u8],
     poll: Duration,
-    plain: impl FnOnce(&mut [u8]) -> io::Result<()>,
     polled_error: impl FnOnce(io::Error) -> io::Error,
 ) -> io::Result<()> {
     let wait = DeviceWait::enter();
     let in_file = offset
         .checked_add(buf.len() as u64)
-        .is_some_and(|end| end <= file_len);
+        .is_some_and(|end| end <= file.len());
     if in_file && !poll.is_zero() && wait.may_poll() {
-        if let Some(done) = read_spinning(fd, offset, buf, poll) {
-            return done.map_err(polled_error);
+        if let Some((fd, _)) = file.descriptor() {
+            if let Some(done) = read_spinning(fd, offset, buf, poll) {
+                return done.map_err(polled_error);
+            }
         }
     }
-    plain(buf)
+    file.read_exact_at(buf, offset)
 }
 
 /// Reads `out.len()` bytes at `offset` of the file `fd` (direct or buffered) through this
@@ -186,27 +186,18 @@ pub(super) fn read_spinning(
             std::mem::forget(slot.take());
             return None;
         }
-        let started = Instant::now();
-        let result = loop {
-            if let Some(cqe) = ring.completion().next() {
-                break cqe.result();
+        let mut result = None;
+        let waited = await_completions(ring, 1, spin_for, |ring| {
+            if result.is_none() {
+                result = ring.completion().next().map(|cqe| cqe.result());
             }
-            if started.elapsed() >= spin_for {
-                match ring.submit_and_wait(1) {
-                    Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        std::mem::forget(slot.take());
-                        return Some(Err(e));
-                    }
-                }
-                continue;
-            }
-            for _ in 0..32 {
-                std::hint::spin_loop();
-            }
-        };
-        match result {
+            usize::from(result.is_some())
+        });
+        if let Err(e) = waited {
+            std::mem::forget(slot.take());
+            return Some(Err(e));
+        }
+        match result? {
             n if n < 0 => Some(Err(io::Error::from_raw_os_error(-n))),
             n if n as usize >= skip + out.len() => {
                 out.copy_from_slice(&arena.as_slice()[skip..skip + out.len()]);
@@ -216,6 +207,36 @@ pub(super) fn read_spinning(
             _ => None,
         }
     })
+}
+
+/// Waits until `collect` (which takes completions off `ring` and returns how many it has taken
+/// in all) has `want`: checks the completion queue in a loop for up to `poll`, then sleeps in
+/// the kernel for the rest, submitting whatever is still queued. An error is the wait's; reads
+/// may then still be in flight.
+fn await_completions(
+    ring: &mut IoUring,
+    want: usize,
+    poll: Duration,
+    mut collect: impl FnMut(&mut IoUring) -> usize,
+) -> io::Result<()> {
+    let started = Instant::now();
+    loop {
+        let taken = collect(ring);
+        if taken >= want {
+            return Ok(());
+        }
+        if started.elapsed() >= poll {
+            match ring.submit_and_wait(want - taken) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+            continue;
+        }
+        for _ in 0..32 {
+            std::hint::spin_loop();
+        }
+    }
 }
 
 /// Where one read of a batch lands in the arena: the whole span aligned, for direct files (and
@@ -351,7 +372,11 @@ fn read_round(
     }
     let mut done: Vec<Option<i32>> = vec![None; reads.len()];
     let mut completed = 0usize;
-    let mut collect = |ring: &mut IoUring| {
+    if !poll.is_zero() && submitted > 0 {
+        // Polling needs the reads in flight; sleeping submits them with its wait.
+        ring.submit()?;
+    }
+    await_completions(ring, submitted, poll, |ring| {
         for cqe in ring.completion() {
             if let Some(slot) = done.get_mut(cqe.user_data() as usize) {
                 *slot = Some(cqe.result());
@@ -359,27 +384,7 @@ fn read_round(
             }
         }
         completed
-    };
-    if !poll.is_zero() && submitted > 0 {
-        ring.submit()?;
-        let started = Instant::now();
-        while collect(ring) < submitted && started.elapsed() < poll {
-            for _ in 0..32 {
-                std::hint::spin_loop();
-            }
-        }
-    }
-    loop {
-        let completed = collect(ring);
-        if completed >= submitted {
-            break;
-        }
-        match ring.submit_and_wait(submitted - completed) {
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        }
-    }
+    })?;
     let bytes = arena.as_slice();
     Ok(landings
         .into_iter()
