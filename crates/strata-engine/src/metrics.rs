@@ -98,6 +98,9 @@ pub struct Metrics {
     pub unlogged_batches: u64,
     /// Commit groups (one WAL append each).
     pub write_groups: u64,
+    /// ... of which pipelined: the next group logged while they inserted
+    /// ([`crate::Options::with_enable_pipelined_write`]).
+    pub pipelined_write_groups: u64,
     /// Microseconds writers were delayed or stopped.
     pub stall_micros: u64,
     /// Commit groups delayed at the delayed write rate.
@@ -244,6 +247,7 @@ impl Metrics {
             batches: g(&s.batches),
             unlogged_batches: g(&s.unlogged_batches),
             write_groups: g(&s.write_groups),
+            pipelined_write_groups: g(&s.pipelined_write_groups),
             stall_micros: g(&s.stall_micros),
             delayed_writes: g(&s.delayed_writes),
             compaction_read_retries: g(&s.compaction_read_retries),
@@ -290,8 +294,8 @@ impl fmt::Display for Metrics {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "writes: {} puts, {} deletes, {} user bytes, {} WAL bytes ({} syncs, {} batches in {} groups, {} batches not logged)",
-            self.puts, self.deletes, self.user_bytes, self.wal_bytes, self.wal_syncs, self.batches, self.write_groups, self.unlogged_batches
+            "writes: {} puts, {} deletes, {} user bytes, {} WAL bytes ({} syncs, {} batches in {} groups, {} of them pipelined, {} batches not logged)",
+            self.puts, self.deletes, self.user_bytes, self.wal_bytes, self.wal_syncs, self.batches, self.write_groups, self.pipelined_write_groups, self.unlogged_batches
         )?;
         writeln!(
             f,

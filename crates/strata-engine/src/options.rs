@@ -453,7 +453,13 @@ impl Options {
     /// Groups still become visible in the order of their sequence numbers, and a memtable is
     /// frozen only once every group that logged into its WAL has inserted. Without concurrent
     /// memtable writes a group's leader inserts its whole group, beside other groups' leaders.
-    /// RocksDB: `enable_pipelined_write`. Default: false.
+    ///
+    /// Off (the default), a group still pipelines where concurrent memtable writes are allowed
+    /// and another writer already waits behind it, so that writers on different cores (two
+    /// keyspaces written at once, say) do not take turns through each other's inserts; a lone
+    /// writer inserts inside its commit, without the concurrent insert's atomics. On, every
+    /// group pipelines. RocksDB: `enable_pipelined_write` (which there pipelines always or
+    /// never). Default: false.
     pub fn with_enable_pipelined_write(mut self, yes: bool) -> Self {
         self.enable_pipelined_write = yes;
         self

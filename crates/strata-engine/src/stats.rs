@@ -27,6 +27,8 @@ pub struct Statistics {
     pub unlogged_batches: Counter,
     /// Write groups committed (one WAL append each; batches / groups = group-commit factor).
     pub write_groups: Counter,
+    /// ... of which pipelined: the next group logged while they inserted.
+    pub pipelined_write_groups: Counter,
     /// Bytes written to table files by flushes.
     pub flush_bytes: Counter,
     /// Bytes written to table files by compactions.

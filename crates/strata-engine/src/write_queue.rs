@@ -3,7 +3,8 @@
 //! itself or hands each writer its own batch's insert, all running at once (RocksDB's
 //! `allow_concurrent_memtable_write`). With pipelined writes (RocksDB's `enable_pipelined_write`)
 //! the leader gives up the head of the queue as soon as its WAL record is written, and
-//! [`Publication`] keeps groups becoming visible in sequence order.
+//! [`Publication`] keeps groups becoming visible in sequence order; without them a group does
+//! so only when another writer waits behind it (`Engine::pipelines`).
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
@@ -230,6 +231,8 @@ impl GroupInsert {
 #[derive(Default)]
 pub(crate) struct WriteQueue {
     queue: Mutex<VecDeque<Arc<Writer>>>,
+    /// The queue's length as of its last change, read without its lock.
+    queued: AtomicUsize,
 }
 
 impl WriteQueue {
@@ -239,17 +242,19 @@ impl WriteQueue {
     /// that log as it does (a group's record is written for all of it or for none).
     #[inline]
     pub fn join(&self, me: &Arc<Writer>) -> Turn {
-        let first = {
+        {
             let mut queue = self.queue.lock();
             queue.push_back(Arc::clone(me));
-            queue.len() == 1
-        };
-        if !first {
-            match me.await_word() {
-                WriterState::Done(result) => return Turn::Done(result),
-                WriterState::Insert(insert, seq) => return Turn::Insert(insert, seq),
-                WriterState::Lead | WriterState::Waiting => {}
+            self.queued.store(queue.len(), Ordering::Relaxed);
+            if queue.len() == 1 {
+                // Nobody is behind yet: a group of one, without taking the lock again.
+                return Turn::Lead(vec![Arc::clone(me)]);
             }
+        }
+        match me.await_word() {
+            WriterState::Done(result) => return Turn::Done(result),
+            WriterState::Insert(insert, seq) => return Turn::Insert(insert, seq),
+            WriterState::Lead | WriterState::Waiting => {}
         }
         let queue = self.queue.lock();
         let mut group: Vec<Arc<Writer>> = Vec::new();
@@ -266,6 +271,12 @@ impl WriteQueue {
             group.push(Arc::clone(w));
         }
         Turn::Lead(group)
+    }
+
+    /// Writers queued, the group being committed included, as of the queue's last change: a
+    /// hint, which may be stale by the time it is read.
+    pub fn queued(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
     }
 
     /// Hands every follower of `group` (all but its first writer, the leader) its insert into
@@ -299,6 +310,7 @@ impl WriteQueue {
             for _ in group {
                 queue.pop_front();
             }
+            self.queued.store(queue.len(), Ordering::Relaxed);
             queue.front().cloned()
         };
         if let Some(next) = next {
@@ -330,6 +342,8 @@ impl WriteQueue {
 pub(crate) struct Publication {
     /// Logged groups not yet visible, oldest first.
     line: Mutex<VecDeque<Arc<Place>>>,
+    /// The line's length, read without its lock ([`Publication::is_idle`]).
+    waiting: AtomicUsize,
     /// Wakes a memtable switch waiting for every logged group ([`Publication::wait_for`]).
     moved: Condvar,
 }
@@ -357,6 +371,7 @@ impl Publication {
             woken: Condvar::new(),
         });
         self.line.lock().push_back(Arc::clone(&place));
+        self.waiting.fetch_add(1, Ordering::Relaxed);
         place
     }
 
@@ -371,6 +386,8 @@ impl Publication {
             .is_some_and(|p| p.inserted.load(Ordering::Relaxed))
         {
             let Some(done) = line.pop_front() else { break };
+            // Release: a group that finds the line empty inserts alone, after these inserts.
+            self.waiting.fetch_sub(1, Ordering::Release);
             done.visible.store(true, Ordering::Relaxed);
             moved_to = Some(done.last);
             if !Arc::ptr_eq(&done, place) {
@@ -381,9 +398,29 @@ impl Publication {
             last_sequence.store(last, Ordering::Release);
             self.moved.notify_all();
         }
+        if place.visible.load(Ordering::Relaxed) {
+            return;
+        }
+        // The groups ahead are inserting on other cores, for about as long as this one took:
+        // spin before sleeping, as a waiting writer does. The test is the sequence itself, which
+        // the publisher moves after it marks the groups visible, so a writer that returns here
+        // reads its own writes.
+        drop(line);
+        let visible = || last_sequence.load(Ordering::Acquire) >= place.last;
+        spin_until(visible);
+        if visible() {
+            return;
+        }
+        let mut line = self.line.lock();
         while !place.visible.load(Ordering::Relaxed) {
             place.woken.wait(&mut line);
         }
+    }
+
+    /// Whether no logged group waits to become visible. Stays true while the caller holds the
+    /// commit lock, under which groups join the line.
+    pub fn is_idle(&self) -> bool {
+        self.waiting.load(Ordering::Acquire) == 0
     }
 
     /// Waits until `last_sequence` reaches `logged`: every group that wrote its WAL record is

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use strata_engine::fs::MemFs;
-use strata_engine::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use strata_engine::{Db, KeyspaceOptions, Options, ReadOptions, WriteBatch, WriteOptions};
 use strata_policy::{testing, PolicySpec};
 
 #[test]
@@ -202,6 +202,80 @@ fn a_group_of_writers_inserting_at_once_appears_whole() {
         assert!(m.write_groups < m.batches, "{m}");
         db.close().unwrap();
     }
+}
+
+#[test]
+fn writers_into_two_keyspaces_pipeline_on_the_default_options_and_a_lone_writer_does_not() {
+    // On the default options (pipelined writes off) a group whose leader finds another writer
+    // queued behind it pipelines, so that two writers into two keyspaces insert side by side;
+    // every acknowledged write is readable at once, and all of them at the end. A lone writer
+    // never pipelines.
+    let db = Db::open(
+        "/db",
+        Options::new().with_file_system(Arc::new(MemFs::default())),
+    )
+    .unwrap();
+    let keyspaces = [
+        db.create_keyspace("a", KeyspaceOptions::new()).unwrap(),
+        db.create_keyspace("b", KeyspaceOptions::new()).unwrap(),
+    ];
+    let per_writer = 20_000u64;
+    let acked: Vec<AtomicU64> = (0..2).map(|_| AtomicU64::new(0)).collect();
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let writers: Vec<_> = keyspaces
+            .iter()
+            .zip(&acked)
+            .map(|(keyspace, acked)| {
+                s.spawn(move || {
+                    for i in 0..per_writer {
+                        keyspace.put(format!("{i:06}"), format!("{i}")).unwrap();
+                        acked.store(i + 1, Ordering::Release);
+                    }
+                })
+            })
+            .collect();
+        let (keyspaces, acked, done) = (&keyspaces, &acked, &done);
+        s.spawn(move || {
+            let mut n = 0u64;
+            while !done.load(Ordering::Acquire) {
+                let w = (n % 2) as usize;
+                let upto = acked[w].load(Ordering::Acquire);
+                if upto > 0 {
+                    let i = upto - 1 - (n * 7919) % upto.min(64);
+                    let v = keyspaces[w].get(format!("{i:06}")).unwrap();
+                    assert_eq!(v.as_deref(), Some(format!("{i}").as_bytes()), "{w}: {i}");
+                }
+                n += 1;
+            }
+        });
+        for w in writers {
+            w.join().unwrap();
+        }
+        done.store(true, Ordering::Release);
+    });
+    for keyspace in &keyspaces {
+        assert_eq!(
+            keyspace.range::<&str, _>(..).unwrap().count() as u64,
+            per_writer
+        );
+    }
+    let m = db.metrics();
+    assert_eq!(m.batches, 2 * per_writer);
+    assert!(m.pipelined_write_groups > 0, "{m}");
+    db.close().unwrap();
+
+    let db = Db::open(
+        "/db",
+        Options::new().with_file_system(Arc::new(MemFs::default())),
+    )
+    .unwrap();
+    for i in 0..5_000u64 {
+        db.put(format!("{i:06}"), "v").unwrap();
+    }
+    let m = db.metrics();
+    assert_eq!((m.batches, m.pipelined_write_groups), (5_000, 0), "{m}");
+    db.close().unwrap();
 }
 
 /// Records every completed job.

@@ -20,9 +20,12 @@ impl Engine {
     ///
     /// REQUIRES: the commit lock (`commit`) is held and no state lock.
     pub(super) fn bound_wals(&self, commit: &MutexGuard<'_, SeqNo>) -> Result<()> {
-        // One atomic load a group; the rest once per WAL.
+        // Two atomic loads a group, and no store (writers on other cores keep the line
+        // shared); the rest once per WAL.
         let open = self.shared.open_wal.load(Ordering::Relaxed);
-        if self.shared.wal_bound_checked.swap(open, Ordering::Relaxed) == open {
+        if self.shared.wal_bound_checked.load(Ordering::Relaxed) == open
+            || self.shared.wal_bound_checked.swap(open, Ordering::Relaxed) == open
+        {
             return Ok(());
         }
         let open_len = match &*self.shared.wal.lock() {

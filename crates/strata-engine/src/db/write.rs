@@ -76,19 +76,20 @@ impl Engine {
             }
             Turn::Lead(group) => group,
         };
-        let result = if self.options.enable_pipelined_write {
-            // The next group may log while this one inserts.
-            let logged = self.log_group(&mut self.shared.commit.lock(), &group, &me);
-            self.shared.write_queue.release(&group);
-            logged.and_then(|logged| self.insert_group(&group, logged))
-        } else {
-            let result = {
-                let mut commit = self.shared.commit.lock();
-                self.log_group(&mut commit, &group, &me)
-                    .and_then(|logged| self.insert_group(&group, logged))
-            };
-            self.shared.write_queue.release(&group);
-            result
+        let mut commit = self.shared.commit.lock();
+        let result = match self.log_group(&mut commit, &group, &me) {
+            Ok(logged) if logged.place.is_some() => {
+                // Pipelined: the next group may log while this one inserts.
+                drop(commit);
+                self.shared.write_queue.release(&group);
+                self.insert_group(&group, logged)
+            }
+            logged => {
+                let result = logged.and_then(|logged| self.insert_group(&group, logged));
+                drop(commit);
+                self.shared.write_queue.release(&group);
+                result
+            }
         };
         self.shared.write_queue.finish(&me, &group, &result);
         if result.is_ok() && self.options.synchronous_compaction && self.options.autopilot.is_some()
@@ -138,8 +139,7 @@ impl Engine {
         }
         **commit = first_seq + count - 1;
         let place = self
-            .options
-            .enable_pipelined_write
+            .pipelines(group.len())
             .then(|| self.shared.publication.join(**commit));
         Ok(Logged {
             memtables,
@@ -147,6 +147,22 @@ impl Engine {
             count,
             place,
         })
+    }
+
+    /// Whether a group of `group_len` writers that has just logged inserts pipelined: always
+    /// with [`crate::Options::with_enable_pipelined_write`]; otherwise, where writers may insert
+    /// at once, when another writer waits behind the group (so that it logs while this group
+    /// inserts, rather than spin for its turn through the insert), or when an earlier pipelined
+    /// group is still inserting (a group that inserts alone must not race it). Two writers on
+    /// two cores then insert side by side; a lone writer inserts as before, without the
+    /// concurrent insert's atomics and the visibility line.
+    ///
+    /// REQUIRES: the commit lock is held (no other group joins the line meanwhile).
+    fn pipelines(&self, group_len: usize) -> bool {
+        self.options.enable_pipelined_write
+            || (self.options.allow_concurrent_memtable_write
+                && (self.shared.write_queue.queued() > group_len
+                    || !self.shared.publication.is_idle()))
     }
 
     /// Inserts a logged group into its memtable, every writer its own batch at once where the
@@ -161,7 +177,7 @@ impl Engine {
             count,
             place,
         } = logged;
-        let pipelined = self.options.enable_pipelined_write;
+        let pipelined = place.is_some();
         let result = if group.len() > 1 && self.options.allow_concurrent_memtable_write {
             let insert = GroupInsert::new(memtables.clone(), group.len() - 1);
             self.shared.write_queue.hand_out(group, &insert, first_seq);
@@ -196,6 +212,9 @@ impl Engine {
         result.inspect_err(|e| self.set_background_error(e))?;
         Statistics::add(&self.shared.stats.batches, group.len() as u64);
         Statistics::add(&self.shared.stats.write_groups, 1);
+        if pipelined {
+            Statistics::add(&self.shared.stats.pipelined_write_groups, 1);
+        }
         Ok(())
     }
 
