@@ -424,7 +424,7 @@ impl Publication {
     }
 
     /// Waits until `last_sequence` reaches `logged`: every group that wrote its WAL record is
-    /// in the memtable and visible. Returns at once without pipelined writes, where a group is
+    /// in the memtable and visible. Returns at once when no group pipelines, where a group is
     /// visible before the next one logs.
     pub fn wait_for(&self, last_sequence: &AtomicU64, logged: SeqNo) {
         let all_in = || last_sequence.load(Ordering::Acquire) >= logged;

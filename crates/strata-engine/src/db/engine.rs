@@ -295,8 +295,8 @@ pub(crate) struct Shared {
     pub block_cache: Arc<BlockCache>,
     /// Writers waiting to commit.
     pub write_queue: WriteQueue,
-    /// Held by the commit leader while it makes room and writes its group's WAL record (with
-    /// pipelined writes; otherwise until the group is in the memtable too), and by anyone else
+    /// Held by the commit leader while it makes room and writes its group's WAL record (where
+    /// the group pipelines; otherwise until the group is in the memtable too), and by anyone else
     /// who freezes the memtable. Holds the last sequence number a logged group took: at least
     /// `last_sequence`, and above it while logged groups are still inserting, which a memtable
     /// switch waits out so that no insert lands in a memtable being flushed.

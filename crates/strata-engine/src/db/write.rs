@@ -28,7 +28,7 @@ struct Logged {
     memtables: GroupMemtables,
     first_seq: SeqNo,
     count: u64,
-    /// With pipelined writes, its place in line for visibility.
+    /// Where the group pipelines ([`Engine::pipelines`]), its place in line for visibility.
     place: Option<Arc<Place>>,
 }
 
