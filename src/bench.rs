@@ -70,6 +70,18 @@ pub struct BenchArgs {
         allow_hyphen_values = true
     )]
     block_cache: u64,
+    /// Row cache capacity: what lookups found for a key in a table, kept by key, so that skewed
+    /// reads of a tree larger than memory keep many more hot keys in memory than cached blocks
+    /// hold. Strata: Options::with_row_cache_capacity; RocksDB: row_cache; fjall has none. 0
+    /// (the default, as in both engines): none. Comes on top of --block-cache. [SIZE]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "0",
+        value_parser = size_arg,
+        allow_hyphen_values = true
+    )]
+    row_cache: u64,
     /// Background jobs, at least 1. RocksDB: max_background_jobs.
     #[arg(long, default_value_t = 2, allow_negative_numbers = true, value_parser = usize_arg)]
     jobs: usize,
@@ -353,7 +365,8 @@ impl BenchArgs {
             let engine_memory = settings
                 .write_buffer_size
                 .saturating_mul(2)
-                .saturating_add(settings.block_cache);
+                .saturating_add(settings.block_cache)
+                .saturating_add(settings.row_cache);
             if engine_memory >= bytes && !settings.engine_defaults {
                 warn(&format!(
                     "--memory-limit {} leaves no room beside two write buffers of {} and a block \
@@ -511,7 +524,8 @@ fn check_memory(workload: &WorkloadSpec, settings: &EngineSettings) -> Result<()
         .saturating_mul(entry)
         .saturating_mul(3)
         .saturating_add(settings.write_buffer_size.saturating_mul(2))
-        .saturating_add(settings.block_cache);
+        .saturating_add(settings.block_cache)
+        .saturating_add(settings.row_cache);
     if needed > available {
         bail!(
             "--value-size {} with {threads} thread(s) needs about {} of memory at once (each \
@@ -605,6 +619,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         write_buffer_size: flags.write_buffer_size.unwrap_or(DEFAULT_WRITE_BUFFER_SIZE),
         target_file_size: flags.target_file_size,
         block_cache: args.block_cache,
+        row_cache: args.row_cache,
         bloom_bits_per_key: flags.bloom_bits_per_key,
         size_ratio: flags.size_ratio,
         level_base: flags.max_bytes_for_level_base,

@@ -74,6 +74,10 @@ pub trait KvEngine: Send + Sync {
     fn block_cache_bytes(&self) -> Option<u64> {
         None
     }
+    /// The row cache capacity it runs with, if it has one ([`EngineSettings::row_cache`]).
+    fn row_cache_bytes(&self) -> Option<u64> {
+        None
+    }
     /// Where its tables' indexes and filters live, as a phrase for the report ("outside the
     /// block cache", ...), if the engine says.
     fn index_and_filter(&self) -> Option<&'static str> {
@@ -108,6 +112,11 @@ pub struct EngineSettings {
     pub target_file_size: Option<u64>,
     /// Block cache capacity.
     pub block_cache: u64,
+    /// Row cache capacity, 0 for none (both engines' default): Strata's
+    /// `Options::with_row_cache_capacity`, RocksDB's `row_cache`; fjall has none. Applies with
+    /// [`EngineSettings::engine_defaults`] too.
+    #[serde(default)]
+    pub row_cache: u64,
     /// Bloom bits per key given for every run; `None`: each policy's own (peers: `leveled`'s).
     pub bloom_bits_per_key: Option<f64>,
     /// Size ratio given for every run; `None`: each policy's own (peers: `leveled`'s).
@@ -215,6 +224,7 @@ impl Default for EngineSettings {
             write_buffer_size: 64 << 20,
             target_file_size: None,
             block_cache: 32 << 20,
+            row_cache: 0,
             bloom_bits_per_key: None,
             size_ratio: None,
             level_base: None,
@@ -259,6 +269,7 @@ pub struct Strata {
     dir: PathBuf,
     direct_io: bool,
     block_cache: Option<u64>,
+    row_cache: Option<u64>,
     index_and_filter: &'static str,
     write: strata_engine::WriteOptions,
 }
@@ -321,6 +332,7 @@ impl Strata {
             options = options.with_read_polling(std::time::Duration::from_micros(micros));
         }
         options = options
+            .with_row_cache_capacity(s.row_cache)
             .with_enable_pipelined_write(s.pipelined_write)
             .with_block_align(s.block_align)
             .with_charge_tables_to_cache(s.charge_tables)
@@ -349,6 +361,7 @@ impl Strata {
             dir: dir.to_path_buf(),
             direct_io: s.direct_io,
             block_cache: (!s.engine_defaults).then_some(s.block_cache),
+            row_cache: (s.row_cache > 0).then_some(s.row_cache),
             index_and_filter: strata_index_and_filter(s),
             write: strata_engine::WriteOptions {
                 disable_wal: s.disable_wal,
@@ -566,6 +579,9 @@ impl KvEngine for Strata {
     fn block_cache_bytes(&self) -> Option<u64> {
         self.block_cache
     }
+    fn row_cache_bytes(&self) -> Option<u64> {
+        self.row_cache
+    }
     fn index_and_filter(&self) -> Option<&'static str> {
         Some(self.index_and_filter)
     }
@@ -662,6 +678,7 @@ mod rocks {
         dir: PathBuf,
         direct_io: bool,
         block_cache: Option<u64>,
+        row_cache: Option<u64>,
         cache_index_and_filter_blocks: bool,
         shape: Vec<(String, String)>,
     }
@@ -676,6 +693,7 @@ mod rocks {
                 o.enable_statistics();
                 Rocks::set_direct_io(&mut o, s.direct_io);
                 o.set_enable_pipelined_write(s.pipelined_write);
+                Rocks::set_row_cache(&mut o, s);
                 let mut t = rocksdb::BlockBasedOptions::default();
                 t.set_bloom_filter(10.0, false);
                 o.set_block_based_table_factory(&t);
@@ -687,6 +705,7 @@ mod rocks {
                     dir: dir.to_path_buf(),
                     direct_io: s.direct_io,
                     block_cache: None,
+                    row_cache: (s.row_cache > 0).then_some(s.row_cache),
                     cache_index_and_filter_blocks: false,
                     shape: Vec::new(),
                 });
@@ -713,6 +732,7 @@ mod rocks {
             o.enable_statistics();
             Rocks::set_direct_io(&mut o, s.direct_io);
             o.set_enable_pipelined_write(s.pipelined_write);
+            Rocks::set_row_cache(&mut o, s);
             let mut t = rocksdb::BlockBasedOptions::default();
             t.set_block_size(4096);
             t.set_bloom_filter(shape.bloom_bits_per_key, false);
@@ -730,9 +750,17 @@ mod rocks {
                 dir: dir.to_path_buf(),
                 direct_io: s.direct_io,
                 block_cache: Some(s.block_cache),
+                row_cache: (s.row_cache > 0).then_some(s.row_cache),
                 cache_index_and_filter_blocks: s.cache_index_and_filter_blocks,
                 shape: shape.options(),
             })
+        }
+
+        /// Gives `o` an LRU row cache of [`EngineSettings::row_cache`] bytes, if any.
+        fn set_row_cache(o: &mut rocksdb::Options, s: &EngineSettings) {
+            if s.row_cache > 0 {
+                o.set_row_cache(&rocksdb::Cache::new_lru_cache(s.row_cache as usize));
+            }
         }
 
         /// Opens the database with its default column family named, so that
@@ -808,6 +836,9 @@ mod rocks {
         }
         fn block_cache_bytes(&self) -> Option<u64> {
             self.block_cache
+        }
+        fn row_cache_bytes(&self) -> Option<u64> {
+            self.row_cache
         }
         fn index_and_filter(&self) -> Option<&'static str> {
             Some(if self.cache_index_and_filter_blocks {

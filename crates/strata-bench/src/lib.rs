@@ -251,6 +251,7 @@ pub fn run_job(job: &RunJob) -> Result<RunResult> {
     let result = runner::run(Arc::clone(&engine), &job.workload, label, &options)
         .with_context(|| format!("running {} on {label}", job.workload.name));
     let (direct_io, block_cache) = (engine.direct_io(), engine.block_cache_bytes());
+    let row_cache = engine.row_cache_bytes();
     let index_and_filter = engine.index_and_filter();
     let engine_options = engine.options();
     drop(engine);
@@ -277,6 +278,7 @@ pub fn run_job(job: &RunJob) -> Result<RunResult> {
     result.device_write_limit = job.device_write_limit;
     result.direct_io = direct_io;
     result.block_cache_bytes = block_cache;
+    result.row_cache_bytes = row_cache;
     result.index_and_filter = index_and_filter.map(str::to_string);
     result.options = engine_options;
     if let (Some(log_dir), true) = (&job.job_log, job.is_policy) {

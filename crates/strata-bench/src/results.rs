@@ -287,6 +287,9 @@ pub struct RunResult {
     /// (`--engine-defaults`).
     #[serde(default)]
     pub block_cache_bytes: Option<u64>,
+    /// The engine's row cache capacity (`--row-cache`); `None` without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_cache_bytes: Option<u64>,
     /// Where the engine's indexes and filters lived (`--no-table-charge`,
     /// `--cache-index-and-filter-blocks`), as a phrase, if the engine says.
     #[serde(default, skip_serializing_if = "Option::is_none")]

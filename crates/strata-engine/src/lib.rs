@@ -48,6 +48,7 @@ pub mod merge_operator;
 mod metrics;
 mod options;
 mod rate_limiter;
+mod row_cache;
 mod skiplist;
 pub mod stats;
 mod super_version;

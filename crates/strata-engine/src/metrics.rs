@@ -1,5 +1,6 @@
 //! A snapshot of the engine's counters, its amplifications and the tree's shape.
 
+use crate::row_cache::RowCache;
 use crate::stats::Statistics;
 use crate::table::BlockCache;
 use std::fmt;
@@ -86,6 +87,17 @@ pub struct Metrics {
     pub block_cache_hits: u64,
     /// Block-cache misses of lookups and scans.
     pub block_cache_misses: u64,
+    /// Table probes of point lookups the row cache answered
+    /// ([`Options::with_row_cache_capacity`](crate::Options::with_row_cache_capacity)).
+    pub row_cache_hits: u64,
+    /// Table probes of point lookups the row cache was asked and could not answer.
+    pub row_cache_misses: u64,
+    /// The row cache's capacity (0 when off).
+    pub row_cache_capacity: u64,
+    /// Bytes charged by the rows it holds (keys, values and a per-row overhead).
+    pub row_cache_bytes: u64,
+    /// Rows it holds.
+    pub row_cache_rows: u64,
     /// Bloom-filter probes.
     pub bloom_checks: u64,
     /// Bloom-filter probes that excluded a table.
@@ -179,6 +191,14 @@ pub(crate) struct KeyIndexUse {
     pub bytes: u64,
 }
 
+/// The caches of a database, for [`Metrics::collect`].
+pub(crate) struct Caches<'a> {
+    /// Blocks.
+    pub blocks: &'a BlockCache,
+    /// Rows, when there is a row cache.
+    pub rows: Option<&'a RowCache>,
+}
+
 /// What the memtables hold, for [`Metrics::collect`].
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct MemtableUse {
@@ -193,12 +213,13 @@ impl Metrics {
         s: &Statistics,
         version: &Version,
         memtables: MemtableUse,
-        cache: &BlockCache,
+        caches: Caches<'_>,
         policy_nanos: u64,
         key_index: KeyIndexUse,
         interval_index_bytes: u64,
     ) -> Metrics {
         let g = Statistics::get;
+        let cache = caches.blocks;
         let contents = cache.contents();
         let user_bytes = g(&s.user_bytes);
         let flush_bytes = g(&s.flush_bytes);
@@ -241,6 +262,11 @@ impl Metrics {
             batched_blocks_from_memory: g(&s.batched_blocks_from_memory),
             block_cache_hits: g(&s.block_cache_hits),
             block_cache_misses: g(&s.block_cache_misses),
+            row_cache_hits: g(&s.row_cache_hits),
+            row_cache_misses: g(&s.row_cache_misses),
+            row_cache_capacity: caches.rows.map_or(0, RowCache::capacity),
+            row_cache_bytes: caches.rows.map_or(0, RowCache::used_bytes),
+            row_cache_rows: caches.rows.map_or(0, |r| r.len() as u64),
             bloom_checks: g(&s.bloom_checks),
             bloom_negatives: g(&s.bloom_negatives),
             wal_syncs: g(&s.wal_syncs),
@@ -359,6 +385,17 @@ impl fmt::Display for Metrics {
             self.frozen_memtables,
             self.stall_micros
         )?;
+        if self.row_cache_capacity > 0 {
+            writeln!(
+                f,
+                "row cache: {} rows in {} of {} bytes; {} hits / {} misses",
+                self.row_cache_rows,
+                self.row_cache_bytes,
+                self.row_cache_capacity,
+                self.row_cache_hits,
+                self.row_cache_misses
+            )?;
+        }
         if self.key_index_entries > 0 {
             writeln!(
                 f,

@@ -40,6 +40,7 @@ pub struct Options {
     pub(crate) block_restart_interval: usize,
     pub(crate) compression: Compression,
     pub(crate) block_cache_capacity: u64,
+    pub(crate) row_cache_capacity: u64,
     pub(crate) charge_tables_to_cache: bool,
     pub(crate) cache_index_and_filter_blocks: bool,
     pub(crate) index_pinning: IndexPinning,
@@ -148,6 +149,7 @@ impl Default for Options {
             block_restart_interval: 16,
             compression: Compression::None,
             block_cache_capacity: 32 << 20,
+            row_cache_capacity: 0,
             charge_tables_to_cache: true,
             cache_index_and_filter_blocks: false,
             index_pinning: IndexPinning::None,
@@ -383,6 +385,19 @@ impl Options {
     /// (an LRU cache of this capacity). Default: 32 MiB.
     pub fn with_block_cache_capacity(mut self, bytes: u64) -> Self {
         self.block_cache_capacity = bytes;
+        self
+    }
+
+    /// Bytes of rows the shared row cache holds: what point lookups found for a key in a table
+    /// (its newest entry there, or that it holds none), so that a key read again needs neither
+    /// the table's index nor its data block. For skewed reads of a tree larger than memory: a
+    /// cached 4 KiB data block keeps one hot key of small entries in memory where a row keeps
+    /// only that key and its value. The rows come on top of the block cache's capacity. Lookups
+    /// ([`crate::Db::get`], [`crate::Db::multi_get`]) ask it after a table's filter lets the key
+    /// through; scans never. 0 turns it off. RocksDB: `row_cache` (an LRU cache of this
+    /// capacity). Default: 0 (off), as in RocksDB.
+    pub fn with_row_cache_capacity(mut self, bytes: u64) -> Self {
+        self.row_cache_capacity = bytes;
         self
     }
 

@@ -87,6 +87,12 @@ pub struct Statistics {
     pub block_cache_hits: Counter,
     /// Block-cache misses.
     pub block_cache_misses: Counter,
+    /// Table probes of point lookups the row cache answered
+    /// ([`crate::Options::with_row_cache_capacity`]).
+    pub row_cache_hits: Counter,
+    /// Table probes of point lookups the row cache could not answer (it is asked only after the
+    /// table's filter let the key through).
+    pub row_cache_misses: Counter,
     /// Bloom-filter probes.
     pub bloom_checks: Counter,
     /// Bloom-filter probes that ruled the table out.

@@ -70,6 +70,8 @@ fn options(
         .with_write_buffer_size(BUFFER)
         .with_block_size(512)
         .with_block_cache_capacity(64 << 10)
+        // Three runs in five keep rows, in a cache small enough to evict them.
+        .with_row_cache_capacity(if seed % 5 < 3 { 16 << 10 } else { 0 })
         .with_synchronous_compaction(synchronous)
         // The key index over the level most policies flush into (background runs, where flushes
         // race with merges that empty it) or over level 0 (leveled's and Spooky's flushes).
@@ -263,7 +265,7 @@ impl Run<'_> {
         let mut rng = StdRng::seed_from_u64(seed);
         let mut snapshots: Vec<(strata_engine::Snapshot, Model)> = Vec::new();
         // Metrics restart at every open; sum them to see that the run exercised flushes.
-        let (mut flushes, mut compactions, mut kept) = (0, 0, 0);
+        let (mut flushes, mut compactions, mut kept, mut row_hits) = (0, 0, 0, 0);
         for step in 0..steps {
             let ctx =
                 || format!("policy {policy}, synchronous {synchronous}, seed {seed}, step {step}");
@@ -384,6 +386,7 @@ impl Run<'_> {
                     flushes += m.flushes;
                     compactions += m.compactions + m.trivial_moves;
                     kept += m.data_blocks_preserved_per_level.iter().sum::<u64>();
+                    row_hits += m.row_cache_hits;
                     switches += switches_in(&db);
                     if rng.random_bool(0.5) {
                         db.close().unwrap();
@@ -408,6 +411,7 @@ impl Run<'_> {
         flushes += m.flushes;
         compactions += m.compactions + m.trivial_moves;
         kept += m.data_blocks_preserved_per_level.iter().sum::<u64>();
+        row_hits += m.row_cache_hits;
         if storage == Storage::Direct {
             assert!(
                 m.readahead_reads > 0 || m.blocks_read == 0,
@@ -430,6 +434,12 @@ impl Run<'_> {
             assert!(
                 kept > 0,
                 "{policy}: no block was kept; the test does not reach block preservation"
+            );
+        }
+        if m.row_cache_capacity > 0 {
+            assert!(
+                row_hits > 0,
+                "{policy}: the row cache answered no lookup; the test does not reach it"
             );
         }
         assert!(

@@ -125,6 +125,8 @@ fn recorded_policy_options(direct_io: bool) -> Options {
         // Lookups in level 1 (where most policies flush) go through the key index, so the
         // crash test's reads check it under every policy.
         .with_key_index(Some(1))
+        // The workers' lookups and snapshot reads go through a row cache that evicts.
+        .with_row_cache_capacity(64 << 10)
         .with_merge_operator(Arc::new(AppendOperator::with_separator(",")))
         // A TTL no entry outlives: the ages it samples go into the manifest between the kills,
         // and every read and merge checks them.

@@ -4,7 +4,7 @@ use crate::results::{Comparison, LatencySummary, PhaseResult, RunResult};
 
 /// Column names, in order. Run-level columns repeat on every row of the run so each row stands on
 /// its own in a spreadsheet or a dataframe. Flags (`direct_io`, `drop_caches`) are 1 or 0.
-const HEADER: [&str; 57] = [
+const HEADER: [&str; 58] = [
     "workload",
     "label",
     "engine",
@@ -33,6 +33,7 @@ const HEADER: [&str; 57] = [
     "device_write_limit_bytes_per_second",
     "direct_io",
     "block_cache_bytes",
+    "row_cache_bytes",
     "drop_caches",
     "process_bytes_read",
     "device_reads",
@@ -127,6 +128,7 @@ fn row(
         count(run.device_write_limit),
         u8::from(run.direct_io).to_string(),
         count(run.block_cache_bytes),
+        count(run.row_cache_bytes),
         u8::from(run.drop_caches).to_string(),
         count(run.process_bytes_read),
         count(run.device_reads),

@@ -15,6 +15,7 @@ struct CacheSettings {
     device_write_limit: Option<u64>,
     direct_io: bool,
     block_cache: Option<u64>,
+    row_cache: Option<u64>,
     index_and_filter: Option<String>,
     drop_caches: bool,
 }
@@ -30,6 +31,7 @@ impl CacheSettings {
             device_write_limit: run.device_write_limit,
             direct_io: run.direct_io,
             block_cache: run.block_cache_bytes,
+            row_cache: run.row_cache_bytes,
             index_and_filter: run.index_and_filter.clone(),
             drop_caches: run.drop_caches,
         }
@@ -51,9 +53,18 @@ impl CacheSettings {
             } else {
                 "buffered I/O".to_string()
             },
-            match self.block_cache {
-                Some(bytes) => format!("block cache {}", show_bytes(bytes)),
-                None => "the engine's default block cache".to_string(),
+            match (self.block_cache, self.row_cache) {
+                (Some(bytes), None) => format!("block cache {}", show_bytes(bytes)),
+                (Some(bytes), Some(rows)) => format!(
+                    "block cache {}, row cache {}",
+                    show_bytes(bytes),
+                    show_bytes(rows)
+                ),
+                (None, None) => "the engine's default block cache".to_string(),
+                (None, Some(rows)) => format!(
+                    "the engine's default block cache, row cache {}",
+                    show_bytes(rows)
+                ),
             },
             // Empty (left out) when the engine does not say.
             self.index_and_filter.clone().unwrap_or_default(),

@@ -12,6 +12,7 @@ use crate::manifest::{BufferEviction, KeyspaceDefinition, Manifest};
 use crate::memtable::Memtable;
 use crate::merge::WriteSettings;
 use crate::options::Options;
+use crate::row_cache::RowCache;
 use crate::stats::{LifetimeStats, Statistics};
 use crate::super_version::{SuperVersion, TableHandles};
 use crate::table::BlockCache;
@@ -293,6 +294,9 @@ pub(crate) struct Shared {
     pub tables: Arc<TableCache>,
     /// Uncompressed data blocks.
     pub block_cache: Arc<BlockCache>,
+    /// What point lookups found in tables ([`Options::with_row_cache_capacity`]); `None` when
+    /// off.
+    pub row_cache: Option<RowCache>,
     /// Writers waiting to commit.
     pub write_queue: WriteQueue,
     /// Held by the commit leader while it makes room and writes its group's WAL record (where

@@ -98,7 +98,7 @@ pub use read::{ReadOptions, Snapshot};
 
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::metrics::{KeyIndexUse, MemtableUse, Metrics};
+use crate::metrics::{Caches, KeyIndexUse, MemtableUse, Metrics};
 use crate::options::WriteOptions;
 use crate::user_iter::DbIterator;
 use background::Worker;
@@ -525,7 +525,10 @@ fn metrics_of(engine: &Engine) -> Metrics {
         &engine.stats,
         &version,
         memtables,
-        &engine.shared.block_cache,
+        Caches {
+            blocks: &engine.shared.block_cache,
+            rows: engine.shared.row_cache.as_ref(),
+        },
         engine.policy().nanos(),
         key_index,
         view.intervals.iter().map(|i| i.memory_bytes() as u64).sum(),

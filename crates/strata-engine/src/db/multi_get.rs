@@ -32,6 +32,9 @@ struct Probe {
     pending: usize,
     table: Arc<Table>,
     position: usize,
+    /// The table's largest sequence number, which decides whether the row cache keeps what the
+    /// probe finds.
+    largest_seq: SeqNo,
 }
 
 impl Engine {
@@ -98,11 +101,11 @@ impl Engine {
                 let run = &level.runs()[group[0].0];
                 let mut probes = Vec::new();
                 for &(_, i) in group {
-                    let p = &pending[i];
-                    if p.found.is_some() {
+                    if pending[i].found.is_some() {
                         continue;
                     }
-                    let Some(meta) = run.table_covering(p.key) else {
+                    let key = pending[i].key;
+                    let Some(meta) = run.table_covering(key) else {
                         continue;
                     };
                     // In the indexed level, only the tables the key index names may hold the
@@ -110,7 +113,7 @@ impl Engine {
                     let filtered = match key_index {
                         Some(index) if index.is_indexed(meta.id) => {
                             let mut named = false;
-                            index.candidates(bloom_hash(p.key), |t| named |= t == meta.id);
+                            index.candidates(bloom_hash(key), |t| named |= t == meta.id);
                             if !named {
                                 continue;
                             }
@@ -120,11 +123,26 @@ impl Engine {
                     };
                     Statistics::add(&self.stats.get_tables_probed, 1);
                     let table = self.table_in_level(meta.id.0, level_no, &view.version)?;
-                    if let Some(position) = table.locate(p.key, seq, filtered)? {
+                    if filtered && !table.probe_filter(key)? {
+                        continue;
+                    }
+                    let cached = self
+                        .shared
+                        .row_cache
+                        .as_ref()
+                        .and_then(|rows| rows.answer(meta.id.0, key, seq, &self.stats));
+                    if let Some(answer) = cached {
+                        if let Some((found, kind, value)) = answer {
+                            pending[i].found = Some(resolve(key, found, kind, value)?);
+                        }
+                        continue;
+                    }
+                    if let Some(position) = table.locate(key, seq, false)? {
                         probes.push(Probe {
                             pending: i,
                             table,
                             position,
+                            largest_seq: meta.seqnos.largest,
                         });
                     }
                 }
@@ -160,11 +178,14 @@ impl Engine {
         for (probe, block) in probes.iter().zip(blocks) {
             let block = block?;
             let p = &mut pending[probe.pending];
-            if let Some((found, kind, value)) =
-                probe
-                    .table
-                    .find_in_block(&block, probe.position, p.key, seq)?
-            {
+            let found = probe
+                .table
+                .find_in_block(&block, probe.position, p.key, seq)?;
+            if let Some(rows) = &self.shared.row_cache {
+                let file = probe.table.file_number();
+                rows.remember(file, p.key, seq, probe.largest_seq, &found);
+            }
+            if let Some((found, kind, value)) = found {
                 p.found = Some(resolve(p.key, found, kind, value)?);
             }
         }

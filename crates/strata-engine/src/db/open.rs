@@ -17,6 +17,7 @@ use crate::memtable::Memtable;
 use crate::merge::WriteSettings;
 use crate::options::Options;
 use crate::rate_limiter::RateLimiter;
+use crate::row_cache::RowCache;
 use crate::stats::Statistics;
 use crate::super_version::SuperVersion;
 use crate::table::BlockCache;
@@ -109,6 +110,8 @@ impl Engine {
             stats,
             tables,
             block_cache,
+            row_cache: (options.row_cache_capacity > 0)
+                .then(|| RowCache::new(options.row_cache_capacity)),
             write_queue: WriteQueue::default(),
             commit: Mutex::new(last_sequence),
             publication: Publication::default(),

@@ -6,6 +6,7 @@ use crate::iter::{DeferredChildren, InternalIterator, MergingIterator};
 use crate::key::{self, SeqNo, ValueKind};
 use crate::key_index::KeyIndexView;
 use crate::merge::gather_range_deletions;
+use crate::row_cache::Entry as RowEntry;
 use crate::stats::{Statistics, LOOKUP_SAMPLE_EVERY};
 use crate::super_version::{ReadRangeDeletions, SuperVersion};
 use crate::table::{bloom_hash, prefetch_blocks, ReadPurpose, ReadaheadSize, Table};
@@ -17,7 +18,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use strata_meta::Version;
+use strata_meta::{TableMeta, Version};
 
 /// The tables the key index names for one key: nearly always none or one.
 type SmallTables = Vec<strata_meta::TableId>;
@@ -167,27 +168,51 @@ impl Engine {
                 let Some(t) = level.runs()[run].table_covering(user_key) else {
                     continue;
                 };
-                let found = match &indexed {
+                // A table the key index names needs no filter probe.
+                let filtered = match &indexed {
                     Some((index, holders)) if index.is_indexed(t.id) => {
                         if !holders.contains(&t.id) {
                             continue;
                         }
-                        Statistics::add(&self.stats.get_tables_probed, 1);
-                        self.table_for_read(&view, t.id.0, level_no)?
-                            .get_unfiltered(user_key, seq)?
+                        false
                     }
-                    _ => {
-                        Statistics::add(&self.stats.get_tables_probed, 1);
-                        self.table_for_read(&view, t.id.0, level_no)?
-                            .get(user_key, seq)?
-                    }
+                    _ => true,
                 };
-                if let Some((found, kind, v)) = found {
+                Statistics::add(&self.stats.get_tables_probed, 1);
+                let table = self.table_for_read(&view, t.id.0, level_no)?;
+                if let Some((found, kind, v)) =
+                    self.table_get(&table, t, user_key, seq, filtered)?
+                {
                     return resolve(found, kind, v);
                 }
             }
         }
         Ok(None)
+    }
+
+    /// The newest entry of `user_key` visible at `seq` in `table` (whose metadata is `meta`),
+    /// probing its filter first if `filtered`: the row cache's answer where it has one, else the
+    /// table's, which the row cache then keeps.
+    fn table_get(
+        &self,
+        table: &Table,
+        meta: &TableMeta,
+        user_key: &[u8],
+        seq: SeqNo,
+        filtered: bool,
+    ) -> Result<Option<RowEntry>> {
+        if filtered && !table.probe_filter(user_key)? {
+            return Ok(None);
+        }
+        let Some(rows) = &self.shared.row_cache else {
+            return table.get_unfiltered(user_key, seq);
+        };
+        if let Some(answer) = rows.answer(meta.id.0, user_key, seq, &self.stats) {
+            return Ok(answer);
+        }
+        let found = table.get_unfiltered(user_key, seq)?;
+        rows.remember(meta.id.0, user_key, seq, meta.seqnos.largest, &found);
+        Ok(found)
     }
 
     /// What point reads of `view` at `seq` need to decide the versions they find.

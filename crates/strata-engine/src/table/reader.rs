@@ -430,14 +430,8 @@ impl Table {
         snapshot: SeqNo,
         filtered: bool,
     ) -> Result<Option<usize>> {
-        if filtered {
-            if let Some(filter) = self.filter()? {
-                Statistics::add(&self.src.stats.bloom_checks, 1);
-                if !filter.may_contain(user_key) {
-                    Statistics::add(&self.src.stats.bloom_negatives, 1);
-                    return Ok(None);
-                }
-            }
+        if filtered && !self.probe_filter(user_key)? {
+            return Ok(None);
         }
         let trailer = pack_trailer(snapshot.min(MAX_SEQNO), SEEK_KIND);
         // Index keys are exact last keys, so the first entry ≥ the target, if any, is in the
@@ -445,6 +439,20 @@ impl Table {
         let index = self.index()?;
         let position = index.find(user_key, trailer);
         Ok((position < index.entries.len()).then_some(position))
+    }
+
+    /// [`Table::may_contain`], the probe counted in `bloom_checks` and `bloom_negatives`: for
+    /// lookups.
+    pub(crate) fn probe_filter(&self, user_key: &[u8]) -> Result<bool> {
+        let Some(filter) = self.filter()? else {
+            return Ok(true);
+        };
+        Statistics::add(&self.src.stats.bloom_checks, 1);
+        let may = filter.may_contain(user_key);
+        if !may {
+            Statistics::add(&self.src.stats.bloom_negatives, 1);
+        }
+        Ok(may)
     }
 
     /// The table whose file holds the data block at index `position` (this one, or the one a

@@ -494,6 +494,10 @@ fn run_one(policy: &str, seed: u64, focus: FaultKind) -> FaultStats {
         if ttl == SHORT_TTL {
             options = options.with_periodic_compaction(Some(Duration::from_secs(5)));
         }
+        if seed % 5 < 3 {
+            // A row cache of a few rows, which the lookups fill and evict.
+            options = options.with_row_cache_capacity(2048);
+        }
         if with_counters {
             options = options.with_merge_operator(Arc::new(U64AddOperator));
         }
