@@ -83,13 +83,14 @@ impl Db {
     /// (`"leveled"`, `"tiered:size_ratio=4"`; `strata.policies()` lists them); the other options
     /// are the engine's of the same names (`Options::with_*`), their defaults where `None`.
     #[new]
-    #[pyo3(signature = (path, policy=None, *, write_buffer_size=None, block_cache_capacity=None, compression=None))]
+    #[pyo3(signature = (path, policy=None, *, write_buffer_size=None, block_cache_capacity=None, row_cache_capacity=None, compression=None))]
     fn open(
         py: Python<'_>,
         path: &str,
         policy: Option<&str>,
         write_buffer_size: Option<u64>,
         block_cache_capacity: Option<u64>,
+        row_cache_capacity: Option<u64>,
         compression: Option<&str>,
     ) -> PyResult<Db> {
         let mut options = Options::new();
@@ -101,6 +102,9 @@ impl Db {
         }
         if let Some(bytes) = block_cache_capacity {
             options = options.with_block_cache_capacity(bytes);
+        }
+        if let Some(bytes) = row_cache_capacity {
+            options = options.with_row_cache_capacity(bytes);
         }
         if let Some(codec) = compression {
             let codec = Compression::parse(codec).ok_or_else(|| {

@@ -45,6 +45,7 @@ class Db:
         *,
         write_buffer_size: Optional[int] = None,
         block_cache_capacity: Optional[int] = None,
+        row_cache_capacity: Optional[int] = None,
         compression: Optional[str] = None,
     ) -> None:
         """Opens (creating if missing) the database at ``path`` with the policy specification

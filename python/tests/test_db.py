@@ -43,6 +43,21 @@ def test_values_survive_flushes_compactions_and_a_reopen(tmp_path):
         assert db.policy().startswith("tiered")
 
 
+def test_a_row_cache_answers_a_key_read_again(tmp_path):
+    path = str(tmp_path / "db")
+    with strata.Db(path, write_buffer_size=32 << 10, row_cache_capacity=1 << 20) as db:
+        for i in range(2000):
+            db.put(b"key%06d" % i, b"value%d" % i)
+        db.flush()
+        for _ in range(2):
+            assert db.get(b"key000042") == b"value42"
+        metrics = db.metrics()
+        assert metrics["row_cache_capacity"] == 1 << 20
+        assert metrics["row_cache_hits"] >= 1
+        db.put(b"key000042", b"new")
+        assert db.get(b"key000042") == b"new"
+
+
 def test_batches_are_atomic_and_reusable(db):
     batch = strata.WriteBatch()
     batch.put(b"x", b"1")
