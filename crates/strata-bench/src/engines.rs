@@ -361,7 +361,7 @@ impl Strata {
             dir: dir.to_path_buf(),
             direct_io: s.direct_io,
             block_cache: (!s.engine_defaults).then_some(s.block_cache),
-            row_cache: (s.row_cache > 0).then_some(s.row_cache),
+            row_cache: s.row_cache_bytes(),
             index_and_filter: strata_index_and_filter(s),
             write: strata_engine::WriteOptions {
                 disable_wal: s.disable_wal,
@@ -468,6 +468,11 @@ impl PeerShape {
 }
 
 impl EngineSettings {
+    /// The row cache's capacity, `None` for none ([`EngineSettings::row_cache`] of 0).
+    pub fn row_cache_bytes(&self) -> Option<u64> {
+        (self.row_cache > 0).then_some(self.row_cache)
+    }
+
     /// The policy options these settings give every run (those that are `Some`), by name.
     pub fn given_policy_options(&self) -> Vec<(&'static str, String)> {
         [
@@ -705,7 +710,7 @@ mod rocks {
                     dir: dir.to_path_buf(),
                     direct_io: s.direct_io,
                     block_cache: None,
-                    row_cache: (s.row_cache > 0).then_some(s.row_cache),
+                    row_cache: s.row_cache_bytes(),
                     cache_index_and_filter_blocks: false,
                     shape: Vec::new(),
                 });
@@ -750,7 +755,7 @@ mod rocks {
                 dir: dir.to_path_buf(),
                 direct_io: s.direct_io,
                 block_cache: Some(s.block_cache),
-                row_cache: (s.row_cache > 0).then_some(s.row_cache),
+                row_cache: s.row_cache_bytes(),
                 cache_index_and_filter_blocks: s.cache_index_and_filter_blocks,
                 shape: shape.options(),
             })
@@ -758,8 +763,8 @@ mod rocks {
 
         /// Gives `o` an LRU row cache of [`EngineSettings::row_cache`] bytes, if any.
         fn set_row_cache(o: &mut rocksdb::Options, s: &EngineSettings) {
-            if s.row_cache > 0 {
-                o.set_row_cache(&rocksdb::Cache::new_lru_cache(s.row_cache as usize));
+            if let Some(bytes) = s.row_cache_bytes() {
+                o.set_row_cache(&rocksdb::Cache::new_lru_cache(bytes as usize));
             }
         }
 

@@ -53,18 +53,15 @@ impl CacheSettings {
             } else {
                 "buffered I/O".to_string()
             },
-            match (self.block_cache, self.row_cache) {
-                (Some(bytes), None) => format!("block cache {}", show_bytes(bytes)),
-                (Some(bytes), Some(rows)) => format!(
-                    "block cache {}, row cache {}",
-                    show_bytes(bytes),
-                    show_bytes(rows)
-                ),
-                (None, None) => "the engine's default block cache".to_string(),
-                (None, Some(rows)) => format!(
-                    "the engine's default block cache, row cache {}",
-                    show_bytes(rows)
-                ),
+            {
+                let blocks = match self.block_cache {
+                    Some(bytes) => format!("block cache {}", show_bytes(bytes)),
+                    None => "the engine's default block cache".to_string(),
+                };
+                match self.row_cache {
+                    Some(rows) => format!("{blocks}, row cache {}", show_bytes(rows)),
+                    None => blocks,
+                }
             },
             // Empty (left out) when the engine does not say.
             self.index_and_filter.clone().unwrap_or_default(),

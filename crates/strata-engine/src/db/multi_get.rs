@@ -123,15 +123,7 @@ impl Engine {
                     };
                     Statistics::add(&self.stats.get_tables_probed, 1);
                     let table = self.table_in_level(meta.id.0, level_no, &view.version)?;
-                    if filtered && !table.probe_filter(key)? {
-                        continue;
-                    }
-                    let cached = self
-                        .shared
-                        .row_cache
-                        .as_ref()
-                        .and_then(|rows| rows.answer(meta.id.0, key, seq, &self.stats));
-                    if let Some(answer) = cached {
+                    if let Some(answer) = self.answer_before_reading(&table, key, seq, filtered)? {
                         if let Some((found, kind, value)) = answer {
                             pending[i].found = Some(resolve(key, found, kind, value)?);
                         }
@@ -181,10 +173,7 @@ impl Engine {
             let found = probe
                 .table
                 .find_in_block(&block, probe.position, p.key, seq)?;
-            if let Some(rows) = &self.shared.row_cache {
-                let file = probe.table.file_number();
-                rows.remember(file, p.key, seq, probe.largest_seq, &found);
-            }
+            self.remember_row(&probe.table, p.key, seq, probe.largest_seq, &found);
             if let Some((found, kind, value)) = found {
                 p.found = Some(resolve(p.key, found, kind, value)?);
             }

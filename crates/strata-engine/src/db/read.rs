@@ -201,18 +201,47 @@ impl Engine {
         seq: SeqNo,
         filtered: bool,
     ) -> Result<Option<RowEntry>> {
-        if filtered && !table.probe_filter(user_key)? {
-            return Ok(None);
-        }
-        let Some(rows) = &self.shared.row_cache else {
-            return table.get_unfiltered(user_key, seq);
-        };
-        if let Some(answer) = rows.answer(meta.id.0, user_key, seq, &self.stats) {
+        if let Some(answer) = self.answer_before_reading(table, user_key, seq, filtered)? {
             return Ok(answer);
         }
         let found = table.get_unfiltered(user_key, seq)?;
-        rows.remember(meta.id.0, user_key, seq, meta.seqnos.largest, &found);
+        self.remember_row(table, user_key, seq, meta.seqnos.largest, &found);
         Ok(found)
+    }
+
+    /// What a point lookup of `user_key` at `seq` learns of `table` before reading its index
+    /// or a block: `Some(None)` when its filter (probed only if `filtered`) rules the key out,
+    /// `Some(row)` when the row cache answers, `None` when the table must be read.
+    pub(super) fn answer_before_reading(
+        &self,
+        table: &Table,
+        user_key: &[u8],
+        seq: SeqNo,
+        filtered: bool,
+    ) -> Result<Option<Option<RowEntry>>> {
+        if filtered && !table.probe_filter(user_key)? {
+            return Ok(Some(None));
+        }
+        Ok(self
+            .shared
+            .row_cache
+            .as_ref()
+            .and_then(|rows| rows.answer(table.file_number(), user_key, seq, &self.stats)))
+    }
+
+    /// Hands what a lookup at `seq` found of `user_key` in `table` (whose entries are at most
+    /// `table_largest_seq`) to the row cache, if there is one.
+    pub(super) fn remember_row(
+        &self,
+        table: &Table,
+        user_key: &[u8],
+        seq: SeqNo,
+        table_largest_seq: SeqNo,
+        found: &Option<RowEntry>,
+    ) {
+        if let Some(rows) = &self.shared.row_cache {
+            rows.remember(table.file_number(), user_key, seq, table_largest_seq, found);
+        }
     }
 
     /// What point reads of `view` at `seq` need to decide the versions they find.
