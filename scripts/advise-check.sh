@@ -15,7 +15,8 @@
 # Out of cache: MEMORY_LIMIT (a size) with DEVICE_READ_US (the device's random-read time at queue
 # depth 1, `strata bench --device-probe`) gives advise --max-memory and --device-read-us, and
 # every bench run --memory-limit; DIRECT_IO=1 adds --direct-io to both; BLOCK_CACHE (default
-# 32MiB) is the block cache of advise's model and of every run.
+# 32MiB) is the block cache of advise's model and of every run. CALIBRATION (a file from
+# `strata calibrate`) gives advise --calibration.
 set -euo pipefail
 out=${1:-target/advise-check}
 mkdir -p "$out"
@@ -31,6 +32,9 @@ for workload in ${WORKLOADS:-fillrandom ycsb-b ycsb-e updatezipf ycsb-f ycsb-d};
   if [ -n "${MEMORY_LIMIT:-}" ]; then
     advise_regime+=(--max-memory "$MEMORY_LIMIT" --device-read-us "${DEVICE_READ_US:?give DEVICE_READ_US with MEMORY_LIMIT}")
     bench_regime+=(--memory-limit "$MEMORY_LIMIT")
+  fi
+  if [ -n "${CALIBRATION:-}" ]; then
+    advise_regime+=(--calibration "$CALIBRATION")
   fi
   if [ "${DIRECT_IO:-0}" = 1 ]; then
     advise_regime+=(--direct-io) bench_regime+=(--direct-io)

@@ -11,7 +11,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use strata_advise::{estimate, workload_like, Calibration, OperationMix, Regime, CALIBRATION_FILE};
+use strata_advise::{
+    estimate, simulated_memory_share, workload_like, Calibration, OperationMix, Regime,
+    CALIBRATION_FILE,
+};
 use strata_bench::cgroup::Limit;
 use strata_bench::engines::EngineSettings;
 use strata_bench::{run_comparison, BenchConfig, RunLimits, StorageOptions};
@@ -136,7 +139,8 @@ struct Candidate {
     scan_runs: u64,
     /// Estimated operations per second (the throughput model).
     estimated_ops_per_sec: f64,
-    /// Out of cache: the share of block reads the model serves from memory.
+    /// Out of cache: the share of block reads the model serves from memory (the simulated block
+    /// cache's hits on the workload's reads where it ran, else memory over the data).
     #[serde(skip_serializing_if = "Option::is_none")]
     memory_share: Option<f64>,
     /// Measured operations per second (--verify).
@@ -303,6 +307,7 @@ pub fn advise(args: &AdviseArgs) -> Result<Advice> {
             value_size: spec.value_size as u64,
             buffer_size: args.write_buffer_size,
             scale_keys: args.scale.then_some(strata_sim::DEFAULT_SCALE_KEYS),
+            read_cache_bytes: memory_for_blocks(args, *bloom, keys),
             ..SimConfig::default()
         };
         let model = policy.cost_model(&input);
@@ -390,14 +395,23 @@ fn memory_needed(args: &AdviseArgs, bloom: f64, keys: u64) -> u64 {
 /// buffers and filters (with `--direct-io`, the block cache within it) over the data at peak
 /// space amplification `space_amp`. `None` in the cache.
 fn memory_share(args: &AdviseArgs, bloom: f64, data: DataShape, space_amp: f64) -> Option<f64> {
-    let (memory, _) = args.max_memory.zip(args.device_read_us)?;
-    let mut left = memory.saturating_sub(memory_needed(args, bloom, data.keys)) as f64;
-    if args.direct_io {
-        // Direct I/O keeps tables out of the page cache: only the block cache holds them.
-        left = left.min(args.block_cache as f64);
-    }
+    let left = memory_for_blocks(args, bloom, data.keys)? as f64;
     let stored = data.keys as f64 * data.entry_bytes as f64 * space_amp.max(1.0);
     Some((left / stored.max(1.0)).min(1.0))
+}
+
+/// Out of cache, the bytes of memory that hold data blocks: what is left beside buffers and
+/// filters, and with `--direct-io` the block cache within it. The simulator runs a cache of this
+/// size on the workload's reads; `None` in the cache.
+fn memory_for_blocks(args: &AdviseArgs, bloom: f64, keys: u64) -> Option<u64> {
+    let (memory, _) = args.max_memory.zip(args.device_read_us)?;
+    let left = memory.saturating_sub(memory_needed(args, bloom, keys));
+    // Direct I/O keeps tables out of the page cache: only the block cache holds them.
+    Some(if args.direct_io {
+        left.min(args.block_cache)
+    } else {
+        left
+    })
 }
 
 /// The calibration `args` name, or the database's, or the assumed one; with `--device-read-us`
@@ -428,11 +442,13 @@ fn candidate(
     (mix, calibration): (&OperationMix, &Calibration),
     data: DataShape,
 ) -> Candidate {
-    let memory_share = memory_share(args, bloom, data, r.peak_space_amp);
-    let regime = memory_share.map_or(Regime::Cached, |memory_share| Regime::OutOfCache {
+    let uniform_share = memory_share(args, bloom, data, r.peak_space_amp);
+    let regime = uniform_share.map_or(Regime::Cached, |memory_share| Regime::OutOfCache {
         memory_share,
     });
     let estimated = estimate(r, mix, data.entry_bytes, calibration, regime, 1.0);
+    // Shown: what the simulated cache held of the workload's reads where it ran.
+    let memory_share = uniform_share.map(|u| simulated_memory_share(r).unwrap_or(u));
     let mut c = Candidate {
         label: spec.clone(),
         spec,

@@ -60,6 +60,31 @@ impl Estimate {
 /// Bytes of a data block (the engine's default block size), for the blocks a scan reads.
 const BLOCK_BYTES: f64 = 4096.0;
 
+/// Device reads per lookup and per scan out of cache, where `miss` of the blocks memory does not
+/// hold at random: the simulated block cache's misses where it ran on the workload's reads
+/// (`SimReport::read_cache`), which see where the workload's keys lie in the tree; otherwise
+/// `miss` of every block. A lookup's reads for its filters' false positives fall on blocks at
+/// random either way.
+fn device_reads(report: &SimReport, miss: f64, scan_blocks: f64) -> (f64, f64) {
+    let false_positives = (report.avg_lookup_cost - 1.0).max(0.0);
+    let ratio = |a: u64, b: u64| a as f64 / b.max(1) as f64;
+    match &report.read_cache {
+        Some(c) if c.lookups > 0 || c.scans > 0 => (
+            ratio(c.lookup_blocks - c.lookup_block_hits, c.lookups) + false_positives * miss,
+            ratio(c.scan_blocks - c.scan_block_hits, c.scans),
+        ),
+        _ => (report.avg_lookup_cost.max(1.0) * miss, scan_blocks * miss),
+    }
+}
+
+/// The share of the data blocks the workload's lookups and scans read that the simulated block
+/// cache held (`SimReport::read_cache`), when it ran and read any.
+pub fn simulated_memory_share(report: &SimReport) -> Option<f64> {
+    let c = report.read_cache.as_ref()?;
+    let blocks = c.lookup_blocks + c.scan_blocks;
+    (blocks > 0).then(|| (c.lookup_block_hits + c.scan_block_hits) as f64 / blocks as f64)
+}
+
 /// The estimate for the configuration `report` simulated, on a workload of `mix` whose entries
 /// are `entry_bytes` each. The write costs come from the workload's last phase (the one
 /// measured, as `strata bench` reports it), or from the whole run without phases; the read
@@ -110,8 +135,9 @@ pub fn estimate(
     if let (Regime::OutOfCache { memory_share }, Some(d)) = (regime, &calibration.device) {
         let miss = (1.0 - memory_share).clamp(0.0, 1.0);
         let device_read_ns = d.read_latency_us * 1e3;
-        lookup += report.avg_lookup_cost.max(1.0) * miss * device_read_ns;
-        scan += scan_blocks * miss * device_read_ns;
+        let (lookup_reads, scan_reads) = device_reads(report, miss, scan_blocks);
+        lookup += lookup_reads * device_read_ns;
+        scan += scan_reads * device_read_ns;
         background_per_write += per_user(written) * entry_bytes / d.write_bytes_per_sec * 1e9
             + per_user(read) * entry_bytes / d.read_bytes_per_sec * 1e9;
     }

@@ -23,5 +23,5 @@ pub use advisor::{
     run_autopilot, SimulatingAdvisor, RUN_WINDOW_BUFFERS, RUN_WINDOW_OPS, RUN_WINDOW_SECONDS,
 };
 pub use calibration::{Calibration, CalibrationError, CpuCosts, DeviceCosts, CALIBRATION_FILE};
-pub use estimate::{estimate, Estimate, OperationMix, Regime};
+pub use estimate::{estimate, simulated_memory_share, Estimate, OperationMix, Regime};
 pub use workload::{workload_like, WorkloadShape, ASCENDING_BELOW, ZIPFIAN_ABOVE};

@@ -118,6 +118,68 @@ fn reads_pay_for_runs_and_for_the_device_out_of_cache() {
 }
 
 #[test]
+fn out_of_cache_reads_take_the_simulated_caches_misses_where_it_ran() {
+    let c = Calibration::assumed();
+    let reads = OperationMix {
+        writes: 0.0,
+        reads: 0.5,
+        scans: 0.5,
+        scan_length: 20.0,
+    };
+    let mut r = report("leveled", "ycsb-b");
+    let out = |r: &strata_sim::SimReport| {
+        estimate(
+            r,
+            &reads,
+            116,
+            &c,
+            Regime::OutOfCache { memory_share: 0.1 },
+            1.0,
+        )
+    };
+    let uniform = out(&r);
+    assert_eq!(strata_advise::simulated_memory_share(&r), None);
+    // Every block the workload read was cached: only the filters' false positives reach the
+    // device, at the uniform share.
+    r.read_cache = Some(strata_sim::ReadCacheReport {
+        capacity_bytes: 1 << 20,
+        lookups: 100,
+        lookups_in_buffer: 20,
+        lookup_blocks: 80,
+        lookup_block_hits: 80,
+        scans: 100,
+        scan_blocks: 300,
+        scan_block_hits: 300,
+    });
+    let all_cached = out(&r);
+    assert_eq!(strata_advise::simulated_memory_share(&r), Some(1.0));
+    let device_ns = c.device.as_ref().unwrap().read_latency_us * 1e3;
+    let false_positives = (r.avg_lookup_cost - 1.0).max(0.0);
+    let cached = estimate(&r, &reads, 116, &c, Regime::Cached, 1.0);
+    let expected = cached.foreground_ns + 0.5 * false_positives * 0.9 * device_ns;
+    assert!(
+        (all_cached.foreground_ns - expected).abs() < 1e-6,
+        "{all_cached:?}"
+    );
+    assert!(all_cached.ns_per_op < uniform.ns_per_op);
+    // Half the lookups' blocks and a third of the scans' missed: one device read per scan,
+    // 0.4 per lookup.
+    let cache = r.read_cache.as_mut().unwrap();
+    cache.lookup_block_hits = 40;
+    cache.scan_block_hits = 200;
+    let some_missed = out(&r);
+    let more = some_missed.foreground_ns - all_cached.foreground_ns;
+    assert!(
+        (more - (0.5 * 0.4 + 0.5 * 1.0) * device_ns).abs() < 1e-6,
+        "{more}"
+    );
+    assert_eq!(
+        strata_advise::simulated_memory_share(&r),
+        Some(240.0 / 380.0)
+    );
+}
+
+#[test]
 fn scans_pay_per_entry_and_per_run() {
     let c = Calibration::assumed();
     let r = report("tiered", "ycsb-e");

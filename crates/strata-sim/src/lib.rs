@@ -30,7 +30,8 @@ mod size;
 
 pub use keys::{is_tombstone, key_at_or_after, key_bytes, key_from_bytes, key_of};
 pub use report::{
-    comparison_table, human_bytes, LevelReport, PhaseReport, SimReport, TimelineSample,
+    comparison_table, human_bytes, LevelReport, PhaseReport, ReadCacheReport, SimReport,
+    TimelineSample,
 };
 pub use sim::{
     bloom_fpr, KeyFilter, SimConfig, SimError, Simulator, Timing, TraceEvent, DEFAULT_SCALE_KEYS,

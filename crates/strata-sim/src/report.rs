@@ -99,6 +99,28 @@ pub struct PhaseReport {
     pub peak_space_over_live: f64,
 }
 
+/// What the simulated block cache of the workload's reads counted
+/// ([`crate::SimConfig::read_cache_bytes`]), over the last workload phase.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ReadCacheReport {
+    /// The cache's size in bytes.
+    pub capacity_bytes: u64,
+    /// Point lookups (the reads of read-modify-writes among them).
+    pub lookups: u64,
+    /// Of them, answered by the write buffer, reading no block.
+    pub lookups_in_buffer: u64,
+    /// Data blocks lookups read: one per lookup whose key a run holds.
+    pub lookup_blocks: u64,
+    /// Of them, found in the cache.
+    pub lookup_block_hits: u64,
+    /// Range scans.
+    pub scans: u64,
+    /// Data blocks scans read, every run's.
+    pub scan_blocks: u64,
+    /// Of them, found in the cache.
+    pub scan_block_hits: u64,
+}
+
 /// The result of one simulation. Amplifications follow the measuring conventions of
 /// `docs/architecture.md`: write amplification is bytes written by flushes and compactions over
 /// user bytes ingested; space amplification is
@@ -112,6 +134,10 @@ pub struct SimReport {
     /// `write_amp` × its GC write amplification.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ssd: Option<crate::ftl::FtlReport>,
+    /// The simulated block cache's counts over the last workload phase
+    /// ([`crate::SimConfig::read_cache_bytes`]), if one ran on every key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_cache: Option<ReadCacheReport>,
     /// Scale mode's sample rate: tables kept one key in this many (1: the exact simulator).
     pub sample_one_in: u64,
     /// Policy options.

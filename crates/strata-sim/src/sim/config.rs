@@ -113,6 +113,11 @@ pub struct SimConfig {
     /// that many entries in sizes and counts. `None` keeps every key: the exact simulator. See
     /// [`SimConfig::with_scale`] and `docs/scale.md`. Default: `None`.
     pub scale_keys: Option<u64>,
+    /// Simulate a block cache of this many bytes over the data blocks (of `block_size`, or
+    /// 4 KiB) that the workload's point lookups and scans read, and report its hits
+    /// ([`crate::SimReport::read_cache`]): what an out-of-cache estimate serves from memory.
+    /// Not in scale mode, whose tables hold a sample of the keys. Default: `None`.
+    pub read_cache_bytes: Option<u64>,
 }
 
 /// Scale mode's default budget of kept keys ([`SimConfig::scale_keys`]): 32 MiB of them.
@@ -170,6 +175,7 @@ impl Default for SimConfig {
             ttl_seconds: None,
             periodic_compaction_seconds: None,
             scale_keys: None,
+            read_cache_bytes: None,
         }
     }
 }

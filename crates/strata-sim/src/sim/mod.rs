@@ -24,6 +24,7 @@ mod jobs;
 mod metrics;
 mod phase;
 mod ranges;
+mod reads;
 mod scale;
 mod tables;
 mod tombstones;
@@ -225,6 +226,8 @@ pub struct Simulator {
     /// The smallest and largest keys written since the last flush (the skew estimator's
     /// buffer ranges, as the engine's memtables give them).
     fresh_range: Option<(u64, u64)>,
+    /// The simulated block cache of the workload's reads ([`SimConfig::read_cache_bytes`]).
+    read_cache: Option<reads::ReadCache>,
 }
 
 impl Simulator {
@@ -282,6 +285,13 @@ impl Simulator {
         let buffer_distinct = cfg
             .scale_keys
             .map(|_| DistinctCounter::for_keys(cfg.buffer_size / (cfg.key_size + cfg.value_size)));
+        let read_cache = cfg.read_cache_bytes.map(|bytes| {
+            reads::ReadCache::new(
+                bytes,
+                cfg.block_size.unwrap_or(4096),
+                cfg.key_size + cfg.value_size,
+            )
+        });
         Ok(Simulator {
             cfg,
             // Timed, so the report can say what share of the work the decisions take.
@@ -327,6 +337,7 @@ impl Simulator {
             draining: false,
             autopilot: None,
             fresh_range: None,
+            read_cache,
             entry_level,
         })
     }
@@ -467,9 +478,10 @@ impl Simulator {
     }
 
     /// Records a point read (statistics only).
-    pub fn read(&mut self, _key: u64) {
+    pub fn read(&mut self, key: u64) {
         self.stats.point_reads += 1;
         self.autopilot_count(Counted::Read);
+        self.cache_lookup(key);
     }
 
     fn ingest(&mut self, entry: u64) -> Result<(), SimError> {
@@ -536,6 +548,13 @@ impl Simulator {
         self.autopilot_count(Counted::Scan(entries));
     }
 
+    /// Records a range scan of `entries` entries from `start`: [`Simulator::scan`], and the
+    /// blocks it reads through the simulated cache when there is one.
+    pub fn scan_from(&mut self, start: u64, entries: u64) {
+        self.scan(entries);
+        self.cache_scan(start, entries);
+    }
+
     /// Runs a whole workload, seeded with `seed`, through a fresh simulator and reports. The
     /// operations are the workload's [`OpStream`]: those thread 0 of `strata bench` issues for
     /// the same workload and seed.
@@ -574,11 +593,12 @@ impl Simulator {
                     // The read the engine's benchmark makes first, for the autopilot's window
                     // (the simulator's read statistics count reads alone).
                     sim.autopilot_count(Counted::Read);
+                    sim.cache_lookup(op.key);
                     sim.put(op.key)?
                 }
                 OpKind::Delete => sim.delete(op.key)?,
                 OpKind::Read => sim.read(op.key),
-                OpKind::Scan | OpKind::LongScan => sim.scan(op.scan_length as u64),
+                OpKind::Scan | OpKind::LongScan => sim.scan_from(op.key, op.scan_length as u64),
             }
         }
         sim.live_entries = stream.live_keys();
@@ -634,6 +654,7 @@ impl Simulator {
             .map(|a| a.decisions)
             .unwrap_or_default();
         Ok(SimReport {
+            read_cache: self.read_cache_report(),
             autopilot,
             ssd: None,
             sample_one_in: self.sample_one_in,

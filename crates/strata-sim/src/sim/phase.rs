@@ -28,6 +28,7 @@ impl Simulator {
     /// [`SimReport::phases`]: crate::SimReport::phases
     pub fn begin_phase(&mut self, name: &str) {
         self.end_phase();
+        self.restart_read_counts();
         self.phase = Some(PhaseMark {
             name: name.to_string(),
             write_ops: self.stats.puts + self.stats.deletes,
