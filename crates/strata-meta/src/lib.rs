@@ -16,6 +16,7 @@
 //!
 //! Nothing here performs I/O or spawns threads; the engine and the simulator both build on it.
 
+pub mod block_list;
 mod edit;
 mod error;
 mod intervals;

@@ -96,7 +96,9 @@ pub struct TableMeta {
     pub seqnos: SeqRange,
     /// Bloom filter bits per key the table was built with (0 = no filter).
     pub bloom_bits_per_key: f64,
-    /// Per-block key ranges, when the producer recorded them.
+    /// Per-block key ranges, when the producer recorded them. JSON holds them in a compact
+    /// form ([`crate::block_list`]).
+    #[serde(with = "crate::block_list")]
     pub blocks: Option<Arc<[BlockMeta]>>,
 }
 
