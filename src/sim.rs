@@ -110,6 +110,12 @@ pub struct SimArgs {
     /// RocksDB: block_size. Default: off. [SIZE: 4K = 4KB = 4KiB, any case]
     #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
     block_size: Option<u64>,
+    /// Run a block cache of this size on the workload's point lookups and scans, each finding
+    /// its keys where the simulated tree holds them, and report its hits (`read_cache` in the
+    /// JSON): what a memory of this size would serve of the reads, out of cache. Not with
+    /// --scale. Default: off. [SIZE]
+    #[arg(long, value_name = "SIZE", value_parser = size_arg, allow_hyphen_values = true)]
+    read_cache: Option<u64>,
     /// Simulate the engine's format: tables and data blocks (of --block-size, default 4KiB) sized
     /// by the engine's own table encoder, the memtable's per-entry overhead counted in the
     /// buffer, tombstones dropped by the engine's key-range rule; `strata bench` then writes
@@ -188,6 +194,12 @@ impl SimArgs {
         }
         if let Some(keys) = self.scale_keys() {
             checks::at_least("--scale", keys, 1)?;
+            if self.read_cache.is_some() {
+                anyhow::bail!(
+                    "--read-cache finds each read's key in the tables, which --scale keeps a \
+                     sample of: drop one of them"
+                );
+            }
             if self.block_size.is_some() || self.engine_format {
                 anyhow::bail!(
                     "--scale sizes tables by key and value bytes; drop --block-size and \
@@ -457,6 +469,7 @@ pub fn run(args: SimArgs) -> Result<()> {
         value_compression_ratio: workload.compression_ratio,
         ttl_seconds: args.ttl,
         periodic_compaction_seconds: args.periodic_compaction,
+        read_cache_bytes: args.read_cache,
         ..SimConfig::default()
     };
     // Tables a plan compresses (`compression_per_level`) shrink by what the engine's codecs

@@ -447,3 +447,38 @@ fn sim_expires_entries_on_the_timed_clock() {
         &["--periodic-compaction", "--ttl"],
     );
 }
+
+#[test]
+fn sim_runs_a_block_cache_on_the_workloads_reads_when_asked() {
+    let dir = scratch("sim-read-cache");
+    let args = [
+        "--workload",
+        "ycsb-d",
+        "--entries",
+        "20000",
+        "--ops",
+        "20000",
+        "--buffer-size",
+        "64KiB",
+        "--read-cache",
+        "256KiB",
+    ];
+    let json: serde_json::Value = serde_json::from_str(&sim_json(&dir, &args)).unwrap();
+    let report = json.as_array().map_or(&json, |a| &a[0]);
+    let cache = &report["read_cache"];
+    assert_eq!(cache["capacity_bytes"], 256 << 10, "{report}");
+    let lookups = cache["lookups"].as_u64().unwrap();
+    let blocks = cache["lookup_blocks"].as_u64().unwrap();
+    let hits = cache["lookup_block_hits"].as_u64().unwrap();
+    assert!(
+        lookups > 15_000 && blocks <= lookups && hits <= blocks,
+        "{cache}"
+    );
+    // Read-latest reads hit what the last flushes wrote: some, not every, block is cached.
+    assert!(hits > 0 && hits < blocks, "{cache}");
+    refused(
+        &dir,
+        &["sim", "--read-cache", "1MiB", "--scale"],
+        &["--read-cache", "--scale"],
+    );
+}
