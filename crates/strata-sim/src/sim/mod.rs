@@ -477,7 +477,8 @@ impl Simulator {
         self.ingest(keys::tombstone(key))
     }
 
-    /// Records a point read (statistics only).
+    /// Records a point read: statistics, and the simulated block cache's lookup when there is
+    /// one ([`SimConfig::read_cache_bytes`]).
     pub fn read(&mut self, key: u64) {
         self.stats.point_reads += 1;
         self.autopilot_count(Counted::Read);

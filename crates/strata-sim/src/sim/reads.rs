@@ -65,11 +65,14 @@ impl ReadCache {
     }
 }
 
-/// The position of the first entry at or after `key` in a run's `tables` (each with its sorted
-/// entries), as (table index, entry index); `None` past the run's end.
-fn seek(tables: &[(&TableMeta, &[u64])], key: u64) -> Option<(usize, usize)> {
-    let t = tables.partition_point(|(meta, _)| key_from_bytes(&meta.largest) < key);
-    let (_, entries) = tables.get(t)?;
+/// A run: its tables in key order, each with its sorted entries.
+type Run<'a> = Vec<(&'a TableMeta, &'a [u64])>;
+
+/// The position of the first entry at or after `key` in `run`, as (table index, entry index);
+/// `None` past the run's end.
+fn seek(run: &[(&TableMeta, &[u64])], key: u64) -> Option<(usize, usize)> {
+    let t = run.partition_point(|(meta, _)| key_from_bytes(&meta.largest) < key);
+    let (_, entries) = run.get(t)?;
     Some((t, entries.partition_point(|&e| key_of(e) < key)))
 }
 
@@ -91,7 +94,7 @@ impl Simulator {
     }
 
     /// The runs of the tree, newest first, each as its tables with their entries.
-    fn runs_with_entries(&self) -> Vec<Vec<(&TableMeta, &[u64])>> {
+    fn runs_with_entries(&self) -> impl Iterator<Item = Run<'_>> {
         self.version
             .levels()
             .iter()
@@ -102,7 +105,6 @@ impl Simulator {
                     .map(|t| (&**t, self.tables.get(&t.id).map_or(&[][..], |a| &a[..])))
                     .collect()
             })
-            .collect()
     }
 
     /// A point lookup of `key` through the simulated cache: answered by the buffer, or by the
@@ -122,8 +124,9 @@ impl Simulator {
         let block = if in_buffer {
             None
         } else {
-            self.runs_with_entries().iter().find_map(|run| {
-                let (t, i) = seek(run, key)?;
+            // Runs are listed one at a time: a lookup stops at the newest run holding its key.
+            self.runs_with_entries().find_map(|run| {
+                let (t, i) = seek(&run, key)?;
                 let (meta, entries) = run[t];
                 let found = entries.get(i).is_some_and(|&e| key_of(e) == key);
                 found.then_some((meta.id, i as u64 / per_block))
@@ -154,7 +157,7 @@ impl Simulator {
             return;
         }
         let per_block = self.read_cache.as_ref().map_or(1, |c| c.entries_per_block);
-        let runs = self.runs_with_entries();
+        let runs: Vec<Run<'_>> = self.runs_with_entries().collect();
         let largest = runs
             .iter()
             .max_by_key(|run| run.iter().map(|(_, e)| e.len()).sum::<usize>());
