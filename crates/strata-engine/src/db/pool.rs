@@ -17,6 +17,7 @@ use parking_lot::{Condvar, Mutex};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Wakes the shared workers when work may have become possible in some keyspace.
 ///
@@ -63,6 +64,15 @@ impl WorkerSignal {
             self.wake.wait(&mut generation);
         }
     }
+
+    /// [`WorkerSignal::sleep`] for no longer than `limit`.
+    fn sleep_at_most(&self, seen: u64, stop: impl Fn() -> bool, limit: Duration) {
+        let own = OWN_WAKEUPS.with(Cell::get);
+        let mut generation = self.generation.lock();
+        if *generation == seen.wrapping_add(own) && !stop() {
+            self.wake.wait_for(&mut generation, limit);
+        }
+    }
 }
 
 /// A shared worker: runs `worker`'s kind of job for any keyspace of the database `leader` is the
@@ -73,6 +83,8 @@ pub(crate) fn run_worker(leader: Arc<Engine>, worker: Worker) {
     let signal = &shared.workers;
     let closing = || shared.shutting_down.load(Ordering::Acquire);
     let mut worked = false;
+    // When this worker last ran out of work, until its arenas' free pages go back.
+    let mut untrimmed: Option<Instant> = None;
     loop {
         if closing() {
             return;
@@ -90,8 +102,15 @@ pub(crate) fn run_worker(leader: Arc<Engine>, worker: Worker) {
             continue;
         }
         if std::mem::take(&mut worked) {
-            // Out of work: the jobs' buffers are freed; give their pages back.
-            crate::sys::release_free_memory();
+            untrimmed = Some(Instant::now());
+        }
+        if let Some(ended) = untrimmed {
+            // Out of work: the jobs' buffers are freed; give their pages back, or wait (for
+            // work or) until a trim is due.
+            match crate::sys::release_free_memory_after(ended) {
+                None => untrimmed = None,
+                Some(wait) => signal.sleep_at_most(seen, closing, wait),
+            }
             continue;
         }
         signal.sleep(seen, closing);
