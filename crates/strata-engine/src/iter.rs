@@ -4,6 +4,7 @@ use crate::error::Result;
 use crate::key::compare_internal_keys;
 use bytes::Bytes;
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 /// Where a stored data block is, reported by a table cursor on the block's first entry: what a
 /// block-preserving merge needs to keep the block instead of rewriting it.
@@ -390,16 +391,106 @@ impl InternalIterator for MergingIterator {
     }
 }
 
-/// A cursor over an in-memory sorted list of (internal key, value) pairs.
+/// Sorted (internal key, value) pairs packed into one buffer: a window flush's copy of its
+/// window, built in key order. A skip-list memtable built the same way spent 113 ns per entry
+/// on its nodes (1,131 of 28,667 samples of Min-Max's 10^7 nearly sorted ingest); here an entry
+/// is its bytes appended and one index slot.
+#[derive(Clone, Debug, Default)]
+pub struct SortedEntries {
+    bytes: Vec<u8>,
+    /// Per entry, where its key starts in `bytes`, its key's length and its value's length.
+    index: Vec<(usize, u32, u32)>,
+}
+
+impl SortedEntries {
+    /// An empty list with room for `entries` entries of `bytes` bytes in all.
+    pub fn with_capacity(entries: usize, bytes: usize) -> Self {
+        SortedEntries {
+            bytes: Vec::with_capacity(bytes),
+            index: Vec::with_capacity(entries),
+        }
+    }
+
+    /// Sorts `entries` and packs them.
+    pub fn from_unsorted(mut entries: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
+        entries.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+        let bytes = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
+        let mut sorted = SortedEntries::with_capacity(entries.len(), bytes);
+        for (key, value) in &entries {
+            sorted.push(&[key], value);
+        }
+        sorted
+    }
+
+    /// Appends an entry whose internal key is the concatenation of `key_parts`.
+    ///
+    /// REQUIRES: the key sorts after every key already here (checked in debug builds).
+    ///
+    /// # Panics
+    /// If a key or value is 4 GiB or longer.
+    pub fn push(&mut self, key_parts: &[&[u8]], value: &[u8]) {
+        let at = self.bytes.len();
+        for part in key_parts {
+            self.bytes.extend_from_slice(part);
+        }
+        let key_len = self.bytes.len() - at;
+        self.bytes.extend_from_slice(value);
+        self.index.push((
+            at,
+            u32::try_from(key_len).expect("a key under 4 GiB"),
+            u32::try_from(value.len()).expect("a value under 4 GiB"),
+        ));
+        debug_assert!(
+            self.len() < 2
+                || compare_internal_keys(self.key(self.len() - 2), self.key(self.len() - 1))
+                    == Ordering::Less,
+            "entries pushed out of order"
+        );
+    }
+
+    /// Entries held.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The internal key of entry `i`.
+    pub fn key(&self, i: usize) -> &[u8] {
+        let (at, key_len, _) = self.index[i];
+        &self.bytes[at..at + key_len as usize]
+    }
+
+    /// The value of entry `i`.
+    pub fn value(&self, i: usize) -> &[u8] {
+        let (at, key_len, value_len) = self.index[i];
+        let start = at + key_len as usize;
+        &self.bytes[start..start + value_len as usize]
+    }
+
+    /// Bytes of keys and values held.
+    pub fn bytes(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
+/// A cursor over [`SortedEntries`].
 pub struct VecIterator {
-    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    entries: Arc<SortedEntries>,
     index: usize,
 }
 
 impl VecIterator {
     /// A cursor over `entries`, which it sorts.
-    pub fn new(mut entries: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
-        entries.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+    pub fn new(entries: Vec<(Vec<u8>, Vec<u8>)>) -> Self {
+        Self::over(Arc::new(SortedEntries::from_unsorted(entries)))
+    }
+
+    /// A cursor over `entries`, shared.
+    pub fn over(entries: Arc<SortedEntries>) -> Self {
         let index = entries.len();
         VecIterator { entries, index }
     }
@@ -422,15 +513,18 @@ impl InternalIterator for VecIterator {
         Ok(())
     }
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.index = self
-            .entries
-            .partition_point(|(k, _)| compare_internal_keys(k, target) == Ordering::Less);
+        let entries = &self.entries;
+        self.index = entries.index.partition_point(|&(at, len, _)| {
+            compare_internal_keys(&entries.bytes[at..at + len as usize], target) == Ordering::Less
+        });
         Ok(())
     }
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
-        let after = self
-            .entries
-            .partition_point(|(k, _)| compare_internal_keys(k, target) != Ordering::Greater);
+        let entries = &self.entries;
+        let after = entries.index.partition_point(|&(at, len, _)| {
+            compare_internal_keys(&entries.bytes[at..at + len as usize], target)
+                != Ordering::Greater
+        });
         self.index = after.checked_sub(1).unwrap_or(self.entries.len());
         Ok(())
     }
@@ -443,10 +537,18 @@ impl InternalIterator for VecIterator {
         Ok(())
     }
     fn key(&self) -> &[u8] {
-        self.entries.get(self.index).map_or(&[], |e| &e.0)
+        if self.valid() {
+            self.entries.key(self.index)
+        } else {
+            &[]
+        }
     }
     fn value(&self) -> &[u8] {
-        self.entries.get(self.index).map_or(&[], |e| &e.1)
+        if self.valid() {
+            self.entries.value(self.index)
+        } else {
+            &[]
+        }
     }
 }
 
@@ -501,14 +603,15 @@ mod tests {
             let mut seq = 1;
             for b in 0..30u64 {
                 let base = b * 10 + step() % 15;
-                let run: Vec<(Vec<u8>, Vec<u8>)> = (0..1 + step() % 6)
+                let mut run: Vec<(Vec<u8>, Vec<u8>)> = (0..1 + step() % 6)
                     .map(|_| {
                         seq += 1;
                         let k = format!("{:04}", base + step() % if b % 9 == 0 { 200 } else { 8 });
                         (internal_key(k.as_bytes(), seq, ValueKind::Put), vec![])
                     })
                     .collect();
-                runs.push(VecIterator::new(run).entries);
+                run.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+                runs.push(run);
             }
             runs.sort_by(|a, b| compare_internal_keys(&a[0].0, &b[0].0));
             let eager = |runs: &Vec<Vec<(Vec<u8>, Vec<u8>)>>| {

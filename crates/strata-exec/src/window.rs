@@ -141,6 +141,97 @@ impl WindowIndex {
         }
     }
 
+    /// Adds `positions`, given in nondecreasing order: [`WindowIndex::insert`] for each, in one
+    /// pass over the blocks they land in. A memtable's keys come sorted, and nearly sorted ones
+    /// mostly land past the last position held, where they are appended.
+    pub fn insert_sorted(&mut self, positions: &[u128]) {
+        debug_assert!(positions.windows(2).all(|w| w[0] <= w[1]));
+        if positions.is_empty() {
+            return;
+        }
+        if self.blocks.is_empty() {
+            self.blocks.push(Block::default());
+        }
+        let mut rest = positions;
+        let mut k = 0;
+        while let Some(&lowest) = rest.first() {
+            // The block `insert` would pick for the lowest: the first whose last position is
+            // above it, else the last block. The rest of those below that block's last go there
+            // too (every block before it ends at or below the lowest).
+            k += self.blocks[k..]
+                .partition_point(|b| b.positions.last().is_some_and(|&last| last <= lowest));
+            k = k.min(self.blocks.len() - 1);
+            let n = if k + 1 == self.blocks.len() {
+                rest.len()
+            } else {
+                // (An empty block before the last, which `remove` never leaves, takes none.)
+                let last = self.blocks[k].positions.last().copied().unwrap_or(lowest);
+                rest.partition_point(|&p| p < last)
+            };
+            let (here, later) = rest.split_at(n);
+            rest = later;
+            if here.is_empty() {
+                k += 1;
+                continue;
+            }
+            let block = &mut self.blocks[k].positions;
+            if block.last().is_none_or(|&last| last <= here[0]) {
+                block.extend_from_slice(here);
+            } else {
+                let mut merged = Vec::with_capacity(block.len() + here.len());
+                let (mut i, mut j) = (0, 0);
+                while i < block.len() && j < here.len() {
+                    // Equal ones: the new after the held, as `insert` places them.
+                    if block[i] <= here[j] {
+                        merged.push(block[i]);
+                        i += 1;
+                    } else {
+                        merged.push(here[j]);
+                        j += 1;
+                    }
+                }
+                merged.extend_from_slice(&block[i..]);
+                merged.extend_from_slice(&here[j..]);
+                *block = merged;
+            }
+            self.len += here.len();
+            self.touch(k);
+            // Split an overgrown block into blocks of `BLOCK` (the last up to twice that).
+            let len = self.blocks[k].positions.len();
+            if len > 2 * BLOCK {
+                let mut tail = self.blocks[k].positions.split_off(BLOCK);
+                let mut split = Vec::new();
+                while tail.len() > 2 * BLOCK {
+                    let rest_of_tail = tail.split_off(BLOCK);
+                    split.push(std::mem::replace(&mut tail, rest_of_tail));
+                }
+                split.push(tail);
+                let added = split.len();
+                self.blocks.splice(
+                    k + 1..k + 1,
+                    split.into_iter().map(|positions| Block {
+                        positions,
+                        ..Block::default()
+                    }),
+                );
+                for b in k + 1..=k + added {
+                    self.touch(b);
+                }
+                k += added;
+            }
+            k += 1;
+        }
+    }
+
+    /// A [`WindowIndex::contains`] for positions asked in nondecreasing order, which walks the
+    /// blocks once for them all.
+    pub fn sorted_probe(&self) -> SortedProbe<'_> {
+        SortedProbe {
+            index: self,
+            block: 0,
+        }
+    }
+
     /// Removes the positions of `ranks` (a window the caller evicted). Ranks past the end are
     /// ignored.
     pub fn remove(&mut self, ranks: Range<usize>) {
@@ -331,6 +422,32 @@ impl WindowIndex {
     }
 }
 
+/// [`WindowIndex::contains`] for positions asked in nondecreasing order
+/// ([`WindowIndex::sorted_probe`]).
+pub struct SortedProbe<'a> {
+    index: &'a WindowIndex,
+    /// The first block whose last position is not below the last position asked.
+    block: usize,
+}
+
+impl SortedProbe<'_> {
+    /// Whether `position` is held.
+    ///
+    /// REQUIRES: `position` is not below any position asked before.
+    pub fn contains(&mut self, position: u128) -> bool {
+        let blocks = &self.index.blocks;
+        while blocks
+            .get(self.block)
+            .is_some_and(|b| b.positions.last().is_some_and(|&last| last < position))
+        {
+            self.block += 1;
+        }
+        blocks
+            .get(self.block)
+            .is_some_and(|b| b.positions.binary_search(&position).is_ok())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -437,7 +554,7 @@ mod tests {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
         #[test]
         fn the_index_agrees_with_a_full_scan(
-            ops in proptest::collection::vec((0u8..4, 0u128..400, 1usize..40), 1..300)
+            ops in proptest::collection::vec((0u8..5, 0u128..400, 1usize..40), 1..300)
         ) {
             let mut index = WindowIndex::new();
             let mut sorted: Vec<u128> = Vec::new();
@@ -452,6 +569,23 @@ mod tests {
                             let at = sorted.partition_point(|&x| x <= p);
                             sorted.insert(at, p);
                         }
+                    }
+                    // A sorted batch at once, as a flush indexes a memtable; the sorted probe
+                    // answers for each before it goes in.
+                    4 => {
+                        let mut batch: Vec<u128> =
+                            (0..width as u128 * 40).map(|j| value * 3 + (j % 7) * 1000 + j / 7).collect();
+                        batch.sort_unstable();
+                        let mut probe = index.sorted_probe();
+                        for &p in &batch {
+                            proptest::prop_assert_eq!(probe.contains(p), sorted.binary_search(&p).is_ok());
+                        }
+                        index.insert_sorted(&batch);
+                        for p in batch {
+                            let at = sorted.partition_point(|&x| x <= p);
+                            sorted.insert(at, p);
+                        }
+                        proptest::prop_assert_eq!(index.rank_of(sorted[0]), 0);
                     }
                     // Evict the most compact window, as a flush does.
                     2 => {

@@ -3,7 +3,9 @@
 
 use super::compaction::table_bytes;
 use super::engine::{Engine, EngineState};
-use super::held_buffer::{buffer_summary, take_window, HeldBuffer, TakenWindow, WindowSource};
+use super::held_buffer::{
+    buffer_summary, take_window, FlushedBuffer, HeldBuffer, TakenWindow, WindowSource,
+};
 use super::install::BufferChange;
 use crate::error::{Error, Result};
 use crate::iter::InternalIterator;
@@ -282,7 +284,7 @@ impl Engine {
                 self.options.memtable_filter_bytes(),
             )?,
             (None, [only]) => TakenWindow {
-                flushed: Arc::clone(only),
+                flushed: FlushedBuffer::Memtable(Arc::clone(only)),
                 held: None,
                 eviction: None,
                 rebuffered: None,
@@ -320,7 +322,7 @@ impl Engine {
             .collect();
         projection.extend(merge_with.iter().map(|t| (t.smallest.clone(), t.size)));
         let mut inputs: Vec<Box<dyn InternalIterator>> = vec![Box::new(SamplingIterator {
-            inner: Box::new(flushed.iter()),
+            inner: flushed.iter(),
             sample: Arc::clone(&sample),
         })];
         let mut bytes_read = 0;

@@ -7,11 +7,12 @@
 //! when the job asks for it.
 
 use crate::error::{Error, Result};
-use crate::iter::{InternalIterator, MergingIterator};
+use crate::iter::{InternalIterator, MergingIterator, SortedEntries, VecIterator};
 use crate::key::{self, SeqNo, ValueKind};
 use crate::manifest::BufferEviction;
 use crate::memtable::{self, Memtable};
 use crate::merge::MergeFilter;
+use bytes::Bytes;
 use std::sync::Arc;
 use strata_exec::window::{key_position, smallest_key_at, WindowIndex};
 use strata_meta::KeyRange;
@@ -125,10 +126,41 @@ pub(super) struct WindowSource<'a> {
     pub snapshots: &'a [SeqNo],
 }
 
+/// What a flush writes of its buffer: a whole memtable, or a window's entries copied out of the
+/// held ones.
+pub(super) enum FlushedBuffer {
+    /// The one memtable of a whole-buffer flush.
+    Memtable(Arc<Memtable>),
+    /// Every entry of a window's keys.
+    Window(Arc<SortedEntries>),
+}
+
+impl FlushedBuffer {
+    /// Its smallest and largest user keys (a memtable's range deletions' included), or `None`
+    /// when it is empty.
+    pub(super) fn key_range(&self) -> Option<(Bytes, Bytes)> {
+        match self {
+            FlushedBuffer::Memtable(m) => m.key_range(),
+            FlushedBuffer::Window(w) => (!w.is_empty()).then(|| {
+                let user = |i| Bytes::copy_from_slice(key::user_key(w.key(i)));
+                (user(0), user(w.len() - 1))
+            }),
+        }
+    }
+
+    /// A cursor over its entries.
+    pub(super) fn iter(&self) -> Box<dyn InternalIterator> {
+        match self {
+            FlushedBuffer::Memtable(m) => Box::new(m.iter()),
+            FlushedBuffer::Window(w) => Box::new(VecIterator::over(Arc::clone(w))),
+        }
+    }
+}
+
 /// What a window flush takes from its memtables.
 pub(super) struct TakenWindow {
-    /// Every entry of the window's keys.
-    pub(super) flushed: Arc<Memtable>,
+    /// What the flush writes.
+    pub(super) flushed: FlushedBuffer,
     /// What stays held (in the job's memtables, or in their re-buffered copy), or `None` when
     /// nothing is left.
     pub(super) held: Option<HeldBuffer>,
@@ -178,6 +210,10 @@ fn index_memtable(
     let evicted = evicted_by(evictions);
     let mut it = memtable.iter();
     it.seek_to_first()?;
+    // The memtable's keys come sorted, so their positions do: the index answers for them in one
+    // walk and takes the new ones in one merge.
+    let mut probe = index.sorted_probe();
+    let mut fresh = Vec::with_capacity(memtable.len());
     let mut previous: Option<Vec<u8>> = None;
     let mut keys = 0;
     while it.valid() {
@@ -186,11 +222,13 @@ fn index_memtable(
             it.next()?;
             continue;
         }
-        previous = Some(user_key.to_vec());
+        let last = previous.get_or_insert_with(Vec::new);
+        last.clear();
+        last.extend_from_slice(user_key);
         let position = key_position(user_key);
         // Positions may repeat for distinct keys: the index only rules a key out.
         let mut held_before = false;
-        if index.contains(position) {
+        if probe.contains(position) {
             for (j, m) in older.iter().enumerate().rev() {
                 if let Some((old_seq, _, old_value)) = m.get(user_key, key::MAX_SEQNO) {
                     if !evicted(user_key, old_seq) {
@@ -203,12 +241,13 @@ fn index_memtable(
             }
         }
         if !held_before {
-            index.insert(position);
+            fresh.push(position);
         }
         live.add(user_key, it.value());
         keys += 1;
         it.next()?;
     }
+    index.insert_sorted(&fresh);
     live.live_per_memtable.push(keys);
     Ok(())
 }
@@ -258,7 +297,15 @@ pub(super) fn take_window(
         })
         .collect();
 
-    let flushed = Arc::new(Memtable::new(0));
+    // Room for the window's entries at the buffer's mean entry size; the copy grows if it needs
+    // more.
+    let mean_entry = live.live_user_bytes / live.live_entries.max(1) + 8;
+    let mut flushed = SortedEntries::with_capacity(
+        take.min(live.live_entries as usize),
+        (take as u64)
+            .min(live.live_entries)
+            .saturating_mul(mean_entry) as usize,
+    );
     let reaching_memtables: Vec<Arc<Memtable>> = reaching
         .iter()
         .map(|&i| Arc::clone(&memtables[i]))
@@ -272,7 +319,7 @@ pub(super) fn take_window(
     let (mut distinct, mut current) = (0usize, Vec::new());
     let mut range: Option<(Vec<u8>, Vec<u8>)> = None;
     while it.valid() {
-        let (user_key, seq, kind) = parse(it.key())?;
+        let (user_key, seq, _) = parse(it.key())?;
         if evicted(user_key, seq) {
             it.next()?;
             continue;
@@ -301,11 +348,12 @@ pub(super) fn take_window(
         }
         if distinct > skip {
             // The merged memtables come in the window's own order.
-            flushed.insert_in_order(user_key, seq, kind, it.value());
+            flushed.push(&[it.key()], it.value());
         }
         it.next()?;
     }
     index.remove(window.ranks);
+    let flushed = FlushedBuffer::Window(Arc::new(flushed));
     let Some((smallest, largest)) = range else {
         if index.is_empty() {
             // Nothing live was left to take (a whole-buffer flush of memtables holding only
