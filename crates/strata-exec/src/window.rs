@@ -196,20 +196,24 @@ impl WindowIndex {
             }
             self.len += here.len();
             self.touch(k);
-            // Split an overgrown block into blocks of `BLOCK` (the last up to twice that).
-            let len = self.blocks[k].positions.len();
-            if len > 2 * BLOCK {
-                let mut tail = self.blocks[k].positions.split_off(BLOCK);
-                let mut split = Vec::new();
-                while tail.len() > 2 * BLOCK {
-                    let rest_of_tail = tail.split_off(BLOCK);
-                    split.push(std::mem::replace(&mut tail, rest_of_tail));
+            // Split an overgrown block into blocks of `BLOCK` (the last up to twice that), each
+            // its own allocation: a `split_off` would leave every piece the capacity of what
+            // followed it.
+            if self.blocks[k].positions.len() > 2 * BLOCK {
+                let all = std::mem::take(&mut self.blocks[k].positions);
+                let mut pieces: Vec<Vec<u128>> = all.chunks(BLOCK).map(<[u128]>::to_vec).collect();
+                if let [.., before, last] = pieces.as_mut_slice() {
+                    if last.len() < BLOCK {
+                        before.append(last);
+                    }
                 }
-                split.push(tail);
-                let added = split.len();
+                pieces.retain(|p| !p.is_empty());
+                let mut pieces = pieces.into_iter();
+                self.blocks[k].positions = pieces.next().unwrap_or_default();
+                let added = pieces.len();
                 self.blocks.splice(
                     k + 1..k + 1,
-                    split.into_iter().map(|positions| Block {
+                    pieces.map(|positions| Block {
                         positions,
                         ..Block::default()
                     }),
@@ -547,6 +551,21 @@ mod tests {
             "measured {} windows, a full scan {full_scan}",
             index.windows_measured()
         );
+    }
+
+    #[test]
+    fn a_large_sorted_batch_splits_into_blocks_of_their_own_size() {
+        let mut index = WindowIndex::new();
+        index.insert(5);
+        let batch: Vec<u128> = (0..100_000u128).map(|i| i * 3).collect();
+        index.insert_sorted(&batch);
+        assert_eq!(index.len(), 100_001);
+        assert!(index.blocks.iter().all(|b| b.positions.len() <= 2 * BLOCK));
+        // Each block holds about what it allocated (a split that kept the capacity of what
+        // followed would hold gigabytes here).
+        let capacity: usize = index.blocks.iter().map(|b| b.positions.capacity()).sum();
+        assert!(capacity < 2 * index.len(), "{capacity} slots for {}", index.len());
+        assert!(index.contains(5) && index.contains(299_997) && !index.contains(299_998));
     }
 
     proptest::proptest! {
