@@ -564,7 +564,11 @@ mod tests {
         // Each block holds about what it allocated (a split that kept the capacity of what
         // followed would hold gigabytes here).
         let capacity: usize = index.blocks.iter().map(|b| b.positions.capacity()).sum();
-        assert!(capacity < 2 * index.len(), "{capacity} slots for {}", index.len());
+        assert!(
+            capacity < 2 * index.len(),
+            "{capacity} slots for {}",
+            index.len()
+        );
         assert!(index.contains(5) && index.contains(299_997) && !index.contains(299_998));
     }
 
