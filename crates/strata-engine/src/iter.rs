@@ -470,11 +470,6 @@ impl SortedEntries {
         let start = at + key_len as usize;
         &self.bytes[start..start + value_len as usize]
     }
-
-    /// Bytes of keys and values held.
-    pub fn bytes(&self) -> usize {
-        self.bytes.len()
-    }
 }
 
 /// A cursor over [`SortedEntries`].
@@ -566,6 +561,42 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn sorted_entries_pushed_in_order_read_back_and_seek_both_ways() {
+        // Keys pushed in parts (a user key and its trailer), as a window copy pushes them.
+        let mut sorted = SortedEntries::with_capacity(0, 0);
+        for (k, s) in [("a", 7), ("c", 9), ("c", 3), ("e", 5)] {
+            let ikey = internal_key(k.as_bytes(), s, ValueKind::Put);
+            let (user, trailer) = ikey.split_at(ikey.len() - 8);
+            sorted.push(&[user, trailer], format!("{k}{s}").as_bytes());
+        }
+        assert_eq!(sorted.len(), 4);
+        assert_eq!(
+            sorted.key(2),
+            internal_key(b"c", 3, ValueKind::Put).as_slice()
+        );
+        assert_eq!(sorted.value(2), b"c3");
+        let mut it = VecIterator::over(Arc::new(sorted));
+        assert!(!it.valid(), "a new cursor is on no entry");
+        // The newest "c" first, then the older one.
+        it.seek(&internal_key(b"b", u64::MAX >> 8, ValueKind::Put))
+            .unwrap();
+        assert_eq!(it.value(), b"c9");
+        it.next().unwrap();
+        assert_eq!(it.value(), b"c3");
+        it.seek_for_prev(&internal_key(b"d", 1, ValueKind::Put))
+            .unwrap();
+        assert_eq!(it.value(), b"c3");
+        it.seek_to_first().unwrap();
+        it.prev().unwrap();
+        assert!(!it.valid());
+        it.seek(&internal_key(b"f", 1, ValueKind::Put)).unwrap();
+        assert!(!it.valid());
+        assert_eq!((it.key(), it.value()), (&[][..], &[][..]));
+        it.seek_to_last().unwrap();
+        assert_eq!(user_key(it.key()), b"e");
     }
 
     /// Runs for the deferred test: sorted lists opened on demand, by smallest key.

@@ -55,22 +55,19 @@ impl WorkerSignal {
         *self.generation.lock()
     }
 
-    /// Sleeps until the next wake-up, unless another thread woke the workers since `seen` or
-    /// `stop` holds (checked under the lock a closing database wakes under).
-    fn sleep(&self, seen: u64, stop: impl Fn() -> bool) {
+    /// Sleeps until the next wake-up (or for `limit` at most), unless another thread woke the
+    /// workers since `seen` or `stop` holds (checked under the lock a closing database wakes
+    /// under).
+    fn sleep(&self, seen: u64, stop: impl Fn() -> bool, limit: Option<Duration>) {
         let own = OWN_WAKEUPS.with(Cell::get);
         let mut generation = self.generation.lock();
         if *generation == seen.wrapping_add(own) && !stop() {
-            self.wake.wait(&mut generation);
-        }
-    }
-
-    /// [`WorkerSignal::sleep`] for no longer than `limit`.
-    fn sleep_at_most(&self, seen: u64, stop: impl Fn() -> bool, limit: Duration) {
-        let own = OWN_WAKEUPS.with(Cell::get);
-        let mut generation = self.generation.lock();
-        if *generation == seen.wrapping_add(own) && !stop() {
-            self.wake.wait_for(&mut generation, limit);
+            match limit {
+                Some(limit) => {
+                    self.wake.wait_for(&mut generation, limit);
+                }
+                None => self.wake.wait(&mut generation),
+            }
         }
     }
 }
@@ -109,11 +106,11 @@ pub(crate) fn run_worker(leader: Arc<Engine>, worker: Worker) {
             // work or) until a trim is due.
             match crate::sys::release_free_memory_after(ended) {
                 None => untrimmed = None,
-                Some(wait) => signal.sleep_at_most(seen, closing, wait),
+                Some(wait) => signal.sleep(seen, closing, Some(wait)),
             }
             continue;
         }
-        signal.sleep(seen, closing);
+        signal.sleep(seen, closing, None);
     }
 }
 
