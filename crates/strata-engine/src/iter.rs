@@ -464,6 +464,13 @@ impl SortedEntries {
         &self.bytes[at..at + key_len as usize]
     }
 
+    /// How many entries come first whose internal key `before` holds for (it holds for a
+    /// prefix of the entries).
+    fn partition_point(&self, before: impl Fn(&[u8]) -> bool) -> usize {
+        self.index
+            .partition_point(|&(at, len, _)| before(&self.bytes[at..at + len as usize]))
+    }
+
     /// The value of entry `i`.
     pub fn value(&self, i: usize) -> &[u8] {
         let (at, key_len, value_len) = self.index[i];
@@ -508,18 +515,15 @@ impl InternalIterator for VecIterator {
         Ok(())
     }
     fn seek(&mut self, target: &[u8]) -> Result<()> {
-        let entries = &self.entries;
-        self.index = entries.index.partition_point(|&(at, len, _)| {
-            compare_internal_keys(&entries.bytes[at..at + len as usize], target) == Ordering::Less
-        });
+        self.index = self
+            .entries
+            .partition_point(|k| compare_internal_keys(k, target) == Ordering::Less);
         Ok(())
     }
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
-        let entries = &self.entries;
-        let after = entries.index.partition_point(|&(at, len, _)| {
-            compare_internal_keys(&entries.bytes[at..at + len as usize], target)
-                != Ordering::Greater
-        });
+        let after = self
+            .entries
+            .partition_point(|k| compare_internal_keys(k, target) != Ordering::Greater);
         self.index = after.checked_sub(1).unwrap_or(self.entries.len());
         Ok(())
     }

@@ -118,27 +118,55 @@ impl WindowIndex {
         if self.blocks.is_empty() {
             self.blocks.push(Block::default());
         }
-        // The first block whose last position is above it, else the last block.
-        let k = self
-            .blocks
-            .partition_point(|b| b.positions.last().is_some_and(|&last| last <= position))
-            .min(self.blocks.len() - 1);
+        let k = self.block_for(0, position);
         let block = &mut self.blocks[k].positions;
         let at = block.partition_point(|&p| p <= position);
         block.insert(at, position);
         self.len += 1;
         self.touch(k);
-        if self.blocks[k].positions.len() > 2 * BLOCK {
-            let tail = self.blocks[k].positions.split_off(BLOCK);
-            self.blocks.insert(
-                k + 1,
-                Block {
-                    positions: tail,
-                    ..Block::default()
-                },
-            );
-            self.touch(k + 1);
+        self.split_grown(k);
+    }
+
+    /// The block from `from` on that [`WindowIndex::insert`] puts `position` in: the first whose
+    /// last position is above it, else the last block.
+    ///
+    /// REQUIRES: there is a block.
+    fn block_for(&self, from: usize, position: u128) -> usize {
+        (from
+            + self.blocks[from..]
+                .partition_point(|b| b.positions.last().is_some_and(|&last| last <= position)))
+        .min(self.blocks.len() - 1)
+    }
+
+    /// Splits block `k`, when it holds more than `2 · BLOCK` positions, into blocks of `BLOCK`
+    /// (the last up to twice that), each its own allocation: a `split_off` would leave every
+    /// piece the capacity of what followed it. Returns how many blocks it added after `k`.
+    fn split_grown(&mut self, k: usize) -> usize {
+        if self.blocks[k].positions.len() <= 2 * BLOCK {
+            return 0;
         }
+        let all = std::mem::take(&mut self.blocks[k].positions);
+        let mut pieces: Vec<Vec<u128>> = all.chunks(BLOCK).map(<[u128]>::to_vec).collect();
+        if let [.., before, last] = pieces.as_mut_slice() {
+            if last.len() < BLOCK {
+                before.append(last);
+            }
+        }
+        pieces.retain(|p| !p.is_empty());
+        let mut pieces = pieces.into_iter();
+        self.blocks[k].positions = pieces.next().unwrap_or_default();
+        let added = pieces.len();
+        self.blocks.splice(
+            k + 1..k + 1,
+            pieces.map(|positions| Block {
+                positions,
+                ..Block::default()
+            }),
+        );
+        for b in k + 1..=k + added {
+            self.touch(b);
+        }
+        added
     }
 
     /// Adds `positions`, given in nondecreasing order: [`WindowIndex::insert`] for each, in one
@@ -155,12 +183,9 @@ impl WindowIndex {
         let mut rest = positions;
         let mut k = 0;
         while let Some(&lowest) = rest.first() {
-            // The block `insert` would pick for the lowest: the first whose last position is
-            // above it, else the last block. The rest of those below that block's last go there
-            // too (every block before it ends at or below the lowest).
-            k += self.blocks[k..]
-                .partition_point(|b| b.positions.last().is_some_and(|&last| last <= lowest));
-            k = k.min(self.blocks.len() - 1);
+            // The block `insert` would pick for the lowest. The rest of those below that block's
+            // last go there too (every block before it ends at or below the lowest).
+            k = self.block_for(k, lowest);
             let n = if k + 1 == self.blocks.len() {
                 rest.len()
             } else {
@@ -196,33 +221,7 @@ impl WindowIndex {
             }
             self.len += here.len();
             self.touch(k);
-            // Split an overgrown block into blocks of `BLOCK` (the last up to twice that), each
-            // its own allocation: a `split_off` would leave every piece the capacity of what
-            // followed it.
-            if self.blocks[k].positions.len() > 2 * BLOCK {
-                let all = std::mem::take(&mut self.blocks[k].positions);
-                let mut pieces: Vec<Vec<u128>> = all.chunks(BLOCK).map(<[u128]>::to_vec).collect();
-                if let [.., before, last] = pieces.as_mut_slice() {
-                    if last.len() < BLOCK {
-                        before.append(last);
-                    }
-                }
-                pieces.retain(|p| !p.is_empty());
-                let mut pieces = pieces.into_iter();
-                self.blocks[k].positions = pieces.next().unwrap_or_default();
-                let added = pieces.len();
-                self.blocks.splice(
-                    k + 1..k + 1,
-                    pieces.map(|positions| Block {
-                        positions,
-                        ..Block::default()
-                    }),
-                );
-                for b in k + 1..=k + added {
-                    self.touch(b);
-                }
-                k += added;
-            }
+            k += self.split_grown(k);
             k += 1;
         }
     }

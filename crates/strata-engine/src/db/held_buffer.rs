@@ -300,12 +300,9 @@ pub(super) fn take_window(
     // Room for the window's entries at the buffer's mean entry size; the copy grows if it needs
     // more.
     let mean_entry = live.live_user_bytes / live.live_entries.max(1) + 8;
-    let mut flushed = SortedEntries::with_capacity(
-        take.min(live.live_entries as usize),
-        (take as u64)
-            .min(live.live_entries)
-            .saturating_mul(mean_entry) as usize,
-    );
+    let keys = (take as u64).min(live.live_entries);
+    let mut flushed =
+        SortedEntries::with_capacity(keys as usize, keys.saturating_mul(mean_entry) as usize);
     let reaching_memtables: Vec<Arc<Memtable>> = reaching
         .iter()
         .map(|&i| Arc::clone(&memtables[i]))
