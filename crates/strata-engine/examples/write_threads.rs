@@ -59,6 +59,9 @@ fn main() -> Result<(), Box<dyn Error>> {
         (threads * puts) as f64 / seconds,
         m.batches as f64 / m.write_groups.max(1) as f64,
     );
+    if let Some(timing) = strata_engine::write_timing::take_report() {
+        println!("{timing}");
+    }
     db.close()?;
     Ok(())
 }

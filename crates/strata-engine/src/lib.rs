@@ -62,6 +62,7 @@ mod user_iter;
 pub mod wal_chain;
 mod write_controller;
 mod write_queue;
+pub mod write_timing;
 
 pub use batch::{WriteBatch, MAX_KEY_SIZE, MAX_VALUE_SIZE};
 pub use clock::{Clock, ManualClock, SystemClock};

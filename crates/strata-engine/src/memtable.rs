@@ -5,6 +5,7 @@ use crate::iter::InternalIterator;
 use crate::key::{self, SeqNo, ValueKind, TRAILER_LEN};
 use crate::skiplist::{Cursor, KeyOrder, SkipList, Walk};
 use bytes::Bytes;
+use crossbeam_utils::CachePadded;
 use parking_lot::{Mutex, RwLock};
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
@@ -119,13 +120,8 @@ impl KeyFilter {
 pub struct Memtable {
     list: SkipList<InternalOrder>,
     filter: Option<KeyFilter>,
-    bytes: AtomicU64,
-    user_bytes: AtomicU64,
-    tombstones: AtomicU64,
-    /// Merge operands inserted.
-    merges: AtomicU64,
-    /// The largest sequence number inserted (a window flush's eviction bound).
-    max_seq: AtomicU64,
+    /// What every insert adds to.
+    counts: CachePadded<InsertCounts>,
     wal_number: u64,
     /// Sequence numbers of writes left out of the WAL ([`crate::WriteOptions::disable_wal`]),
     /// as ascending inclusive ranges: what a close or an explicit flush must log before the
@@ -135,6 +131,20 @@ pub struct Memtable {
     range_deletions: RwLock<RangeDeletions>,
     /// How many range deletions were inserted (read without the lock: most memtables have none).
     range_deletion_count: AtomicU64,
+}
+
+/// A memtable's counters that every insert adds to: on lines of their own, apart from what
+/// every lookup reads (the filter, the list's head, the range deletions' count), so that writers
+/// inserting at once do not take those lines from readers with each insert.
+#[derive(Debug, Default)]
+struct InsertCounts {
+    bytes: AtomicU64,
+    user_bytes: AtomicU64,
+    tombstones: AtomicU64,
+    /// Merge operands inserted.
+    merges: AtomicU64,
+    /// The largest sequence number inserted (a window flush's eviction bound).
+    max_seq: AtomicU64,
 }
 
 /// A memtable's range deletions: every one inserted, and their fragments, built again by the
@@ -165,11 +175,7 @@ impl Memtable {
         Memtable {
             list: SkipList::new(),
             filter: (filter_bytes > 0).then(|| KeyFilter::new(filter_bytes)),
-            bytes: AtomicU64::new(0),
-            user_bytes: AtomicU64::new(0),
-            tombstones: AtomicU64::new(0),
-            merges: AtomicU64::new(0),
-            max_seq: AtomicU64::new(0),
+            counts: CachePadded::default(),
             wal_number,
             unlogged: Mutex::new(Vec::new()),
             range_deletions: RwLock::default(),
@@ -189,10 +195,12 @@ impl Memtable {
             });
             r.fragments = None;
         }
-        self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
-        self.bytes
+        self.counts.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
+        self.counts
+            .bytes
             .fetch_add(charge(start, end), AtomicOrdering::Relaxed);
-        self.user_bytes
+        self.counts
+            .user_bytes
             .fetch_add((start.len() + end.len()) as u64, AtomicOrdering::Relaxed);
         // Counted last, with release: a reader that sees the count sees the deletion.
         self.range_deletion_count
@@ -259,8 +267,8 @@ impl Memtable {
                 filter.add(hash);
             }
             // Under the writer lock: a load and a store, not a compare-and-swap loop.
-            if seq > self.max_seq.load(AtomicOrdering::Relaxed) {
-                self.max_seq.store(seq, AtomicOrdering::Relaxed);
+            if seq > self.counts.max_seq.load(AtomicOrdering::Relaxed) {
+                self.counts.max_seq.store(seq, AtomicOrdering::Relaxed);
             }
         };
         let key_parts: [&[u8]; 2] = [user_key, &trailer];
@@ -285,24 +293,25 @@ impl Memtable {
                 if let (Some(filter), Some(hash)) = (&self.filter, hash) {
                     filter.add_concurrently(hash);
                 }
-                self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
+                self.counts.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
             });
         self.count_entry(user_key, kind, value);
     }
 
     fn count_entry(&self, user_key: &[u8], kind: ValueKind, value: &[u8]) {
-        self.bytes
+        self.counts
+            .bytes
             .fetch_add(charge(user_key, value), AtomicOrdering::Relaxed);
-        self.user_bytes.fetch_add(
+        self.counts.user_bytes.fetch_add(
             (user_key.len() + value.len()) as u64,
             AtomicOrdering::Relaxed,
         );
         match kind {
             ValueKind::Delete => {
-                self.tombstones.fetch_add(1, AtomicOrdering::Relaxed);
+                self.counts.tombstones.fetch_add(1, AtomicOrdering::Relaxed);
             }
             ValueKind::Merge => {
-                self.merges.fetch_add(1, AtomicOrdering::Relaxed);
+                self.counts.merges.fetch_add(1, AtomicOrdering::Relaxed);
             }
             ValueKind::Put => {}
         }
@@ -310,7 +319,7 @@ impl Memtable {
 
     /// Merge operands inserted.
     pub fn merge_count(&self) -> u64 {
-        self.merges.load(AtomicOrdering::Relaxed)
+        self.counts.merges.load(AtomicOrdering::Relaxed)
     }
 
     /// The newest entry of `user_key` with a sequence number ≤ `snapshot`.
@@ -367,13 +376,13 @@ impl Memtable {
 
     /// The largest sequence number inserted (0 when empty).
     pub fn max_seq(&self) -> SeqNo {
-        self.max_seq.load(AtomicOrdering::Relaxed)
+        self.counts.max_seq.load(AtomicOrdering::Relaxed)
     }
 
     /// Bytes charged to the buffer (what is compared with the write-buffer size): every
     /// entry's internal key and value plus [`ENTRY_OVERHEAD`].
     pub fn approximate_size(&self) -> u64 {
-        self.bytes.load(AtomicOrdering::Relaxed)
+        self.counts.bytes.load(AtomicOrdering::Relaxed)
     }
 
     /// Bytes the memtable really holds: the arena (within a fraction of a percent of
@@ -385,7 +394,7 @@ impl Memtable {
 
     /// User key+value bytes inserted.
     pub fn user_bytes(&self) -> u64 {
-        self.user_bytes.load(AtomicOrdering::Relaxed)
+        self.counts.user_bytes.load(AtomicOrdering::Relaxed)
     }
 
     /// Entries inserted.
@@ -400,7 +409,7 @@ impl Memtable {
 
     /// Tombstones inserted.
     pub fn tombstones(&self) -> u64 {
-        self.tombstones.load(AtomicOrdering::Relaxed)
+        self.counts.tombstones.load(AtomicOrdering::Relaxed)
     }
 
     /// Smallest and largest user keys, if any; with range deletions, the keys of their

@@ -25,6 +25,7 @@
 
 #![allow(unsafe_code)]
 
+use crossbeam_utils::CachePadded;
 use parking_lot::Mutex;
 use std::cmp::Ordering;
 use std::marker::PhantomData;
@@ -268,11 +269,21 @@ pub struct SkipList<O: KeyOrder> {
     head: *mut Node,
     /// Height of the tallest tower so far (readers may see a stale, smaller value: harmless).
     height: AtomicUsize,
+    /// What every insert writes, on lines of its own.
+    inserts: CachePadded<Inserts>,
+    order: PhantomData<O>,
+}
+
+/// The parts of a list that every insert writes, apart from `head` and `height`, which every
+/// search reads: many writers inserting at once would otherwise take the readers' line away
+/// from them with each insert. Together, so that an insert that takes the lock finds the
+/// counters on the line it holds.
+#[repr(C)]
+struct Inserts {
     len: AtomicUsize,
     /// Arena bytes in use (header, links, keys, values and abandoned chunk tails).
     memory: AtomicUsize,
     writer: Mutex<Writer>,
-    order: PhantomData<O>,
 }
 
 // SAFETY: the raw pointers point into chunks the list owns; shared access follows the rules in
@@ -297,13 +308,15 @@ impl<O: KeyOrder> SkipList<O> {
         SkipList {
             head,
             height: AtomicUsize::new(1),
-            len: AtomicUsize::new(0),
-            memory: AtomicUsize::new(arena.used),
-            writer: Mutex::new(Writer {
-                arena,
-                rng: 0x2545_F491_4F6C_DD1D,
-                tail: [head; MAX_HEIGHT],
-                tail_known: true,
+            inserts: CachePadded::new(Inserts {
+                len: AtomicUsize::new(0),
+                memory: AtomicUsize::new(arena.used),
+                writer: Mutex::new(Writer {
+                    arena,
+                    rng: 0x2545_F491_4F6C_DD1D,
+                    tail: [head; MAX_HEIGHT],
+                    tail_known: true,
+                }),
             }),
             order: PhantomData,
         }
@@ -330,7 +343,7 @@ impl<O: KeyOrder> SkipList<O> {
 
     /// Entries inserted.
     pub fn len(&self) -> usize {
-        self.len.load(AtomicOrdering::Relaxed)
+        self.inserts.len.load(AtomicOrdering::Relaxed)
     }
 
     /// Whether nothing was inserted.
@@ -340,7 +353,7 @@ impl<O: KeyOrder> SkipList<O> {
 
     /// Arena bytes the entries occupy (RocksDB's `ApproximateMemoryUsage` of its arena).
     pub fn memory_usage(&self) -> usize {
-        self.memory.load(AtomicOrdering::Relaxed)
+        self.inserts.memory.load(AtomicOrdering::Relaxed)
     }
 
     /// Inserts an entry whose key is `key_parts` concatenated and whose value is `value`. Keys
@@ -381,7 +394,7 @@ impl<O: KeyOrder> SkipList<O> {
         in_order: bool,
     ) {
         let key_len: usize = key_parts.iter().map(|p| p.len()).sum();
-        let mut w = self.writer.lock();
+        let mut w = self.inserts.writer.lock();
         let (node, height) = self.allocate_entry(&mut w, key_len, value.len());
         // SAFETY: `node` was just allocated for these lengths; the search reads only published
         // nodes and it.
@@ -418,7 +431,7 @@ impl<O: KeyOrder> SkipList<O> {
                 w.tail[level] = node;
             }
         }
-        self.len.fetch_add(1, AtomicOrdering::Relaxed);
+        self.inserts.len.fetch_add(1, AtomicOrdering::Relaxed);
     }
 
     /// [`SkipList::insert_with`] for many writers at once (RocksDB's
@@ -437,7 +450,7 @@ impl<O: KeyOrder> SkipList<O> {
         let key_len: usize = key_parts.iter().map(|p| p.len()).sum();
         // Only the bump allocation is serialized; the bytes are copied outside the lock.
         let (node, height) = {
-            let mut w = self.writer.lock();
+            let mut w = self.inserts.writer.lock();
             // Linked below without the lock: the tail is no longer known.
             w.tail_known = false;
             self.allocate_entry(&mut w, key_len, value.len())
@@ -448,7 +461,11 @@ impl<O: KeyOrder> SkipList<O> {
         // Levels above the list's height keep the head: the search fills those below.
         self.descend(|k| O::compare(k, key), Some(&mut prev));
         before_publish();
-        self.height.fetch_max(height, AtomicOrdering::Relaxed);
+        // Read first: most towers are no taller than the list, and a read-modify-write would
+        // take the line every search reads away from the readers.
+        if height > self.height.load(AtomicOrdering::Relaxed) {
+            self.height.fetch_max(height, AtomicOrdering::Relaxed);
+        }
         for (level, &start) in prev.iter().enumerate().take(height) {
             let mut before = start;
             loop {
@@ -484,7 +501,7 @@ impl<O: KeyOrder> SkipList<O> {
                 }
             }
         }
-        self.len.fetch_add(1, AtomicOrdering::Relaxed);
+        self.inserts.len.fetch_add(1, AtomicOrdering::Relaxed);
     }
 
     /// Allocates an unpublished node for an entry of these lengths; returns it and its height.
@@ -500,7 +517,9 @@ impl<O: KeyOrder> SkipList<O> {
         );
         let height = random_height(&mut w.rng);
         let node = Self::new_node(&mut w.arena, height, key_len, value_len);
-        self.memory.store(w.arena.used, AtomicOrdering::Relaxed);
+        self.inserts
+            .memory
+            .store(w.arena.used, AtomicOrdering::Relaxed);
         (node, height)
     }
 

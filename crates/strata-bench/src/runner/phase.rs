@@ -199,6 +199,8 @@ pub(super) fn run_phase(
     } else {
         None
     };
+    // Only the phase's own writes in the engine's write-path timing, where it is built.
+    let _ = strata_engine::write_timing::take_report();
     let start = Instant::now();
     let deadline =
         (phase.duration_secs > 0.0).then(|| start + Duration::from_secs_f64(phase.duration_secs));
@@ -370,6 +372,9 @@ pub(super) fn run_phase(
         results
     });
     let seconds = start.elapsed().as_secs_f64();
+    if let Some(timing) = strata_engine::write_timing::take_report() {
+        eprintln!("{label} {}, {seconds:.3} s: {timing}", phase.name);
+    }
     stop.store(true, Ordering::Release);
     let _ = sampler.join();
     if let Some(b) = &bar {

@@ -14,6 +14,7 @@ use crate::options::WriteOptions;
 use crate::stats::Statistics;
 use crate::wal_chain;
 use crate::write_queue::{GroupInsert, GroupMemtables, Place, Turn, Writer};
+use crate::write_timing::{Stage, Timer};
 use parking_lot::MutexGuard;
 use smallvec::SmallVec;
 use std::sync::atomic::Ordering;
@@ -71,27 +72,40 @@ impl Engine {
         let group = match self.shared.write_queue.join(&me) {
             Turn::Done(result) => return result,
             Turn::Insert(insert, seq) => {
+                let mut timer = Timer::start();
                 insert.done(self.insert_batch(&insert.memtables, &me.batch, seq, true));
-                return self.shared.write_queue.wait(&me);
+                timer.lap(Stage::FollowerInsert);
+                let result = self.shared.write_queue.wait(&me);
+                timer.lap(Stage::ResultWait);
+                return result;
             }
             Turn::Lead(group) => group,
         };
+        let mut timer = Timer::start();
         let mut commit = self.shared.commit.lock();
-        let result = match self.log_group(&mut commit, &group, &me) {
+        timer.lap(Stage::CommitLockWait);
+        let mut held = timer;
+        let result = match self.log_group(&mut commit, &group, &me, &mut timer) {
             Ok(logged) if logged.place.is_some() => {
                 // Pipelined: the next group may log while this one inserts.
                 drop(commit);
-                self.shared.write_queue.release(&group);
-                self.insert_group(&group, logged)
+                held.lap(Stage::CommitHeld);
+                self.shared.write_queue.release();
+                timer.lap(Stage::Release);
+                self.insert_group(&group, logged, &mut timer)
             }
             logged => {
-                let result = logged.and_then(|logged| self.insert_group(&group, logged));
+                let result =
+                    logged.and_then(|logged| self.insert_group(&group, logged, &mut timer));
                 drop(commit);
-                self.shared.write_queue.release(&group);
+                held.lap(Stage::CommitHeld);
+                self.shared.write_queue.release();
+                timer.lap(Stage::Release);
                 result
             }
         };
         self.shared.write_queue.finish(&me, &group, &result);
+        timer.lap(Stage::Finish);
         if result.is_ok() && self.options.synchronous_compaction && self.options.autopilot.is_some()
         {
             self.autopilot_after_write();
@@ -108,10 +122,12 @@ impl Engine {
         commit: &mut MutexGuard<'_, SeqNo>,
         group: &[Arc<Writer>],
         leader: &Writer,
+        timer: &mut Timer,
     ) -> Result<Logged> {
         let sync = leader.sync;
         let bytes: u64 = group.iter().map(|w| w.batch.user_bytes()).sum();
         let memtables = self.make_room_for_group(commit, group, bytes)?;
+        timer.lap(Stage::MakeRoom);
         let count: u64 = group.iter().map(|w| w.batch.len() as u64).sum();
         let first_seq = **commit + 1;
         if first_seq + count > MAX_SEQNO {
@@ -132,6 +148,7 @@ impl Engine {
                     sync,
                 )
                 .inspect_err(|e| self.set_background_error(e))?;
+            timer.lap(Stage::WalAppend);
             Statistics::add(&self.shared.stats.wal_bytes, payload_len as u64 + 8);
             if sync {
                 Statistics::add(&self.shared.stats.wal_syncs, 1);
@@ -139,7 +156,7 @@ impl Engine {
         }
         **commit = first_seq + count - 1;
         let place = self
-            .pipelines(group.len())
+            .pipelines()
             .then(|| self.shared.publication.join(**commit));
         Ok(Logged {
             memtables,
@@ -149,7 +166,7 @@ impl Engine {
         })
     }
 
-    /// Whether a group of `group_len` writers that has just logged inserts pipelined: always
+    /// Whether a group that has just logged inserts pipelined: always
     /// with [`crate::Options::with_enable_pipelined_write`]; otherwise, where writers may insert
     /// at once, when another writer waits behind the group (so that it logs while this group
     /// inserts, rather than spin for its turn through the insert), or when an earlier pipelined
@@ -158,11 +175,10 @@ impl Engine {
     /// concurrent insert's atomics and the visibility line.
     ///
     /// REQUIRES: the commit lock is held (no other group joins the line meanwhile).
-    fn pipelines(&self, group_len: usize) -> bool {
+    fn pipelines(&self) -> bool {
         self.options.enable_pipelined_write
             || (self.options.allow_concurrent_memtable_write
-                && (self.shared.write_queue.queued() > group_len
-                    || !self.shared.publication.is_idle()))
+                && (self.shared.write_queue.queued() > 0 || !self.shared.publication.is_idle()))
     }
 
     /// Inserts a logged group into its memtable, every writer its own batch at once where the
@@ -170,7 +186,7 @@ impl Engine {
     /// number moves past them. A failed insert leaves the memtable short of what the WAL holds:
     /// a background error (failure rule 1), after which the sequence still moves on, so that
     /// later pipelined groups are not left waiting for their turn.
-    fn insert_group(&self, group: &[Arc<Writer>], logged: Logged) -> Result<()> {
+    fn insert_group(&self, group: &[Arc<Writer>], logged: Logged, timer: &mut Timer) -> Result<()> {
         let Logged {
             memtables,
             first_seq,
@@ -181,17 +197,22 @@ impl Engine {
         let result = if group.len() > 1 && self.options.allow_concurrent_memtable_write {
             let insert = GroupInsert::new(memtables.clone(), group.len() - 1);
             self.shared.write_queue.hand_out(group, &insert, first_seq);
+            timer.lap(Stage::HandOut);
             let own = self.insert_batch(&memtables, &group[0].batch, first_seq, true);
+            timer.lap(Stage::LeaderInsert);
             let others = insert.wait();
+            timer.lap(Stage::FollowersWait);
             own.and(others)
         } else {
             // Pipelined groups' leaders insert beside each other.
             let mut seq = first_seq;
-            group.iter().try_for_each(|w| {
+            let result = group.iter().try_for_each(|w| {
                 self.insert_batch(&memtables, &w.batch, seq, pipelined)?;
                 seq += w.batch.len() as u64;
                 Ok(())
-            })
+            });
+            timer.lap(Stage::LeaderInsert);
+            result
         };
         match place {
             Some(place) => self
@@ -203,6 +224,7 @@ impl Engine {
                 .last_sequence
                 .store(first_seq + count - 1, Ordering::Release),
         }
+        timer.lap(Stage::Publish);
         if self.options.ttl.is_some() {
             // The group's entries are written by now: what their ages are read from.
             self.shared.seqno_times.note(first_seq + count - 1);

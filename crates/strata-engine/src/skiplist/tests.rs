@@ -318,7 +318,7 @@ fn concurrent_writers_link_every_entry_in_order_at_every_level() {
 /// Every level of `list` is a sorted chain and level 0 holds `len` entries; where the writer
 /// still knows the tail, it is each level's last node (the head for an empty level).
 fn assert_levels_sorted(list: &SkipList<Bytewise>, len: usize) {
-    let w = list.writer.lock();
+    let w = list.inserts.writer.lock();
     for level in 0..MAX_HEIGHT {
         let mut x = list.head;
         let mut count = 0;
@@ -376,7 +376,7 @@ fn appends_link_after_the_tail_and_entries_out_of_order_still_find_their_place()
     for k in [100_000u32, 2, 100_001] {
         list.append_with(&[&k.to_be_bytes()], b"y", || {});
     }
-    assert!(!list.writer.lock().tail_known);
+    assert!(!list.inserts.writer.lock().tail_known);
     assert_levels_sorted(&list, expected.len() + 4);
 }
 
