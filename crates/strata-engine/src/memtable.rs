@@ -147,6 +147,35 @@ struct InsertCounts {
     max_seq: AtomicU64,
 }
 
+/// What entries inserted with [`Memtable::insert_concurrently`] add to the memtable's counts,
+/// which that insert leaves to its caller: a commit group's leader sums its group's entries and
+/// adds them once ([`Memtable::add_counts`]), where each writer adding its own took the
+/// counters' line from the others once per entry.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EntryCounts {
+    entries: u64,
+    bytes: u64,
+    user_bytes: u64,
+    tombstones: u64,
+    merges: u64,
+    max_seq: SeqNo,
+}
+
+impl EntryCounts {
+    /// Counts an entry of `user_key` at `seq`.
+    pub fn add(&mut self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
+        self.entries += 1;
+        self.bytes += charge(user_key, value);
+        self.user_bytes += (user_key.len() + value.len()) as u64;
+        match kind {
+            ValueKind::Delete => self.tombstones += 1,
+            ValueKind::Merge => self.merges += 1,
+            ValueKind::Put => {}
+        }
+        self.max_seq = self.max_seq.max(seq);
+    }
+}
+
 /// A memtable's range deletions: every one inserted, and their fragments, built again by the
 /// first read after an insert (so a run of range deletions fragments once, not once each).
 #[derive(Debug, Default)]
@@ -282,7 +311,8 @@ impl Memtable {
 
     /// [`Memtable::insert`] beside other threads inserting the same way (RocksDB's
     /// `allow_concurrent_memtable_write`): the filter's bits are set with atomic ors and the
-    /// entry linked in without the list's writer lock.
+    /// entry linked in without the list's writer lock. The entry is left out of the memtable's
+    /// counts: the caller adds it with [`Memtable::add_counts`] before anything reads them.
     ///
     /// REQUIRES: no [`Memtable::insert`] runs at the same time.
     pub fn insert_concurrently(&self, user_key: &[u8], seq: SeqNo, kind: ValueKind, value: &[u8]) {
@@ -293,9 +323,28 @@ impl Memtable {
                 if let (Some(filter), Some(hash)) = (&self.filter, hash) {
                     filter.add_concurrently(hash);
                 }
-                self.counts.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
             });
-        self.count_entry(user_key, kind, value);
+    }
+
+    /// Adds entries inserted with [`Memtable::insert_concurrently`] to the memtable's counts
+    /// (its length, charge, tombstones, merges and largest sequence number).
+    pub fn add_counts(&self, counts: &EntryCounts) {
+        if counts.entries == 0 {
+            return;
+        }
+        self.list.add_len(counts.entries as usize);
+        let c = &self.counts;
+        c.bytes.fetch_add(counts.bytes, AtomicOrdering::Relaxed);
+        c.user_bytes
+            .fetch_add(counts.user_bytes, AtomicOrdering::Relaxed);
+        if counts.tombstones > 0 {
+            c.tombstones
+                .fetch_add(counts.tombstones, AtomicOrdering::Relaxed);
+        }
+        if counts.merges > 0 {
+            c.merges.fetch_add(counts.merges, AtomicOrdering::Relaxed);
+        }
+        c.max_seq.fetch_max(counts.max_seq, AtomicOrdering::Relaxed);
     }
 
     fn count_entry(&self, user_key: &[u8], kind: ValueKind, value: &[u8]) {
@@ -663,6 +712,9 @@ mod tests {
                             let k = format!("k{i}-{t}");
                             if concurrently {
                                 m.insert_concurrently(k.as_bytes(), seq, ValueKind::Put, b"x");
+                                let mut counts = EntryCounts::default();
+                                counts.add(k.as_bytes(), seq, ValueKind::Put, b"x");
+                                m.add_counts(&counts);
                             } else {
                                 m.insert(k.as_bytes(), seq, ValueKind::Put, b"x");
                             }

@@ -9,7 +9,7 @@ use crate::key::{SeqNo, ValueKind, MAX_SEQNO};
 use crate::keyspace::KeyspaceId;
 use crate::listener::{StallCause, StallCondition};
 use crate::log::{LogWriter, RecoveryMode};
-use crate::memtable::{self, Memtable};
+use crate::memtable::{self, EntryCounts, Memtable};
 use crate::options::WriteOptions;
 use crate::stats::Statistics;
 use crate::wal_chain;
@@ -199,18 +199,28 @@ impl Engine {
             self.shared.write_queue.hand_out(group, &insert, first_seq);
             timer.lap(Stage::HandOut);
             let own = self.insert_batch(&memtables, &group[0].batch, first_seq, true);
+            let counted = self.count_group(&memtables, group, first_seq);
             timer.lap(Stage::LeaderInsert);
             let others = insert.wait();
             timer.lap(Stage::FollowersWait);
-            own.and(others)
+            own.and(counted).and(others)
         } else {
             // Pipelined groups' leaders insert beside each other.
             let mut seq = first_seq;
-            let result = group.iter().try_for_each(|w| {
-                self.insert_batch(&memtables, &w.batch, seq, pipelined)?;
-                seq += w.batch.len() as u64;
-                Ok(())
-            });
+            let result = group
+                .iter()
+                .try_for_each(|w| {
+                    self.insert_batch(&memtables, &w.batch, seq, pipelined)?;
+                    seq += w.batch.len() as u64;
+                    Ok(())
+                })
+                .and_then(|()| {
+                    if pipelined {
+                        self.count_group(&memtables, group, first_seq)
+                    } else {
+                        Ok(())
+                    }
+                });
             timer.lap(Stage::LeaderInsert);
             result
         };
@@ -241,7 +251,8 @@ impl Engine {
     }
 
     /// Inserts `batch` into its keyspaces' `memtables` with sequence numbers from `first_seq`
-    /// on, beside other writers' inserts (`concurrently`) or alone.
+    /// on, beside other writers' inserts (`concurrently`) or alone. Alone, it also counts the
+    /// entries; inserted concurrently, they are counted by [`Engine::count_group`].
     fn insert_batch(
         &self,
         memtables: &GroupMemtables,
@@ -249,72 +260,51 @@ impl Engine {
         first_seq: SeqNo,
         concurrently: bool,
     ) -> Result<()> {
-        // Per keyspace of the group: puts, deletes, value bytes, key and value bytes.
-        let mut counts: SmallVec<[[u64; 4]; 2]> = smallvec::smallvec![[0; 4]; memtables.len()];
-        for (seq, op) in (first_seq..).zip(batch.iter()) {
-            let (keyspace, op) = match op {
-                Ok((keyspace, op)) => (keyspace, Ok(op)),
-                Err(offset) => (KeyspaceId::DEFAULT, Err(offset)),
-            };
-            // The group made room in every keyspace its batches write to.
-            let Some(i) = memtables.index(keyspace) else {
-                return Err(Error::InvalidArgument(format!(
-                    "keyspace {} is not among the group's",
-                    keyspace.0
-                )));
-            };
+        let mut tally = Tally::new(memtables);
+        for_each_entry(memtables, batch, first_seq, |i, seq, entry| {
             let memtable = memtables.memtable(i);
-            let count = &mut counts[i];
-            let (key, kind, value) = match op {
-                Ok(BatchOp::DeleteRange(start, end)) => {
-                    // Counted as one delete: the workload's operation mix, not its reach.
-                    count[1] += 1;
-                    count[3] += (start.len() + end.len()) as u64;
-                    memtable.insert_range_deletion(start, end, seq);
-                    continue;
+            match entry {
+                Entry::Range(start, end) => memtable.insert_range_deletion(start, end, seq),
+                Entry::Point(key, kind, value) if concurrently => {
+                    memtable.insert_concurrently(key, seq, kind, value)
                 }
-                Ok(BatchOp::Put(k, v)) => {
-                    count[0] += 1;
-                    count[2] += v.len() as u64;
-                    count[3] += (k.len() + v.len()) as u64;
-                    (k, ValueKind::Put, v)
-                }
-                // Counted as a put: the workload's operation mix.
-                Ok(BatchOp::Merge(k, v)) => {
-                    count[0] += 1;
-                    count[2] += v.len() as u64;
-                    count[3] += (k.len() + v.len()) as u64;
-                    (k, ValueKind::Merge, v)
-                }
-                Ok(BatchOp::Delete(k)) => {
-                    count[1] += 1;
-                    count[3] += k.len() as u64;
-                    (k, ValueKind::Delete, &[][..])
-                }
-                Err(offset) => {
-                    return Err(Error::corruption(
-                        "write batch",
-                        offset as u64,
-                        "malformed record",
-                    ));
-                }
-            };
-            if concurrently {
-                memtable.insert_concurrently(key, seq, kind, value);
-            } else {
-                memtable.insert(key, seq, kind, value);
+                Entry::Point(key, kind, value) => memtable.insert(key, seq, kind, value),
             }
-        }
-        // Each keyspace's workload in its own counters.
-        for (i, [puts, deletes, value_bytes, user_bytes]) in counts.into_iter().enumerate() {
-            if puts + deletes > 0 {
-                let stats = memtables.stats(i);
-                Statistics::add(&stats.user_bytes, user_bytes);
-                Statistics::add(&stats.puts, puts);
-                Statistics::add(&stats.deletes, deletes);
-                Statistics::add(&stats.value_bytes, value_bytes);
+            if !concurrently {
+                tally.workload[i].add(&entry);
             }
+        })?;
+        tally.apply(memtables);
+        Ok(())
+    }
+
+    /// Counts a group's entries, inserted concurrently, in its memtables and its keyspaces'
+    /// workload counters, with one add per counter and keyspace for the whole group: with
+    /// every writer adding its own entries, each took the counters' line from the others once
+    /// per entry (docs/concurrency.md). The leader counts while its followers insert; the
+    /// counts are in before the group is visible.
+    fn count_group(
+        &self,
+        memtables: &GroupMemtables,
+        group: &[Arc<Writer>],
+        first_seq: SeqNo,
+    ) -> Result<()> {
+        let mut tally = Tally::new(memtables);
+        let mut seq = first_seq;
+        for w in group {
+            for_each_entry(memtables, &w.batch, seq, |i, seq, entry| {
+                tally.workload[i].add(&entry);
+                if let Entry::Point(key, kind, value) = entry {
+                    // Range deletions count themselves as they are inserted.
+                    tally.entries[i].add(key, seq, kind, value);
+                }
+            })?;
+            seq += w.batch.len() as u64;
         }
+        for (i, entries) in tally.entries.iter().enumerate() {
+            memtables.memtable(i).add_counts(entries);
+        }
+        tally.apply(memtables);
         Ok(())
     }
 
@@ -777,6 +767,105 @@ impl Engine {
         match &*self.shared.wal.lock() {
             WalSlot::Open(wal) => wal.number,
             _ => state.memtable.wal_number(),
+        }
+    }
+}
+
+/// One entry of a batch, as the memtable takes it.
+enum Entry<'a> {
+    /// A range deletion of `[start, end)`.
+    Range(&'a [u8], &'a [u8]),
+    /// A put, merge or delete of a key.
+    Point(&'a [u8], ValueKind, &'a [u8]),
+}
+
+/// Calls `f` with the index of its keyspace in `memtables`, its sequence number (from
+/// `first_seq` on) and every entry of `batch`, in order; fails on a malformed batch or one
+/// that writes to a keyspace the group did not make room in.
+fn for_each_entry<'a>(
+    memtables: &GroupMemtables,
+    batch: &'a WriteBatch,
+    first_seq: SeqNo,
+    mut f: impl FnMut(usize, SeqNo, Entry<'a>),
+) -> Result<()> {
+    for (seq, op) in (first_seq..).zip(batch.iter()) {
+        let (keyspace, op) = op.map_err(|offset| {
+            Error::corruption("write batch", offset as u64, "malformed record")
+        })?;
+        // The group made room in every keyspace its batches write to.
+        let Some(i) = memtables.index(keyspace) else {
+            return Err(Error::InvalidArgument(format!(
+                "keyspace {} is not among the group's",
+                keyspace.0
+            )));
+        };
+        let entry = match op {
+            BatchOp::DeleteRange(start, end) => Entry::Range(start, end),
+            BatchOp::Put(k, v) => Entry::Point(k, ValueKind::Put, v),
+            BatchOp::Merge(k, v) => Entry::Point(k, ValueKind::Merge, v),
+            BatchOp::Delete(k) => Entry::Point(k, ValueKind::Delete, &[]),
+        };
+        f(i, seq, entry);
+    }
+    Ok(())
+}
+
+/// A keyspace's workload counters, as a batch adds to them.
+#[derive(Clone, Copy, Default)]
+struct Workload {
+    puts: u64,
+    deletes: u64,
+    value_bytes: u64,
+    user_bytes: u64,
+}
+
+impl Workload {
+    fn add(&mut self, entry: &Entry<'_>) {
+        match *entry {
+            // Counted as one delete: the workload's operation mix, not its reach.
+            Entry::Range(start, end) => {
+                self.deletes += 1;
+                self.user_bytes += (start.len() + end.len()) as u64;
+            }
+            Entry::Point(key, ValueKind::Delete, _) => {
+                self.deletes += 1;
+                self.user_bytes += key.len() as u64;
+            }
+            // A merge counts as a put: the workload's operation mix.
+            Entry::Point(key, ValueKind::Put | ValueKind::Merge, value) => {
+                self.puts += 1;
+                self.value_bytes += value.len() as u64;
+                self.user_bytes += (key.len() + value.len()) as u64;
+            }
+        }
+    }
+}
+
+/// What entries add to each keyspace of a group: its workload counters and, for entries
+/// inserted concurrently, its memtable's counts.
+struct Tally {
+    workload: SmallVec<[Workload; 2]>,
+    entries: SmallVec<[EntryCounts; 2]>,
+}
+
+impl Tally {
+    fn new(memtables: &GroupMemtables) -> Tally {
+        Tally {
+            workload: smallvec::smallvec![Workload::default(); memtables.len()],
+            entries: smallvec::smallvec![EntryCounts::default(); memtables.len()],
+        }
+    }
+
+    /// Adds the workload counters, each keyspace's to its own.
+    fn apply(&self, memtables: &GroupMemtables) {
+        for (i, w) in self.workload.iter().enumerate() {
+            if w.puts + w.deletes > 0 {
+                let stats = memtables.stats(i);
+                Statistics::add(&stats.user_bytes, w.user_bytes);
+                Statistics::add(&stats.puts, w.puts);
+                Statistics::add(&stats.deletes, w.deletes);
+                Statistics::add(&stats.value_bytes, w.value_bytes);
+            }
         }
     }
 }
