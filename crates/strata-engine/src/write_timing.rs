@@ -171,3 +171,33 @@ pub(crate) use on::{slept, Timer};
 pub fn take_report() -> Option<String> {
     on::take_report()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_holds_what_was_timed_only_when_timing_is_built() {
+        let mut timer = Timer::start();
+        timer.lap(Stage::WalAppend);
+        timer.lap(Stage::WalAppend);
+        slept();
+        let report = take_report();
+        if cfg!(feature = "write-timing") {
+            // Other tests of this process may write meanwhile: at least what this one timed.
+            let report = report.expect("timing is built");
+            let count = |name: &str| -> u64 {
+                let line = report
+                    .lines()
+                    .find(|l| l.trim_start().starts_with(name))
+                    .unwrap_or_else(|| panic!("no {name} in {report}"));
+                let field = line.trim_start()[name.len()..].split_whitespace().next();
+                field.and_then(|f| f.parse().ok()).expect("a count")
+            };
+            assert!(count("WAL append") >= 2, "{report}");
+            assert!(count("sleeps") >= 1, "{report}");
+        } else {
+            assert!(report.is_none());
+        }
+    }
+}

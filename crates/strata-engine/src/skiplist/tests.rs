@@ -414,3 +414,54 @@ fn dropped_arenas_keep_a_bounded_number_of_spare_chunks_and_reused_chunks_hold_n
     }
     assert_eq!(n, 50_000);
 }
+
+#[test]
+fn concurrent_writers_allocate_entries_of_every_size_whole() {
+    // Entries up to a quarter of a shard's block come from each thread's shard, larger ones
+    // from the arena itself; four writers at once, so that shards run out and take new blocks
+    // while the others allocate.
+    let list = SkipList::<Bytewise>::new();
+    let sizes = [
+        0,
+        100,
+        5_000,
+        SHARD_BLOCK / 4 - 64,
+        SHARD_BLOCK / 4 + 8,
+        SHARD_BLOCK,
+    ];
+    let per_thread = 300u32;
+    std::thread::scope(|s| {
+        for t in 0..4u32 {
+            let list = &list;
+            s.spawn(move || {
+                for i in 0..per_thread {
+                    let key = (i * 4 + t).to_be_bytes();
+                    let value = vec![(i ^ t) as u8; sizes[i as usize % sizes.len()]];
+                    list.insert_concurrently(&[&key], &value, || {});
+                }
+            });
+        }
+    });
+    let entries = 4 * per_thread as usize;
+    list.add_len(entries);
+    assert_eq!(list.len(), entries);
+    assert_levels_sorted(&list, entries);
+    let mut c = Cursor::default();
+    c.seek_to_first(&list);
+    let mut value_bytes = 0;
+    for n in 0..4 * per_thread {
+        let (i, t) = (n / 4, n % 4);
+        assert!(c.valid(), "entry {n} missing");
+        assert_eq!(c.key(&list), n.to_be_bytes());
+        let value = c.value(&list);
+        assert_eq!(value.len(), sizes[i as usize % sizes.len()], "entry {n}");
+        assert!(
+            value.iter().all(|&b| b == (i ^ t) as u8),
+            "entry {n} damaged"
+        );
+        value_bytes += value.len();
+        c.next(&list);
+    }
+    assert!(!c.valid());
+    assert!(list.memory_usage() >= value_bytes);
+}
