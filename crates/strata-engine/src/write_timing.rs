@@ -124,11 +124,10 @@ mod on {
         let mut report = String::from("write timing: stage, count, total ms, mean ns\n");
         for (i, (_, name)) in STAGES.iter().enumerate() {
             let (nanos, count) = (totals[2 * i], totals[2 * i + 1]);
-            if count > 0 {
+            if let Some(mean) = nanos.checked_div(count) {
                 report.push_str(&format!(
-                    "  {name:<18} {count:>10} {:>10.1} {:>8}\n",
-                    nanos as f64 / 1e6,
-                    nanos / count
+                    "  {name:<18} {count:>10} {:>10.1} {mean:>8}\n",
+                    nanos as f64 / 1e6
                 ));
             }
         }
