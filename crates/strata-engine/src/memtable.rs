@@ -333,6 +333,14 @@ impl Memtable {
             return;
         }
         self.list.add_len(counts.entries as usize);
+        self.add_sizes(counts);
+        self.counts
+            .max_seq
+            .fetch_max(counts.max_seq, AtomicOrdering::Relaxed);
+    }
+
+    /// Adds `counts`' bytes charged, user bytes, tombstones and merges.
+    fn add_sizes(&self, counts: &EntryCounts) {
         let c = &self.counts;
         c.bytes.fetch_add(counts.bytes, AtomicOrdering::Relaxed);
         c.user_bytes
@@ -344,26 +352,14 @@ impl Memtable {
         if counts.merges > 0 {
             c.merges.fetch_add(counts.merges, AtomicOrdering::Relaxed);
         }
-        c.max_seq.fetch_max(counts.max_seq, AtomicOrdering::Relaxed);
     }
 
+    /// Counts one entry inserted alone (its length the list counted itself, its sequence number
+    /// was set under the list's lock).
     fn count_entry(&self, user_key: &[u8], kind: ValueKind, value: &[u8]) {
-        self.counts
-            .bytes
-            .fetch_add(charge(user_key, value), AtomicOrdering::Relaxed);
-        self.counts.user_bytes.fetch_add(
-            (user_key.len() + value.len()) as u64,
-            AtomicOrdering::Relaxed,
-        );
-        match kind {
-            ValueKind::Delete => {
-                self.counts.tombstones.fetch_add(1, AtomicOrdering::Relaxed);
-            }
-            ValueKind::Merge => {
-                self.counts.merges.fetch_add(1, AtomicOrdering::Relaxed);
-            }
-            ValueKind::Put => {}
-        }
+        let mut counts = EntryCounts::default();
+        counts.add(user_key, 0, kind, value);
+        self.add_sizes(&counts);
     }
 
     /// Merge operands inserted.

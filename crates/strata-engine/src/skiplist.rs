@@ -252,8 +252,13 @@ impl Drop for Arena {
 }
 
 /// Bytes of a node of this height and these lengths: its links, its header, key and value,
-/// rounded up to 8 so that the next node's links are aligned.
+/// rounded up to 8 so that the next node's links are aligned. Every allocation of a node asks
+/// this first, so the lengths' bound (the header holds them as `u32`) is checked here.
 const fn node_bytes(height: usize, key_len: usize, value_len: usize) -> usize {
+    assert!(
+        key_len <= u32::MAX as usize && value_len <= u32::MAX as usize,
+        "memtable entries are limited to 4 GiB (the engine's key and value limits are far lower)"
+    );
     let body = header_len(key_len, value_len) + key_len + value_len;
     height * LINK + ((body + 7) & !7)
 }
@@ -578,33 +583,17 @@ impl<O: KeyOrder> SkipList<O> {
     /// shard, which takes a block of the arena under the writers' lock when it runs out. The
     /// arena counts a block as used when a shard takes it.
     fn allocate_concurrently(&self, key_len: usize, value_len: usize) -> (*mut Node, usize) {
-        assert!(
-            key_len <= u32::MAX as usize && value_len <= u32::MAX as usize,
-            "memtable entries are limited to 4 GiB (the engine's key and value limits are far lower)"
-        );
         let shards = self.shards.len();
         let mut shard = self.shards[shard_of_thread() & (shards - 1)].lock();
         let height = random_height(&mut shard.rng);
         let bytes = node_bytes(height, key_len, value_len);
-        let start = if bytes > SHARD_BLOCK / 4 || bytes > shard.left {
-            let mut w = self.inserts.writer.lock();
-            // Linked without the lock: the tail is no longer known. Every concurrent insert
-            // passes here before its first link, when its shard takes its first block.
-            w.tail_known = false;
-            let start = if bytes > SHARD_BLOCK / 4 {
-                w.arena.allocate(bytes)
-            } else {
-                let block = w.arena.allocate(SHARD_BLOCK);
-                // SAFETY: `bytes <= SHARD_BLOCK`, inside the block just taken.
-                shard.next = unsafe { block.add(bytes) };
-                shard.left = SHARD_BLOCK - bytes;
-                block
-            };
-            self.inserts
-                .memory
-                .store(w.arena.used, AtomicOrdering::Relaxed);
-            start
+        let start = if bytes > SHARD_BLOCK / 4 {
+            self.allocate_for_shards(bytes)
         } else {
+            if bytes > shard.left {
+                shard.next = self.allocate_for_shards(SHARD_BLOCK);
+                shard.left = SHARD_BLOCK;
+            }
             let start = shard.next;
             // SAFETY: `bytes <= left`, inside the shard's block.
             shard.next = unsafe { start.add(bytes) };
@@ -619,6 +608,20 @@ impl<O: KeyOrder> SkipList<O> {
         )
     }
 
+    /// `bytes` from the arena itself, under the writers' lock, for a shard's block or an entry
+    /// too large for one.
+    fn allocate_for_shards(&self, bytes: usize) -> *mut u8 {
+        let mut w = self.inserts.writer.lock();
+        // Linked without the lock: the tail is no longer known. Every concurrent insert passes
+        // here before its first link, when its shard takes its first block.
+        w.tail_known = false;
+        let start = w.arena.allocate(bytes);
+        self.inserts
+            .memory
+            .store(w.arena.used, AtomicOrdering::Relaxed);
+        start
+    }
+
     /// Allocates an unpublished node for an entry of these lengths; returns it and its height.
     fn allocate_entry(
         &self,
@@ -626,10 +629,6 @@ impl<O: KeyOrder> SkipList<O> {
         key_len: usize,
         value_len: usize,
     ) -> (*mut Node, usize) {
-        assert!(
-            key_len <= u32::MAX as usize && value_len <= u32::MAX as usize,
-            "memtable entries are limited to 4 GiB (the engine's key and value limits are far lower)"
-        );
         let height = random_height(&mut w.rng);
         let node = Self::new_node(&mut w.arena, height, key_len, value_len);
         self.inserts
