@@ -178,9 +178,10 @@ pub struct Metrics {
     pub key_index_entries: u64,
     /// Bytes the key index's hash tables hold.
     pub key_index_bytes: u64,
-    /// Microseconds spent building the levels' interval indexes (once per new version).
+    /// Microseconds spent building the levels' interval indexes (each level's once per
+    /// version, by the first read that needs it).
     pub interval_index_micros: u64,
-    /// Bytes the current version's interval indexes take.
+    /// Bytes the current version's interval indexes take (those reads have built).
     pub interval_index_bytes: u64,
 }
 

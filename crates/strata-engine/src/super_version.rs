@@ -3,9 +3,11 @@
 use crate::key::SeqNo;
 use crate::key_index::KeyIndexView;
 use crate::memtable::Memtable;
+use crate::stats::Statistics;
 use crate::table::Table;
 use bytes::Bytes;
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 use strata_exec::range_del::Fragments;
 use strata_meta::{RunIntervals, Version};
 
@@ -21,8 +23,8 @@ pub(crate) struct SuperVersion {
     pub version: Arc<Version>,
     /// The key index over the version's indexed level, if the database keeps one.
     pub key_index: Option<KeyIndexView>,
-    /// An interval index over each level's runs (built once per version).
-    pub intervals: Arc<Vec<RunIntervals>>,
+    /// An interval index over each level's runs (built once per version, when first read).
+    pub intervals: Arc<LevelIntervals>,
     /// The version's open tables, for point reads (built once per version); `None` when the
     /// version has more tables than the table cache keeps open.
     pub handles: Option<Arc<TableHandles>>,
@@ -108,9 +110,51 @@ impl TableHandles {
     }
 }
 
-/// The interval indexes of `version`'s levels.
-pub(crate) fn run_intervals(version: &Version) -> Arc<Vec<RunIntervals>> {
-    Arc::new(version.levels().iter().map(RunIntervals::new).collect())
+/// The interval indexes over one version's levels, each built by the first read that needs it.
+///
+/// Why not at the install: a level of thousands of runs (Min-Max buckets) took ~0.2 ms per
+/// index, rebuilt at every flush under the state lock, so an ingest paid a cost growing with
+/// its buckets for an index that only reads use (docs/minmax.md, "Installs"). Built here, a
+/// version nobody reads costs nothing, and a version read many times is indexed once.
+pub(crate) struct LevelIntervals {
+    version: Arc<Version>,
+    levels: Vec<OnceLock<RunIntervals>>,
+    /// Where the build time goes (`interval_index_nanos`).
+    stats: Arc<Statistics>,
+}
+
+impl LevelIntervals {
+    /// Indexes for `version`'s levels, none built yet.
+    pub fn new(version: &Arc<Version>, stats: &Arc<Statistics>) -> Arc<Self> {
+        Arc::new(LevelIntervals {
+            version: Arc::clone(version),
+            levels: (0..version.num_levels()).map(|_| OnceLock::new()).collect(),
+            stats: Arc::clone(stats),
+        })
+    }
+
+    /// The index over level `level`'s runs, built now if no read has built it. Panics past the
+    /// version's last level, as indexing its levels would.
+    pub fn level(&self, level: usize) -> &RunIntervals {
+        self.levels[level].get_or_init(|| {
+            let started = Instant::now();
+            let index = RunIntervals::new(self.version.level(level));
+            Statistics::add(
+                &self.stats.interval_index_nanos,
+                started.elapsed().as_nanos() as u64,
+            );
+            index
+        })
+    }
+
+    /// Bytes of the indexes built so far.
+    pub fn memory_bytes(&self) -> u64 {
+        self.levels
+            .iter()
+            .filter_map(OnceLock::get)
+            .map(|i| i.memory_bytes() as u64)
+            .sum()
+    }
 }
 
 #[cfg(test)]

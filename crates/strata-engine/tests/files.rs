@@ -153,7 +153,6 @@ fn window_flushes_delete_each_wal_once_nothing_in_it_is_unflushed() {
             most_wals <= wal_bound,
             "{most_wals} WALs at once (synchronous {synchronous})"
         );
-        eprintln!("DBG {synchronous} frozen {most_frozen} wals {most_wals}");
         assert!(wals(&fs)[0] > first_wal, "the first WAL is still there");
         // Once work is done, the WALs left are at most the frozen memtables' and the active
         // one's (fewer when a re-buffered copy shares the open WAL): no obsolete one stays.

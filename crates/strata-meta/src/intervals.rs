@@ -18,11 +18,16 @@ pub struct RunIntervals {
     smallest: Vec<Bytes>,
     /// Largest key of each run, in `order`.
     largest: Vec<Bytes>,
-    /// Implicit binary tree over `order` (leaves from `leaves`): the largest `largest` below
-    /// each node; `None` for padding.
-    max_largest: Vec<Option<Bytes>>,
+    /// Implicit binary tree over `order` (leaves from `leaves`): where in `largest` the largest
+    /// key below each node is; [`NO_RUN`] for padding. Positions rather than key copies: a
+    /// version of thousands of runs (Min-Max buckets) builds one index per install, and each copy
+    /// of a key is an atomic reference count to take and later drop.
+    max_largest: Vec<u32>,
     leaves: usize,
 }
+
+/// A tree node with no run below it.
+const NO_RUN: u32 = u32::MAX;
 
 impl RunIntervals {
     /// The index of `level`'s runs (runs without tables are left out).
@@ -38,16 +43,6 @@ impl RunIntervals {
             })
             .collect();
         runs.sort_by(|a, b| a.0.cmp(&b.0).then(a.2.cmp(&b.2)));
-        let leaves = runs.len().next_power_of_two().max(1);
-        let mut max_largest: Vec<Option<Bytes>> = vec![None; 2 * leaves];
-        for (i, (_, largest, _)) in runs.iter().enumerate() {
-            max_largest[leaves + i] = Some(largest.clone());
-        }
-        for node in (1..leaves).rev() {
-            max_largest[node] = max_largest[2 * node]
-                .clone()
-                .max(max_largest[2 * node + 1].clone());
-        }
         let mut order = Vec::with_capacity(runs.len());
         let mut smallest = Vec::with_capacity(runs.len());
         let mut largest = Vec::with_capacity(runs.len());
@@ -55,6 +50,22 @@ impl RunIntervals {
             order.push(run);
             smallest.push(lo);
             largest.push(hi);
+        }
+        let leaves = order.len().next_power_of_two().max(1);
+        let mut max_largest = vec![NO_RUN; 2 * leaves];
+        for (i, slot) in max_largest[leaves..leaves + order.len()]
+            .iter_mut()
+            .enumerate()
+        {
+            *slot = i as u32;
+        }
+        for node in (1..leaves).rev() {
+            let (left, right) = (max_largest[2 * node], max_largest[2 * node + 1]);
+            max_largest[node] = match (left, right) {
+                (NO_RUN, other) | (other, NO_RUN) => other,
+                _ if largest[right as usize] > largest[left as usize] => right,
+                _ => left,
+            };
         }
         RunIntervals {
             order,
@@ -98,11 +109,8 @@ impl RunIntervals {
         while top > 0 {
             top -= 1;
             let (node, lo, hi) = stack[top];
-            if lo >= end
-                || self.max_largest[node]
-                    .as_ref()
-                    .is_none_or(|m| m.as_ref() < key)
-            {
+            let reach = self.max_largest[node];
+            if lo >= end || reach == NO_RUN || self.largest[reach as usize].as_ref() < key {
                 continue;
             }
             if hi - lo == 1 {
@@ -131,8 +139,7 @@ impl RunIntervals {
     /// Bytes the index takes beyond the keys it shares with the version's tables.
     pub fn memory_bytes(&self) -> usize {
         let key_refs = std::mem::size_of::<Bytes>();
-        self.order.len() * (4 + 2 * key_refs)
-            + self.max_largest.len() * std::mem::size_of::<Option<Bytes>>()
+        self.order.len() * (4 + 2 * key_refs) + self.max_largest.len() * 4
     }
 }
 

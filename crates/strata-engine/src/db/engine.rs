@@ -14,7 +14,7 @@ use crate::merge::WriteSettings;
 use crate::options::Options;
 use crate::row_cache::RowCache;
 use crate::stats::{LifetimeStats, Statistics};
-use crate::super_version::{SuperVersion, TableHandles};
+use crate::super_version::{LevelIntervals, SuperVersion, TableHandles};
 use crate::table::BlockCache;
 use crate::table_cache::TableCache;
 use crate::wal_chain::{RecoveryStop, WalLink};
@@ -341,6 +341,10 @@ pub(crate) struct Shared {
     /// The log numbers of checkpoints being taken: WALs at or above the smallest stay until
     /// they end ([`Engine::checkpoint`]).
     pub checkpoint_log_numbers: Mutex<Vec<u64>>,
+    /// Every WAL numbered below this is deleted (`None`: not known since the database opened,
+    /// or a delete failed), so a purge needs to try only the numbers from here up to its new
+    /// floor ([`Engine::purge_wals_below`]). The lock also keeps two keyspaces' purges apart.
+    pub wals_purged_below: Mutex<Option<u64>>,
     /// The directory lock, released at close.
     pub lock: Mutex<Option<Box<dyn FileLock>>>,
     /// The clock policies see starts here.
@@ -575,12 +579,7 @@ impl Engine {
         let (intervals, handles) = if Arc::ptr_eq(&current.version, &state.version) {
             (Arc::clone(&current.intervals), current.handles.clone())
         } else {
-            let started = Instant::now();
-            let intervals = crate::super_version::run_intervals(&state.version);
-            Statistics::add(
-                &self.stats.interval_index_nanos,
-                started.elapsed().as_nanos() as u64,
-            );
+            let intervals = LevelIntervals::new(&state.version, &self.stats);
             let handles = TableHandles::for_version(
                 &state.version,
                 current.handles.as_deref(),

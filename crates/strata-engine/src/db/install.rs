@@ -330,18 +330,7 @@ impl Engine {
                         }
                     }
                     ObsoleteFile::WalsBelow(log_number) => {
-                        let log_number = wal_floor.map_or(log_number, |f| f.min(log_number));
-                        let Ok(names) = self.shared.fs.list(&self.shared.dir) else {
-                            continue;
-                        };
-                        for name in names {
-                            if let Some(FileKind::Wal(n)) = classify(&name) {
-                                if n < log_number {
-                                    let _ =
-                                        self.shared.fs.remove_file(&self.shared.dir.join(&name));
-                                }
-                            }
-                        }
+                        self.purge_wals_below(wal_floor.map_or(log_number, |f| f.min(log_number)));
                     }
                 }
             }
@@ -351,6 +340,48 @@ impl Engine {
         state.obsolete_tables.extend(failed);
         self.wake_workers();
         true
+    }
+}
+
+/// The most file numbers a WAL purge tries one by one; a wider range lists the directory.
+const MAX_WAL_PROBES: u64 = 256;
+
+impl Engine {
+    /// Deletes every WAL numbered below `floor`.
+    ///
+    /// File numbers are never reused, and every WAL below the last floor purged is already
+    /// gone, so only the numbers between that floor and this one can name a WAL: each is tried
+    /// by name. Listing the directory instead cost a flush time growing with the tables in it
+    /// (a directory of 3,300 tables: 0.18 ms per flush, docs/minmax.md, "Installs"). The first
+    /// purge after open, a range wider than [`MAX_WAL_PROBES`] and the purge after a failed
+    /// delete list the directory. Best effort (failure rule 8): a WAL whose delete failed is
+    /// tried again by the next purge's listing.
+    pub(super) fn purge_wals_below(&self, floor: u64) {
+        let mut purged = self.shared.wals_purged_below.lock();
+        let delete = |number: u64| {
+            let path = self.shared.dir.join(filename::wal_file_name(number));
+            match self.shared.fs.remove_file(&path) {
+                Ok(()) => true,
+                Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+            }
+        };
+        let deleted_all = match *purged {
+            Some(from) if floor <= from => return,
+            Some(from) if floor - from <= MAX_WAL_PROBES => {
+                (from..floor).fold(true, |all, n| delete(n) && all)
+            }
+            _ => match self.shared.fs.list(&self.shared.dir) {
+                Ok(names) => names
+                    .iter()
+                    .filter_map(|name| match classify(name) {
+                        Some(FileKind::Wal(n)) if n < floor => Some(n),
+                        _ => None,
+                    })
+                    .fold(true, |all, n| delete(n) && all),
+                Err(_) => false,
+            },
+        };
+        *purged = deleted_all.then_some(floor);
     }
 }
 

@@ -531,7 +531,7 @@ fn metrics_of(engine: &Engine) -> Metrics {
         },
         engine.policy().nanos(),
         key_index,
-        view.intervals.iter().map(|i| i.memory_bytes() as u64).sum(),
+        view.intervals.memory_bytes(),
     )
 }
 

@@ -90,7 +90,7 @@ impl Engine {
             {
                 holders.clear();
                 if self.options.interval_index {
-                    view.intervals[level_no].holding(p.key, &mut holders);
+                    view.intervals.level(level_no).holding(p.key, &mut holders);
                 } else {
                     holders.extend(0..level.runs().len());
                 }

@@ -128,6 +128,7 @@ impl Engine {
             background_error: Mutex::new(None),
             failed: AtomicBool::new(false),
             checkpoint_log_numbers: Mutex::new(Vec::new()),
+            wals_purged_below: Mutex::new(None),
             lock: Mutex::new(lock),
             opened_at: Instant::now(),
             recovery_stop: Mutex::new(None),
@@ -237,13 +238,18 @@ impl Engine {
         };
         let version = Arc::new(recovered.version);
         let memtable = Arc::new(Memtable::with_filter(0, options.memtable_filter_bytes()));
+        let stats = if id == KeyspaceId::DEFAULT {
+            Arc::clone(&shared.stats)
+        } else {
+            Arc::new(Statistics::default())
+        };
         let super_version = Arc::new(SuperVersion {
             memtable: Arc::clone(&memtable),
             frozen: Vec::new(),
             version: Arc::clone(&version),
             // Published properly once the tree's state exists (`NewTree::start`).
             key_index: None,
-            intervals: crate::super_version::run_intervals(&version),
+            intervals: crate::super_version::LevelIntervals::new(&version, &stats),
             handles: crate::super_version::TableHandles::for_version(
                 &version,
                 None,
@@ -253,11 +259,7 @@ impl Engine {
         });
         let engine = Arc::new(Engine {
             shared: Arc::clone(shared),
-            stats: if id == KeyspaceId::DEFAULT {
-                Arc::clone(&shared.stats)
-            } else {
-                Arc::new(Statistics::default())
-            },
+            stats,
             keyspace: id,
             definition: recovered.definition,
             dropped: AtomicBool::new(false),

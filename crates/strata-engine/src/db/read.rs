@@ -160,7 +160,7 @@ impl Engine {
             // every run, newest first.
             holders.clear();
             if self.options.interval_index {
-                view.intervals[level_no].holding(user_key, &mut holders);
+                view.intervals.level(level_no).holding(user_key, &mut holders);
             } else {
                 holders.extend(0..level.runs().len());
             }
@@ -409,7 +409,7 @@ impl Engine {
                 // Every run overlapping the range, opened now.
                 holders.extend(0..level.runs().len());
             } else if let Some(start) = start {
-                view.intervals[level_no].holding(start, &mut holders);
+                view.intervals.level(level_no).holding(start, &mut holders);
             }
             for &run in &holders {
                 let tables = tables_in_range(level.runs()[run].tables(), &range);
@@ -430,7 +430,7 @@ impl Engine {
             if !self.options.interval_index {
                 continue;
             }
-            let first = view.intervals[level_no].first_starting_after(start);
+            let first = view.intervals.level(level_no).first_starting_after(start);
             let mut later = RunsStartingLater {
                 view: Arc::clone(&view),
                 level: level_no,
@@ -525,7 +525,7 @@ impl RunsStartingLater {
     /// Sets `start` for the run at `next` (empty when none is left below the range's end).
     fn load_start(&mut self) {
         self.start.clear();
-        if let Some((smallest, _)) = self.view.intervals[self.level].starting_at(self.next) {
+        if let Some((smallest, _)) = self.view.intervals.level(self.level).starting_at(self.next) {
             if !strata_meta::above_end(&self.range.1, smallest) {
                 self.start = key::seek_key(smallest, key::MAX_SEQNO);
             }
@@ -539,7 +539,7 @@ impl DeferredChildren for RunsStartingLater {
     }
 
     fn open_next(&mut self) -> Box<dyn InternalIterator> {
-        let intervals = &self.view.intervals[self.level];
+        let intervals = &self.view.intervals.level(self.level);
         let run = intervals.starting_at(self.next).map_or(0, |(_, run)| run);
         let tables = tables_in_range(
             self.view.version.level(self.level).runs()[run].tables(),

@@ -54,12 +54,22 @@ impl Version {
             deleted.entry((d.level, d.run)).or_default().insert(d.table);
         }
 
-        // New runs.
-        let existing_runs: HashSet<RunId> = self
-            .levels
+        // New runs. Every run of a version is numbered below its next run id (checked by
+        // `check_invariants`), so only a new run numbered below it needs a look at the existing
+        // ones. Flushes and merges take fresh numbers, and a version of thousands of runs (Min-Max
+        // buckets) would otherwise hash every one of them on each install.
+        let existing_runs: HashSet<RunId> = if edit
+            .new_runs
             .iter()
-            .flat_map(|l| l.runs.iter().map(|r| r.id))
-            .collect();
+            .any(|n| n.run.0 < self.next_run_id)
+        {
+            self.levels
+                .iter()
+                .flat_map(|l| l.runs.iter().map(|r| r.id))
+                .collect()
+        } else {
+            HashSet::new()
+        };
         let mut created: BTreeMap<usize, Vec<RunId>> = BTreeMap::new();
         let mut created_ids = HashSet::new();
         for n in &edit.new_runs {
@@ -126,8 +136,26 @@ impl Version {
                     runs.insert(position + offset, None);
                 }
             }
+            // The runs of this level the edit changes or creates. Once each has been placed,
+            // the rest are kept as they are without a lookup apiece: a flush adds one run to a
+            // level that may hold thousands.
+            let mut pending: HashSet<RunId> = deleted
+                .keys()
+                .chain(added.keys())
+                .filter(|&&(level, _)| level == l)
+                .map(|&(_, id)| id)
+                .chain(created.get(&l).into_iter().flatten().copied())
+                .collect();
             let mut rebuilt = Vec::with_capacity(ids.len());
             for (id, old) in ids.into_iter().zip(runs) {
+                let changed = !pending.is_empty() && pending.remove(&id);
+                let old = match old {
+                    Some(run) if !changed => {
+                        rebuilt.push(run);
+                        continue;
+                    }
+                    old => old,
+                };
                 let gone = deleted.get(&(l, id));
                 let mut extra = added.remove(&(l, id)).unwrap_or_default();
                 let is_new = old.is_none();
