@@ -40,7 +40,10 @@ fn the_interval_index_changes_what_reads_open_not_what_they_return() {
     // ingest read nothing, so none exists yet.
     assert_eq!(db.metrics().interval_index_bytes, 0);
     db.get(key(30_000)).unwrap();
-    assert!(db.metrics().interval_index_bytes > 0, "the read built no index");
+    assert!(
+        db.metrics().interval_index_bytes > 0,
+        "the read built no index"
+    );
     db.close().unwrap();
 
     let read = |index: bool| {

@@ -160,7 +160,9 @@ impl Engine {
             // every run, newest first.
             holders.clear();
             if self.options.interval_index {
-                view.intervals.level(level_no).holding(user_key, &mut holders);
+                view.intervals
+                    .level(level_no)
+                    .holding(user_key, &mut holders);
             } else {
                 holders.extend(0..level.runs().len());
             }

@@ -58,18 +58,15 @@ impl Version {
         // `check_invariants`), so only a new run numbered below it needs a look at the existing
         // ones. Flushes and merges take fresh numbers, and a version of thousands of runs (Min-Max
         // buckets) would otherwise hash every one of them on each install.
-        let existing_runs: HashSet<RunId> = if edit
-            .new_runs
-            .iter()
-            .any(|n| n.run.0 < self.next_run_id)
-        {
-            self.levels
-                .iter()
-                .flat_map(|l| l.runs.iter().map(|r| r.id))
-                .collect()
-        } else {
-            HashSet::new()
-        };
+        let existing_runs: HashSet<RunId> =
+            if edit.new_runs.iter().any(|n| n.run.0 < self.next_run_id) {
+                self.levels
+                    .iter()
+                    .flat_map(|l| l.runs.iter().map(|r| r.id))
+                    .collect()
+            } else {
+                HashSet::new()
+            };
         let mut created: BTreeMap<usize, Vec<RunId>> = BTreeMap::new();
         let mut created_ids = HashSet::new();
         for n in &edit.new_runs {
