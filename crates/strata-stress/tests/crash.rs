@@ -79,6 +79,29 @@ fn killed_runs_with_a_compaction_filter_bring_nothing_back() {
     );
 }
 
+/// Every second cycle damages a WAL after the kill: a default open must refuse it, and a
+/// point-in-time open of a copy must hold a prefix of every thread's history, merge keys
+/// included (a check that read them as absent failed every case, unseen while no test ran it).
+#[test]
+fn killed_runs_with_damaged_wals_refuse_or_recover_a_prefix() {
+    let args: Vec<String> = [
+        "--cycles",
+        "10",
+        "--policies",
+        "leveled",
+        "--max-seconds",
+        "1.5",
+        "--wal-damage-every",
+        "2",
+    ]
+    .map(String::from)
+    .to_vec();
+    let summary = crash(&args);
+    let cases = summary["wal_damage_cases"].as_u64().unwrap();
+    assert!(cases > 0, "no WAL was damaged: {summary}");
+    assert_eq!(summary["wal_damage_detected"].as_u64().unwrap(), cases);
+}
+
 /// 8 cycles of four policies with `flags`, checked to pass and to verify writes; the summary.
 fn vanishing_run(flags: &[&str]) -> serde_json::Value {
     let args: Vec<String> = [
