@@ -182,32 +182,11 @@ pub(crate) fn verify_prefix(db: &Router, logs: &Path, threads: usize) -> Result<
         // read them as absent, a hole in every case since the crash test began merging.
         let (start, end) = (format!("t{t:02}-"), format!("t{t:02}."));
         let actual = db.range(&start, &end)?;
-        // Walk the history, keeping the number of keys whose state differs from the database.
-        let mut state: HashMap<String, Option<String>> = HashMap::new();
-        let mut differing = actual.len();
-        let mut longest = (differing == 0).then_some(0usize);
-        let steps = r.history.iter().chain(&r.in_flight);
-        for (i, intent) in steps.enumerate() {
-            for (k, v) in &intent.writes {
-                let found = actual.get(k);
-                let before = state.get(k).cloned().flatten();
-                let was_equal = before.as_ref() == found;
-                let is_equal = v.as_ref() == found;
-                state.insert(k.clone(), v.clone());
-                match (was_equal, is_equal) {
-                    (true, false) => differing += 1,
-                    (false, true) => differing -= 1,
-                    _ => {}
-                }
-            }
-            if differing == 0 {
-                longest = Some(i + 1);
-            }
-        }
-        let Some(prefix) = longest else {
+        let differing = differing_per_prefix(&actual, r.history.iter().chain(&r.in_flight));
+        let Some(prefix) = differing.iter().rposition(|&d| d == 0) else {
             bail!(
                 "thread {t}: the database matches no prefix of its history: a hole ({})",
-                explain_mismatch(&actual, &r)
+                explain_mismatch(&actual, &r, &differing)
             );
         };
         dropped += (r.history.len() as u64).saturating_sub(prefix as u64);
@@ -215,9 +194,40 @@ pub(crate) fn verify_prefix(db: &Router, logs: &Path, threads: usize) -> Result<
     Ok(dropped)
 }
 
-/// For a failed [`verify_prefix`]: the closest prefix and a few keys that differ there, with
+/// For each prefix of `steps` (none, the first step, the first two, …), how many keys differ
+/// between the state it leaves and `actual`: one walk, counting each write's change.
+fn differing_per_prefix<'a>(
+    actual: &BTreeMap<String, String>,
+    steps: impl Iterator<Item = &'a Intent>,
+) -> Vec<usize> {
+    let mut state: HashMap<&String, Option<&String>> = HashMap::new();
+    let mut differing = actual.len();
+    let mut counts = vec![differing];
+    for intent in steps {
+        for (k, v) in &intent.writes {
+            let found = actual.get(k);
+            let was_equal = state.get(k).copied().flatten() == found;
+            let is_equal = v.as_ref() == found;
+            state.insert(k, v.as_ref());
+            match (was_equal, is_equal) {
+                (true, false) => differing += 1,
+                (false, true) => differing -= 1,
+                _ => {}
+            }
+        }
+        counts.push(differing);
+    }
+    counts
+}
+
+/// For a failed [`verify_prefix`]: the closest prefix (the first with the fewest keys
+/// `differing`, as [`differing_per_prefix`] counts them) and a few keys that differ there, with
 /// the step of the history that wrote the value found.
-fn explain_mismatch(actual: &BTreeMap<String, String>, r: &Replayed) -> String {
+fn explain_mismatch(
+    actual: &BTreeMap<String, String>,
+    r: &Replayed,
+    differing: &[usize],
+) -> String {
     let steps: Vec<&Intent> = r.history.iter().chain(&r.in_flight).collect();
     let state_after = |n: usize| {
         let mut state: BTreeMap<String, Option<String>> = BTreeMap::new();
@@ -228,37 +238,19 @@ fn explain_mismatch(actual: &BTreeMap<String, String>, r: &Replayed) -> String {
         }
         state
     };
-    let differing = |state: &BTreeMap<String, Option<String>>| -> Vec<String> {
+    let keys_differing = |state: &BTreeMap<String, Option<String>>| -> Vec<String> {
         let keys: std::collections::BTreeSet<&String> = state.keys().chain(actual.keys()).collect();
         keys.into_iter()
             .filter(|k| state.get(*k).cloned().flatten().as_ref() != actual.get(*k))
             .cloned()
             .collect()
     };
-    // The prefix with the fewest differing keys, counted incrementally as `verify_prefix`
-    // counts (rebuilding every prefix took hours on a history of 10^5 steps).
-    let mut state: HashMap<&String, Option<&String>> = HashMap::new();
-    let mut count = actual.len();
-    let mut best = (count, 0usize);
-    for (i, intent) in steps.iter().enumerate() {
-        for (k, v) in &intent.writes {
-            let found = actual.get(k);
-            let was_equal = state.get(k).copied().flatten() == found;
-            let is_equal = v.as_ref() == found;
-            state.insert(k, v.as_ref());
-            match (was_equal, is_equal) {
-                (true, false) => count += 1,
-                (false, true) => count -= 1,
-                _ => {}
-            }
-        }
-        if count < best.0 {
-            best = (count, i + 1);
-        }
-    }
-    let best = best.1;
+    // Counted once for every prefix, not rebuilt per prefix (hours on 10^5 steps).
+    let best = (0..differing.len())
+        .min_by_key(|&n| differing[n])
+        .unwrap_or(0);
     let state = state_after(best);
-    let diff = differing(&state);
+    let diff = keys_differing(&state);
     let samples: Vec<String> = diff
         .iter()
         .take(3)

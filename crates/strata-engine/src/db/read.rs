@@ -541,7 +541,7 @@ impl DeferredChildren for RunsStartingLater {
     }
 
     fn open_next(&mut self) -> Box<dyn InternalIterator> {
-        let intervals = &self.view.intervals.level(self.level);
+        let intervals = self.view.intervals.level(self.level);
         let run = intervals.starting_at(self.next).map_or(0, |(_, run)| run);
         let tables = tables_in_range(
             self.view.version.level(self.level).runs()[run].tables(),
