@@ -16,7 +16,9 @@
 # depth 1, `strata bench --device-probe`) gives advise --max-memory and --device-read-us, and
 # every bench run --memory-limit; DIRECT_IO=1 adds --direct-io to both; BLOCK_CACHE (default
 # 32MiB) is the block cache of advise's model and of every run. CALIBRATION (a file from
-# `strata calibrate`) gives advise --calibration.
+# `strata calibrate`) gives advise --calibration. SETTLE=1 gives advise and every bench run
+# --settle: each phase that wrote waits for its flushes and merges, so the measured phase runs on
+# the tree the load settled into instead of beside the load's compaction debt.
 set -euo pipefail
 out=${1:-target/advise-check}
 mkdir -p "$out"
@@ -35,6 +37,9 @@ for workload in ${WORKLOADS:-fillrandom ycsb-b ycsb-e updatezipf ycsb-f ycsb-d};
   fi
   if [ -n "${CALIBRATION:-}" ]; then
     advise_regime+=(--calibration "$CALIBRATION")
+  fi
+  if [ "${SETTLE:-0}" = 1 ]; then
+    advise_regime+=(--settle) bench_regime+=(--settle)
   fi
   if [ "${DIRECT_IO:-0}" = 1 ]; then
     advise_regime+=(--direct-io) bench_regime+=(--direct-io)

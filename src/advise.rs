@@ -104,6 +104,12 @@ pub struct AdviseArgs {
     /// of the same policy (other filters on a workload without reads) is passed over.
     #[arg(long, default_value_t = 0)]
     verify: usize,
+    /// The --verify runs wait after each phase that wrote until its flushes and merges are done,
+    /// and count the wait in the phase (as `strata bench --settle`): the measured phase then
+    /// runs on the tree the load settled into, the steady state the model estimates, instead of
+    /// beside the compaction debt the load left behind.
+    #[arg(long)]
+    settle: bool,
     /// The calibration that prices the throughput model (`strata calibrate` writes it). Default:
     /// CALIBRATION.json in --db's directory if there is one, else round figures
     /// (`strata_advise::Calibration::assumed`), which the output says were used.
@@ -579,7 +585,7 @@ fn verify(
             limits,
             ..StorageOptions::default()
         },
-        settle_phases: false,
+        settle_phases: args.settle,
     };
     let comparison = run_comparison(&config).context("verifying on the engine")?;
     for run in &comparison.runs {
@@ -640,7 +646,7 @@ fn pick_of(best: &Candidate, all: &[Candidate], args: &AdviseArgs) -> Pick {
             args.write_buffer_size, best.spec
         ),
         bench_flags: format!(
-            "--policies '{}' --write-buffer-size {}{}",
+            "--policies '{}' --write-buffer-size {}{}{}",
             best.spec,
             strata_meta::format_size(args.write_buffer_size),
             // Out of cache, the regime the model and the verify runs assumed.
@@ -652,7 +658,8 @@ fn pick_of(best: &Candidate, all: &[Candidate], args: &AdviseArgs) -> Pick {
                     if args.direct_io { " --direct-io" } else { "" }
                 ),
                 _ => String::new(),
-            }
+            },
+            if args.settle { " --settle" } else { "" }
         ),
         spec: best.spec.clone(),
         reason,
