@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The table of scripts/advise-check.sh: per workload, advise's pick, its throughput and write
 amplification as strata bench measured them (median over the rounds, then every round in
-order), the best policy's by median, and the pick's shortfall."""
+order), the best policy's by median, and the pick's shortfall. A run the memory limit killed
+leaves no result: it is counted as killed, and the best policy is the best of those that finished
+every round."""
 import json
 import statistics
 import sys
@@ -33,9 +35,13 @@ for advice_file in sorted(out.glob("*-advise.json")):
     if pick not in ops:
         print(f"| {workload} | {short} | (not measured) | | | | {len(rounds)} | | |")
         continue
-    best = max(ops, key=ops.get)
+    killed = {label: len(rounds) - len(rs) for label, rs in by_label.items()}
+    finished = [label for label in ops if killed[label] == 0] or list(ops)
+    best = max(finished, key=ops.get)
     low = min(wa, key=wa.get)
-    rng = lambda label: ", ".join(f"{x:,.0f}" for x in every[label])
+    rng = lambda label: ", ".join(f"{x:,.0f}" for x in every[label]) + (
+        f"; killed in {killed[label]}" if killed[label] else ""
+    )
     print(
         f"| {workload} | {short} | {ops[pick]:,.0f} ({rng(pick)}) | {name(best)} | "
         f"{ops[best]:,.0f} ({rng(best)}) | {ops[pick] / ops[best]:.3f} | {len(rounds)} | "

@@ -247,8 +247,11 @@ fn advise_ranks_by_the_objective_keeps_to_constraints_and_reads_a_database() {
     // reads does not tell apart, so the second is not the first with other filters.
     let mut args = small.to_vec();
     args[4] = "20000";
-    args.extend(["--max-memory", "64MiB", "--verify", "2"]);
+    args.extend(["--max-memory", "64MiB", "--verify", "2", "--settle"]);
     let advice = json(&args);
+    // Settled verify runs: the pick's flags say so, to measure it as advise did.
+    let flags = advice["pick"]["bench_flags"].as_str().unwrap();
+    assert!(flags.ends_with(" --settle"), "{flags}");
     let measured: Vec<String> = advice["candidates"]
         .as_array()
         .unwrap()
