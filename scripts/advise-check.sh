@@ -8,6 +8,8 @@
 #
 # env: WORKLOADS (default: fillrandom ycsb-b ycsb-e updatezipf, then the held-back ycsb-f and
 # ycsb-d), ENTRIES and OPS (default 500000), BUFFER (default 4MiB), VERIFY (default 3),
+# VERIFY_ROUNDS (default 1: advise runs each verified configuration that often and ranks by the
+# median),
 # ROUNDS (default 3: every policy is benched that many times, in rounds, and compared by its
 # median; one run's noise on this machine is ±10%, as large as the criterion),
 # STRATA (default target/release/strata). scripts/advise-table.py prints the table from OUT_DIR.
@@ -49,7 +51,8 @@ for workload in ${WORKLOADS:-fillrandom ycsb-b ycsb-e updatezipf ycsb-f ycsb-d};
   shape=(--size-ratio 10 --target-file-size 8MiB --max-bytes-for-level-base 32MiB)
   if [ ! -s "$out/$workload-advise.json" ]; then
     echo "== $workload: advise" >&2
-    "$strata" advise "${common[@]}" ${advise_regime[@]+"${advise_regime[@]}"} --verify "${VERIFY:-3}" --json >"$out/$workload-advise.json.tmp"
+    "$strata" advise "${common[@]}" ${advise_regime[@]+"${advise_regime[@]}"} --verify "${VERIFY:-3}" \
+      --verify-rounds "${VERIFY_ROUNDS:-1}" --json >"$out/$workload-advise.json.tmp"
     mv "$out/$workload-advise.json.tmp" "$out/$workload-advise.json"
   fi
   pick=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pick"]["spec"])' "$out/$workload-advise.json")

@@ -104,6 +104,14 @@ pub struct AdviseArgs {
     /// of the same policy (other filters on a workload without reads) is passed over.
     #[arg(long, default_value_t = 0)]
     verify: usize,
+    /// Runs of each --verify configuration, in rounds that each run every configuration once
+    /// (in an order rotated by one per round); a configuration ranks by the median of its
+    /// runs. One run of a phase of a few seconds moves by up to 1.4× out of cache, more than
+    /// the candidates the model ranks together differ: 3 is the bench's convention. A
+    /// configuration that fails any run (killed by the memory limit, an engine error) is left
+    /// out.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    verify_rounds: usize,
     /// The --verify runs wait after each phase that wrote until its flushes and merges are done,
     /// and count the wait in the phase (as `strata bench --settle`): the measured phase then
     /// runs on the tree the load settled into, the steady state the model estimates, instead of
@@ -149,8 +157,11 @@ struct Candidate {
     /// cache's hits on the workload's reads where it ran, else memory over the data).
     #[serde(skip_serializing_if = "Option::is_none")]
     memory_share: Option<f64>,
-    /// Measured operations per second (--verify).
+    /// Measured operations per second (--verify): the median of its runs.
     measured_ops_per_sec: Option<f64>,
+    /// Operations per second of each --verify run, in the order they ran.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    measured_runs: Vec<f64>,
     /// Measured write amplification (--verify).
     measured_write_amp: Option<f64>,
     /// The objective's value (lower is better; throughput is negated).
@@ -230,6 +241,9 @@ pub fn advise(args: &AdviseArgs) -> Result<Advice> {
     }
     for &t in &args.size_ratios {
         crate::checks::above("--size-ratios", t, 1.0)?;
+    }
+    if args.verify_rounds == 0 {
+        bail!("--verify-rounds must be at least 1: each verified configuration runs that often");
     }
     let spec = match &args.db {
         Some(dir) => workload_of_database(dir, &args.keyspace, &args.workload)?,
@@ -467,6 +481,7 @@ fn candidate(
         estimated_ops_per_sec: estimated.ops_per_sec(),
         memory_share,
         measured_ops_per_sec: None,
+        measured_runs: Vec::new(),
         measured_write_amp: None,
         score: 0.0,
         excluded: None,
@@ -560,9 +575,9 @@ fn verify(
         ),
         _ => None,
     };
-    let config = BenchConfig {
+    let mut config = BenchConfig {
         workload: spec.clone(),
-        policies: chosen.iter().map(|&i| candidates[i].spec.clone()).collect(),
+        policies: Vec::new(),
         peers: Vec::new(),
         baseline: None,
         settings: EngineSettings {
@@ -587,15 +602,89 @@ fn verify(
         },
         settle_phases: args.settle,
     };
-    let comparison = run_comparison(&config).context("verifying on the engine")?;
-    for run in &comparison.runs {
-        if let Some(c) = candidates.iter_mut().find(|c| c.spec == run.label) {
-            c.measured_ops_per_sec = Some(run.ops_per_sec);
-            c.measured_write_amp = Some(run.write_amp);
-            c.score = score(c, args.objective, mix);
+    let specs: Vec<String> = chosen.iter().map(|&i| candidates[i].spec.clone()).collect();
+    let mut runs = VerifyRuns::default();
+    for round in 0..args.verify_rounds {
+        // Rotated each round, so that no configuration always runs first or last.
+        config.policies = specs.clone();
+        config.policies.rotate_left(round % specs.len().max(1));
+        let comparison = run_comparison(&config)
+            .with_context(|| format!("verifying on the engine (round {})", round + 1))?;
+        runs.add(&comparison);
+    }
+    runs.record(candidates, args.verify_rounds, args.objective, mix);
+    Ok(())
+}
+
+/// What the --verify rounds measured, per configuration.
+#[derive(Default)]
+struct VerifyRuns {
+    /// Operations per second and write amplification of each run, in the order they ran.
+    measured: Vec<(String, f64, f64)>,
+    /// Runs that failed, and the first failure's error.
+    failures: std::collections::BTreeMap<String, (usize, String)>,
+}
+
+impl VerifyRuns {
+    fn add(&mut self, comparison: &strata_bench::results::Comparison) {
+        for run in &comparison.runs {
+            self.measured
+                .push((run.label.clone(), run.ops_per_sec, run.write_amp));
+        }
+        for failed in &comparison.failed {
+            let entry = self
+                .failures
+                .entry(failed.label.clone())
+                .or_insert_with(|| (0, failed.error.clone()));
+            entry.0 += 1;
         }
     }
-    Ok(())
+
+    /// Gives each candidate the median of what it measured in `rounds` rounds and its score by
+    /// it, and leaves out every candidate that failed a run.
+    fn record(
+        &self,
+        candidates: &mut [Candidate],
+        rounds: usize,
+        objective: Objective,
+        mix: &OperationMix,
+    ) {
+        for c in candidates.iter_mut() {
+            let (ops, write_amps) = self.of(&c.spec);
+            if !ops.is_empty() {
+                c.measured_ops_per_sec = Some(median(&ops));
+                c.measured_write_amp = Some(median(&write_amps));
+                c.measured_runs = ops;
+            }
+            if let Some((failures, error)) = self.failures.get(&c.spec) {
+                c.excluded = Some(format!(
+                    "failed {failures} of {rounds} verify runs: {error}"
+                ));
+            }
+            c.score = score(c, objective, mix);
+        }
+    }
+
+    /// The operations per second and write amplifications `spec` measured.
+    fn of(&self, spec: &str) -> (Vec<f64>, Vec<f64>) {
+        self.measured
+            .iter()
+            .filter(|(label, _, _)| label == spec)
+            .map(|&(_, ops, wa)| (ops, wa))
+            .unzip()
+    }
+}
+
+/// The median (of an even count, the mean of the middle two); `xs` is not empty.
+fn median(xs: &[f64]) -> f64 {
+    let mut sorted = xs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    if sorted.len().is_multiple_of(2) {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    } else {
+        sorted[mid]
+    }
 }
 
 /// The policy name of a specification (`name:option=value,...`).
@@ -608,7 +697,10 @@ fn pick_of(best: &Candidate, all: &[Candidate], args: &AdviseArgs) -> Pick {
     let measured = best.measured_ops_per_sec.is_some();
     let what = match args.objective {
         Objective::Throughput => match best.measured_ops_per_sec {
-            Some(ops) => format!("measured {ops:.0} ops/s"),
+            Some(ops) => match best.measured_runs.len() {
+                n if n > 1 => format!("measured {ops:.0} ops/s, the median of {n} runs"),
+                _ => format!("measured {ops:.0} ops/s"),
+            },
             None => format!("estimated {:.0} ops/s", best.estimated_ops_per_sec),
         },
         Objective::WriteAmp => format!(
@@ -732,6 +824,19 @@ fn text(a: &Advice, top: usize) -> String {
                 .map_or(String::new(), |e| format!("  (left out: {e})"))
         );
     }
+    // Every run, where a configuration ran more than once: the median alone hides the spread.
+    let several: Vec<&Candidate> = a
+        .candidates
+        .iter()
+        .filter(|c| c.measured_runs.len() > 1)
+        .collect();
+    if !several.is_empty() {
+        let _ = writeln!(s, "\nverify runs (ops/s, in the order they ran):");
+        for c in several {
+            let runs: Vec<String> = c.measured_runs.iter().map(|o| format!("{o:.0}")).collect();
+            let _ = writeln!(s, "  {:<44} {}", c.label, runs.join(", "));
+        }
+    }
     if let Some(p) = &a.pick {
         let _ = writeln!(s, "\npick: {}\nwhy:  {}", p.spec, p.reason);
         let _ = writeln!(
@@ -783,4 +888,90 @@ fn workload_of_database(
     let mut spec = shape.spec;
     spec.name = format!("recorded by {}", dir.display());
     Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata_bench::results::{Comparison, FailedRun, RunResult};
+
+    fn candidate(spec: &str, estimated: f64) -> Candidate {
+        Candidate {
+            label: spec.to_string(),
+            spec: spec.to_string(),
+            bloom_bits_per_key: 10.0,
+            model: None,
+            write_amp: 1.0,
+            space_amp: 1.0,
+            lookup_cost: 1.0,
+            scan_runs: 1,
+            estimated_ops_per_sec: estimated,
+            memory_share: None,
+            measured_ops_per_sec: None,
+            measured_runs: Vec::new(),
+            measured_write_amp: None,
+            score: -estimated,
+            excluded: None,
+        }
+    }
+
+    fn run(label: &str, ops: f64) -> RunResult {
+        RunResult {
+            label: label.to_string(),
+            ops_per_sec: ops,
+            write_amp: ops / 1000.0,
+            ..RunResult::default()
+        }
+    }
+
+    #[test]
+    fn verify_rounds_rank_by_the_median_and_leave_out_what_failed() {
+        let mut runs = VerifyRuns::default();
+        // "a" wins one round by far and loses the other two; "b" is steady; "c" is the fastest
+        // where it finished but was killed once.
+        let rounds = [
+            (
+                vec![run("a", 900.0), run("b", 500.0), run("c", 990.0)],
+                None,
+            ),
+            (vec![run("a", 300.0), run("b", 520.0)], Some("c")),
+            (
+                vec![run("a", 310.0), run("b", 480.0), run("c", 980.0)],
+                None,
+            ),
+        ];
+        for (measured, failed) in rounds {
+            runs.add(&Comparison {
+                runs: measured,
+                failed: failed
+                    .map(|label| FailedRun {
+                        label: label.to_string(),
+                        error: "killed by the memory limit".to_string(),
+                    })
+                    .into_iter()
+                    .collect(),
+                ..Comparison::default()
+            });
+        }
+        let mut candidates = vec![
+            candidate("a", 3000.0),
+            candidate("b", 2000.0),
+            candidate("c", 1000.0),
+            candidate("d", 4000.0),
+        ];
+        let mix = OperationMix::default();
+        runs.record(&mut candidates, 3, Objective::Throughput, &mix);
+        rank(&mut candidates);
+        let order: Vec<&str> = candidates.iter().map(|c| c.spec.as_str()).collect();
+        // Measured before estimated, the median decides, the failed one last.
+        assert_eq!(order, ["b", "a", "d", "c"]);
+        assert_eq!(candidates[0].measured_ops_per_sec, Some(500.0));
+        assert_eq!(candidates[0].measured_runs, [500.0, 520.0, 480.0]);
+        assert_eq!(candidates[0].measured_write_amp, Some(0.5));
+        assert_eq!(candidates[1].measured_ops_per_sec, Some(310.0));
+        let left_out = candidates[3].excluded.as_deref().unwrap();
+        assert!(left_out.contains("failed 1 of 3 verify runs"), "{left_out}");
+        assert!(left_out.contains("memory limit"), "{left_out}");
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+    }
 }

@@ -248,6 +248,7 @@ fn advise_ranks_by_the_objective_keeps_to_constraints_and_reads_a_database() {
     let mut args = small.to_vec();
     args[4] = "20000";
     args.extend(["--max-memory", "64MiB", "--verify", "2", "--settle"]);
+    args.extend(["--verify-rounds", "2"]);
     let advice = json(&args);
     // Settled verify runs: the pick's flags say so, to measure it as advise did.
     let flags = advice["pick"]["bench_flags"].as_str().unwrap();
@@ -271,6 +272,24 @@ fn advise_ranks_by_the_objective_keeps_to_constraints_and_reads_a_database() {
         .collect();
     assert_eq!(measured.len(), 2, "{advice}");
     assert_ne!(measured[0], measured[1], "{advice}");
+    // Two rounds: each verified configuration ran twice and ranks by their median (of two, the
+    // mean).
+    for c in advice["candidates"].as_array().unwrap() {
+        let Some(median) = c["measured_ops_per_sec"].as_f64() else {
+            continue;
+        };
+        let runs: Vec<f64> = c["measured_runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_f64().unwrap())
+            .collect();
+        assert_eq!(runs.len(), 2, "{c}");
+        assert!((median - (runs[0] + runs[1]) / 2.0).abs() < 1e-6, "{c}");
+    }
+    let mut args = small.to_vec();
+    args.extend(["--verify", "1", "--verify-rounds", "0"]);
+    refused(&dir, &args, &["--verify-rounds"]);
     // A database's recorded workload: all puts.
     let db_dir = dir.join("db");
     let db = strata_engine::Db::open(&db_dir, strata_engine::Options::new()).unwrap();
