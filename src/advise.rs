@@ -613,6 +613,14 @@ fn verify(
         runs.add(&comparison);
     }
     runs.record(candidates, args.verify_rounds, args.objective, mix);
+    // Said on standard error: the ranking stands, but the user should know what it stands on.
+    for (label, share) in &runs.disturbed {
+        eprintln!(
+            "warning: the hypervisor took {:.0}% of this machine's CPU time during a verify run of \
+             {label} (steal): its measurement is not comparable with runs that had none",
+            100.0 * share
+        );
+    }
     Ok(())
 }
 
@@ -623,6 +631,9 @@ struct VerifyRuns {
     measured: Vec<(String, f64, f64)>,
     /// Runs that failed, and the first failure's error.
     failures: std::collections::BTreeMap<String, (usize, String)>,
+    /// Runs during which the hypervisor took a noticeable share of the machine's CPU (steal),
+    /// with that share.
+    disturbed: Vec<(String, f64)>,
 }
 
 impl VerifyRuns {
@@ -630,6 +641,12 @@ impl VerifyRuns {
         for run in &comparison.runs {
             self.measured
                 .push((run.label.clone(), run.ops_per_sec, run.write_amp));
+            if let Some(share) = run
+                .steal_share
+                .filter(|&s| s >= strata_bench::physical::STEAL_WORTH_NOTING)
+            {
+                self.disturbed.push((run.label.clone(), share));
+            }
         }
         for failed in &comparison.failed {
             let entry = self

@@ -26,6 +26,54 @@ pub fn cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) as f64 / 100.0
 }
 
+/// The whole machine's CPU time from the first line of `/proc/stat`, in clock ticks: all of it,
+/// and what the hypervisor gave to other guests while this one had work (*steal*). On a virtual
+/// machine whose neighbours are busy, steal slows every run it falls in, by more than its share
+/// where the neighbours also contend for caches and memory ([`crate::results::RunResult::steal_share`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MachineCpu {
+    /// Ticks stolen by the hypervisor (`steal`, the eighth field).
+    pub steal: u64,
+    /// Ticks of every state: user, nice, system, idle, iowait, irq, softirq and steal (guest
+    /// time is counted within user already).
+    pub total: u64,
+}
+
+/// Steal at or above this share of the machine's CPU time during a run is worth a warning: the
+/// reports name such runs.
+pub const STEAL_WORTH_NOTING: f64 = 0.05;
+
+impl MachineCpu {
+    /// The counters now, where `/proc/stat` exists.
+    pub fn now() -> Option<Self> {
+        parse_proc_stat(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    /// The share of the machine's CPU time from `earlier` to `self` that was stolen; `None` when
+    /// no time passed.
+    pub fn steal_share_since(&self, earlier: &MachineCpu) -> Option<f64> {
+        let total = self.total.checked_sub(earlier.total).filter(|&t| t > 0)?;
+        let steal = self.steal.saturating_sub(earlier.steal);
+        Some(steal as f64 / total as f64)
+    }
+}
+
+/// Parses the text of `/proc/stat`: its `cpu` line (all CPUs together). A kernel that reports no
+/// steal field (before 2.6.11) reports no steal.
+pub fn parse_proc_stat(text: &str) -> Option<MachineCpu> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    (ticks.len() >= 4).then(|| MachineCpu {
+        steal: ticks.get(7).copied().unwrap_or(0),
+        total: ticks.iter().sum(),
+    })
+}
+
 /// The storage counters of `/proc/self/io`: what this process (all its threads) made the
 /// storage layer read and write.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -302,6 +350,38 @@ pub fn sequential_write_bandwidth(dir: &Path, bytes: u64) -> std::io::Result<f64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn proc_stat_gives_the_machine_s_steal_and_total() {
+        let text = "cpu  100 5 50 800 20 0 5 20 7 0\ncpu0 50 2 25 400 10 0 3 10 3 0\nintr 1\n";
+        let before = parse_proc_stat(text).unwrap();
+        // guest (7) is inside user already: the total is the first eight fields.
+        assert_eq!(
+            before,
+            MachineCpu {
+                steal: 20,
+                total: 1000
+            }
+        );
+        let after = parse_proc_stat("cpu  150 5 60 900 25 0 5 80 9 0\n").unwrap();
+        assert_eq!(after.total - before.total, 225);
+        assert_eq!(after.steal_share_since(&before), Some(60.0 / 225.0));
+        assert_eq!(before.steal_share_since(&before), None, "no time passed");
+        // A kernel without the steal field reports none; a line that is not numbers, nothing.
+        assert_eq!(
+            parse_proc_stat("cpu 1 2 3 4\n"),
+            Some(MachineCpu {
+                steal: 0,
+                total: 10
+            })
+        );
+        assert_eq!(parse_proc_stat("cpu 1 2 x 4\n"), None);
+        assert_eq!(parse_proc_stat("cpu0 1 2 3 4\n"), None);
+        // This machine's own counters, where there are any, read.
+        if std::path::Path::new("/proc/stat").exists() {
+            assert!(MachineCpu::now().is_some_and(|m| m.total > 0));
+        }
+    }
 
     #[test]
     fn proc_io_fields_are_read_by_name() {

@@ -219,6 +219,14 @@ pub struct RunResult {
     pub policy_seconds: Option<f64>,
     /// Wall-clock seconds of the whole run.
     pub wall_seconds: f64,
+    /// The share of the machine's CPU time that the hypervisor gave to other guests while the
+    /// run ran (steal, [`crate::physical::MachineCpu`]), where the platform reports it. The
+    /// slowdown can be far larger than the share: on this project's 2-vCPU machine, runs during
+    /// 22–27% steal took about twice the CPU seconds and ran at 0.4–0.5× the throughput of the
+    /// same configurations without (docs/advise-and-switch.md). Such a run's timings say more
+    /// about the neighbours than about the engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steal_share: Option<f64>,
     /// Operations of every phase, loads and settling phases included (what `cpu_seconds` and
     /// `device_bytes_written` are spent on).
     #[serde(default)]

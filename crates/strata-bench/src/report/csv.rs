@@ -4,7 +4,7 @@ use crate::results::{Comparison, LatencySummary, PhaseResult, RunResult};
 
 /// Column names, in order. Run-level columns repeat on every row of the run so each row stands on
 /// its own in a spreadsheet or a dataframe. Flags (`direct_io`, `drop_caches`) are 1 or 0.
-const HEADER: [&str; 58] = [
+const HEADER: [&str; 59] = [
     "workload",
     "label",
     "engine",
@@ -40,6 +40,7 @@ const HEADER: [&str; 58] = [
     "device_bytes_read",
     "index_reads_per_lookup",
     "filter_reads_per_lookup",
+    "steal_share",
     "phase",
     "phase_ops",
     "phase_seconds",
@@ -135,6 +136,7 @@ fn row(
         count(run.device_bytes_read),
         float(run.index_reads_per_lookup),
         float(run.filter_reads_per_lookup),
+        float(run.steal_share),
     ];
     match phase {
         Some(p) => fields.extend([

@@ -3,7 +3,9 @@
 
 use super::best::{table_marks, Better};
 use super::charts::{CHARTS, WIDTH};
-use super::reads::{failure_lines, read_rows, settings_lines, READ_BETTER, READ_HEADERS};
+use super::reads::{
+    failure_lines, read_rows, settings_lines, steal_lines, READ_BETTER, READ_HEADERS,
+};
 use super::style::{run_styles, Pattern, Style};
 use super::table::{
     self, MAIN_BETTER, MAIN_HEADERS, PHYSICAL_BETTER, PHYSICAL_HEADERS, RATIO_BETTER, RATIO_HEADERS,
@@ -195,7 +197,7 @@ pub(super) fn render_html(c: &Comparison) -> String {
             esc(line.trim())
         );
     }
-    for line in settings_lines(c) {
+    for line in steal_lines(c).into_iter().chain(settings_lines(c)) {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(line.trim()));
     }
 

@@ -82,6 +82,32 @@ pub(super) fn failure_lines(c: &Comparison) -> Vec<String> {
         .collect()
 }
 
+/// A line per run during which the hypervisor took a noticeable share of the machine's CPU
+/// ([`RunResult::steal_share`]): its timings are then not comparable with those of runs that
+/// had none.
+///
+/// [`RunResult::steal_share`]: crate::results::RunResult::steal_share
+pub(super) fn steal_lines(c: &Comparison) -> Vec<String> {
+    c.runs
+        .iter()
+        .filter_map(|r| {
+            Some((
+                r,
+                r.steal_share
+                    .filter(|&s| s >= crate::physical::STEAL_WORTH_NOTING)?,
+            ))
+        })
+        .map(|(r, share)| {
+            format!(
+                "note: the hypervisor took {:.0}% of this machine's CPU time during the run of {} \
+                 (steal, /proc/stat): its timings are not comparable with runs that had none",
+                100.0 * share,
+                r.label
+            )
+        })
+        .collect()
+}
+
 /// The settings every run shares, as one line, then a line per set of runs for those that differ
 /// (fjall under `--direct-io` runs buffered), naming the runs; empty for a comparison without
 /// runs.

@@ -1,7 +1,7 @@
 //! The results table and its ratio block, as a cell model shared by the terminal and HTML views.
 
 use super::best::Better;
-use super::reads::{failure_lines, probe_phrase, settings_lines, share_of_iops};
+use super::reads::{failure_lines, probe_phrase, settings_lines, share_of_iops, steal_lines};
 use super::{finite, fmt_count, fmt_fixed, main_latency, main_phase};
 use crate::results::{Comparison, RunResult};
 
@@ -209,6 +209,7 @@ pub fn render_table(c: &Comparison) -> String {
     let main_width = widths[..split].iter().sum::<usize>() + 2 * (split - 1);
     let mut out = String::new();
     let mut settings = failure_lines(c);
+    settings.extend(steal_lines(c));
     settings.extend(settings_lines(c));
     if !settings.is_empty() {
         out.push_str(&settings.join("\n"));

@@ -804,3 +804,29 @@ fn throughput_scatters_label_every_run_in_its_colour() -> std::io::Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn runs_the_hypervisor_slowed_are_named_in_every_report() {
+    let mut c = comparison();
+    c.runs[0].steal_share = Some(0.24);
+    c.runs[1].steal_share = Some(0.01);
+    let note = "the hypervisor took 24% of this machine's CPU time during the run of leveled";
+    let table = render_table(&c);
+    assert!(table.contains(note), "{table}");
+    assert!(
+        !table.contains(&format!("the run of {}", c.runs[1].label)),
+        "{table}"
+    );
+    // HTML escapes the apostrophe.
+    let page = html::render_html(&c);
+    assert!(page.contains("the hypervisor took 24%"), "{page}");
+    assert!(
+        page.contains("CPU time during the run of leveled"),
+        "{page}"
+    );
+    let csv = render_csv(&c);
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let column = header.iter().position(|h| *h == "steal_share").unwrap();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!(row[column].parse::<f64>().unwrap(), 0.24);
+}

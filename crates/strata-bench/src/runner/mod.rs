@@ -8,7 +8,7 @@ pub use measure::{worst_window, BATCH_LATENCY};
 use crate::engines::{EngineStats, KvEngine};
 use crate::physical::{
     cpu_seconds, device_bytes_written, drop_page_cache, peak_rss_bytes, process_bytes_read,
-    reset_peak_rss, rss_bytes, BlockDevice, BlockDeviceStat,
+    reset_peak_rss, rss_bytes, BlockDevice, BlockDeviceStat, MachineCpu,
 };
 use crate::results::{PhaseBlocks, RunResult};
 use crate::workload::{phase_seed, KeySpace, WorkloadSpec};
@@ -150,6 +150,7 @@ pub fn run(
 ) -> Result<RunResult> {
     let started = Instant::now();
     let cpu_start = cpu_seconds();
+    let machine_start = MachineCpu::now();
     let device_start = device_bytes_written();
     let block_device = BlockDevice::holding(engine.dir());
     let io_start = IoSnapshot::take(block_device.as_ref());
@@ -307,6 +308,9 @@ pub fn run(
     run.device_reads = device_reads;
     run.device_bytes_read = device_read_bytes;
     run.device = block_device.map(|d| format!("{}:{}", d.major, d.minor));
+    run.steal_share = MachineCpu::now()
+        .zip(machine_start)
+        .and_then(|(now, start)| now.steal_share_since(&start));
     Ok(run)
 }
 
