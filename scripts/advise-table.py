@@ -3,7 +3,9 @@
 amplification as strata bench measured them (median over the rounds, then every round in
 order), the best policy's by median, and the pick's shortfall. A run the memory limit killed
 leaves no result: it is counted as killed, and the best policy is the best of those that finished
-every round."""
+every round. Runs during which the hypervisor took 5% or more of the machine's CPU (steal_share,
+recorded by strata bench since it records it) are listed under the table: their throughput is
+not comparable with the others'."""
 import json
 import statistics
 import sys
@@ -12,6 +14,7 @@ from pathlib import Path
 out = Path(sys.argv[1] if len(sys.argv) > 1 else "target/advise-check")
 print("| workload | advise's pick | pick ops/s, median (rounds) | best policy | best ops/s, median (rounds) | pick / best | rounds | pick WA | lowest WA (policy) |")
 print("|---|---|---:|---|---:|---:|---:|---:|---:|")
+disturbed = []
 for advice_file in sorted(out.glob("*-advise.json")):
     workload = advice_file.name[: -len("-advise.json")]
     advice = json.loads(advice_file.read_text())
@@ -19,9 +22,11 @@ for advice_file in sorted(out.glob("*-advise.json")):
     if not rounds:
         continue
     by_label = {}
-    for runs in rounds:
+    for number, runs in enumerate(rounds, 1):
         for r in runs:
             by_label.setdefault(r["label"], []).append(r)
+            if (r.get("steal_share") or 0) >= 0.05:
+                disturbed.append(f"{workload} round {number}: {r['label']} ({100 * r['steal_share']:.0f}% steal)")
     ops = {label: statistics.median([r["ops_per_sec"] for r in rs]) for label, rs in by_label.items()}
     wa = {label: statistics.median([r["write_amp"] for r in rs]) for label, rs in by_label.items()}
     every = {label: [r["ops_per_sec"] for r in rs] for label, rs in by_label.items()}
@@ -47,3 +52,7 @@ for advice_file in sorted(out.glob("*-advise.json")):
         f"{ops[best]:,.0f} ({rng(best)}) | {ops[pick] / ops[best]:.3f} | {len(rounds)} | "
         f"{wa[pick]:.2f} | {wa[low]:.2f} ({name(low)}) |"
     )
+if disturbed:
+    print("\nRuns the hypervisor slowed (steal of 5% or more of the machine's CPU):")
+    for line in disturbed:
+        print(f"- {line}")
