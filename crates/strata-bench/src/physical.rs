@@ -28,8 +28,8 @@ pub fn cpu_seconds() -> f64 {
 
 /// The whole machine's CPU time from the first line of `/proc/stat`, in clock ticks: all of it,
 /// and what the hypervisor gave to other guests while this one had work (*steal*). On a virtual
-/// machine whose neighbours are busy, steal slows every run it falls in, by more than its share
-/// where the neighbours also contend for caches and memory ([`crate::results::RunResult::steal_share`]).
+/// machine whose neighbours are busy, steal slows every run it falls in, measured by far more
+/// than its share ([`crate::results::RunResult::steal_share`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MachineCpu {
     /// Ticks stolen by the hypervisor (`steal`, the eighth field).

@@ -222,7 +222,7 @@ pub struct RunResult {
     /// The share of the machine's CPU time that the hypervisor gave to other guests while the
     /// run ran (steal, [`crate::physical::MachineCpu`]), where the platform reports it. The
     /// slowdown can be far larger than the share: on this project's 2-vCPU machine, runs during
-    /// 22–27% steal took about twice the CPU seconds and ran at 0.4–0.5× the throughput of the
+    /// 22–27% steal took 1.5–2.2× the CPU seconds and ran at 0.35–0.59× the throughput of the
     /// same configurations without (docs/advise-and-switch.md). Such a run's timings say more
     /// about the neighbours than about the engine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
