@@ -11,6 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use strata_advise::measure::median;
 use strata_advise::{
     estimate, simulated_memory_share, workload_like, Calibration, OperationMix, Regime,
     CALIBRATION_FILE,
@@ -641,10 +642,7 @@ impl VerifyRuns {
         for run in &comparison.runs {
             self.measured
                 .push((run.label.clone(), run.ops_per_sec, run.write_amp));
-            if let Some(share) = run
-                .steal_share
-                .filter(|&s| s >= strata_bench::physical::STEAL_WORTH_NOTING)
-            {
+            if let Some(share) = run.noticeable_steal() {
                 self.disturbed.push((run.label.clone(), share));
             }
         }
@@ -668,9 +666,9 @@ impl VerifyRuns {
     ) {
         for c in candidates.iter_mut() {
             let (ops, write_amps) = self.of(&c.spec);
-            if !ops.is_empty() {
-                c.measured_ops_per_sec = Some(median(&ops));
-                c.measured_write_amp = Some(median(&write_amps));
+            if let Some(ops_median) = median(&ops) {
+                c.measured_ops_per_sec = Some(ops_median);
+                c.measured_write_amp = median(&write_amps);
                 c.measured_runs = ops;
             }
             if let Some((failures, error)) = self.failures.get(&c.spec) {
@@ -689,18 +687,6 @@ impl VerifyRuns {
             .filter(|(label, _, _)| label == spec)
             .map(|&(_, ops, wa)| (ops, wa))
             .unzip()
-    }
-}
-
-/// The median (of an even count, the mean of the middle two); `xs` is not empty.
-fn median(xs: &[f64]) -> f64 {
-    let mut sorted = xs.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let mid = sorted.len() / 2;
-    if sorted.len().is_multiple_of(2) {
-        (sorted[mid - 1] + sorted[mid]) / 2.0
-    } else {
-        sorted[mid]
     }
 }
 
@@ -989,6 +975,5 @@ mod tests {
         let left_out = candidates[3].excluded.as_deref().unwrap();
         assert!(left_out.contains("failed 1 of 3 verify runs"), "{left_out}");
         assert!(left_out.contains("memory limit"), "{left_out}");
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
     }
 }

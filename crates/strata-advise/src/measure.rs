@@ -68,9 +68,18 @@ fn timed<T>(f: impl FnOnce() -> T) -> (T, f64) {
     (out, start.elapsed().as_nanos() as f64)
 }
 
-fn median(mut xs: Vec<f64>) -> f64 {
-    xs.sort_by(f64::total_cmp);
-    xs[xs.len() / 2]
+/// The median of `xs` (of an even count, the mean of the middle two); `None` when empty. What
+/// every repeated measurement here is summed up by: the calibration's rounds, and `strata
+/// advise`'s verify runs.
+pub fn median(xs: &[f64]) -> Option<f64> {
+    let mut sorted = xs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mid = sorted.len() / 2;
+    match sorted.len() {
+        0 => None,
+        n if n.is_multiple_of(2) => Some((sorted[mid - 1] + sorted[mid]) / 2.0),
+        _ => Some(sorted[mid]),
+    }
 }
 
 /// Nanoseconds per scan of `len` entries from `scans` keys among the first `n`.
@@ -217,7 +226,9 @@ pub fn measure_cpu(dir: &Path, settings: &MeasureSettings) -> Result<CpuCosts, C
         .collect::<Result<Vec<_>, _>>();
     let _ = std::fs::remove_dir_all(&scratch);
     let rounds = rounds?;
-    let pick = |f: fn(&CpuCosts) -> f64| median(rounds.iter().map(f).collect());
+    let pick = |f: fn(&CpuCosts) -> f64| {
+        median(&rounds.iter().map(f).collect::<Vec<_>>()).expect("ROUNDS is above 0")
+    };
     Ok(CpuCosts {
         write_ns: pick(|c| c.write_ns),
         flush_ns_per_entry: pick(|c| c.flush_ns_per_entry),
@@ -234,4 +245,16 @@ pub fn measure_cpu(dir: &Path, settings: &MeasureSettings) -> Result<CpuCosts, C
 /// Cores this process may run on.
 pub fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn median_of_odd_and_even_counts_and_of_nothing() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(median(&[]), None);
+    }
 }

@@ -332,6 +332,15 @@ impl RunResult {
         (self.wall_seconds > 0.0).then(|| bytes / self.wall_seconds)
     }
 
+    /// The run's steal share where it is at least [`STEAL_WORTH_NOTING`]: reports and `strata
+    /// advise` name such runs.
+    ///
+    /// [`STEAL_WORTH_NOTING`]: crate::physical::STEAL_WORTH_NOTING
+    pub fn noticeable_steal(&self) -> Option<f64> {
+        self.steal_share
+            .filter(|&s| s >= crate::physical::STEAL_WORTH_NOTING)
+    }
+
     /// CPU seconds per operation, over every phase.
     pub fn cpu_seconds_per_op(&self) -> Option<f64> {
         (self.total_ops > 0).then(|| self.cpu_seconds / self.total_ops as f64)

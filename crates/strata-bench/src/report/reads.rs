@@ -90,13 +90,7 @@ pub(super) fn failure_lines(c: &Comparison) -> Vec<String> {
 pub(super) fn steal_lines(c: &Comparison) -> Vec<String> {
     c.runs
         .iter()
-        .filter_map(|r| {
-            Some((
-                r,
-                r.steal_share
-                    .filter(|&s| s >= crate::physical::STEAL_WORTH_NOTING)?,
-            ))
-        })
+        .filter_map(|r| Some((r, r.noticeable_steal()?)))
         .map(|(r, share)| {
             format!(
                 "note: the hypervisor took {:.0}% of this machine's CPU time during the run of {} \
