@@ -384,6 +384,21 @@ impl Memtable {
         (found == user_key).then(|| (seq, kind, Bytes::copy_from_slice(c.value(&self.list))))
     }
 
+    /// Whether the memtable holds the entry of `user_key` at exactly `seq`.
+    pub fn contains(&self, user_key: &[u8], seq: SeqNo) -> bool {
+        if let Some(filter) = &self.filter {
+            if !filter.may_contain(xxh3_64(user_key)) {
+                return false;
+            }
+        }
+        let trailer = key::pack_trailer(seq, key::SEEK_KIND);
+        let mut c = Cursor::default();
+        c.seek_by(&self.list, |k| compare_with(k, user_key, trailer));
+        c.valid()
+            && key::parse_internal_key(c.key(&self.list))
+                .is_some_and(|(found, found_seq, _)| found == user_key && found_seq == seq)
+    }
+
     /// Records that the writes with sequence numbers `first..=last` were left out of the WAL.
     /// Groups come in sequence order, so a range right after the last one extends it.
     pub fn note_unlogged(&self, first: SeqNo, last: SeqNo) {

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::filename;
 use crate::filename::{classify, FileKind};
 use crate::fs::{FileLock, FileSystem};
-use crate::key::ValueKind;
+use crate::key::{SeqNo, ValueKind};
 use crate::keyspace::KeyspaceId;
 use crate::listener::Recovery;
 use crate::manifest::{self, Counters, Manifest, ManifestRecord, RecoveredKeyspace};
@@ -368,8 +368,8 @@ impl Engine {
     /// Replays the WALs every keyspace of `trees` needs into a memtable per keyspace, following
     /// `wal_chain`'s rule: damage that is not the newest WAL's torn tail is corruption, or in
     /// point-in-time mode the end of the replay. An entry goes to its keyspace unless that
-    /// keyspace's log number is above its WAL (a table holds it) or a window flush evicted it;
-    /// entries of dropped keyspaces are skipped, and one of a keyspace the database never had
+    /// keyspace's log number is above its WAL (a table holds it), a window flush evicted it, or
+    /// it was replayed already (a re-logged copy); entries of dropped keyspaces are skipped, and one of a keyspace the database never had
     /// is corruption.
     fn replay_wals(
         trees: &[Arc<Engine>],
@@ -418,6 +418,7 @@ impl Engine {
         // Keyspaces numbered below the next number that are not open were dropped: their
         // entries are skipped. A number at or above it no keyspace ever had.
         let next_keyspace = shared.next_keyspace_id.load(Ordering::Relaxed);
+        let mut newest_replayed: SeqNo = 0;
         let replayed = wal_chain::replay(
             wals,
             log_number,
@@ -448,6 +449,14 @@ impl Engine {
                 if wal < floors[i] || evictions[i].iter().any(|e| e.covers(key, seq)) {
                     return;
                 }
+                // A re-logged entry comes again, in a later WAL, with its own sequence number:
+                // where the WAL it came from is replayed too (a crash before the re-logging
+                // flush installed, or a checkpoint that copied both), it is skipped. Only an
+                // entry older than one already replayed can be such a copy.
+                if seq <= newest_replayed && memtables[i].contains(key, seq) {
+                    return;
+                }
+                newest_replayed = newest_replayed.max(seq);
                 entries += 1;
                 match op {
                     BatchOp::Put(k, v) => memtables[i].insert(k, seq, ValueKind::Put, v),
