@@ -369,6 +369,18 @@ impl Memtable {
 
     /// The newest entry of `user_key` with a sequence number ≤ `snapshot`.
     pub fn get(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(SeqNo, ValueKind, Bytes)> {
+        self.newest_at(user_key, snapshot)
+            .map(|(seq, kind, value)| (seq, kind, Bytes::copy_from_slice(value)))
+    }
+
+    /// Whether the memtable holds the entry of `user_key` at exactly `seq`.
+    pub fn contains(&self, user_key: &[u8], seq: SeqNo) -> bool {
+        self.newest_at(user_key, seq)
+            .is_some_and(|(found_seq, ..)| found_seq == seq)
+    }
+
+    /// [`Memtable::get`], the value borrowed from the list.
+    fn newest_at(&self, user_key: &[u8], snapshot: SeqNo) -> Option<(SeqNo, ValueKind, &[u8])> {
         if let Some(filter) = &self.filter {
             if !filter.may_contain(xxh3_64(user_key)) {
                 return None;
@@ -381,22 +393,7 @@ impl Memtable {
             return None;
         }
         let (found, seq, kind) = key::parse_internal_key(c.key(&self.list))?;
-        (found == user_key).then(|| (seq, kind, Bytes::copy_from_slice(c.value(&self.list))))
-    }
-
-    /// Whether the memtable holds the entry of `user_key` at exactly `seq`.
-    pub fn contains(&self, user_key: &[u8], seq: SeqNo) -> bool {
-        if let Some(filter) = &self.filter {
-            if !filter.may_contain(xxh3_64(user_key)) {
-                return false;
-            }
-        }
-        let trailer = key::pack_trailer(seq, key::SEEK_KIND);
-        let mut c = Cursor::default();
-        c.seek_by(&self.list, |k| compare_with(k, user_key, trailer));
-        c.valid()
-            && key::parse_internal_key(c.key(&self.list))
-                .is_some_and(|(found, found_seq, _)| found == user_key && found_seq == seq)
+        (found == user_key).then(|| (seq, kind, c.value(&self.list)))
     }
 
     /// Records that the writes with sequence numbers `first..=last` were left out of the WAL.
