@@ -369,8 +369,8 @@ impl Engine {
     /// `wal_chain`'s rule: damage that is not the newest WAL's torn tail is corruption, or in
     /// point-in-time mode the end of the replay. An entry goes to its keyspace unless that
     /// keyspace's log number is above its WAL (a table holds it), a window flush evicted it, or
-    /// it was replayed already (a re-logged copy); entries of dropped keyspaces are skipped, and one of a keyspace the database never had
-    /// is corruption.
+    /// it was replayed already (a re-logged copy); entries of dropped keyspaces are skipped, and
+    /// one of a keyspace the database never had is corruption.
     fn replay_wals(
         trees: &[Arc<Engine>],
         names: &[String],
