@@ -14,6 +14,9 @@
 #   DIRECT_IO [0]       1 turns on direct reads and direct flush/compaction I/O (the paper's setup)
 #   DROP_CACHES [0]     1 drops the page cache before each measured phase (--drop-caches)
 #   POLICIES            the policies compared (default: the eight designs below)
+#   ORDER [rotate]      rotate: round N runs the policies starting at the N-th, so that no policy
+#                       always runs first (after the load of a fresh device) or last; fixed: the
+#                       listed order every round
 #   PEERS [none]        e.g. rocksdb (needs a binary built with --features peers), run with the
 #                       same options
 #   STRATA              a prebuilt binary to use instead of building ./target/release/strata
@@ -39,13 +42,25 @@ if [ -z "${STRATA:-}" ]; then
   if [ "$PEERS" = none ]; then cargo build --release; else cargo build --release --features peers; fi
   STRATA=./target/release/strata
 fi
+# The list rotated left by $2 places (specifications hold no commas: options use ':').
+rotate() {
+  LIST=$1
+  I=0
+  while [ "$I" -lt "$2" ] && [ "${LIST#*,}" != "$LIST" ]; do
+    LIST="${LIST#*,},${LIST%%,*}"
+    I=$((I + 1))
+  done
+  echo "$LIST"
+}
 ROUND=${FIRST_ROUND:-1}
 while [ "$ROUND" -le "$ROUNDS" ]; do
+  RUN_POLICIES=$POLICIES
+  [ "${ORDER:-rotate}" = rotate ] && RUN_POLICIES=$(rotate "$POLICIES" $((ROUND - 1)))
   for W in $WORKLOADS; do
     REPORT="target/vertiorizon-bench/$W"
     [ "$ROUNDS" -gt 1 ] && REPORT="$REPORT/round$ROUND"
     # shellcheck disable=SC2086 # REGIME is a list of flags
-    "$STRATA" bench --workload "vertiorizon-$W" --policies "$POLICIES" \
+    "$STRATA" bench --workload "vertiorizon-$W" --policies "$RUN_POLICIES" \
       --peers "$PEERS" --baseline leveled --entries "$ENTRIES" --ops "$OPS" \
       --key-size 128 --value-size 896 --write-buffer-size 2MiB --target-file-size 2MiB \
       --size-ratio 6 --bloom-bits-per-key 5 --level-base 256MiB --block-cache 32MiB $REGIME \

@@ -450,6 +450,13 @@ fn resolve_baseline(baseline: &str, labels: &[String]) -> Result<String> {
     if labels.iter().any(|l| l == baseline) {
         return Ok(baseline.to_string());
     }
+    // A specification may separate its options with ':' where labels use ','.
+    if let Ok(spec) = baseline.parse::<strata_policy::PolicySpec>() {
+        let written = spec.to_string();
+        if labels.contains(&written) {
+            return Ok(written);
+        }
+    }
     let by_name: Vec<&String> = labels
         .iter()
         .filter(|l| l.split(':').next() == Some(baseline))
@@ -771,4 +778,24 @@ pub fn run(args: BenchArgs) -> Result<()> {
         println!("report: {}", index.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolve_baseline;
+
+    #[test]
+    fn a_baseline_is_a_label_a_name_or_a_specification() {
+        let labels = vec![
+            "leveled".to_string(),
+            "vertiorizon:horizontal_merge=leveling,horizontal_levels=2".to_string(),
+        ];
+        assert_eq!(resolve_baseline("leveled", &labels).unwrap(), "leveled");
+        assert_eq!(resolve_baseline("vertiorizon", &labels).unwrap(), labels[1]);
+        let colons = "vertiorizon:horizontal_merge=leveling:horizontal_levels=2";
+        assert_eq!(resolve_baseline(colons, &labels).unwrap(), labels[1]);
+        let other = "vertiorizon:horizontal_merge=tiering";
+        let err = resolve_baseline(other, &labels).unwrap_err().to_string();
+        assert!(err.contains("names none of the runs"), "{err}");
+    }
 }
