@@ -447,15 +447,13 @@ const MIN_MEMORY_LIMIT: u64 = 16 << 20;
 /// The label of the baseline run `--baseline` names: a label itself, or a policy name that
 /// exactly one run has.
 fn resolve_baseline(baseline: &str, labels: &[String]) -> Result<String> {
-    if labels.iter().any(|l| l == baseline) {
-        return Ok(baseline.to_string());
-    }
-    // A specification may separate its options with ':' where labels use ','.
-    if let Ok(spec) = baseline.parse::<strata_policy::PolicySpec>() {
-        let written = spec.to_string();
-        if labels.contains(&written) {
-            return Ok(written);
-        }
+    // Labels are written specifications; writing the baseline the same way matches one whose
+    // options are separated by ':' where labels use ','.
+    let written = baseline
+        .parse::<strata_policy::PolicySpec>()
+        .map_or_else(|_| baseline.to_string(), |spec| spec.to_string());
+    if labels.contains(&written) {
+        return Ok(written);
     }
     let by_name: Vec<&String> = labels
         .iter()
