@@ -34,6 +34,9 @@ DESIGNS="leveled,leveled-full,tiered,horizontal-leveled,horizontal-tiered:expect
 DESIGNS="$DESIGNS,vertiorizon:horizontal_merge=leveling:horizontal_levels=2"
 DESIGNS="$DESIGNS,vertiorizon:horizontal_merge=tiering:horizontal_levels=2,vertiorizon"
 POLICIES=${POLICIES:-$DESIGNS}
+# Ratios are against `leveled` when it runs, else against the first run (the bench's default).
+BASELINE=""
+case ",$POLICIES," in *,leveled,*) BASELINE="--baseline leveled" ;; esac
 REGIME=""
 [ -n "${MEMORY_LIMIT:-}" ] && REGIME="$REGIME --memory-limit $MEMORY_LIMIT"
 [ "${DIRECT_IO:-0}" = 1 ] && REGIME="$REGIME --direct-io"
@@ -59,9 +62,9 @@ while [ "$ROUND" -le "$ROUNDS" ]; do
   for W in $WORKLOADS; do
     REPORT="target/vertiorizon-bench/$W"
     [ "$ROUNDS" -gt 1 ] && REPORT="$REPORT/round$ROUND"
-    # shellcheck disable=SC2086 # REGIME is a list of flags
+    # shellcheck disable=SC2086 # REGIME and BASELINE are lists of flags
     "$STRATA" bench --workload "vertiorizon-$W" --policies "$RUN_POLICIES" \
-      --peers "$PEERS" --baseline leveled --entries "$ENTRIES" --ops "$OPS" \
+      --peers "$PEERS" $BASELINE --entries "$ENTRIES" --ops "$OPS" \
       --key-size 128 --value-size 896 --write-buffer-size 2MiB --target-file-size 2MiB \
       --size-ratio 6 --bloom-bits-per-key 5 --level-base 256MiB --block-cache 32MiB $REGIME \
       --dir "$DIR" --report "$REPORT"
