@@ -277,7 +277,7 @@ impl Advisor for SimulatingAdvisor {
             .map_err(|e| format!("{candidate}: {e}"))?;
             let policy = build_policy(&real).map_err(|e| format!("{real}: {e}"))?;
             let bytes =
-                handover::rewrite_bound(request.version, handover::entry_level(policy.as_ref()));
+                handover::rewrite_bound(request.version, handover::Entry::of(policy.as_ref()));
             predictions.push(Prediction {
                 spec: real.to_string(),
                 ns_per_op: self.simulate(&spec, &shape)?,

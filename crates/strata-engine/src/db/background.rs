@@ -183,7 +183,7 @@ impl Engine {
             self.policy().as_ref(),
             &state.version,
             &ctx,
-            self.entry_level.load(Ordering::Relaxed),
+            handover::Entry::unpack(self.entry_level.load(Ordering::Relaxed)),
             state.flush_running,
         )? != NextCompaction::Idle)
     }

@@ -478,7 +478,7 @@ impl PickHost for EnginePick<'_, '_> {
             self.engine.policy().as_ref(),
             &self.state.version,
             &ctx,
-            self.engine.entry_level.load(Ordering::Relaxed),
+            strata_exec::handover::Entry::unpack(self.engine.entry_level.load(Ordering::Relaxed)),
             self.state.flush_running,
         )?)
     }

@@ -243,7 +243,8 @@ pub(crate) struct Engine {
     /// The compaction policy: replaced by a switch ([`Engine::set_policy`]) under the state
     /// lock; read through [`Engine::policy`].
     pub policy: RwLock<Arc<TimedPolicy>>,
-    /// Where the policy's flushes go ([`strata_exec::handover::entry_level`]), for handovers.
+    /// Where the policy's flushes go and whether they add runs there, for handovers
+    /// ([`strata_exec::handover::Entry::pack`]).
     pub entry_level: std::sync::atomic::AtomicUsize,
     /// How tables are written.
     pub settings: WriteSettings,

@@ -221,7 +221,7 @@ impl Engine {
             Err(e) => return Err(e),
         };
         let handing = policy_edit(recovered.version.policy(), chosen.as_ref(), configured);
-        let entry_level = handover::entry_level(chosen.as_ref());
+        let entry_level = handover::Entry::of(chosen.as_ref()).pack();
         // Timed, so metrics can say what share of the work the decisions take.
         let policy = Arc::new(strata_policy::TimedPolicy::new(chosen));
         let settings = WriteSettings {

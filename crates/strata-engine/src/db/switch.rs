@@ -54,8 +54,10 @@ impl Engine {
                 to: self.recorded_policy(&state),
                 at_open: false,
             });
-            self.entry_level
-                .store(handover::entry_level(policy.as_ref()), Ordering::Relaxed);
+            self.entry_level.store(
+                handover::Entry::of(policy.as_ref()).pack(),
+                Ordering::Relaxed,
+            );
             *self.policy.write() = Arc::new(TimedPolicy::new(policy));
             Ok(())
         });

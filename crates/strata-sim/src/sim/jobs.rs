@@ -45,7 +45,7 @@ impl Simulator {
         self.draining = false;
         drained?;
         self.apply_edit(handover::switch_edit(policy.as_ref()), "policy switch")?;
-        self.entry_level = handover::entry_level(policy.as_ref());
+        self.entry_level = handover::Entry::of(policy.as_ref());
         self.policy = Arc::new(TimedPolicy::new(policy));
         self.plans_since_flush = 0;
         self.schedule()

@@ -219,8 +219,8 @@ pub struct Simulator {
     files: Option<FileRecorder>,
     /// Set while a policy switch lets the old policy's jobs finish: nothing new starts.
     draining: bool,
-    /// Where the policy's flushes go ([`handover::entry_level`]), for handovers.
-    entry_level: usize,
+    /// Where the policy's flushes go, for handovers ([`handover::Entry`]).
+    entry_level: handover::Entry,
     /// The autopilot, if it runs ([`Simulator::with_autopilot`]).
     autopilot: Option<autopilot::SimAutopilot>,
     /// The smallest and largest keys written since the last flush (the skew estimator's
@@ -281,7 +281,7 @@ impl Simulator {
             .sizer
             .clone()
             .unwrap_or_else(|| Arc::new(cfg.raw_sizer(1.0)));
-        let entry_level = handover::entry_level(policy.as_ref());
+        let entry_level = handover::Entry::of(policy.as_ref());
         let buffer_distinct = cfg
             .scale_keys
             .map(|_| DistinctCounter::for_keys(cfg.buffer_size / (cfg.key_size + cfg.value_size)));
