@@ -441,7 +441,7 @@ L3:
         assert_eq!(entry("tiered"), takes(1, true));
         // Flushes merged into the entry level's run: it must hold one.
         assert_eq!(entry("horizontal-leveled"), takes(1, false));
-        assert_eq!(entry("partial-full").takes_runs, false);
+        assert!(!entry("partial-full").takes_runs);
         for e in [takes(0, true), takes(3, false), takes(6, true)] {
             assert_eq!(Entry::unpack(e.pack()), e);
         }
